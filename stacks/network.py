@@ -1,0 +1,37 @@
+"""The network the fleet runs in: a new VPC with private subnets, NAT and flow logs."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+
+class NetworkStack(Stack):
+    """A VPC over two AZs: public subnets for the NAT gateway, private subnets for GPU hosts.
+
+    Flow logs go to CloudWatch Logs with a retention, so rejected traffic can be audited.
+    """
+
+    def __init__(self, scope: Construct, id_: str, **kwargs: object) -> None:
+        super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(
+                    name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
+                ),
+            ],
+        )
+        self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(
+                logs.LogGroup(self, "FlowLogGroup", retention=logs.RetentionDays.ONE_MONTH)
+            ),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )

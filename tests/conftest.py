@@ -1,0 +1,27 @@
+"""Shared fixtures. jsii synths cost seconds: apps are synthesized once per session and shared."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """cdk.json's context (feature flags), so test apps synthesize as `cdk synth` does."""
+    return dict(json.loads((REPO / "cdk.json").read_text())["context"])
+
+
+def new_app(**context: Any) -> Any:
+    import aws_cdk as cdk
+
+    return cdk.App(context={**cdk_json_context(), **context})
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
