@@ -7,7 +7,7 @@ constructs are loaded on first use, so ``ecs-gpu-sharing plan`` starts fast.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AmiError,
@@ -20,11 +20,18 @@ from .errors import (
     PlanError,
     TaskDefinitionError,
 )
+from .mps import MAX_CLIENTS_PER_GPU, MpsShare
+
+if TYPE_CHECKING:
+    from .task_definition import SharedGpuTaskDefinition
 
 # Public name -> module that defines it; CDK-backed names are imported lazily.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "SharedGpuTaskDefinition": "task_definition",
+}
 
 __all__ = [
+    "MAX_CLIENTS_PER_GPU",
     "AmiError",
     "AwsOperationError",
     "BudgetError",
@@ -32,9 +39,10 @@ __all__ = [
     "CatalogError",
     "FleetSpecError",
     "GpuSharingError",
+    "MpsShare",
     "PlanError",
+    "SharedGpuTaskDefinition",
     "TaskDefinitionError",
-    *_LAZY,
 ]
 
 

@@ -1,0 +1,268 @@
+"""MpsShare and SharedGpuTaskDefinition: the exact rendered shape, real validators, and every refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Template
+from conftest import new_app
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+from validators import cfn_lint_errors, ecs_register_task_definition_errors
+
+from ecs_gpu_sharing import BudgetError, MpsShare, SharedGpuTaskDefinition, TaskDefinitionError
+from ecs_gpu_sharing import task_definition as td_module
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/python:3.12-slim")
+
+
+def _stack() -> cdk.Stack:
+    return cdk.Stack(new_app(), "Test")
+
+
+def _synth(stack: cdk.Stack) -> Any:
+    """Synthesizes the whole app (validations included) and returns the stack's artifact."""
+    app = stack.node.root
+    assert isinstance(app, cdk.App)
+    return app.synth().get_stack_artifact(stack.artifact_id)
+
+
+# --- MpsShare ---------------------------------------------------------------------------------------
+
+
+def test_mps_share_accepts_integers() -> None:
+    assert MpsShare(6144, 40) == MpsShare(memory_mib=6144, max_compute_percent=40)
+    assert MpsShare(1).max_compute_percent is None and MpsShare(1, 100).max_compute_percent == 100
+
+
+@pytest.mark.parametrize("memory", [0, -1, 1.5, 6144.0, True, "6144", None])
+def test_mps_share_refuses_bad_memory(memory: Any) -> None:
+    with pytest.raises(BudgetError, match="memory_mib must be an integer >= 1"):
+        MpsShare(memory)
+
+
+@pytest.mark.parametrize("percent", [0, 101, 50.0, False, "40"])
+def test_mps_share_refuses_bad_compute_cap(percent: Any) -> None:
+    with pytest.raises(BudgetError, match="max_compute_percent must be an integer from 1 to 100"):
+        MpsShare(1024, percent)
+
+
+def test_mps_share_refuses_tokens_with_a_clear_message() -> None:
+    stack = _stack()
+    token = cdk.CfnParameter(stack, "Budget", type="Number").value_as_number
+    with pytest.raises(BudgetError, match=r"memory_mib is an unresolved token .* refused"):
+        MpsShare(token)  # type: ignore[arg-type]
+    with pytest.raises(BudgetError, match="max_compute_percent is an unresolved token"):
+        MpsShare(1024, cdk.Token.as_number(cdk.Aws.ACCOUNT_ID))  # type: ignore[arg-type]
+
+
+def test_mps_share_is_immutable() -> None:
+    share = MpsShare(1024)
+    with pytest.raises(AttributeError):
+        share.memory_mib = 2048  # type: ignore[misc]
+
+
+# --- the representative task definition -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def representative() -> dict[str, Any]:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Models", gpu_memory_mib=22000)
+    td.add_container("sidecar", image=IMAGE, memory_limit_mib=256)
+    td.add_container("embedder", image=IMAGE, memory_limit_mib=4096, gpu=MpsShare(6144, 40))
+    td.add_container("reranker", image=IMAGE, memory_limit_mib=2048, gpu=MpsShare(3072))
+    td.add_container("logger", image=IMAGE, memory_limit_mib=128)
+    artifact = _synth(stack)
+    return {"template": artifact.template, "messages": artifact.messages}
+
+
+def _containers(template: dict[str, Any]) -> dict[str, Any]:
+    (resource,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"]
+    return {c["Name"]: c for c in resource["Properties"]["ContainerDefinitions"]}
+
+
+def test_renders_exact_mps_requirements_at_each_containers_index(representative: dict[str, Any]) -> None:
+    containers = _containers(representative["template"])
+    assert containers["embedder"]["ResourceRequirements"] == [
+        {"Type": "GPU", "SharingStrategy": {"NvidiaMps": {"Memory": 6144, "MaxComputePercent": 40}}}
+    ]
+    assert containers["reranker"]["ResourceRequirements"] == [
+        {"Type": "GPU", "SharingStrategy": {"NvidiaMps": {"Memory": 3072}}}
+    ]
+    assert "ResourceRequirements" not in containers["sidecar"]
+    assert "ResourceRequirements" not in containers["logger"]
+
+
+def test_representative_snapshot(representative: dict[str, Any], snapshot: SnapshotAssertion) -> None:
+    resources = {k: v for k, v in representative["template"]["Resources"].items()}
+    assert resources == snapshot(extension_class=JSONSnapshotExtension)
+
+
+def test_cfn_lint_finds_no_error(representative: dict[str, Any]) -> None:
+    assert cfn_lint_errors(representative["template"]) == []
+
+
+def test_each_container_passes_botocores_register_task_definition_model(
+    representative: dict[str, Any],
+) -> None:
+    (resource,) = [
+        r for r in representative["template"]["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"
+    ]
+    assert ecs_register_task_definition_errors(resource["Properties"]) == ""
+
+
+def test_botocore_model_would_catch_a_bad_shape(representative: dict[str, Any]) -> None:
+    (resource,) = [
+        r for r in representative["template"]["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"
+    ]
+    broken = {**resource["Properties"]}
+    broken["ContainerDefinitions"] = [
+        {**c, "ResourceRequirements": [{"Type": "GPU", "SharingStrategy": {"NvidiaMps": {"Memory": "lots"}}}]}
+        for c in broken["ContainerDefinitions"]
+    ]
+    assert "Invalid type for parameter" in ecs_register_task_definition_errors(broken)
+
+
+def test_synth_reports_no_schema_warning(representative: dict[str, Any]) -> None:
+    texts = [str(m.entry.data) for m in representative["messages"]]
+    assert not [t for t in texts if "F3002" in t or "F3003" in t or "SharingStrategy" in t], texts
+
+
+def _acknowledged(stack: cdk.Stack) -> dict[str, list[str]]:
+    """Rule ids acknowledged per construct path, read from construct metadata."""
+    found: dict[str, list[str]] = {}
+    for construct in stack.node.find_all():
+        for entry in construct.node.metadata:
+            if entry.type == cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
+                found.setdefault(construct.node.path, []).extend(sorted(entry.data))
+    return found
+
+
+def test_schema_rules_are_acknowledged_only_on_mps_task_definitions() -> None:
+    stack = _stack()
+    mps = SharedGpuTaskDefinition(stack, "Mps")
+    mps.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
+    plain = SharedGpuTaskDefinition(stack, "Plain")
+    plain.add_container("a", image=IMAGE, memory_limit_mib=128)
+    assert _acknowledged(stack) == {
+        "Test/Mps/Resource": ["CloudFormation-Validate::F3002", "CloudFormation-Validate::F3003"]
+    }
+
+
+def test_no_acknowledgment_once_aws_cdk_lib_types_the_property(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(td_module, "typed_sharing_strategy", lambda: True)
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Mps")
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
+    assert _acknowledged(stack) == {}
+
+
+def test_installed_aws_cdk_lib_lacks_the_typed_property() -> None:
+    # When this fails, aws-cdk-lib was upgraded: render through the typed property and drop the override.
+    assert td_module.typed_sharing_strategy() is False
+
+
+def test_exposes_budgets_for_the_planner() -> None:
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(1000))
+    td.add_container("b", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(2000, 10))
+    assert td.mps_memory_mib == 3000
+    assert [name for name, _ in td.mps_shares] == ["a", "b"]
+
+
+def test_whole_gpu_task_renders_the_l2s_gpu_count() -> None:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Td")
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu_count=1)
+    assert td.whole_gpu_count == 1
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::ECS::TaskDefinition",
+        {"ContainerDefinitions": [{"Name": "a", "ResourceRequirements": [{"Type": "GPU", "Value": "1"}]}]},
+    )
+
+
+def test_managed_instances_is_accepted() -> None:
+    td = SharedGpuTaskDefinition(
+        _stack(),
+        "Td",
+        compatibility=ecs.Compatibility.MANAGED_INSTANCES,
+        network_mode=ecs.NetworkMode.AWS_VPC,
+    )
+    assert td.compatibility == ecs.Compatibility.MANAGED_INSTANCES
+
+
+# --- refusals ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "compatibility",
+    [ecs.Compatibility.FARGATE, ecs.Compatibility.EC2_AND_FARGATE, ecs.Compatibility.EXTERNAL],
+)
+def test_refuses_compatibility_without_gpu_sharing(compatibility: ecs.Compatibility) -> None:
+    with pytest.raises(TaskDefinitionError, match=rf"Test/Td: compatibility {compatibility.name} cannot run"):
+        SharedGpuTaskDefinition(_stack(), "Td", compatibility=compatibility)
+
+
+def test_refuses_gpu_count_and_mps_share_on_one_container() -> None:
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td/a: .*gpu_count=1.*MpsShare\(512 MiB\) at once"):
+        td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu_count=1, gpu=MpsShare(512))
+
+
+def test_refuses_a_gpu_that_is_not_an_mps_share() -> None:
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    with pytest.raises(TaskDefinitionError, match="gpu must be an MpsShare, got 512"):
+        td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=512)  # type: ignore[arg-type]
+
+
+def test_refuses_mixing_whole_gpus_and_mps_in_one_task_at_synth() -> None:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Td")
+    td.add_container("whole", image=IMAGE, memory_limit_mib=128, gpu_count=1)
+    td.add_container("shared", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
+    with pytest.raises(RuntimeError, match=r"Test/Td\] GPU containers mix whole GPUs \(whole: gpu_count=1\)"):
+        _synth(stack)
+
+
+def test_refuses_mps_containers_that_do_not_fit_one_gpu_at_synth() -> None:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=8000)
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(5000))
+    td.add_container("b", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(4000))
+    with pytest.raises(
+        RuntimeError, match=r"adds up to 9000 MiB \(a 5000 \+ b 4000\), more than the 8000 MiB"
+    ):
+        _synth(stack)
+
+
+def test_reports_every_problem_at_once() -> None:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=100)
+    td.add_container("whole", image=IMAGE, memory_limit_mib=128, gpu_count=1)
+    td.add_container("shared", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
+    with pytest.raises(RuntimeError, match=r"(?s)mix whole GPUs.*adds up to 512 MiB"):
+        _synth(stack)
+
+
+def test_a_fitting_task_synthesizes() -> None:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=8000)
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(8000))
+    _synth(stack)
+
+
+@pytest.mark.parametrize("limit", [0, 1.5, "8000"])
+def test_refuses_bad_gpu_memory_mib(limit: Any) -> None:
+    with pytest.raises(BudgetError, match="Test/Td: gpu_memory_mib must be an integer >= 1"):
+        SharedGpuTaskDefinition(_stack(), "Td", gpu_memory_mib=limit)
+
+
+def test_refuses_gpu_memory_mib_token() -> None:
+    stack = _stack()
+    token = cdk.CfnParameter(stack, "Limit", type="Number").value_as_number
+    with pytest.raises(BudgetError, match="gpu_memory_mib is an unresolved token"):
+        SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=token)  # type: ignore[arg-type]
