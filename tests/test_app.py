@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
-from conftest import new_app
 
 from stacks.app_builder import build_app
+
+from conftest import new_app
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,14 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Template
-from conftest import new_app
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
-from validators import cfn_lint_errors, ecs_register_task_definition_errors
 
 from ecs_gpu_sharing import BudgetError, MpsShare, SharedGpuTaskDefinition, TaskDefinitionError
 from ecs_gpu_sharing import task_definition as td_module
+
+from conftest import new_app
+from validators import cfn_lint_errors, ecs_register_task_definition_errors
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/python:3.12-slim")
 

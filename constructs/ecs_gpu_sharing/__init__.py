@@ -23,11 +23,15 @@ from .errors import (
 from .mps import MAX_CLIENTS_PER_GPU, MpsShare
 
 if TYPE_CHECKING:
+    from .ami import GpuAmi
+    from .capacity import GpuCapacity
     from .task_definition import SharedGpuTaskDefinition
 
 # Public name -> module that defines it; CDK-backed names are imported lazily.
 _LAZY: dict[str, str] = {
     "SharedGpuTaskDefinition": "task_definition",
+    "GpuAmi": "ami",
+    "GpuCapacity": "capacity",
 }
 
 __all__ = [
@@ -38,6 +42,8 @@ __all__ = [
     "CapacityError",
     "CatalogError",
     "FleetSpecError",
+    "GpuAmi",
+    "GpuCapacity",
     "GpuSharingError",
     "MpsShare",
     "PlanError",

@@ -1,0 +1,77 @@
+"""ECS-optimized Amazon Linux 2023 GPU AMI releases: the floor, the default, the name. Pure Python.
+
+Facts (DESIGN.md §4): ECS GPU sharing needs the AL2023 GPU AMI of release 20261019 or later, which carries
+ECS agent 1.107.0 or later. The AMI exists for x86_64 only.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+from .errors import AmiError
+
+AMI_RELEASE_FLOOR = "20261019"
+"""The first AL2023 GPU AMI release that supports ECS GPU sharing (MPS)."""
+
+DEFAULT_AMI_RELEASE = "20261113"
+"""The newest release this library knows (ECS agent 1.108.3)."""
+
+ECS_AGENT_FLOOR = (1, 107, 0)
+"""The first ECS container agent version with GPU sharing."""
+
+AMI_NAME_TEMPLATE = "al2023-ami-ecs-gpu-hvm-2023.0.{release}-kernel-6.1-x86_64-ebs"
+AMI_OWNER = "amazon"
+
+# Per-release public SSM parameter. The standard AL2023 ECS AMIs publish
+# /aws/service/ecs/optimized-ami/amazon-linux-2023/<ami-name>/image_id; the GPU path below follows that
+# pattern by analogy and is NOT confirmed (DESIGN.md §4). Run `ecs-gpu-sharing ami verify` before deploy,
+# or pin with GpuAmi.image_ids / GpuAmi.lookup. Correct it here, in one place.
+SSM_PARAMETER_TEMPLATE = "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/{ami_name}/image_id"
+
+_RELEASE = re.compile(r"^\d{8}$")
+_NAME = re.compile(r"^al2023-ami-ecs-gpu-hvm-2023\.0\.(\d{8})-kernel-6\.1-x86_64-ebs$")
+
+
+def check_release(release: Any) -> str:
+    """``release`` as a valid YYYYMMDD string at or after the floor; refuses anything else."""
+    what = f"AMI release {release!r}"
+    if not isinstance(release, str) or not _RELEASE.match(release):
+        raise AmiError(
+            f"{what} is malformed: give the release date as 'YYYYMMDD', such as '{DEFAULT_AMI_RELEASE}'"
+        )
+    try:
+        date(int(release[:4]), int(release[4:6]), int(release[6:]))
+    except ValueError:
+        raise AmiError(f"{what} is not a real date: give the release date as 'YYYYMMDD'") from None
+    if release < AMI_RELEASE_FLOOR:
+        raise AmiError(
+            f"{what} is older than {AMI_RELEASE_FLOOR}, the first AL2023 GPU AMI whose ECS agent "
+            f"(>= {format_version(ECS_AGENT_FLOOR)}) supports GPU sharing; use {AMI_RELEASE_FLOOR} or later, "
+            f"such as {DEFAULT_AMI_RELEASE}"
+        )
+    return release
+
+
+def ami_name(release: str) -> str:
+    return AMI_NAME_TEMPLATE.format(release=check_release(release))
+
+
+def release_of(name: str) -> str | None:
+    """The release of an AL2023 GPU AMI name; ``None`` when the name is not of that pattern."""
+    match = _NAME.match(name)
+    return match.group(1) if match else None
+
+
+def ssm_parameter(release: str) -> str:
+    return SSM_PARAMETER_TEMPLATE.format(ami_name=ami_name(release))
+
+
+def format_version(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", text.strip())
+    return tuple(int(part) for part in match.groups()) if match else None

@@ -1,0 +1,252 @@
+"""``GpuCapacity``: GPU hosts for an ECS cluster, on a pinned AL2023 GPU AMI, as a capacity provider."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from .ami import GpuAmi
+from .capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
+from .errors import CapacityError
+from .mps import require_int
+
+UNVERIFIED_FAMILY_WARNING = "ecs-gpu-sharing:UnverifiedInstanceFamily"
+
+# Lines appended to /etc/ecs/ecs.config (the AMI sets GPU support too; stating it keeps a custom AMI honest).
+ECS_CONFIG = (
+    "ECS_ENABLE_GPU_SUPPORT=true",
+    # Containers in awsvpc mode must not reach the instance's credentials.
+    "ECS_AWSVPC_BLOCK_IMDS=true",
+)
+
+
+class GpuCapacity(Construct):
+    """GPU hosts on a pinned ECS-optimized AL2023 GPU AMI, added to ``cluster`` as a capacity provider.
+
+    Creates a launch template (pinned AMI, IAM role with the ECS agent's and SSM Session Manager's
+    permissions, IMDSv2 required with hop limit 1, encrypted gp3 root volume, no SSH key), an Auto Scaling
+    group over the VPC's private subnets, and an ``AsgCapacityProvider`` with managed scaling and managed
+    termination protection.
+
+    :param cluster: the ECS cluster; its VPC hosts the instances.
+    :param instance_types: one or more GPU instance types, all with the same GPU model and memory. Several
+        types add availability; plans use the smallest.
+    :param ami: the AMI pin; defaults to ``GpuAmi.release()``, the newest release this library knows.
+    :param min_capacity: instances kept running; 0 by default (scale from zero).
+    :param max_capacity: the most instances; when left out, a service plan derives it (so the deployment
+        surge fits), or it is ``max(min_capacity, 1)`` when nothing is planned on the capacity.
+    :param gpu_reserve_mib: per-GPU memory kept out of plans, below EC2's figure (default 2048).
+    :param host_memory_reserve_mib: host memory not offered to tasks; about 6% of the host by default.
+    :param root_volume_gib: root volume size; 200 GiB by default, room for model images.
+    :param vpc_subnets: where instances run; the VPC's private subnets by default (two AZs at least).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: ecs.ICluster,
+        instance_types: Sequence[str],
+        ami: GpuAmi | None = None,
+        min_capacity: int = 0,
+        max_capacity: int | None = None,
+        gpu_reserve_mib: int = DEFAULT_GPU_RESERVE_MIB,
+        host_memory_reserve_mib: int | None = None,
+        root_volume_gib: int = 200,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        capacity_provider_name: str | None = None,
+    ) -> None:
+        path = f"{scope.node.path}/{id_}"
+        self.facts: HostFacts = host_facts(
+            list(instance_types) if not isinstance(instance_types, str) else instance_types,
+            gpu_reserve_mib=gpu_reserve_mib,
+            host_memory_reserve_mib=host_memory_reserve_mib,
+            owner=path,
+        )
+        self.min_capacity = require_int("min_capacity", min_capacity, low=0, owner=path)
+        self._max_capacity = (
+            None if max_capacity is None else require_int("max_capacity", max_capacity, low=1, owner=path)
+        )
+        if self._max_capacity is not None and self._max_capacity < self.min_capacity:
+            raise CapacityError(
+                f"{path}: max_capacity {self._max_capacity} is below min_capacity {self.min_capacity}; "
+                "raise max_capacity or lower min_capacity"
+            )
+        root = require_int("root_volume_gib", root_volume_gib, low=30, owner=path)
+        if not isinstance(ami, GpuAmi | None):
+            raise CapacityError(f"{path}: ami must be a GpuAmi (GpuAmi.release(...)), got {ami!r}")
+        self.ami = ami or GpuAmi.release()
+        super().__init__(scope, id_)
+
+        subnets = self._private_subnets(cluster.vpc, vpc_subnets, path)
+        self._planned_max: int | None = None
+
+        role = iam.Role(
+            self,
+            "InstanceRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"ECS GPU hosts of {path}",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
+        )
+        security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=cluster.vpc,
+            description=f"ECS GPU hosts of {path}",
+            allow_all_outbound=True,
+        )
+        user_data = ec2.UserData.for_linux()
+        user_data.add_commands(*(f"echo {line} >> /etc/ecs/ecs.config" for line in ECS_CONFIG))
+        self.launch_template = ec2.LaunchTemplate(
+            self,
+            "LaunchTemplate",
+            machine_image=self.ami.machine_image(self),
+            role=role,
+            security_group=security_group,
+            user_data=user_data,
+            require_imdsv2=True,
+            http_put_response_hop_limit=1,
+            http_tokens=ec2.LaunchTemplateHttpTokens.REQUIRED,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name="/dev/xvda",
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        root,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        )
+        self.auto_scaling_group = autoscaling.AutoScalingGroup(
+            self,
+            "Group",
+            vpc=cluster.vpc,
+            vpc_subnets=subnets,
+            mixed_instances_policy=autoscaling.MixedInstancesPolicy(
+                launch_template=self.launch_template,
+                launch_template_overrides=[
+                    autoscaling.LaunchTemplateOverrides(instance_type=ec2.InstanceType(name))
+                    for name in self.facts.instance_types
+                ],
+                instances_distribution=autoscaling.InstancesDistribution(
+                    on_demand_percentage_above_base_capacity=100,
+                    on_demand_allocation_strategy=autoscaling.OnDemandAllocationStrategy.PRIORITIZED,
+                ),
+            ),
+            min_capacity=self.min_capacity,
+            # Resolved at synth, after a plan may have derived it.
+            max_capacity=cdk.Lazy.number(_MaxCapacity(self)),
+        )
+        self.capacity_provider = ecs.AsgCapacityProvider(
+            self,
+            "Provider",
+            auto_scaling_group=self.auto_scaling_group,
+            capacity_provider_name=capacity_provider_name,
+            enable_managed_scaling=True,
+            enable_managed_termination_protection=True,
+            target_capacity_percent=100,
+        )
+        cluster_l2 = cluster if isinstance(cluster, ecs.Cluster) else None
+        if cluster_l2 is None:
+            raise CapacityError(
+                f"{path}: cluster must be an aws_ecs.Cluster created in this app (capacity providers are added "
+                f"to it), got {cluster!r}"
+            )
+        cluster_l2.add_asg_capacity_provider(self.capacity_provider)
+        for note in self.facts.unverified:
+            cdk.Annotations.of(self).add_warning_v2(
+                UNVERIFIED_FAMILY_WARNING,
+                f"{note}; ECS GPU sharing should work, but AWS has not named this family: test before relying "
+                f"on it, then acknowledge '{UNVERIFIED_FAMILY_WARNING}'",
+            )
+
+    @staticmethod
+    def _private_subnets(
+        vpc: ec2.IVpc, selection: ec2.SubnetSelection | None, path: str
+    ) -> ec2.SubnetSelection:
+        chosen = selection or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        try:
+            selected = vpc.select_subnets(
+                subnet_type=chosen.subnet_type,
+                subnet_group_name=chosen.subnet_group_name,
+                subnets=chosen.subnets,
+                availability_zones=chosen.availability_zones,
+                one_per_az=chosen.one_per_az,
+                subnet_filters=chosen.subnet_filters,
+            )
+        except RuntimeError as error:
+            raise CapacityError(
+                f"{path}: the VPC has no subnets for the GPU hosts ({str(error).splitlines()[0]}); "
+                "give the VPC private subnets with egress, or pass vpc_subnets"
+            ) from None
+        zones = selected.availability_zones
+        if len(set(zones)) < 2:
+            raise CapacityError(
+                f"{path}: the GPU hosts' subnets span {len(set(zones))} availability zone(s); "
+                "use subnets in at least two AZs, so a zone outage or a capacity shortage does not stop the fleet"
+            )
+        return chosen
+
+    @property
+    def max_capacity(self) -> int:
+        """The most instances: given, or derived by a plan, or ``max(min_capacity, 1)``."""
+        if self._max_capacity is not None:
+            return self._max_capacity
+        if self._planned_max is not None:
+            return max(self._planned_max, self.min_capacity, 1)
+        return max(self.min_capacity, 1)
+
+    @property
+    def max_capacity_given(self) -> bool:
+        return self._max_capacity is not None
+
+    def set_planned_max_capacity(self, instances: int) -> None:
+        """Called by the fleet plan when ``max_capacity`` was left out."""
+        self._planned_max = instances
+
+    @property
+    def gpu_name(self) -> str:
+        return self.facts.gpu_name
+
+    @property
+    def gpus_per_instance(self) -> int:
+        return self.facts.gpus_per_instance
+
+    @property
+    def gpu_memory_mib(self) -> int:
+        """Memory per GPU as EC2 reports it."""
+        return self.facts.gpu_memory_mib
+
+    @property
+    def usable_gpu_memory_mib(self) -> int:
+        """Memory per GPU that plans may fill: EC2's figure minus ``gpu_reserve_mib``."""
+        return self.facts.usable_gpu_memory_mib
+
+    @property
+    def instance_cpu_units(self) -> int:
+        """CPU units one instance offers to tasks."""
+        return self.facts.cpu_units
+
+    @property
+    def instance_memory_mib(self) -> int:
+        """Memory (MiB) one instance offers to tasks."""
+        return self.facts.memory_mib
+
+
+@jsii.implements(cdk.IStableNumberProducer)
+class _MaxCapacity:
+    def __init__(self, capacity: GpuCapacity) -> None:
+        self._capacity = capacity
+
+    def produce(self) -> int:
+        return self._capacity.max_capacity

@@ -1,0 +1,274 @@
+"""GpuCapacity: the launch template, group and capacity provider it writes, its GPU facts, and its refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Annotations, Match, Template
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from ecs_gpu_sharing import CapacityError, CatalogError, GpuAmi, GpuCapacity
+from ecs_gpu_sharing.capacity import UNVERIFIED_FAMILY_WARNING
+
+from conftest import new_app
+from validators import cfn_lint_errors
+
+
+def _cluster(max_azs: int = 2) -> ecs.Cluster:
+    stack = cdk.Stack(new_app(), "Test")
+    return ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=max_azs, nat_gateways=1))
+
+
+@pytest.fixture(scope="module")
+def g6() -> dict[str, Any]:
+    cluster = _cluster()
+    capacity = GpuCapacity(cluster.stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    return {"capacity": capacity, "template": Template.from_stack(cluster.stack)}
+
+
+def test_launch_template_is_pinned_to_the_default_release_through_ssm(g6: dict[str, Any]) -> None:
+    template: Template = g6["template"]
+    parameters = template.find_parameters("*", {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"})
+    ((name, parameter),) = parameters.items()
+    assert parameter["Default"] == (
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/"
+        "al2023-ami-ecs-gpu-hvm-2023.0.20261113-kernel-6.1-x86_64-ebs/image_id"
+    )
+    template.has_resource_properties(
+        "AWS::EC2::LaunchTemplate", {"LaunchTemplateData": Match.object_like({"ImageId": {"Ref": name}})}
+    )
+
+
+def test_launch_template_security(g6: dict[str, Any]) -> None:
+    template: Template = g6["template"]
+    template.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {
+            "LaunchTemplateData": Match.object_like(
+                {
+                    "MetadataOptions": {"HttpTokens": "required", "HttpPutResponseHopLimit": 1},
+                    "BlockDeviceMappings": [
+                        {
+                            "DeviceName": "/dev/xvda",
+                            "Ebs": {
+                                "Encrypted": True,
+                                "VolumeType": "gp3",
+                                "VolumeSize": 200,
+                                "DeleteOnTermination": True,
+                            },
+                        }
+                    ],
+                    "IamInstanceProfile": Match.any_value(),
+                    "KeyName": Match.absent(),
+                }
+            )
+        },
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "ManagedPolicyArns": Match.array_with(
+                [
+                    {
+                        "Fn::Join": [
+                            "",
+                            [
+                                "arn:",
+                                {"Ref": "AWS::Partition"},
+                                ":iam::aws:policy/AmazonSSMManagedInstanceCore",
+                            ],
+                        ]
+                    }
+                ]
+            )
+        },
+    )
+
+
+def test_user_data_joins_the_cluster_with_gpu_support_and_imds_blocked(g6: dict[str, Any]) -> None:
+    (lt,) = g6["template"].find_resources("AWS::EC2::LaunchTemplate").values()
+    parts = lt["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "<ref>" for p in parts)
+    assert "echo ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config" in text
+    assert "echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config" in text
+    assert "echo ECS_CLUSTER=<ref> >> /etc/ecs/ecs.config" in text
+
+
+def test_group_spans_the_private_subnets_with_the_instance_type(g6: dict[str, Any]) -> None:
+    template: Template = g6["template"]
+    template.has_resource_properties(
+        "AWS::AutoScaling::AutoScalingGroup",
+        {
+            "MinSize": "0",
+            "MaxSize": "1",
+            "NewInstancesProtectedFromScaleIn": True,
+            "VPCZoneIdentifier": [
+                {"Ref": Match.string_like_regexp("VpcPrivateSubnet1")},
+                {"Ref": Match.string_like_regexp("VpcPrivateSubnet2")},
+            ],
+            "MixedInstancesPolicy": Match.object_like(
+                {"LaunchTemplate": Match.object_like({"Overrides": [{"InstanceType": "g6.xlarge"}]})}
+            ),
+        },
+    )
+
+
+def test_capacity_provider_has_managed_scaling_and_termination_protection(g6: dict[str, Any]) -> None:
+    template: Template = g6["template"]
+    template.has_resource_properties(
+        "AWS::ECS::CapacityProvider",
+        {
+            "AutoScalingGroupProvider": Match.object_like(
+                {
+                    "ManagedScaling": Match.object_like({"Status": "ENABLED"}),
+                    "ManagedTerminationProtection": "ENABLED",
+                }
+            )
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ECS::ClusterCapacityProviderAssociations",
+        {"CapacityProviders": Match.array_with([{"Ref": Match.string_like_regexp("L4Provider")}])},
+    )
+
+
+def test_exposes_gpu_and_host_facts(g6: dict[str, Any]) -> None:
+    capacity: GpuCapacity = g6["capacity"]
+    assert (capacity.gpu_name, capacity.gpus_per_instance, capacity.gpu_memory_mib) == ("L4", 1, 22888)
+    assert capacity.usable_gpu_memory_mib == 22888 - 2048
+    assert capacity.instance_cpu_units == 4 * 1024
+    assert capacity.instance_memory_mib == 16384 - 983
+    assert isinstance(capacity.launch_template, ec2.LaunchTemplate)
+    assert capacity.auto_scaling_group and capacity.capacity_provider
+
+
+def test_snapshot(g6: dict[str, Any], snapshot: SnapshotAssertion) -> None:
+    resources = g6["template"].to_json()["Resources"]
+    assert resources == snapshot(extension_class=JSONSnapshotExtension)
+
+
+def test_cfn_lint_finds_no_error(g6: dict[str, Any]) -> None:
+    assert cfn_lint_errors(g6["template"].to_json()) == []
+
+
+def test_several_types_of_one_gpu_plan_with_the_smallest() -> None:
+    cluster = _cluster()
+    capacity = GpuCapacity(
+        cluster, "L4", cluster=cluster, instance_types=["g6.2xlarge", "g6.xlarge"], max_capacity=3
+    )
+    assert capacity.facts.instance_types == ("g6.xlarge", "g6.2xlarge")
+    assert capacity.instance_cpu_units == 4096 and capacity.max_capacity == 3
+    Template.from_stack(cluster.stack).has_resource_properties(
+        "AWS::AutoScaling::AutoScalingGroup",
+        {
+            "MaxSize": "3",
+            "MixedInstancesPolicy": Match.object_like(
+                {
+                    "LaunchTemplate": Match.object_like(
+                        {"Overrides": [{"InstanceType": "g6.xlarge"}, {"InstanceType": "g6.2xlarge"}]}
+                    )
+                }
+            ),
+        },
+    )
+
+
+def test_gpu_reserve_is_configurable() -> None:
+    cluster = _cluster()
+    capacity = GpuCapacity(cluster, "L4", cluster=cluster, instance_types=["g6.xlarge"], gpu_reserve_mib=512)
+    assert capacity.usable_gpu_memory_mib == 22888 - 512
+
+
+def test_explicit_ami_ids_pin() -> None:
+    cluster = _cluster()
+    GpuCapacity(
+        cluster,
+        "L4",
+        cluster=cluster,
+        instance_types=["g6.xlarge"],
+        ami=GpuAmi.image_ids({"us-east-1": "ami-0123456789abcdef0"}),
+    )
+    template = Template.from_stack(cluster.stack)
+    assert any("ami-0123456789abcdef0" in str(m) for m in template.to_json().get("Mappings", {}).values())
+
+
+def test_unverified_family_synthesizes_with_an_acknowledgeable_warning() -> None:
+    cluster = _cluster()
+    GpuCapacity(cluster, "V100", cluster=cluster, instance_types=["p3dn.24xlarge"])
+    warnings = Annotations.from_stack(cluster.stack).find_warning("*", Match.string_like_regexp("p3dn"))
+    assert len(warnings) == 1 and UNVERIFIED_FAMILY_WARNING in warnings[0].entry.data
+
+
+def test_unverified_warning_can_be_acknowledged() -> None:
+    cluster = _cluster()
+    capacity = GpuCapacity(cluster, "V100", cluster=cluster, instance_types=["p3dn.24xlarge"])
+    cdk.Annotations.of(capacity).acknowledge_warning(UNVERIFIED_FAMILY_WARNING, "tested on p3dn")
+    assert Annotations.from_stack(cluster.stack).find_warning("*", Match.any_value()) == []
+
+
+# --- refusals ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "reason"),
+    [
+        ("g6f.large", "vGPU"),
+        ("gr6f.4xlarge", "vGPU"),
+        ("g5g.xlarge", "arm64"),
+        ("m5.large", "not in the GPU catalog: it has no GPU"),
+        ("inf2.xlarge", "not in the GPU catalog: it has no GPU"),
+        ("g4ad.xlarge", "not in the GPU catalog"),
+        ("dl1.24xlarge", "not in the GPU catalog"),
+        ("g99.huge", "not in the GPU catalog"),
+    ],
+)
+def test_refuses_instance_types_that_cannot_share(instance_type: str, reason: str) -> None:
+    cluster = _cluster()
+    with pytest.raises(CatalogError, match=rf"Test/Cluster/Gpu: .*{instance_type!r}.*{reason}"):
+        GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=[instance_type])
+
+
+def test_refuses_mixed_gpu_models() -> None:
+    cluster = _cluster()
+    with pytest.raises(
+        CapacityError, match=r"same GPU model and memory, got g6.xlarge: L4 22888 MiB; g6e.xlarge: L40S"
+    ):
+        GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=["g6.xlarge", "g6e.xlarge"])
+
+
+@pytest.mark.parametrize("instance_types", [[], "g6.xlarge"])
+def test_refuses_instance_types_that_are_not_a_list(instance_types: Any) -> None:
+    cluster = _cluster()
+    with pytest.raises(CapacityError, match="instance_types must be a non-empty list"):
+        GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=instance_types)
+
+
+def test_refuses_a_single_az_vpc() -> None:
+    cluster = _cluster(max_azs=1)
+    with pytest.raises(
+        CapacityError, match=r"span 1 availability zone\(s\); use subnets in at least two AZs"
+    ):
+        GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=["g6.xlarge"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_capacity": 1, "min_capacity": 2}, "max_capacity 1 is below min_capacity 2"),
+        ({"max_capacity": 0}, "max_capacity must be an integer >= 1"),
+        ({"min_capacity": -1}, "min_capacity must be an integer >= 0"),
+        ({"gpu_reserve_mib": 22888}, "gpu_reserve_mib 22888 leaves nothing"),
+        ({"gpu_reserve_mib": 1.5}, "gpu_reserve_mib must be an integer"),
+        ({"root_volume_gib": 8}, "root_volume_gib must be an integer >= 30"),
+        ({"ami": "ami-0123456789abcdef0"}, "ami must be a GpuAmi"),
+    ],
+)
+def test_refuses_bad_settings(kwargs: dict[str, Any], message: str) -> None:
+    cluster = _cluster()
+    with pytest.raises(ValueError, match=message):
+        GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=["g6.xlarge"], **kwargs)
