@@ -1,0 +1,230 @@
+"""The fleet file (``fleet.toml``): capacities and services, read with the standard library. Pure Python.
+
+Every problem names the file and the key: unknown keys, wrong types, missing keys, references to
+capacities that do not exist.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .ami_release import DEFAULT_AMI_RELEASE, check_release
+from .capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
+from .errors import FleetSpecError, GpuSharingError
+from .mps import MpsShare
+from .planner import CapacityInput, ServiceInput
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    name: str
+    instance_types: tuple[str, ...]
+    ami_release: str = DEFAULT_AMI_RELEASE
+    min_instances: int = 0
+    max_instances: int | None = None
+    facts: HostFacts | None = None  # set by parse(); from the catalog
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    capacity: str
+    image: str
+    desired_count: int
+    cpu: int
+    memory_mib: int
+    gpu_memory_mib: int
+    max_compute_percent: int | None = None
+    port: int | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def share(self) -> MpsShare:
+        return MpsShare(self.gpu_memory_mib, self.max_compute_percent)
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    name: str
+    capacities: Mapping[str, CapacitySpec]
+    services: Mapping[str, ServiceSpec]
+    source: str = "<fleet>"
+
+    def capacity_inputs(self) -> list[CapacityInput]:
+        out = []
+        for cap in self.capacities.values():
+            assert cap.facts is not None
+            out.append(CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances))
+        return out
+
+    def service_inputs(self) -> list[ServiceInput]:
+        return [
+            ServiceInput(
+                name=s.name,
+                capacity=s.capacity,
+                desired_count=s.desired_count,
+                cpu_units=s.cpu,
+                memory_mib=s.memory_mib,
+                container_memory_mib=(s.gpu_memory_mib,),
+            )
+            for s in self.services.values()
+        ]
+
+
+# key -> (type, required); the type check treats bool as not an int.
+_TOP = {"name": (str, True), "capacity": (dict, True), "service": (dict, True)}
+_CAPACITY = {
+    "instance_types": (list, True),
+    "ami_release": (str, False),
+    "min_instances": (int, False),
+    "max_instances": (int, False),
+    "gpu_reserve_mib": (int, False),
+}
+_SERVICE = {
+    "capacity": (str, True),
+    "image": (str, True),
+    "desired_count": (int, True),
+    "cpu": (int, True),
+    "memory_mib": (int, True),
+    "gpu_memory_mib": (int, True),
+    "max_compute_percent": (int, False),
+    "port": (int, False),
+    "environment": (dict, False),
+}
+_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table"}
+
+
+def _check_table(
+    source: str, where: str, table: Mapping[str, Any], schema: Mapping[str, tuple[type, bool]]
+) -> None:
+    for key in table:
+        if key not in schema:
+            known = ", ".join(schema)
+            raise FleetSpecError(f"{source}: unknown key {where}{key}; the keys here are: {known}")
+    for key, (kind, required) in schema.items():
+        if key not in table:
+            if required:
+                raise FleetSpecError(f"{source}: missing key {where}{key} ({_TYPE_NAMES[kind]})")
+            continue
+        value = table[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise FleetSpecError(
+                f"{source}: {where}{key} must be {_TYPE_NAMES[kind]}, got {value!r} ({type(value).__name__})"
+            )
+
+
+def _at_least(source: str, key: str, value: int, low: int, high: int | None = None) -> None:
+    if value < low or (high is not None and value > high):
+        span = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise FleetSpecError(f"{source}: {key} must be {span}, got {value}")
+
+
+def _check_name(source: str, kind: str, name: str) -> None:
+    if not _NAME.match(name):
+        raise FleetSpecError(
+            f"{source}: {kind}.{name!r} is not a usable name; use letters, digits and '-', starting with a letter, "
+            "at most 40 characters"
+        )
+
+
+def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
+    """A fleet spec from a parsed TOML document; refuses anything malformed, naming ``source`` and the key."""
+    _check_table(source, "", doc, _TOP)
+    capacities: dict[str, CapacitySpec] = {}
+    for name, table in doc["capacity"].items():
+        where = f"capacity.{name}."
+        _check_name(source, "capacity", name)
+        if not isinstance(table, dict):
+            raise FleetSpecError(f"{source}: capacity.{name} must be a table")
+        _check_table(source, where, table, _CAPACITY)
+        types = table["instance_types"]
+        if not types or not all(isinstance(t, str) for t in types):
+            raise FleetSpecError(
+                f"{source}: {where}instance_types must be a non-empty list of strings, got {types!r}"
+            )
+        release = table.get("ami_release", DEFAULT_AMI_RELEASE)
+        try:
+            check_release(release)
+        except GpuSharingError as error:
+            raise FleetSpecError(f"{source}: {where}ami_release: {error}") from None
+        try:
+            facts = host_facts(
+                types,
+                gpu_reserve_mib=table.get("gpu_reserve_mib", DEFAULT_GPU_RESERVE_MIB),
+                owner=f"{source}: capacity.{name}",
+            )
+        except GpuSharingError as error:
+            raise FleetSpecError(str(error)) from None
+        min_i = table.get("min_instances", 0)
+        max_i = table.get("max_instances")
+        _at_least(source, f"{where}min_instances", min_i, 0)
+        if max_i is not None:
+            _at_least(source, f"{where}max_instances", max_i, max(1, min_i))
+        capacities[name] = CapacitySpec(
+            name=name,
+            instance_types=tuple(types),
+            ami_release=release,
+            min_instances=min_i,
+            max_instances=max_i,
+            facts=facts,
+        )
+    if not capacities:
+        raise FleetSpecError(f"{source}: no [capacity.<name>] table; a fleet needs at least one capacity")
+    services: dict[str, ServiceSpec] = {}
+    for name, table in doc["service"].items():
+        where = f"service.{name}."
+        _check_name(source, "service", name)
+        if not isinstance(table, dict):
+            raise FleetSpecError(f"{source}: service.{name} must be a table")
+        _check_table(source, where, table, _SERVICE)
+        if table["capacity"] not in capacities:
+            raise FleetSpecError(
+                f"{source}: {where}capacity names {table['capacity']!r}, which is not defined; "
+                f"defined capacities: {', '.join(capacities)}"
+            )
+        _at_least(source, f"{where}desired_count", table["desired_count"], 0)
+        _at_least(source, f"{where}cpu", table["cpu"], 128)
+        _at_least(source, f"{where}memory_mib", table["memory_mib"], 6)
+        _at_least(source, f"{where}gpu_memory_mib", table["gpu_memory_mib"], 1)
+        if "max_compute_percent" in table:
+            _at_least(source, f"{where}max_compute_percent", table["max_compute_percent"], 1, 100)
+        if "port" in table:
+            _at_least(source, f"{where}port", table["port"], 1, 65535)
+        env = table.get("environment", {})
+        for key, value in env.items():
+            if not isinstance(value, str):
+                raise FleetSpecError(f"{source}: {where}environment.{key} must be a string, got {value!r}")
+        services[name] = ServiceSpec(
+            name=name,
+            capacity=table["capacity"],
+            image=table["image"],
+            desired_count=table["desired_count"],
+            cpu=table["cpu"],
+            memory_mib=table["memory_mib"],
+            gpu_memory_mib=table["gpu_memory_mib"],
+            max_compute_percent=table.get("max_compute_percent"),
+            port=table.get("port"),
+            environment=dict(env),
+        )
+    return FleetSpec(name=doc["name"], capacities=capacities, services=services, source=source)
+
+
+def load(path: str | Path) -> FleetSpec:
+    """Reads and checks a fleet file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as error:
+        raise FleetSpecError(f"{p}: cannot read the fleet file ({error.strerror}); check the path") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise FleetSpecError(f"{p}: not valid TOML ({error})") from None
+    return parse(doc, source=str(p))

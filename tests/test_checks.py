@@ -1,0 +1,70 @@
+"""The fleet fit checks (pure): one case that passes, one per error and warning."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ecs_gpu_sharing.capacity_facts import host_facts
+from ecs_gpu_sharing.checks import CLIENT_LIMIT_WARNING, RESERVE_MARGIN_WARNING, SURGE_WARNING, assess
+from ecs_gpu_sharing.planner import CapacityInput, ServiceInput
+
+L4 = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"]))  # 20840 usable, 4096 units, 15401 MiB
+
+
+def svc(count: int, mib: int, *, cpu: int = 512, mem: int = 1024, name: str = "emb") -> ServiceInput:
+    return ServiceInput(name, "l4", count, cpu, mem, (mib,))
+
+
+def test_a_fleet_that_fits_has_no_findings_and_derives_max_for_the_surge() -> None:
+    result = assess([L4], [svc(4, 6000)])  # 3 per GPU: 2 instances steady, 8 tasks = 3 instances at surge
+    assert result.findings == ()
+    assert len(result.steady.capacity("l4").instances) == 2 and result.max_instances == {"l4": 3}
+
+
+def test_error_task_larger_than_a_gpu() -> None:
+    (finding,) = assess([L4], [svc(1, 21000)]).errors
+    assert (
+        finding.subject == "emb"
+        and "21000 MiB of GPU memory on one GPU, more than the 20840 MiB" in finding.message
+    )
+    assert "move the service to a capacity with larger GPUs" in finding.message
+
+
+def test_error_task_larger_than_a_host() -> None:
+    errors = assess([L4], [svc(1, 1000, cpu=8192, mem=20000)]).errors
+    assert [e.message.split(",")[0] for e in errors] == [
+        "one task needs 8192 CPU units",
+        "one task needs 20000 MiB of host memory",
+    ]
+
+
+def test_error_desired_counts_past_max_instances() -> None:
+    (finding,) = assess([replace(L4, max_instances=1)], [svc(4, 6000)]).errors
+    assert finding.kind == "capacity" and finding.subject == "l4"
+    assert (
+        "(emb 4) need 2 instances of g6.xlarge, more than max_instances 1 (1 tasks left unplaced)"
+        in finding.message
+    )
+
+
+def test_warning_surge_past_max_instances() -> None:
+    (finding,) = assess([replace(L4, max_instances=2)], [svc(4, 6000)]).findings
+    assert (
+        not finding.error
+        and finding.rule_id == SURGE_WARNING
+        and "emb 8) needs 3 instances" in finding.message
+    )
+
+
+def test_warning_more_than_48_clients_possible() -> None:
+    (finding,) = assess([L4], [svc(2, 256)]).findings
+    assert finding.rule_id == CLIENT_LIMIT_WARNING and "81 of them on one 20840 MiB GPU" in finding.message
+    assert "at least 435 MiB" in finding.message
+    assert assess([L4], [svc(2, 435)]).findings == ()
+
+
+def test_warning_gpu_planned_within_the_reserve_margin() -> None:
+    lowered = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"], gpu_reserve_mib=512))
+    (finding,) = assess([lowered], [svc(1, 21500)]).findings
+    assert finding.rule_id == RESERVE_MARGIN_WARNING and "planned with 21500 MiB" in finding.message
+    assert assess([lowered], [svc(1, 20000)]).findings == ()

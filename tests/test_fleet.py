@@ -1,0 +1,109 @@
+"""The fleet file: the example parses, and every malformed input is refused naming the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+from ecs_gpu_sharing import FleetSpecError
+from ecs_gpu_sharing import fleet as fleet_module
+
+BASE = """
+name = "t"
+[capacity.l4]
+instance_types = ["g6.xlarge"]
+[service.emb]
+capacity = "l4"
+image = "img"
+desired_count = 2
+cpu = 512
+memory_mib = 1024
+gpu_memory_mib = 2048
+"""
+
+
+def _load(tmp_path: Path, text: str) -> fleet_module.FleetSpec:
+    path = tmp_path / "fleet.toml"
+    path.write_text(text)
+    return fleet_module.load(path)
+
+
+def test_example_fleet_parses() -> None:
+    spec = fleet_module.load(REPO / "fleet.toml")
+    assert set(spec.capacities) == {"l4", "l40s"}
+    assert set(spec.services) == {"embedder", "reranker", "small-llm"}
+    assert spec.services["embedder"].environment == {"MODEL_ID": "BAAI/bge-small-en-v1.5"}
+    assert spec.capacities["l4"].max_instances is None
+
+
+def test_minimal_fleet_defaults(tmp_path: Path) -> None:
+    spec = _load(tmp_path, BASE)
+    cap, svc = spec.capacities["l4"], spec.services["emb"]
+    assert (cap.ami_release, cap.min_instances, cap.max_instances) == ("20261113", 0, None)
+    assert cap.facts is not None and cap.facts.usable_gpu_memory_mib == 22888 - 2048
+    assert (svc.max_compute_percent, svc.port, dict(svc.environment)) == (None, None, {})
+    (inp,) = spec.service_inputs()
+    assert inp.container_memory_mib == (2048,) and inp.cpu_units == 512
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t + "colour = 'blue'\n", r"unknown key service.emb.colour"),
+        (lambda t: t.replace("[capacity.l4]", "[capacity.l4]\nspot = true"), r"unknown key capacity.l4.spot"),
+        (lambda t: t.replace('name = "t"', 'name = "t"\nregion_x = "a"'), r"unknown key region_x"),
+        (
+            lambda t: t.replace("desired_count = 2", 'desired_count = "2"'),
+            r"service.emb.desired_count must be an integer, got '2'",
+        ),
+        (lambda t: t.replace("cpu = 512", "cpu = 512.0"), r"service.emb.cpu must be an integer"),
+        (lambda t: t.replace("cpu = 512", "cpu = true"), r"service.emb.cpu must be an integer, got True"),
+        (
+            lambda t: t.replace('capacity = "l4"', 'capacity = "h100"'),
+            r"service.emb.capacity names 'h100', which is not defined",
+        ),
+        (lambda t: t.replace('image = "img"\n', ""), r"missing key service.emb.image"),
+        (
+            lambda t: t.replace('"g6.xlarge"', '"m5.large"'),
+            r"capacity.l4: .*'m5.large' is not in the GPU catalog",
+        ),
+        (lambda t: t.replace('"g6.xlarge"', '"g6f.large"'), r"capacity.l4: .*vGPU"),
+        (lambda t: t.replace('"g6.xlarge"]', '"g6.xlarge", "g6e.xlarge"]'), r"same GPU model"),
+        (lambda t: t.replace('["g6.xlarge"]', "[]"), r"instance_types must be a non-empty list"),
+        (
+            lambda t: t.replace("[capacity.l4]", '[capacity.l4]\nami_release = "20260929"'),
+            r"ami_release: .*older than 20261019",
+        ),
+        (
+            lambda t: t.replace("[capacity.l4]", "[capacity.l4]\nmin_instances = 3\nmax_instances = 2"),
+            r"max_instances must be >= 3",
+        ),
+        (
+            lambda t: t.replace("gpu_memory_mib = 2048", "gpu_memory_mib = 0"),
+            r"gpu_memory_mib must be >= 1, got 0",
+        ),
+        (lambda t: t + "max_compute_percent = 101\n", r"max_compute_percent must be from 1 to 100"),
+        (lambda t: t + "environment = { A = 1 }\n", r"environment.A must be a string"),
+        (
+            lambda t: t.replace("[service.emb]", "[service.'bad name']"),
+            r"service.'bad name' is not a usable name",
+        ),
+        (
+            lambda t: t.replace("[capacity.l4]", "[capacity.l4]\ngpu_reserve_mib = 30000"),
+            r"gpu_reserve_mib 30000 leaves nothing",
+        ),
+        (lambda t: t + "[[", r"not valid TOML"),
+    ],
+)
+def test_refuses_malformed_fleets_naming_file_and_key(tmp_path: Path, edit: Any, message: str) -> None:
+    with pytest.raises(FleetSpecError, match=message) as caught:
+        _load(tmp_path, edit(BASE))
+    assert str(tmp_path / "fleet.toml") in str(caught.value)
+
+
+def test_missing_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FleetSpecError, match="cannot read the fleet file"):
+        fleet_module.load(tmp_path / "nope.toml")
