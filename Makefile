@@ -15,11 +15,18 @@ NODE_STAMP := node_modules/.installed
 CDK := node_modules/.bin/cdk
 FLEET ?=
 
-.PHONY: synth test lint typecheck check setup bench clean
+.PHONY: synth test deploy lint typecheck check setup bench clean
 
 synth: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
 	@echo "templates written to cdk.out/"
+
+# Needs AWS credentials and a bootstrapped account (cdk bootstrap).
+deploy: $(PY_STAMP) $(NODE_STAMP)
+	$(CDK) deploy --all --no-notices $(if $(FLEET),-c fleet=$(FLEET))
+
+bench: $(PY_STAMP)
+	$(PY) benchmarks/plan_benchmark.py
 
 test: $(PY_STAMP) $(NODE_STAMP)
 	$(PY) -m pytest -q

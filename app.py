@@ -1,12 +1,30 @@
 #!/usr/bin/env python3
-"""The deployable app: reads the configuration and builds the stacks. No AWS calls here."""
+"""The deployable app: reads the fleet file and builds the stacks. No AWS calls here."""
 
 from __future__ import annotations
 
+import sys
+
 import aws_cdk as cdk
 
-from stacks.app_builder import build_app
+from ecs_gpu_sharing import GpuSharingError
+from stacks.fleet_app import build_app
 
-app = cdk.App()
-build_app(app)
-app.synth()
+
+def main() -> int:
+    app = cdk.App()
+    try:
+        build_app(app)
+        app.synth()
+    except GpuSharingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except RuntimeError as error:
+        # A failed synth-time check arrives through jsii: show its message, not the JavaScript stack.
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -39,8 +39,7 @@ def fleet(tasks: int, seed: int) -> list[ServiceInput]:
         count = min(remaining, rng.randint(1, max(1, tasks // 20)))
         remaining -= count
         containers = tuple(
-            int(math.exp(rng.uniform(math.log(512), math.log(12288)))) // 256 * 256
-            for _ in range(rng.randint(1, 3))
+            int(math.exp(rng.uniform(math.log(512), math.log(12288)))) // 256 * 256 for _ in range(rng.randint(1, 3))
         )
         gpu = sum(containers)
         cap = "l40s" if gpu > 16384 or rng.random() < 0.3 else "l4"
@@ -64,9 +63,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     caps = [capacity("l4", "g6.2xlarge"), capacity("l40s", "g6e.12xlarge")]
-    print(
-        "| tasks | services | seconds | instances | instance lower bound | ratio | GPUs | GPU lower bound | ratio |"
-    )
+    print("| tasks | services | seconds | instances | instance lower bound | ratio | GPUs | GPU lower bound | ratio |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for size in (int(s) for s in args.sizes.split(",")):
         services = fleet(size, args.seed)

@@ -1,41 +1,131 @@
-"""The deployable app synthesizes offline into a network and a cluster stack."""
+"""The deployable app built from the example fleet: stacks, validators, snapshots, and clean failures."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
 
-from stacks.app_builder import build_app
+from stacks.fleet_app import build_app
 
-from conftest import new_app
+from conftest import REPO, new_app
+from validators import cfn_lint_errors, ecs_register_task_definition_errors
 
 
 @pytest.fixture(scope="module")
-def templates() -> dict[str, Template]:
+def synthesized() -> dict[str, Any]:
     app = new_app()
     stacks = build_app(app)
-    return {role: Template.from_stack(stack) for role, stack in stacks.items()}
+    assembly = app.synth()
+    templates = {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()}
+    return {"stacks": stacks, "templates": templates, "dir": Path(assembly.directory), "assembly": assembly}
 
 
-def test_network_has_private_subnets_in_two_azs_and_flow_logs(templates: dict[str, Any]) -> None:
-    network = templates["network"]
-    network.resource_count_is("AWS::EC2::VPC", 1)
+def test_default_app_has_network_cluster_and_services_stacks(synthesized: dict[str, Any]) -> None:
+    assert list(synthesized["templates"]) == ["models-network", "models-cluster", "models-services-1"]
+
+
+def test_network_has_private_subnets_in_two_azs_and_flow_logs(synthesized: dict[str, Any]) -> None:
+    network = Template.from_json(synthesized["templates"]["models-network"])
     network.resource_count_is("AWS::EC2::NatGateway", 1)
-    network.has_resource_properties("AWS::EC2::Subnet", {"MapPublicIpOnLaunch": False})
-    assert len(network.find_resources("AWS::EC2::Subnet")) == 4
+    assert len(network.find_resources("AWS::EC2::Subnet", {"Properties": {"MapPublicIpOnLaunch": False}})) == 2
     network.has_resource_properties("AWS::EC2::FlowLog", {"TrafficType": "ALL"})
 
 
-def test_cluster_has_container_insights(templates: dict[str, Any]) -> None:
-    templates["cluster"].has_resource_properties(
+def test_cluster_has_container_insights_and_both_capacities(synthesized: dict[str, Any]) -> None:
+    cluster = Template.from_json(synthesized["templates"]["models-cluster"])
+    cluster.has_resource_properties(
         "AWS::ECS::Cluster",
         {"ClusterSettings": Match.array_with([{"Name": "containerInsights", "Value": "enabled"}])},
     )
+    cluster.resource_count_is("AWS::ECS::CapacityProvider", 2)
+    sizes = sorted(
+        (r["Properties"]["MinSize"], r["Properties"]["MaxSize"])
+        for r in cluster.find_resources("AWS::AutoScaling::AutoScalingGroup").values()
+    )
+    assert sizes == [("1", "2"), ("1", "3")]  # max derived from the plan's deployment surge
 
 
-def test_app_is_environment_agnostic() -> None:
-    app = new_app()
-    stacks = build_app(app)
-    assert all(s.environment == "aws://unknown-account/unknown-region" for s in stacks.values())
+def test_every_template_passes_cfn_lint(synthesized: dict[str, Any]) -> None:
+    for name, template in synthesized["templates"].items():
+        assert cfn_lint_errors(template) == [], name
+
+
+def test_every_task_definition_passes_botocores_ecs_model(synthesized: dict[str, Any]) -> None:
+    found = 0
+    for template in synthesized["templates"].values():
+        for resource in template["Resources"].values():
+            if resource["Type"] == "AWS::ECS::TaskDefinition":
+                found += 1
+                assert ecs_register_task_definition_errors(resource["Properties"]) == ""
+    assert found == 3
+
+
+def test_services_log_to_cloudwatch_with_retention(synthesized: dict[str, Any]) -> None:
+    services = Template.from_json(synthesized["templates"]["models-services-1"])
+    services.resource_count_is("AWS::Logs::LogGroup", 3)
+    services.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    services.has_resource_properties(
+        "AWS::ECS::TaskDefinition",
+        {
+            "ContainerDefinitions": [
+                Match.object_like({"LogConfiguration": Match.object_like({"LogDriver": "awslogs"})})
+            ]
+        },
+    )
+
+
+def test_plan_is_written_with_the_templates(synthesized: dict[str, Any]) -> None:
+    plan = json.loads((synthesized["dir"] / "gpu-fleet-plan.json").read_text())
+    assert plan["summary"]["fits"] is True and plan["summary"]["instances"] == 3
+
+
+def _normalized(template: dict[str, Any]) -> dict[str, Any]:
+    """The template without what changes when nothing real did: the bootstrap check and asset hashes."""
+    doc = json.loads(json.dumps(template))
+    doc.get("Parameters", {}).pop("BootstrapVersion", None)
+    doc.get("Rules", {}).pop("CheckBootstrapVersion", None)
+    for key in ("Parameters", "Rules"):
+        if key in doc and not doc[key]:
+            del doc[key]
+    text = re.sub(r"[0-9a-f]{64}(\.(zip|json))?", "<asset-hash>", json.dumps(doc))
+    return dict(json.loads(text))
+
+
+@pytest.mark.parametrize("stack", ["models-network", "models-cluster", "models-services-1"])
+def test_snapshot(synthesized: dict[str, Any], stack: str, snapshot: SnapshotAssertion) -> None:
+    assert _normalized(synthesized["templates"][stack]) == snapshot(extension_class=JSONSnapshotExtension)
+
+
+def _run_app(tmp_path: Path, fleet: str) -> subprocess.CompletedProcess[str]:
+    fleet_file = tmp_path / "fleet.toml"
+    fleet_file.write_text(fleet)
+    env = {
+        **os.environ,
+        "CDK_CONTEXT_JSON": json.dumps({"fleet": str(fleet_file)}),
+        "CDK_OUTDIR": str(tmp_path / "out"),
+    }
+    return subprocess.run([sys.executable, "app.py"], cwd=REPO, env=env, capture_output=True, text=True)
+
+
+def test_app_fails_on_a_fleet_that_does_not_fit_with_the_numbers_and_no_traceback(tmp_path: Path) -> None:
+    text = (REPO / "fleet.toml").read_text().replace("gpu_memory_mib = 18432", "gpu_memory_mib = 48000")
+    result = _run_app(tmp_path, text)
+    assert result.returncode == 1
+    assert "[models-services-1/small-llm] one task needs 48000 MiB of GPU memory on one GPU" in result.stderr
+    assert "Traceback" not in result.stderr and "at Kernel" not in result.stderr
+
+
+def test_app_fails_on_a_malformed_fleet_in_one_line(tmp_path: Path) -> None:
+    result = _run_app(tmp_path, 'name = "x"\n')
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"error: {tmp_path / 'fleet.toml'}: missing key capacity (a table)"

@@ -158,9 +158,7 @@ def test_cfn_lint_finds_no_error(g6: dict[str, Any]) -> None:
 
 def test_several_types_of_one_gpu_plan_with_the_smallest() -> None:
     cluster = _cluster()
-    capacity = GpuCapacity(
-        cluster, "L4", cluster=cluster, instance_types=["g6.2xlarge", "g6.xlarge"], max_capacity=3
-    )
+    capacity = GpuCapacity(cluster, "L4", cluster=cluster, instance_types=["g6.2xlarge", "g6.xlarge"], max_capacity=3)
     assert capacity.facts.instance_types == ("g6.xlarge", "g6.2xlarge")
     assert capacity.instance_cpu_units == 4096 and capacity.max_capacity == 3
     Template.from_stack(cluster.stack).has_resource_properties(
@@ -250,9 +248,7 @@ def test_refuses_instance_types_that_are_not_a_list(instance_types: Any) -> None
 
 def test_refuses_a_single_az_vpc() -> None:
     cluster = _cluster(max_azs=1)
-    with pytest.raises(
-        CapacityError, match=r"span 1 availability zone\(s\); use subnets in at least two AZs"
-    ):
+    with pytest.raises(CapacityError, match=r"span 1 availability zone\(s\); use subnets in at least two AZs"):
         GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=["g6.xlarge"])
 
 

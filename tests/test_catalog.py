@@ -123,9 +123,5 @@ def test_refresh_reports_changes(tmp_path: Path) -> None:
     out.write_text(catalog.render(old.values(), source="test"))
     with mock_aws():
         changes = catalog_refresh.refresh(boto3.client("ec2", region_name="us-east-1"), out)
-    assert (
-        changes.added == ["g6.xlarge"]
-        and changes.removed == ["zz1.fake"]
-        and changes.changed == ["g5.xlarge"]
-    )
+    assert changes.added == ["g6.xlarge"] and changes.removed == ["zz1.fake"] and changes.changed == ["g5.xlarge"]
     assert catalog.parse(out.read_text()) == dict(catalog.load())

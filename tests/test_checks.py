@@ -23,10 +23,7 @@ def test_a_fleet_that_fits_has_no_findings_and_derives_max_for_the_surge() -> No
 
 def test_error_task_larger_than_a_gpu() -> None:
     (finding,) = assess([L4], [svc(1, 21000)]).errors
-    assert (
-        finding.subject == "emb"
-        and "21000 MiB of GPU memory on one GPU, more than the 20840 MiB" in finding.message
-    )
+    assert finding.subject == "emb" and "21000 MiB of GPU memory on one GPU, more than the 20840 MiB" in finding.message
     assert "move the service to a capacity with larger GPUs" in finding.message
 
 
@@ -41,19 +38,12 @@ def test_error_task_larger_than_a_host() -> None:
 def test_error_desired_counts_past_max_instances() -> None:
     (finding,) = assess([replace(L4, max_instances=1)], [svc(4, 6000)]).errors
     assert finding.kind == "capacity" and finding.subject == "l4"
-    assert (
-        "(emb 4) need 2 instances of g6.xlarge, more than max_instances 1 (1 tasks left unplaced)"
-        in finding.message
-    )
+    assert "(emb 4) need 2 instances of g6.xlarge, more than max_instances 1 (1 tasks left unplaced)" in finding.message
 
 
 def test_warning_surge_past_max_instances() -> None:
     (finding,) = assess([replace(L4, max_instances=2)], [svc(4, 6000)]).findings
-    assert (
-        not finding.error
-        and finding.rule_id == SURGE_WARNING
-        and "emb 8) needs 3 instances" in finding.message
-    )
+    assert not finding.error and finding.rule_id == SURGE_WARNING and "emb 8) needs 3 instances" in finding.message
 
 
 def test_warning_more_than_48_clients_possible() -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from xml.etree import ElementTree
+
 import pytest
 
 from ecs_gpu_sharing.cli import main
+
+from conftest import REPO
 
 
 def test_catalog_show(capsys: pytest.CaptureFixture[str]) -> None:
@@ -24,3 +30,73 @@ def test_catalog_list_hides_unsupported_unless_asked(capsys: pytest.CaptureFixtu
     main(["catalog", "list", "--all"])
     everything = capsys.readouterr().out
     assert "g6.xlarge" in usable and "g6f.large" not in usable and "g6f.large" in everything
+
+
+# --- plan -----------------------------------------------------------------------------------------------
+
+EXAMPLE = str(REPO / "fleet.toml")
+
+
+def test_plan_prints_a_table_for_the_example_fleet(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", EXAMPLE]) == 0
+    out = capsys.readouterr().out
+    assert "l4 (g6.2xlarge): 2 instances" in out and "fits: yes" in out
+    assert "embedder#0" in out and "small-llm#1" in out
+
+
+def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", EXAMPLE, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"capacities", "services", "summary"}
+    assert set(doc["summary"]) == {"instances", "gpus", "gpu_lower_bound", "whole_gpu_gpus", "fits"}
+    cap = doc["capacities"][0]
+    assert set(cap) == {
+        "name",
+        "instance_type",
+        "gpus_per_instance",
+        "gpu_memory_mib",
+        "usable_gpu_memory_mib",
+        "instance_cpu_units",
+        "instance_memory_mib",
+        "instances",
+    }
+    assert set(cap["instances"][0]) == {"gpus", "cpu_units_used", "memory_mib_used"}
+    assert set(cap["instances"][0]["gpus"][0]) == {"tasks", "used_memory_mib"}
+    assert set(cap["instances"][0]["gpus"][0]["tasks"][0]) == {"service", "replica", "memory_mib", "containers"}
+    assert {s["name"]: (s["desired_count"], s["placed"]) for s in doc["services"]} == {
+        "embedder": (4, 4),
+        "reranker": (2, 2),
+        "small-llm": (2, 2),
+    }
+    placed = sum(len(g["tasks"]) for c in doc["capacities"] for h in c["instances"] for g in h["gpus"])
+    assert placed == 8 and doc["summary"]["fits"] is True
+
+
+def test_plan_svg_draws_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    svg = tmp_path / "plan.svg"
+    assert main(["plan", EXAMPLE, "--svg", str(svg)]) == 0
+    root = ElementTree.fromstring(svg.read_text())
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert sum(1 for t in texts if t.startswith("instance ")) == 3
+    titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert len(titles) == 8 and "embedder #0: 3072 MiB" in titles
+
+
+def test_plan_exits_1_with_the_reason_when_the_fleet_does_not_fit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text((REPO / "fleet.toml").read_text().replace("gpu_memory_mib = 18432", "gpu_memory_mib = 48000"))
+    assert main(["plan", str(fleet)]) == 1
+    err = capsys.readouterr().err
+    assert "does not fit: error: service small-llm: one task needs 48000 MiB of GPU memory" in err
+
+
+def test_plan_refuses_a_malformed_fleet_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('name = "x"\n[capacity.a]\ninstance_types = ["g6.xlarge"]\n[service]\n[extra]\n')
+    assert main(["plan", str(fleet)]) == 1
+    assert (
+        capsys.readouterr().err.strip()
+        == f"error: {fleet}: unknown key extra; the keys here are: name, capacity, service"
+    )

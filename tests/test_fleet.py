@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO
 from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing import fleet as fleet_module
+
+from conftest import REPO
 
 BASE = """
 name = "t"
@@ -43,7 +44,7 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
     spec = _load(tmp_path, BASE)
     cap, svc = spec.capacities["l4"], spec.services["emb"]
     assert (cap.ami_release, cap.min_instances, cap.max_instances) == ("20261113", 0, None)
-    assert cap.facts is not None and cap.facts.usable_gpu_memory_mib == 22888 - 2048
+    assert cap.facts.usable_gpu_memory_mib == 22888 - 2048
     assert (svc.max_compute_percent, svc.port, dict(svc.environment)) == (None, None, {})
     (inp,) = spec.service_inputs()
     assert inp.container_memory_mib == (2048,) and inp.cpu_units == 512

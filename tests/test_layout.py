@@ -33,9 +33,7 @@ def test_import_constructs_resolves_to_the_installed_library_from_the_repo_root(
     location = _probe("import constructs; print(constructs.__file__)", REPO)
     assert location != "None", "constructs resolved to a namespace package inside the repository"
     assert not Path(location).resolve().is_relative_to(REPO / "constructs")
-    assert _probe("from constructs import Construct; print(Construct.__module__)", REPO).startswith(
-        "constructs"
-    )
+    assert _probe("from constructs import Construct; print(Construct.__module__)", REPO).startswith("constructs")
 
 
 def test_the_library_imports_from_the_source_root() -> None:

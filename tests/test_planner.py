@@ -9,10 +9,11 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
 from ecs_gpu_sharing.capacity_facts import host_facts
 from ecs_gpu_sharing.mps import MAX_CLIENTS_PER_GPU
 from ecs_gpu_sharing.planner import CapacityInput, Plan, ServiceInput, bin_lower_bound, plan
+
+from conftest import REPO
 
 L4 = CapacityInput.from_facts("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 20840 usable, 8192 units, 30801 MiB
 L40S = CapacityInput.from_facts("l40s", host_facts(["g6e.12xlarge"]))  # 4 GPUs
@@ -70,10 +71,7 @@ def test_whole_gpu_tasks_take_gpus_exclusively() -> None:
 def test_a_task_larger_than_a_gpu_is_unplaced_with_the_reason() -> None:
     result = plan([L4], [svc("huge", 2, 30000)])
     assert not result.fits and result.placed == {"huge": 0}
-    assert (
-        "30000 MiB of GPU memory on one GPU, more than the 20840 MiB usable"
-        in result.unplaced_of("huge")[0].reason
-    )
+    assert "30000 MiB of GPU memory on one GPU, more than the 20840 MiB usable" in result.unplaced_of("huge")[0].reason
 
 
 def test_max_instances_bounds_the_plan_and_reports_what_is_needed() -> None:
@@ -102,10 +100,7 @@ def test_bin_lower_bound() -> None:
 
 def _plan_json(result: Plan) -> str:
     return json.dumps(
-        [
-            [[[(t.service, t.replica) for t in g.tasks] for g in h.gpus] for h in c.instances]
-            for c in result.capacities
-        ]
+        [[[[(t.service, t.replica) for t in g.tasks] for g in h.gpus] for h in c.instances] for c in result.capacities]
     )
 
 
@@ -123,9 +118,7 @@ shapes = st.lists(
 
 
 def _services(drawn: list[tuple[int, list[int], int, int, str]]) -> list[ServiceInput]:
-    return [
-        ServiceInput(f"s{i}", cap, n, cpu, mem, tuple(mib)) for i, (n, mib, cpu, mem, cap) in enumerate(drawn)
-    ]
+    return [ServiceInput(f"s{i}", cap, n, cpu, mem, tuple(mib)) for i, (n, mib, cpu, mem, cap) in enumerate(drawn)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -143,9 +136,7 @@ def test_plans_never_exceed_a_gpu_or_a_host(
         if bound is not None:
             assert len(cap.instances) <= bound
         for host in cap.instances:
-            assert (
-                host.cpu_units_used <= c.instance_cpu_units and host.memory_mib_used <= c.instance_memory_mib
-            )
+            assert host.cpu_units_used <= c.instance_cpu_units and host.memory_mib_used <= c.instance_memory_mib
             tasks = [t for g in host.gpus for t in g.tasks if not g.whole] + host.tasks_without_gpu
             assert host.cpu_units_used == sum(by_name[t.service].cpu_units for t in tasks)
             for gpu in host.gpus:
@@ -157,9 +148,7 @@ def test_plans_never_exceed_a_gpu_or_a_host(
         for u in cap.unplaced:
             seen[(u.service, u.replica)] = seen.get((u.service, u.replica), 0) + 1
     expected = {(s.name, r) for s in services for r in range(s.desired_count)}
-    assert set(seen) == expected and all(n == 1 for n in seen.values()), (
-        "every replica placed once or unplaced"
-    )
+    assert set(seen) == expected and all(n == 1 for n in seen.values()), "every replica placed once or unplaced"
     assert result.gpus >= result.gpu_lower_bound or not result.fits
 
 

@@ -234,9 +234,7 @@ def test_refuses_mps_containers_that_do_not_fit_one_gpu_at_synth() -> None:
     td = SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=8000)
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(5000))
     td.add_container("b", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(4000))
-    with pytest.raises(
-        RuntimeError, match=r"adds up to 9000 MiB \(a 5000 \+ b 4000\), more than the 8000 MiB"
-    ):
+    with pytest.raises(RuntimeError, match=r"adds up to 9000 MiB \(a 5000 \+ b 4000\), more than the 8000 MiB"):
         _synth(stack)
 
 

@@ -10,9 +10,7 @@ def test_cfn_lint_flags_a_bad_template() -> None:
         "Resources": {
             "Lt": {
                 "Type": "AWS::EC2::LaunchTemplate",
-                "Properties": {
-                    "LaunchTemplateData": {"BlockDeviceMappings": [{"Ebs": {"VolumeType": "gp9"}}]}
-                },
+                "Properties": {"LaunchTemplateData": {"BlockDeviceMappings": [{"Ebs": {"VolumeType": "gp9"}}]}},
             }
         }
     }
@@ -41,9 +39,5 @@ def test_cfn_lint_knows_sharing_strategy_and_its_ranges() -> None:
 
 
 def test_botocore_flags_a_wrong_type_and_an_unknown_field() -> None:
-    assert "memory" in ecs_register_task_definition_errors(
-        {"ContainerDefinitions": [{"Name": "a", "Memory": "lots"}]}
-    )
-    assert "Unknown parameter" in ecs_register_task_definition_errors(
-        {"ContainerDefinitions": [{"Nmae": "a"}]}
-    )
+    assert "memory" in ecs_register_task_definition_errors({"ContainerDefinitions": [{"Name": "a", "Memory": "lots"}]})
+    assert "Unknown parameter" in ecs_register_task_definition_errors({"ContainerDefinitions": [{"Nmae": "a"}]})

@@ -13,11 +13,7 @@ import cfnlint.api
 def cfn_lint_errors(template: dict[str, Any]) -> list[str]:
     """cfn-lint's errors (E rules) for a template; warnings and informational findings are not errors."""
     matches = cfnlint.api.lint(json.dumps(template), regions=["us-east-1"])
-    return [
-        f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
-        for m in matches
-        if m.rule.id.startswith("E")
-    ]
+    return [f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})" for m in matches if m.rule.id.startswith("E")]
 
 
 def _camel(key: str) -> str:

@@ -25,6 +25,8 @@ from .mps import MAX_CLIENTS_PER_GPU, MpsShare
 if TYPE_CHECKING:
     from .ami import GpuAmi
     from .capacity import GpuCapacity
+    from .fleet_plan import FleetPlan
+    from .service import SharedGpuService
     from .task_definition import SharedGpuTaskDefinition
 
 # Public name -> module that defines it; CDK-backed names are imported lazily.
@@ -32,6 +34,8 @@ _LAZY: dict[str, str] = {
     "SharedGpuTaskDefinition": "task_definition",
     "GpuAmi": "ami",
     "GpuCapacity": "capacity",
+    "SharedGpuService": "service",
+    "FleetPlan": "fleet_plan",
 }
 
 __all__ = [
@@ -41,12 +45,14 @@ __all__ = [
     "BudgetError",
     "CapacityError",
     "CatalogError",
+    "FleetPlan",
     "FleetSpecError",
     "GpuAmi",
     "GpuCapacity",
     "GpuSharingError",
     "MpsShare",
     "PlanError",
+    "SharedGpuService",
     "SharedGpuTaskDefinition",
     "TaskDefinitionError",
 ]

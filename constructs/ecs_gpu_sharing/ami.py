@@ -25,9 +25,7 @@ class GpuAmi:
       (environment-bound stacks only).
     """
 
-    def __init__(
-        self, *, kind: str, description: str, release: str | None = None, ids: Mapping[str, str] = {}
-    ):
+    def __init__(self, *, kind: str, description: str, release: str | None = None, ids: Mapping[str, str] = {}):
         self.kind = kind
         self.description = description
         self.release_id = release
@@ -47,9 +45,7 @@ class GpuAmi:
     def image_ids(cls, ids_by_region: Mapping[str, str]) -> GpuAmi:
         """Explicit AMI ids by region, such as ``{"us-east-1": "ami-0123456789abcdef0"}``."""
         if not isinstance(ids_by_region, Mapping) or not ids_by_region:
-            raise AmiError(
-                f"GpuAmi.image_ids needs a non-empty mapping of region to AMI id, got {ids_by_region!r}"
-            )
+            raise AmiError(f"GpuAmi.image_ids needs a non-empty mapping of region to AMI id, got {ids_by_region!r}")
         for region, image_id in ids_by_region.items():
             if not isinstance(region, str) or not _REGION.match(region):
                 raise AmiError(f"GpuAmi.image_ids: {region!r} is not a region name such as 'us-east-1'")

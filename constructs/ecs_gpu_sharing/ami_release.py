@@ -38,9 +38,7 @@ def check_release(release: Any) -> str:
     """``release`` as a valid YYYYMMDD string at or after the floor; refuses anything else."""
     what = f"AMI release {release!r}"
     if not isinstance(release, str) or not _RELEASE.match(release):
-        raise AmiError(
-            f"{what} is malformed: give the release date as 'YYYYMMDD', such as '{DEFAULT_AMI_RELEASE}'"
-        )
+        raise AmiError(f"{what} is malformed: give the release date as 'YYYYMMDD', such as '{DEFAULT_AMI_RELEASE}'")
     try:
         date(int(release[:4]), int(release[4:6]), int(release[6:]))
     except ValueError:

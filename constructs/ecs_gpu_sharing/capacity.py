@@ -15,6 +15,7 @@ from constructs import Construct
 from .ami import GpuAmi
 from .capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
 from .errors import CapacityError
+from .fleet_plan import FleetPlan
 from .mps import require_int
 
 UNVERIFIED_FAMILY_WARNING = "ecs-gpu-sharing:UnverifiedInstanceFamily"
@@ -87,7 +88,9 @@ class GpuCapacity(Construct):
         super().__init__(scope, id_)
 
         subnets = self._private_subnets(cluster.vpc, vpc_subnets, path)
-        self._planned_max: int | None = None
+        self.cluster = cluster
+        self._plan = FleetPlan.of(self)
+        self._plan.add_capacity(self)
 
         role = iam.Role(
             self,
@@ -171,9 +174,7 @@ class GpuCapacity(Construct):
             )
 
     @staticmethod
-    def _private_subnets(
-        vpc: ec2.IVpc, selection: ec2.SubnetSelection | None, path: str
-    ) -> ec2.SubnetSelection:
+    def _private_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None, path: str) -> ec2.SubnetSelection:
         chosen = selection or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         try:
             selected = vpc.select_subnets(
@@ -199,20 +200,17 @@ class GpuCapacity(Construct):
 
     @property
     def max_capacity(self) -> int:
-        """The most instances: given, or derived by a plan, or ``max(min_capacity, 1)``."""
+        """The most instances: as given; else what the fleet plan needs for the deployment surge of the
+        services on this capacity; else ``max(min_capacity, 1)``. Read it at synth, once services are added."""
         if self._max_capacity is not None:
             return self._max_capacity
-        if self._planned_max is not None:
-            return max(self._planned_max, self.min_capacity, 1)
+        if self._plan.has_services(self):
+            return self._plan.assessment.max_instances[self.node.path]
         return max(self.min_capacity, 1)
 
     @property
     def max_capacity_given(self) -> bool:
         return self._max_capacity is not None
-
-    def set_planned_max_capacity(self, instances: int) -> None:
-        """Called by the fleet plan when ``max_capacity`` was left out."""
-        self._planned_max = instances
 
     @property
     def gpu_name(self) -> str:

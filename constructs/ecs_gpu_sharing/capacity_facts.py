@@ -111,7 +111,5 @@ def host_facts(
         gpu_reserve_mib=reserve,
         cpu_units=min(r.vcpus for r in records) * CPU_UNITS_PER_VCPU,
         memory_mib=memory - host_reserve,
-        unverified=tuple(
-            f"{r.instance_type}: {r.reason}" for r in records if r.support is Support.UNVERIFIED
-        ),
+        unverified=tuple(f"{r.instance_type}: {r.reason}" for r in records if r.support is Support.UNVERIFIED),
     )

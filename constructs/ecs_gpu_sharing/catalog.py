@@ -20,9 +20,7 @@ from typing import Any
 from .errors import CatalogError
 
 DATA_FILE = "gpu_instance_types.json"
-REFRESH_HINT = (
-    "run 'ecs-gpu-sharing catalog refresh' to regenerate the catalog from EC2 DescribeInstanceTypes"
-)
+REFRESH_HINT = "run 'ecs-gpu-sharing catalog refresh' to regenerate the catalog from EC2 DescribeInstanceTypes"
 
 # The NVIDIA x86_64 families that the ECS GPU sharing launch (2026-10-27) names as supported.
 LAUNCH_FAMILIES = frozenset({"g4dn", "g5", "g6", "g6e", "gr6", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"})

@@ -118,9 +118,7 @@ def assess(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput]
             )
         if cap.gpu_reserve_mib < DEFAULT_GPU_RESERVE_MIB:
             margin_line = cap.gpu_memory_mib - DEFAULT_GPU_RESERVE_MIB
-            fullest = max(
-                (g.used_memory_mib for h in steady_cap.instances for g in h.gpus if not g.whole), default=0
-            )
+            fullest = max((g.used_memory_mib for h in steady_cap.instances for g in h.gpus if not g.whole), default=0)
             if fullest > margin_line:
                 findings.append(
                     Finding(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from . import catalog
+from . import catalog, fleet, plan_report
+from .checks import assess
 from .errors import GpuSharingError
 
 
@@ -32,6 +35,22 @@ def _catalog_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan(args: argparse.Namespace) -> int:
+    spec = fleet.load(args.fleet)
+    result = assess(spec.capacity_inputs(), spec.service_inputs())
+    if args.svg:
+        Path(args.svg).write_text(plan_report.to_svg(result.steady), encoding="utf-8")
+    if args.json:
+        print(json.dumps(plan_report.to_json(result.steady), indent=2))
+    else:
+        print(plan_report.to_table(result))
+    if result.errors:
+        for finding in result.errors:
+            print(f"does not fit: {finding}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ecs-gpu-sharing", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -45,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     show = cat.add_parser("show", help="one instance type")
     show.add_argument("instance_type")
     show.set_defaults(func=_catalog_show)
+
+    planning = commands.add_parser("plan", help="plan a fleet file without synthesizing")
+    planning.add_argument("fleet", help="the fleet file (fleet.toml)")
+    planning.add_argument("--json", action="store_true", help="print the plan as JSON")
+    planning.add_argument("--svg", metavar="FILE", help="also draw each instance's GPUs into FILE")
+    planning.set_defaults(func=_plan)
     return parser
 
 

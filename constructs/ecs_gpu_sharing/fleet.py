@@ -26,10 +26,10 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
 class CapacitySpec:
     name: str
     instance_types: tuple[str, ...]
+    facts: HostFacts  # from the catalog, with the fleet's gpu_reserve_mib
     ami_release: str = DEFAULT_AMI_RELEASE
     min_instances: int = 0
     max_instances: int | None = None
-    facts: HostFacts | None = None  # set by parse(); from the catalog
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,6 @@ class FleetSpec:
     def capacity_inputs(self) -> list[CapacityInput]:
         out = []
         for cap in self.capacities.values():
-            assert cap.facts is not None
             out.append(CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances))
         return out
 
@@ -101,9 +100,7 @@ _SERVICE = {
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table"}
 
 
-def _check_table(
-    source: str, where: str, table: Mapping[str, Any], schema: Mapping[str, tuple[type, bool]]
-) -> None:
+def _check_table(source: str, where: str, table: Mapping[str, Any], schema: Mapping[str, tuple[type, bool]]) -> None:
     for key in table:
         if key not in schema:
             known = ", ".join(schema)
@@ -146,9 +143,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         _check_table(source, where, table, _CAPACITY)
         types = table["instance_types"]
         if not types or not all(isinstance(t, str) for t in types):
-            raise FleetSpecError(
-                f"{source}: {where}instance_types must be a non-empty list of strings, got {types!r}"
-            )
+            raise FleetSpecError(f"{source}: {where}instance_types must be a non-empty list of strings, got {types!r}")
         release = table.get("ami_release", DEFAULT_AMI_RELEASE)
         try:
             check_release(release)

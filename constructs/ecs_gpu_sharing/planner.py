@@ -450,9 +450,7 @@ def _plan_capacity(
         else:
             ok = packer.place_cpu_only(task, service.cpu_units, service.memory_mib)
         if not ok:
-            unplaced.append(
-                Unplaced(service.name, replica, f"no room within max_instances={capacity.max_instances}")
-            )
+            unplaced.append(Unplaced(service.name, replica, f"no room within max_instances={capacity.max_instances}"))
     gpu_lb, host_lb = _lower_bounds(capacity, fitting)
     whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
     return CapacityPlan(
@@ -470,9 +468,7 @@ def _unbounded(capacity: CapacityInput) -> CapacityInput:
     return replace(capacity, max_instances=None)
 
 
-def plan(
-    capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False
-) -> Plan:
+def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False) -> Plan:
     """Places every task of ``services`` (desired counts, or the deployment surge) on ``capacities``."""
     caps = sorted(capacities, key=lambda c: c.name)
     svcs = sorted(services, key=lambda s: s.name)

@@ -48,7 +48,7 @@ class SharedGpuTaskDefinition(ecs.TaskDefinition):
     :param compatibility: EC2 by default; ECS Managed Instances is accepted. Fargate and EXTERNAL are
         refused, since ECS does not offer GPU sharing there.
     :param gpu_memory_mib: the usable memory of the GPU this task will run on, for a standalone check.
-        Without it, and until a service places the task on a GPU capacity, no memory-fit check runs.
+        A ``SharedGpuService`` checks the task against its capacity's GPUs in the fleet plan instead.
     :param kwargs: every other option of ``aws_ecs.TaskDefinition``.
     """
 
@@ -74,15 +74,15 @@ class SharedGpuTaskDefinition(ecs.TaskDefinition):
         super().__init__(scope, id_, compatibility=compatibility, **kwargs)
         self._shares: list[tuple[str, MpsShare]] = []
         self._whole_gpu: list[tuple[str, int]] = []
-        self._gpu_limits: list[tuple[int, str]] = []
-        if limit is not None:
-            self._gpu_limits.append((limit, "gpu_memory_mib"))
+        self._gpu_limit = limit
+        self._task_cpu = _task_level_number(kwargs.get("cpu"))
+        self._task_memory = _task_level_number(kwargs.get("memory_mib"))
+        self._container_cpu = 0
+        self._container_memory = 0
         self._acknowledged = False
         self.node.add_validation(_SharedGpuRules(self))
 
-    def add_container(
-        self, id: str, *, gpu: MpsShare | None = None, **options: Any
-    ) -> ecs.ContainerDefinition:
+    def add_container(self, id: str, *, gpu: MpsShare | None = None, **options: Any) -> ecs.ContainerDefinition:
         """Adds a container; ``gpu=MpsShare(...)`` gives it a budget on a shared GPU.
 
         Takes every option of ``aws_ecs.TaskDefinition.add_container``. ``gpu`` and ``gpu_count``
@@ -101,6 +101,9 @@ class SharedGpuTaskDefinition(ecs.TaskDefinition):
                 f"{gpu} at once; drop gpu_count to share a GPU, or drop gpu to hold whole GPUs"
             )
         container = super().add_container(id, **options)
+        # What ECS reserves on the host when the task sets no task-level figure.
+        self._container_cpu += int(options.get("cpu") or 0)
+        self._container_memory += int(options.get("memory_reservation_mib") or options.get("memory_limit_mib") or 0)
         if gpu is not None:
             # aws-ecs only ever appends to the container list, so this index stays the container's own.
             index = len(self._containers) - 1
@@ -142,12 +145,15 @@ class SharedGpuTaskDefinition(ecs.TaskDefinition):
         """Whole GPUs one task holds (containers with ``gpu_count``)."""
         return sum(count for _, count in self._whole_gpu)
 
-    def require_gpu_fit(self, usable_mib: int, source: str) -> None:
-        """Checks at synth that one task's MPS memory fits a GPU with ``usable_mib`` usable MiB.
+    @property
+    def task_cpu_units(self) -> int:
+        """CPU units ECS reserves on the host for one task: the task-level figure, else its containers' sum."""
+        return self._task_cpu if self._task_cpu is not None else self._container_cpu
 
-        Called by whatever places the task on GPU capacity; ``source`` names that capacity in errors.
-        """
-        self._gpu_limits.append((usable_mib, source))
+    @property
+    def task_memory_mib(self) -> int:
+        """Host memory ECS reserves for one task: the task-level figure, else its containers' reservations."""
+        return self._task_memory if self._task_memory is not None else self._container_memory
 
     def gpu_rule_violations(self) -> list[str]:
         """Every broken GPU rule of this task definition, as messages (empty when it is sound)."""
@@ -162,15 +168,27 @@ class SharedGpuTaskDefinition(ecs.TaskDefinition):
                 "an MpsShare, or move the whole-GPU containers to their own task definition"
             )
         need = self.mps_memory_mib
-        for usable, source in self._gpu_limits:
-            if self._shares and need > usable:
-                parts = " + ".join(f"{name} {share.memory_mib}" for name, share in self._shares)
-                problems.append(
-                    f"the MPS containers of one task share one GPU, but their memory adds up to {need} MiB "
-                    f"({parts}), more than the {usable} MiB usable on one GPU ({source}); lower the "
-                    "budgets, split the containers into separate task definitions, or use a larger GPU"
-                )
+        usable = self._gpu_limit
+        if self._shares and usable is not None and need > usable:
+            parts = " + ".join(f"{name} {share.memory_mib}" for name, share in self._shares)
+            problems.append(
+                f"the MPS containers of one task share one GPU, but their memory adds up to {need} MiB "
+                f"({parts}), more than the {usable} MiB usable on one GPU (gpu_memory_mib); lower the "
+                "budgets, split the containers into separate task definitions, or use a larger GPU"
+            )
         return problems
+
+
+def _task_level_number(value: Any) -> int | None:
+    # Task-level cpu/memory are strings in aws-cdk-lib ("1024"); tokens cannot be planned.
+    if value is None:
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise TaskDefinitionError(
+            f"task-level cpu/memory must be a whole number as a string, such as '1024', got {value!r}"
+        ) from None
 
 
 @jsii.implements(IValidation)

@@ -14,9 +14,7 @@ from ..catalog import GpuInstanceType
 def fetch(ec2_client: Any) -> list[GpuInstanceType]:
     """Every GPU instance type the client's region describes (paginated)."""
     records = []
-    for page in ec2_client.get_paginator("describe_instance_types").paginate(
-        PaginationConfig={"PageSize": 100}
-    ):
+    for page in ec2_client.get_paginator("describe_instance_types").paginate(PaginationConfig={"PageSize": 100}):
         for item in page["InstanceTypes"]:
             record = catalog.record_from_description(item)
             if record is not None:

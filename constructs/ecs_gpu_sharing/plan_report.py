@@ -1,0 +1,191 @@
+"""Renders a fleet assessment: the JSON contract, Markdown, a terminal table, an SVG and a short summary.
+
+Pure Python. The JSON shape is a contract (README, "The plan"); change it only with a version note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from html import escape
+from typing import Any
+
+from .checks import Assessment
+from .planner import CapacityPlan, Plan
+
+
+def to_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "capacities": [_capacity_json(c) for c in plan.capacities],
+        "services": [
+            {
+                "name": s.name,
+                "capacity": s.capacity,
+                "desired_count": plan.counts[s.name],
+                "placed": plan.placed[s.name],
+            }
+            for s in plan.services
+        ],
+        "summary": {
+            "instances": plan.instances,
+            "gpus": plan.gpus,
+            "gpu_lower_bound": plan.gpu_lower_bound,
+            "whole_gpu_gpus": plan.whole_gpu_gpus,
+            "fits": plan.fits,
+        },
+    }
+
+
+def _capacity_json(c: CapacityPlan) -> dict[str, Any]:
+    cap = c.capacity
+    return {
+        "name": cap.name,
+        "instance_type": cap.instance_type,
+        "gpus_per_instance": cap.gpus_per_instance,
+        "gpu_memory_mib": cap.gpu_memory_mib,
+        "usable_gpu_memory_mib": cap.usable_gpu_memory_mib,
+        "instance_cpu_units": cap.instance_cpu_units,
+        "instance_memory_mib": cap.instance_memory_mib,
+        "instances": [
+            {
+                "gpus": [
+                    {
+                        "tasks": [
+                            {
+                                "service": t.service,
+                                "replica": t.replica,
+                                "memory_mib": t.memory_mib,
+                                "containers": t.containers,
+                            }
+                            for t in gpu.tasks
+                        ],
+                        "used_memory_mib": gpu.used_memory_mib,
+                    }
+                    for gpu in host.gpus
+                ],
+                "cpu_units_used": host.cpu_units_used,
+                "memory_mib_used": host.memory_mib_used,
+            }
+            for host in c.instances
+        ],
+    }
+
+
+def _tasks(c: CapacityPlan) -> int:
+    return sum(1 for host in c.instances for gpu in host.gpus for t in gpu.tasks if not gpu.whole) + sum(
+        1 for host in c.instances for gpu in host.gpus if gpu.whole
+    )
+
+
+def capacity_line(c: CapacityPlan) -> str:
+    cap = c.capacity
+    gpus = len(c.instances) * cap.gpus_per_instance
+    usable = gpus * cap.usable_gpu_memory_mib
+    share = f" ({100 * c.used_memory_mib // usable}%)" if usable else ""
+    density = f"{c.whole_gpu_gpus / c.gpus_used:.1f}x" if c.gpus_used else "-"
+    return (
+        f"{cap.name} ({cap.instance_type}): {len(c.instances)} instances, {c.gpus_used} of {gpus} GPUs used, "
+        f"{c.used_memory_mib} of {usable} MiB usable GPU memory{share}; {c.whole_gpu_gpus} whole GPUs "
+        f"otherwise ({density} density)"
+    )
+
+
+def summary_lines(assessment: Assessment) -> list[str]:
+    lines = [f"GPU fleet plan: {capacity_line(c)}" for c in assessment.steady.capacities]
+    for name, n in sorted(assessment.max_instances.items()):
+        surge = len(assessment.surge.capacity(name).instances)
+        lines.append(f"GPU fleet plan: {name}: max instances {n}, deployment surge needs {surge}")
+    lines.extend(f"GPU fleet plan: {f}" for f in assessment.findings)
+    return lines
+
+
+def to_table(assessment: Assessment) -> str:
+    plan = assessment.steady
+    rows = ["capacity  instance  gpu  used MiB / usable  tasks"]
+    for c in plan.capacities:
+        for i, host in enumerate(c.instances):
+            for g, gpu in enumerate(host.gpus):
+                names = ", ".join(f"{t.service}#{t.replica}" for t in gpu.tasks) or "(idle)"
+                if gpu.whole:
+                    names += " (whole GPU)"
+                rows.append(
+                    f"{c.capacity.name:<9} {i:>8}  {g:>3}  "
+                    f"{gpu.used_memory_mib:>8} / {c.capacity.usable_gpu_memory_mib:<6}  {names}"
+                )
+    rows.append("")
+    rows.extend(capacity_line(c) for c in plan.capacities)
+    rows.append(
+        f"total: {plan.instances} instances, {plan.gpus} GPUs (lower bound {plan.gpu_lower_bound}), "
+        f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
+    )
+    rows.extend(str(f) for f in assessment.findings)
+    return "\n".join(rows)
+
+
+def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str:
+    plan = assessment.steady
+    out = [
+        f"# {title}",
+        "",
+        "A proof that a placement exists and a capacity estimate, not where ECS will put tasks.",
+        "",
+    ]
+    out += [
+        "| capacity | instance type | instances | max instances | GPUs used "
+        "| GPU memory used / usable (MiB) | whole-GPU equivalent |"
+    ]
+    out += ["| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for c in plan.capacities:
+        usable = len(c.instances) * c.capacity.gpus_per_instance * c.capacity.usable_gpu_memory_mib
+        out.append(
+            f"| {c.capacity.name} | {c.capacity.instance_type} | {len(c.instances)} | "
+            f"{assessment.max_instances.get(c.capacity.name, '-')} | {c.gpus_used} | {c.used_memory_mib} / {usable} | "
+            f"{c.whole_gpu_gpus} |"
+        )
+    out += ["", "| service | capacity | desired | placed | surge |", "| --- | --- | ---: | ---: | ---: |"]
+    for s in plan.services:
+        out.append(
+            f"| {s.name} | {s.capacity} | {plan.counts[s.name]} | {plan.placed[s.name]} "
+            f"| {assessment.surge.counts[s.name]} |"
+        )
+    out += ["", "## Findings", ""]
+    out += [f"- {f}" for f in assessment.findings] or ["- none"]
+    return "\n".join(out) + "\n"
+
+
+def _colour(name: str) -> str:
+    digest = hashlib.sha256(name.encode()).digest()
+    return f"hsl({digest[0] * 360 // 256}, 55%, {45 + digest[1] % 20}%)"
+
+
+def to_svg(plan: Plan) -> str:
+    """Each instance's GPUs as bars, filled by their tasks in proportion to GPU memory."""
+    bar_w, bar_h, gap, label_w = 360, 18, 6, 170
+    rows: list[str] = []
+    y = 10
+    for c in plan.capacities:
+        usable = c.capacity.usable_gpu_memory_mib
+        rows.append(
+            f'<text x="4" y="{y + 12}" font-weight="bold">'
+            f"{escape(c.capacity.name)} ({escape(c.capacity.instance_type)})</text>"
+        )
+        y += bar_h + gap
+        for i, host in enumerate(c.instances):
+            for g, gpu in enumerate(host.gpus):
+                rows.append(f'<text x="14" y="{y + 13}">instance {i} GPU {g}</text>')
+                rows.append(f'<rect x="{label_w}" y="{y}" width="{bar_w}" height="{bar_h}" fill="#eee" stroke="#999"/>')
+                x = float(label_w)
+                for t in gpu.tasks:
+                    w = bar_w if gpu.whole else bar_w * t.memory_mib / usable
+                    rows.append(
+                        f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{_colour(t.service)}" '
+                        f'stroke="#fff"><title>{escape(t.service)} #{t.replica}: {t.memory_mib} MiB</title></rect>'
+                    )
+                    x += w
+                rows.append(f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_memory_mib} / {usable} MiB</text>')
+                y += bar_h + gap
+        y += gap
+    width = label_w + bar_w + 160
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 10}" '
+        'font-family="sans-serif" font-size="12">\n' + "\n".join(rows) + "\n</svg>\n"
+    )

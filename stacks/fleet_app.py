@@ -1,0 +1,54 @@
+"""Builds the deployable app's stacks from a fleet spec; shared by app.py and the tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aws_cdk as cdk
+
+from ecs_gpu_sharing import fleet as fleet_file
+from ecs_gpu_sharing.fleet import FleetSpec
+
+from .cluster import ClusterStack
+from .network import NetworkStack
+from .services import ServicesStack
+
+DEFAULT_FLEET = Path(__file__).resolve().parent.parent / "fleet.toml"
+SERVICES_PER_STACK = 40  # about 6 resources each: far below CloudFormation's 500 per stack
+
+
+@dataclass
+class FleetStacks:
+    network: NetworkStack
+    cluster: ClusterStack
+    services: list[ServicesStack] = field(default_factory=list)
+
+    def all(self) -> list[cdk.Stack]:
+        return [self.network, self.cluster, *self.services]
+
+
+def fleet_path(app: cdk.App) -> Path:
+    """The fleet file: ``-c fleet=PATH``, else ``fleet.toml`` at the repository root."""
+    given = app.node.try_get_context("fleet")
+    return Path(given) if given else DEFAULT_FLEET
+
+
+def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
+    """Adds the fleet's stacks to ``app``: network, cluster with capacities, services in shards."""
+    spec = spec or fleet_file.load(fleet_path(app))
+    network = NetworkStack(app, f"{spec.name}-network")
+    cluster = ClusterStack(app, f"{spec.name}-cluster", vpc=network.vpc, capacities=spec.capacities)
+    stacks = FleetStacks(network=network, cluster=cluster)
+    services = list(spec.services.values())
+    for shard, start in enumerate(range(0, len(services), SERVICES_PER_STACK), start=1):
+        stacks.services.append(
+            ServicesStack(
+                app,
+                f"{spec.name}-services-{shard}",
+                cluster=cluster.cluster,
+                capacities=cluster.capacities,
+                services=services[start : start + SERVICES_PER_STACK],
+            )
+        )
+    return stacks

@@ -1,0 +1,55 @@
+"""The fleet's services, sharded over stacks so none nears CloudFormation's 500-resource limit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+from ecs_gpu_sharing.fleet import ServiceSpec
+
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+
+
+class ServicesStack(Stack):
+    """One shard of the fleet's services: per service a task definition, a log group and the service."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: ecs.Cluster,
+        capacities: dict[str, GpuCapacity],
+        services: Sequence[ServiceSpec],
+        **kwargs: object,
+    ) -> None:
+        super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
+        self.services: dict[str, SharedGpuService] = {}
+        for spec in services:
+            group = logs.LogGroup(self, f"{spec.name}-logs", retention=LOG_RETENTION)
+            task = SharedGpuTaskDefinition(self, f"{spec.name}-task")
+            task.add_container(
+                "model",
+                image=ecs.ContainerImage.from_registry(spec.image),
+                cpu=spec.cpu,
+                memory_limit_mib=spec.memory_mib,
+                gpu=MpsShare(spec.gpu_memory_mib, spec.max_compute_percent),
+                environment=dict(spec.environment) or None,
+                port_mappings=[ecs.PortMapping(container_port=spec.port)] if spec.port else None,
+                logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),
+            )
+            service = SharedGpuService(
+                self,
+                spec.name,
+                cluster=cluster,
+                capacity=capacities[spec.capacity],
+                task_definition=task,
+                desired_count=spec.desired_count,
+            )
+            self.services[spec.name] = service
+            CfnOutput(self, f"{spec.name}-service", value=service.service.service_name)

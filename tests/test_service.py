@@ -1,0 +1,247 @@
+"""SharedGpuService and the synth-time fleet plan: a fleet that fits, and each error and warning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Annotations, Match, Template
+
+from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition, TaskDefinitionError
+from ecs_gpu_sharing.checks import CLIENT_LIMIT_WARNING, RESERVE_MARGIN_WARNING, SURGE_WARNING
+from ecs_gpu_sharing.fleet_plan import PLAN_FILE
+
+from conftest import new_app
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/python:3.12-slim")
+
+
+class Fleet:
+    def __init__(self, **capacity: Any) -> None:
+        self.app = new_app()
+        self.stack = cdk.Stack(self.app, "Test")
+        self.cluster = ecs.Cluster(self.stack, "Cluster", vpc=ec2.Vpc(self.stack, "Vpc", max_azs=2, nat_gateways=1))
+        self.capacity = GpuCapacity(
+            self.stack,
+            "L4",
+            cluster=self.cluster,
+            instance_types=capacity.pop("instance_types", ["g6.xlarge"]),
+            **capacity,
+        )
+
+    def service(
+        self, name: str, count: int, *budgets: int, cpu: int = 512, memory: int = 1024, **kwargs: Any
+    ) -> SharedGpuService:
+        td = SharedGpuTaskDefinition(self.stack, f"{name}Task")
+        for i, mib in enumerate(budgets):
+            td.add_container(
+                f"c{i}",
+                image=IMAGE,
+                cpu=cpu // len(budgets),
+                memory_limit_mib=memory // len(budgets),
+                gpu=MpsShare(mib),
+            )
+        return SharedGpuService(
+            self.stack,
+            name,
+            cluster=self.cluster,
+            capacity=self.capacity,
+            task_definition=td,
+            desired_count=count,
+            **kwargs,
+        )
+
+    def synth(self) -> Any:
+        assembly = self.app.synth()
+        return assembly, assembly.get_stack_artifact(self.stack.artifact_id)
+
+
+@pytest.fixture(scope="module")
+def fitting() -> dict[str, Any]:
+    fleet = Fleet()
+    fleet.service("Embedder", 4, 6000)
+    fleet.service("Reranker", 1, 3000, 2000)
+    assembly, artifact = fleet.synth()
+    return {"fleet": fleet, "dir": Path(assembly.directory), "template": Template.from_json(artifact.template)}
+
+
+def test_service_runs_on_the_capacity_provider_with_mps_constraint_and_rollback(fitting: dict[str, Any]) -> None:
+    fitting["template"].has_resource_properties(
+        "AWS::ECS::Service",
+        {
+            "DesiredCount": 4,
+            "CapacityProviderStrategy": [
+                {"CapacityProvider": {"Ref": Match.string_like_regexp("L4Provider")}, "Weight": 1}
+            ],
+            "PlacementConstraints": [
+                {"Type": "memberOf", "Expression": "attribute:ecs.capability.gpu-sharing-mps exists"}
+            ],
+            "DeploymentConfiguration": {
+                "DeploymentCircuitBreaker": {"Enable": True, "Rollback": True},
+                "MaximumPercent": 200,
+                "MinimumHealthyPercent": 100,
+            },
+        },
+    )
+
+
+def test_service_waits_for_the_capacity_provider_association(fitting: dict[str, Any]) -> None:
+    services = fitting["template"].find_resources("AWS::ECS::Service")
+    associations = fitting["template"].find_resources("AWS::ECS::ClusterCapacityProviderAssociations")
+    (association,) = associations
+    assert all(association in s.get("DependsOn", []) for s in services.values())
+
+
+def test_max_capacity_is_derived_so_the_surge_fits(fitting: dict[str, Any]) -> None:
+    # steady: 4 x 6000 + 5000 on 20840-MiB GPUs -> 2 instances; surge (8 x 6000 + 2 x 5000) -> 4
+    fitting["template"].has_resource_properties("AWS::AutoScaling::AutoScalingGroup", {"MaxSize": "4"})
+    assert fitting["fleet"].capacity.max_capacity == 4
+
+
+def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -> None:
+    plan = json.loads((fitting["dir"] / f"{PLAN_FILE}.json").read_text())
+    assert plan["summary"] == {"instances": 2, "gpus": 2, "gpu_lower_bound": 2, "whole_gpu_gpus": 5, "fits": True}
+    assert {s["name"]: s["placed"] for s in plan["services"]} == {"Test/Embedder": 4, "Test/Reranker": 1}
+    reranker = [
+        t
+        for c in plan["capacities"]
+        for h in c["instances"]
+        for g in h["gpus"]
+        for t in g["tasks"]
+        if "Reranker" in t["service"]
+    ]
+    assert reranker == [{"service": "Test/Reranker", "replica": 0, "memory_mib": 5000, "containers": 2}]
+    markdown = (fitting["dir"] / f"{PLAN_FILE}.md").read_text()
+    assert "| Test/L4 | g6.xlarge | 2 | 4 | 2 |" in markdown
+
+
+def test_services_options_pass_through() -> None:
+    fleet = Fleet()
+    fleet.service("Emb", 1, 1000, max_healthy_percent=150, min_healthy_percent=50, service_name="emb")
+    Template.from_stack(fleet.stack).has_resource_properties(
+        "AWS::ECS::Service",
+        {
+            "ServiceName": "emb",
+            "DeploymentConfiguration": Match.object_like({"MaximumPercent": 150, "MinimumHealthyPercent": 50}),
+        },
+    )
+
+
+# --- errors ---------------------------------------------------------------------------------------------
+
+
+def test_fails_when_a_task_exceeds_one_gpu() -> None:
+    fleet = Fleet()
+    fleet.service("Llm", 1, 15000, 7000)
+    with pytest.raises(
+        RuntimeError, match=r"\[Test/Llm\] one task needs 22000 MiB of GPU memory on one GPU, more than the 20840 MiB"
+    ):
+        fleet.synth()
+
+
+def test_fails_when_desired_counts_exceed_max_capacity() -> None:
+    fleet = Fleet(max_capacity=1)
+    fleet.service("Emb", 4, 6000)
+    with pytest.raises(
+        RuntimeError,
+        match=r"\[Test/L4\] the desired counts \(Test/Emb 4\) need 2 instances of g6.xlarge, more than max_instances 1",
+    ):
+        fleet.synth()
+
+
+def test_fails_when_a_task_exceeds_a_hosts_cpu() -> None:
+    fleet = Fleet()
+    fleet.service("Cpu", 1, 1000, cpu=8192)
+    with pytest.raises(RuntimeError, match=r"\[Test/Cpu\] one task needs 8192 CPU units, more than the 4096"):
+        fleet.synth()
+
+
+def test_fails_when_a_task_exceeds_a_hosts_memory() -> None:
+    fleet = Fleet()
+    fleet.service("Mem", 1, 1000, memory=16000)
+    with pytest.raises(RuntimeError, match=r"\[Test/Mem\] one task needs 16000 MiB of host memory"):
+        fleet.synth()
+
+
+# --- warnings -------------------------------------------------------------------------------------------
+
+
+def _warnings(fleet: Fleet) -> list[str]:
+    fleet.synth()
+    return [str(w.entry.data) for w in Annotations.from_stack(fleet.stack).find_warning("*", Match.any_value())]
+
+
+def test_warns_when_the_surge_does_not_fit() -> None:
+    fleet = Fleet(max_capacity=2)
+    fleet.service("Emb", 4, 6000)
+    (warning,) = _warnings(fleet)
+    assert SURGE_WARNING in warning and "needs 3 instances" in warning
+
+
+def test_warns_when_budgets_allow_more_than_48_mps_clients() -> None:
+    fleet = Fleet()
+    fleet.service("Tiny", 2, 256)
+    (warning,) = _warnings(fleet)
+    assert CLIENT_LIMIT_WARNING in warning and "more than the 48 clients" in warning
+
+
+def test_warns_when_a_gpu_is_planned_within_the_reserve_margin() -> None:
+    fleet = Fleet(gpu_reserve_mib=256)
+    fleet.service("Big", 1, 22000)
+    (warning,) = _warnings(fleet)
+    assert RESERVE_MARGIN_WARNING in warning and "planned with 22000 MiB" in warning
+
+
+def test_warnings_can_be_acknowledged_by_id() -> None:
+    fleet = Fleet(max_capacity=2)
+    fleet.service("Emb", 4, 6000)
+    cdk.Annotations.of(fleet.capacity).acknowledge_warning(SURGE_WARNING, "deployments may wait")
+    assert _warnings(fleet) == []
+
+
+# --- refusals -------------------------------------------------------------------------------------------
+
+
+def test_refuses_a_plain_task_definition() -> None:
+    fleet = Fleet()
+    td = ecs.Ec2TaskDefinition(fleet.stack, "Plain")
+    td.add_container("a", image=IMAGE, memory_limit_mib=128)
+    with pytest.raises(
+        TaskDefinitionError, match="task_definition must be a SharedGpuTaskDefinition, got Ec2TaskDefinition"
+    ):
+        SharedGpuService(
+            fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=td, desired_count=1
+        )  # type: ignore[arg-type]
+
+
+def test_refuses_a_cluster_other_than_the_capacitys() -> None:
+    fleet = Fleet()
+    other = ecs.Cluster(fleet.stack, "Other", vpc=fleet.cluster.vpc)
+    td = SharedGpuTaskDefinition(fleet.stack, "Td")
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(100))
+    with pytest.raises(TaskDefinitionError, match="belongs to cluster Test/Cluster, not Test/Other"):
+        SharedGpuService(fleet.stack, "S", cluster=other, capacity=fleet.capacity, task_definition=td, desired_count=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"desired_count": -1}, "desired_count must be an integer >= 0"),
+        ({"desired_count": 1, "max_healthy_percent": 90}, "max_healthy_percent must be an integer >= 100"),
+        (
+            {"desired_count": 1, "capacity_provider_strategies": []},
+            "capacity_provider_strategies is set by SharedGpuService",
+        ),
+    ],
+)
+def test_refuses_bad_options(kwargs: dict[str, Any], message: str) -> None:
+    fleet = Fleet()
+    td = SharedGpuTaskDefinition(fleet.stack, "Td")
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(100))
+    with pytest.raises(ValueError, match=message):
+        SharedGpuService(fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=td, **kwargs)
