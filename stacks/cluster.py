@@ -4,30 +4,48 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import aws_cdk as cdk
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ecs_gpu_sharing import GpuAmi, GpuCapacity
 from ecs_gpu_sharing.fleet import CapacitySpec
 
+# What Vpc.from_lookup returns while its lookup is not in the context yet.
+LOOKUP_PLACEHOLDER_VPC = "vpc-12345"
+
 
 class ClusterStack(Stack):
-    """An ECS cluster on the given VPC, with Container Insights, and one GpuCapacity per fleet capacity."""
+    """An ECS cluster with Container Insights and one GpuCapacity per fleet capacity, on ``vpc``, or on the
+    existing VPC ``vpc_id`` (an environment-bound app), and a topic for the groups' scaling events."""
 
     def __init__(
         self,
         scope: Construct,
         id_: str,
         *,
-        vpc: ec2.IVpc,
+        vpc: ec2.IVpc | None,
         capacities: Mapping[str, CapacitySpec],
+        vpc_id: str | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
+        if vpc is None:
+            vpc = self._existing_vpc(vpc_id)
         self.cluster = ecs.Cluster(self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
+        # Scaling events of every GPU group; subscribe an address or a chat integration after deploy.
+        self.scaling_events = sns.Topic(
+            self,
+            "ScalingEvents",
+            enforce_ssl=True,
+            master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+        )
+        CfnOutput(self, "ScalingEventsTopic", value=self.scaling_events.topic_arn)
         self.capacities: dict[str, GpuCapacity] = {}
         for name, spec in capacities.items():
             capacity = GpuCapacity(
@@ -39,6 +57,22 @@ class ClusterStack(Stack):
                 min_capacity=spec.min_instances,
                 max_capacity=spec.max_instances,
                 gpu_reserve_mib=spec.facts.gpu_reserve_mib,
+                notification_topic=self.scaling_events,
             )
             self.capacities[name] = capacity
             CfnOutput(self, f"{name}-capacity-provider", value=capacity.capacity_provider.capacity_provider_name)
+
+    def _existing_vpc(self, vpc_id: str | None) -> ec2.IVpc:
+        """The fleet's existing VPC, looked up at synth (credentials needed) and cached in cdk.context.json."""
+        assert vpc_id is not None, "give vpc or vpc_id"
+        vpc = ec2.Vpc.from_lookup(self, "Vpc", vpc_id=vpc_id)
+        if vpc.vpc_id == LOOKUP_PLACEHOLDER_VPC:
+            # Before the lookup is cached, CDK synthesizes once with a placeholder VPC, and the CLI synthesizes
+            # again with the real one; the placeholder's id is not a valid VPC id.
+            cdk.Validations.of(self).acknowledge(
+                cdk.Acknowledgment(
+                    id="CloudFormation-Validate::E1151",
+                    reason=f"placeholder VPC until the lookup of {vpc_id} is cached in cdk.context.json",
+                )
+            )
+        return vpc

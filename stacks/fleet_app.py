@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
 
 from ecs_gpu_sharing import fleet as fleet_file
 from ecs_gpu_sharing.fleet import FleetSpec
@@ -20,12 +21,12 @@ SERVICES_PER_STACK = 40  # about 6 resources each: far below CloudFormation's 50
 
 @dataclass
 class FleetStacks:
-    network: NetworkStack
+    network: NetworkStack | None  # None when the fleet names an existing VPC
     cluster: ClusterStack
     services: list[ServicesStack] = field(default_factory=list)
 
     def all(self) -> list[cdk.Stack]:
-        return [self.network, self.cluster, *self.services]
+        return [*([self.network] if self.network else []), self.cluster, *self.services]
 
 
 def fleet_path(app: cdk.App) -> Path:
@@ -35,10 +36,21 @@ def fleet_path(app: cdk.App) -> Path:
 
 
 def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
-    """Adds the fleet's stacks to ``app``: network, cluster with capacities, services in shards."""
+    """Adds the fleet's stacks to ``app``: network (unless the fleet names an existing VPC), cluster with
+    capacities, and the services in shards of at most ``SERVICES_PER_STACK``."""
     spec = spec or fleet_file.load(fleet_path(app))
-    network = NetworkStack(app, f"{spec.name}-network")
-    cluster = ClusterStack(app, f"{spec.name}-cluster", vpc=network.vpc, capacities=spec.capacities)
+    # cdk-nag's AwsSolutions pack runs at every synth; acknowledgments sit next to the resources they concern.
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    env = cdk.Environment(account=spec.account, region=spec.region) if spec.account else None
+    network = None if spec.vpc_id else NetworkStack(app, f"{spec.name}-network", env=env)
+    cluster = ClusterStack(
+        app,
+        f"{spec.name}-cluster",
+        vpc=network.vpc if network else None,
+        vpc_id=spec.vpc_id,
+        capacities=spec.capacities,
+        env=env,
+    )
     stacks = FleetStacks(network=network, cluster=cluster)
     services = list(spec.services.values())
     for shard, start in enumerate(range(0, len(services), SERVICES_PER_STACK), start=1):
@@ -49,6 +61,7 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
                 cluster=cluster.cluster,
                 capacities=cluster.capacities,
                 services=services[start : start + SERVICES_PER_STACK],
+                env=env,
             )
         )
     return stacks

@@ -9,14 +9,12 @@ from constructs import Construct
 
 
 class NetworkStack(Stack):
-    """A VPC over two AZs: public subnets for the NAT gateway, private subnets for GPU hosts.
-
-    Flow logs go to CloudWatch Logs with a retention, so rejected traffic can be audited.
-    """
+    """A new VPC over two AZs: public subnets for the NAT gateway, private subnets for GPU hosts, flow logs to
+    CloudWatch Logs with a retention, so rejected traffic can be audited."""
 
     def __init__(self, scope: Construct, id_: str, **kwargs: object) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
-        self.vpc = ec2.Vpc(
+        vpc = ec2.Vpc(
             self,
             "Vpc",
             max_azs=2,
@@ -26,10 +24,11 @@ class NetworkStack(Stack):
                 ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
             ],
         )
-        self.vpc.add_flow_log(
+        vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(
                 logs.LogGroup(self, "FlowLogGroup", retention=logs.RetentionDays.ONE_MONTH)
             ),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+        self.vpc = vpc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import aws_cdk as cdk
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
@@ -43,6 +44,14 @@ class ServicesStack(Stack):
                 port_mappings=[ecs.PortMapping(container_port=spec.port)] if spec.port else None,
                 logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),
             )
+            if spec.environment:
+                cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
+                    cdk.Acknowledgment(
+                        id="AwsSolutions::AwsSolutions-ECS2",
+                        reason="the fleet file's environment holds non-secret model settings (such as MODEL_ID); "
+                        "it has no way to declare secrets",
+                    )
+                )
             service = SharedGpuService(
                 self,
                 spec.name,

@@ -129,3 +129,89 @@ def test_app_fails_on_a_malformed_fleet_in_one_line(tmp_path: Path) -> None:
     result = _run_app(tmp_path, 'name = "x"\n')
     assert result.returncode == 1
     assert result.stderr.strip() == f"error: {tmp_path / 'fleet.toml'}: missing key capacity (a table)"
+
+
+# --- gates and operator defaults -------------------------------------------------------------------------
+
+
+def test_synth_leaves_no_warning_or_error_annotation(synthesized: dict[str, Any]) -> None:
+    for stack in synthesized["stacks"].all():
+        messages = synthesized["assembly"].get_stack_artifact(stack.artifact_id).messages
+        assert [(m.level, m.entry.data) for m in messages if m.level != "info"] == [], stack.stack_name
+
+
+def test_cdk_nag_runs_at_every_synth_and_fails_a_noncompliant_resource() -> None:
+    from aws_cdk import aws_sns as sns
+
+    app = new_app()
+    stacks = build_app(app)
+    sns.Topic(stacks.cluster, "Careless")  # no SSL enforcement, no encryption
+    with pytest.raises(RuntimeError, match=r"(?s)AwsSolutions.*models-cluster/Careless"):
+        app.synth()
+
+
+def test_asg_scaling_events_go_to_an_encrypted_topic(synthesized: dict[str, Any]) -> None:
+    cluster = Template.from_json(synthesized["templates"]["models-cluster"])
+    cluster.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+    (topic,) = cluster.find_resources("AWS::SNS::Topic")
+    for group in cluster.find_resources("AWS::AutoScaling::AutoScalingGroup").values():
+        (notification,) = group["Properties"]["NotificationConfigurations"]
+        assert notification["TopicARN"] == {"Ref": topic}
+        assert "autoscaling:EC2_INSTANCE_LAUNCH_ERROR" in notification["NotificationTypes"]
+
+
+def test_stack_outputs_name_the_cluster_capacity_providers_and_services(synthesized: dict[str, Any]) -> None:
+    cluster = synthesized["templates"]["models-cluster"]["Outputs"]
+    assert {"ClusterName", "l4capacityprovider", "l40scapacityprovider", "ScalingEventsTopic"} <= set(cluster)
+    services = synthesized["templates"]["models-services-1"]["Outputs"]
+    assert {"embedderservice", "rerankerservice", "smallllmservice"} <= set(services)
+
+
+def _big_fleet(services: int) -> dict[str, Any]:
+    return {
+        "name": "big",
+        "capacity": {"l4": {"instance_types": ["g6.2xlarge"]}, "l40s": {"instance_types": ["g6e.12xlarge"]}},
+        "service": {
+            f"model-{i:03d}": {
+                "capacity": "l4" if i % 3 else "l40s",
+                "image": "public.ecr.aws/docker/library/python:3.12-slim",
+                "desired_count": 1 + i % 3,
+                "cpu": 256,
+                "memory_mib": 1024,
+                "gpu_memory_mib": 1024 + (i % 7) * 512,
+                "environment": {"MODEL_ID": f"model-{i}"},
+            }
+            for i in range(services)
+        },
+    }
+
+
+def test_a_300_service_fleet_shards_into_stacks_well_under_the_resource_limit() -> None:
+    from ecs_gpu_sharing import fleet
+
+    app = new_app()
+    stacks = build_app(app, fleet.parse(_big_fleet(300)))
+    assembly = app.synth()
+    counts = {s.stack_name: len(assembly.get_stack_artifact(s.artifact_id).template["Resources"]) for s in stacks.all()}
+    assert len(stacks.services) == 8
+    assert max(counts.values()) <= 300, counts  # CloudFormation allows 500
+    services = sum(
+        1
+        for s in stacks.services
+        for r in assembly.get_stack_artifact(s.artifact_id).template["Resources"].values()
+        if r["Type"] == "AWS::ECS::Service"
+    )
+    assert services == 300
+
+
+def test_an_existing_vpc_is_looked_up_in_an_environment_bound_app() -> None:
+    from ecs_gpu_sharing import fleet
+
+    doc = {**_big_fleet(1), "account": "123456789012", "region": "eu-west-1", "vpc_id": "vpc-0123456789abcdef0"}
+    app = new_app()
+    stacks = build_app(app, fleet.parse(doc))
+    assert (stacks.cluster.account, stacks.cluster.region) == ("123456789012", "eu-west-1")
+    # Without a cached answer CDK records the lookup (made by the CLI with credentials) instead of calling AWS.
+    manifest = json.loads((Path(app.synth().directory) / "manifest.json").read_text())
+    vpc_lookups = [m for m in manifest["missing"] if m["provider"] == "vpc-provider"]
+    assert [m["props"]["filter"] for m in vpc_lookups] == [{"vpc-id": "vpc-0123456789abcdef0"}]

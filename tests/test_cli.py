@@ -98,5 +98,5 @@ def test_plan_refuses_a_malformed_fleet_in_one_line(tmp_path: Path, capsys: pyte
     assert main(["plan", str(fleet)]) == 1
     assert (
         capsys.readouterr().err.strip()
-        == f"error: {fleet}: unknown key extra; the keys here are: name, capacity, service"
+        == f"error: {fleet}: unknown key extra; the keys here are: name, account, region, vpc_id, capacity, service"
     )

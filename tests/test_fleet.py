@@ -108,3 +108,24 @@ def test_refuses_malformed_fleets_naming_file_and_key(tmp_path: Path, edit: Any,
 def test_missing_file_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FleetSpecError, match="cannot read the fleet file"):
         fleet_module.load(tmp_path / "nope.toml")
+
+
+def test_account_region_and_vpc_id(tmp_path: Path) -> None:
+    env = 'name = "t"\naccount = "123456789012"\nregion = "eu-west-1"\nvpc_id = "vpc-0123456789abcdef0"\n'
+    spec = _load(tmp_path, BASE.replace('name = "t"\n', env))
+    assert (spec.account, spec.region, spec.vpc_id) == ("123456789012", "eu-west-1", "vpc-0123456789abcdef0")
+    assert _load(tmp_path, BASE).account is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('account = "12345"\nregion = "eu-west-1"\n', r"account '12345' is malformed"),
+        ('account = "123456789012"\n', r"account and region go together"),
+        ('vpc_id = "vpc-0123456789abcdef0"\n', r"vpc_id needs account and region"),
+        ('account = "123456789012"\nregion = "eu-west-1"\nvpc_id = "vpc-xyz"\n', r"vpc_id 'vpc-xyz' is malformed"),
+    ],
+)
+def test_refuses_bad_environment_keys(tmp_path: Path, extra: str, message: str) -> None:
+    with pytest.raises(FleetSpecError, match=message):
+        _load(tmp_path, BASE.replace('name = "t"\n', 'name = "t"\n' + extra))

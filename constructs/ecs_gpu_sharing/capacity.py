@@ -10,7 +10,8 @@ from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from aws_cdk import aws_sns as sns
+from constructs import Construct, IConstruct
 
 from .ami import GpuAmi
 from .capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
@@ -47,6 +48,8 @@ class GpuCapacity(Construct):
     :param host_memory_reserve_mib: host memory not offered to tasks; about 6% of the host by default.
     :param root_volume_gib: root volume size; 200 GiB by default, room for model images.
     :param vpc_subnets: where instances run; the VPC's private subnets by default (two AZs at least).
+    :param notification_topic: an SNS topic for the group's launch, termination and failure events; without
+        one, the group sends none (ECS managed scaling drives it, and its activity history keeps the record).
     """
 
     def __init__(
@@ -64,6 +67,7 @@ class GpuCapacity(Construct):
         root_volume_gib: int = 200,
         vpc_subnets: ec2.SubnetSelection | None = None,
         capacity_provider_name: str | None = None,
+        notification_topic: sns.ITopic | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id_}"
         self.facts: HostFacts = host_facts(
@@ -149,6 +153,9 @@ class GpuCapacity(Construct):
             min_capacity=self.min_capacity,
             # Resolved at synth, after a plan may have derived it.
             max_capacity=cdk.Lazy.number(_MaxCapacity(self)),
+            notifications=(
+                [autoscaling.NotificationConfiguration(topic=notification_topic)] if notification_topic else None
+            ),
         )
         self.capacity_provider = ecs.AsgCapacityProvider(
             self,
@@ -166,11 +173,47 @@ class GpuCapacity(Construct):
                 f"to it), got {cluster!r}"
             )
         cluster_l2.add_asg_capacity_provider(self.capacity_provider)
+        self._acknowledge_nag_rules(role, notification_topic is None)
         for note in self.facts.unverified:
             cdk.Annotations.of(self).add_warning_v2(
                 UNVERIFIED_FAMILY_WARNING,
                 f"{note}; ECS GPU sharing should work, but AWS has not named this family: test before relying "
                 f"on it, then acknowledge '{UNVERIFIED_FAMILY_WARNING}'",
+            )
+
+    def _acknowledge_nag_rules(self, role: iam.Role, no_notifications: bool) -> None:
+        """Acknowledges cdk-nag's AwsSolutions findings that this design accepts, each with its reason."""
+
+        def ack(scope: IConstruct, rule: str, reason: str) -> None:
+            cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+        ack(
+            role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
+            "SSM Session Manager replaces SSH keys on GPU hosts; AWS maintains its instance-core policy",
+        )
+        policy = role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            reason = (
+                "the ECS agent's policy as aws-ecs writes it: ecs:Submit* is limited to this cluster; "
+                "ecs:DiscoverPollEndpoint, ecr:GetAuthorizationToken and the agent's logs actions take no resource"
+            )
+            ack(policy, "AwsSolutions-IAM5[Action::ecs:Submit*]", reason)
+            ack(policy, "AwsSolutions-IAM5[Resource::*]", reason)
+        group = self.auto_scaling_group.node.default_child
+        assert group is not None
+        ack(
+            group,
+            "AwsSolutions-EC26",
+            "the rule cannot read a launch template given by reference; this group's launch template encrypts "
+            "its root volume (gp3, encrypted)",
+        )
+        if no_notifications:
+            ack(
+                group,
+                "AwsSolutions-AS3",
+                "no notification_topic was given: ECS managed scaling drives this group and its activity history "
+                "records every launch and termination",
             )
 
     @staticmethod

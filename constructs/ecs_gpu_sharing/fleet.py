@@ -56,6 +56,9 @@ class FleetSpec:
     capacities: Mapping[str, CapacitySpec]
     services: Mapping[str, ServiceSpec]
     source: str = "<fleet>"
+    account: str | None = None  # with region: an environment-bound app (lookups need credentials)
+    region: str | None = None
+    vpc_id: str | None = None  # deploy into this existing VPC instead of a new one
 
     def capacity_inputs(self) -> list[CapacityInput]:
         out = []
@@ -78,7 +81,17 @@ class FleetSpec:
 
 
 # key -> (type, required); the type check treats bool as not an int.
-_TOP = {"name": (str, True), "capacity": (dict, True), "service": (dict, True)}
+_TOP = {
+    "name": (str, True),
+    "account": (str, False),
+    "region": (str, False),
+    "vpc_id": (str, False),
+    "capacity": (dict, True),
+    "service": (dict, True),
+}
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 _CAPACITY = {
     "instance_types": (list, True),
     "ami_release": (str, False),
@@ -125,8 +138,9 @@ def _at_least(source: str, key: str, value: int, low: int, high: int | None = No
 
 def _check_name(source: str, kind: str, name: str) -> None:
     if not _NAME.match(name):
+        where = f"{kind}.{name!r}" if kind != "name" else f"name {name!r}"
         raise FleetSpecError(
-            f"{source}: {kind}.{name!r} is not a usable name; use letters, digits and '-', starting with a letter, "
+            f"{source}: {where} is not a usable name; use letters, digits and '-', starting with a letter, "
             "at most 40 characters"
         )
 
@@ -134,6 +148,20 @@ def _check_name(source: str, kind: str, name: str) -> None:
 def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     """A fleet spec from a parsed TOML document; refuses anything malformed, naming ``source`` and the key."""
     _check_table(source, "", doc, _TOP)
+    _check_name(source, "name", doc["name"])
+    for key, pattern, example in (
+        ("account", _ACCOUNT, "123456789012"),
+        ("region", _REGION, "us-east-1"),
+        ("vpc_id", _VPC_ID, "vpc-0123456789abcdef0"),
+    ):
+        if key in doc and not pattern.match(doc[key]):
+            raise FleetSpecError(f"{source}: {key} {doc[key]!r} is malformed; write it like {example!r}")
+    if ("account" in doc) != ("region" in doc):
+        raise FleetSpecError(f"{source}: account and region go together; give both, or neither for an offline synth")
+    if "vpc_id" in doc and "account" not in doc:
+        raise FleetSpecError(
+            f"{source}: vpc_id needs account and region (the VPC is looked up in that account at synth)"
+        )
     capacities: dict[str, CapacitySpec] = {}
     for name, table in doc["capacity"].items():
         where = f"capacity.{name}."
@@ -208,7 +236,15 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
             port=table.get("port"),
             environment=dict(env),
         )
-    return FleetSpec(name=doc["name"], capacities=capacities, services=services, source=source)
+    return FleetSpec(
+        name=doc["name"],
+        capacities=capacities,
+        services=services,
+        source=source,
+        account=doc.get("account"),
+        region=doc.get("region"),
+        vpc_id=doc.get("vpc_id"),
+    )
 
 
 def load(path: str | Path) -> FleetSpec:
