@@ -11,7 +11,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
-from ecs_gpu_sharing.fleet import ServiceSpec
+from ecs_gpu_sharing.fleet import SERVICE_TAG, ServiceSpec
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
@@ -60,5 +60,7 @@ class ServicesStack(Stack):
                 task_definition=task,
                 desired_count=spec.desired_count,
             )
+            # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
+            cdk.Tags.of(service.service).add(SERVICE_TAG, spec.name)
             self.services[spec.name] = service
             CfnOutput(self, f"{spec.name}-service", value=service.service.service_name)

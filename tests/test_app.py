@@ -215,3 +215,10 @@ def test_an_existing_vpc_is_looked_up_in_an_environment_bound_app() -> None:
     manifest = json.loads((Path(app.synth().directory) / "manifest.json").read_text())
     vpc_lookups = [m for m in manifest["missing"] if m["provider"] == "vpc-provider"]
     assert [m["props"]["filter"] for m in vpc_lookups] == [{"vpc-id": "vpc-0123456789abcdef0"}]
+
+
+def test_services_carry_their_fleet_name_as_a_tag(synthesized: dict[str, Any]) -> None:
+    services = Template.from_json(synthesized["templates"]["models-services-1"])
+    services.has_resource_properties(
+        "AWS::ECS::Service", {"Tags": Match.array_with([{"Key": "ecs-gpu-sharing:service", "Value": "embedder"}])}
+    )

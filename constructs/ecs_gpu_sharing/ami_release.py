@@ -24,10 +24,10 @@ ECS_AGENT_FLOOR = (1, 107, 0)
 AMI_NAME_TEMPLATE = "al2023-ami-ecs-gpu-hvm-2023.0.{release}-kernel-6.1-x86_64-ebs"
 AMI_OWNER = "amazon"
 
-# Per-release public SSM parameter. The standard AL2023 ECS AMIs publish
-# /aws/service/ecs/optimized-ami/amazon-linux-2023/<ami-name>/image_id; the GPU path below follows that
-# pattern by analogy and is NOT confirmed (DESIGN.md §4). Run `ecs-gpu-sharing ami verify` before deploy,
-# or pin with GpuAmi.image_ids / GpuAmi.lookup. Correct it here, in one place.
+# Per-release public SSM parameter. DESIGN.md §4 calls this GPU path unconfirmed; AWS's public parameter list
+# as moto 5.2 ships it has exactly this path for GPU releases up to 20260922 (older than the floor), so the
+# pattern holds there; releases from 20261019 on are newer than that copy. Run `ecs-gpu-sharing ami verify`
+# before deploy, or pin with GpuAmi.image_ids / GpuAmi.lookup. Correct it here, in one place.
 SSM_PARAMETER_TEMPLATE = "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/{ami_name}/image_id"
 
 _RELEASE = re.compile(r"^\d{8}$")
@@ -64,6 +64,11 @@ def release_of(name: str) -> str | None:
 
 def ssm_parameter(release: str) -> str:
     return SSM_PARAMETER_TEMPLATE.format(ami_name=ami_name(release))
+
+
+def ssm_parameter_unchecked(release: str) -> str:
+    """The parameter path of any well-formed release, the floor not applied (for inspecting old releases)."""
+    return SSM_PARAMETER_TEMPLATE.format(ami_name=AMI_NAME_TEMPLATE.format(release=release))
 
 
 def format_version(version: tuple[int, ...]) -> str:

@@ -51,6 +51,47 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _catalog_refresh(args: argparse.Namespace) -> int:
+    from .operations import catalog_refresh
+    from .operations.aws import aws_errors, client
+
+    output = Path(args.output) if args.output else Path(str(catalog.data_path()))
+    ec2 = client("ec2", args.region)
+    with aws_errors(f"listing instance types in {ec2.meta.region_name}"):
+        changes = catalog_refresh.refresh(ec2, output)
+    print(f"wrote {output}")
+    if changes.empty:
+        print("no changes")
+    for label, names in (("added", changes.added), ("removed", changes.removed), ("changed", changes.changed)):
+        if names:
+            print(f"{label} ({len(names)}): {', '.join(names)}")
+    return 0
+
+
+def _ami_verify(args: argparse.Namespace) -> int:
+    from .operations import ami_verify
+    from .operations.aws import client
+
+    regions = args.region or [None]
+    results = ami_verify.verify(args.release, regions, client)
+    for r in results:
+        print(f"{r.region}: {r.image_id} ok" if r.ok else f"{r.region}: FAILED: {r.problem}")
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _cluster_status(args: argparse.Namespace) -> int:
+    from .operations import cluster_status
+    from .operations.aws import client
+
+    spec = fleet.load(args.fleet) if args.fleet else None
+    result = cluster_status.status(client("ecs", args.region), args.cluster, spec)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(cluster_status.to_table(result))
+    return 1 if result.problems else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ecs-gpu-sharing", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -64,6 +105,27 @@ def build_parser() -> argparse.ArgumentParser:
     show = cat.add_parser("show", help="one instance type")
     show.add_argument("instance_type")
     show.set_defaults(func=_catalog_show)
+
+    refresh = cat.add_parser("refresh", help="regenerate the catalog from EC2 DescribeInstanceTypes (AWS call)")
+    refresh.add_argument("--region", help="the region to describe (default: your AWS configuration's)")
+    refresh.add_argument("--output", help="where to write (default: the installed catalog file)")
+    refresh.set_defaults(func=_catalog_refresh)
+
+    ami = commands.add_parser("ami", help="the AL2023 GPU AMI").add_subparsers(dest="ami_command", required=True)
+    verify = ami.add_parser("verify", help="prove a release's AMI exists in each region (AWS calls)")
+    verify.add_argument("--release", required=True, help="YYYYMMDD, at or after the floor")
+    verify.add_argument("--region", action="append", help="a region to check; repeat for several")
+    verify.set_defaults(func=_ami_verify)
+
+    cluster = commands.add_parser("cluster", help="a live ECS cluster").add_subparsers(
+        dest="cluster_command", required=True
+    )
+    cstatus = cluster.add_parser("status", help="GPU hosts, GPUs and services of a cluster (AWS calls)")
+    cstatus.add_argument("--cluster", required=True)
+    cstatus.add_argument("--fleet", help="compare with this fleet file's plan")
+    cstatus.add_argument("--region")
+    cstatus.add_argument("--json", action="store_true")
+    cstatus.set_defaults(func=_cluster_status)
 
     planning = commands.add_parser("plan", help="plan a fleet file without synthesizing")
     planning.add_argument("fleet", help="the fleet file (fleet.toml)")

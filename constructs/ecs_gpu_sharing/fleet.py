@@ -19,6 +19,9 @@ from .errors import FleetSpecError, GpuSharingError
 from .mps import MpsShare
 from .planner import CapacityInput, ServiceInput
 
+SERVICE_TAG = "ecs-gpu-sharing:service"
+"""Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
+
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
 
 

@@ -1,0 +1,71 @@
+"""Clients and readable failures for the operations commands.
+
+Every AWS failure becomes one ``AwsOperationError`` line: what was being done, what went wrong, what to do.
+Clients use botocore's standard retry mode, so throttling is retried with backoff before it is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import botocore.exceptions
+from botocore.config import Config
+
+from ..errors import AwsOperationError
+
+RETRIES = Config(retries={"mode": "standard", "max_attempts": 5})
+
+_ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnrecognizedClientException"}
+_THROTTLED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"}
+_EXPIRED = {"ExpiredToken", "ExpiredTokenException", "RequestExpired"}
+
+
+def known_regions() -> list[str]:
+    session = boto3.session.Session()
+    return sorted(
+        {r for partition in session.get_available_partitions() for r in session.get_available_regions("ec2", partition)}
+    )
+
+
+def client(service: str, region: str | None) -> Any:
+    """A boto3 client with standard retries; refuses a region botocore does not know."""
+    session = boto3.session.Session()
+    name = region or session.region_name
+    if not name:
+        raise AwsOperationError("no AWS region: pass --region, or set AWS_REGION (or a region in your AWS profile)")
+    if name not in known_regions():
+        raise AwsOperationError(f"unknown region {name!r}: use a region name such as us-east-1")
+    make: Any = session.client  # the stubs type each service by a literal name
+    return make(service, region_name=name, config=RETRIES)
+
+
+@contextmanager
+def aws_errors(doing: str) -> Iterator[None]:
+    """Turns botocore's failures inside the block into one readable ``AwsOperationError`` line."""
+    try:
+        yield
+    except botocore.exceptions.NoCredentialsError:
+        raise AwsOperationError(
+            f"{doing}: no AWS credentials found; configure a profile (aws configure / AWS_PROFILE) or set "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        ) from None
+    except botocore.exceptions.ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "Unknown")
+        message = error.response.get("Error", {}).get("Message", "")
+        if code in _ACCESS_DENIED:
+            hint = "grant the caller this permission, or use credentials that have it"
+        elif code in _THROTTLED:
+            hint = "AWS kept throttling after retries; wait and run again"
+        elif code in _EXPIRED:
+            hint = "the credentials have expired; refresh them"
+        else:
+            hint = "see the AWS message above"
+        raise AwsOperationError(f"{doing}: {code}: {message}; {hint}") from None
+    except botocore.exceptions.EndpointConnectionError as error:
+        endpoint = error.kwargs.get("endpoint_url", "the AWS endpoint")
+        raise AwsOperationError(f"{doing}: cannot reach {endpoint}; check the network and region") from None
+    except botocore.exceptions.BotoCoreError as error:
+        raise AwsOperationError(f"{doing}: {error}") from None

@@ -1,0 +1,200 @@
+"""``cluster status``: what a live cluster's GPU hosts and services report, and what is wrong with them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .. import ami_release
+from ..errors import AwsOperationError
+from ..fleet import SERVICE_TAG, FleetSpec
+from .aws import aws_errors
+
+MPS_CAPABILITY = "ecs.capability.gpu-sharing-mps"
+
+
+@dataclass
+class GpuStatus:
+    gpu_id: str
+    sharing_mode: str
+    total_mib: int
+    remaining_mib: int
+    containers: int
+
+    @property
+    def allocated_mib(self) -> int:
+        return self.total_mib - self.remaining_mib
+
+
+@dataclass
+class InstanceStatus:
+    arn: str
+    ec2_instance_id: str
+    instance_type: str
+    agent_version: str
+    mps_capability: bool
+    accelerated_compute: str  # OK, IMPAIRED, INSUFFICIENT_DATA, INITIALIZING, or "unknown"
+    gpus: list[GpuStatus] = field(default_factory=list)
+
+
+@dataclass
+class ServiceStatus:
+    name: str
+    desired: int
+    running: int
+    fleet_service: str | None
+
+
+@dataclass
+class ClusterStatus:
+    cluster: str
+    instances: list[InstanceStatus]
+    services: list[ServiceStatus]
+    problems: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _instance(raw: dict[str, Any]) -> InstanceStatus:
+    attributes = {a["name"]: a.get("value") for a in raw.get("attributes", [])}
+    health = "unknown"
+    for detail in raw.get("healthStatus", {}).get("details", []):
+        if detail.get("type") == "ACCELERATED_COMPUTE":
+            health = detail.get("status", "unknown")
+    return InstanceStatus(
+        arn=raw["containerInstanceArn"],
+        ec2_instance_id=raw.get("ec2InstanceId", ""),
+        instance_type=attributes.get("ecs.instance-type") or "",
+        agent_version=raw.get("versionInfo", {}).get("agentVersion", ""),
+        mps_capability=MPS_CAPABILITY in attributes,
+        accelerated_compute=health,
+        gpus=[
+            GpuStatus(
+                gpu_id=g.get("gpuId", ""),
+                sharing_mode=g.get("sharingMode", ""),
+                total_mib=int(g.get("totalMemoryInMiB", 0)),
+                remaining_mib=int(g.get("remainingMemoryInMiB", 0)),
+                containers=int(g.get("containerCount", 0)),
+            )
+            for g in raw.get("gpuDevices", [])
+        ],
+    )
+
+
+def read(ecs: Any, cluster: str) -> tuple[list[InstanceStatus], list[ServiceStatus]]:
+    """Container instances (paginated, described in batches of 100) and services (batches of 10)."""
+    instances: list[InstanceStatus] = []
+    with aws_errors(f"reading the container instances of cluster {cluster}"):
+        arns = [
+            arn
+            for page in ecs.get_paginator("list_container_instances").paginate(cluster=cluster)
+            for arn in page["containerInstanceArns"]
+        ]
+        for start in range(0, len(arns), 100):
+            described = ecs.describe_container_instances(
+                cluster=cluster, containerInstances=arns[start : start + 100], include=["CONTAINER_INSTANCE_HEALTH"]
+            )
+            instances.extend(_instance(raw) for raw in described["containerInstances"])
+    services: list[ServiceStatus] = []
+    with aws_errors(f"reading the services of cluster {cluster}"):
+        service_arns = [
+            arn for page in ecs.get_paginator("list_services").paginate(cluster=cluster) for arn in page["serviceArns"]
+        ]
+        for start in range(0, len(service_arns), 10):
+            described = ecs.describe_services(
+                cluster=cluster, services=service_arns[start : start + 10], include=["TAGS"]
+            )
+            for raw in described["services"]:
+                tags = {t["key"]: t.get("value") for t in raw.get("tags", [])}
+                services.append(
+                    ServiceStatus(
+                        name=raw["serviceName"],
+                        desired=int(raw.get("desiredCount", 0)),
+                        running=int(raw.get("runningCount", 0)),
+                        fleet_service=tags.get(SERVICE_TAG),
+                    )
+                )
+    return instances, services
+
+
+def problems_of(
+    instances: list[InstanceStatus], services: list[ServiceStatus], fleet: FleetSpec | None = None
+) -> list[str]:
+    """What is wrong, one line each: old agents, missing capability, impaired GPUs, short services, plan drift."""
+    problems = []
+    floor = ami_release.format_version(ami_release.ECS_AGENT_FLOOR)
+    for inst in instances:
+        who = f"instance {inst.ec2_instance_id or inst.arn}"
+        version = ami_release.parse_version(inst.agent_version)
+        if version is None or version < ami_release.ECS_AGENT_FLOOR:
+            problems.append(
+                f"{who}: ECS agent {inst.agent_version or 'unknown'} is older than {floor}; "
+                f"use an AMI release >= {ami_release.AMI_RELEASE_FLOOR}"
+            )
+        if not inst.mps_capability:
+            problems.append(
+                f"{who}: no {MPS_CAPABILITY} attribute: MPS tasks will not be placed here (is the MPS daemon running?)"
+            )
+        if inst.accelerated_compute == "IMPAIRED":
+            problems.append(f"{who}: ACCELERATED_COMPUTE health is IMPAIRED: the MPS daemon failed its probes")
+    for svc in services:
+        if svc.running < svc.desired:
+            problems.append(f"service {svc.name}: {svc.running} of {svc.desired} tasks running")
+    if fleet is not None:
+        usable: dict[str, int] = {}
+        for cap in fleet.capacities.values():
+            for instance_type in cap.instance_types:
+                usable[instance_type] = cap.facts.usable_gpu_memory_mib
+        for inst in instances:
+            limit = usable.get(inst.instance_type)
+            if limit is None:
+                continue
+            for gpu in inst.gpus:
+                if gpu.sharing_mode == "NVIDIA_MPS" and gpu.allocated_mib > limit:
+                    problems.append(
+                        f"instance {inst.ec2_instance_id}: GPU {gpu.gpu_id} has {gpu.allocated_mib} MiB allocated, "
+                        f"past the plan's {limit} MiB usable per GPU: raise gpu_reserve_mib or lower budgets"
+                    )
+        by_tag = {s.fleet_service: s for s in services if s.fleet_service}
+        for spec in fleet.services.values():
+            found = by_tag.get(spec.name)
+            if found is None:
+                problems.append(
+                    f"fleet service {spec.name}: not found in the cluster (no service tagged {SERVICE_TAG}={spec.name})"
+                )
+            elif found.desired != spec.desired_count:
+                problems.append(
+                    f"fleet service {spec.name}: desired count is {found.desired} in the cluster, "
+                    f"{spec.desired_count} in the fleet file"
+                )
+    return problems
+
+
+def status(ecs: Any, cluster: str, fleet: FleetSpec | None = None) -> ClusterStatus:
+    with aws_errors(f"describing cluster {cluster}"):
+        found = ecs.describe_clusters(clusters=[cluster])
+    if not [c for c in found.get("clusters", []) if c.get("status") != "INACTIVE"]:
+        raise AwsOperationError(f"cluster {cluster!r} not found in {ecs.meta.region_name}; check the name and --region")
+    instances, services = read(ecs, cluster)
+    return ClusterStatus(cluster, instances, services, problems_of(instances, services, fleet))
+
+
+def to_table(result: ClusterStatus) -> str:
+    rows = [f"cluster {result.cluster}: {len(result.instances)} instances, {len(result.services)} services"]
+    for inst in result.instances:
+        rows.append(
+            f"  {inst.ec2_instance_id} {inst.instance_type} agent {inst.agent_version or '?'} "
+            f"mps {'yes' if inst.mps_capability else 'NO'} accelerated-compute {inst.accelerated_compute}"
+        )
+        for gpu in inst.gpus:
+            rows.append(
+                f"    GPU {gpu.gpu_id} {gpu.sharing_mode}: {gpu.allocated_mib} of {gpu.total_mib} MiB allocated, "
+                f"{gpu.remaining_mib} remaining, {gpu.containers} containers"
+            )
+    for svc in result.services:
+        rows.append(f"  service {svc.name}: {svc.running}/{svc.desired} running")
+    rows.extend(f"problem: {p}" for p in result.problems)
+    if not result.problems:
+        rows.append("no problems found")
+    return "\n".join(rows)

@@ -1,0 +1,406 @@
+"""Operations against AWS, through real botocore: moto where it serves the calls, botocore's Stubber where it
+cannot (gpuDevices, health status, throttling, access denied). Both validate against AWS's service models."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+from moto.server import ThreadedMotoServer
+
+from ecs_gpu_sharing import catalog, fleet
+from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.operations import ami_verify, aws, cluster_status
+
+from conftest import REPO
+
+RELEASE = "20261113"
+AMI_NAME = f"al2023-ami-ecs-gpu-hvm-2023.0.{RELEASE}-kernel-6.1-x86_64-ebs"
+PARAMETER = f"/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/{AMI_NAME}/image_id"
+
+
+@pytest.fixture
+def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def _stubbed(monkeypatch: pytest.MonkeyPatch, **clients: Any) -> None:
+    """Makes the CLI use these (stubbed) clients by service name."""
+    monkeypatch.setattr(aws, "client", lambda service, region: clients[service])
+
+
+def _real(service: str) -> Any:
+    return boto3.client(service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+
+
+# --- catalog refresh ------------------------------------------------------------------------------------
+
+
+@mock_aws
+def test_catalog_refresh_writes_the_catalog_and_says_what_changed(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "catalog.json"
+    shutil.copy(str(catalog.data_path()), output)
+    assert main(["catalog", "refresh", "--region", "us-east-1", "--output", str(output)]) == 0
+    assert "no changes" in capsys.readouterr().out
+    text = output.read_text().replace('"g6.xlarge": {', '"g6.gone": {')
+    output.write_text(text)
+    assert main(["catalog", "refresh", "--region", "us-east-1", "--output", str(output)]) == 0
+    out = capsys.readouterr().out
+    assert "added (1): g6.xlarge" in out and "removed (1): g6.gone" in out
+
+
+# --- ami verify -----------------------------------------------------------------------------------------
+
+
+@mock_aws
+def test_inspect_region_resolves_a_published_release_through_aws_data(fake_credentials: None) -> None:
+    # moto carries AWS's public parameters and images; its copy ends at 20260922 (below the floor).
+    result = ami_verify.inspect_region(_real("ssm"), _real("ec2"), "20260922")
+    assert result.ok and result.image_id == "ami-0ca77a28d8801702a"
+
+
+@mock_aws
+def test_ami_verify_reports_a_release_not_published_in_the_region(
+    fake_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ami", "verify", "--release", RELEASE, "--region", "us-east-1"]) == 1
+    assert (
+        capsys.readouterr().out.strip()
+        == f"us-east-1: FAILED: no public SSM parameter {PARAMETER}: the release is not published here"
+    )
+
+
+def test_ami_verify_refuses_a_release_below_the_floor_before_any_call(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ami", "verify", "--release", "20260922", "--region", "us-east-1"]) == 1
+    assert "older than 20261019" in capsys.readouterr().err
+
+
+def _ami_stubs(image: dict[str, Any]) -> tuple[Any, Any, Stubber, Stubber]:
+    ssm, ec2 = _real("ssm"), _real("ec2")
+    ssm_stub, ec2_stub = Stubber(ssm), Stubber(ec2)
+    ssm_stub.add_response(
+        "get_parameter",
+        {"Parameter": {"Name": PARAMETER, "Type": "String", "Value": "ami-0123456789abcdef0", "Version": 1}},
+        {"Name": PARAMETER},
+    )
+    ec2_stub.add_response("describe_images", {"Images": [image]}, {"ImageIds": ["ami-0123456789abcdef0"]})
+    return ssm, ec2, ssm_stub, ec2_stub
+
+
+def test_ami_verify_prints_the_ami_id_when_the_release_checks_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image = {"ImageId": "ami-0123456789abcdef0", "Name": AMI_NAME, "Architecture": "x86_64", "State": "available"}
+    ssm, ec2, ssm_stub, ec2_stub = _ami_stubs(image)
+    _stubbed(monkeypatch, ssm=ssm, ec2=ec2)
+    with ssm_stub, ec2_stub:
+        assert main(["ami", "verify", "--release", RELEASE, "--region", "us-east-1"]) == 0
+    assert capsys.readouterr().out.strip() == "us-east-1: ami-0123456789abcdef0 ok"
+
+
+@pytest.mark.parametrize(
+    ("image", "problem"),
+    [
+        ({"Name": AMI_NAME, "Architecture": "arm64"}, "is arm64, not x86_64"),
+        ({"Name": "al2023-ami-ecs-hvm-2023.0.20261113-kernel-6.1-x86_64", "Architecture": "x86_64"}, "is named"),
+    ],
+)
+def test_ami_verify_fails_on_the_wrong_image(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], image: dict[str, Any], problem: str
+) -> None:
+    ssm, ec2, ssm_stub, ec2_stub = _ami_stubs({"ImageId": "ami-0123456789abcdef0", **image})
+    _stubbed(monkeypatch, ssm=ssm, ec2=ec2)
+    with ssm_stub, ec2_stub:
+        assert main(["ami", "verify", "--release", RELEASE, "--region", "us-east-1"]) == 1
+    assert problem in capsys.readouterr().out
+
+
+# --- cluster status -------------------------------------------------------------------------------------
+
+NOW = datetime.datetime(2026, 11, 29, tzinfo=datetime.UTC)
+CLUSTER = "models"
+
+
+def _instance(instance_id: str, *, agent: str, mps: bool, health: str, gpus: list[dict[str, Any]]) -> dict[str, Any]:
+    attributes = [{"name": "ecs.instance-type", "value": "g6.xlarge"}]
+    if mps:
+        attributes.append({"name": cluster_status.MPS_CAPABILITY})
+    return {
+        "containerInstanceArn": f"arn:aws:ecs:us-east-1:123456789012:container-instance/{CLUSTER}/{instance_id}",
+        "ec2InstanceId": instance_id,
+        "versionInfo": {"agentVersion": agent},
+        "attributes": attributes,
+        "healthStatus": {
+            "overallStatus": health,
+            "details": [{"type": "ACCELERATED_COMPUTE", "status": health, "lastUpdated": NOW}],
+        },
+        "gpuDevices": gpus,
+    }
+
+
+def _ecs_stub(instances: list[dict[str, Any]], services: list[dict[str, Any]]) -> tuple[Any, Stubber]:
+    ecs = _real("ecs")
+    stub = Stubber(ecs)
+    stub.add_response(
+        "describe_clusters", {"clusters": [{"clusterName": CLUSTER, "status": "ACTIVE"}]}, {"clusters": [CLUSTER]}
+    )
+    arns = [i["containerInstanceArn"] for i in instances]
+    stub.add_response("list_container_instances", {"containerInstanceArns": arns}, {"cluster": CLUSTER})
+    if arns:
+        stub.add_response(
+            "describe_container_instances",
+            {"containerInstances": instances, "failures": []},
+            {"cluster": CLUSTER, "containerInstances": arns, "include": ["CONTAINER_INSTANCE_HEALTH"]},
+        )
+    service_arns = [f"arn:aws:ecs:us-east-1:123456789012:service/{CLUSTER}/{s['serviceName']}" for s in services]
+    stub.add_response("list_services", {"serviceArns": service_arns}, {"cluster": CLUSTER})
+    if services:
+        stub.add_response(
+            "describe_services",
+            {"services": services, "failures": []},
+            {"cluster": CLUSTER, "services": service_arns, "include": ["TAGS"]},
+        )
+    return ecs, stub
+
+
+def _service(name: str, desired: int, running: int, tag: str | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"serviceName": name, "desiredCount": desired, "runningCount": running}
+    if tag:
+        doc["tags"] = [{"key": fleet.SERVICE_TAG, "value": tag}]
+    return doc
+
+
+def _gpu(gpu_id: str, total: int, remaining: int, count: int, mode: str = "NVIDIA_MPS") -> dict[str, Any]:
+    return {
+        "gpuId": gpu_id,
+        "sharingMode": mode,
+        "totalMemoryInMiB": total,
+        "remainingMemoryInMiB": remaining,
+        "containerCount": count,
+    }
+
+
+def test_cluster_status_of_a_healthy_cluster(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    healthy = _instance("i-0aaa", agent="1.108.3", mps=True, health="OK", gpus=[_gpu("GPU-1", 22563, 10563, 3)])
+    ecs, stub = _ecs_stub([healthy], [_service("emb", 3, 3, "emb")])
+    _stubbed(monkeypatch, ecs=ecs)
+    with stub:
+        assert main(["cluster", "status", "--cluster", CLUSTER, "--region", "us-east-1"]) == 0
+    out = capsys.readouterr().out
+    assert "i-0aaa g6.xlarge agent 1.108.3 mps yes accelerated-compute OK" in out
+    assert "GPU GPU-1 NVIDIA_MPS: 12000 of 22563 MiB allocated, 10563 remaining, 3 containers" in out
+    assert "no problems found" in out
+
+
+def test_cluster_status_reports_every_problem_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    old = _instance("i-0old", agent="1.106.2", mps=False, health="IMPAIRED", gpus=[])
+    full = _instance("i-0full", agent="1.108.3", mps=True, health="OK", gpus=[_gpu("GPU-2", 22563, 563, 4)])
+    services = [_service("emb", 4, 2, "emb"), _service("rr", 2, 2, "rr")]
+    ecs, stub = _ecs_stub([old, full], services)
+    _stubbed(monkeypatch, ecs=ecs)
+    fleet_file = tmp_path / "fleet.toml"
+    fleet_file.write_text(
+        'name = "m"\n[capacity.l4]\ninstance_types = ["g6.xlarge"]\n'
+        + "".join(
+            f'[service.{n}]\ncapacity = "l4"\nimage = "i"\ndesired_count = {c}\ncpu = 256\nmemory_mib = 512\ngpu_memory_mib = 2048\n'
+            for n, c in (("emb", 4), ("rr", 3), ("llm", 1))
+        )
+    )
+    with stub:
+        assert (
+            main(
+                [
+                    "cluster",
+                    "status",
+                    "--cluster",
+                    CLUSTER,
+                    "--region",
+                    "us-east-1",
+                    "--fleet",
+                    str(fleet_file),
+                    "--json",
+                ]
+            )
+            == 1
+        )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["instances"][1]["gpus"][0]["remaining_mib"] == 563
+    problems = doc["problems"]
+    assert problems == [
+        "instance i-0old: ECS agent 1.106.2 is older than 1.107.0; use an AMI release >= 20261019",
+        "instance i-0old: no ecs.capability.gpu-sharing-mps attribute: MPS tasks will not be placed here (is the MPS daemon running?)",
+        "instance i-0old: ACCELERATED_COMPUTE health is IMPAIRED: the MPS daemon failed its probes",
+        "service emb: 2 of 4 tasks running",
+        "instance i-0full: GPU GPU-2 has 22000 MiB allocated, past the plan's 20840 MiB usable per GPU: raise gpu_reserve_mib or lower budgets",
+        "fleet service rr: desired count is 2 in the cluster, 3 in the fleet file",
+        "fleet service llm: not found in the cluster (no service tagged ecs-gpu-sharing:service=llm)",
+    ]
+
+
+def test_cluster_status_pages_through_instances_in_batches_of_100() -> None:
+    ecs = _real("ecs")
+    stub = Stubber(ecs)
+    arns = [f"arn:aws:ecs:us-east-1:123456789012:container-instance/{CLUSTER}/i{n:03d}" for n in range(150)]
+    stub.add_response(
+        "list_container_instances", {"containerInstanceArns": arns[:120], "nextToken": "t"}, {"cluster": CLUSTER}
+    )
+    stub.add_response(
+        "list_container_instances", {"containerInstanceArns": arns[120:]}, {"cluster": CLUSTER, "nextToken": "t"}
+    )
+    for batch in (arns[:100], arns[100:]):
+        stub.add_response(
+            "describe_container_instances",
+            {"containerInstances": [{"containerInstanceArn": a, "ec2InstanceId": a[-4:]} for a in batch]},
+            {"cluster": CLUSTER, "containerInstances": batch, "include": ["CONTAINER_INSTANCE_HEALTH"]},
+        )
+    stub.add_response("list_services", {"serviceArns": []}, {"cluster": CLUSTER})
+    with stub:
+        instances, _ = cluster_status.read(ecs, CLUSTER)
+    assert len(instances) == 150
+    stub.assert_no_pending_responses()
+
+
+@mock_aws
+def test_cluster_status_against_moto_flags_instances_without_the_capability(
+    fake_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ecs, ec2 = _real("ecs"), _real("ec2")
+    ecs.create_cluster(clusterName=CLUSTER)
+    image = ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
+    instance = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, InstanceType="g6.xlarge")["Instances"][0]
+    document = json.dumps({"instanceId": instance["InstanceId"], "instanceType": "g6.xlarge", "region": "us-east-1"})
+    ecs.register_container_instance(cluster=CLUSTER, instanceIdentityDocument=document)
+    assert main(["cluster", "status", "--cluster", CLUSTER, "--region", "us-east-1"]) == 1
+    assert f"instance {instance['InstanceId']}: no ecs.capability.gpu-sharing-mps attribute" in capsys.readouterr().out
+
+
+# --- AWS failures: one clear line and a non-zero exit ---------------------------------------------------
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and captured.err.count("\n") == 1, captured.err
+    return captured.err
+
+
+@mock_aws
+def test_missing_cluster(fake_credentials: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cluster", "status", "--cluster", "nope", "--region", "us-east-1"]) == 1
+    assert "cluster 'nope' not found in us-east-1" in _one_error_line(capsys)
+
+
+def test_no_credentials(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    assert main(["cluster", "status", "--cluster", CLUSTER, "--region", "us-east-1"]) == 1
+    assert "no AWS credentials found" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("AccessDeniedException", "AccessDeniedException: User is not authorized; grant the caller this permission"),
+        ("ThrottlingException", "ThrottlingException: Rate exceeded; AWS kept throttling after retries"),
+    ],
+)
+def test_access_denied_and_throttling(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], code: str, expected: str
+) -> None:
+    ecs = _real("ecs")
+    stub = Stubber(ecs)
+    message = "User is not authorized" if code.startswith("Access") else "Rate exceeded"
+    stub.add_client_error("describe_clusters", service_error_code=code, service_message=message, http_status_code=400)
+    _stubbed(monkeypatch, ecs=ecs)
+    with stub:
+        assert main(["cluster", "status", "--cluster", CLUSTER, "--region", "us-east-1"]) == 1
+    assert f"describing cluster {CLUSTER}: {expected}" in _one_error_line(capsys)
+
+
+def test_clients_use_standard_retries(fake_credentials: None) -> None:
+    assert aws.client("ecs", "us-east-1").meta.config.retries["mode"] == "standard"
+
+
+def test_unknown_region(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cluster", "status", "--cluster", CLUSTER, "--region", "xx-fake-1"]) == 1
+    assert "unknown region 'xx-fake-1': use a region name such as us-east-1" in _one_error_line(capsys)
+
+
+# --- the three commands over HTTP against moto's server ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def moto_server() -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+def _cli(endpoint: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "ecs_gpu_sharing.cli", *args], cwd=REPO, env=env, capture_output=True, text=True
+    )
+
+
+def test_commands_over_http_against_motos_server(moto_server: str, tmp_path: Path) -> None:
+    output = tmp_path / "catalog.json"
+    refreshed = _cli(moto_server, "catalog", "refresh", "--output", str(output))
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert catalog.parse(output.read_text()) == dict(catalog.load())
+
+    verified = _cli(
+        moto_server, "ami", "verify", "--release", RELEASE, "--region", "us-east-1", "--region", "eu-west-1"
+    )
+    assert verified.returncode == 1  # moto's copy of the public parameters predates the release
+    assert verified.stdout.count("FAILED: no public SSM parameter") == 2
+
+    ecs = boto3.client(
+        "ecs", region_name="us-east-1", endpoint_url=moto_server, aws_access_key_id="t", aws_secret_access_key="t"
+    )
+    ecs.create_cluster(clusterName=CLUSTER)
+    status = _cli(moto_server, "cluster", "status", "--cluster", CLUSTER, "--json", "--fleet", str(REPO / "fleet.toml"))
+    doc = json.loads(status.stdout)
+    assert doc["cluster"] == CLUSTER and doc["instances"] == []
+    assert status.returncode == 1 and any("fleet service embedder: not found" in p for p in doc["problems"])
+    assert fleet.load(REPO / "fleet.toml").services.keys() == {"embedder", "reranker", "small-llm"}
