@@ -38,7 +38,7 @@ def test_error_task_larger_than_a_host() -> None:
 def test_error_desired_counts_past_max_instances() -> None:
     (finding,) = assess([replace(L4, max_instances=1)], [svc(4, 6000)]).errors
     assert finding.kind == "capacity" and finding.subject == "l4"
-    assert "(emb 4) need 2 instances of g6.xlarge, more than max_instances 1 (1 tasks left unplaced)" in finding.message
+    assert "(emb 4) need 2 instances of g6.xlarge, more than max_instances 1 (1 task left unplaced)" in finding.message
 
 
 def test_warning_surge_past_max_instances() -> None:

@@ -98,7 +98,8 @@ def assess(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput]
                     name,
                     f"the desired counts ({counts}) need {steady_cap.instances_needed} instances of "
                     f"{cap.instance_type}, more than max_instances {cap.max_instances} "
-                    f"({len(bound_unplaced)} tasks left unplaced); raise max_instances to at least "
+                    f"({len(bound_unplaced)} task{'' if len(bound_unplaced) == 1 else 's'} left unplaced); "
+                    "raise max_instances to at least "
                     f"{steady_cap.instances_needed}, or lower desired counts",
                 )
             )

@@ -49,6 +49,7 @@ class FleetPlan(Construct):
 
     def add_capacity(self, capacity: GpuCapacity) -> None:
         self._capacities.append(capacity)
+        self._assessment = None
         capacity.node.add_validation(_Findings(self, capacity, "capacity", capacity.node.path))
 
     def add_service(self, service: Construct, capacity: GpuCapacity, planned: Callable[[], ServiceInput]) -> None:

@@ -76,6 +76,10 @@ def _tasks(c: CapacityPlan) -> int:
     )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def capacity_line(c: CapacityPlan) -> str:
     cap = c.capacity
     gpus = len(c.instances) * cap.gpus_per_instance
@@ -83,7 +87,7 @@ def capacity_line(c: CapacityPlan) -> str:
     share = f" ({100 * c.used_memory_mib // usable}%)" if usable else ""
     density = f"{c.whole_gpu_gpus / c.gpus_used:.1f}x" if c.gpus_used else "-"
     return (
-        f"{cap.name} ({cap.instance_type}): {len(c.instances)} instances, {c.gpus_used} of {gpus} GPUs used, "
+        f"{cap.name} ({cap.instance_type}): {_count(len(c.instances), 'instance')}, {c.gpus_used} of {gpus} GPUs used, "
         f"{c.used_memory_mib} of {usable} MiB usable GPU memory{share}; {c.whole_gpu_gpus} whole GPUs "
         f"otherwise ({density} density)"
     )
