@@ -80,6 +80,7 @@ def test_plan_svg_draws_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert sum(1 for t in texts if t.startswith("instance ")) == 3
     titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
     assert len(titles) == 8 and "embedder #0: 3072 MiB" in titles
+    assert {"embedder", "reranker", "small-llm"} <= set(texts)  # the legend
 
 
 def test_plan_exits_1_with_the_reason_when_the_fleet_does_not_fit(

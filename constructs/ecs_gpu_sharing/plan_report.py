@@ -5,7 +5,6 @@ Pure Python. The JSON shape is a contract (README, "The plan"); change it only w
 
 from __future__ import annotations
 
-import hashlib
 from html import escape
 from typing import Any
 
@@ -156,14 +155,15 @@ def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str
     return "\n".join(out) + "\n"
 
 
-def _colour(name: str) -> str:
-    digest = hashlib.sha256(name.encode()).digest()
-    return f"hsl({digest[0] * 360 // 256}, 55%, {45 + digest[1] % 20}%)"
+def _colours(names: list[str]) -> dict[str, str]:
+    # Hues a golden angle apart, in service order: neighbours differ, the same fleet always looks the same.
+    return {name: f"hsl({round(i * 137.508) % 360}, 60%, 50%)" for i, name in enumerate(names)}
 
 
 def to_svg(plan: Plan) -> str:
     """Each instance's GPUs as bars, filled by their tasks in proportion to GPU memory."""
     bar_w, bar_h, gap, label_w = 360, 18, 6, 170
+    colour = _colours([s.name for s in plan.services])
     rows: list[str] = []
     y = 10
     for c in plan.capacities:
@@ -181,13 +181,17 @@ def to_svg(plan: Plan) -> str:
                 for t in gpu.tasks:
                     w = bar_w if gpu.whole else bar_w * t.memory_mib / usable
                     rows.append(
-                        f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{_colour(t.service)}" '
+                        f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour[t.service]}" '
                         f'stroke="#fff"><title>{escape(t.service)} #{t.replica}: {t.memory_mib} MiB</title></rect>'
                     )
                     x += w
                 rows.append(f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_memory_mib} / {usable} MiB</text>')
                 y += bar_h + gap
         y += gap
+    for name, fill in colour.items():  # the legend
+        rows.append(f'<rect x="14" y="{y}" width="{bar_h}" height="{bar_h}" fill="{fill}"/>')
+        rows.append(f'<text x="{14 + bar_h + 6}" y="{y + 13}">{escape(name)}</text>')
+        y += bar_h + gap
     width = label_w + bar_w + 160
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 10}" '
