@@ -222,3 +222,25 @@ def test_services_carry_their_fleet_name_as_a_tag(synthesized: dict[str, Any]) -
     services.has_resource_properties(
         "AWS::ECS::Service", {"Tags": Match.array_with([{"Key": "ecs-gpu-sharing:service", "Value": "embedder"}])}
     )
+
+
+def test_cdk_cli_synthesizes_the_default_app_offline(tmp_path: Path) -> None:
+    cdk_cli = REPO / "node_modules" / ".bin" / "cdk"
+    assert cdk_cli.exists(), "run through 'make test', which installs the pinned CDK CLI"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["CDK_DISABLE_CLI_TELEMETRY"] = "true"
+    result = subprocess.run(
+        [str(cdk_cli), "synth", "--quiet", "--no-notices", "-o", str(tmp_path / "out")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "gpu-fleet-plan.md").exists()
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.template.json")) == [
+        "models-cluster.template.json",
+        "models-network.template.json",
+        "models-services-1.template.json",
+    ]
+    assert "end-of-life" not in result.stderr and "GPU fleet plan: models-cluster/l4" in result.stderr

@@ -268,3 +268,11 @@ def test_refuses_bad_settings(kwargs: dict[str, Any], message: str) -> None:
     cluster = _cluster()
     with pytest.raises(ValueError, match=message):
         GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=["g6.xlarge"], **kwargs)
+
+
+def test_refuses_an_imported_cluster() -> None:
+    cluster = _cluster()
+    imported = ecs.Cluster.from_cluster_attributes(cluster.stack, "Imported", cluster_name="x", vpc=cluster.vpc)
+    with pytest.raises(CapacityError, match=r"cluster must be an aws_ecs\.Cluster created in this app"):
+        GpuCapacity(cluster.stack, "Gpu", cluster=imported, instance_types=["g6.xlarge"])  # type: ignore[arg-type]
+    assert cluster.stack.node.try_find_child("Gpu") is None

@@ -57,7 +57,7 @@ class GpuCapacity(Construct):
         scope: Construct,
         id_: str,
         *,
-        cluster: ecs.ICluster,
+        cluster: ecs.Cluster,
         instance_types: Sequence[str],
         ami: GpuAmi | None = None,
         min_capacity: int = 0,
@@ -89,6 +89,11 @@ class GpuCapacity(Construct):
         if not isinstance(ami, GpuAmi | None):
             raise CapacityError(f"{path}: ami must be a GpuAmi (GpuAmi.release(...)), got {ami!r}")
         self.ami = ami or GpuAmi.release()
+        if not isinstance(cluster, ecs.Cluster):
+            raise CapacityError(
+                f"{path}: cluster must be an aws_ecs.Cluster created in this app (the capacity provider is added "
+                f"to it), got {type(cluster).__name__}"
+            )
         super().__init__(scope, id_)
 
         subnets = self._private_subnets(cluster.vpc, vpc_subnets, path)
@@ -166,13 +171,7 @@ class GpuCapacity(Construct):
             enable_managed_termination_protection=True,
             target_capacity_percent=100,
         )
-        cluster_l2 = cluster if isinstance(cluster, ecs.Cluster) else None
-        if cluster_l2 is None:
-            raise CapacityError(
-                f"{path}: cluster must be an aws_ecs.Cluster created in this app (capacity providers are added "
-                f"to it), got {cluster!r}"
-            )
-        cluster_l2.add_asg_capacity_provider(self.capacity_provider)
+        cluster.add_asg_capacity_provider(self.capacity_provider)
         self._acknowledge_nag_rules(role, notification_topic is None)
         for note in self.facts.unverified:
             cdk.Annotations.of(self).add_warning_v2(
