@@ -41,10 +41,14 @@ def test_the_library_imports_from_the_source_root() -> None:
     assert Path(location).resolve().is_relative_to(REPO / "constructs" / "ecs_gpu_sharing")
 
 
-def test_pure_core_imports_without_jsii() -> None:
+PURE = ["catalog", "errors", "mps", "ami_release", "capacity_facts", "planner", "checks", "fleet", "plan_report", "cli"]
+
+
+def test_pure_core_and_cli_import_neither_jsii_nor_boto3() -> None:
+    imports = ", ".join(f"ecs_gpu_sharing.{m}" for m in PURE)
     loaded = _probe(
-        "import sys, ecs_gpu_sharing.catalog, ecs_gpu_sharing.errors; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jsii', 'aws_cdk', 'constructs')))",
+        f"import sys, {imports}; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'jsii', 'aws_cdk', 'constructs', 'boto3', 'botocore'}))",
         REPO,
     )
     assert loaded == "[]"
