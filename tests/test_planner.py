@@ -6,9 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ecs_gpu_sharing import PlanError
 from ecs_gpu_sharing.capacity_facts import host_facts
 from ecs_gpu_sharing.mps import MAX_CLIENTS_PER_GPU
 from ecs_gpu_sharing.planner import CapacityInput, Plan, ServiceInput, bin_lower_bound, plan
@@ -89,6 +91,11 @@ def test_surge_plans_desired_times_max_percent() -> None:
 def test_zero_desired_count_plans_nothing() -> None:
     result = plan([L4], [svc("off", 0, 6000)])
     assert result.instances == 0 and result.fits
+
+
+def test_refuses_a_service_on_a_capacity_that_is_not_planned() -> None:
+    with pytest.raises(PlanError, match="names capacity 'h100', which is not among the planned capacities \\(l4\\)"):
+        plan([L4], [svc("x", 1, 100, cap="h100")])
 
 
 def test_bin_lower_bound() -> None:

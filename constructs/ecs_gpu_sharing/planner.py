@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .capacity_facts import HostFacts
+from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
 
 # How many open GPUs a task tries (smallest room first) before it opens a new one: bounds the work per task.
@@ -475,7 +476,10 @@ def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], 
     names = {c.name for c in caps}
     for s in svcs:
         if s.capacity not in names:
-            raise KeyError(f"service {s.name!r} names capacity {s.capacity!r}, which is not planned")
+            raise PlanError(
+                f"service {s.name!r} names capacity {s.capacity!r}, which is not among the planned capacities "
+                f"({', '.join(sorted(names))}); plan the capacity too"
+            )
     counts = {s.name: s.surge_count() if surge else s.desired_count for s in svcs}
     results = []
     for cap in caps:
