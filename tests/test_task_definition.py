@@ -265,3 +265,20 @@ def test_refuses_gpu_memory_mib_token() -> None:
     token = cdk.CfnParameter(stack, "Limit", type="Number").value_as_number
     with pytest.raises(BudgetError, match="gpu_memory_mib is an unresolved token"):
         SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=token)  # type: ignore[arg-type]
+
+
+def test_task_level_cpu_and_memory_are_what_ecs_reserves() -> None:
+    td = SharedGpuTaskDefinition(_stack(), "Td", cpu="2048", memory_mib="4096")
+    td.add_container("a", image=IMAGE, cpu=256, memory_limit_mib=512, gpu=MpsShare(100))
+    assert (td.task_cpu_units, td.task_memory_mib) == (2048, 4096)
+    sums = SharedGpuTaskDefinition(_stack(), "Sums")
+    sums.add_container("a", image=IMAGE, cpu=256, memory_limit_mib=512)
+    sums.add_container("b", image=IMAGE, cpu=128, memory_reservation_mib=300, memory_limit_mib=600)
+    assert (sums.task_cpu_units, sums.task_memory_mib) == (384, 812)
+
+
+def test_refuses_task_level_cpu_that_cannot_be_planned() -> None:
+    stack = _stack()
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: task-level cpu must be a whole number as a string"):
+        SharedGpuTaskDefinition(stack, "Td", cpu=cdk.Aws.ACCOUNT_ID)
+    assert stack.node.try_find_child("Td") is None

@@ -71,12 +71,14 @@ class SharedGpuTaskDefinition(ecs.TaskDefinition):
         limit = None
         if gpu_memory_mib is not None:
             limit = require_int("gpu_memory_mib", gpu_memory_mib, low=1, owner=owner)
+        task_cpu = _task_level_number("cpu", kwargs.get("cpu"), owner)
+        task_memory = _task_level_number("memory_mib", kwargs.get("memory_mib"), owner)
         super().__init__(scope, id_, compatibility=compatibility, **kwargs)
         self._shares: list[tuple[str, MpsShare]] = []
         self._whole_gpu: list[tuple[str, int]] = []
         self._gpu_limit = limit
-        self._task_cpu = _task_level_number(kwargs.get("cpu"))
-        self._task_memory = _task_level_number(kwargs.get("memory_mib"))
+        self._task_cpu = task_cpu
+        self._task_memory = task_memory
         self._container_cpu = 0
         self._container_memory = 0
         self._acknowledged = False
@@ -179,15 +181,16 @@ class SharedGpuTaskDefinition(ecs.TaskDefinition):
         return problems
 
 
-def _task_level_number(value: Any) -> int | None:
-    # Task-level cpu/memory are strings in aws-cdk-lib ("1024"); tokens cannot be planned.
+def _task_level_number(name: str, value: Any, owner: str) -> int | None:
+    # Task-level cpu/memory are strings in aws-cdk-lib ("1024"); the plan needs their number.
     if value is None:
         return None
     try:
         return int(str(value))
     except ValueError:
         raise TaskDefinitionError(
-            f"task-level cpu/memory must be a whole number as a string, such as '1024', got {value!r}"
+            f"{owner}: task-level {name} must be a whole number as a string, such as '1024', got {value!r}; "
+            "a token cannot be planned, so give the literal value"
         ) from None
 
 
