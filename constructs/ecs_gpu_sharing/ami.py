@@ -25,11 +25,13 @@ class GpuAmi:
       (environment-bound stacks only).
     """
 
-    def __init__(self, *, kind: str, description: str, release: str | None = None, ids: Mapping[str, str] = {}):
+    def __init__(
+        self, *, kind: str, description: str, release: str | None = None, ids: Mapping[str, str] | None = None
+    ) -> None:
         self.kind = kind
         self.description = description
         self.release_id = release
-        self._ids = dict(ids)
+        self._ids = dict(ids or {})
 
     @classmethod
     def release(cls, release: str = ami_release.DEFAULT_AMI_RELEASE) -> GpuAmi:

@@ -148,23 +148,15 @@ def render(records: Iterable[GpuInstanceType], *, source: str) -> str:
 
 
 def parse(text: str) -> dict[str, GpuInstanceType]:
-    doc = json.loads(text)
-    out: dict[str, GpuInstanceType] = {}
-    for name, row in doc["instance_types"].items():
-        out[name] = GpuInstanceType(
+    """The records of a catalog data file (the inverse of :func:`render`)."""
+    rows = json.loads(text)["instance_types"]
+    return {
+        name: GpuInstanceType(
             instance_type=name,
-            family=row["family"],
-            gpu_manufacturer=row["gpu_manufacturer"],
-            gpu_name=row["gpu_name"],
-            gpus=row["gpus"],
-            gpu_memory_mib=row["gpu_memory_mib"],
-            vcpus=row["vcpus"],
-            memory_mib=row["memory_mib"],
-            architectures=tuple(row["architectures"]),
-            support=Support(row["support"]),
-            reason=row["reason"],
+            **{**row, "architectures": tuple(row["architectures"]), "support": Support(row["support"])},
         )
-    return out
+        for name, row in rows.items()
+    }
 
 
 def data_path() -> Any:
