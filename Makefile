@@ -1,6 +1,6 @@
 # The two commands a newcomer runs: `make synth` and `make test`. Both set up what they need
-# (virtualenv, Python packages, Node >= 22 inside the virtualenv, the pinned CDK CLI) and need
-# no AWS credentials. Set-up reruns only when pyproject.toml or package.json change.
+# (virtualenv, the Python packages pinned in constraints.txt, Node >= 22 inside the virtualenv, the pinned CDK CLI) and need
+# no AWS credentials. Set-up reruns only when pyproject.toml, constraints.txt or package.json change.
 
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
@@ -42,9 +42,9 @@ check: lint typecheck test
 
 setup: $(PY_STAMP) $(NODE_STAMP)
 
-$(PY_STAMP): pyproject.toml
+$(PY_STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | sed '/is ignored: it is neither a file nor a directory/d'
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]" 2>&1 | sed '/is ignored: it is neither a file nor a directory/d'
 	$(PY) -c "import aws_cdk, ecs_gpu_sharing"
 	touch $@
 

@@ -15,8 +15,9 @@ import math
 import random
 import time
 
-from ecs_gpu_sharing.capacity_facts import host_facts
-from ecs_gpu_sharing.planner import CapacityInput, ServiceInput, plan
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, plan
+from ecs_gpu_sharing.core.shape import TaskShape
 
 
 def capacity(name: str, instance_type: str) -> CapacityInput:
@@ -24,7 +25,7 @@ def capacity(name: str, instance_type: str) -> CapacityInput:
 
 
 def fleet(tasks: int, seed: int) -> list[ServiceInput]:
-    """Services whose desired counts add up to ``tasks``; task shapes drawn from a fixed seed.
+    """Services whose counts add up to ``tasks``; task shapes drawn from a fixed seed.
 
     A task has 1-3 MPS containers of 0.5-12 GiB each (log-uniform, in 256 MiB steps); its host memory is a
     third to two thirds of its GPU memory and its CPU 0.25-1 vCPU, as model servers tend to be GPU-bound.
@@ -47,10 +48,12 @@ def fleet(tasks: int, seed: int) -> list[ServiceInput]:
             ServiceInput(
                 name=f"svc{i:05d}",
                 capacity=cap,
-                desired_count=count,
-                cpu_units=rng.choice([256, 512, 1024]),
-                memory_mib=int(gpu * rng.uniform(1 / 3, 2 / 3)) // 128 * 128,
-                container_memory_mib=containers,
+                shape=TaskShape(
+                    cpu_units=rng.choice([256, 512, 1024]),
+                    memory_mib=int(gpu * rng.uniform(1 / 3, 2 / 3)) // 128 * 128,
+                    gpu_budgets_mib=containers,
+                ),
+                tasks=count,
             )
         )
         i += 1

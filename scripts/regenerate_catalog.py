@@ -12,7 +12,7 @@ from __future__ import annotations
 import boto3
 from moto import mock_aws
 
-from ecs_gpu_sharing import catalog
+from ecs_gpu_sharing.core import catalog
 from ecs_gpu_sharing.operations import catalog_refresh
 
 

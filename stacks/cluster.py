@@ -13,7 +13,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ecs_gpu_sharing import GpuAmi, GpuCapacity
-from ecs_gpu_sharing.fleet import CapacitySpec
+from ecs_gpu_sharing.core.fleet import CapacitySpec
 
 # What Vpc.from_lookup returns while its lookup is not in the context yet.
 LOOKUP_PLACEHOLDER_VPC = "vpc-12345"
@@ -47,20 +47,22 @@ class ClusterStack(Stack):
         )
         CfnOutput(self, "ScalingEventsTopic", value=self.scaling_events.topic_arn)
         self.capacities: dict[str, GpuCapacity] = {}
+        # One scope per kind, so a fleet name can never collide with a construct of the stack ("Cluster", say).
+        scope = Construct(self, "Capacities")
         for name, spec in capacities.items():
             capacity = GpuCapacity(
-                self,
+                scope,
                 name,
                 cluster=self.cluster,
                 instance_types=list(spec.instance_types),
                 ami=GpuAmi.release(spec.ami_release),
-                min_capacity=spec.min_instances,
-                max_capacity=spec.max_instances,
+                min_instances=spec.min_instances,
+                max_instances=spec.max_instances,
                 gpu_reserve_mib=spec.facts.gpu_reserve_mib,
                 notification_topic=self.scaling_events,
             )
             self.capacities[name] = capacity
-            CfnOutput(self, f"{name}-capacity-provider", value=capacity.capacity_provider.capacity_provider_name)
+            CfnOutput(capacity, "ProviderName", value=capacity.capacity_provider.capacity_provider_name)
 
     def _existing_vpc(self, vpc_id: str | None) -> ec2.IVpc:
         """The fleet's existing VPC, looked up at synth (credentials needed) and cached in cdk.context.json."""

@@ -8,8 +8,8 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from ecs_gpu_sharing import fleet as fleet_file
-from ecs_gpu_sharing.fleet import FleetSpec
+from ecs_gpu_sharing.core import fleet as fleet_file
+from ecs_gpu_sharing.core.fleet import FleetSpec
 
 from .cluster import ClusterStack
 from .network import NetworkStack

@@ -11,7 +11,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
-from ecs_gpu_sharing.fleet import SERVICE_TAG, ServiceSpec
+from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG, ServiceSpec
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
@@ -32,14 +32,16 @@ class ServicesStack(Stack):
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
         self.services: dict[str, SharedGpuService] = {}
         for spec in services:
-            group = logs.LogGroup(self, f"{spec.name}-logs", retention=LOG_RETENTION)
-            task = SharedGpuTaskDefinition(self, f"{spec.name}-task")
+            # One scope per service: its constructs' ids cannot collide with another service's ("s", "s-logs").
+            scope = Construct(self, spec.name)
+            group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION)
+            task = SharedGpuTaskDefinition(scope, "Task")
             task.add_container(
-                "model",
+                CONTAINER_NAME,
                 image=ecs.ContainerImage.from_registry(spec.image),
-                cpu=spec.cpu,
+                cpu=spec.cpu_units,
                 memory_limit_mib=spec.memory_mib,
-                gpu=MpsShare(spec.gpu_memory_mib, spec.max_compute_percent),
+                gpu=MpsShare(spec.gpu_budget_mib, spec.max_compute_percent),
                 environment=dict(spec.environment) or None,
                 port_mappings=[ecs.PortMapping(container_port=spec.port)] if spec.port else None,
                 logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),
@@ -53,8 +55,9 @@ class ServicesStack(Stack):
                     )
                 )
             service = SharedGpuService(
-                self,
-                spec.name,
+                scope,
+                "Service",
+                name=spec.name,
                 cluster=cluster,
                 capacity=capacities[spec.capacity],
                 task_definition=task,
@@ -63,4 +66,4 @@ class ServicesStack(Stack):
             # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
             cdk.Tags.of(service.service).add(SERVICE_TAG, spec.name)
             self.services[spec.name] = service
-            CfnOutput(self, f"{spec.name}-service", value=service.service.service_name)
+            CfnOutput(scope, "ServiceName", value=service.service.service_name)

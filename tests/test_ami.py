@@ -10,7 +10,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 
-from ecs_gpu_sharing import AmiError, GpuAmi, ami_release
+from ecs_gpu_sharing import AmiError, GpuAmi
+from ecs_gpu_sharing.core import ami_release
 
 from conftest import new_app
 
@@ -31,7 +32,10 @@ def test_ami_name_and_ssm_parameter_derive_from_the_release() -> None:
 
 
 def test_refuses_a_release_before_the_floor_and_states_the_floor() -> None:
-    with pytest.raises(AmiError, match=r"'20260929' is older than 20261019.*agent \(>= 1\.107\.0\)"):
+    with pytest.raises(
+        AmiError,
+        match=r"'20260929' is older than 20261019, the AL2023 GPU AMI release AWS names as required.*agent >= 1\.107\.0",
+    ):
         ami_release.check_release("20260929")
 
 

@@ -118,10 +118,13 @@ def _run_app(tmp_path: Path, fleet: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_app_fails_on_a_fleet_that_does_not_fit_with_the_numbers_and_no_traceback(tmp_path: Path) -> None:
-    text = (REPO / "fleet.toml").read_text().replace("gpu_memory_mib = 18432", "gpu_memory_mib = 48000")
+    text = (REPO / "fleet.toml").read_text().replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000")
     result = _run_app(tmp_path, text)
     assert result.returncode == 1
-    assert "[models-services-1/small-llm] one task needs 48000 MiB of GPU memory on one GPU" in result.stderr
+    assert (
+        "[models-services-1/small-llm/Service] [ecs-gpu-sharing:TaskExceedsGpuMemory] one task needs 48000 MiB of GPU "
+        "memory on one GPU" in result.stderr
+    )
     assert "Traceback" not in result.stderr and "at Kernel" not in result.stderr
 
 
@@ -162,9 +165,14 @@ def test_asg_scaling_events_go_to_an_encrypted_topic(synthesized: dict[str, Any]
 
 def test_stack_outputs_name_the_cluster_capacity_providers_and_services(synthesized: dict[str, Any]) -> None:
     cluster = synthesized["templates"]["models-cluster"]["Outputs"]
-    assert {"ClusterName", "l4capacityprovider", "l40scapacityprovider", "ScalingEventsTopic"} <= set(cluster)
+    assert {"ClusterName", "ScalingEventsTopic"} <= set(cluster)
+    assert sum(key.startswith("Capacities") and "ProviderName" in key for key in cluster) == 2
     services = synthesized["templates"]["models-services-1"]["Outputs"]
-    assert {"embedderservice", "rerankerservice", "smallllmservice"} <= set(services)
+    assert {key.split("ServiceName")[0] for key in services if "ServiceName" in key} == {
+        "embedder",
+        "reranker",
+        "smallllm",
+    }
 
 
 def _big_fleet(services: int) -> dict[str, Any]:
@@ -176,9 +184,9 @@ def _big_fleet(services: int) -> dict[str, Any]:
                 "capacity": "l4" if i % 3 else "l40s",
                 "image": "public.ecr.aws/docker/library/python:3.12-slim",
                 "desired_count": 1 + i % 3,
-                "cpu": 256,
+                "cpu_units": 256,
                 "memory_mib": 1024,
-                "gpu_memory_mib": 1024 + (i % 7) * 512,
+                "gpu_budget_mib": 1024 + (i % 7) * 512,
                 "environment": {"MODEL_ID": f"model-{i}"},
             }
             for i in range(services)
@@ -187,7 +195,7 @@ def _big_fleet(services: int) -> dict[str, Any]:
 
 
 def test_a_300_service_fleet_shards_into_stacks_well_under_the_resource_limit() -> None:
-    from ecs_gpu_sharing import fleet
+    from ecs_gpu_sharing.core import fleet
 
     app = new_app()
     stacks = build_app(app, fleet.parse(_big_fleet(300)))
@@ -205,7 +213,7 @@ def test_a_300_service_fleet_shards_into_stacks_well_under_the_resource_limit() 
 
 
 def test_an_existing_vpc_is_looked_up_in_an_environment_bound_app() -> None:
-    from ecs_gpu_sharing import fleet
+    from ecs_gpu_sharing.core import fleet
 
     doc = {**_big_fleet(1), "account": "123456789012", "region": "eu-west-1", "vpc_id": "vpc-0123456789abcdef0"}
     app = new_app()
@@ -243,4 +251,4 @@ def test_cdk_cli_synthesizes_the_default_app_offline(tmp_path: Path) -> None:
         "models-network.template.json",
         "models-services-1.template.json",
     ]
-    assert "end-of-life" not in result.stderr and "GPU fleet plan: models-cluster/l4" in result.stderr
+    assert "end-of-life" not in result.stderr and "GPU fleet plan: l4 (g6.2xlarge)" in result.stderr

@@ -13,7 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from ecs_gpu_sharing import CapacityError, CatalogError, GpuAmi, GpuCapacity
-from ecs_gpu_sharing.capacity import UNVERIFIED_FAMILY_WARNING
+from ecs_gpu_sharing.cdk.capacity import UNVERIFIED_FAMILY_WARNING
 
 from conftest import new_app
 from validators import cfn_lint_errors
@@ -139,10 +139,10 @@ def test_capacity_provider_has_managed_scaling_and_termination_protection(g6: di
 
 def test_exposes_gpu_and_host_facts(g6: dict[str, Any]) -> None:
     capacity: GpuCapacity = g6["capacity"]
-    assert (capacity.gpu_name, capacity.gpus_per_instance, capacity.gpu_memory_mib) == ("L4", 1, 22888)
+    assert (capacity.gpu_name, capacity.gpus_per_instance, capacity.ec2_gpu_memory_mib) == ("L4", 1, 22888)
     assert capacity.usable_gpu_memory_mib == 22888 - 2048
-    assert capacity.instance_cpu_units == 4 * 1024
-    assert capacity.instance_memory_mib == 16384 - 983
+    assert capacity.host_cpu_units == 4 * 1024
+    assert capacity.host_memory_mib == 16384 - 983
     assert isinstance(capacity.launch_template, ec2.LaunchTemplate)
     assert capacity.auto_scaling_group and capacity.capacity_provider
 
@@ -158,9 +158,9 @@ def test_cfn_lint_finds_no_error(g6: dict[str, Any]) -> None:
 
 def test_several_types_of_one_gpu_plan_with_the_smallest() -> None:
     cluster = _cluster()
-    capacity = GpuCapacity(cluster, "L4", cluster=cluster, instance_types=["g6.2xlarge", "g6.xlarge"], max_capacity=3)
+    capacity = GpuCapacity(cluster, "L4", cluster=cluster, instance_types=["g6.2xlarge", "g6.xlarge"], max_instances=3)
     assert capacity.facts.instance_types == ("g6.xlarge", "g6.2xlarge")
-    assert capacity.instance_cpu_units == 4096 and capacity.max_capacity == 3
+    assert capacity.host_cpu_units == 4096 and capacity.max_instances == 3
     Template.from_stack(cluster.stack).has_resource_properties(
         "AWS::AutoScaling::AutoScalingGroup",
         {
@@ -255,9 +255,9 @@ def test_refuses_a_single_az_vpc() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"max_capacity": 1, "min_capacity": 2}, "max_capacity 1 is below min_capacity 2"),
-        ({"max_capacity": 0}, "max_capacity must be an integer >= 1"),
-        ({"min_capacity": -1}, "min_capacity must be an integer >= 0"),
+        ({"max_instances": 1, "min_instances": 2}, "max_instances 1 is below min_instances 2"),
+        ({"max_instances": 0}, "max_instances must be an integer >= 1"),
+        ({"min_instances": -1}, "min_instances must be an integer >= 0"),
         ({"gpu_reserve_mib": 22888}, "gpu_reserve_mib 22888 leaves nothing"),
         ({"gpu_reserve_mib": 1.5}, "gpu_reserve_mib must be an integer"),
         ({"root_volume_gib": 8}, "root_volume_gib must be an integer >= 30"),

@@ -9,9 +9,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ecs_gpu_sharing import catalog
-from ecs_gpu_sharing.catalog import Support
-from ecs_gpu_sharing.errors import CatalogError, GpuSharingError
+from ecs_gpu_sharing.core import catalog
+from ecs_gpu_sharing.core.catalog import Support
+from ecs_gpu_sharing.core.errors import CatalogError, GpuSharingError
 from ecs_gpu_sharing.operations import catalog_refresh
 
 
@@ -30,20 +30,20 @@ def test_committed_catalog_is_what_the_generator_writes(generated_text: str) -> 
 
 def test_generator_keeps_only_gpu_types(generated_text: str) -> None:
     records = catalog.parse(generated_text)
-    assert records and all(r.gpus >= 1 and r.gpu_memory_mib > 0 for r in records.values())
+    assert records and all(r.gpus >= 1 and r.ec2_gpu_memory_mib > 0 for r in records.values())
     assert "m5.large" not in records and "inf2.xlarge" not in records
 
 
 def test_g6_xlarge() -> None:
     g6 = catalog.lookup("g6.xlarge")
-    assert (g6.gpu_manufacturer, g6.gpu_name, g6.gpus, g6.gpu_memory_mib) == ("NVIDIA", "L4", 1, 22888)
-    assert (g6.vcpus, g6.memory_mib, g6.architectures) == (4, 16384, ("x86_64",))
+    assert (g6.gpu_manufacturer, g6.gpu_name, g6.gpus, g6.ec2_gpu_memory_mib) == ("NVIDIA", "L4", 1, 22888)
+    assert (g6.vcpus, g6.instance_memory_mib, g6.architectures) == (4, 16384, ("x86_64",))
     assert g6.support is Support.SUPPORTED
 
 
 def test_p5_48xlarge() -> None:
     p5 = catalog.lookup("p5.48xlarge")
-    assert (p5.gpu_name, p5.gpus, p5.gpu_memory_mib, p5.support) == ("H100", 8, 81920, Support.SUPPORTED)
+    assert (p5.gpu_name, p5.gpus, p5.ec2_gpu_memory_mib, p5.support) == ("H100", 8, 81920, Support.SUPPORTED)
 
 
 @pytest.mark.parametrize(

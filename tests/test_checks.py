@@ -4,15 +4,27 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ecs_gpu_sharing.capacity_facts import host_facts
-from ecs_gpu_sharing.checks import CLIENT_LIMIT_WARNING, RESERVE_MARGIN_WARNING, SURGE_WARNING, assess
-from ecs_gpu_sharing.planner import CapacityInput, ServiceInput
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+from ecs_gpu_sharing.core.rules import (
+    CLIENT_LIMIT_WARNING,
+    OUTSIDE_PLAN_WARNING,
+    RESERVE_MARGIN_WARNING,
+    RULES,
+    RULES_BY_ID,
+    SURGE_WARNING,
+    Level,
+    NameClash,
+    OutsideService,
+    assess,
+)
+from ecs_gpu_sharing.core.shape import TaskShape
 
 L4 = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"]))  # 20840 usable, 4096 units, 15401 MiB
 
 
 def svc(count: int, mib: int, *, cpu: int = 512, mem: int = 1024, name: str = "emb") -> ServiceInput:
-    return ServiceInput(name, "l4", count, cpu, mem, (mib,))
+    return ServiceInput(name, "l4", TaskShape(cpu, mem, (mib,)), count)
 
 
 def test_a_fleet_that_fits_has_no_findings_and_derives_max_for_the_surge() -> None:
@@ -38,7 +50,10 @@ def test_error_task_larger_than_a_host() -> None:
 def test_error_desired_counts_past_max_instances() -> None:
     (finding,) = assess([replace(L4, max_instances=1)], [svc(4, 6000)]).errors
     assert finding.kind == "capacity" and finding.subject == "l4"
-    assert "(emb 4) need 2 instances of g6.xlarge, more than max_instances 1 (1 task left unplaced)" in finding.message
+    assert (
+        "(emb 4 (desired count)) need 2 instances of g6.xlarge, more than max_instances 1 (1 task left unplaced)"
+        in finding.message
+    )
 
 
 def test_warning_surge_past_max_instances() -> None:
@@ -58,3 +73,38 @@ def test_warning_gpu_planned_within_the_reserve_margin() -> None:
     (finding,) = assess([lowered], [svc(1, 21500)]).findings
     assert finding.rule_id == RESERVE_MARGIN_WARNING and "planned with 21500 MiB" in finding.message
     assert assess([lowered], [svc(1, 20000)]).findings == ()
+
+
+# --- the rule table ----------------------------------------------------------------------------------------
+
+
+def test_every_rule_has_a_unique_id_a_level_and_an_explanation() -> None:
+    ids = [rule.rule_id for rule in RULES]
+    assert len(ids) == len(set(ids)) and all(i.startswith("ecs-gpu-sharing:") for i in ids)
+    assert all(rule.explanation and rule.level in (Level.ERROR, Level.WARNING) for rule in RULES)
+    assert all(f.rule_id in RULES_BY_ID for f in assess([replace(L4, max_instances=1)], [svc(4, 6000)]).findings)
+
+
+def test_a_service_outside_the_plan_warns_and_blocks_a_derived_max() -> None:
+    outside = OutsideService("param", "l4", "its desired count is a CDK token", "state a count")
+    result = assess([L4], [], outside=[outside])
+    assert [(f.rule_id, f.level, f.subject) for f in result.findings] == [
+        ("ecs-gpu-sharing:MaxInstancesUnknown", Level.ERROR, "l4"),
+        (OUTSIDE_PLAN_WARNING, Level.WARNING, "param"),
+    ]
+    assert [f.rule_id for f in assess([replace(L4, max_instances=2)], [], outside=[outside]).findings] == [
+        OUTSIDE_PLAN_WARNING
+    ]
+
+
+def test_name_clashes_and_unreadable_shapes_are_errors_with_ids() -> None:
+    result = assess(
+        [L4],
+        [],
+        clashes=[NameClash("service", "emb", ("A/emb", "B/emb"))],
+        shape_errors=[("emb", "A/emb: container m cpu is a CDK token")],
+    )
+    assert sorted(f.rule_id for f in result.errors) == [
+        "ecs-gpu-sharing:ServiceNameClash",
+        "ecs-gpu-sharing:TaskShapeNotLiteral",
+    ]

@@ -47,23 +47,36 @@ def test_plan_prints_a_table_for_the_example_fleet(capsys: pytest.CaptureFixture
 def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", EXAMPLE, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"capacities", "services", "summary"}
+    assert set(doc) == {"capacities", "services", "outside_plan", "findings", "summary"}
     assert set(doc["summary"]) == {"instances", "gpus", "gpu_lower_bound", "whole_gpu_gpus", "fits"}
     cap = doc["capacities"][0]
     assert set(cap) == {
         "name",
         "instance_type",
         "gpus_per_instance",
-        "gpu_memory_mib",
+        "ec2_gpu_memory_mib",
         "usable_gpu_memory_mib",
-        "instance_cpu_units",
-        "instance_memory_mib",
+        "host_cpu_units",
+        "host_memory_mib",
+        "min_instances",
+        "max_instances",
+        "surge_instances",
         "instances",
     }
     assert set(cap["instances"][0]) == {"gpus", "cpu_units_used", "memory_mib_used"}
-    assert set(cap["instances"][0]["gpus"][0]) == {"tasks", "used_memory_mib"}
-    assert set(cap["instances"][0]["gpus"][0]["tasks"][0]) == {"service", "replica", "memory_mib", "containers"}
-    assert {s["name"]: (s["desired_count"], s["placed"]) for s in doc["services"]} == {
+    assert set(cap["instances"][0]["gpus"][0]) == {"tasks", "used_gpu_memory_mib", "whole"}
+    assert set(cap["instances"][0]["gpus"][0]["tasks"][0]) == {"service", "replica", "gpu_budget_mib", "containers"}
+    assert set(doc["services"][0]) == {
+        "name",
+        "capacity",
+        "tasks",
+        "count_source",
+        "max_percent",
+        "surge_tasks",
+        "placed",
+        "task",
+    }
+    assert {s["name"]: (s["tasks"], s["placed"]) for s in doc["services"]} == {
         "embedder": (4, 4),
         "reranker": (2, 2),
         "small-llm": (2, 2),
@@ -87,10 +100,13 @@ def test_plan_exits_1_with_the_reason_when_the_fleet_does_not_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fleet = tmp_path / "fleet.toml"
-    fleet.write_text((REPO / "fleet.toml").read_text().replace("gpu_memory_mib = 18432", "gpu_memory_mib = 48000"))
+    fleet.write_text((REPO / "fleet.toml").read_text().replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000"))
     assert main(["plan", str(fleet)]) == 1
     err = capsys.readouterr().err
-    assert "does not fit: error: service small-llm: one task needs 48000 MiB of GPU memory" in err
+    assert (
+        "does not fit: error [ecs-gpu-sharing:TaskExceedsGpuMemory]: service small-llm: one task needs 48000 MiB of "
+        "GPU memory" in err
+    )
 
 
 def test_plan_refuses_a_malformed_fleet_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

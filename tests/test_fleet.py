@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ecs_gpu_sharing import FleetSpecError
-from ecs_gpu_sharing import fleet as fleet_module
+from ecs_gpu_sharing.core import fleet as fleet_module
 
 from conftest import REPO
 
@@ -20,9 +20,9 @@ instance_types = ["g6.xlarge"]
 capacity = "l4"
 image = "img"
 desired_count = 2
-cpu = 512
+cpu_units = 512
 memory_mib = 1024
-gpu_memory_mib = 2048
+gpu_budget_mib = 2048
 """
 
 
@@ -47,7 +47,7 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
     assert cap.facts.usable_gpu_memory_mib == 22888 - 2048
     assert (svc.max_compute_percent, svc.port, dict(svc.environment)) == (None, None, {})
     (inp,) = spec.service_inputs()
-    assert inp.container_memory_mib == (2048,) and inp.cpu_units == 512
+    assert inp.shape.gpu_budgets_mib == (2048,) and inp.cpu_units == 512
 
 
 @pytest.mark.parametrize(
@@ -60,8 +60,11 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
             lambda t: t.replace("desired_count = 2", 'desired_count = "2"'),
             r"service.emb.desired_count must be an integer, got '2'",
         ),
-        (lambda t: t.replace("cpu = 512", "cpu = 512.0"), r"service.emb.cpu must be an integer"),
-        (lambda t: t.replace("cpu = 512", "cpu = true"), r"service.emb.cpu must be an integer, got True"),
+        (lambda t: t.replace("cpu_units = 512", "cpu_units = 512.0"), r"service.emb.cpu_units must be an integer"),
+        (
+            lambda t: t.replace("cpu_units = 512", "cpu_units = true"),
+            r"service.emb.cpu_units must be an integer, got True",
+        ),
         (
             lambda t: t.replace('capacity = "l4"', 'capacity = "h100"'),
             r"service.emb.capacity names 'h100', which is not defined",
@@ -83,8 +86,8 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
             r"max_instances must be >= 3",
         ),
         (
-            lambda t: t.replace("gpu_memory_mib = 2048", "gpu_memory_mib = 0"),
-            r"gpu_memory_mib must be >= 1, got 0",
+            lambda t: t.replace("gpu_budget_mib = 2048", "gpu_budget_mib = 0"),
+            r"gpu_budget_mib must be >= 1, got 0",
         ),
         (lambda t: t + "max_compute_percent = 101\n", r"max_compute_percent must be from 1 to 100"),
         (lambda t: t + "environment = { A = 1 }\n", r"environment.A must be a string"),

@@ -20,8 +20,8 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
-from ecs_gpu_sharing import catalog, fleet
 from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.core import catalog, fleet
 from ecs_gpu_sharing.operations import ami_verify, aws, cluster_status
 
 from conftest import REPO
@@ -228,7 +228,7 @@ def test_cluster_status_reports_every_problem_and_exits_1(
     fleet_file.write_text(
         'name = "m"\n[capacity.l4]\ninstance_types = ["g6.xlarge"]\n'
         + "".join(
-            f'[service.{n}]\ncapacity = "l4"\nimage = "i"\ndesired_count = {c}\ncpu = 256\nmemory_mib = 512\ngpu_memory_mib = 2048\n'
+            f'[service.{n}]\ncapacity = "l4"\nimage = "i"\ndesired_count = {c}\ncpu_units = 256\nmemory_mib = 512\ngpu_budget_mib = 2048\n'
             for n, c in (("emb", 4), ("rr", 3), ("llm", 1))
         )
     )

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_gpu_sharing import PlanError
-from ecs_gpu_sharing.capacity_facts import host_facts
-from ecs_gpu_sharing.mps import MAX_CLIENTS_PER_GPU
-from ecs_gpu_sharing.planner import CapacityInput, Plan, ServiceInput, bin_lower_bound, plan
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
+from ecs_gpu_sharing.core.planner import CapacityInput, Plan, ServiceInput, bin_lower_bound, plan
+from ecs_gpu_sharing.core.shape import TaskShape
 
 from conftest import REPO
 
@@ -21,8 +22,13 @@ L4 = CapacityInput.from_facts("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 20840 
 L40S = CapacityInput.from_facts("l40s", host_facts(["g6e.12xlarge"]))  # 4 GPUs
 
 
+def si(name: str, cap: str, count: int, cpu: int, mem: int, mib: tuple[int, ...], **kw: int) -> ServiceInput:
+    whole = kw.pop("whole_gpus", 0)
+    return ServiceInput(name, cap, TaskShape(cpu, mem, mib, whole), count, **kw)
+
+
 def svc(name: str, count: int, *mib: int, cpu: int = 256, mem: int = 512, cap: str = "l4") -> ServiceInput:
-    return ServiceInput(name, cap, count, cpu, mem, tuple(mib))
+    return si(name, cap, count, cpu, mem, tuple(mib))
 
 
 def test_identical_tasks_fill_gpus_by_memory() -> None:
@@ -35,7 +41,7 @@ def test_a_tasks_containers_stay_on_one_gpu() -> None:
     result = plan([L40S], [svc("pair", 3, 10000, 10000, cap="l40s")])
     for host in result.capacity("l40s").instances:
         for gpu in host.gpus:
-            assert gpu.used_memory_mib in (0, 20000, 40000)
+            assert gpu.used_gpu_memory_mib in (0, 20000, 40000)
             assert gpu.clients == 2 * len(gpu.tasks)
 
 
@@ -47,7 +53,7 @@ def test_small_tasks_fill_the_gaps_of_large_ones() -> None:
 def test_host_cpu_binds() -> None:
     result = plan([L4], [svc("cpu", 4, 1000, cpu=4096)])  # 2 per 8192-unit host
     assert result.instances == 2
-    assert all(h.cpu_units_used <= L4.instance_cpu_units for h in result.capacity("l4").instances)
+    assert all(h.cpu_units_used <= L4.host_cpu_units for h in result.capacity("l4").instances)
 
 
 def test_host_memory_binds() -> None:
@@ -62,7 +68,7 @@ def test_mps_client_limit_caps_a_gpu() -> None:
 
 
 def test_whole_gpu_tasks_take_gpus_exclusively() -> None:
-    whole = ServiceInput("whole", "l40s", 3, 1024, 1024, (), whole_gpus=1)
+    whole = si("whole", "l40s", 3, 1024, 1024, (), whole_gpus=1)
     result = plan([L40S], [whole, svc("mps", 2, 1000, cap="l40s")])
     gpus = [g for h in result.capacity("l40s").instances for g in h.gpus if g.tasks]
     assert sum(1 for g in gpus if g.whole) == 3
@@ -84,7 +90,7 @@ def test_max_instances_bounds_the_plan_and_reports_what_is_needed() -> None:
 
 
 def test_surge_plans_desired_times_max_percent() -> None:
-    services = [svc("emb", 3, 6000), ServiceInput("r", "l4", 3, 256, 512, (6000,), max_percent=150)]
+    services = [svc("emb", 3, 6000), si("r", "l4", 3, 256, 512, (6000,), max_percent=150)]
     assert plan([L4], services, surge=True).counts == {"emb": 6, "r": 4}
 
 
@@ -125,7 +131,7 @@ shapes = st.lists(
 
 
 def _services(drawn: list[tuple[int, list[int], int, int, str]]) -> list[ServiceInput]:
-    return [ServiceInput(f"s{i}", cap, n, cpu, mem, tuple(mib)) for i, (n, mib, cpu, mem, cap) in enumerate(drawn)]
+    return [si(f"s{i}", cap, n, cpu, mem, tuple(mib)) for i, (n, mib, cpu, mem, cap) in enumerate(drawn)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -143,18 +149,18 @@ def test_plans_never_exceed_a_gpu_or_a_host(
         if bound is not None:
             assert len(cap.instances) <= bound
         for host in cap.instances:
-            assert host.cpu_units_used <= c.instance_cpu_units and host.memory_mib_used <= c.instance_memory_mib
+            assert host.cpu_units_used <= c.host_cpu_units and host.memory_mib_used <= c.host_memory_mib
             tasks = [t for g in host.gpus for t in g.tasks if not g.whole] + host.tasks_without_gpu
             assert host.cpu_units_used == sum(by_name[t.service].cpu_units for t in tasks)
             for gpu in host.gpus:
-                assert gpu.used_memory_mib <= c.usable_gpu_memory_mib
+                assert gpu.used_gpu_memory_mib <= c.usable_gpu_memory_mib
                 assert gpu.clients <= MAX_CLIENTS_PER_GPU
-                assert gpu.used_memory_mib == sum(by_name[t.service].task_gpu_memory_mib for t in gpu.tasks)
+                assert gpu.used_gpu_memory_mib == sum(by_name[t.service].task_gpu_budget_mib for t in gpu.tasks)
                 for t in gpu.tasks:
                     seen[(t.service, t.replica)] = seen.get((t.service, t.replica), 0) + 1
         for u in cap.unplaced:
             seen[(u.service, u.replica)] = seen.get((u.service, u.replica), 0) + 1
-    expected = {(s.name, r) for s in services for r in range(s.desired_count)}
+    expected = {(s.name, r) for s in services for r in range(s.tasks)}
     assert set(seen) == expected and all(n == 1 for n in seen.values()), "every replica placed once or unplaced"
     assert result.gpus >= result.gpu_lower_bound or not result.fits
 

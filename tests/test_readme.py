@@ -6,7 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from ecs_gpu_sharing import fleet
+from ecs_gpu_sharing.core import fleet
 
 from conftest import REPO, cdk_json_context
 

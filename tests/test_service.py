@@ -12,9 +12,16 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match, Template
 
-from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition, TaskDefinitionError
-from ecs_gpu_sharing.checks import CLIENT_LIMIT_WARNING, RESERVE_MARGIN_WARNING, SURGE_WARNING
-from ecs_gpu_sharing.fleet_plan import PLAN_FILE
+from ecs_gpu_sharing import (
+    GpuCapacity,
+    MpsShare,
+    ServiceError,
+    SharedGpuService,
+    SharedGpuTaskDefinition,
+    TaskDefinitionError,
+)
+from ecs_gpu_sharing.cdk.fleet_plan import PLAN_FILE
+from ecs_gpu_sharing.core.rules import CLIENT_LIMIT_WARNING, RESERVE_MARGIN_WARNING, SURGE_WARNING
 
 from conftest import new_app
 
@@ -100,13 +107,13 @@ def test_service_waits_for_the_capacity_provider_association(fitting: dict[str, 
 def test_max_capacity_is_derived_so_the_surge_fits(fitting: dict[str, Any]) -> None:
     # steady: 4 x 6000 + 5000 on 20840-MiB GPUs -> 2 instances; surge (8 x 6000 + 2 x 5000) -> 4
     fitting["template"].has_resource_properties("AWS::AutoScaling::AutoScalingGroup", {"MaxSize": "4"})
-    assert fitting["fleet"].capacity.max_capacity == 4
+    assert fitting["fleet"].capacity.max_instances == 4
 
 
 def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -> None:
     plan = json.loads((fitting["dir"] / f"{PLAN_FILE}.json").read_text())
     assert plan["summary"] == {"instances": 2, "gpus": 2, "gpu_lower_bound": 2, "whole_gpu_gpus": 5, "fits": True}
-    assert {s["name"]: s["placed"] for s in plan["services"]} == {"Test/Embedder": 4, "Test/Reranker": 1}
+    assert {s["name"]: s["placed"] for s in plan["services"]} == {"Embedder": 4, "Reranker": 1}
     reranker = [
         t
         for c in plan["capacities"]
@@ -115,9 +122,9 @@ def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -
         for t in g["tasks"]
         if "Reranker" in t["service"]
     ]
-    assert reranker == [{"service": "Test/Reranker", "replica": 0, "memory_mib": 5000, "containers": 2}]
+    assert reranker == [{"service": "Reranker", "replica": 0, "gpu_budget_mib": 5000, "containers": 2}]
     markdown = (fitting["dir"] / f"{PLAN_FILE}.md").read_text()
-    assert "| Test/L4 | g6.xlarge | 2 | 4 | 2 |" in markdown
+    assert "| L4 | g6.xlarge | 2 | 4 | 2 |" in markdown
 
 
 def test_services_options_pass_through() -> None:
@@ -139,17 +146,20 @@ def test_fails_when_a_task_exceeds_one_gpu() -> None:
     fleet = Fleet()
     fleet.service("Llm", 1, 15000, 7000)
     with pytest.raises(
-        RuntimeError, match=r"\[Test/Llm\] one task needs 22000 MiB of GPU memory on one GPU, more than the 20840 MiB"
+        RuntimeError,
+        match=r"\[Test/Llm\] \[ecs-gpu-sharing:TaskExceedsGpuMemory\] one task needs 22000 MiB of GPU memory on one "
+        r"GPU, more than the 20840 MiB",
     ):
         fleet.synth()
 
 
-def test_fails_when_desired_counts_exceed_max_capacity() -> None:
-    fleet = Fleet(max_capacity=1)
+def test_fails_when_desired_counts_exceed_max_instances() -> None:
+    fleet = Fleet(max_instances=1)
     fleet.service("Emb", 4, 6000)
     with pytest.raises(
         RuntimeError,
-        match=r"\[Test/L4\] the desired counts \(Test/Emb 4\) need 2 instances of g6.xlarge, more than max_instances 1",
+        match=r"\[Test/L4\] \[ecs-gpu-sharing:CountsExceedMaxInstances\] the services' largest counts \(Emb 4 "
+        r"\(desired count\)\) need 2 instances of g6.xlarge, more than max_instances 1",
     ):
         fleet.synth()
 
@@ -157,14 +167,19 @@ def test_fails_when_desired_counts_exceed_max_capacity() -> None:
 def test_fails_when_a_task_exceeds_a_hosts_cpu() -> None:
     fleet = Fleet()
     fleet.service("Cpu", 1, 1000, cpu=8192)
-    with pytest.raises(RuntimeError, match=r"\[Test/Cpu\] one task needs 8192 CPU units, more than the 4096"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"\[Test/Cpu\] \[ecs-gpu-sharing:TaskExceedsHostCpu\] one task needs 8192 CPU units, more than the 4096",
+    ):
         fleet.synth()
 
 
 def test_fails_when_a_task_exceeds_a_hosts_memory() -> None:
     fleet = Fleet()
     fleet.service("Mem", 1, 1000, memory=16000)
-    with pytest.raises(RuntimeError, match=r"\[Test/Mem\] one task needs 16000 MiB of host memory"):
+    with pytest.raises(
+        RuntimeError, match=r"\[Test/Mem\] \[ecs-gpu-sharing:TaskExceedsHostMemory\] one task needs 16000 MiB"
+    ):
         fleet.synth()
 
 
@@ -177,7 +192,7 @@ def _warnings(fleet: Fleet) -> list[str]:
 
 
 def test_warns_when_the_surge_does_not_fit() -> None:
-    fleet = Fleet(max_capacity=2)
+    fleet = Fleet(max_instances=2)
     fleet.service("Emb", 4, 6000)
     (warning,) = _warnings(fleet)
     assert SURGE_WARNING in warning and "needs 3 instances" in warning
@@ -198,7 +213,7 @@ def test_warns_when_a_gpu_is_planned_within_the_reserve_margin() -> None:
 
 
 def test_warnings_can_be_acknowledged_by_id() -> None:
-    fleet = Fleet(max_capacity=2)
+    fleet = Fleet(max_instances=2)
     fleet.service("Emb", 4, 6000)
     cdk.Annotations.of(fleet.capacity).acknowledge_warning(SURGE_WARNING, "deployments may wait")
     assert _warnings(fleet) == []
@@ -207,15 +222,26 @@ def test_warnings_can_be_acknowledged_by_id() -> None:
 # --- refusals -------------------------------------------------------------------------------------------
 
 
-def test_refuses_a_plain_task_definition() -> None:
+def test_takes_a_plain_ec2_task_definition_and_plans_it() -> None:
     fleet = Fleet()
     td = ecs.Ec2TaskDefinition(fleet.stack, "Plain")
-    td.add_container("a", image=IMAGE, memory_limit_mib=128)
-    with pytest.raises(
-        TaskDefinitionError, match="task_definition must be a SharedGpuTaskDefinition, got Ec2TaskDefinition"
-    ):
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu_count=1)
+    SharedGpuService(
+        fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=td, desired_count=2
+    )
+    assembly, _ = fleet.synth()
+    plan = json.loads((Path(assembly.directory) / f"{PLAN_FILE}.json").read_text())
+    assert [(s["name"], s["tasks"], s["task"]["whole_gpus"]) for s in plan["services"]] == [("S", 2, 1)]
+
+
+def test_refuses_an_imported_task_definition() -> None:
+    fleet = Fleet()
+    imported = ecs.TaskDefinition.from_task_definition_arn(
+        fleet.stack, "Imported", "arn:aws:ecs:us-east-1:1:task-definition/x:1"
+    )
+    with pytest.raises(TaskDefinitionError, match="task_definition must be a task definition of this app"):
         SharedGpuService(
-            fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=td, desired_count=1
+            fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=imported, desired_count=1
         )  # type: ignore[arg-type]
 
 
@@ -224,7 +250,7 @@ def test_refuses_a_cluster_other_than_the_capacitys() -> None:
     other = ecs.Cluster(fleet.stack, "Other", vpc=fleet.cluster.vpc)
     td = SharedGpuTaskDefinition(fleet.stack, "Td")
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(100))
-    with pytest.raises(TaskDefinitionError, match="belongs to cluster Test/Cluster, not Test/Other"):
+    with pytest.raises(ServiceError, match="belongs to cluster Test/Cluster, not Test/Other"):
         SharedGpuService(fleet.stack, "S", cluster=other, capacity=fleet.capacity, task_definition=td, desired_count=1)
 
 

@@ -11,8 +11,14 @@ from aws_cdk.assertions import Template
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from ecs_gpu_sharing import BudgetError, MpsShare, SharedGpuTaskDefinition, TaskDefinitionError
-from ecs_gpu_sharing import task_definition as td_module
+from ecs_gpu_sharing import (
+    BudgetError,
+    MpsShare,
+    SharedGpuManagedInstancesTaskDefinition,
+    SharedGpuTaskDefinition,
+    TaskDefinitionError,
+)
+from ecs_gpu_sharing.cdk import task_definition as td_module
 
 from conftest import new_app
 from validators import cfn_lint_errors, ecs_register_task_definition_errors
@@ -35,14 +41,20 @@ def _synth(stack: cdk.Stack) -> Any:
 
 
 def test_mps_share_accepts_integers() -> None:
-    assert MpsShare(6144, 40) == MpsShare(memory_mib=6144, max_compute_percent=40)
+    assert MpsShare(6144, 40) == MpsShare(gpu_budget_mib=6144, max_compute_percent=40)
     assert MpsShare(1).max_compute_percent is None and MpsShare(1, 100).max_compute_percent == 100
 
 
 @pytest.mark.parametrize("memory", [0, -1, 1.5, 6144.0, True, "6144", None])
 def test_mps_share_refuses_bad_memory(memory: Any) -> None:
-    with pytest.raises(BudgetError, match="memory_mib must be an integer >= 1"):
+    with pytest.raises(BudgetError, match="gpu_budget_mib must be an integer >= 1"):
         MpsShare(memory)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), -float("inf")])
+def test_mps_share_calls_infinity_a_bad_number_not_a_token(value: float) -> None:
+    with pytest.raises(BudgetError, match=r"gpu_budget_mib must be an integer >= 1, got (inf|nan|-inf) \(float\)"):
+        MpsShare(value)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("percent", [0, 101, 50.0, False, "40"])
@@ -54,16 +66,16 @@ def test_mps_share_refuses_bad_compute_cap(percent: Any) -> None:
 def test_mps_share_refuses_tokens_with_a_clear_message() -> None:
     stack = _stack()
     token = cdk.CfnParameter(stack, "Budget", type="Number").value_as_number
-    with pytest.raises(BudgetError, match=r"memory_mib is an unresolved token .* refused"):
+    with pytest.raises(BudgetError, match=r"gpu_budget_mib is a CDK token \(a value known only at deploy time\)"):
         MpsShare(token)  # type: ignore[arg-type]
-    with pytest.raises(BudgetError, match="max_compute_percent is an unresolved token"):
+    with pytest.raises(BudgetError, match="max_compute_percent is a CDK token"):
         MpsShare(1024, cdk.Token.as_number(cdk.Aws.ACCOUNT_ID))  # type: ignore[arg-type]
 
 
 def test_mps_share_is_immutable() -> None:
     share = MpsShare(1024)
     with pytest.raises(AttributeError):
-        share.memory_mib = 2048  # type: ignore[misc]
+        share.gpu_budget_mib = 2048  # type: ignore[misc]
 
 
 # --- the representative task definition -----------------------------------------------------------
@@ -72,7 +84,7 @@ def test_mps_share_is_immutable() -> None:
 @pytest.fixture(scope="module")
 def representative() -> dict[str, Any]:
     stack = _stack()
-    td = SharedGpuTaskDefinition(stack, "Models", gpu_memory_mib=22000)
+    td = SharedGpuTaskDefinition(stack, "Models", usable_gpu_memory_mib=22000)
     td.add_container("sidecar", image=IMAGE, memory_limit_mib=256)
     td.add_container("embedder", image=IMAGE, memory_limit_mib=4096, gpu=MpsShare(6144, 40))
     td.add_container("reranker", image=IMAGE, memory_limit_mib=2048, gpu=MpsShare(3072))
@@ -171,7 +183,7 @@ def test_exposes_budgets_for_the_planner() -> None:
     td = SharedGpuTaskDefinition(_stack(), "Td")
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(1000))
     td.add_container("b", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(2000, 10))
-    assert td.mps_memory_mib == 3000
+    assert td.task_gpu_budget_mib == 3000
     assert [name for name, _ in td.mps_shares] == ["a", "b"]
 
 
@@ -186,13 +198,8 @@ def test_whole_gpu_task_renders_the_l2s_gpu_count() -> None:
     )
 
 
-def test_managed_instances_is_accepted() -> None:
-    td = SharedGpuTaskDefinition(
-        _stack(),
-        "Td",
-        compatibility=ecs.Compatibility.MANAGED_INSTANCES,
-        network_mode=ecs.NetworkMode.AWS_VPC,
-    )
+def test_managed_instances_is_accepted_through_its_own_class() -> None:
+    td = SharedGpuManagedInstancesTaskDefinition(_stack(), "Td", network_mode=ecs.NetworkMode.AWS_VPC)
     assert td.compatibility == ecs.Compatibility.MANAGED_INSTANCES
 
 
@@ -203,9 +210,12 @@ def test_managed_instances_is_accepted() -> None:
     "compatibility",
     [ecs.Compatibility.FARGATE, ecs.Compatibility.EC2_AND_FARGATE, ecs.Compatibility.EXTERNAL],
 )
-def test_refuses_compatibility_without_gpu_sharing(compatibility: ecs.Compatibility) -> None:
-    with pytest.raises(TaskDefinitionError, match=rf"Test/Td: compatibility {compatibility.name} cannot run"):
+def test_refuses_any_compatibility_option(compatibility: ecs.Compatibility) -> None:
+    # Fargate and EXTERNAL cannot share GPUs; each class fixes its own compatibility (EC2, Managed Instances).
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: compatibility is not an option here"):
         SharedGpuTaskDefinition(_stack(), "Td", compatibility=compatibility)
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: compatibility is not an option here"):
+        SharedGpuManagedInstancesTaskDefinition(_stack(), "Td", compatibility=compatibility)
 
 
 def test_refuses_gpu_count_and_mps_share_on_one_container() -> None:
@@ -231,54 +241,54 @@ def test_refuses_mixing_whole_gpus_and_mps_in_one_task_at_synth() -> None:
 
 def test_refuses_mps_containers_that_do_not_fit_one_gpu_at_synth() -> None:
     stack = _stack()
-    td = SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=8000)
+    td = SharedGpuTaskDefinition(stack, "Td", usable_gpu_memory_mib=8000)
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(5000))
     td.add_container("b", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(4000))
-    with pytest.raises(RuntimeError, match=r"adds up to 9000 MiB \(a 5000 \+ b 4000\), more than the 8000 MiB"):
+    with pytest.raises(RuntimeError, match=r"add up to 9000 MiB \(a 5000 \+ b 4000\), more than the 8000 MiB"):
         _synth(stack)
 
 
 def test_reports_every_problem_at_once() -> None:
     stack = _stack()
-    td = SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=100)
+    td = SharedGpuTaskDefinition(stack, "Td", usable_gpu_memory_mib=100)
     td.add_container("whole", image=IMAGE, memory_limit_mib=128, gpu_count=1)
     td.add_container("shared", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
-    with pytest.raises(RuntimeError, match=r"(?s)mix whole GPUs.*adds up to 512 MiB"):
+    with pytest.raises(RuntimeError, match=r"(?s)mix whole GPUs.*add up to 512 MiB"):
         _synth(stack)
 
 
 def test_a_fitting_task_synthesizes() -> None:
     stack = _stack()
-    td = SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=8000)
+    td = SharedGpuTaskDefinition(stack, "Td", usable_gpu_memory_mib=8000)
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(8000))
     _synth(stack)
 
 
 @pytest.mark.parametrize("limit", [0, 1.5, "8000"])
-def test_refuses_bad_gpu_memory_mib(limit: Any) -> None:
-    with pytest.raises(BudgetError, match="Test/Td: gpu_memory_mib must be an integer >= 1"):
-        SharedGpuTaskDefinition(_stack(), "Td", gpu_memory_mib=limit)
+def test_refuses_bad_usable_gpu_memory_mib(limit: Any) -> None:
+    with pytest.raises(TaskDefinitionError, match="Test/Td: usable_gpu_memory_mib must be an integer >= 1"):
+        SharedGpuTaskDefinition(_stack(), "Td", usable_gpu_memory_mib=limit)
 
 
-def test_refuses_gpu_memory_mib_token() -> None:
+def test_refuses_usable_gpu_memory_mib_token() -> None:
     stack = _stack()
     token = cdk.CfnParameter(stack, "Limit", type="Number").value_as_number
-    with pytest.raises(BudgetError, match="gpu_memory_mib is an unresolved token"):
-        SharedGpuTaskDefinition(stack, "Td", gpu_memory_mib=token)  # type: ignore[arg-type]
+    with pytest.raises(TaskDefinitionError, match="usable_gpu_memory_mib is a CDK token"):
+        SharedGpuTaskDefinition(stack, "Td", usable_gpu_memory_mib=token)  # type: ignore[arg-type]
 
 
-def test_task_level_cpu_and_memory_are_what_ecs_reserves() -> None:
-    td = SharedGpuTaskDefinition(_stack(), "Td", cpu="2048", memory_mib="4096")
-    td.add_container("a", image=IMAGE, cpu=256, memory_limit_mib=512, gpu=MpsShare(100))
-    assert (td.task_cpu_units, td.task_memory_mib) == (2048, 4096)
-    sums = SharedGpuTaskDefinition(_stack(), "Sums")
-    sums.add_container("a", image=IMAGE, cpu=256, memory_limit_mib=512)
-    sums.add_container("b", image=IMAGE, cpu=128, memory_reservation_mib=300, memory_limit_mib=600)
-    assert (sums.task_cpu_units, sums.task_memory_mib) == (384, 812)
+def test_is_an_ec2_task_definition_and_refuses_task_level_options() -> None:
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    assert isinstance(td, ecs.Ec2TaskDefinition)
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: cpu is not an option here: an EC2 task definition"):
+        SharedGpuTaskDefinition(_stack(), "Td", cpu="2048")
 
 
-def test_refuses_task_level_cpu_that_cannot_be_planned() -> None:
+def test_managed_instances_variant_has_that_compatibility_and_refuses_task_level_tokens() -> None:
     stack = _stack()
-    with pytest.raises(TaskDefinitionError, match=r"Test/Td: task-level cpu must be a whole number as a string"):
-        SharedGpuTaskDefinition(stack, "Td", cpu=cdk.Aws.ACCOUNT_ID)
+    td = SharedGpuManagedInstancesTaskDefinition(stack, "Mi", cpu="2048", memory_mib="4096")
+    td.add_container("a", image=IMAGE, memory_limit_mib=512, gpu=MpsShare(100))
+    assert td.compatibility == ecs.Compatibility.MANAGED_INSTANCES and td.task_gpu_budget_mib == 100
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: task-level cpu is a CDK token"):
+        SharedGpuManagedInstancesTaskDefinition(stack, "Td", cpu=cdk.Aws.ACCOUNT_ID)
     assert stack.node.try_find_child("Td") is None

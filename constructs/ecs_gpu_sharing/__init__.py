@@ -1,7 +1,8 @@
 """AWS CDK constructs for running many models on shared NVIDIA GPUs (MPS) with Amazon ECS.
 
-The pure core (``catalog``, ``errors``, budgets, planner, fleet spec) imports no jsii; the CDK
-constructs are loaded on first use, so ``ecs-gpu-sharing plan`` starts fast.
+Three layers: ``ecs_gpu_sharing.core`` (pure Python: catalog, budgets, task shapes, the planner, the fit rules,
+the fleet file; no jsii, no boto3), ``ecs_gpu_sharing.cdk`` (the constructs), ``ecs_gpu_sharing.operations``
+(boto3, for the CLI). The constructs are loaded on first use, so ``ecs-gpu-sharing plan`` starts fast.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from .core.errors import (
     AmiError,
     AwsOperationError,
     BudgetError,
@@ -18,20 +19,22 @@ from .errors import (
     FleetSpecError,
     GpuSharingError,
     PlanError,
+    ServiceError,
     TaskDefinitionError,
 )
-from .mps import MAX_CLIENTS_PER_GPU, MpsShare
+from .core.mps import MAX_CLIENTS_PER_GPU, MpsShare
 
 if TYPE_CHECKING:
-    from .ami import GpuAmi
-    from .capacity import GpuCapacity
-    from .fleet_plan import FleetPlan
-    from .service import SharedGpuService
-    from .task_definition import SharedGpuTaskDefinition
+    from .cdk.ami import GpuAmi
+    from .cdk.capacity import GpuCapacity
+    from .cdk.fleet_plan import FleetPlan
+    from .cdk.service import SharedGpuService
+    from .cdk.task_definition import SharedGpuManagedInstancesTaskDefinition, SharedGpuTaskDefinition
 
-# Public name -> module that defines it; CDK-backed names are imported lazily.
+# Public name -> module of ecs_gpu_sharing.cdk that defines it; CDK-backed names are imported lazily.
 _LAZY: dict[str, str] = {
     "SharedGpuTaskDefinition": "task_definition",
+    "SharedGpuManagedInstancesTaskDefinition": "task_definition",
     "GpuAmi": "ami",
     "GpuCapacity": "capacity",
     "SharedGpuService": "service",
@@ -52,6 +55,8 @@ __all__ = [
     "GpuSharingError",
     "MpsShare",
     "PlanError",
+    "ServiceError",
+    "SharedGpuManagedInstancesTaskDefinition",
     "SharedGpuService",
     "SharedGpuTaskDefinition",
     "TaskDefinitionError",
@@ -62,4 +67,4 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ecs_gpu_sharing' has no attribute {name!r}")
-    return getattr(import_module(f".{module}", __name__), name)
+    return getattr(import_module(f".cdk.{module}", __name__), name)

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import catalog, fleet, plan_report
-from .checks import assess
-from .errors import GpuSharingError
+from .core import catalog, fleet, plan_report
+from .core.errors import GpuSharingError
+from .core.rules import assess
 
 
 def _catalog_list(args: argparse.Namespace) -> int:
@@ -19,8 +19,8 @@ def _catalog_list(args: argparse.Namespace) -> int:
     for r in rows:
         gpu = f"{r.gpu_manufacturer} {r.gpu_name}"
         print(
-            f"{r.instance_type:<20} {gpu:<22} {r.gpus:>4} {r.gpu_memory_mib:>8} {r.vcpus:>5} "
-            f"{r.memory_mib:>8}  {r.support}"
+            f"{r.instance_type:<20} {gpu:<22} {r.gpus:>4} {r.ec2_gpu_memory_mib:>8} {r.vcpus:>5} "
+            f"{r.instance_memory_mib:>8}  {r.support}"
         )
     return 0
 
@@ -28,8 +28,8 @@ def _catalog_list(args: argparse.Namespace) -> int:
 def _catalog_show(args: argparse.Namespace) -> int:
     r = catalog.lookup(args.instance_type)
     print(
-        f"{r.instance_type}: {r.gpus} x {r.gpu_manufacturer} {r.gpu_name}, {r.gpu_memory_mib} MiB per GPU "
-        f"(as EC2 reports it), {r.vcpus} vCPU, {r.memory_mib} MiB, {'/'.join(r.architectures)}; "
+        f"{r.instance_type}: {r.gpus} x {r.gpu_manufacturer} {r.gpu_name}, {r.ec2_gpu_memory_mib} MiB per GPU "
+        f"(as EC2 reports it), {r.vcpus} vCPU, {r.instance_memory_mib} MiB, {'/'.join(r.architectures)}; "
         f"{r.support}: {r.reason}"
     )
     return 0
@@ -37,11 +37,11 @@ def _catalog_show(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     spec = fleet.load(args.fleet)
-    result = assess(spec.capacity_inputs(), spec.service_inputs())
+    result = assess(spec.capacity_inputs(), spec.service_inputs())  # the same road as the synth-time plan
     if args.svg:
         Path(args.svg).write_text(plan_report.to_svg(result.steady), encoding="utf-8")
     if args.json:
-        print(json.dumps(plan_report.to_json(result.steady), indent=2))
+        print(json.dumps(plan_report.to_json(result), indent=2))
     else:
         print(plan_report.to_table(result))
     if result.errors:

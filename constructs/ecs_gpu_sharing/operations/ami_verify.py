@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import ami_release
+from ..core import ami_release
 from .aws import aws_errors
 
 

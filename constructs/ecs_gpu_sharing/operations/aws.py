@@ -14,7 +14,7 @@ import boto3
 import botocore.exceptions
 from botocore.config import Config
 
-from ..errors import AwsOperationError
+from ..core.errors import AwsOperationError
 
 RETRIES = Config(retries={"mode": "standard", "max_attempts": 5})
 

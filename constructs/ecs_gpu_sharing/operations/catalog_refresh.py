@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import catalog
-from ..catalog import GpuInstanceType
+from ..core import catalog
+from ..core.catalog import GpuInstanceType
 
 
 def fetch(ec2_client: Any) -> list[GpuInstanceType]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .. import ami_release
-from ..errors import AwsOperationError
-from ..fleet import SERVICE_TAG, FleetSpec
+from ..core import ami_release
+from ..core.errors import AwsOperationError
+from ..core.fleet import SERVICE_TAG, FleetSpec
+from ..core.mps import MPS_CAPABILITY_ATTRIBUTE
 from .aws import aws_errors
 
-MPS_CAPABILITY = "ecs.capability.gpu-sharing-mps"
+MPS_CAPABILITY = MPS_CAPABILITY_ATTRIBUTE
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The fit planner: a placement of a fleet's tasks on GPU hosts that ECS could realise. Pure Python.
 
-Rules (DESIGN.md §2-3): a task's MPS containers share one GPU; a GPU holds MPS tasks or whole-GPU tasks, never
+Rules (ECS GPU sharing: a task's MPS containers land on one GPU, ECS places by GPU memory only; NVIDIA MPS: 48
+clients per GPU): a task's MPS containers share one GPU; a GPU holds MPS tasks or whole-GPU tasks, never
 both; per GPU the MPS memory stays within the usable memory and the MPS clients (containers) within NVIDIA's
 48; per host the tasks' CPU units and memory stay within what the host offers to tasks.
 
@@ -14,12 +15,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .capacity_facts import HostFacts
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
+from .shape import TaskShape
 
 # How many open GPUs a task tries (smallest room first) before it opens a new one: bounds the work per task.
 _SCAN_LIMIT = 48
@@ -32,10 +34,10 @@ class CapacityInput:
     name: str
     instance_type: str
     gpus_per_instance: int
-    gpu_memory_mib: int  # EC2's figure
-    usable_gpu_memory_mib: int
-    instance_cpu_units: int
-    instance_memory_mib: int
+    ec2_gpu_memory_mib: int  # one GPU's memory as EC2 lists it
+    usable_gpu_memory_mib: int  # what plans may fill on one GPU
+    host_cpu_units: int  # what one host offers to tasks
+    host_memory_mib: int  # what one host offers to tasks
     max_instances: int | None = None
     min_instances: int = 0
     gpu_reserve_mib: int = 0
@@ -48,10 +50,10 @@ class CapacityInput:
             name=name,
             instance_type=facts.instance_type,
             gpus_per_instance=facts.gpus_per_instance,
-            gpu_memory_mib=facts.gpu_memory_mib,
+            ec2_gpu_memory_mib=facts.ec2_gpu_memory_mib,
             usable_gpu_memory_mib=facts.usable_gpu_memory_mib,
-            instance_cpu_units=facts.cpu_units,
-            instance_memory_mib=facts.memory_mib,
+            host_cpu_units=facts.host_cpu_units,
+            host_memory_mib=facts.host_memory_mib,
             max_instances=max_instances,
             min_instances=min_instances,
             gpu_reserve_mib=facts.gpu_reserve_mib,
@@ -60,42 +62,52 @@ class CapacityInput:
 
 @dataclass(frozen=True)
 class ServiceInput:
-    """What the planner needs of one service: its task's shape and how many tasks."""
+    """What the planner needs of one service: its task's shape and its largest count of tasks."""
 
     name: str
     capacity: str
-    desired_count: int
-    cpu_units: int
-    memory_mib: int
-    container_memory_mib: tuple[int, ...] = ()  # one entry per MPS container of the task
-    whole_gpus: int = 0  # GPUs held whole by one task (gpu_count), exclusive of MPS
-    max_percent: int = 200
+    shape: TaskShape
+    tasks: int  # the largest count the service runs outside a deployment
+    max_percent: int = 200  # the deployment's maximum percent, as the service states it
+    count_source: str = "desired count"  # where ``tasks`` comes from, for the reader of a plan
 
     @property
-    def task_gpu_memory_mib(self) -> int:
-        return sum(self.container_memory_mib)
+    def cpu_units(self) -> int:
+        return self.shape.cpu_units
+
+    @property
+    def memory_mib(self) -> int:
+        return self.shape.memory_mib
+
+    @property
+    def whole_gpus(self) -> int:
+        return self.shape.whole_gpus
+
+    @property
+    def task_gpu_budget_mib(self) -> int:
+        return self.shape.task_gpu_budget_mib
 
     @property
     def clients(self) -> int:
-        return len(self.container_memory_mib)
+        return self.shape.clients
 
     def surge_count(self) -> int:
-        """Tasks running at the peak of a rolling deployment: desired x maximum percent / 100."""
-        return self.desired_count * self.max_percent // 100
+        """Tasks running at the peak of a rolling deployment: tasks x maximum percent / 100."""
+        return self.tasks * self.max_percent // 100
 
 
 @dataclass
 class PlacedTask:
     service: str
     replica: int
-    memory_mib: int
+    gpu_budget_mib: int  # the task's GPU budget (0 for a task without MPS containers)
     containers: int
 
 
 @dataclass
 class GpuPlan:
     tasks: list[PlacedTask] = field(default_factory=list)
-    used_memory_mib: int = 0
+    used_gpu_memory_mib: int = 0
     whole: bool = False  # held whole by one task
 
     @property
@@ -133,8 +145,8 @@ class CapacityPlan:
         return sum(1 for host in self.instances for gpu in host.gpus if gpu.tasks)
 
     @property
-    def used_memory_mib(self) -> int:
-        return sum(gpu.used_memory_mib for host in self.instances for gpu in host.gpus)
+    def used_gpu_memory_mib(self) -> int:
+        return sum(gpu.used_gpu_memory_mib for host in self.instances for gpu in host.gpus)
 
     @property
     def fits(self) -> bool:
@@ -146,7 +158,7 @@ class Plan:
     capacities: list[CapacityPlan]
     services: list[ServiceInput]
     placed: dict[str, int]
-    counts: dict[str, int]  # tasks planned per service (desired or surge)
+    counts: dict[str, int]  # tasks planned per service (largest count, or surge)
 
     @property
     def fits(self) -> bool:
@@ -179,6 +191,7 @@ class Plan:
 class TaskProblem:
     """Why one task can never fit a host, and what to do about it."""
 
+    rule_id: str
     what: str
     fix: str
 
@@ -186,51 +199,103 @@ class TaskProblem:
         return self.what
 
 
+def _gpu_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.task_gpu_budget_mib <= capacity.usable_gpu_memory_mib:
+        return None
+    return (
+        f"one task needs {service.task_gpu_budget_mib} MiB of GPU memory on one GPU, more than the "
+        f"{capacity.usable_gpu_memory_mib} MiB usable on a {capacity.instance_type} GPU "
+        f"({capacity.ec2_gpu_memory_mib} MiB less a {capacity.gpu_reserve_mib} MiB reserve)"
+    )
+
+
+def _clients(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.clients <= MAX_CLIENTS_PER_GPU:
+        return None
+    return (
+        f"one task has {service.clients} MPS containers, more than the {MAX_CLIENTS_PER_GPU} clients "
+        "NVIDIA MPS accepts on one GPU"
+    )
+
+
+def _whole_gpus(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.whole_gpus <= capacity.gpus_per_instance:
+        return None
+    return (
+        f"one task holds {service.whole_gpus} whole GPUs, more than the {capacity.gpus_per_instance} "
+        f"of a {capacity.instance_type}"
+    )
+
+
+def _host_cpu(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.cpu_units <= capacity.host_cpu_units:
+        return None
+    return (
+        f"one task needs {service.cpu_units} CPU units, more than the {capacity.host_cpu_units} "
+        f"a {capacity.instance_type} offers to tasks"
+    )
+
+
+def _host_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.memory_mib <= capacity.host_memory_mib:
+        return None
+    return (
+        f"one task needs {service.memory_mib} MiB of host memory, more than the "
+        f"{capacity.host_memory_mib} MiB a {capacity.instance_type} offers to tasks"
+    )
+
+
+@dataclass(frozen=True)
+class TaskRule:
+    """A rule one task must meet on one host, whatever else runs there."""
+
+    rule_id: str
+    explanation: str
+    fix: str
+    check: Callable[[ServiceInput, CapacityInput], str | None]
+
+
+TASK_RULES: tuple[TaskRule, ...] = (
+    TaskRule(
+        "ecs-gpu-sharing:TaskExceedsGpuMemory",
+        "a task's MPS containers all land on one GPU, so their budgets must fit one GPU's usable memory",
+        "lower the GPU budgets, or move the service to a capacity with larger GPUs",
+        _gpu_memory,
+    ),
+    TaskRule(
+        "ecs-gpu-sharing:TaskExceedsMpsClients",
+        f"NVIDIA MPS accepts at most {MAX_CLIENTS_PER_GPU} clients per GPU; each MPS container is one at least",
+        "split the containers over several task definitions",
+        _clients,
+    ),
+    TaskRule(
+        "ecs-gpu-sharing:TaskExceedsGpus",
+        "a task's whole GPUs must all be on one host",
+        "use an instance type with more GPUs",
+        _whole_gpus,
+    ),
+    TaskRule(
+        "ecs-gpu-sharing:TaskExceedsHostCpu",
+        "a task's CPU units must fit what one host offers to tasks",
+        "lower the task's CPU, or use a larger instance type",
+        _host_cpu,
+    ),
+    TaskRule(
+        "ecs-gpu-sharing:TaskExceedsHostMemory",
+        "a task's memory must fit what one host offers to tasks",
+        "lower the task's memory, or use a larger instance type",
+        _host_memory,
+    ),
+)
+
+
 def task_problems(service: ServiceInput, capacity: CapacityInput) -> list[TaskProblem]:
     """Why one task of ``service`` can never fit a host of ``capacity`` (empty when it can)."""
     problems = []
-    kind = capacity.instance_type
-    if service.task_gpu_memory_mib > capacity.usable_gpu_memory_mib:
-        problems.append(
-            TaskProblem(
-                f"one task needs {service.task_gpu_memory_mib} MiB of GPU memory on one GPU, more than the "
-                f"{capacity.usable_gpu_memory_mib} MiB usable on a {kind} GPU "
-                f"({capacity.gpu_memory_mib} MiB less a {capacity.gpu_reserve_mib} MiB reserve)",
-                "lower the GPU memory budget, or move the service to a capacity with larger GPUs",
-            )
-        )
-    if service.clients > MAX_CLIENTS_PER_GPU:
-        problems.append(
-            TaskProblem(
-                f"one task has {service.clients} MPS containers, more than the {MAX_CLIENTS_PER_GPU} clients "
-                "NVIDIA MPS accepts on one GPU",
-                "split the containers over several task definitions",
-            )
-        )
-    if service.whole_gpus > capacity.gpus_per_instance:
-        problems.append(
-            TaskProblem(
-                f"one task holds {service.whole_gpus} whole GPUs, more than the {capacity.gpus_per_instance} "
-                f"of a {kind}",
-                "use an instance type with more GPUs",
-            )
-        )
-    if service.cpu_units > capacity.instance_cpu_units:
-        problems.append(
-            TaskProblem(
-                f"one task needs {service.cpu_units} CPU units, more than the {capacity.instance_cpu_units} "
-                f"a {kind} offers to tasks",
-                "lower the task's CPU, or use a larger instance type",
-            )
-        )
-    if service.memory_mib > capacity.instance_memory_mib:
-        problems.append(
-            TaskProblem(
-                f"one task needs {service.memory_mib} MiB of host memory, more than the "
-                f"{capacity.instance_memory_mib} MiB a {kind} offers to tasks",
-                "lower the task's memory, or use a larger instance type",
-            )
-        )
+    for rule in TASK_RULES:
+        what = rule.check(service, capacity)
+        if what is not None:
+            problems.append(TaskProblem(rule.rule_id, what, rule.fix))
     return problems
 
 
@@ -255,8 +320,8 @@ class _Packer:
         h = len(self.hosts)
         gpus = [GpuPlan() for _ in range(self.cap.gpus_per_instance)]
         self.hosts.append(InstancePlan(gpus=gpus))
-        self.host_cpu.append(self.cap.instance_cpu_units)
-        self.host_mem.append(self.cap.instance_memory_mib)
+        self.host_cpu.append(self.cap.host_cpu_units)
+        self.host_mem.append(self.cap.host_memory_mib)
         first = len(self.gpu_plans)
         for plan in gpus:
             self.gpu_plans.append(plan)
@@ -312,7 +377,7 @@ class _Packer:
         return gids
 
     def place_mps(self, task: PlacedTask, cpu: int, mem: int) -> bool:
-        need, clients = task.memory_mib, task.containers
+        need, clients = task.gpu_budget_mib, task.containers
         i = bisect_left(self.open, (need, -1))
         tried = 0
         gid = None
@@ -335,7 +400,7 @@ class _Packer:
         self.gpu_clients[gid] += clients
         plan = self.gpu_plans[gid]
         plan.tasks.append(task)
-        plan.used_memory_mib += need
+        plan.used_gpu_memory_mib += need
         h = self.gpu_host[gid]
         if self.gpu_room[gid] >= self.min_gpu_need and self.gpu_clients[gid] < MAX_CLIENTS_PER_GPU:
             insort(self.open, (self.gpu_room[gid], gid))
@@ -398,7 +463,7 @@ def _lower_bounds(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, i
     whole = sum(s.whole_gpus * n for s, n in tasks if s.whole_gpus)
     sizes: dict[int, int] = {}
     for s, n in mps:
-        sizes[s.task_gpu_memory_mib] = sizes.get(s.task_gpu_memory_mib, 0) + n
+        sizes[s.task_gpu_budget_mib] = sizes.get(s.task_gpu_budget_mib, 0) + n
     clients = sum(s.clients * n for s, n in mps)
     gpu_lb = whole + max(
         bin_lower_bound(sizes, capacity.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU)
@@ -407,8 +472,8 @@ def _lower_bounds(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, i
     mem = sum(s.memory_mib * n for s, n in tasks)
     host_lb = max(
         math.ceil(gpu_lb / capacity.gpus_per_instance),
-        math.ceil(cpu / capacity.instance_cpu_units),
-        math.ceil(mem / capacity.instance_memory_mib),
+        math.ceil(cpu / capacity.host_cpu_units),
+        math.ceil(mem / capacity.host_memory_mib),
     )
     return gpu_lb, host_lb
 
@@ -428,14 +493,14 @@ def _plan_capacity(
         ((s, r) for s, n in fitting for r in range(n)),
         key=lambda sr: (
             -sr[0].whole_gpus,
-            -sr[0].task_gpu_memory_mib,
+            -sr[0].task_gpu_budget_mib,
             -sr[0].cpu_units,
             -sr[0].memory_mib,
             sr[0].name,
             sr[1],
         ),
     )
-    mps_needs = [s.task_gpu_memory_mib for s, _ in fitting if s.clients]
+    mps_needs = [s.task_gpu_budget_mib for s, _ in fitting if s.clients]
     packer = _Packer(
         capacity if bounded else _unbounded(capacity),
         min(mps_needs, default=0),
@@ -443,7 +508,7 @@ def _plan_capacity(
         min((s.memory_mib for s, _ in fitting), default=0),
     )
     for service, replica in order:
-        task = PlacedTask(service.name, replica, service.task_gpu_memory_mib, service.clients)
+        task = PlacedTask(service.name, replica, service.task_gpu_budget_mib, service.clients)
         if service.whole_gpus:
             ok = packer.place_whole(task, service.whole_gpus, service.cpu_units, service.memory_mib)
         elif service.clients:
@@ -470,7 +535,7 @@ def _unbounded(capacity: CapacityInput) -> CapacityInput:
 
 
 def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False) -> Plan:
-    """Places every task of ``services`` (desired counts, or the deployment surge) on ``capacities``."""
+    """Places every task of ``services`` (largest counts, or the deployment surge) on ``capacities``."""
     caps = sorted(capacities, key=lambda c: c.name)
     svcs = sorted(services, key=lambda s: s.name)
     names = {c.name for c in caps}
@@ -480,7 +545,7 @@ def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], 
                 f"service {s.name!r} names capacity {s.capacity!r}, which is not among the planned capacities "
                 f"({', '.join(sorted(names))}); plan the capacity too"
             )
-    counts = {s.name: s.surge_count() if surge else s.desired_count for s in svcs}
+    counts = {s.name: s.surge_count() if surge else s.tasks for s in svcs}
     results = []
     for cap in caps:
         tasks = [(s, counts[s.name]) for s in svcs if s.capacity == cap.name]

@@ -18,9 +18,13 @@ from .capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
 from .mps import MpsShare
 from .planner import CapacityInput, ServiceInput
+from .shape import ContainerFacts, TaskShape, task_shape
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
 """Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
+
+CONTAINER_NAME = "model"
+"""The name of each fleet service's container in its task definition."""
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
 
@@ -41,16 +45,26 @@ class ServiceSpec:
     capacity: str
     image: str
     desired_count: int
-    cpu: int
-    memory_mib: int
-    gpu_memory_mib: int
+    cpu_units: int
+    memory_mib: int  # host memory, the container's hard limit
+    gpu_budget_mib: int
     max_compute_percent: int | None = None
     port: int | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def share(self) -> MpsShare:
-        return MpsShare(self.gpu_memory_mib, self.max_compute_percent)
+        return MpsShare(self.gpu_budget_mib, self.max_compute_percent)
+
+    def shape(self, source: str) -> TaskShape:
+        """The task's shape, through the same road as a CDK task definition's."""
+        container = ContainerFacts(
+            name=CONTAINER_NAME,
+            cpu_units=self.cpu_units,
+            memory_mib=self.memory_mib,
+            gpu_budget_mib=self.gpu_budget_mib,
+        )
+        return task_shape([container], owner=f"{source}: service.{self.name}")
 
 
 @dataclass(frozen=True)
@@ -71,14 +85,7 @@ class FleetSpec:
 
     def service_inputs(self) -> list[ServiceInput]:
         return [
-            ServiceInput(
-                name=s.name,
-                capacity=s.capacity,
-                desired_count=s.desired_count,
-                cpu_units=s.cpu,
-                memory_mib=s.memory_mib,
-                container_memory_mib=(s.gpu_memory_mib,),
-            )
+            ServiceInput(name=s.name, capacity=s.capacity, shape=s.shape(self.source), tasks=s.desired_count)
             for s in self.services.values()
         ]
 
@@ -106,9 +113,9 @@ _SERVICE = {
     "capacity": (str, True),
     "image": (str, True),
     "desired_count": (int, True),
-    "cpu": (int, True),
+    "cpu_units": (int, True),
     "memory_mib": (int, True),
-    "gpu_memory_mib": (int, True),
+    "gpu_budget_mib": (int, True),
     "max_compute_percent": (int, False),
     "port": (int, False),
     "environment": (dict, False),
@@ -216,9 +223,9 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
                 f"defined capacities: {', '.join(capacities)}"
             )
         _at_least(source, f"{where}desired_count", table["desired_count"], 0)
-        _at_least(source, f"{where}cpu", table["cpu"], 128)
+        _at_least(source, f"{where}cpu_units", table["cpu_units"], 128)
         _at_least(source, f"{where}memory_mib", table["memory_mib"], 6)
-        _at_least(source, f"{where}gpu_memory_mib", table["gpu_memory_mib"], 1)
+        _at_least(source, f"{where}gpu_budget_mib", table["gpu_budget_mib"], 1)
         if "max_compute_percent" in table:
             _at_least(source, f"{where}max_compute_percent", table["max_compute_percent"], 1, 100)
         if "port" in table:
@@ -232,13 +239,15 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
             capacity=table["capacity"],
             image=table["image"],
             desired_count=table["desired_count"],
-            cpu=table["cpu"],
+            cpu_units=table["cpu_units"],
             memory_mib=table["memory_mib"],
-            gpu_memory_mib=table["gpu_memory_mib"],
+            gpu_budget_mib=table["gpu_budget_mib"],
             max_compute_percent=table.get("max_compute_percent"),
             port=table.get("port"),
             environment=dict(env),
         )
+    if not services:
+        raise FleetSpecError(f"{source}: no [service.<name>] table; a fleet needs at least one service to plan")
     return FleetSpec(
         name=doc["name"],
         capacities=capacities,

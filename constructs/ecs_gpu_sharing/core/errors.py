@@ -32,6 +32,10 @@ class TaskDefinitionError(GpuSharingError):
     """A shared-GPU task definition is configured in a way ECS would refuse."""
 
 
+class ServiceError(GpuSharingError):
+    """A service is configured in a way that cannot be planned or run (a count, a name, its capacity)."""
+
+
 class FleetSpecError(GpuSharingError):
     """A fleet file is malformed: unknown key, wrong type, or a missing reference."""
 

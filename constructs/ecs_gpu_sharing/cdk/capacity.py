@@ -13,13 +13,14 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct
 
+from ..core.capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
+from ..core.errors import CapacityError
+from ..core.mps import MPS_CAPABILITY_ATTRIBUTE, require_int
 from .ami import GpuAmi
-from .capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
-from .errors import CapacityError
 from .fleet_plan import FleetPlan
-from .mps import require_int
 
 UNVERIFIED_FAMILY_WARNING = "ecs-gpu-sharing:UnverifiedInstanceFamily"
+
 
 # Lines appended to /etc/ecs/ecs.config (the AMI sets GPU support too; stating it keeps a custom AMI honest).
 ECS_CONFIG = (
@@ -41,9 +42,11 @@ class GpuCapacity(Construct):
     :param instance_types: one or more GPU instance types, all with the same GPU model and memory. Several
         types add availability; plans use the smallest.
     :param ami: the AMI pin; defaults to ``GpuAmi.release()``, the newest release this library knows.
-    :param min_capacity: instances kept running; 0 by default (scale from zero).
-    :param max_capacity: the most instances; when left out, a service plan derives it (so the deployment
-        surge fits), or it is ``max(min_capacity, 1)`` when nothing is planned on the capacity.
+    :param name: the capacity's name in the fleet plan; the construct id by default. Unique within the app.
+    :param min_instances: instances kept running; 0 by default (scale from zero).
+    :param max_instances: the most instances; when left out, the fleet plan derives it so that every service
+        on the capacity, at its largest count, fits during a deployment's surge (``max(min_instances, 1)`` when
+        nothing runs on the capacity).
     :param gpu_reserve_mib: per-GPU memory kept out of plans, below EC2's figure (default 2048).
     :param host_memory_reserve_mib: host memory not offered to tasks; about 6% of the host by default.
     :param root_volume_gib: root volume size; 200 GiB by default, room for model images.
@@ -60,8 +63,9 @@ class GpuCapacity(Construct):
         cluster: ecs.Cluster,
         instance_types: Sequence[str],
         ami: GpuAmi | None = None,
-        min_capacity: int = 0,
-        max_capacity: int | None = None,
+        name: str | None = None,
+        min_instances: int = 0,
+        max_instances: int | None = None,
         gpu_reserve_mib: int = DEFAULT_GPU_RESERVE_MIB,
         host_memory_reserve_mib: int | None = None,
         root_volume_gib: int = 200,
@@ -76,16 +80,26 @@ class GpuCapacity(Construct):
             host_memory_reserve_mib=host_memory_reserve_mib,
             owner=path,
         )
-        self.min_capacity = require_int("min_capacity", min_capacity, low=0, owner=path)
-        self._max_capacity = (
-            None if max_capacity is None else require_int("max_capacity", max_capacity, low=1, owner=path)
+        self._min_instances = require_int("min_instances", min_instances, low=0, owner=path, error=CapacityError)
+        self._max_instances = (
+            None
+            if max_instances is None
+            else require_int("max_instances", max_instances, low=1, owner=path, error=CapacityError)
         )
-        if self._max_capacity is not None and self._max_capacity < self.min_capacity:
+        if self._max_instances is not None and self._max_instances < self._min_instances:
             raise CapacityError(
-                f"{path}: max_capacity {self._max_capacity} is below min_capacity {self.min_capacity}; "
-                "raise max_capacity or lower min_capacity"
+                f"{path}: max_instances {self._max_instances} is below min_instances {self._min_instances}; "
+                "raise max_instances or lower min_instances"
             )
-        root = require_int("root_volume_gib", root_volume_gib, low=30, owner=path)
+        root = require_int("root_volume_gib", root_volume_gib, low=30, owner=path, error=CapacityError)
+        self._name = id_ if name is None else name
+        if not isinstance(self._name, str) or not self._name:
+            raise CapacityError(f"{path}: name must be a non-empty string, got {name!r}")
+        if FleetPlan.of(scope).capacity_name_taken(self._name):
+            raise CapacityError(
+                f"{path}: another GPU capacity of this app is already named {self._name!r}; plans are keyed by "
+                "name, so give this one another construct id or name="
+            )
         if not isinstance(ami, GpuAmi | None):
             raise CapacityError(f"{path}: ami must be a GpuAmi (GpuAmi.release(...)), got {ami!r}")
         self.ami = ami or GpuAmi.release()
@@ -99,7 +113,6 @@ class GpuCapacity(Construct):
         subnets = self._private_subnets(cluster.vpc, vpc_subnets, path)
         self.cluster = cluster
         self._plan = FleetPlan.of(self)
-        self._plan.add_capacity(self)
 
         role = iam.Role(
             self,
@@ -155,13 +168,14 @@ class GpuCapacity(Construct):
                     on_demand_allocation_strategy=autoscaling.OnDemandAllocationStrategy.PRIORITIZED,
                 ),
             ),
-            min_capacity=self.min_capacity,
+            min_capacity=self._min_instances,
             # Resolved at synth, after a plan may have derived it.
             max_capacity=cdk.Lazy.number(_MaxCapacity(self)),
             notifications=(
                 [autoscaling.NotificationConfiguration(topic=notification_topic)] if notification_topic else None
             ),
         )
+        self._provider_name = capacity_provider_name
         self.capacity_provider = ecs.AsgCapacityProvider(
             self,
             "Provider",
@@ -172,6 +186,7 @@ class GpuCapacity(Construct):
             target_capacity_percent=100,
         )
         cluster.add_asg_capacity_provider(self.capacity_provider)
+        self._plan.add_capacity(self)
         self._acknowledge_nag_rules(role, notification_topic is None)
         for note in self.facts.unverified:
             cdk.Annotations.of(self).add_warning_v2(
@@ -241,18 +256,41 @@ class GpuCapacity(Construct):
         return chosen
 
     @property
-    def max_capacity(self) -> int:
-        """The most instances: as given; else what the fleet plan needs for the deployment surge of the
-        services on this capacity; else ``max(min_capacity, 1)``. Read it at synth, once services are added."""
-        if self._max_capacity is not None:
-            return self._max_capacity
-        if self._plan.has_services(self):
-            return self._plan.assessment.max_instances[self.node.path]
-        return max(self.min_capacity, 1)
+    def plan_name(self) -> str:
+        """The capacity's name in the fleet plan."""
+        return self._name
 
     @property
-    def max_capacity_given(self) -> bool:
-        return self._max_capacity is not None
+    def min_instances(self) -> int:
+        return self._min_instances
+
+    @property
+    def given_max_instances(self) -> int | None:
+        """``max_instances`` as given; ``None`` when the plan derives it."""
+        return self._max_instances
+
+    @property
+    def max_instances(self) -> int:
+        """The most instances: as given, else derived by the fleet plan. Read it at synth, once services exist."""
+        return self._plan.max_instances(self)
+
+    def capacity_provider_strategies(self, *, weight: int = 1) -> list[ecs.CapacityProviderStrategy]:
+        """A strategy that runs a service's tasks on this capacity: pass it as ``capacity_provider_strategies`` to
+        an ``Ec2Service`` or an aws-ecs-patterns EC2 service, whose tasks the fleet plan then counts here."""
+        return [
+            ecs.CapacityProviderStrategy(capacity_provider=self.capacity_provider.capacity_provider_name, weight=weight)
+        ]
+
+    @staticmethod
+    def mps_placement_constraints() -> list[ecs.PlacementConstraint]:
+        """Keeps MPS tasks on hosts whose ECS agent advertises GPU sharing (``ecs.capability.gpu-sharing-mps``)."""
+        return [ecs.PlacementConstraint.member_of(f"attribute:{MPS_CAPABILITY_ATTRIBUTE} exists")]
+
+    @property
+    def provider_names(self) -> tuple[str, ...]:
+        """How a capacity provider strategy may name this capacity's provider: its reference, or the literal name."""
+        given = self._provider_name
+        return (self.capacity_provider.capacity_provider_name, *([given] if given else []))
 
     @property
     def gpu_name(self) -> str:
@@ -263,9 +301,9 @@ class GpuCapacity(Construct):
         return self.facts.gpus_per_instance
 
     @property
-    def gpu_memory_mib(self) -> int:
-        """Memory per GPU as EC2 reports it."""
-        return self.facts.gpu_memory_mib
+    def ec2_gpu_memory_mib(self) -> int:
+        """Memory per GPU as EC2 lists it."""
+        return self.facts.ec2_gpu_memory_mib
 
     @property
     def usable_gpu_memory_mib(self) -> int:
@@ -273,14 +311,14 @@ class GpuCapacity(Construct):
         return self.facts.usable_gpu_memory_mib
 
     @property
-    def instance_cpu_units(self) -> int:
+    def host_cpu_units(self) -> int:
         """CPU units one instance offers to tasks."""
-        return self.facts.cpu_units
+        return self.facts.host_cpu_units
 
     @property
-    def instance_memory_mib(self) -> int:
+    def host_memory_mib(self) -> int:
         """Memory (MiB) one instance offers to tasks."""
-        return self.facts.memory_mib
+        return self.facts.host_memory_mib
 
 
 @jsii.implements(cdk.IStableNumberProducer)
@@ -289,4 +327,4 @@ class _MaxCapacity:
         self._capacity = capacity
 
     def produce(self) -> int:
-        return self._capacity.max_capacity
+        return self._capacity.max_instances

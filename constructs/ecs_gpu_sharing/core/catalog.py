@@ -45,9 +45,9 @@ class GpuInstanceType:
     gpu_manufacturer: str
     gpu_name: str
     gpus: int
-    gpu_memory_mib: int  # per GPU, as EC2 reports it (ECS accounts slightly less: see capacity reserve)
+    ec2_gpu_memory_mib: int  # per GPU, as EC2 lists it (ECS registers a little less)
     vcpus: int
-    memory_mib: int
+    instance_memory_mib: int  # the instance's memory, as EC2 lists it
     architectures: tuple[str, ...]
     support: Support
     reason: str
@@ -117,9 +117,9 @@ def record_from_description(item: Mapping[str, Any]) -> GpuInstanceType | None:
         gpu_manufacturer=str(gpu.get("Manufacturer", "unknown")),
         gpu_name=str(gpu.get("Name", "unknown")),
         gpus=count,
-        gpu_memory_mib=int(gpu.get("MemoryInfo", {}).get("SizeInMiB", 0)),
+        ec2_gpu_memory_mib=int(gpu.get("MemoryInfo", {}).get("SizeInMiB", 0)),
         vcpus=int(item["VCpuInfo"]["DefaultVCpus"]),
-        memory_mib=int(item["MemoryInfo"]["SizeInMiB"]),
+        instance_memory_mib=int(item["MemoryInfo"]["SizeInMiB"]),
         architectures=arches,
         support=support,
         reason=reason,
@@ -160,7 +160,7 @@ def parse(text: str) -> dict[str, GpuInstanceType]:
 
 
 def data_path() -> Any:
-    return resources.files("ecs_gpu_sharing") / "data" / DATA_FILE
+    return resources.files("ecs_gpu_sharing.core") / "data" / DATA_FILE
 
 
 @cache

@@ -9,8 +9,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from . import ami_release
-from .errors import AmiError
+from ..core import ami_release
+from ..core.errors import AmiError
 
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")

@@ -1,7 +1,8 @@
 """ECS-optimized Amazon Linux 2023 GPU AMI releases: the floor, the default, the name. Pure Python.
 
-Facts (DESIGN.md §4): ECS GPU sharing needs the AL2023 GPU AMI of release 20261019 or later, which carries
-ECS agent 1.107.0 or later. The AMI exists for x86_64 only.
+Facts (the ECS GPU sharing announcement, 2026-10-27; the amazon-ecs-ami releases): AWS names the AL2023 GPU AMI
+release 20261019 or later and ECS agent 1.107.0 or later as required. That floor is what AWS requires, not the first
+release carrying agent 1.107.0 (20260922 already did). The AMI exists for x86_64 only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from .errors import AmiError
 
 AMI_RELEASE_FLOOR = "20261019"
-"""The first AL2023 GPU AMI release that supports ECS GPU sharing (MPS)."""
+"""The AL2023 GPU AMI release AWS names as required for ECS GPU sharing (MPS)."""
 
 DEFAULT_AMI_RELEASE = "20261113"
 """The newest release this library knows (ECS agent 1.108.3)."""
@@ -24,10 +25,10 @@ ECS_AGENT_FLOOR = (1, 107, 0)
 AMI_NAME_TEMPLATE = "al2023-ami-ecs-gpu-hvm-2023.0.{release}-kernel-6.1-x86_64-ebs"
 AMI_OWNER = "amazon"
 
-# Per-release public SSM parameter. DESIGN.md §4 calls this GPU path unconfirmed; AWS's public parameter list
-# as moto 5.2 ships it has exactly this path for GPU releases up to 20260922 (older than the floor), so the
-# pattern holds there; releases from 20261019 on are newer than that copy. Run `ecs-gpu-sharing ami verify`
-# before deploy, or pin with GpuAmi.image_ids / GpuAmi.lookup. Correct it here, in one place.
+# Per-release public SSM parameter. This GPU path is not confirmed for releases at or above the floor: AWS's
+# public parameter list as moto 5.2 ships it has exactly this path for GPU releases up to 20260922 (older than
+# the floor), so the pattern holds there; releases from 20261019 on are newer than that copy. Run
+# `ecs-gpu-sharing ami verify` before deploy, or pin with GpuAmi.image_ids / GpuAmi.lookup. Correct it here.
 SSM_PARAMETER_TEMPLATE = "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/{ami_name}/image_id"
 
 _RELEASE = re.compile(r"^\d{8}$")
@@ -45,8 +46,8 @@ def check_release(release: Any) -> str:
         raise AmiError(f"{what} is not a real date: give the release date as 'YYYYMMDD'") from None
     if release < AMI_RELEASE_FLOOR:
         raise AmiError(
-            f"{what} is older than {AMI_RELEASE_FLOOR}, the first AL2023 GPU AMI whose ECS agent "
-            f"(>= {format_version(ECS_AGENT_FLOOR)}) supports GPU sharing; use {AMI_RELEASE_FLOOR} or later, "
+            f"{what} is older than {AMI_RELEASE_FLOOR}, the AL2023 GPU AMI release AWS names as required for "
+            f"GPU sharing (with ECS agent >= {format_version(ECS_AGENT_FLOOR)}); use {AMI_RELEASE_FLOOR} or later, "
             f"such as {DEFAULT_AMI_RELEASE}"
         )
     return release

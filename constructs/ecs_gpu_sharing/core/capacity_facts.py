@@ -39,15 +39,15 @@ class HostFacts:
     instance_types: tuple[str, ...]
     gpu_name: str
     gpus_per_instance: int
-    gpu_memory_mib: int  # per GPU, as EC2 reports it
+    ec2_gpu_memory_mib: int  # per GPU, as EC2 lists it
     gpu_reserve_mib: int
-    cpu_units: int  # what one host offers to tasks
-    memory_mib: int  # what one host offers to tasks
+    host_cpu_units: int  # what one host offers to tasks
+    host_memory_mib: int  # what one host offers to tasks
     unverified: tuple[str, ...]  # instance types whose family the launch did not name, with the reason
 
     @property
     def usable_gpu_memory_mib(self) -> int:
-        return self.gpu_memory_mib - self.gpu_reserve_mib
+        return self.ec2_gpu_memory_mib - self.gpu_reserve_mib
 
     @property
     def instance_type(self) -> str:
@@ -78,26 +78,28 @@ def host_facts(
             records.append(catalog.lookup_usable(name))
         except CatalogError as error:
             raise CatalogError(f"{owner}: {error}") from None
-    models = sorted({(r.gpu_name, r.gpu_memory_mib) for r in records})
+    models = sorted({(r.gpu_name, r.ec2_gpu_memory_mib) for r in records})
     if len(models) > 1:
-        seen = "; ".join(f"{r.instance_type}: {r.gpu_name} {r.gpu_memory_mib} MiB" for r in records)
+        seen = "; ".join(f"{r.instance_type}: {r.gpu_name} {r.ec2_gpu_memory_mib} MiB" for r in records)
         raise CapacityError(
             f"{owner}: all instance types of one capacity must carry the same GPU model and memory, got {seen}; "
             "split them into one capacity per GPU model"
         )
-    reserve = require_int("gpu_reserve_mib", gpu_reserve_mib, low=0, owner=owner)
-    gpu_mib = records[0].gpu_memory_mib
+    reserve = require_int("gpu_reserve_mib", gpu_reserve_mib, low=0, owner=owner, error=CapacityError)
+    gpu_mib = records[0].ec2_gpu_memory_mib
     if reserve >= gpu_mib:
         raise CapacityError(
             f"{owner}: gpu_reserve_mib {reserve} leaves nothing of the {gpu_mib} MiB per GPU; "
             f"use a reserve below it (the default is {DEFAULT_GPU_RESERVE_MIB})"
         )
-    smallest = min(records, key=lambda r: (r.gpus, r.vcpus, r.memory_mib, r.instance_type))
-    memory = min(r.memory_mib for r in records)
+    smallest = min(records, key=lambda r: (r.gpus, r.vcpus, r.instance_memory_mib, r.instance_type))
+    memory = min(r.instance_memory_mib for r in records)
     if host_memory_reserve_mib is None:
         host_reserve = default_host_memory_reserve_mib(memory)
     else:
-        host_reserve = require_int("host_memory_reserve_mib", host_memory_reserve_mib, low=0, owner=owner)
+        host_reserve = require_int(
+            "host_memory_reserve_mib", host_memory_reserve_mib, low=0, owner=owner, error=CapacityError
+        )
         if host_reserve >= memory:
             raise CapacityError(
                 f"{owner}: host_memory_reserve_mib {host_reserve} leaves nothing of the {memory} MiB per host"
@@ -107,9 +109,9 @@ def host_facts(
         instance_types=ordered,
         gpu_name=records[0].gpu_name,
         gpus_per_instance=min(r.gpus for r in records),
-        gpu_memory_mib=gpu_mib,
+        ec2_gpu_memory_mib=gpu_mib,
         gpu_reserve_mib=reserve,
-        cpu_units=min(r.vcpus for r in records) * CPU_UNITS_PER_VCPU,
-        memory_mib=memory - host_reserve,
+        host_cpu_units=min(r.vcpus for r in records) * CPU_UNITS_PER_VCPU,
+        host_memory_mib=memory - host_reserve,
         unverified=tuple(f"{r.instance_type}: {r.reason}" for r in records if r.support is Support.UNVERIFIED),
     )

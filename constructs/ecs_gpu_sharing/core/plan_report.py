@@ -1,6 +1,6 @@
 """Renders a fleet assessment: the JSON contract, Markdown, a terminal table, an SVG and a short summary.
 
-Pure Python. The JSON shape is a contract (README, "The plan"); change it only with a version note.
+Pure Python. The JSON shape is a contract (README, "Planning without synth"); change it only with a version note.
 """
 
 from __future__ import annotations
@@ -8,42 +8,61 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .checks import Assessment
 from .planner import CapacityPlan, Plan
+from .rules import Assessment
 
 
-def to_json(plan: Plan) -> dict[str, Any]:
+def to_json(assessment: Assessment) -> dict[str, Any]:
+    """The plan as JSON: the same for ``ecs-gpu-sharing plan --json`` and ``cdk.out/gpu-fleet-plan.json``."""
+    plan = assessment.steady
     return {
-        "capacities": [_capacity_json(c) for c in plan.capacities],
+        "capacities": [_capacity_json(c, assessment) for c in plan.capacities],
         "services": [
             {
                 "name": s.name,
                 "capacity": s.capacity,
-                "desired_count": plan.counts[s.name],
+                "tasks": plan.counts[s.name],
+                "count_source": s.count_source,
+                "max_percent": s.max_percent,
+                "surge_tasks": assessment.surge.counts[s.name],
                 "placed": plan.placed[s.name],
+                "task": {
+                    "cpu_units": s.cpu_units,
+                    "memory_mib": s.memory_mib,
+                    "gpu_budgets_mib": list(s.shape.gpu_budgets_mib),
+                    "whole_gpus": s.whole_gpus,
+                },
             }
             for s in plan.services
+        ],
+        "outside_plan": [{"name": o.name, "capacity": o.capacity, "reason": o.reason} for o in assessment.outside],
+        "findings": [
+            {"rule_id": f.rule_id, "level": str(f.level), "kind": f.kind, "subject": f.subject, "message": f.message}
+            for f in assessment.findings
         ],
         "summary": {
             "instances": plan.instances,
             "gpus": plan.gpus,
             "gpu_lower_bound": plan.gpu_lower_bound,
             "whole_gpu_gpus": plan.whole_gpu_gpus,
-            "fits": plan.fits,
+            "fits": plan.fits and not assessment.errors,
         },
     }
 
 
-def _capacity_json(c: CapacityPlan) -> dict[str, Any]:
+def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
     cap = c.capacity
     return {
         "name": cap.name,
         "instance_type": cap.instance_type,
         "gpus_per_instance": cap.gpus_per_instance,
-        "gpu_memory_mib": cap.gpu_memory_mib,
+        "ec2_gpu_memory_mib": cap.ec2_gpu_memory_mib,
         "usable_gpu_memory_mib": cap.usable_gpu_memory_mib,
-        "instance_cpu_units": cap.instance_cpu_units,
-        "instance_memory_mib": cap.instance_memory_mib,
+        "host_cpu_units": cap.host_cpu_units,
+        "host_memory_mib": cap.host_memory_mib,
+        "min_instances": cap.min_instances,
+        "max_instances": assessment.max_instances.get(cap.name),
+        "surge_instances": len(assessment.surge.capacity(cap.name).instances),
         "instances": [
             {
                 "gpus": [
@@ -52,12 +71,13 @@ def _capacity_json(c: CapacityPlan) -> dict[str, Any]:
                             {
                                 "service": t.service,
                                 "replica": t.replica,
-                                "memory_mib": t.memory_mib,
+                                "gpu_budget_mib": t.gpu_budget_mib,
                                 "containers": t.containers,
                             }
                             for t in gpu.tasks
                         ],
-                        "used_memory_mib": gpu.used_memory_mib,
+                        "used_gpu_memory_mib": gpu.used_gpu_memory_mib,
+                        "whole": gpu.whole,
                     }
                     for gpu in host.gpus
                 ],
@@ -83,11 +103,11 @@ def capacity_line(c: CapacityPlan) -> str:
     cap = c.capacity
     gpus = len(c.instances) * cap.gpus_per_instance
     usable = gpus * cap.usable_gpu_memory_mib
-    share = f" ({100 * c.used_memory_mib // usable}%)" if usable else ""
+    share = f" ({100 * c.used_gpu_memory_mib // usable}%)" if usable else ""
     density = f"{c.whole_gpu_gpus / c.gpus_used:.1f}x" if c.gpus_used else "-"
     return (
         f"{cap.name} ({cap.instance_type}): {_count(len(c.instances), 'instance')}, {c.gpus_used} of {gpus} GPUs used, "
-        f"{c.used_memory_mib} of {usable} MiB usable GPU memory{share}; {c.whole_gpu_gpus} whole GPUs "
+        f"{c.used_gpu_memory_mib} of {usable} MiB usable GPU memory{share}; {c.whole_gpu_gpus} whole GPUs "
         f"otherwise ({density} density)"
     )
 
@@ -112,7 +132,7 @@ def to_table(assessment: Assessment) -> str:
                     names += " (whole GPU)"
                 rows.append(
                     f"{c.capacity.name:<9} {i:>8}  {g:>3}  "
-                    f"{gpu.used_memory_mib:>8} / {c.capacity.usable_gpu_memory_mib:<6}  {names}"
+                    f"{gpu.used_gpu_memory_mib:>8} / {c.capacity.usable_gpu_memory_mib:<6}  {names}"
                 )
     rows.append("")
     rows.extend(capacity_line(c) for c in plan.capacities)
@@ -141,15 +161,22 @@ def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str
         usable = len(c.instances) * c.capacity.gpus_per_instance * c.capacity.usable_gpu_memory_mib
         out.append(
             f"| {c.capacity.name} | {c.capacity.instance_type} | {len(c.instances)} | "
-            f"{assessment.max_instances.get(c.capacity.name, '-')} | {c.gpus_used} | {c.used_memory_mib} / {usable} | "
+            f"{assessment.max_instances.get(c.capacity.name, '-')} | {c.gpus_used} | "
+            f"{c.used_gpu_memory_mib} / {usable} | "
             f"{c.whole_gpu_gpus} |"
         )
-    out += ["", "| service | capacity | desired | placed | surge |", "| --- | --- | ---: | ---: | ---: |"]
+    out += [
+        "",
+        "| service | capacity | tasks | counted from | placed | surge |",
+        "| --- | --- | ---: | --- | ---: | ---: |",
+    ]
     for s in plan.services:
         out.append(
-            f"| {s.name} | {s.capacity} | {plan.counts[s.name]} | {plan.placed[s.name]} "
+            f"| {s.name} | {s.capacity} | {plan.counts[s.name]} | {s.count_source} | {plan.placed[s.name]} "
             f"| {assessment.surge.counts[s.name]} |"
         )
+    for o in assessment.outside:
+        out.append(f"| {o.name} | {o.capacity} | ? | outside the plan: {o.reason} | - | - |")
     out += ["", "## Findings", ""]
     out += [f"- {f}" for f in assessment.findings] or ["- none"]
     return "\n".join(out) + "\n"
@@ -179,13 +206,15 @@ def to_svg(plan: Plan) -> str:
                 rows.append(f'<rect x="{label_w}" y="{y}" width="{bar_w}" height="{bar_h}" fill="#eee" stroke="#999"/>')
                 x = float(label_w)
                 for t in gpu.tasks:
-                    w = bar_w if gpu.whole else bar_w * t.memory_mib / usable
+                    w = bar_w if gpu.whole else bar_w * t.gpu_budget_mib / usable
                     rows.append(
                         f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour[t.service]}" '
-                        f'stroke="#fff"><title>{escape(t.service)} #{t.replica}: {t.memory_mib} MiB</title></rect>'
+                        f'stroke="#fff"><title>{escape(t.service)} #{t.replica}: {t.gpu_budget_mib} MiB</title></rect>'
                     )
                     x += w
-                rows.append(f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_memory_mib} / {usable} MiB</text>')
+                rows.append(
+                    f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_gpu_memory_mib} / {usable} MiB</text>'
+                )
                 y += bar_h + gap
         y += gap
     for name, fill in colour.items():  # the legend

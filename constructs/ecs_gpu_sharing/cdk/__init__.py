@@ -1,0 +1,2 @@
+"""The CDK constructs: thin layers that hand their facts to the pure core and turn its verdicts into synth
+errors and acknowledgeable warnings."""

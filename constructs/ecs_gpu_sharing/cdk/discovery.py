@@ -1,0 +1,260 @@
+"""Finds, at synth, every ECS service that runs on a GPU capacity, however it was built, and reads its plan input.
+
+A service reaches a capacity through its capacity provider strategy, or, with neither a strategy nor a launch
+type, through its cluster's default strategy. Its task shape is read from its task definition's resolved
+CloudFormation properties (the one road: ``core.shape``); its largest count is the count stated for planning,
+else the larger of its desired count and its task auto scaling maximum; its surge comes from its own
+deployment maximum percent. What cannot be read is reported by name, never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import aws_cdk as cdk
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_ecs as ecs
+from constructs import IConstruct
+
+from ..core.capacity_facts import HostFacts
+from ..core.errors import GpuSharingError
+from ..core.planner import CapacityInput, ServiceInput
+from ..core.rules import NameClash, OutsideService
+from ..core.shape import TaskShape, containers_from_cloudformation, task_shape
+from ..core.tokens import describe
+
+ECS_DEFAULT_MAX_PERCENT = 200  # ECS's deploymentConfiguration.maximumPercent for a replica service left unset
+ECS_DEFAULT_DESIRED_COUNT = 1  # what ECS starts a new replica service with when DesiredCount is left out
+
+
+class PlannedCapacity(Protocol):
+    """What the plan needs of a GPU capacity construct (``GpuCapacity`` is one)."""
+
+    @property
+    def node(self) -> Any: ...
+
+    @property
+    def plan_name(self) -> str: ...
+
+    @property
+    def facts(self) -> HostFacts: ...
+
+    @property
+    def min_instances(self) -> int: ...
+
+    @property
+    def given_max_instances(self) -> int | None: ...
+
+    @property
+    def provider_names(self) -> Sequence[str]: ...
+
+    @property
+    def cluster(self) -> ecs.ICluster: ...
+
+
+@dataclass
+class Discovered:
+    capacities: list[CapacityInput] = field(default_factory=list)
+    services: list[ServiceInput] = field(default_factory=list)
+    outside: list[OutsideService] = field(default_factory=list)
+    clashes: list[NameClash] = field(default_factory=list)
+    shape_errors: list[tuple[str, str]] = field(default_factory=list)  # (service name, message)
+    # The construct each name's findings attach to: the one whose id (or name=) the user gave.
+    services_by_name: dict[str, list[IConstruct]] = field(default_factory=dict)
+
+
+def user_construct(service: ecs.BaseService) -> IConstruct:
+    """The construct a user named: an L3 wrapper's (a pattern, a SharedGpuService) when the service is its
+    ``Service`` child, else the service itself."""
+    scope = service.node.scope
+    return scope if service.node.id == "Service" and scope is not None and scope.node.scope is not None else service
+
+
+def _resolve(scope: IConstruct, value: Any) -> Any:
+    return cdk.Stack.of(scope).resolve(value)
+
+
+def _same_name(scope: IConstruct, given: Any, provider_names: Sequence[str]) -> bool:
+    if any(given == name for name in provider_names):
+        return True
+    resolved = _resolve(scope, given)
+    return any(resolved == _resolve(scope, name) for name in provider_names)
+
+
+def _strategy_items(service: ecs.BaseService, props: Mapping[str, Any]) -> list[tuple[Any, int, int]] | None:
+    """(provider name as written, weight, base) of the strategy ECS applies; ``None`` for the EC2 launch type."""
+    cfn = service.node.default_child
+    raw = getattr(cfn, "capacity_provider_strategy", None)
+    items = []
+    if isinstance(raw, list) and raw:
+        for item in raw:
+            name = getattr(item, "capacity_provider", None)
+            weight = getattr(item, "weight", None)
+            base = getattr(item, "base", None)
+            items.append((name, weight if isinstance(weight, int) else 0, base if isinstance(base, int) else 0))
+        return items
+    if props.get("launchType"):
+        return None
+    default = getattr(service.cluster, "default_capacity_provider_strategy", None) or []
+    return [(s.capacity_provider, s.weight or 0, s.base or 0) for s in default]
+
+
+def _share(count: int, items: list[tuple[Any, int, int]], index: int) -> int:
+    """Tasks a strategy puts on its item ``index`` (base first, then by weight; rounded up: the plan must hold).
+
+    ECS takes a weight left out as 0; a strategy whose weights are all 0 is counted whole on every item."""
+    _, weight, base = items[index]
+    total = sum(w for _, w, _ in items)
+    if not total:
+        return count
+    rest = max(0, count - sum(b for _, _, b in items))
+    return min(count, base + math.ceil(rest * weight / total))
+
+
+def _scaling_max(service: ecs.BaseService) -> Any:
+    count = service.node.try_find_child("TaskCount")
+    target = count.node.try_find_child("Target") if count is not None else None
+    cfn = target.node.default_child if target is not None else None
+    return _resolve(service, cfn.max_capacity) if isinstance(cfn, appscaling.CfnScalableTarget) else None
+
+
+def _shape(service: ecs.BaseService, owner: str) -> TaskShape | str:
+    """The task's shape, or why it cannot be read (as a reason for the outside-plan warning)."""
+    td = service.task_definition
+    if not isinstance(td, ecs.TaskDefinition):
+        return f"its task definition ({type(td).__name__}) is imported, so its containers cannot be read"
+    props = _resolve(td, td.node.default_child._cfn_properties)  # type: ignore[union-attr]
+    containers = containers_from_cloudformation(props.get("containerDefinitions"), owner=owner)
+    shares = dict(getattr(td, "mps_shares", ()))  # SharedGpuTaskDefinition writes its budgets as overrides
+    if shares:
+        containers = [
+            c if c.name not in shares else type(c)(**{**c.__dict__, "gpu_budget_mib": shares[c.name].gpu_budget_mib})
+            for c in containers
+        ]
+    return task_shape(containers, owner=owner, task_cpu_units=props.get("cpu"), task_memory_mib=props.get("memory"))
+
+
+def _largest_count(service: ecs.BaseService, props: Mapping[str, Any], stated: int | None) -> tuple[int, str] | str:
+    """(largest count, where it comes from), or why it cannot be counted."""
+    if stated is not None:
+        return stated, "stated for planning"
+    desired = props.get("desiredCount", ECS_DEFAULT_DESIRED_COUNT)
+    scaling = _scaling_max(service)
+    if scaling is not None:
+        if isinstance(scaling, int):
+            if isinstance(desired, int) and desired > scaling:
+                return desired, "desired count"
+            return scaling, "auto scaling maximum"
+        return f"its task auto scaling maximum is {describe(scaling)}"
+    if isinstance(desired, int):
+        source = "desired count" if "desiredCount" in props else "ECS's default desired count"
+        return desired, source
+    return f"its desired count is {describe(desired)} and it has no task auto scaling maximum"
+
+
+def _max_percent(props: Mapping[str, Any]) -> int | str:
+    value = (props.get("deploymentConfiguration") or {}).get("maximumPercent", ECS_DEFAULT_MAX_PERCENT)
+    return value if isinstance(value, int) else f"its deployment maximum percent is {describe(value)}"
+
+
+def discover(
+    root: IConstruct,
+    capacities: Iterable[PlannedCapacity],
+    *,
+    names: Mapping[IConstruct, str],
+    stated_counts: Mapping[IConstruct, int],
+) -> Discovered:
+    """Every GPU capacity and every service on one, as plan inputs; ``names`` and ``stated_counts`` are keyed by
+    the services' user-facing constructs."""
+    found = Discovered()
+    caps = list(capacities)
+    by_name: dict[str, list[PlannedCapacity]] = {}
+    for cap in caps:
+        by_name.setdefault(cap.plan_name, []).append(cap)
+    for name, same in sorted(by_name.items()):
+        if len(same) > 1:
+            found.clashes.append(NameClash("capacity", name, tuple(c.node.path for c in same)))
+        found.capacities.append(
+            CapacityInput.from_facts(name, same[0].facts, same[0].given_max_instances, same[0].min_instances)
+        )
+    seen: dict[str, list[str]] = {}
+    for construct in root.node.find_all():
+        if not isinstance(construct, ecs.BaseService):
+            continue
+        named = user_construct(construct)
+        name = names.get(named) or named.node.id
+        cfn = construct.node.default_child
+        props = _resolve(construct, cfn._cfn_properties)  # type: ignore[union-attr]
+        items = _strategy_items(construct, props)
+        on: list[tuple[PlannedCapacity, int | None]] = []  # (capacity, strategy index; None: EC2 launch type)
+        if items is None:
+            on = [(c, None) for c in caps if c.cluster is construct.cluster]
+        else:
+            on = [
+                (c, i)
+                for i, (given, _, _) in enumerate(items)
+                for c in caps
+                if given is not None and _same_name(construct, given, c.provider_names)
+            ]
+        if not on:
+            continue
+        owner = named.node.path
+        try:
+            shape = _shape(construct, owner)
+        except GpuSharingError as error:
+            found.shape_errors.append((name, str(error)))
+            found.services_by_name.setdefault(name, []).append(named)
+            continue
+        if items is None:
+            # EC2 launch type: a GPU task may land on these hosts, but their capacity provider does not scale for it.
+            if isinstance(shape, TaskShape) and not shape.uses_gpu:
+                continue
+            reason = "it uses the EC2 launch type, so ECS may place its GPU tasks on these hosts without the capacity"
+            fix = "give it this capacity's provider in capacity_provider_strategies"
+            found.outside.append(OutsideService(name, on[0][0].plan_name, reason + " provider scaling for them", fix))
+            found.services_by_name.setdefault(name, []).append(named)
+            continue
+        seen.setdefault(name, []).append(owner)
+        found.services_by_name.setdefault(name, []).append(named)
+        problems = []
+        if isinstance(shape, str):
+            problems.append(shape)
+        if props.get("schedulingStrategy") == "DAEMON":
+            problems.append("it is a daemon service (one task per host), which the plan does not count")
+        count = _largest_count(construct, props, stated_counts.get(named))
+        if isinstance(count, str):
+            problems.append(count)
+        percent = _max_percent(props)
+        if isinstance(percent, str):
+            problems.append(percent)
+        if len({c.plan_name for c, _ in on}) > 1:
+            problems.append(
+                "its strategy spreads it over several GPU capacities ("
+                + ", ".join(sorted({c.plan_name for c, _ in on}))
+                + "), which the plan does not split"
+            )
+        if problems:
+            fix = (
+                "state a count for planning (SharedGpuService(planned_count=...) or "
+                "FleetPlan.of(scope).plan_count(service, tasks)), give the values literally, or acknowledge it"
+            )
+            found.outside.append(OutsideService(name, on[0][0].plan_name, "; ".join(problems), fix))
+            continue
+        assert isinstance(shape, TaskShape) and not isinstance(count, str) and isinstance(percent, int)
+        capacity, index = on[0]
+        tasks, source = count
+        assert items is not None and index is not None
+        share = _share(tasks, items, index)
+        if share != tasks:
+            source = f"{source} ({tasks}), this capacity's share by strategy"
+        found.services.append(
+            ServiceInput(name, capacity.plan_name, shape, share, max_percent=percent, count_source=source)
+        )
+    for name, paths in sorted(seen.items()):
+        if len(paths) > 1:
+            found.clashes.append(NameClash("service", name, tuple(paths)))
+            found.services = [s for s in found.services if s.name != name]
+    return found

@@ -1,0 +1,205 @@
+"""``FleetPlan``: plans, at synth, every service that runs on a GPU capacity of an app, together.
+
+One per app, created on first use. At synth it finds every ECS service on a registered GPU capacity
+(``discovery``), plans them with the pure core, turns the findings into synth errors on the construct
+concerned and warnings acknowledgeable by id, derives ``max_instances`` where it was left out, and, once
+the app has synthesized without errors, writes the plan next to the templates (``gpu-fleet-plan.json`` and
+``.md``). A failed synth leaves no plan file from an earlier run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_ecs as ecs
+from constructs import Construct, IConstruct, IValidation
+
+from ..core import plan_report
+from ..core.errors import CapacityError, PlanError, ServiceError
+from ..core.mps import require_int
+from ..core.rules import Assessment, assess
+from .discovery import PlannedCapacity, discover, user_construct
+
+PLAN_FILE = "gpu-fleet-plan"
+_ID = "EcsGpuSharingFleetPlan"
+
+
+class FleetPlan(Construct):
+    """The app-wide fleet plan. Use :meth:`of`; GPU capacities register themselves, services are found at synth."""
+
+    @staticmethod
+    def of(scope: IConstruct) -> FleetPlan:
+        root = scope.node.root
+        existing = root.node.try_find_child(_ID)
+        if isinstance(existing, FleetPlan):
+            return existing
+        return FleetPlan(root, _ID)  # type: ignore[arg-type]
+
+    def __init__(self, scope: Construct, id_: str) -> None:
+        super().__init__(scope, id_)
+        self._capacities: list[PlannedCapacity] = []
+        self._names: dict[IConstruct, str] = {}
+        self._counts: dict[IConstruct, int] = {}
+        self._assessment: Assessment | None = None
+        self._discovered: Any = None
+        self._sealed = False  # set when synthesis starts: inputs no longer change, the plan is computed once
+        cdk.Aspects.of(scope).add(_AttachFindings(self))
+        if isinstance(scope, cdk.Stage):
+            cdk.Validations.of(scope).add_plugins(_WritePlan(self))
+
+    def add_capacity(self, capacity: PlannedCapacity) -> None:
+        self._capacities.append(capacity)
+        capacity.node.add_validation(_Findings(self, "capacity", capacity))
+
+    def name_service(self, service: IConstruct, name: str) -> None:
+        """Names ``service`` (a service construct, or the L3 construct that holds it) in the plan."""
+        self._names[service] = name
+
+    def plan_count(self, service: IConstruct, tasks: int) -> None:
+        """Plans ``service`` (an ECS service, or the construct holding it as ``Service``) at ``tasks`` tasks,
+        the count to use when its own count is a deploy-time value (a ``CfnParameter``, say)."""
+        owner = service.node.path
+        self._counts[service] = require_int("tasks", tasks, low=0, owner=owner, error=ServiceError)
+
+    def capacity_name_taken(self, name: str) -> bool:
+        return any(c.plan_name == name for c in self._capacities)
+
+    @property
+    def assessment(self) -> Assessment:
+        """The plan of every service on a GPU capacity, computed once when the app synthesizes."""
+        if self._assessment is not None:
+            return self._assessment
+        if not self._sealed:
+            raise PlanError("the fleet plan is computed when the app synthesizes; read it after app.synth()")
+        found = discover(self.node.root, self._capacities, names=self._names, stated_counts=self._counts)
+        result = assess(
+            found.capacities,
+            found.services,
+            outside=found.outside,
+            clashes=found.clashes,
+            shape_errors=found.shape_errors,
+        )
+        self._assessment, self._discovered = result, found
+        self._remove_stale_files()
+        return result
+
+    def max_instances(self, capacity: PlannedCapacity) -> int:
+        given = capacity.given_max_instances
+        if given is not None:
+            return given
+        if not self._sealed:
+            # Planning reads resolved task definitions; doing that before synth would freeze aws-ecs's lazy lists.
+            raise CapacityError(
+                f"{capacity.node.path}: max_instances is derived from the fleet plan when the app synthesizes; "
+                "read it after app.synth(), or give max_instances"
+            )
+        return self.assessment.max_instances.get(capacity.plan_name, max(capacity.min_instances, 1))
+
+    def _service_findings(self, construct: IConstruct) -> list[str]:
+        self.assessment  # noqa: B018 - computes the plan (and the name map) once
+        names = [n for n, owners in self._discovered.services_by_name.items() if construct in owners]
+        return self._report(construct, "service", names)
+
+    def _report(self, scope: IConstruct, kind: str, subjects: list[str]) -> list[str]:
+        errors = []
+        for subject in subjects:
+            for finding in self.assessment.about(kind, subject):
+                if finding.error:
+                    errors.append(f"[{finding.rule_id}] {finding.message}")
+                else:
+                    cdk.Annotations.of(scope).add_warning_v2(finding.rule_id, finding.message)
+        return errors
+
+    def _outdir(self) -> Path | None:
+        root = self.node.root
+        return Path(root.outdir) if isinstance(root, cdk.Stage) else None
+
+    def _remove_stale_files(self) -> None:
+        outdir = self._outdir()
+        for suffix in (".json", ".md"):
+            if outdir is not None:
+                (outdir / f"{PLAN_FILE}{suffix}").unlink(missing_ok=True)
+
+    def write(self, outdir: Path) -> None:
+        """Writes the plan files (each atomically) and prints the summary; called once the app has synthesized."""
+        if not self._capacities:
+            return
+        result = self.assessment
+        outdir.mkdir(parents=True, exist_ok=True)
+        _write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(plan_report.to_json(result), indent=1) + "\n")
+        _write_atomic(outdir / f"{PLAN_FILE}.md", plan_report.to_markdown(result))
+        for line in plan_report.summary_lines(result):
+            print(line, file=sys.stderr)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@jsii.implements(IValidation)
+class _Findings:
+    def __init__(self, plan: FleetPlan, kind: str, scope: Any) -> None:
+        self._plan, self._kind, self._scope = plan, kind, scope
+
+    def validate(self) -> list[str]:
+        if self._kind == "service":
+            return self._plan._service_findings(self._scope)
+        return self._plan._report(self._scope, "capacity", [self._scope.plan_name])
+
+
+@jsii.implements(cdk.IAspect)
+class _AttachFindings:
+    """At the start of synthesis: seals the plan's inputs and gives every service's user-facing construct the
+    validation that reports the plan's findings about it."""
+
+    def __init__(self, plan: FleetPlan) -> None:
+        self._plan = plan
+        self._attached: set[str] = set()
+
+    def visit(self, node: IConstruct) -> None:
+        self._plan._sealed = True
+        if isinstance(node, ecs.BaseService):
+            owner = user_construct(node)
+            if owner.node.path not in self._attached:
+                self._attached.add(owner.node.path)
+                owner.node.add_validation(_Findings(self._plan, "service", owner))
+
+
+@jsii.implements(cdk.IPolicyValidationPlugin)
+class _WritePlan:
+    """Runs after the cloud assembly is written, so the plan files appear only for a synth that passed."""
+
+    def __init__(self, plan: FleetPlan) -> None:
+        self._plan = plan
+
+    @property
+    def name(self) -> str:
+        return "ecs-gpu-sharing-fleet-plan"
+
+    @property
+    def version(self) -> str | None:
+        return None
+
+    @property
+    def rule_ids(self) -> list[str] | None:
+        return None
+
+    def validate(self, context: cdk.IPolicyValidationContext) -> cdk.PolicyValidationPluginReport:
+        outdir = self._plan._outdir()
+        if outdir is not None:
+            self._plan.write(outdir)
+        return cdk.PolicyValidationPluginReport(success=True, violations=[])

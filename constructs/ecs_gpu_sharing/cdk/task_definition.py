@@ -1,0 +1,206 @@
+"""Shared-GPU task definitions: ECS task definitions whose containers share a GPU through NVIDIA MPS.
+
+``SharedGpuTaskDefinition`` is an ``aws_ecs.Ec2TaskDefinition``, so it goes wherever aws-cdk-lib takes an
+EC2 task definition (``Ec2Service``, and aws-ecs-patterns' load-balanced, multiple-target-group and scheduled
+EC2 patterns). ``SharedGpuManagedInstancesTaskDefinition`` is the same for ECS Managed Instances.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_ecs as ecs
+from constructs import Construct, IValidation
+
+from ..core.errors import TaskDefinitionError
+from ..core.mps import MpsShare, require_int
+from ..core.tokens import describe, is_token
+
+# aws-cdk-lib's synth-time template check uses a schema that predates SharingStrategy.
+SCHEMA_RULES_PREDATING_MPS = ("CloudFormation-Validate::F3002", "CloudFormation-Validate::F3003")
+# Container options the fit plan counts: a token there cannot be checked against a host or a GPU.
+_PLANNED_OPTIONS = ("cpu", "memory_limit_mib", "memory_reservation_mib", "gpu_count")
+
+
+def typed_sharing_strategy() -> bool:
+    """Whether the installed aws-cdk-lib types ``SharingStrategy`` on ``CfnTaskDefinition`` (2.276.0 and later).
+
+    Until it does, its bundled template schema rejects the property, and the task definition acknowledges
+    exactly those two schema rules on its own resource. Once it does, no acknowledgment is added, so a
+    schema complaint after an upgrade is seen rather than silently hidden.
+    """
+    params = inspect.signature(ecs.CfnTaskDefinition.ResourceRequirementProperty.__init__).parameters
+    return "sharing_strategy" in params
+
+
+class _MpsContainers:
+    """What both shared-GPU task definitions add to aws-ecs's: ``add_container(gpu=MpsShare(...))`` and its rules."""
+
+    def _init_mps(self, owner: str, usable_gpu_memory_mib: int | None) -> None:
+        self._shares: list[tuple[str, MpsShare]] = []
+        self._whole_gpu: list[tuple[str, int]] = []
+        self._usable = (
+            None
+            if usable_gpu_memory_mib is None
+            else require_int(
+                "usable_gpu_memory_mib", usable_gpu_memory_mib, low=1, owner=owner, error=TaskDefinitionError
+            )
+        )
+        self._acknowledged = False
+        self.node.add_validation(_SharedGpuRules(self))  # type: ignore[attr-defined]
+
+    def add_container(self, id: str, *, gpu: MpsShare | None = None, **options: Any) -> ecs.ContainerDefinition:
+        """Adds a container; ``gpu=MpsShare(...)`` gives it a budget on the task's shared GPU.
+
+        Takes every option of ``aws_ecs.TaskDefinition.add_container``. ``gpu`` and ``gpu_count`` exclude each
+        other. CPU, memory and GPU figures must be literal numbers: the fit plan counts them at synth.
+        """
+        where = f"{self.node.path}/{id}"  # type: ignore[attr-defined]
+        if gpu is not None and not isinstance(gpu, MpsShare):
+            raise TaskDefinitionError(
+                f"{where}: gpu must be an MpsShare, got {gpu!r}; write gpu=MpsShare(gpu_budget_mib=..., "
+                "max_compute_percent=...)"
+            )
+        for option in _PLANNED_OPTIONS:
+            if is_token(options.get(option)):
+                raise TaskDefinitionError(
+                    f"{where}: {option} is {describe(options[option])}; the fit plan counts it at synth against the "
+                    "hosts and GPUs, so give a literal number"
+                )
+        gpu_count = options.get("gpu_count")
+        if gpu is not None and gpu_count is not None:
+            raise TaskDefinitionError(
+                f"{where}: a container cannot ask for whole GPUs (gpu_count={gpu_count}) and an "
+                f"{gpu} at once; drop gpu_count to share a GPU, or drop gpu to hold whole GPUs"
+            )
+        container: ecs.ContainerDefinition = super().add_container(id, **options)  # type: ignore[misc]
+        if gpu is not None:
+            resource = self.node.default_child  # type: ignore[attr-defined]
+            assert isinstance(resource, ecs.CfnTaskDefinition)
+            # aws-ecs only ever appends to the container list, so this index stays the container's own. (Resolving
+            # the list here would freeze it: aws-ecs renders it with a cached Lazy.)
+            index = len(self._containers) - 1  # type: ignore[attr-defined]
+            resource.add_property_override(
+                f"ContainerDefinitions.{index}.ResourceRequirements", [gpu.cfn_requirement()]
+            )
+            self._shares.append((id, gpu))
+            self._acknowledge_schema(resource)
+        elif gpu_count is not None:
+            self._whole_gpu.append((id, gpu_count))
+        return container
+
+    def _acknowledge_schema(self, resource: ecs.CfnTaskDefinition) -> None:
+        if self._acknowledged or typed_sharing_strategy():
+            return
+        reason = (
+            "aws-cdk-lib's bundled CloudFormation schema predates ResourceRequirements.SharingStrategy "
+            "(ECS GPU sharing, 2026-10-27); cfn-lint's current schema accepts it"
+        )
+        cdk.Validations.of(resource).acknowledge(
+            *(cdk.Acknowledgment(id=rule, reason=reason) for rule in SCHEMA_RULES_PREDATING_MPS)
+        )
+        self._acknowledged = True
+
+    @property
+    def mps_shares(self) -> Sequence[tuple[str, MpsShare]]:
+        """The MPS containers, as (container name, budget), in the order they were added."""
+        return tuple(self._shares)
+
+    @property
+    def task_gpu_budget_mib(self) -> int:
+        """GPU memory one task needs on its one GPU: the sum of its MPS containers' budgets."""
+        return sum(share.gpu_budget_mib for _, share in self._shares)
+
+    @property
+    def whole_gpu_count(self) -> int:
+        """Whole GPUs one task holds (containers with ``gpu_count``)."""
+        return sum(count for _, count in self._whole_gpu)
+
+    def gpu_rule_violations(self) -> list[str]:
+        """Every broken GPU rule of this task definition, as messages (empty when it is sound)."""
+        problems = []
+        if self._shares and self._whole_gpu:
+            problems.append(
+                "GPU containers mix whole GPUs ("
+                + ", ".join(f"{name}: gpu_count={n}" for name, n in self._whole_gpu)
+                + ") and MPS shares ("
+                + ", ".join(f"{name}: {share}" for name, share in self._shares)
+                + "); ECS needs one option for all GPU containers of a task: give every GPU container "
+                "an MpsShare, or move the whole-GPU containers to their own task definition"
+            )
+        need = self.task_gpu_budget_mib
+        if self._shares and self._usable is not None and need > self._usable:
+            parts = " + ".join(f"{name} {share.gpu_budget_mib}" for name, share in self._shares)
+            problems.append(
+                f"the MPS containers of one task share one GPU, but their budgets add up to {need} MiB "
+                f"({parts}), more than the {self._usable} MiB usable on one GPU (usable_gpu_memory_mib); lower "
+                "the budgets, split the containers into separate task definitions, or use a larger GPU"
+            )
+        return problems
+
+
+def _refuse(owner: str, kwargs: dict[str, Any], names: Sequence[str], why: str) -> None:
+    for name in names:
+        if name in kwargs:
+            raise TaskDefinitionError(f"{owner}: {name} is not an option here: {why}")
+
+
+class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):
+    """An EC2 task definition whose containers may share one GPU through MPS.
+
+    Add containers with :meth:`add_container`, giving GPU containers ``gpu=MpsShare(...)``. All MPS containers
+    of one task land on the same GPU, so their budgets must fit one GPU: the fleet plan checks that against
+    every GPU capacity the task runs on, and ``usable_gpu_memory_mib`` gives a standalone check. Containers can
+    instead take whole GPUs with ``gpu_count``, but one task cannot mix the two.
+
+    It is an ``aws_ecs.Ec2TaskDefinition``: pass it to ``Ec2Service`` or to aws-ecs-patterns' EC2 patterns.
+
+    :param usable_gpu_memory_mib: the usable memory of one GPU this task will run on, for a standalone check.
+    :param kwargs: every other option of ``aws_ecs.Ec2TaskDefinition``.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, usable_gpu_memory_mib: int | None = None, **kwargs: Any) -> None:
+        owner = f"{scope.node.path}/{id_}"
+        _refuse(
+            owner,
+            kwargs,
+            ("compatibility", "cpu", "memory_mib"),
+            "an EC2 task definition has no task-level cpu or memory and is EC2-only; set cpu and memory per "
+            "container, and use SharedGpuManagedInstancesTaskDefinition for ECS Managed Instances",
+        )
+        super().__init__(scope, id_, **kwargs)
+        self._init_mps(owner, usable_gpu_memory_mib)
+
+
+class SharedGpuManagedInstancesTaskDefinition(_MpsContainers, ecs.TaskDefinition):
+    """A task definition for ECS Managed Instances whose containers may share one GPU through MPS.
+
+    The same containers and rules as :class:`SharedGpuTaskDefinition`, with ``MANAGED_INSTANCES`` compatibility.
+
+    :param kwargs: every other option of ``aws_ecs.TaskDefinition`` except ``compatibility``.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, usable_gpu_memory_mib: int | None = None, **kwargs: Any) -> None:
+        owner = f"{scope.node.path}/{id_}"
+        _refuse(owner, kwargs, ("compatibility",), "this task definition is for ECS Managed Instances")
+        for key in ("cpu", "memory_mib"):
+            if is_token(kwargs.get(key)):
+                raise TaskDefinitionError(
+                    f"{owner}: task-level {key} is {describe(kwargs[key])}; the fit plan counts it at synth, so "
+                    "give the literal value (a string such as '1024')"
+                )
+        super().__init__(scope, id_, compatibility=ecs.Compatibility.MANAGED_INSTANCES, **kwargs)
+        self._init_mps(owner, usable_gpu_memory_mib)
+
+
+@jsii.implements(IValidation)
+class _SharedGpuRules:
+    def __init__(self, task_definition: _MpsContainers) -> None:
+        self._task_definition = task_definition
+
+    def validate(self) -> list[str]:
+        return self._task_definition.gpu_rule_violations()

@@ -1,0 +1,76 @@
+"""NVIDIA MPS budgets and limits, as ECS GPU sharing expresses them. Pure Python: no jsii.
+
+Facts (ECS API reference, ``ResourceRequirement.sharingStrategy.nvidiaMps``): a container declares the GPU
+memory it may pin (MiB, an integer >= 1) and an optional compute cap (percent, 1..100). The cap is a ceiling,
+not a reservation, so caps on one GPU may add up to more than 100. NVIDIA's MPS documentation: at most 48
+client CUDA contexts per GPU (Volta and newer, CUDA 13.0 and earlier); ECS counts memory, not clients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import BudgetError, GpuSharingError
+from .tokens import describe, is_token
+
+MAX_CLIENTS_PER_GPU = 48
+"""NVIDIA MPS: client CUDA contexts per GPU (Volta and newer). ECS does not enforce it."""
+
+MPS_CAPABILITY_ATTRIBUTE = "ecs.capability.gpu-sharing-mps"
+"""The instance attribute the ECS agent advertises where GPU sharing is set up (a static setup check)."""
+
+
+def require_int(
+    name: str,
+    value: Any,
+    *,
+    low: int,
+    high: int | None = None,
+    owner: str = "MpsShare",
+    error: type[GpuSharingError] = BudgetError,
+    literal_because: str = "the fit plan checks it at synth",
+) -> int:
+    """``value`` as an int in ``[low, high]``; bools, floats, strings and CDK tokens are refused."""
+    span = f"from {low} to {high}" if high is not None else f">= {low}"
+    if is_token(value):
+        raise error(f"{owner}: {name} is {describe(value)}; {literal_because}, so give a literal integer {span}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise error(
+            f"{owner}: {name} must be an integer {span}, got {value!r} ({type(value).__name__}); "
+            f"give a whole number such as {low if high is None else high}"
+        )
+    if value < low or (high is not None and value > high):
+        raise error(f"{owner}: {name} must be an integer {span}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class MpsShare:
+    """The GPU budget of one container on a shared (MPS) GPU.
+
+    ``gpu_budget_mib`` is the GPU memory ECS reserves for the container and MPS pins as its limit
+    (``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``); allocations past it fail with out-of-memory, CUDA's own
+    included. ``max_compute_percent`` caps the container's share of the GPU's SMs
+    (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``); it is not a reservation. Left out, there is no cap.
+    """
+
+    gpu_budget_mib: int
+    max_compute_percent: int | None = None
+
+    def __post_init__(self) -> None:
+        because = "a GPU budget is checked against the GPU at synth"
+        require_int("gpu_budget_mib", self.gpu_budget_mib, low=1, literal_because=because)
+        if self.max_compute_percent is not None:
+            require_int("max_compute_percent", self.max_compute_percent, low=1, high=100, literal_because=because)
+
+    def cfn_requirement(self) -> dict[str, Any]:
+        """The CloudFormation ``ResourceRequirements`` entry for this share."""
+        mps: dict[str, Any] = {"Memory": self.gpu_budget_mib}
+        if self.max_compute_percent is not None:
+            mps["MaxComputePercent"] = self.max_compute_percent
+        return {"Type": "GPU", "SharingStrategy": {"NvidiaMps": mps}}
+
+    def __str__(self) -> str:
+        cap = f", compute <= {self.max_compute_percent}%" if self.max_compute_percent is not None else ""
+        return f"MpsShare({self.gpu_budget_mib} MiB{cap})"

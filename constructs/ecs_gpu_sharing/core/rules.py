@@ -1,0 +1,322 @@
+"""The fit rules, as a table: one function per rule, each with an id, a level and an explanation. Pure Python.
+
+``assess`` plans every service on its capacity together and runs every rule over the plan. The CDK layer
+turns its findings into synth errors (on the construct concerned) and warnings acknowledgeable by id; the
+CLI prints them. Every finding carries its rule's id, errors included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from .capacity_facts import DEFAULT_GPU_RESERVE_MIB
+from .mps import MAX_CLIENTS_PER_GPU
+from .planner import TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
+
+
+class Level(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class OutsideService:
+    """A service on a GPU capacity that the plan cannot count, and why; it is reported, never dropped."""
+
+    name: str
+    capacity: str
+    reason: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class NameClash:
+    """Two constructs of one kind that would carry the same name in the plan."""
+
+    kind: str  # "service" or "capacity"
+    name: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule's verdict about a service or a capacity."""
+
+    rule_id: str
+    level: Level
+    kind: str  # "service" or "capacity"
+    subject: str
+    message: str
+
+    @property
+    def error(self) -> bool:
+        return self.level is Level.ERROR
+
+    def __str__(self) -> str:
+        return f"{self.level} [{self.rule_id}]: {self.kind} {self.subject}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every rule sees."""
+
+    capacities: dict[str, CapacityInput]
+    services: list[ServiceInput]
+    outside: list[OutsideService]
+    clashes: list[NameClash]
+    shape_errors: list[tuple[str, str]]  # (service, why its task shape cannot be planned)
+    steady: Plan
+    surge: Plan
+    max_instances: dict[str, int] = field(default_factory=dict)
+
+    def on(self, capacity: str) -> list[ServiceInput]:
+        return [s for s in self.services if s.capacity == capacity]
+
+
+# A rule yields (subject, message) pairs; the table adds the id, level and kind.
+Check = Callable[[Context], Iterable[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    rule_id: str
+    level: Level
+    kind: str  # what its findings are about: "service" or "capacity"
+    explanation: str
+    check: Check
+
+
+def _task_rule(rule: TaskRule) -> Check:
+    def check(ctx: Context) -> Iterator[tuple[str, str]]:
+        for s in ctx.services:
+            what = rule.check(s, ctx.capacities[s.capacity])
+            if what is not None:
+                yield s.name, f"{what}; {rule.fix}"
+
+    return check
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def counts_exceed_max_instances(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        steady = ctx.steady.capacity(name)
+        left = [u for u in steady.unplaced if u.reason.startswith("no room")]
+        if left:
+            counts = ", ".join(f"{s.name} {s.tasks} ({s.count_source})" for s in ctx.on(name))
+            yield (
+                name,
+                f"the services' largest counts ({counts}) need {steady.instances_needed} instances of "
+                f"{cap.instance_type}, more than max_instances {cap.max_instances} ({_plural(len(left), 'task')} "
+                f"left unplaced); raise max_instances to at least {steady.instances_needed}, or lower the counts",
+            )
+
+
+def surge_does_not_fit(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        if cap.max_instances is None or ctx.steady.capacity(name).unplaced:
+            continue
+        need = len(ctx.surge.capacity(name).instances)
+        if need > cap.max_instances:
+            surges = ", ".join(f"{s.name} {s.surge_count()}" for s in ctx.on(name))
+            yield (
+                name,
+                f"a rolling deployment's surge (largest count x maximum percent / 100: {surges}) needs {need} "
+                f"instances of {cap.instance_type}, more than max_instances {cap.max_instances}: deployments will "
+                f"wait for capacity; raise max_instances to {need}, or lower the services' maximum percent",
+            )
+
+
+def mps_client_limit(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        usable = ctx.capacities[s.capacity].usable_gpu_memory_mib
+        smallest = min(s.shape.gpu_budgets_mib, default=0)
+        if smallest and usable // smallest > MAX_CLIENTS_PER_GPU:
+            floor = math.ceil(usable / MAX_CLIENTS_PER_GPU)
+            yield (
+                s.name,
+                f"containers of {smallest} MiB let ECS, which places by memory only, put {usable // smallest} of "
+                f"them on one {usable} MiB GPU, more than the {MAX_CLIENTS_PER_GPU} clients NVIDIA MPS accepts (the "
+                f"next CUDA context fails); give each container at least {floor} MiB",
+            )
+
+
+def gpu_within_reserve_margin(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        if cap.gpu_reserve_mib >= DEFAULT_GPU_RESERVE_MIB:
+            continue
+        line = cap.ec2_gpu_memory_mib - DEFAULT_GPU_RESERVE_MIB
+        steady = ctx.steady.capacity(name)
+        fullest = max((g.used_gpu_memory_mib for h in steady.instances for g in h.gpus if not g.whole), default=0)
+        if fullest > line:
+            yield (
+                name,
+                f"a GPU is planned with {fullest} MiB, inside the {DEFAULT_GPU_RESERVE_MIB} MiB margin below EC2's "
+                f"{cap.ec2_gpu_memory_mib} MiB (gpu_reserve_mib is {cap.gpu_reserve_mib}); ECS counts less than EC2 "
+                "lists and the MPS server needs memory too, so tasks may not be placed as planned: raise "
+                f"gpu_reserve_mib to {DEFAULT_GPU_RESERVE_MIB}, or measure the GPU's real figure first",
+            )
+
+
+def task_shape_not_literal(ctx: Context) -> Iterator[tuple[str, str]]:
+    yield from ctx.shape_errors
+
+
+def service_outside_plan(ctx: Context) -> Iterator[tuple[str, str]]:
+    for o in ctx.outside:
+        yield o.name, f"runs on capacity {o.capacity} but is outside the fit plan: {o.reason}; {o.fix}"
+
+
+def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        unknown = sorted({o.name for o in ctx.outside if o.capacity == name})
+        if cap.max_instances is None and unknown:
+            yield (
+                name,
+                f"max_instances is left to the plan, but {', '.join(unknown)} cannot be counted (see "
+                f"{'its' if len(unknown) == 1 else 'their'} warning), so the plan cannot derive it; give "
+                "max_instances explicitly",
+            )
+
+
+def _clashes(kind: str) -> Check:
+    def check(ctx: Context) -> Iterator[tuple[str, str]]:
+        for c in ctx.clashes:
+            if c.kind == kind:
+                yield (
+                    c.name,
+                    f"{len(c.paths)} {kind}s carry the name {c.name!r} ({', '.join(c.paths)}); plans are keyed by "
+                    f"name, so give each {kind} its own construct id or name=",
+                )
+
+    return check
+
+
+RULES: tuple[Rule, ...] = (
+    *(Rule(r.rule_id, Level.ERROR, "service", r.explanation, _task_rule(r)) for r in TASK_RULES),
+    Rule(
+        "ecs-gpu-sharing:CountsExceedMaxInstances",
+        Level.ERROR,
+        "capacity",
+        "the services' largest counts must fit within the capacity's max_instances",
+        counts_exceed_max_instances,
+    ),
+    Rule(
+        "ecs-gpu-sharing:MaxInstancesUnknown",
+        Level.ERROR,
+        "capacity",
+        "max_instances can be derived only when every service on the capacity can be counted",
+        max_instances_unknown,
+    ),
+    Rule(
+        "ecs-gpu-sharing:ServiceNameClash",
+        Level.ERROR,
+        "service",
+        "services are named in plans by the names users give; two services cannot share one",
+        _clashes("service"),
+    ),
+    Rule(
+        "ecs-gpu-sharing:CapacityNameClash",
+        Level.ERROR,
+        "capacity",
+        "capacities are named in plans by the names users give; two capacities cannot share one",
+        _clashes("capacity"),
+    ),
+    Rule(
+        "ecs-gpu-sharing:TaskShapeNotLiteral",
+        Level.ERROR,
+        "service",
+        "a task's CPU, memory and GPU figures must be literal numbers at synth for the plan to count them",
+        task_shape_not_literal,
+    ),
+    Rule(
+        "ecs-gpu-sharing:SurgeDoesNotFit",
+        Level.WARNING,
+        "capacity",
+        "a rolling deployment runs up to maximum percent of the tasks at once; they should fit max_instances",
+        surge_does_not_fit,
+    ),
+    Rule(
+        "ecs-gpu-sharing:MpsClientLimit",
+        Level.WARNING,
+        "service",
+        f"ECS places by GPU memory only; budgets so small that more than {MAX_CLIENTS_PER_GPU} fit on a GPU can "
+        "exceed NVIDIA MPS's client limit",
+        mps_client_limit,
+    ),
+    Rule(
+        "ecs-gpu-sharing:GpuWithinReserveMargin",
+        Level.WARNING,
+        "capacity",
+        "a lowered gpu_reserve_mib plans GPUs into memory ECS may not offer",
+        gpu_within_reserve_margin,
+    ),
+    Rule(
+        "ecs-gpu-sharing:ServiceOutsidePlan",
+        Level.WARNING,
+        "service",
+        "a service on a GPU capacity whose count or task shape the plan cannot read is outside the fit proof",
+        service_outside_plan,
+    ),
+)
+
+RULES_BY_ID = {rule.rule_id: rule for rule in RULES}
+SURGE_WARNING = "ecs-gpu-sharing:SurgeDoesNotFit"
+CLIENT_LIMIT_WARNING = "ecs-gpu-sharing:MpsClientLimit"
+RESERVE_MARGIN_WARNING = "ecs-gpu-sharing:GpuWithinReserveMargin"
+OUTSIDE_PLAN_WARNING = "ecs-gpu-sharing:ServiceOutsidePlan"
+
+
+@dataclass(frozen=True)
+class Assessment:
+    steady: Plan
+    surge: Plan
+    findings: tuple[Finding, ...]
+    max_instances: dict[str, int]  # given, or derived so the surge fits
+    outside: tuple[OutsideService, ...] = ()
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.error]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if not f.error]
+
+    def about(self, kind: str, subject: str) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind and f.subject == subject]
+
+
+def assess(
+    capacities: Iterable[CapacityInput],
+    services: Iterable[ServiceInput],
+    *,
+    outside: Iterable[OutsideService] = (),
+    clashes: Iterable[NameClash] = (),
+    shape_errors: Iterable[tuple[str, str]] = (),
+) -> Assessment:
+    """Plans ``services`` on ``capacities`` (at their largest counts, and at a deployment's surge) and runs
+    every rule of :data:`RULES`."""
+    caps = {c.name: c for c in sorted(capacities, key=lambda c: c.name)}
+    svcs = sorted(services, key=lambda s: s.name)
+    steady = plan(caps.values(), svcs)
+    # The surge is planned without the bound: the answer says how many instances a deployment needs.
+    surge = plan([replace(c, max_instances=None) for c in caps.values()], svcs, surge=True)
+    ctx = Context(caps, svcs, list(outside), list(clashes), list(shape_errors), steady, surge)
+    findings = [
+        Finding(rule.rule_id, rule.level, rule.kind, subject, message)
+        for rule in RULES
+        for subject, message in rule.check(ctx)
+    ]
+    max_instances = {
+        name: cap.max_instances
+        if cap.max_instances is not None
+        else max(len(surge.capacity(name).instances), cap.min_instances, 1)
+        for name, cap in caps.items()
+    }
+    return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside))

@@ -1,0 +1,140 @@
+"""A task's shape: what one task of a service takes from a host and its GPUs. Pure Python.
+
+The one road into the planner: every way of describing a task (a CDK task definition, read from its
+resolved CloudFormation properties, or a fleet-file service) becomes a list of :class:`ContainerFacts`,
+and :func:`task_shape` turns that into a :class:`TaskShape`, refusing what cannot be planned.
+
+How ECS reserves host resources for a task on EC2 (ECS task definition parameters): the task-level
+``cpu`` and ``memory`` when given; otherwise the sum over containers of ``cpu`` and of
+``memoryReservation`` (the soft limit) or, without one, ``memory`` (the hard limit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import TaskDefinitionError
+from .tokens import describe, is_token
+
+
+@dataclass(frozen=True)
+class ContainerFacts:
+    """One container as written, before checking: values may still be tokens or deploy-time expressions."""
+
+    name: str
+    cpu_units: Any = None
+    memory_mib: Any = None  # the hard limit
+    memory_reservation_mib: Any = None  # the soft limit
+    whole_gpus: Any = None  # GPUs held whole (ResourceRequirements Type GPU, Value n)
+    gpu_budget_mib: Any = None  # MPS GPU memory budget
+
+
+@dataclass(frozen=True)
+class TaskShape:
+    """What one task takes: CPU units and memory on its host, MPS budgets on one GPU, or whole GPUs."""
+
+    cpu_units: int
+    memory_mib: int
+    gpu_budgets_mib: tuple[int, ...] = ()  # one per MPS container, all on the task's one GPU
+    whole_gpus: int = 0
+
+    @property
+    def task_gpu_budget_mib(self) -> int:
+        """GPU memory one task needs on its one GPU: the sum of its MPS containers' budgets."""
+        return sum(self.gpu_budgets_mib)
+
+    @property
+    def clients(self) -> int:
+        """MPS clients one task opens at least (one per MPS container)."""
+        return len(self.gpu_budgets_mib)
+
+    @property
+    def uses_gpu(self) -> bool:
+        return bool(self.gpu_budgets_mib) or self.whole_gpus > 0
+
+
+def literal_int(value: Any, *, field: str, owner: str, low: int = 0) -> int | None:
+    """A literal whole number (ints, or digit strings as CloudFormation writes task-level figures); ``None``
+    when absent. Tokens and deploy-time expressions are refused: the plan cannot count what it cannot see."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and not is_token(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TaskDefinitionError(
+            f"{owner}: {field} is {describe(value)}; the fit plan needs a literal whole number here, so give "
+            "one (a value chosen at deploy time cannot be checked against the hosts and GPUs)"
+        )
+    if value < low:
+        raise TaskDefinitionError(f"{owner}: {field} must be >= {low}, got {value}")
+    return value
+
+
+def task_shape(
+    containers: Sequence[ContainerFacts],
+    *,
+    owner: str,
+    task_cpu_units: Any = None,
+    task_memory_mib: Any = None,
+) -> TaskShape:
+    """The shape of one task; refuses tokens and expressions in any figure the plan counts, naming the field."""
+    cpu_sum = memory_sum = whole = 0
+    budgets: list[int] = []
+    for c in containers:
+        where = f"container {c.name}"
+        cpu_sum += literal_int(c.cpu_units, field=f"{where} cpu", owner=owner) or 0
+        hard = literal_int(c.memory_mib, field=f"{where} memory_limit_mib", owner=owner)
+        soft = literal_int(c.memory_reservation_mib, field=f"{where} memory_reservation_mib", owner=owner)
+        memory_sum += soft if soft is not None else (hard or 0)
+        whole += literal_int(c.whole_gpus, field=f"{where} gpu_count", owner=owner) or 0
+        budget = literal_int(c.gpu_budget_mib, field=f"{where} GPU budget", owner=owner, low=1)
+        if budget is not None:
+            budgets.append(budget)
+    cpu = literal_int(task_cpu_units, field="task-level cpu", owner=owner)
+    memory = literal_int(task_memory_mib, field="task-level memory", owner=owner)
+    return TaskShape(
+        cpu_units=cpu if cpu is not None else cpu_sum,
+        memory_mib=memory if memory is not None else memory_sum,
+        gpu_budgets_mib=tuple(budgets),
+        whole_gpus=whole,
+    )
+
+
+def containers_from_cloudformation(container_definitions: Any, *, owner: str) -> list[ContainerFacts]:
+    """Container facts from a task definition's resolved ``ContainerDefinitions`` (camel- or Pascal-case keys).
+
+    GPU requirements are read from ``ResourceRequirements``: ``Value`` for whole GPUs,
+    ``SharingStrategy.NvidiaMps.Memory`` for an MPS budget.
+    """
+    if not isinstance(container_definitions, list):
+        raise TaskDefinitionError(
+            f"{owner}: its container definitions are {describe(container_definitions)}, not a list the plan can read"
+        )
+    out = []
+    for raw in container_definitions:
+        c = {k[:1].lower() + k[1:]: v for k, v in raw.items()} if isinstance(raw, dict) else {}
+        whole: Any = None
+        budget: Any = None
+        for req in c.get("resourceRequirements") or []:
+            r = {k[:1].lower() + k[1:]: v for k, v in req.items()} if isinstance(req, dict) else {}
+            if r.get("type") != "GPU":
+                continue
+            strategy = r.get("sharingStrategy") or r.get("SharingStrategy")
+            if isinstance(strategy, dict):
+                mps = strategy.get("nvidiaMps") or strategy.get("NvidiaMps") or {}
+                budget = mps.get("memory", mps.get("Memory"))
+            else:
+                whole = r.get("value")
+        out.append(
+            ContainerFacts(
+                name=str(c.get("name", "?")),
+                cpu_units=c.get("cpu"),
+                memory_mib=c.get("memory"),
+                memory_reservation_mib=c.get("memoryReservation"),
+                whole_gpus=whole,
+                gpu_budget_mib=budget,
+            )
+        )
+    return out

@@ -1,0 +1,67 @@
+"""Task shapes: the one road from a task definition or a fleet service to the planner."""
+
+from __future__ import annotations
+
+import pytest
+
+from ecs_gpu_sharing.core.errors import TaskDefinitionError
+from ecs_gpu_sharing.core.shape import ContainerFacts, TaskShape, containers_from_cloudformation, task_shape
+
+
+def test_sums_containers_and_prefers_the_soft_limit() -> None:
+    shape = task_shape(
+        [
+            ContainerFacts("a", cpu_units=512, memory_mib=4096, memory_reservation_mib=1024, gpu_budget_mib=3000),
+            ContainerFacts("b", cpu_units=256, memory_mib=512, gpu_budget_mib=1000),
+            ContainerFacts("c", memory_mib=128),
+        ],
+        owner="T",
+    )
+    assert shape == TaskShape(768, 1664, (3000, 1000), 0)
+    assert shape.task_gpu_budget_mib == 4000 and shape.clients == 2 and shape.uses_gpu
+
+
+def test_task_level_figures_win_and_may_be_digit_strings() -> None:
+    shape = task_shape(
+        [ContainerFacts("a", cpu_units=256, memory_mib=512)], owner="T", task_cpu_units="2048", task_memory_mib="8192"
+    )
+    assert (shape.cpu_units, shape.memory_mib) == (2048, 8192)
+
+
+def test_reads_resolved_cloudformation_containers() -> None:
+    containers = containers_from_cloudformation(
+        [
+            {"name": "w", "cpu": 1024, "memory": 2048, "resourceRequirements": [{"type": "GPU", "value": "2"}]},
+            {
+                "Name": "m",
+                "Memory": 512,
+                "ResourceRequirements": [{"Type": "GPU", "SharingStrategy": {"NvidiaMps": {"Memory": 6000}}}],
+            },
+        ],
+        owner="T",
+    )
+    shape = task_shape(containers, owner="T")
+    assert shape == TaskShape(1024, 2560, (6000,), 2)
+
+
+@pytest.mark.parametrize(
+    ("facts", "message"),
+    [
+        (
+            ContainerFacts("m", memory_mib={"Ref": "Memory"}),
+            "T: container m memory_limit_mib is a deploy-time value (Ref 'Memory')",
+        ),
+        (ContainerFacts("m", cpu_units=1.5), "T: container m cpu is 1.5; the fit plan needs a literal whole number"),
+        (ContainerFacts("m", gpu_budget_mib=0), "T: container m GPU budget must be >= 1, got 0"),
+        (ContainerFacts("m", whole_gpus=True), "T: container m gpu_count is True"),
+    ],
+)
+def test_refuses_what_cannot_be_planned_naming_the_field(facts: ContainerFacts, message: str) -> None:
+    with pytest.raises(TaskDefinitionError) as raised:
+        task_shape([facts], owner="T")
+    assert str(raised.value).startswith(message)
+
+
+def test_refuses_container_definitions_that_are_not_a_list() -> None:
+    with pytest.raises(TaskDefinitionError, match="not a list the plan can read"):
+        containers_from_cloudformation({"Fn::If": []}, owner="T")
