@@ -58,7 +58,8 @@ class ClusterStack(Stack):
                 ami=GpuAmi.release(spec.ami_release),
                 min_instances=spec.min_instances,
                 max_instances=spec.max_instances,
-                gpu_reserve_mib=spec.facts.gpu_reserve_mib,
+                gpu_margin_mib=spec.facts.gpu_memory.margin_mib,
+                ecs_gpu_memory_mib=spec.ecs_gpu_memory_mib,
                 notification_topic=self.scaling_events,
             )
             self.capacities[name] = capacity

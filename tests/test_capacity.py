@@ -140,7 +140,7 @@ def test_capacity_provider_has_managed_scaling_and_termination_protection(g6: di
 def test_exposes_gpu_and_host_facts(g6: dict[str, Any]) -> None:
     capacity: GpuCapacity = g6["capacity"]
     assert (capacity.gpu_name, capacity.gpus_per_instance, capacity.ec2_gpu_memory_mib) == ("L4", 1, 22888)
-    assert capacity.usable_gpu_memory_mib == 22888 - 2048
+    assert capacity.usable_gpu_memory_mib == 22563 - 256  # ECS's figure for an L4, less the margin
     assert capacity.host_cpu_units == 4 * 1024
     assert capacity.host_memory_mib == 16384 - 983
     assert isinstance(capacity.launch_template, ec2.LaunchTemplate)
@@ -178,8 +178,8 @@ def test_several_types_of_one_gpu_plan_with_the_smallest() -> None:
 
 def test_gpu_reserve_is_configurable() -> None:
     cluster = _cluster()
-    capacity = GpuCapacity(cluster, "L4", cluster=cluster, instance_types=["g6.xlarge"], gpu_reserve_mib=512)
-    assert capacity.usable_gpu_memory_mib == 22888 - 512
+    capacity = GpuCapacity(cluster, "L4", cluster=cluster, instance_types=["g6.xlarge"], gpu_margin_mib=512)
+    assert capacity.usable_gpu_memory_mib == 22563 - 512
 
 
 def test_explicit_ami_ids_pin() -> None:
@@ -258,8 +258,10 @@ def test_refuses_a_single_az_vpc() -> None:
         ({"max_instances": 1, "min_instances": 2}, "max_instances 1 is below min_instances 2"),
         ({"max_instances": 0}, "max_instances must be an integer >= 1"),
         ({"min_instances": -1}, "min_instances must be an integer >= 0"),
-        ({"gpu_reserve_mib": 22888}, "gpu_reserve_mib 22888 leaves nothing"),
-        ({"gpu_reserve_mib": 1.5}, "gpu_reserve_mib must be an integer"),
+        ({"gpu_margin_mib": 22563}, "gpu_margin_mib 22563 leaves nothing of the 22563 MiB ECS registers"),
+        ({"gpu_margin_mib": 1.5}, "gpu_margin_mib must be an integer"),
+        ({"ecs_gpu_memory_mib": 30000}, "ecs_gpu_memory_mib 30000 is more than 10% above EC2's 22888 MiB"),
+        ({"ecs_gpu_memory_mib": 0}, "ecs_gpu_memory_mib must be an integer >= 1"),
         ({"root_volume_gib": 8}, "root_volume_gib must be an integer >= 30"),
         ({"ami": "ami-0123456789abcdef0"}, "ami must be a GpuAmi"),
     ],

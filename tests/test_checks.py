@@ -9,7 +9,6 @@ from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
     OUTSIDE_PLAN_WARNING,
-    RESERVE_MARGIN_WARNING,
     RULES,
     RULES_BY_ID,
     SURGE_WARNING,
@@ -20,7 +19,7 @@ from ecs_gpu_sharing.core.rules import (
 )
 from ecs_gpu_sharing.core.shape import TaskShape
 
-L4 = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"]))  # 20840 usable, 4096 units, 15401 MiB
+L4 = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"]))  # 22307 usable, 4096 units, 15401 MiB
 
 
 def svc(count: int, mib: int, *, cpu: int = 512, mem: int = 1024, name: str = "emb") -> ServiceInput:
@@ -34,8 +33,8 @@ def test_a_fleet_that_fits_has_no_findings_and_derives_max_for_the_surge() -> No
 
 
 def test_error_task_larger_than_a_gpu() -> None:
-    (finding,) = assess([L4], [svc(1, 21000)]).errors
-    assert finding.subject == "emb" and "21000 MiB of GPU memory on one GPU, more than the 20840 MiB" in finding.message
+    (finding,) = assess([L4], [svc(1, 23000)]).errors
+    assert finding.subject == "emb" and "23000 MiB of GPU memory on one GPU, more than the 22307 MiB" in finding.message
     assert "move the service to a capacity with larger GPUs" in finding.message
 
 
@@ -63,16 +62,9 @@ def test_warning_surge_past_max_instances() -> None:
 
 def test_warning_more_than_48_clients_possible() -> None:
     (finding,) = assess([L4], [svc(2, 256)]).findings
-    assert finding.rule_id == CLIENT_LIMIT_WARNING and "81 of them on one 20840 MiB GPU" in finding.message
-    assert "at least 435 MiB" in finding.message
-    assert assess([L4], [svc(2, 435)]).findings == ()
-
-
-def test_warning_gpu_planned_within_the_reserve_margin() -> None:
-    lowered = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"], gpu_reserve_mib=512))
-    (finding,) = assess([lowered], [svc(1, 21500)]).findings
-    assert finding.rule_id == RESERVE_MARGIN_WARNING and "planned with 21500 MiB" in finding.message
-    assert assess([lowered], [svc(1, 20000)]).findings == ()
+    assert finding.rule_id == CLIENT_LIMIT_WARNING and "87 of them on one 22307 MiB GPU" in finding.message
+    assert "at least 465 MiB" in finding.message
+    assert assess([L4], [svc(2, 465)]).findings == ()
 
 
 # --- the rule table ----------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
     spec = _load(tmp_path, BASE)
     cap, svc = spec.capacities["l4"], spec.services["emb"]
     assert (cap.ami_release, cap.min_instances, cap.max_instances) == ("20261113", 0, None)
-    assert cap.facts.usable_gpu_memory_mib == 22888 - 2048
+    assert cap.facts.usable_gpu_memory_mib == 22563 - 256
     assert (svc.max_compute_percent, svc.port, dict(svc.environment)) == (None, None, {})
     (inp,) = spec.service_inputs()
     assert inp.shape.gpu_budgets_mib == (2048,) and inp.cpu_units == 512
@@ -96,8 +96,8 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
             r"service.'bad name' is not a usable name",
         ),
         (
-            lambda t: t.replace("[capacity.l4]", "[capacity.l4]\ngpu_reserve_mib = 30000"),
-            r"gpu_reserve_mib 30000 leaves nothing",
+            lambda t: t.replace("[capacity.l4]", "[capacity.l4]\ngpu_margin_mib = 30000"),
+            r"gpu_margin_mib 30000 leaves nothing",
         ),
         (lambda t: t + "[[", r"not valid TOML"),
     ],

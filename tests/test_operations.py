@@ -220,7 +220,8 @@ def test_cluster_status_reports_every_problem_and_exits_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     old = _instance("i-0old", agent="1.106.2", mps=False, health="IMPAIRED", gpus=[])
-    full = _instance("i-0full", agent="1.108.3", mps=True, health="OK", gpus=[_gpu("GPU-2", 22563, 563, 4)])
+    gpus = [_gpu("GPU-2", 22563, 163, 4), _gpu("GPU-3", 22400, 22400, 0)]  # the second registers less than the plan
+    full = _instance("i-0full", agent="1.108.3", mps=True, health="OK", gpus=gpus)
     services = [_service("emb", 4, 2, "emb"), _service("rr", 2, 2, "rr")]
     ecs, stub = _ecs_stub([old, full], services)
     _stubbed(monkeypatch, ecs=ecs)
@@ -250,14 +251,16 @@ def test_cluster_status_reports_every_problem_and_exits_1(
             == 1
         )
     doc = json.loads(capsys.readouterr().out)
-    assert doc["instances"][1]["gpus"][0]["remaining_mib"] == 563
+    first = doc["instances"][1]["gpus"][0]
+    assert (first["remaining_mib"], first["plan_ecs_mib"], first["plan_usable_mib"]) == (163, 22563, 22307)
     problems = doc["problems"]
     assert problems == [
         "instance i-0old: ECS agent 1.106.2 is older than 1.107.0; use an AMI release >= 20261019",
         "instance i-0old: no ecs.capability.gpu-sharing-mps attribute: MPS tasks will not be placed here (is the MPS daemon running?)",
         "instance i-0old: ACCELERATED_COMPUTE health is IMPAIRED: the MPS daemon failed its probes",
         "service emb: 2 of 4 tasks running",
-        "instance i-0full: GPU GPU-2 has 22000 MiB allocated, past the plan's 20840 MiB usable per GPU: raise gpu_reserve_mib or lower budgets",
+        "instance i-0full: GPU GPU-2: 22400 MiB allocated, past the plan's 22307 MiB usable per GPU (its 256 MiB margin is taken): lower budgets, or raise gpu_margin_mib",
+        "instance i-0full: GPU GPU-3: ECS registers 22400 MiB, less than the 22563 MiB the plan takes for it (table); set ecs_gpu_memory_mib = 22400 on capacity l4",
         "fleet service rr: desired count is 2 in the cluster, 3 in the fleet file",
         "fleet service llm: not found in the cluster (no service tagged ecs-gpu-sharing:service=llm)",
     ]

@@ -18,7 +18,7 @@ from ecs_gpu_sharing.core.shape import TaskShape
 
 from conftest import REPO
 
-L4 = CapacityInput.from_facts("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 20840 usable, 8192 units, 30801 MiB
+L4 = CapacityInput.from_facts("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 22307 usable, 8192 units, 30801 MiB
 L40S = CapacityInput.from_facts("l40s", host_facts(["g6e.12xlarge"]))  # 4 GPUs
 
 
@@ -79,7 +79,7 @@ def test_whole_gpu_tasks_take_gpus_exclusively() -> None:
 def test_a_task_larger_than_a_gpu_is_unplaced_with_the_reason() -> None:
     result = plan([L4], [svc("huge", 2, 30000)])
     assert not result.fits and result.placed == {"huge": 0}
-    assert "30000 MiB of GPU memory on one GPU, more than the 20840 MiB usable" in result.unplaced_of("huge")[0].reason
+    assert "30000 MiB of GPU memory on one GPU, more than the 22307 MiB usable" in result.unplaced_of("huge")[0].reason
 
 
 def test_max_instances_bounds_the_plan_and_reports_what_is_needed() -> None:

@@ -21,7 +21,7 @@ from ecs_gpu_sharing import (
     TaskDefinitionError,
 )
 from ecs_gpu_sharing.cdk.fleet_plan import PLAN_FILE
-from ecs_gpu_sharing.core.rules import CLIENT_LIMIT_WARNING, RESERVE_MARGIN_WARNING, SURGE_WARNING
+from ecs_gpu_sharing.core.rules import CLIENT_LIMIT_WARNING, SURGE_WARNING
 
 from conftest import new_app
 
@@ -105,9 +105,9 @@ def test_service_waits_for_the_capacity_provider_association(fitting: dict[str, 
 
 
 def test_max_capacity_is_derived_so_the_surge_fits(fitting: dict[str, Any]) -> None:
-    # steady: 4 x 6000 + 5000 on 20840-MiB GPUs -> 2 instances; surge (8 x 6000 + 2 x 5000) -> 4
-    fitting["template"].has_resource_properties("AWS::AutoScaling::AutoScalingGroup", {"MaxSize": "4"})
-    assert fitting["fleet"].capacity.max_instances == 4
+    # steady: 4 x 6000 + 5000 on 22307-MiB GPUs -> 2 instances; surge (8 x 6000 + 2 x 5000) -> 3
+    fitting["template"].has_resource_properties("AWS::AutoScaling::AutoScalingGroup", {"MaxSize": "3"})
+    assert fitting["fleet"].capacity.max_instances == 3
 
 
 def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -> None:
@@ -124,7 +124,7 @@ def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -
     ]
     assert reranker == [{"service": "Reranker", "replica": 0, "gpu_budget_mib": 5000, "containers": 2}]
     markdown = (fitting["dir"] / f"{PLAN_FILE}.md").read_text()
-    assert "| L4 | g6.xlarge | 2 | 4 | 2 |" in markdown
+    assert "| L4 | g6.xlarge | 2 | 3 | 2 |" in markdown
 
 
 def test_services_options_pass_through() -> None:
@@ -144,11 +144,11 @@ def test_services_options_pass_through() -> None:
 
 def test_fails_when_a_task_exceeds_one_gpu() -> None:
     fleet = Fleet()
-    fleet.service("Llm", 1, 15000, 7000)
+    fleet.service("Llm", 1, 15000, 8000)
     with pytest.raises(
         RuntimeError,
-        match=r"\[Test/Llm\] \[ecs-gpu-sharing:TaskExceedsGpuMemory\] one task needs 22000 MiB of GPU memory on one "
-        r"GPU, more than the 20840 MiB",
+        match=r"\[Test/Llm\] \[ecs-gpu-sharing:TaskExceedsGpuMemory\] one task needs 23000 MiB of GPU memory on one "
+        r"GPU, more than the 22307 MiB",
     ):
         fleet.synth()
 
@@ -205,11 +205,14 @@ def test_warns_when_budgets_allow_more_than_48_mps_clients() -> None:
     assert CLIENT_LIMIT_WARNING in warning and "more than the 48 clients" in warning
 
 
-def test_warns_when_a_gpu_is_planned_within_the_reserve_margin() -> None:
-    fleet = Fleet(gpu_reserve_mib=256)
-    fleet.service("Big", 1, 22000)
-    (warning,) = _warnings(fleet)
-    assert RESERVE_MARGIN_WARNING in warning and "planned with 22000 MiB" in warning
+def test_a_measured_gpu_figure_replaces_the_table() -> None:
+    fleet = Fleet(ecs_gpu_memory_mib=22000)
+    fleet.service("Big", 1, 21800)
+    with pytest.raises(
+        RuntimeError,
+        match=r"more than the 21744 MiB usable on a g6.xlarge GPU \(22000 MiB as ECS registers it \(measured\)",
+    ):
+        fleet.synth()
 
 
 def test_warnings_can_be_acknowledged_by_id() -> None:

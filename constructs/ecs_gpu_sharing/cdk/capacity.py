@@ -13,8 +13,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct
 
-from ..core.capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
+from ..core.capacity_facts import HostFacts, host_facts
 from ..core.errors import CapacityError
+from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_CAPABILITY_ATTRIBUTE, require_int
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
@@ -47,7 +48,10 @@ class GpuCapacity(Construct):
     :param max_instances: the most instances; when left out, the fleet plan derives it so that every service
         on the capacity, at its largest count, fits during a deployment's surge (``max(min_instances, 1)`` when
         nothing runs on the capacity).
-    :param gpu_reserve_mib: per-GPU memory kept out of plans, below EC2's figure (default 2048).
+    :param gpu_margin_mib: per-GPU memory plans keep free below what ECS registers, for the MPS server, which
+        lives outside every container's limit (256 MiB by default).
+    :param ecs_gpu_memory_mib: one GPU's memory as your cluster's ECS registers it (``totalMemoryInMiB`` in
+        ``ecs-gpu-sharing cluster status``), in place of the library's per-model figure.
     :param host_memory_reserve_mib: host memory not offered to tasks; about 6% of the host by default.
     :param root_volume_gib: root volume size; 200 GiB by default, room for model images.
     :param vpc_subnets: where instances run; the VPC's private subnets by default (two AZs at least).
@@ -66,7 +70,8 @@ class GpuCapacity(Construct):
         name: str | None = None,
         min_instances: int = 0,
         max_instances: int | None = None,
-        gpu_reserve_mib: int = DEFAULT_GPU_RESERVE_MIB,
+        gpu_margin_mib: int = DEFAULT_GPU_MARGIN_MIB,
+        ecs_gpu_memory_mib: int | None = None,
         host_memory_reserve_mib: int | None = None,
         root_volume_gib: int = 200,
         vpc_subnets: ec2.SubnetSelection | None = None,
@@ -76,7 +81,8 @@ class GpuCapacity(Construct):
         path = f"{scope.node.path}/{id_}"
         self.facts: HostFacts = host_facts(
             list(instance_types) if not isinstance(instance_types, str) else instance_types,
-            gpu_reserve_mib=gpu_reserve_mib,
+            gpu_margin_mib=gpu_margin_mib,
+            ecs_gpu_memory_mib=ecs_gpu_memory_mib,
             host_memory_reserve_mib=host_memory_reserve_mib,
             owner=path,
         )
@@ -307,7 +313,7 @@ class GpuCapacity(Construct):
 
     @property
     def usable_gpu_memory_mib(self) -> int:
-        """Memory per GPU that plans may fill: EC2's figure minus ``gpu_reserve_mib``."""
+        """Memory per GPU that plans may fill: what ECS registers less ``gpu_margin_mib``."""
         return self.facts.usable_gpu_memory_mib
 
     @property

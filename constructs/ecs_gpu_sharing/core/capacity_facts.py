@@ -1,9 +1,7 @@
 """What one GPU host offers to tasks, from the catalog. Pure Python: used by GpuCapacity and the planner.
 
-ECS accounts per GPU what NVML reports as total minus reserved (an A10G: 23034 - 471 = 22563 MiB),
-already below EC2's figure (24576 MiB for the same card), and nothing for the MPS server's own memory,
-which lives outside every client limit. So plans use a usable figure: EC2's memory per GPU minus a
-per-GPU reserve.
+Per GPU: what ECS registers less a margin (``gpu_memory``). Per host: the instance's vCPUs and memory, less what
+the kernel and the ECS agent keep.
 """
 
 from __future__ import annotations
@@ -14,11 +12,8 @@ from dataclasses import dataclass
 from . import catalog
 from .catalog import GpuInstanceType, Support
 from .errors import CapacityError, CatalogError
+from .gpu_memory import DEFAULT_GPU_MARGIN_MIB, GpuMemory, gpu_memory
 from .mps import require_int
-
-DEFAULT_GPU_RESERVE_MIB = 2048
-"""Per-GPU memory kept out of plans: EC2's figure minus what ECS accounts (2013 MiB on an A10G), plus the
-MPS server. Configurable as ``gpu_reserve_mib``."""
 
 CPU_UNITS_PER_VCPU = 1024
 
@@ -39,15 +34,18 @@ class HostFacts:
     instance_types: tuple[str, ...]
     gpu_name: str
     gpus_per_instance: int
-    ec2_gpu_memory_mib: int  # per GPU, as EC2 lists it
-    gpu_reserve_mib: int
+    gpu_memory: GpuMemory  # one GPU: EC2's figure, ECS's, the margin, and the basis
     host_cpu_units: int  # what one host offers to tasks
     host_memory_mib: int  # what one host offers to tasks
     unverified: tuple[str, ...]  # instance types whose family the launch did not name, with the reason
 
     @property
+    def ec2_gpu_memory_mib(self) -> int:
+        return self.gpu_memory.ec2_mib
+
+    @property
     def usable_gpu_memory_mib(self) -> int:
-        return self.ec2_gpu_memory_mib - self.gpu_reserve_mib
+        return self.gpu_memory.usable_mib
 
     @property
     def instance_type(self) -> str:
@@ -58,7 +56,8 @@ class HostFacts:
 def host_facts(
     instance_types: Sequence[str],
     *,
-    gpu_reserve_mib: int = DEFAULT_GPU_RESERVE_MIB,
+    gpu_margin_mib: int = DEFAULT_GPU_MARGIN_MIB,
+    ecs_gpu_memory_mib: int | None = None,
     host_memory_reserve_mib: int | None = None,
     owner: str = "capacity",
 ) -> HostFacts:
@@ -66,7 +65,8 @@ def host_facts(
 
     With several types (for availability), the figures are the smallest: a plan that fits them fits
     every type. Refuses unknown types, types without a GPU, types where sharing cannot work, and mixed
-    GPU models.
+    GPU models. ``ecs_gpu_memory_mib`` is one GPU's memory as the capacity's own ECS cluster registers it
+    (``totalMemoryInMiB``), in place of the table's figure.
     """
     if isinstance(instance_types, str) or not instance_types:
         raise CapacityError(
@@ -85,12 +85,23 @@ def host_facts(
             f"{owner}: all instance types of one capacity must carry the same GPU model and memory, got {seen}; "
             "split them into one capacity per GPU model"
         )
-    reserve = require_int("gpu_reserve_mib", gpu_reserve_mib, low=0, owner=owner, error=CapacityError)
+    margin = require_int("gpu_margin_mib", gpu_margin_mib, low=0, owner=owner, error=CapacityError)
+    measured = (
+        None
+        if ecs_gpu_memory_mib is None
+        else require_int("ecs_gpu_memory_mib", ecs_gpu_memory_mib, low=1, owner=owner, error=CapacityError)
+    )
     gpu_mib = records[0].ec2_gpu_memory_mib
-    if reserve >= gpu_mib:
+    if measured is not None and measured > gpu_mib * 11 // 10:
         raise CapacityError(
-            f"{owner}: gpu_reserve_mib {reserve} leaves nothing of the {gpu_mib} MiB per GPU; "
-            f"use a reserve below it (the default is {DEFAULT_GPU_RESERVE_MIB})"
+            f"{owner}: ecs_gpu_memory_mib {measured} is more than 10% above EC2's {gpu_mib} MiB for the "
+            f"{records[0].gpu_name}; give the totalMemoryInMiB that `ecs-gpu-sharing cluster status` shows for it"
+        )
+    memory_figures = gpu_memory(records[0].gpu_name, gpu_mib, margin_mib=margin, measured_mib=measured)
+    if memory_figures.usable_mib < 1:
+        raise CapacityError(
+            f"{owner}: gpu_margin_mib {margin} leaves nothing of the {memory_figures.ecs_mib} MiB ECS registers per "
+            f"GPU; use a margin below it (the default is {DEFAULT_GPU_MARGIN_MIB})"
         )
     smallest = min(records, key=lambda r: (r.gpus, r.vcpus, r.instance_memory_mib, r.instance_type))
     memory = min(r.instance_memory_mib for r in records)
@@ -109,8 +120,7 @@ def host_facts(
         instance_types=ordered,
         gpu_name=records[0].gpu_name,
         gpus_per_instance=min(r.gpus for r in records),
-        ec2_gpu_memory_mib=gpu_mib,
-        gpu_reserve_mib=reserve,
+        gpu_memory=memory_figures,
         host_cpu_units=min(r.vcpus for r in records) * CPU_UNITS_PER_VCPU,
         host_memory_mib=memory - host_reserve,
         unverified=tuple(f"{r.instance_type}: {r.reason}" for r in records if r.support is Support.UNVERIFIED),

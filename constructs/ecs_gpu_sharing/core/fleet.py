@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from .ami_release import DEFAULT_AMI_RELEASE, check_release
-from .capacity_facts import DEFAULT_GPU_RESERVE_MIB, HostFacts, host_facts
+from .capacity_facts import HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
+from .gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from .mps import MpsShare
 from .planner import CapacityInput, ServiceInput
 from .shape import ContainerFacts, TaskShape, task_shape
@@ -33,10 +34,11 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
 class CapacitySpec:
     name: str
     instance_types: tuple[str, ...]
-    facts: HostFacts  # from the catalog, with the fleet's gpu_reserve_mib
+    facts: HostFacts  # from the catalog, with the fleet's gpu_margin_mib and ecs_gpu_memory_mib
     ami_release: str = DEFAULT_AMI_RELEASE
     min_instances: int = 0
     max_instances: int | None = None
+    ecs_gpu_memory_mib: int | None = None  # measured on the fleet's cluster, in place of the per-model figure
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,8 @@ _CAPACITY = {
     "ami_release": (str, False),
     "min_instances": (int, False),
     "max_instances": (int, False),
-    "gpu_reserve_mib": (int, False),
+    "gpu_margin_mib": (int, False),
+    "ecs_gpu_memory_mib": (int, False),
 }
 _SERVICE = {
     "capacity": (str, True),
@@ -190,7 +193,8 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         try:
             facts = host_facts(
                 types,
-                gpu_reserve_mib=table.get("gpu_reserve_mib", DEFAULT_GPU_RESERVE_MIB),
+                gpu_margin_mib=table.get("gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB),
+                ecs_gpu_memory_mib=table.get("ecs_gpu_memory_mib"),
                 owner=f"{source}: capacity.{name}",
             )
         except GpuSharingError as error:
@@ -206,6 +210,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
             ami_release=release,
             min_instances=min_i,
             max_instances=max_i,
+            ecs_gpu_memory_mib=table.get("ecs_gpu_memory_mib"),
             facts=facts,
         )
     if not capacities:

@@ -57,6 +57,10 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
         "instance_type": cap.instance_type,
         "gpus_per_instance": cap.gpus_per_instance,
         "ec2_gpu_memory_mib": cap.ec2_gpu_memory_mib,
+        "ecs_gpu_memory_mib": cap.ecs_gpu_memory_mib,
+        "gpu_margin_mib": cap.gpu_margin_mib,
+        "gpu_memory_basis": cap.gpu_memory_basis,
+        "gpu_memory_source": cap.gpu_memory_source,
         "usable_gpu_memory_mib": cap.usable_gpu_memory_mib,
         "host_cpu_units": cap.host_cpu_units,
         "host_memory_mib": cap.host_memory_mib,
@@ -112,8 +116,23 @@ def capacity_line(c: CapacityPlan) -> str:
     )
 
 
+def memory_line(c: CapacityPlan) -> str:
+    """Where a capacity's per-GPU figure comes from: measured, the table (with its source), or the fallback."""
+    cap = c.capacity
+    return (
+        f"{cap.name}: {cap.usable_gpu_memory_mib} MiB usable per GPU = {cap.ecs_gpu_memory_mib} MiB as ECS registers "
+        f"it ({cap.gpu_memory_basis}: {cap.gpu_memory_source}) - {cap.gpu_margin_mib} MiB margin; EC2 lists "
+        f"{cap.ec2_gpu_memory_mib} MiB"
+    )
+
+
 def summary_lines(assessment: Assessment) -> list[str]:
     lines = [f"GPU fleet plan: {capacity_line(c)}" for c in assessment.steady.capacities]
+    lines += [
+        f"GPU fleet plan: {memory_line(c)}"
+        for c in assessment.steady.capacities
+        if c.capacity.gpu_memory_basis != "table"
+    ]
     for name, n in sorted(assessment.max_instances.items()):
         surge = len(assessment.surge.capacity(name).instances)
         lines.append(f"GPU fleet plan: {name}: max instances {n}, deployment surge needs {surge}")
@@ -136,6 +155,7 @@ def to_table(assessment: Assessment) -> str:
                 )
     rows.append("")
     rows.extend(capacity_line(c) for c in plan.capacities)
+    rows.extend(memory_line(c) for c in plan.capacities)
     rows.append(
         f"total: {plan.instances} instances, {plan.gpus} GPUs (lower bound {plan.gpu_lower_bound}), "
         f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
@@ -175,6 +195,8 @@ def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str
             f"| {s.name} | {s.capacity} | {plan.counts[s.name]} | {s.count_source} | {plan.placed[s.name]} "
             f"| {assessment.surge.counts[s.name]} |"
         )
+    out += ["", "## GPU memory", ""]
+    out += [f"- {memory_line(c)}" for c in plan.capacities]
     for o in assessment.outside:
         out.append(f"| {o.name} | {o.capacity} | ? | outside the plan: {o.reason} | - | - |")
     out += ["", "## Findings", ""]

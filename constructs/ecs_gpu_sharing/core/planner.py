@@ -40,7 +40,10 @@ class CapacityInput:
     host_memory_mib: int  # what one host offers to tasks
     max_instances: int | None = None
     min_instances: int = 0
-    gpu_reserve_mib: int = 0
+    ecs_gpu_memory_mib: int = 0  # one GPU as ECS registers it (0: taken as the usable figure)
+    gpu_margin_mib: int = 0
+    gpu_memory_basis: str = "given"  # measured, table, fallback: how sure the ECS figure is
+    gpu_memory_source: str = ""
 
     @classmethod
     def from_facts(
@@ -56,7 +59,10 @@ class CapacityInput:
             host_memory_mib=facts.host_memory_mib,
             max_instances=max_instances,
             min_instances=min_instances,
-            gpu_reserve_mib=facts.gpu_reserve_mib,
+            ecs_gpu_memory_mib=facts.gpu_memory.ecs_mib,
+            gpu_margin_mib=facts.gpu_memory.margin_mib,
+            gpu_memory_basis=str(facts.gpu_memory.basis),
+            gpu_memory_source=facts.gpu_memory.source,
         )
 
 
@@ -205,7 +211,8 @@ def _gpu_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
     return (
         f"one task needs {service.task_gpu_budget_mib} MiB of GPU memory on one GPU, more than the "
         f"{capacity.usable_gpu_memory_mib} MiB usable on a {capacity.instance_type} GPU "
-        f"({capacity.ec2_gpu_memory_mib} MiB less a {capacity.gpu_reserve_mib} MiB reserve)"
+        f"({capacity.ecs_gpu_memory_mib or capacity.usable_gpu_memory_mib} MiB as ECS registers it "
+        f"({capacity.gpu_memory_basis}), less a {capacity.gpu_margin_mib} MiB margin)"
     )
 
 

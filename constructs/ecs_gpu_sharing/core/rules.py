@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from .capacity_facts import DEFAULT_GPU_RESERVE_MIB
 from .mps import MAX_CLIENTS_PER_GPU
 from .planner import TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
 
@@ -146,23 +145,6 @@ def mps_client_limit(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
-def gpu_within_reserve_margin(ctx: Context) -> Iterator[tuple[str, str]]:
-    for name, cap in ctx.capacities.items():
-        if cap.gpu_reserve_mib >= DEFAULT_GPU_RESERVE_MIB:
-            continue
-        line = cap.ec2_gpu_memory_mib - DEFAULT_GPU_RESERVE_MIB
-        steady = ctx.steady.capacity(name)
-        fullest = max((g.used_gpu_memory_mib for h in steady.instances for g in h.gpus if not g.whole), default=0)
-        if fullest > line:
-            yield (
-                name,
-                f"a GPU is planned with {fullest} MiB, inside the {DEFAULT_GPU_RESERVE_MIB} MiB margin below EC2's "
-                f"{cap.ec2_gpu_memory_mib} MiB (gpu_reserve_mib is {cap.gpu_reserve_mib}); ECS counts less than EC2 "
-                "lists and the MPS server needs memory too, so tasks may not be placed as planned: raise "
-                f"gpu_reserve_mib to {DEFAULT_GPU_RESERVE_MIB}, or measure the GPU's real figure first",
-            )
-
-
 def task_shape_not_literal(ctx: Context) -> Iterator[tuple[str, str]]:
     yield from ctx.shape_errors
 
@@ -250,13 +232,6 @@ RULES: tuple[Rule, ...] = (
         mps_client_limit,
     ),
     Rule(
-        "ecs-gpu-sharing:GpuWithinReserveMargin",
-        Level.WARNING,
-        "capacity",
-        "a lowered gpu_reserve_mib plans GPUs into memory ECS may not offer",
-        gpu_within_reserve_margin,
-    ),
-    Rule(
         "ecs-gpu-sharing:ServiceOutsidePlan",
         Level.WARNING,
         "service",
@@ -268,7 +243,6 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_ID = {rule.rule_id: rule for rule in RULES}
 SURGE_WARNING = "ecs-gpu-sharing:SurgeDoesNotFit"
 CLIENT_LIMIT_WARNING = "ecs-gpu-sharing:MpsClientLimit"
-RESERVE_MARGIN_WARNING = "ecs-gpu-sharing:GpuWithinReserveMargin"
 OUTSIDE_PLAN_WARNING = "ecs-gpu-sharing:ServiceOutsidePlan"
 
 

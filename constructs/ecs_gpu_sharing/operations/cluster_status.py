@@ -21,6 +21,8 @@ class GpuStatus:
     total_mib: int
     remaining_mib: int
     containers: int
+    plan_ecs_mib: int | None = None  # with --fleet: what the plan takes ECS to register for this GPU
+    plan_usable_mib: int | None = None  # with --fleet: what the plan fills on this GPU
 
     @property
     def allocated_mib(self) -> int:
@@ -143,19 +145,24 @@ def problems_of(
         if svc.running < svc.desired:
             problems.append(f"service {svc.name}: {svc.running} of {svc.desired} tasks running")
     if fleet is not None:
-        usable: dict[str, int] = {}
-        for cap in fleet.capacities.values():
-            for instance_type in cap.instance_types:
-                usable[instance_type] = cap.facts.usable_gpu_memory_mib
+        figures = {t: (cap.name, cap.facts.gpu_memory) for cap in fleet.capacities.values() for t in cap.instance_types}
         for inst in instances:
-            limit = usable.get(inst.instance_type)
-            if limit is None:
+            if inst.instance_type not in figures:
                 continue
+            capacity, memory = figures[inst.instance_type]
             for gpu in inst.gpus:
-                if gpu.sharing_mode == "NVIDIA_MPS" and gpu.allocated_mib > limit:
+                gpu.plan_ecs_mib, gpu.plan_usable_mib = memory.ecs_mib, memory.usable_mib
+                where = f"instance {inst.ec2_instance_id}: GPU {gpu.gpu_id}"
+                if gpu.total_mib and gpu.total_mib < memory.ecs_mib:
                     problems.append(
-                        f"instance {inst.ec2_instance_id}: GPU {gpu.gpu_id} has {gpu.allocated_mib} MiB allocated, "
-                        f"past the plan's {limit} MiB usable per GPU: raise gpu_reserve_mib or lower budgets"
+                        f"{where}: ECS registers {gpu.total_mib} MiB, less than the {memory.ecs_mib} MiB the plan "
+                        f"takes for it ({memory.basis}); set ecs_gpu_memory_mib = {gpu.total_mib} "
+                        f"on capacity {capacity}"
+                    )
+                if gpu.sharing_mode == "NVIDIA_MPS" and gpu.allocated_mib > memory.usable_mib:
+                    problems.append(
+                        f"{where}: {gpu.allocated_mib} MiB allocated, past the plan's {memory.usable_mib} MiB usable "
+                        f"per GPU (its {memory.margin_mib} MiB margin is taken): lower budgets, or raise gpu_margin_mib"
                     )
         by_tag = {s.fleet_service: s for s in services if s.fleet_service}
         for spec in fleet.services.values():
@@ -189,9 +196,14 @@ def to_table(result: ClusterStatus) -> str:
             f"mps {'yes' if inst.mps_capability else 'NO'} accelerated-compute {inst.accelerated_compute}"
         )
         for gpu in inst.gpus:
+            plan = (
+                f"; plan: ECS {gpu.plan_ecs_mib} MiB, usable {gpu.plan_usable_mib} MiB"
+                if gpu.plan_usable_mib is not None
+                else ""
+            )
             rows.append(
                 f"    GPU {gpu.gpu_id} {gpu.sharing_mode}: {gpu.allocated_mib} of {gpu.total_mib} MiB allocated, "
-                f"{gpu.remaining_mib} remaining, {gpu.containers} containers"
+                f"{gpu.remaining_mib} remaining, {gpu.containers} containers{plan}"
             )
     for svc in result.services:
         rows.append(f"  service {svc.name}: {svc.running}/{svc.desired} running")

@@ -1,0 +1,82 @@
+"""How much of one GPU's memory a plan may fill: what ECS registers for the GPU, less a margin. Pure Python.
+
+ECS registers each GPU at NVML's total less NVML's reserved memory (``DeviceGetMemoryInfo_v2``: Total - Reserved)
+and places MPS containers against that figure (amazon-ecs-agent PR #5061, "Report per-GPU memory at container
+instance registration"). EC2 lists a GPU's memory differently, per model: for an NVIDIA L4, EC2 lists 22888 MiB,
+nvidia-smi shows 23034 MiB total, NVML reserves 471 MiB, and ECS registers 22563 MiB: 325 MiB below EC2.
+
+Plans fill, per GPU, the memory ECS registers less a margin for what lives outside every client limit: the MPS
+server's own memory, whose size NVIDIA does not document. Where this table has no data for a GPU model, the plan uses
+a conservative figure (EC2's less 10%, more than the gap on every model whose figures are known) and says so; a
+capacity can instead take the figure its own cluster reports (``cluster status`` shows ``totalMemoryInMiB``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+DEFAULT_GPU_MARGIN_MIB = 256
+"""Per-GPU memory kept free below what ECS registers, for the MPS server (outside every client's limit)."""
+
+FALLBACK_PERCENT = 90
+"""For a GPU model without data: plan against this percentage of EC2's figure."""
+
+
+@dataclass(frozen=True)
+class RegisteredMemory:
+    """What ECS registers for one GPU model, and where the figure comes from."""
+
+    nvml_total_mib: int
+    nvml_reserved_mib: int
+    source: str
+
+    @property
+    def ecs_mib(self) -> int:
+        return self.nvml_total_mib - self.nvml_reserved_mib
+
+
+# Keyed by (GPU name, EC2's per-GPU MiB) as the catalog records them, so a fractional slice never matches.
+REGISTERED: dict[tuple[str, int], RegisteredMemory] = {
+    ("L4", 22888): RegisteredMemory(
+        nvml_total_mib=23034,
+        nvml_reserved_mib=471,
+        source="amazon-ecs-agent PR #5061: GPUMemoryMiB = 22563, nvidia-smi 23034 total - 471 reserved",
+    ),
+}
+
+
+class Basis(StrEnum):
+    MEASURED = "measured"  # the capacity's own figure (ecs_gpu_memory_mib), from a live cluster
+    TABLE = "table"  # REGISTERED, with its source
+    FALLBACK = "fallback"  # no data: FALLBACK_PERCENT of EC2's figure
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """One GPU's memory figures as a capacity plans with them."""
+
+    ec2_mib: int  # as EC2 lists it
+    ecs_mib: int  # as ECS registers it (measured, from the table, or the conservative fallback)
+    margin_mib: int
+    basis: Basis
+    source: str
+
+    @property
+    def usable_mib(self) -> int:
+        return self.ecs_mib - self.margin_mib
+
+
+def gpu_memory(gpu_name: str, ec2_mib: int, *, margin_mib: int, measured_mib: int | None = None) -> GpuMemory:
+    """The figures for one GPU of ``gpu_name`` (EC2 lists ``ec2_mib``); ``measured_mib`` overrides the table."""
+    if measured_mib is not None:
+        return GpuMemory(ec2_mib, measured_mib, margin_mib, Basis.MEASURED, "ecs_gpu_memory_mib, measured")
+    known = REGISTERED.get((gpu_name, ec2_mib))
+    if known is not None:
+        return GpuMemory(ec2_mib, known.ecs_mib, margin_mib, Basis.TABLE, known.source)
+    fallback = ec2_mib * FALLBACK_PERCENT // 100
+    source = (
+        f"no data for the {gpu_name}: {FALLBACK_PERCENT}% of EC2's {ec2_mib} MiB, conservative; measure it "
+        "(cluster status shows ECS's totalMemoryInMiB) and set ecs_gpu_memory_mib"
+    )
+    return GpuMemory(ec2_mib, fallback, margin_mib, Basis.FALLBACK, source)

@@ -1,0 +1,32 @@
+"""Usable GPU memory: what ECS registers per GPU model (with its source), less a named margin."""
+
+from __future__ import annotations
+
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.gpu_memory import DEFAULT_GPU_MARGIN_MIB, FALLBACK_PERCENT, REGISTERED, Basis, gpu_memory
+
+
+def test_an_l4_is_planned_at_what_ecs_registers_less_the_margin() -> None:
+    memory = gpu_memory("L4", 22888, margin_mib=DEFAULT_GPU_MARGIN_MIB)
+    assert (memory.ecs_mib, memory.usable_mib, memory.basis) == (22563, 22563 - 256, Basis.TABLE)
+    assert "PR #5061" in memory.source and "23034 total - 471 reserved" in memory.source
+
+
+def test_every_table_entry_names_its_source_and_sits_near_ec2s_figure() -> None:
+    for (name, ec2_mib), known in REGISTERED.items():
+        assert known.source and 0 < known.ecs_mib <= ec2_mib * 11 // 10, name
+
+
+def test_a_model_without_data_falls_back_to_a_conservative_figure_and_says_so() -> None:
+    memory = gpu_memory("L40S", 45776, margin_mib=256)
+    assert memory.basis is Basis.FALLBACK and memory.ecs_mib == 45776 * FALLBACK_PERCENT // 100
+    assert "no data for the L40S" in memory.source and "set ecs_gpu_memory_mib" in memory.source
+
+
+def test_a_fractional_slice_does_not_take_the_whole_gpus_figure() -> None:
+    assert gpu_memory("L4", 5722, margin_mib=0).basis is Basis.FALLBACK
+
+
+def test_a_measured_figure_wins_and_the_margin_is_configurable() -> None:
+    facts = host_facts(["g6e.xlarge"], ecs_gpu_memory_mib=45000, gpu_margin_mib=500)
+    assert (facts.gpu_memory.basis, facts.usable_gpu_memory_mib) == (Basis.MEASURED, 44500)
