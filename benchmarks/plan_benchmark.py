@@ -1,11 +1,20 @@
 #!/usr/bin/env python3
-"""Plans synthetic fleets of mixed sizes and prints time, instances and GPUs against their lower bounds.
+"""Plans synthetic fleets and prints, in one table, this planner against plain first-fit decreasing.
 
-Usage: python benchmarks/plan_benchmark.py [--sizes 100,1000,10000,100000] [--seed 7]
+Usage: python benchmarks/plan_benchmark.py [--sizes 1000,10000,100000] [--seed 7] [--no-ffd] [--no-cli]
 
-Each fleet is drawn from a fixed seed (see ``fleet``) onto two capacities: g6.2xlarge (1 x L4) and
-g6e.12xlarge (4 x L40S). Lower bounds: GPUs, Martello-Toth's L2 bin-packing bound on task GPU memory (and
-MPS clients); instances, the largest of GPUs / GPUs per instance, CPU and host memory.
+Workloads (fixed seeds, see ``mixed`` and ``four_l4``):
+
+- ``mixed``: 1-3 MPS containers of 0.5-12 GiB per task (log-uniform, 256 MiB steps), host memory a third to two
+  thirds of the GPU budget, 0.25-1 vCPU; tasks up to 16 GiB go to g6.2xlarge (1 x L4) seven times in ten, the
+  rest to g6e.12xlarge (4 x L40S).
+- ``four-l4``: g6.12xlarge (4 x L4) hosts; services of 1-20 replicas, one container of 1-16 GiB (256 MiB steps),
+  0.25-2 vCPU, 1-16 GiB of host memory.
+- ``one-shape`` and ``tiny``: cases a lower bound settles (one task shape; 128-MiB tasks bound by MPS's 48 clients).
+
+Lower bounds: GPUs, Martello-Toth's L2 on GPU memory and the client limit; instances, the largest of GPUs per
+instance, CPU and host memory, and for one task shape its count over the most that fit a host. The last line
+times the whole ``ecs-gpu-sharing plan --json`` command on a 100,000-task, 200-service fleet file.
 """
 
 from __future__ import annotations
@@ -13,7 +22,14 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ffd import ffd
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, plan
@@ -24,62 +40,127 @@ def capacity(name: str, instance_type: str) -> CapacityInput:
     return CapacityInput.from_facts(name, host_facts([instance_type]))
 
 
-def fleet(tasks: int, seed: int) -> list[ServiceInput]:
-    """Services whose counts add up to ``tasks``; task shapes drawn from a fixed seed.
+def _counts(tasks: int, rng: random.Random, low: int, high: int) -> list[int]:
+    counts = []
+    while tasks > 0:
+        n = min(tasks, rng.randint(low, high))
+        counts.append(n)
+        tasks -= n
+    return counts
 
-    A task has 1-3 MPS containers of 0.5-12 GiB each (log-uniform, in 256 MiB steps); its host memory is a
-    third to two thirds of its GPU memory and its CPU 0.25-1 vCPU, as model servers tend to be GPU-bound.
-    Tasks up to 16 GiB go to L4 hosts (g6.2xlarge) seven times in ten, larger ones always to L40S hosts
-    (g6e.12xlarge, 4 GPUs).
-    """
+
+def mixed(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
     rng = random.Random(seed)
     services = []
-    remaining = tasks
-    i = 0
-    while remaining > 0:
-        count = min(remaining, rng.randint(1, max(1, tasks // 20)))
-        remaining -= count
+    for i, count in enumerate(_counts(tasks, rng, 1, max(1, tasks // 20))):
         containers = tuple(
             int(math.exp(rng.uniform(math.log(512), math.log(12288)))) // 256 * 256 for _ in range(rng.randint(1, 3))
         )
         gpu = sum(containers)
         cap = "l40s" if gpu > 16384 or rng.random() < 0.3 else "l4"
-        services.append(
-            ServiceInput(
-                name=f"svc{i:05d}",
-                capacity=cap,
-                shape=TaskShape(
-                    cpu_units=rng.choice([256, 512, 1024]),
-                    memory_mib=int(gpu * rng.uniform(1 / 3, 2 / 3)) // 128 * 128,
-                    gpu_budgets_mib=containers,
-                ),
-                tasks=count,
+        shape = TaskShape(rng.choice([256, 512, 1024]), int(gpu * rng.uniform(1 / 3, 2 / 3)) // 128 * 128, containers)
+        services.append(ServiceInput(f"svc{i:05d}", cap, shape, count))
+    return [capacity("l4", "g6.2xlarge"), capacity("l40s", "g6e.12xlarge")], services
+
+
+def four_l4(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    rng = random.Random(seed)
+    services = []
+    for i, count in enumerate(_counts(tasks, rng, 1, 20) if tasks < 4000 else _counts(tasks, rng, 1, tasks // 100)):
+        budget = rng.randint(4, 64) * 256  # 1-16 GiB
+        shape = TaskShape(rng.choice([256, 512, 1024, 2048]), rng.randint(8, 128) * 128, (budget,))
+        services.append(ServiceInput(f"svc{i:05d}", "l4x4", shape, count))
+    return [capacity("l4x4", "g6.12xlarge")], services
+
+
+def one_shape(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    return [capacity("l4", "g6.2xlarge")], [ServiceInput("only", "l4", TaskShape(3000, 4096, (5000,)), tasks)]
+
+
+def tiny(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    shape = TaskShape(64, 64, (128,))
+    return [capacity("l4x4", "g6.12xlarge")], [ServiceInput("tiny", "l4x4", shape, tasks)]
+
+
+WORKLOADS: dict[str, Callable[[int, int], tuple[list[CapacityInput], list[ServiceInput]]]] = {
+    "mixed": mixed,
+    "four-l4": four_l4,
+    "one-shape": one_shape,
+    "tiny": tiny,
+}
+
+
+def _fleet_file(tasks: int, services: int, seed: int) -> str:
+    rng = random.Random(seed)
+    lines = ['name = "bench"', "[capacity.l4x4]", 'instance_types = ["g6.12xlarge"]', "max_instances = 100000"]
+    per = tasks // services
+    for i in range(services):
+        lines += [
+            f"[service.s{i:03d}]",
+            'capacity = "l4x4"',
+            'image = "public.ecr.aws/docker/library/python:3.12-slim"',
+            f"desired_count = {per}",
+            f"cpu_units = {rng.choice([256, 512, 1024])}",
+            f"memory_mib = {rng.randint(8, 64) * 128}",
+            f"gpu_budget_mib = {rng.randint(4, 64) * 256}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def time_cli(tasks: int, services: int, seed: int) -> float:
+    """Seconds for the whole ``ecs-gpu-sharing plan --json`` command (best of three, interpreter start included)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fleet = Path(tmp) / "fleet.toml"
+        fleet.write_text(_fleet_file(tasks, services, seed))
+        best = math.inf
+        for _ in range(3):
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", str(fleet), "--json"],
+                check=True,
+                stdout=subprocess.DEVNULL,
             )
-        )
-        i += 1
-    return services
+            best = min(best, time.perf_counter() - start)
+    return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,1000,10000,100000")
+    parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--no-ffd", action="store_true", help="skip the first-fit-decreasing baseline")
+    parser.add_argument("--no-cli", action="store_true", help="skip timing the whole command")
     args = parser.parse_args()
-    caps = [capacity("l4", "g6.2xlarge"), capacity("l40s", "g6e.12xlarge")]
-    print("| tasks | services | seconds | instances | instance lower bound | ratio | GPUs | GPU lower bound | ratio |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for size in (int(s) for s in args.sizes.split(",")):
-        services = fleet(size, args.seed)
-        start = time.perf_counter()
-        result = plan(caps, services)
-        seconds = time.perf_counter() - start
-        assert result.fits, "benchmark fleets must fit"
-        inst = result.instances
-        inst_lb = sum(c.instance_lower_bound for c in result.capacities)
-        print(
-            f"| {size:,} | {len(services)} | {seconds:.2f} | {inst} | {inst_lb} | {inst / inst_lb:.3f} "
-            f"| {result.gpus} | {result.gpu_lower_bound} | {result.gpus / result.gpu_lower_bound:.3f} |"
-        )
+    print(
+        "| workload | tasks | services | seconds | instances | bound | ratio | GPUs | GPU bound | ratio "
+        "| FFD seconds | FFD instances | FFD ratio | FFD GPUs |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in args.workloads.split(","):
+        for size in (int(s) for s in args.sizes.split(",")):
+            caps, services = WORKLOADS[name](size, args.seed)
+            start = time.perf_counter()
+            result = plan(caps, services)
+            seconds = time.perf_counter() - start
+            assert result.fits, "benchmark fleets must fit"
+            bound = result.instance_lower_bound
+            row = (
+                f"| {name} | {size:,} | {len(services)} | {seconds:.3f} | {result.instances} | {bound} "
+                f"| {result.instances / bound:.3f} | {result.gpus} | {result.gpu_lower_bound} "
+                f"| {result.gpus / result.gpu_lower_bound:.3f} |"
+            )
+            if args.no_ffd:
+                row += " - | - | - | - |"
+            else:
+                start = time.perf_counter()
+                base = [ffd(c, [s for s in services if s.capacity == c.name]) for c in caps]
+                ffd_seconds = time.perf_counter() - start
+                hosts, gpus = sum(h for h, _ in base), sum(g for _, g in base)
+                row += f" {ffd_seconds:.3f} | {hosts} | {hosts / bound:.3f} | {gpus} |"
+            print(row, flush=True)
+    if not args.no_cli:
+        print(f"\nwhole command, 100,000 tasks in 200 services: {time_cli(100_000, 200, args.seed):.2f} s (best of 3)")
 
 
 if __name__ == "__main__":

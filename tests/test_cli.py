@@ -41,14 +41,21 @@ def test_plan_prints_a_table_for_the_example_fleet(capsys: pytest.CaptureFixture
     assert main(["plan", EXAMPLE]) == 0
     out = capsys.readouterr().out
     assert "l4 (g6.2xlarge): 2 instances" in out and "fits: yes" in out
-    assert "embedder#0" in out and "small-llm#1" in out
+    assert "reranker x2, embedder x3" in out and "small-llm x2" in out and "(optimal)" in out
 
 
 def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", EXAMPLE, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"capacities", "services", "outside_plan", "findings", "summary"}
-    assert set(doc["summary"]) == {"instances", "gpus", "gpu_lower_bound", "whole_gpu_gpus", "fits"}
+    assert set(doc["summary"]) == {
+        "instances",
+        "instance_lower_bound",
+        "gpus",
+        "gpu_lower_bound",
+        "whole_gpu_gpus",
+        "fits",
+    }
     cap = doc["capacities"][0]
     assert set(cap) == {
         "name",
@@ -65,11 +72,14 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
         "min_instances",
         "max_instances",
         "surge_instances",
+        "instance_lower_bound",
+        "gpu_lower_bound",
+        "optimal",
         "instances",
     }
-    assert set(cap["instances"][0]) == {"gpus", "cpu_units_used", "memory_mib_used"}
+    assert set(cap["instances"][0]) == {"count", "gpus", "cpu_units_used", "memory_mib_used", "tasks_without_gpu"}
     assert set(cap["instances"][0]["gpus"][0]) == {"tasks", "used_gpu_memory_mib", "whole"}
-    assert set(cap["instances"][0]["gpus"][0]["tasks"][0]) == {"service", "replica", "gpu_budget_mib", "containers"}
+    assert set(cap["instances"][0]["gpus"][0]["tasks"][0]) == {"service", "tasks", "gpu_budget_mib", "containers"}
     assert set(doc["services"][0]) == {
         "name",
         "capacity",
@@ -85,7 +95,13 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
         "reranker": (2, 2),
         "small-llm": (2, 2),
     }
-    placed = sum(len(g["tasks"]) for c in doc["capacities"] for h in c["instances"] for g in h["gpus"])
+    placed = sum(
+        h["count"] * t["tasks"]
+        for c in doc["capacities"]
+        for h in c["instances"]
+        for g in h["gpus"]
+        for t in g["tasks"]
+    )
     assert placed == 8 and doc["summary"]["fits"] is True
 
 
@@ -96,7 +112,7 @@ def test_plan_svg_draws_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[
     texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert sum(1 for t in texts if t.startswith("instance ")) == 3
     titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
-    assert len(titles) == 8 and "embedder #0: 3072 MiB" in titles
+    assert len(titles) == 8 and titles.count("embedder: 3072 MiB") == 4
     assert {"embedder", "reranker", "small-llm"} <= set(texts)  # the legend
 
 

@@ -112,7 +112,14 @@ def test_max_capacity_is_derived_so_the_surge_fits(fitting: dict[str, Any]) -> N
 
 def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -> None:
     plan = json.loads((fitting["dir"] / f"{PLAN_FILE}.json").read_text())
-    assert plan["summary"] == {"instances": 2, "gpus": 2, "gpu_lower_bound": 2, "whole_gpu_gpus": 5, "fits": True}
+    assert plan["summary"] == {
+        "instances": 2,
+        "instance_lower_bound": 2,
+        "gpus": 2,
+        "gpu_lower_bound": 2,
+        "whole_gpu_gpus": 5,
+        "fits": True,
+    }
     assert {s["name"]: s["placed"] for s in plan["services"]} == {"Embedder": 4, "Reranker": 1}
     reranker = [
         t
@@ -122,7 +129,7 @@ def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -
         for t in g["tasks"]
         if "Reranker" in t["service"]
     ]
-    assert reranker == [{"service": "Reranker", "replica": 0, "gpu_budget_mib": 5000, "containers": 2}]
+    assert reranker == [{"service": "Reranker", "tasks": 1, "gpu_budget_mib": 5000, "containers": 2}]
     markdown = (fitting["dir"] / f"{PLAN_FILE}.md").read_text()
     assert "| L4 | g6.xlarge | 2 | 3 | 2 |" in markdown
 

@@ -143,8 +143,8 @@ def test_a_plain_whole_gpu_service_is_planned_with_its_own_maximum_percent(mixed
     whole = _services(mixed["plan"])["Whole"]
     assert whole["task"] == {"cpu_units": 1024, "memory_mib": 2048, "gpu_budgets_mib": [], "whole_gpus": 1}
     assert (whole["tasks"], whole["max_percent"], whole["surge_tasks"]) == (3, 150, 4)
-    whole_gpus = [g for h in mixed["plan"]["capacities"][0]["instances"] for g in h["gpus"] if g["whole"]]
-    assert len(whole_gpus) == 3
+    whole_gpus = sum(h["count"] for h in mixed["plan"]["capacities"][0]["instances"] for g in h["gpus"] if g["whole"])
+    assert whole_gpus == 3
 
 
 def test_patterns_take_a_shared_gpu_task_definition_and_are_planned(mixed: dict[str, Any]) -> None:

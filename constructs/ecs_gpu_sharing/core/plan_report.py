@@ -42,6 +42,7 @@ def to_json(assessment: Assessment) -> dict[str, Any]:
         ],
         "summary": {
             "instances": plan.instances,
+            "instance_lower_bound": plan.instance_lower_bound,
             "gpus": plan.gpus,
             "gpu_lower_bound": plan.gpu_lower_bound,
             "whole_gpu_gpus": plan.whole_gpu_gpus,
@@ -52,6 +53,7 @@ def to_json(assessment: Assessment) -> dict[str, Any]:
 
 def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
     cap = c.capacity
+    shapes = {s.name: s.shape for s in assessment.steady.services}
     return {
         "name": cap.name,
         "instance_type": cap.instance_type,
@@ -66,37 +68,36 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
         "host_memory_mib": cap.host_memory_mib,
         "min_instances": cap.min_instances,
         "max_instances": assessment.max_instances.get(cap.name),
-        "surge_instances": len(assessment.surge.capacity(cap.name).instances),
+        "surge_instances": assessment.surge.capacity(cap.name).instance_count,
+        "instance_lower_bound": c.instance_lower_bound,
+        "gpu_lower_bound": c.gpu_lower_bound,
+        "optimal": c.optimal,
         "instances": [
             {
+                "count": group.count,
                 "gpus": [
                     {
                         "tasks": [
                             {
-                                "service": t.service,
-                                "replica": t.replica,
-                                "gpu_budget_mib": t.gpu_budget_mib,
-                                "containers": t.containers,
+                                "service": name,
+                                "tasks": n,
+                                "gpu_budget_mib": shapes[name].task_gpu_budget_mib,
+                                "containers": shapes[name].clients,
                             }
-                            for t in gpu.tasks
+                            for name, n in gpu.tasks
                         ],
                         "used_gpu_memory_mib": gpu.used_gpu_memory_mib,
                         "whole": gpu.whole,
                     }
-                    for gpu in host.gpus
+                    for gpu in group.gpus
                 ],
-                "cpu_units_used": host.cpu_units_used,
-                "memory_mib_used": host.memory_mib_used,
+                "cpu_units_used": group.cpu_units_used,
+                "memory_mib_used": group.memory_mib_used,
+                "tasks_without_gpu": [{"service": name, "tasks": n} for name, n in group.tasks_without_gpu],
             }
-            for host in c.instances
+            for group in c.instances
         ],
     }
-
-
-def _tasks(c: CapacityPlan) -> int:
-    return sum(1 for host in c.instances for gpu in host.gpus for t in gpu.tasks if not gpu.whole) + sum(
-        1 for host in c.instances for gpu in host.gpus if gpu.whole
-    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -105,12 +106,14 @@ def _count(n: int, noun: str) -> str:
 
 def capacity_line(c: CapacityPlan) -> str:
     cap = c.capacity
-    gpus = len(c.instances) * cap.gpus_per_instance
+    gpus = c.instance_count * cap.gpus_per_instance
     usable = gpus * cap.usable_gpu_memory_mib
     share = f" ({100 * c.used_gpu_memory_mib // usable}%)" if usable else ""
     density = f"{c.whole_gpu_gpus / c.gpus_used:.1f}x" if c.gpus_used else "-"
     return (
-        f"{cap.name} ({cap.instance_type}): {_count(len(c.instances), 'instance')}, {c.gpus_used} of {gpus} GPUs used, "
+        f"{cap.name} ({cap.instance_type}): {_count(c.instance_count, 'instance')}"
+        f"{' (optimal)' if c.optimal else f', lower bound {c.instance_lower_bound}'}, "
+        f"{c.gpus_used} of {gpus} GPUs used, "
         f"{c.used_gpu_memory_mib} of {usable} MiB usable GPU memory{share}; {c.whole_gpu_gpus} whole GPUs "
         f"otherwise ({density} density)"
     )
@@ -134,30 +137,46 @@ def summary_lines(assessment: Assessment) -> list[str]:
         if c.capacity.gpu_memory_basis != "table"
     ]
     for name, n in sorted(assessment.max_instances.items()):
-        surge = len(assessment.surge.capacity(name).instances)
+        surge = assessment.surge.capacity(name).instance_count
         lines.append(f"GPU fleet plan: {name}: max instances {n}, deployment surge needs {surge}")
     lines.extend(f"GPU fleet plan: {f}" for f in assessment.findings)
     return lines
 
 
+def _first_instances(group_index: int, c: CapacityPlan) -> tuple[int, int]:
+    start = sum(g.count for g in c.instances[:group_index])
+    return start, start + c.instances[group_index].count - 1
+
+
+def _instance_label(c: CapacityPlan, index: int) -> str:
+    first, last = _first_instances(index, c)
+    return str(first) if first == last else f"{first}-{last}"
+
+
 def to_table(assessment: Assessment) -> str:
+    """One row per GPU of each group of identical instances (``0-11`` is instances 0 to 11, all alike)."""
     plan = assessment.steady
-    rows = ["capacity  instance  gpu  used MiB / usable  tasks"]
+    rows = ["capacity  instances  gpu  used MiB / usable  tasks"]
     for c in plan.capacities:
-        for i, host in enumerate(c.instances):
-            for g, gpu in enumerate(host.gpus):
-                names = ", ".join(f"{t.service}#{t.replica}" for t in gpu.tasks) or "(idle)"
+        for i, group in enumerate(c.instances):
+            label = _instance_label(c, i)
+            for g, gpu in enumerate(group.gpus):
+                names = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in gpu.tasks) or "(idle)"
                 if gpu.whole:
                     names += " (whole GPU)"
                 rows.append(
-                    f"{c.capacity.name:<9} {i:>8}  {g:>3}  "
+                    f"{c.capacity.name:<9} {label:>9}  {g:>3}  "
                     f"{gpu.used_gpu_memory_mib:>8} / {c.capacity.usable_gpu_memory_mib:<6}  {names}"
                 )
+            if group.tasks_without_gpu:
+                names = ", ".join(f"{name} x{n}" for name, n in group.tasks_without_gpu)
+                rows.append(f"{c.capacity.name:<9} {label:>9}    -         (no GPU)        {names}")
     rows.append("")
     rows.extend(capacity_line(c) for c in plan.capacities)
     rows.extend(memory_line(c) for c in plan.capacities)
     rows.append(
-        f"total: {plan.instances} instances, {plan.gpus} GPUs (lower bound {plan.gpu_lower_bound}), "
+        f"total: {plan.instances} instances (lower bound {plan.instance_lower_bound}), {plan.gpus} GPUs "
+        f"(lower bound {plan.gpu_lower_bound}), "
         f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
     )
     rows.extend(str(f) for f in assessment.findings)
@@ -178,9 +197,9 @@ def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str
     ]
     out += ["| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for c in plan.capacities:
-        usable = len(c.instances) * c.capacity.gpus_per_instance * c.capacity.usable_gpu_memory_mib
+        usable = c.instance_count * c.capacity.gpus_per_instance * c.capacity.usable_gpu_memory_mib
         out.append(
-            f"| {c.capacity.name} | {c.capacity.instance_type} | {len(c.instances)} | "
+            f"| {c.capacity.name} | {c.capacity.instance_type} | {c.instance_count} | "
             f"{assessment.max_instances.get(c.capacity.name, '-')} | {c.gpus_used} | "
             f"{c.used_gpu_memory_mib} / {usable} | "
             f"{c.whole_gpu_gpus} |"
@@ -210,9 +229,10 @@ def _colours(names: list[str]) -> dict[str, str]:
 
 
 def to_svg(plan: Plan) -> str:
-    """Each instance's GPUs as bars, filled by their tasks in proportion to GPU memory."""
-    bar_w, bar_h, gap, label_w = 360, 18, 6, 170
+    """Each group of identical instances' GPUs as bars, filled by their tasks in proportion to GPU memory."""
+    bar_w, bar_h, gap, label_w = 360, 18, 6, 190
     colour = _colours([s.name for s in plan.services])
+    budget = {s.name: s.task_gpu_budget_mib for s in plan.services}
     rows: list[str] = []
     y = 10
     for c in plan.capacities:
@@ -222,18 +242,21 @@ def to_svg(plan: Plan) -> str:
             f"{escape(c.capacity.name)} ({escape(c.capacity.instance_type)})</text>"
         )
         y += bar_h + gap
-        for i, host in enumerate(c.instances):
-            for g, gpu in enumerate(host.gpus):
-                rows.append(f'<text x="14" y="{y + 13}">instance {i} GPU {g}</text>')
+        for i, group in enumerate(c.instances):
+            label = _instance_label(c, i)
+            plural = "instances" if group.count > 1 else "instance"
+            for g, gpu in enumerate(group.gpus):
+                rows.append(f'<text x="14" y="{y + 13}">{plural} {label} GPU {g}</text>')
                 rows.append(f'<rect x="{label_w}" y="{y}" width="{bar_w}" height="{bar_h}" fill="#eee" stroke="#999"/>')
                 x = float(label_w)
-                for t in gpu.tasks:
-                    w = bar_w if gpu.whole else bar_w * t.gpu_budget_mib / usable
-                    rows.append(
-                        f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour[t.service]}" '
-                        f'stroke="#fff"><title>{escape(t.service)} #{t.replica}: {t.gpu_budget_mib} MiB</title></rect>'
-                    )
-                    x += w
+                for name, n in gpu.tasks:
+                    for _ in range(n):
+                        w = bar_w if gpu.whole else bar_w * budget[name] / usable
+                        rows.append(
+                            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour[name]}" '
+                            f'stroke="#fff"><title>{escape(name)}: {budget[name]} MiB</title></rect>'
+                        )
+                        x += w
                 rows.append(
                     f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_gpu_memory_mib} / {usable} MiB</text>'
                 )

@@ -6,15 +6,23 @@ both; per GPU the MPS memory stays within the usable memory and the MPS clients 
 48; per host the tasks' CPU units and memory stay within what the host offers to tasks.
 
 The plan proves that a placement exists and estimates capacity; it is not where ECS will put tasks (ECS places
-by its own strategy, task by task). It packs best-fit decreasing: tasks by GPU memory, largest first, each onto
-the open GPU with the least room that still takes it, else onto an idle GPU of an open host, else onto a new
-host. Ties break on names, so the same input always gives the same plan.
+by its own strategy, task by task). It packs in two stages, by shape and in bulk, so its cost grows with the
+number of services, not of tasks:
+
+1. GPUs: the largest remaining task opens a GPU, and the rest of that GPU is filled as fully as memory allows
+   (an exact subset-sum over the remaining task shapes, on a bitset; a greedy fill when the exact one breaks the
+   client, CPU or memory limits). The GPU's contents are then repeated for as many GPUs as the counts allow.
+2. Hosts: GPU contents, whole-GPU tasks and tasks without a GPU are packed onto hosts first-fit decreasing, in
+   groups of identical hosts.
+
+Ties break on names, so the same input always gives the same plan. Lower bounds (GPUs: Martello and Toth's L2 on
+GPU memory and NVIDIA's client limit; instances: GPUs, CPU and memory; a fleet of one task shape: its count over
+the most that fit a host) say how far from optimal a plan can be; a plan at its bound is optimal.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -22,9 +30,6 @@ from .capacity_facts import HostFacts
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
 from .shape import TaskShape
-
-# How many open GPUs a task tries (smallest room first) before it opens a new one: bounds the work per task.
-_SCAN_LIMIT = 48
 
 
 @dataclass(frozen=True)
@@ -102,61 +107,71 @@ class ServiceInput:
         return self.tasks * self.max_percent // 100
 
 
-@dataclass
-class PlacedTask:
-    service: str
-    replica: int
-    gpu_budget_mib: int  # the task's GPU budget (0 for a task without MPS containers)
-    containers: int
+Tasks = tuple[tuple[str, int], ...]  # (service, tasks of it)
 
 
-@dataclass
-class GpuPlan:
-    tasks: list[PlacedTask] = field(default_factory=list)
+@dataclass(frozen=True)
+class GpuLoad:
+    """What one GPU holds: some tasks of some services (MPS), or one task that holds it whole."""
+
+    tasks: Tasks = ()
     used_gpu_memory_mib: int = 0
-    whole: bool = False  # held whole by one task
+    clients: int = 0
+    whole: bool = False
 
     @property
-    def clients(self) -> int:
-        return sum(t.containers for t in self.tasks)
+    def idle(self) -> bool:
+        return not self.tasks
 
 
 @dataclass
-class InstancePlan:
-    gpus: list[GpuPlan]
+class InstanceGroup:
+    """``count`` identical instances: their GPUs (idle ones included) and what their tasks take of the host."""
+
+    count: int
+    gpus: list[GpuLoad]
     cpu_units_used: int = 0
     memory_mib_used: int = 0
-    tasks_without_gpu: list[PlacedTask] = field(default_factory=list)
+    tasks_without_gpu: Tasks = ()
 
 
 @dataclass(frozen=True)
 class Unplaced:
     service: str
-    replica: int
+    tasks: int
     reason: str
 
 
 @dataclass
 class CapacityPlan:
     capacity: CapacityInput
-    instances: list[InstancePlan]
+    instances: list[InstanceGroup]
     unplaced: list[Unplaced]
-    instances_needed: int  # hosts the placed and unplaceable-by-bound tasks need, ignoring max_instances
+    instances_needed: int  # instances every placeable task needs, ignoring max_instances
     gpu_lower_bound: int
     instance_lower_bound: int
     whole_gpu_gpus: int  # GPUs these tasks would take with a whole GPU each
 
     @property
+    def instance_count(self) -> int:
+        return sum(g.count for g in self.instances)
+
+    @property
     def gpus_used(self) -> int:
-        return sum(1 for host in self.instances for gpu in host.gpus if gpu.tasks)
+        return sum(g.count for g in self.instances for gpu in g.gpus if not gpu.idle)
 
     @property
     def used_gpu_memory_mib(self) -> int:
-        return sum(gpu.used_gpu_memory_mib for host in self.instances for gpu in host.gpus)
+        return sum(g.count * gpu.used_gpu_memory_mib for g in self.instances for gpu in g.gpus)
 
     @property
     def fits(self) -> bool:
         return not self.unplaced
+
+    @property
+    def optimal(self) -> bool:
+        """The plan uses as few instances as a lower bound allows: no plan can use fewer."""
+        return self.fits and self.instance_count <= self.instance_lower_bound
 
 
 @dataclass
@@ -172,7 +187,7 @@ class Plan:
 
     @property
     def instances(self) -> int:
-        return sum(len(c.instances) for c in self.capacities)
+        return sum(c.instance_count for c in self.capacities)
 
     @property
     def gpus(self) -> int:
@@ -181,6 +196,10 @@ class Plan:
     @property
     def gpu_lower_bound(self) -> int:
         return sum(c.gpu_lower_bound for c in self.capacities)
+
+    @property
+    def instance_lower_bound(self) -> int:
+        return sum(c.instance_lower_bound for c in self.capacities)
 
     @property
     def whole_gpu_gpus(self) -> int:
@@ -306,138 +325,6 @@ def task_problems(service: ServiceInput, capacity: CapacityInput) -> list[TaskPr
     return problems
 
 
-class _Packer:
-    """Best-fit-decreasing state for one capacity."""
-
-    def __init__(self, capacity: CapacityInput, min_gpu_need: int, min_cpu: int, min_mem: int) -> None:
-        self.cap = capacity
-        self.hosts: list[InstancePlan] = []
-        self.host_cpu: list[int] = []  # room left
-        self.host_mem: list[int] = []
-        self.host_idle: list[list[int]] = []  # idle GPU indexes per host
-        self.gpu_host: list[int] = []
-        self.gpu_room: list[int] = []
-        self.gpu_clients: list[int] = []
-        self.gpu_plans: list[GpuPlan] = []
-        self.open: list[tuple[int, int]] = []  # (room, gpu id), sorted
-        self.hosts_with_idle: list[int] = []  # hosts that still have an idle GPU, in opening order
-        self.min_gpu_need, self.min_cpu, self.min_mem = min_gpu_need, min_cpu, min_mem
-
-    def _new_host(self) -> int:
-        h = len(self.hosts)
-        gpus = [GpuPlan() for _ in range(self.cap.gpus_per_instance)]
-        self.hosts.append(InstancePlan(gpus=gpus))
-        self.host_cpu.append(self.cap.host_cpu_units)
-        self.host_mem.append(self.cap.host_memory_mib)
-        first = len(self.gpu_plans)
-        for plan in gpus:
-            self.gpu_plans.append(plan)
-            self.gpu_host.append(h)
-            self.gpu_room.append(self.cap.usable_gpu_memory_mib)
-            self.gpu_clients.append(0)
-        self.host_idle.append(list(range(first + len(gpus) - 1, first - 1, -1)))  # pop() gives lowest first
-        self.hosts_with_idle.append(h)
-        return h
-
-    def _host_takes(self, h: int, cpu: int, mem: int) -> bool:
-        return self.host_cpu[h] >= cpu and self.host_mem[h] >= mem
-
-    def _charge_host(self, h: int, cpu: int, mem: int) -> None:
-        self.host_cpu[h] -= cpu
-        self.host_mem[h] -= mem
-        self.hosts[h].cpu_units_used += cpu
-        self.hosts[h].memory_mib_used += mem
-        if self.host_cpu[h] < self.min_cpu or self.host_mem[h] < self.min_mem:
-            self._close_host(h)
-
-    def _close_host(self, h: int) -> None:
-        # The host cannot take even the smallest task: its GPUs leave the open list.
-        for gid in self._gpus_of(h):
-            key = (self.gpu_room[gid], gid)
-            i = bisect_left(self.open, key)
-            if i < len(self.open) and self.open[i] == key:
-                del self.open[i]
-        self.host_idle[h].clear()
-
-    def _gpus_of(self, h: int) -> range:
-        start = h * self.cap.gpus_per_instance
-        return range(start, start + self.cap.gpus_per_instance)
-
-    def _idle_gpu(self, cpu: int, mem: int, count: int = 1) -> list[int] | None:
-        """``count`` idle GPUs on one open host that has room, else on a new host."""
-        kept = []
-        found = None
-        for h in self.hosts_with_idle:
-            if found is None and len(self.host_idle[h]) >= count and self._host_takes(h, cpu, mem):
-                found = [self.host_idle[h].pop() for _ in range(count)]
-            if self.host_idle[h]:
-                kept.append(h)
-        self.hosts_with_idle = kept
-        if found is not None:
-            return found
-        if self.cap.max_instances is not None and len(self.hosts) >= self.cap.max_instances:
-            return None
-        h = self._new_host()
-        gids = [self.host_idle[h].pop() for _ in range(count)]
-        if not self.host_idle[h]:
-            self.hosts_with_idle.remove(h)
-        return gids
-
-    def place_mps(self, task: PlacedTask, cpu: int, mem: int) -> bool:
-        need, clients = task.gpu_budget_mib, task.containers
-        i = bisect_left(self.open, (need, -1))
-        tried = 0
-        gid = None
-        while i < len(self.open) and tried < _SCAN_LIMIT:
-            _, candidate = self.open[i]
-            if self.gpu_clients[candidate] + clients <= MAX_CLIENTS_PER_GPU and self._host_takes(
-                self.gpu_host[candidate], cpu, mem
-            ):
-                gid = candidate
-                del self.open[i]
-                break
-            i += 1
-            tried += 1
-        if gid is None:
-            idle = self._idle_gpu(cpu, mem)
-            if idle is None:
-                return False
-            gid = idle[0]
-        self.gpu_room[gid] -= need
-        self.gpu_clients[gid] += clients
-        plan = self.gpu_plans[gid]
-        plan.tasks.append(task)
-        plan.used_gpu_memory_mib += need
-        h = self.gpu_host[gid]
-        if self.gpu_room[gid] >= self.min_gpu_need and self.gpu_clients[gid] < MAX_CLIENTS_PER_GPU:
-            insort(self.open, (self.gpu_room[gid], gid))
-        self._charge_host(h, cpu, mem)
-        return True
-
-    def place_whole(self, task: PlacedTask, gpus: int, cpu: int, mem: int) -> bool:
-        idle = self._idle_gpu(cpu, mem, gpus)
-        if idle is None:
-            return False
-        for gid in idle:
-            self.gpu_plans[gid].tasks.append(task)
-            self.gpu_plans[gid].whole = True
-            self.gpu_room[gid] = 0
-        self._charge_host(self.gpu_host[idle[0]], cpu, mem)
-        return True
-
-    def place_cpu_only(self, task: PlacedTask, cpu: int, mem: int) -> bool:
-        for h in range(len(self.hosts)):
-            if self._host_takes(h, cpu, mem):
-                break
-        else:
-            if self.cap.max_instances is not None and len(self.hosts) >= self.cap.max_instances:
-                return False
-            h = self._new_host()
-        self.hosts[h].tasks_without_gpu.append(task)
-        self._charge_host(h, cpu, mem)
-        return True
-
-
 def bin_lower_bound(sizes: dict[int, int], capacity: int) -> int:
     """A lower bound on the bins of ``capacity`` that items of ``sizes`` (size -> count) need.
 
@@ -464,6 +351,242 @@ def bin_lower_bound(sizes: dict[int, int], capacity: int) -> int:
     return best
 
 
+@dataclass
+class _Item:
+    """One service's MPS tasks still to place, with what one task takes."""
+
+    name: str
+    size: int  # GPU budget
+    clients: int
+    cpu: int
+    mem: int
+    left: int
+
+
+def _greedy_fill(items: list[_Item], room: int, clients: int, cpu: int, mem: int, taken: dict[int, int]) -> int:
+    """Adds tasks largest first while every limit holds; returns the GPU memory added."""
+    used = 0
+    for i, it in enumerate(items):
+        avail = it.left - taken.get(i, 0)
+        if avail <= 0 or it.size > room:
+            continue
+        k = min(avail, room // it.size, clients // it.clients)
+        if it.cpu:
+            k = min(k, cpu // it.cpu)
+        if it.mem:
+            k = min(k, mem // it.mem)
+        if k > 0:
+            taken[i] = taken.get(i, 0) + k
+            room -= k * it.size
+            clients -= k * it.clients
+            cpu -= k * it.cpu
+            mem -= k * it.mem
+            used += k * it.size
+    return used
+
+
+def _exact_fill(items: list[_Item], room: int, taken: dict[int, int]) -> dict[int, int] | None:
+    """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset)."""
+    candidates = [(i, it) for i, it in enumerate(items) if it.size <= room and it.left - taken.get(i, 0) > 0]
+    if not candidates:
+        return {}
+    step = 0
+    for _, it in candidates:
+        step = math.gcd(step, it.size)
+    cap = room // step
+    mask = (1 << (cap + 1)) - 1
+    reach = 1
+    history: list[tuple[int, int, int]] = []  # (reach before, item index, copies) per binary chunk
+    for i, it in candidates:
+        avail = min(it.left - taken.get(i, 0), room // it.size)
+        weight = it.size // step
+        chunk = 1
+        while avail > 0:
+            k = min(chunk, avail)
+            history.append((reach, i, k))
+            reach = (reach | (reach << (weight * k))) & mask
+            avail -= k
+            chunk *= 2
+    target = reach.bit_length() - 1
+    chosen: dict[int, int] = {}
+    for before, i, k in reversed(history):
+        if not (before >> target) & 1:
+            chosen[i] = chosen.get(i, 0) + k
+            target -= k * (items[i].size // step)
+    return chosen
+
+
+def _limits_hold(items: list[_Item], contents: dict[int, int], cap: CapacityInput) -> bool:
+    return (
+        sum(items[i].clients * k for i, k in contents.items()) <= MAX_CLIENTS_PER_GPU
+        and sum(items[i].cpu * k for i, k in contents.items()) <= cap.host_cpu_units
+        and sum(items[i].mem * k for i, k in contents.items()) <= cap.host_memory_mib
+    )
+
+
+def _fill_greedy(items: list[_Item], first: int, cap: CapacityInput) -> dict[int, int]:
+    """First-fit decreasing within the GPU: the largest remaining tasks that still fit, in order."""
+    it = items[first]
+    contents = {first: 1}
+    _greedy_fill(
+        items,
+        cap.usable_gpu_memory_mib - it.size,
+        MAX_CLIENTS_PER_GPU - it.clients,
+        cap.host_cpu_units - it.cpu,
+        cap.host_memory_mib - it.mem,
+        contents,
+    )
+    return contents
+
+
+def _fill_exact(items: list[_Item], first: int, cap: CapacityInput, partner: bool = False) -> dict[int, int]:
+    """The GPU's memory filled as fully as the remaining tasks allow (after one largest partner, if asked);
+    the greedy fill when that breaks a client, CPU or memory limit, or fills less."""
+    contents = {first: 1}
+    room = cap.usable_gpu_memory_mib - items[first].size
+    if partner:
+        for i, other in enumerate(items):
+            if other.size <= room and other.left - contents.get(i, 0) > 0:
+                contents[i] = contents.get(i, 0) + 1
+                room -= other.size
+                break
+    for i, k in (_exact_fill(items, room, contents) or {}).items():
+        contents[i] = contents.get(i, 0) + k
+    greedy = _fill_greedy(items, first, cap)
+    used = sum(items[i].size * k for i, k in contents.items())
+    if _limits_hold(items, contents, cap) and used > sum(items[i].size * k for i, k in greedy.items()):
+        return contents
+    return greedy
+
+
+def _fill_paired(items: list[_Item], first: int, cap: CapacityInput) -> dict[int, int]:
+    """A task larger than half a GPU takes its largest partner first; smaller ones fill exactly."""
+    big = items[first].size * 2 > cap.usable_gpu_memory_mib
+    return _fill_exact(items, first, cap, partner=big)
+
+
+# Each GPU-filling strategy packs well on some workloads and less well on others; the plan keeps the best.
+_FILLS: tuple[Callable[[list[_Item], int, CapacityInput], dict[int, int]], ...] = (
+    _fill_exact,
+    _fill_greedy,
+    _fill_paired,
+)
+
+
+def _pack_gpus(
+    items: list[_Item], cap: CapacityInput, fill: Callable[[list[_Item], int, CapacityInput], dict[int, int]]
+) -> list[tuple[GpuLoad, int, int, int]]:
+    """Stage 1: MPS tasks onto GPUs, as (GPU contents, CPU units, memory, how many such GPUs)."""
+    groups = []
+    items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
+    first = 0
+    while first < len(items):
+        if items[first].left == 0:
+            first += 1
+            continue
+        contents = fill(items, first, cap)
+        repeat = min(items[i].left // k for i, k in contents.items())
+        for i, k in contents.items():
+            items[i].left -= k * repeat
+        order = sorted(contents.items())
+        load = GpuLoad(
+            tasks=tuple((items[i].name, k) for i, k in order),
+            used_gpu_memory_mib=sum(items[i].size * k for i, k in order),
+            clients=sum(items[i].clients * k for i, k in order),
+        )
+        groups.append((load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat))
+    return groups
+
+
+@dataclass
+class _Unit:
+    """Stage 2's item: something that takes GPU slots, CPU and memory on one host, ``count`` times."""
+
+    gpus: list[GpuLoad]  # the GPU slots it takes (empty for a task without a GPU)
+    cpu: int
+    mem: int
+    count: int
+    without_gpu: Tasks = ()
+
+
+@dataclass
+class _Host:
+    count: int
+    gpus: list[GpuLoad]
+    cpu: int = 0
+    mem: int = 0
+    without_gpu: dict[str, int] = field(default_factory=dict)
+
+
+def _copies(host: _Host, unit: _Unit, cap: CapacityInput) -> int:
+    """How many copies of ``unit`` one host of ``host``'s kind still takes."""
+    k = (cap.gpus_per_instance - len(host.gpus)) // len(unit.gpus) if unit.gpus else unit.count
+    if unit.cpu:
+        k = min(k, (cap.host_cpu_units - host.cpu) // unit.cpu)
+    if unit.mem:
+        k = min(k, (cap.host_memory_mib - host.mem) // unit.mem)
+    return max(k, 0)
+
+
+def _add(host: _Host, unit: _Unit, k: int) -> None:
+    host.gpus.extend(unit.gpus * k)
+    host.cpu += unit.cpu * k
+    host.mem += unit.mem * k
+    for name, n in unit.without_gpu:
+        host.without_gpu[name] = host.without_gpu.get(name, 0) + n * k
+
+
+def _pack_hosts(units: list[_Unit], cap: CapacityInput) -> list[_Host]:
+    """Stage 2: first-fit decreasing onto hosts, in groups of identical hosts."""
+    hosts: list[_Host] = []
+    g = cap.gpus_per_instance
+
+    def weight(u: _Unit) -> tuple[float, int]:
+        return (max(len(u.gpus) / g, u.cpu / cap.host_cpu_units, u.mem / cap.host_memory_mib), u.cpu + u.mem)
+
+    for unit in sorted(units, key=weight, reverse=True):
+        n = unit.count
+        at = 0
+        while n and at < len(hosts):
+            host = hosts[at]
+            k = _copies(host, unit, cap)
+            if not k:
+                at += 1
+                continue
+            full = n // k
+            if full >= host.count:
+                _add(host, unit, k)
+                n -= k * host.count
+                at += 1
+                continue
+            # Split the group: ``full`` hosts take k copies, one takes the rest, the others stay as they were.
+            rest = n - full * k
+            split = []
+            for count, copies in ((full, k), (1 if rest else 0, rest)):
+                if count:
+                    twin = _Host(count, list(host.gpus), host.cpu, host.mem, dict(host.without_gpu))
+                    _add(twin, unit, copies)
+                    split.append(twin)
+            host.count -= full + (1 if rest else 0)
+            hosts[at:at] = split
+            n = 0
+        if n:
+            per_host = _copies(_Host(1, []), unit, cap)
+            full, rest = divmod(n, per_host)
+            for count, copies in ((full, per_host), (1 if rest else 0, rest)):
+                if count:
+                    group = _Host(count, [])
+                    _add(group, unit, copies)
+                    hosts.append(group)
+        hosts = [h for h in hosts if h.count]
+    return hosts
+
+
+def _size(hosts: list[_Host]) -> tuple[int, int]:
+    """Instances, then busy GPUs: what a better plan has fewer of."""
+    return sum(h.count for h in hosts), sum(h.count * len(h.gpus) for h in hosts)
+
+
 def _lower_bounds(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]]) -> tuple[int, int]:
     """Lower bounds on the GPUs and on the instances these (placeable) tasks need."""
     mps = [(s, n) for s, n in tasks if s.clients]
@@ -482,63 +605,108 @@ def _lower_bounds(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, i
         math.ceil(cpu / capacity.host_cpu_units),
         math.ceil(mem / capacity.host_memory_mib),
     )
+    shapes = {s.shape for s, n in tasks if n}
+    if len(shapes) == 1:
+        # One task shape: no host holds more than per_host of them, so the count over it is a bound too.
+        (shape,) = shapes
+        per_host = _per_host(shape, capacity)
+        host_lb = max(host_lb, math.ceil(sum(n for _, n in tasks) / per_host))
     return gpu_lb, host_lb
 
 
-def _plan_capacity(
-    capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]], *, bounded: bool
-) -> CapacityPlan:
+def _per_host(shape: TaskShape, cap: CapacityInput) -> int:
+    """The most tasks of one shape that one host takes."""
+    if shape.whole_gpus:
+        k = cap.gpus_per_instance // shape.whole_gpus
+    elif shape.gpu_budgets_mib:
+        per_gpu = min(cap.usable_gpu_memory_mib // shape.task_gpu_budget_mib, MAX_CLIENTS_PER_GPU // shape.clients)
+        k = per_gpu * cap.gpus_per_instance
+    else:
+        k = 1 << 62
+    if shape.cpu_units:
+        k = min(k, cap.host_cpu_units // shape.cpu_units)
+    if shape.memory_mib:
+        k = min(k, cap.host_memory_mib // shape.memory_mib)
+    return max(k, 1)
+
+
+def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]]) -> CapacityPlan:
     unplaced: list[Unplaced] = []
     fitting = []
     for service, count in tasks:
         problems = task_problems(service, capacity)
-        if problems:
-            unplaced.extend(Unplaced(service.name, r, "; ".join(map(str, problems))) for r in range(count))
+        if problems and count:
+            unplaced.append(Unplaced(service.name, count, "; ".join(map(str, problems))))
         elif count:
             fitting.append((service, count))
-    order = sorted(
-        ((s, r) for s, n in fitting for r in range(n)),
-        key=lambda sr: (
-            -sr[0].whole_gpus,
-            -sr[0].task_gpu_budget_mib,
-            -sr[0].cpu_units,
-            -sr[0].memory_mib,
-            sr[0].name,
-            sr[1],
-        ),
-    )
-    mps_needs = [s.task_gpu_budget_mib for s, _ in fitting if s.clients]
-    packer = _Packer(
-        capacity if bounded else _unbounded(capacity),
-        min(mps_needs, default=0),
-        min((s.cpu_units for s, _ in fitting), default=0),
-        min((s.memory_mib for s, _ in fitting), default=0),
-    )
-    for service, replica in order:
-        task = PlacedTask(service.name, replica, service.task_gpu_budget_mib, service.clients)
-        if service.whole_gpus:
-            ok = packer.place_whole(task, service.whole_gpus, service.cpu_units, service.memory_mib)
-        elif service.clients:
-            ok = packer.place_mps(task, service.cpu_units, service.memory_mib)
-        else:
-            ok = packer.place_cpu_only(task, service.cpu_units, service.memory_mib)
-        if not ok:
-            unplaced.append(Unplaced(service.name, replica, f"no room within max_instances={capacity.max_instances}"))
+    items = [
+        _Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
+        for s, n in fitting
+        if s.clients and not s.whole_gpus
+    ]
+    others = []
+    for s, n in fitting:
+        if s.whole_gpus:
+            load = GpuLoad(tasks=((s.name, 1),), whole=True)
+            others.append(_Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n))
+        elif not s.clients:
+            others.append(_Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),)))
+    best: list[_Host] | None = None
+    for fill in _FILLS if items else _FILLS[:1]:
+        gpus = [_Unit([load], cpu, mem, count) for load, cpu, mem, count in _pack_gpus(items, capacity, fill)]
+        hosts = _pack_hosts(gpus + others, capacity)
+        if best is None or _size(hosts) < _size(best):
+            best = hosts
+    assert best is not None
+    groups = [
+        InstanceGroup(
+            count=h.count,
+            gpus=h.gpus + [GpuLoad()] * (capacity.gpus_per_instance - len(h.gpus)),
+            cpu_units_used=h.cpu,
+            memory_mib_used=h.mem,
+            tasks_without_gpu=tuple(sorted(h.without_gpu.items())),
+        )
+        for h in best
+    ]
+    needed = sum(g.count for g in groups)
+    if capacity.max_instances is not None and needed > capacity.max_instances:
+        groups, over = _keep(groups, capacity.max_instances, {s.name: s.whole_gpus for s, _ in fitting if s.whole_gpus})
+        unplaced.extend(
+            Unplaced(name, n, f"no room within max_instances={capacity.max_instances}") for name, n in over.items()
+        )
     gpu_lb, host_lb = _lower_bounds(capacity, fitting)
     whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
     return CapacityPlan(
         capacity=capacity,
-        instances=packer.hosts,
-        unplaced=sorted(unplaced, key=lambda u: (u.service, u.replica)),
-        instances_needed=len(packer.hosts),
+        instances=groups,
+        unplaced=sorted(unplaced, key=lambda u: (u.service, u.reason)),
+        instances_needed=needed,
         gpu_lower_bound=gpu_lb,
         instance_lower_bound=host_lb,
         whole_gpu_gpus=whole_gpu,
     )
 
 
-def _unbounded(capacity: CapacityInput) -> CapacityInput:
-    return replace(capacity, max_instances=None)
+def _keep(groups: list[InstanceGroup], limit: int, whole: dict[str, int]) -> tuple[list[InstanceGroup], dict[str, int]]:
+    """The first ``limit`` instances, and the tasks of the rest, per service (``whole``: GPUs per whole-GPU task)."""
+    kept: list[InstanceGroup] = []
+    over: dict[str, int] = {}
+    room = limit
+    for g in groups:
+        stay = min(g.count, room)
+        room -= stay
+        if stay:
+            kept.append(InstanceGroup(stay, g.gpus, g.cpu_units_used, g.memory_mib_used, g.tasks_without_gpu))
+        gone = g.count - stay
+        if not gone:
+            continue
+        on_host: dict[str, int] = dict(g.tasks_without_gpu)
+        for gpu in g.gpus:
+            for name, n in gpu.tasks:
+                on_host[name] = on_host.get(name, 0) + n
+        for name, n in on_host.items():
+            over[name] = over.get(name, 0) + n // whole.get(name, 1) * gone
+    return kept, over
 
 
 def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False) -> Plan:
@@ -553,15 +721,9 @@ def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], 
                 f"({', '.join(sorted(names))}); plan the capacity too"
             )
     counts = {s.name: s.surge_count() if surge else s.tasks for s in svcs}
-    results = []
-    for cap in caps:
-        tasks = [(s, counts[s.name]) for s in svcs if s.capacity == cap.name]
-        bounded = _plan_capacity(cap, tasks, bounded=True)
-        if cap.max_instances is not None and any(u.reason.startswith("no room") for u in bounded.unplaced):
-            bounded.instances_needed = len(_plan_capacity(cap, tasks, bounded=False).instances)
-        results.append(bounded)
-    placed = {s.name: counts[s.name] for s in svcs}
+    results = [_plan_capacity(cap, [(s, counts[s.name]) for s in svcs if s.capacity == cap.name]) for cap in caps]
+    placed = dict(counts)
     for c in results:
         for u in c.unplaced:
-            placed[u.service] -= 1
+            placed[u.service] -= u.tasks
     return Plan(capacities=results, services=svcs, placed=placed, counts=counts)

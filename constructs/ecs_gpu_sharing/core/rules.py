@@ -105,13 +105,13 @@ def _plural(n: int, noun: str) -> str:
 def counts_exceed_max_instances(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         steady = ctx.steady.capacity(name)
-        left = [u for u in steady.unplaced if u.reason.startswith("no room")]
+        left = sum(u.tasks for u in steady.unplaced if u.reason.startswith("no room"))
         if left:
             counts = ", ".join(f"{s.name} {s.tasks} ({s.count_source})" for s in ctx.on(name))
             yield (
                 name,
                 f"the services' largest counts ({counts}) need {steady.instances_needed} instances of "
-                f"{cap.instance_type}, more than max_instances {cap.max_instances} ({_plural(len(left), 'task')} "
+                f"{cap.instance_type}, more than max_instances {cap.max_instances} ({_plural(left, 'task')} "
                 f"left unplaced); raise max_instances to at least {steady.instances_needed}, or lower the counts",
             )
 
@@ -120,7 +120,7 @@ def surge_does_not_fit(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         if cap.max_instances is None or ctx.steady.capacity(name).unplaced:
             continue
-        need = len(ctx.surge.capacity(name).instances)
+        need = ctx.surge.capacity(name).instance_count
         if need > cap.max_instances:
             surges = ", ".join(f"{s.name} {s.surge_count()}" for s in ctx.on(name))
             yield (
@@ -290,7 +290,7 @@ def assess(
     max_instances = {
         name: cap.max_instances
         if cap.max_instances is not None
-        else max(len(surge.capacity(name).instances), cap.min_instances, 1)
+        else max(surge.capacity(name).instance_count, cap.min_instances, 1)
         for name, cap in caps.items()
     }
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside))
