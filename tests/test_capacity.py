@@ -10,7 +10,6 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match, Template
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.json import JSONSnapshotExtension
 
 from ecs_gpu_sharing import CapacityError, CatalogError, GpuAmi, GpuCapacity
 from ecs_gpu_sharing.cdk.capacity import UNVERIFIED_FAMILY_WARNING
@@ -147,9 +146,9 @@ def test_exposes_gpu_and_host_facts(g6: dict[str, Any]) -> None:
     assert capacity.auto_scaling_group and capacity.capacity_provider
 
 
-def test_snapshot(g6: dict[str, Any], snapshot: SnapshotAssertion) -> None:
+def test_snapshot(g6: dict[str, Any], gpu_snapshot: SnapshotAssertion) -> None:
     resources = g6["template"].to_json()["Resources"]
-    assert resources == snapshot(extension_class=JSONSnapshotExtension)
+    assert resources == gpu_snapshot
 
 
 def test_cfn_lint_finds_no_error(g6: dict[str, Any]) -> None:

@@ -9,7 +9,6 @@ import pytest
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Template
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.json import JSONSnapshotExtension
 
 from ecs_gpu_sharing import (
     BudgetError,
@@ -110,9 +109,9 @@ def test_renders_exact_mps_requirements_at_each_containers_index(representative:
     assert "ResourceRequirements" not in containers["logger"]
 
 
-def test_representative_snapshot(representative: dict[str, Any], snapshot: SnapshotAssertion) -> None:
+def test_representative_snapshot(representative: dict[str, Any], gpu_snapshot: SnapshotAssertion) -> None:
     resources = {k: v for k, v in representative["template"]["Resources"].items()}
-    assert resources == snapshot(extension_class=JSONSnapshotExtension)
+    assert resources == gpu_snapshot
 
 
 def test_cfn_lint_finds_no_error(representative: dict[str, Any]) -> None:

@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .core import catalog, fleet, plan_report
-from .core.errors import GpuSharingError
+from .core import catalog, fleet, plan_diff, plan_report
+from .core.errors import GpuSharingError, PlanError
 from .core.rules import assess
 
 
@@ -49,6 +49,22 @@ def _plan(args: argparse.Namespace) -> int:
             print(f"does not fit: {finding}", file=sys.stderr)
         return 1
     return 0
+
+
+def _plan_diff(args: argparse.Namespace) -> int:
+    docs = []
+    for path in (args.old, args.new):
+        try:
+            docs.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except OSError as error:
+            raise PlanError(f"{path}: cannot read the plan file ({error.strerror}); check the path") from None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise PlanError(f"{path}: not JSON; give a gpu-fleet-plan.json or the output of plan --json") from None
+    result = plan_diff.diff(docs[0], docs[1], old_source=args.old, new_source=args.new)
+    print(
+        plan_diff.to_markdown(result) if args.markdown else plan_diff.to_text(result), end="" if args.markdown else "\n"
+    )
+    return 1 if result.grew else 0
 
 
 def _catalog_refresh(args: argparse.Namespace) -> int:
@@ -127,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     cstatus.add_argument("--json", action="store_true")
     cstatus.set_defaults(func=_cluster_status)
 
-    planning = commands.add_parser("plan", help="plan a fleet file without synthesizing")
+    planning = commands.add_parser(
+        "plan", help="plan a fleet file without synthesizing (plan diff OLD NEW: compare two plans)"
+    )
     planning.add_argument("fleet", help="the fleet file (fleet.toml)")
     planning.add_argument("--json", action="store_true", help="print the plan as JSON")
     planning.add_argument("--svg", metavar="FILE", help="also draw each instance's GPUs into FILE")
@@ -135,8 +153,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_diff_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ecs-gpu-sharing plan diff",
+        description="what changed between two fleet plans; exit 1 when capacity grows or a check newly fails",
+    )
+    parser.add_argument("old", help="the earlier plan (gpu-fleet-plan.json or plan --json output)")
+    parser.add_argument("new", help="the later plan")
+    parser.add_argument("--markdown", action="store_true", help="Markdown, fit for a pull-request comment")
+    parser.set_defaults(func=_plan_diff)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:2] == ["plan", "diff"]:  # `plan diff OLD NEW`; plan a fleet file named diff as ./diff
+        args = build_diff_parser().parse_args(arguments[2:])
+    else:
+        args = build_parser().parse_args(arguments)
     try:
         return int(args.func(args))
     except GpuSharingError as error:

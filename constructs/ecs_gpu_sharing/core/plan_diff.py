@@ -1,0 +1,151 @@
+"""What changed between two fleet plans (``gpu-fleet-plan.json`` or ``plan --json``), for review. Pure Python.
+
+Per capacity: instances, GPUs, GPU memory used and the derived ``max_instances``; per service: added, removed,
+tasks changed; checks (errors) that newly fail. A plan *grows* when a capacity needs more instances or GPUs, a
+capacity appears, or a check newly fails; CI can ask for a review then (exit status 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import PlanError
+
+# (key in a capacity's summary, label): the figures compared per capacity; more of any is growth.
+_FIGURES = (("instances", "instances"), ("gpus", "GPUs"), ("gpu_memory_mib", "GPU MiB used"))
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str
+    old: int | None  # None: not in the old plan
+    new: int | None  # None: not in the new plan
+
+    @property
+    def delta(self) -> int:
+        return (self.new or 0) - (self.old or 0)
+
+
+@dataclass
+class PlanDiff:
+    capacities: dict[str, dict[str, Change]] = field(default_factory=dict)  # capacity -> label -> change
+    services_added: list[str] = field(default_factory=list)
+    services_removed: list[str] = field(default_factory=list)
+    tasks_changed: list[Change] = field(default_factory=list)
+    newly_failing: list[str] = field(default_factory=list)
+    no_longer_failing: list[str] = field(default_factory=list)
+
+    @property
+    def grew(self) -> bool:
+        return bool(self.newly_failing) or any(
+            c.delta > 0 for figures in self.capacities.values() for c in figures.values()
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.services_added
+            or self.services_removed
+            or self.tasks_changed
+            or self.newly_failing
+            or self.no_longer_failing
+            or any(c.delta for figures in self.capacities.values() for c in figures.values())
+        )
+
+
+def _capacity_figures(cap: dict[str, Any]) -> dict[str, int]:
+    groups = cap.get("instances", [])
+    return {
+        "instances": sum(int(g.get("count", 1)) for g in groups),
+        "gpus": sum(int(g.get("count", 1)) for g in groups for gpu in g.get("gpus", []) if gpu.get("tasks")),
+        "gpu_memory_mib": sum(
+            int(g.get("count", 1)) * int(gpu.get("used_gpu_memory_mib", 0)) for g in groups for gpu in g.get("gpus", [])
+        ),
+    }
+
+
+def _errors(doc: dict[str, Any]) -> set[str]:
+    return {
+        f"{f.get('rule_id')} {f.get('kind')} {f.get('subject')}: {f.get('message')}"
+        for f in doc.get("findings", [])
+        if f.get("level") == "error"
+    }
+
+
+def _check(doc: Any, source: str) -> dict[str, Any]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("capacities"), list):
+        raise PlanError(f"{source}: not a fleet plan (no 'capacities' list); give a gpu-fleet-plan.json or plan --json")
+    return doc
+
+
+def diff(old: Any, new: Any, *, old_source: str = "old", new_source: str = "new") -> PlanDiff:
+    old, new = _check(old, old_source), _check(new, new_source)
+    result = PlanDiff()
+    old_caps = {c["name"]: _capacity_figures(c) for c in old["capacities"]}
+    new_caps = {c["name"]: _capacity_figures(c) for c in new["capacities"]}
+    for name in sorted(set(old_caps) | set(new_caps)):
+        before, after = old_caps.get(name), new_caps.get(name)
+        result.capacities[name] = {
+            label: Change(name, before[key] if before else None, after[key] if after else None)
+            for key, label in _FIGURES
+        }
+    old_tasks = {s["name"]: int(s.get("tasks", 0)) for s in old.get("services", [])}
+    new_tasks = {s["name"]: int(s.get("tasks", 0)) for s in new.get("services", [])}
+    result.services_added = sorted(set(new_tasks) - set(old_tasks))
+    result.services_removed = sorted(set(old_tasks) - set(new_tasks))
+    result.tasks_changed = [
+        Change(n, old_tasks[n], new_tasks[n])
+        for n in sorted(set(old_tasks) & set(new_tasks))
+        if old_tasks[n] != new_tasks[n]
+    ]
+    result.newly_failing = sorted(_errors(new) - _errors(old))
+    result.no_longer_failing = sorted(_errors(old) - _errors(new))
+    return result
+
+
+def _cell(change: Change) -> str:
+    if change.old is None:
+        return f"(new) {change.new}"
+    if change.new is None:
+        return f"{change.old} (removed)"
+    if change.delta == 0:
+        return str(change.new)
+    return f"{change.old} -> {change.new} ({change.delta:+d})"
+
+
+def to_text(d: PlanDiff) -> str:
+    labels = [label for _, label in _FIGURES]
+    rows = [f"{'capacity':<16}" + "".join(f"{label:<28}" for label in labels)]
+    for name, figures in d.capacities.items():
+        rows.append(f"{name:<16}" + "".join(f"{_cell(figures[label]):<28}" for label in labels))
+    rows += _lists(d, bullet="")
+    rows.append("grew: yes (review the capacity)" if d.grew else "grew: no")
+    return "\n".join(row.rstrip() for row in rows)
+
+
+def to_markdown(d: PlanDiff) -> str:
+    labels = [label for _, label in _FIGURES]
+    out = ["### GPU fleet plan: what changed", ""]
+    out.append("| capacity | " + " | ".join(labels) + " |")
+    out.append("| --- |" + " ---: |" * len(labels))
+    for name, figures in d.capacities.items():
+        out.append(f"| {name} | " + " | ".join(_cell(figures[label]) for label in labels) + " |")
+    out.append("")
+    out += _lists(d, bullet="- ")
+    out.append("")
+    out.append("**Capacity grows or a check newly fails: please review.**" if d.grew else "Nothing grew.")
+    return "\n".join(out) + "\n"
+
+
+def _lists(d: PlanDiff, *, bullet: str) -> list[str]:
+    rows = []
+    if d.services_added:
+        rows.append(f"{bullet}services added: {', '.join(d.services_added)}")
+    if d.services_removed:
+        rows.append(f"{bullet}services removed: {', '.join(d.services_removed)}")
+    for c in d.tasks_changed:
+        rows.append(f"{bullet}service {c.name}: tasks {_cell(c)}")
+    rows += [f"{bullet}newly failing: {e}" for e in d.newly_failing]
+    rows += [f"{bullet}no longer failing: {e}" for e in d.no_longer_failing]
+    return rows

@@ -1,0 +1,81 @@
+"""plan diff: what changed between two plans, as a table or Markdown, and an exit status CI can act on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.core import fleet
+from ecs_gpu_sharing.core.plan_report import to_json
+from ecs_gpu_sharing.core.rules import assess
+
+from conftest import REPO
+
+EXAMPLE = (REPO / "fleet.toml").read_text()
+
+
+def _plan(tmp_path: Path, name: str, text: str) -> Path:
+    source = tmp_path / f"{name}.toml"
+    source.write_text(text)
+    spec = fleet.load(source)
+    out = tmp_path / f"{name}.json"
+    out.write_text(json.dumps(to_json(assess(spec.capacity_inputs(), spec.service_inputs()))))
+    return out
+
+
+def _diff(tmp_path: Path, old: str, new: str, *extra: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["plan", "diff", str(_plan(tmp_path, "old", old)), str(_plan(tmp_path, "new", new)), *extra])
+    return code, capsys.readouterr().out
+
+
+def test_nothing_changed_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _diff(tmp_path, EXAMPLE, EXAMPLE, capsys=capsys)
+    assert code == 0 and out.strip().endswith("grew: no")
+
+
+def test_growth_exits_1_and_names_the_capacity_and_service(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bigger = EXAMPLE.replace("desired_count = 4", "desired_count = 12")
+    code, out = _diff(tmp_path, EXAMPLE, bigger, capsys=capsys)
+    assert code == 1
+    l4 = next(line for line in out.splitlines() if line.startswith("l4 "))
+    assert "2 -> 3 (+1)" in l4
+    assert "service embedder: tasks 4 -> 12 (+8)" in out and "grew: yes" in out
+
+
+def test_shrink_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    smaller = EXAMPLE.replace("desired_count = 4", "desired_count = 1")
+    code, out = _diff(tmp_path, EXAMPLE, smaller, capsys=capsys)
+    assert code == 0 and "tasks 4 -> 1 (-3)" in out and "grew: no" in out
+
+
+def test_a_newly_failing_check_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = EXAMPLE.replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000")
+    code, out = _diff(tmp_path, EXAMPLE, broken, capsys=capsys)
+    assert code == 1 and "newly failing: ecs-gpu-sharing:TaskExceedsGpuMemory service small-llm" in out
+
+
+def test_added_and_removed_services_as_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    renamed = EXAMPLE.replace("[service.reranker]", "[service.reranker-v2]")
+    code, out = _diff(tmp_path, EXAMPLE, renamed, "--markdown", capsys=capsys)
+    assert out.startswith("### GPU fleet plan: what changed\n\n| capacity | instances | GPUs | GPU MiB used |")
+    assert "- services added: reranker-v2" in out and "- services removed: reranker" in out
+    assert code == 0 and out.rstrip().endswith("Nothing grew.")
+
+
+def test_a_new_capacity_is_growth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    only_l4 = EXAMPLE.replace('capacity = "l40s"', 'capacity = "l4"').replace("[capacity.l40s]", "[capacity.unused]")
+    code, out = _diff(tmp_path, only_l4, EXAMPLE, capsys=capsys)
+    assert code == 1 and "(new) " in next(line for line in out.splitlines() if line.startswith("l40s"))
+
+
+def test_a_file_that_is_not_a_plan_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"x": 1}')
+    assert main(["plan", "diff", str(bad), str(bad)]) == 1
+    assert (
+        capsys.readouterr().err.strip()
+        == f"error: {bad}: not a fleet plan (no 'capacities' list); give a gpu-fleet-plan.json or plan --json"
+    )
