@@ -17,7 +17,8 @@ def main() -> int:
         build_app(app)
         app.synth()
     except GpuSharingError as error:
-        print(f"error: {error}", file=sys.stderr)
+        for line in str(error).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return 1
     except RuntimeError as error:
         # A failed synth-time check arrives through jsii: show its message, not the JavaScript stack.

@@ -8,8 +8,10 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import fleet as fleet_file
 from ecs_gpu_sharing.core.fleet import FleetSpec
+from ecs_gpu_sharing.operations.aws import known_regions
 
 from .cluster import ClusterStack
 from .network import NetworkStack
@@ -39,6 +41,10 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
     """Adds the fleet's stacks to ``app``: network (unless the fleet names an existing VPC), cluster with
     capacities, and the services in shards of at most ``SERVICES_PER_STACK``."""
     spec = spec or fleet_file.load(fleet_path(app))
+    if spec.region is not None and spec.region not in known_regions():
+        raise FleetSpecError(
+            f"{spec.source}: region {spec.region!r} is not an AWS region botocore knows; give one such as us-east-1"
+        )
     # cdk-nag's AwsSolutions pack runs at every synth; acknowledgments sit next to the resources they concern.
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     env = cdk.Environment(account=spec.account, region=spec.region) if spec.account else None

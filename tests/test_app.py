@@ -109,17 +109,22 @@ def test_app_fails_on_a_fleet_that_does_not_fit_with_the_numbers_and_no_tracebac
     text = (REPO / "fleet.toml").read_text().replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000")
     result = _run_app(tmp_path, text)
     assert result.returncode == 1
-    assert (
-        "[models-services-1/small-llm/Service] [ecs-gpu-sharing:TaskExceedsGpuMemory] one task needs 48000 MiB of GPU "
-        "memory on one GPU" in result.stderr
+    # A fleet-file service that can never fit is refused with the file and the key to edit, before any synth.
+    assert result.stderr.startswith(
+        f"error: {tmp_path / 'fleet.toml'}: service.small-llm.gpu_budget_mib: one task needs 48000 MiB of GPU memory"
     )
+    assert result.stderr.rstrip().endswith("[ecs-gpu-sharing:TaskExceedsGpuMemory]")
     assert "Traceback" not in result.stderr and "at Kernel" not in result.stderr
 
 
-def test_app_fails_on_a_malformed_fleet_in_one_line(tmp_path: Path) -> None:
+def test_app_fails_on_a_malformed_fleet_one_line_per_problem(tmp_path: Path) -> None:
     result = _run_app(tmp_path, 'name = "x"\n')
     assert result.returncode == 1
-    assert result.stderr.strip() == f"error: {tmp_path / 'fleet.toml'}: missing key capacity (a table)"
+    source = tmp_path / "fleet.toml"
+    assert result.stderr.splitlines() == [
+        f"error: {source}: missing key capacity (a table): the GPU capacities, one table each",
+        f"error: {source}: missing key service (a table): the services, one table each",
+    ]
 
 
 # --- gates and operator defaults -------------------------------------------------------------------------

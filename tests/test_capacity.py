@@ -255,8 +255,8 @@ def test_refuses_a_single_az_vpc() -> None:
     ("kwargs", "message"),
     [
         ({"max_instances": 1, "min_instances": 2}, "max_instances 1 is below min_instances 2"),
-        ({"max_instances": 0}, "max_instances must be an integer >= 1"),
-        ({"min_instances": -1}, "min_instances must be an integer >= 0"),
+        ({"max_instances": 0}, "max_instances must be an integer from 1 to 5000"),
+        ({"min_instances": -1}, "min_instances must be an integer from 0 to 5000"),
         ({"gpu_margin_mib": 22563}, "gpu_margin_mib 22563 leaves nothing of the 22563 MiB ECS registers"),
         ({"gpu_margin_mib": 1.5}, "gpu_margin_mib must be an integer"),
         ({"ecs_gpu_memory_mib": 30000}, "ecs_gpu_memory_mib 30000 is more than 10% above EC2's 22888 MiB"),

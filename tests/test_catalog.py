@@ -122,6 +122,10 @@ def test_refresh_reports_changes(tmp_path: Path) -> None:
     out = tmp_path / "catalog.json"
     out.write_text(catalog.render(old.values(), source="test"))
     with mock_aws():
-        changes = catalog_refresh.refresh(boto3.client("ec2", region_name="us-east-1"), out)
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        with pytest.raises(CatalogError, match=r"would drop 1 instance types .* \(zz1.fake\); nothing was written"):
+            catalog_refresh.refresh(ec2, out)
+        assert "zz1.fake" in out.read_text()
+        changes = catalog_refresh.refresh(ec2, out, allow_removals=True)
     assert changes.added == ["g6.xlarge"] and changes.removed == ["zz1.fake"] and changes.changed == ["g5.xlarge"]
     assert catalog.parse(out.read_text()) == dict(catalog.load())

@@ -83,11 +83,11 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
         ),
         (
             lambda t: t.replace("[capacity.l4]", "[capacity.l4]\nmin_instances = 3\nmax_instances = 2"),
-            r"max_instances must be >= 3",
+            r"capacity.l4.max_instances 2 is below min_instances 3; raise it or lower min_instances$",
         ),
         (
             lambda t: t.replace("gpu_budget_mib = 2048", "gpu_budget_mib = 0"),
-            r"gpu_budget_mib must be >= 1, got 0",
+            r"gpu_budget_mib must be from 1 to 1048576, got 0",
         ),
         (lambda t: t + "max_compute_percent = 101\n", r"max_compute_percent must be from 1 to 100"),
         (lambda t: t + "environment = { A = 1 }\n", r"environment.A must be a string"),

@@ -66,7 +66,13 @@ def test_catalog_refresh_writes_the_catalog_and_says_what_changed(
     assert "no changes" in capsys.readouterr().out
     text = output.read_text().replace('"g6.xlarge": {', '"g6.gone": {')
     output.write_text(text)
-    assert main(["catalog", "refresh", "--region", "us-east-1", "--output", str(output)]) == 0
+    # A refresh that would drop a type writes nothing and says which, unless removals are allowed.
+    assert main(["catalog", "refresh", "--region", "us-east-1", "--output", str(output)]) == 1
+    assert "would drop 1 instance types that us-east-1 does not describe (g6.gone); nothing was written" in (
+        capsys.readouterr().err
+    )
+    assert output.read_text() == text
+    assert main(["catalog", "refresh", "--region", "us-east-1", "--output", str(output), "--allow-removals"]) == 0
     out = capsys.readouterr().out
     assert "added (1): g6.xlarge" in out and "removed (1): g6.gone" in out
 

@@ -52,9 +52,9 @@ def test_shrink_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_a_newly_failing_check_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    broken = EXAMPLE.replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000")
-    code, out = _diff(tmp_path, EXAMPLE, broken, capsys=capsys)
-    assert code == 1 and "newly failing: ecs-gpu-sharing:TaskExceedsGpuMemory service small-llm" in out
+    bounded = EXAMPLE.replace("min_instances = 1\n", "min_instances = 1\nmax_instances = 1\n", 1)
+    code, out = _diff(tmp_path, EXAMPLE, bounded, capsys=capsys)
+    assert code == 1 and "newly failing: ecs-gpu-sharing:CountsExceedMaxInstances capacity l4" in out
 
 
 def test_added_and_removed_services_as_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

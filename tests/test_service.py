@@ -267,7 +267,7 @@ def test_refuses_a_cluster_other_than_the_capacitys() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"desired_count": -1}, "desired_count must be an integer >= 0"),
+        ({"desired_count": -1}, "desired_count must be an integer from 0 to 5000"),
         ({"desired_count": 1, "max_healthy_percent": 90}, "max_healthy_percent must be an integer >= 100"),
         (
             {"desired_count": 1, "capacity_provider_strategies": []},

@@ -356,7 +356,7 @@ def test_two_capacities_with_one_name_are_refused_when_built() -> None:
 
 def test_plan_count_is_checked() -> None:
     a = App()
-    with pytest.raises(ServiceError, match="tasks must be an integer >= 0"):
+    with pytest.raises(ServiceError, match="tasks must be an integer from 0 to 5000"):
         FleetPlan.of(a.stack).plan_count(a.stack, -1)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .core import catalog, fleet, plan_diff, plan_report
 from .core.errors import GpuSharingError, PlanError
+from .core.files import check_output_path, write_atomic
 from .core.rules import assess
 
 
@@ -36,10 +37,11 @@ def _catalog_show(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    svg = check_output_path(args.svg, what="SVG", option="--svg") if args.svg else None
     spec = fleet.load(args.fleet)
     result = assess(spec.capacity_inputs(), spec.service_inputs())  # the same road as the synth-time plan
-    if args.svg:
-        Path(args.svg).write_text(plan_report.to_svg(result.steady), encoding="utf-8")
+    if svg is not None:
+        write_atomic(svg, plan_report.to_svg(result.steady))
     if args.json:
         print(json.dumps(plan_report.to_json(result), indent=2))
     else:
@@ -72,9 +74,10 @@ def _catalog_refresh(args: argparse.Namespace) -> int:
     from .operations.aws import aws_errors, client
 
     output = Path(args.output) if args.output else Path(str(catalog.data_path()))
+    catalog_refresh.read_existing(output)  # a bad --output fails before any AWS call
     ec2 = client("ec2", args.region)
     with aws_errors(f"listing instance types in {ec2.meta.region_name}"):
-        changes = catalog_refresh.refresh(ec2, output)
+        changes = catalog_refresh.refresh(ec2, output, allow_removals=args.allow_removals)
     print(f"wrote {output}")
     if changes.empty:
         print("no changes")
@@ -125,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     refresh = cat.add_parser("refresh", help="regenerate the catalog from EC2 DescribeInstanceTypes (AWS call)")
     refresh.add_argument("--region", help="the region to describe (default: your AWS configuration's)")
     refresh.add_argument("--output", help="where to write (default: the installed catalog file)")
+    refresh.add_argument(
+        "--allow-removals", action="store_true", help="write even when types of the old catalog would be dropped"
+    )
     refresh.set_defaults(func=_catalog_refresh)
 
     ami = commands.add_parser("ami", help="the AL2023 GPU AMI").add_subparsers(dest="ami_command", required=True)
@@ -150,7 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
     planning.add_argument("--json", action="store_true", help="print the plan as JSON")
     planning.add_argument("--svg", metavar="FILE", help="also draw each instance's GPUs into FILE")
     planning.set_defaults(func=_plan)
+
+    fleet_commands = commands.add_parser("fleet", help="the fleet file").add_subparsers(
+        dest="fleet_command", required=True
+    )
+    schema = fleet_commands.add_parser("schema", help="print the fleet file's JSON Schema (for TOML editors)")
+    schema.set_defaults(func=_fleet_schema)
     return parser
+
+
+def _fleet_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(fleet.json_schema(), indent=2))
+    return 0
 
 
 def build_diff_parser() -> argparse.ArgumentParser:
@@ -174,7 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except GpuSharingError as error:
-        print(f"error: {error}", file=sys.stderr)
+        for line in str(error).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return 1
 
 

@@ -17,6 +17,7 @@ from ..core.capacity_facts import HostFacts, host_facts
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_CAPABILITY_ATTRIBUTE, require_int
+from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
 
@@ -86,11 +87,14 @@ class GpuCapacity(Construct):
             host_memory_reserve_mib=host_memory_reserve_mib,
             owner=path,
         )
-        self._min_instances = require_int("min_instances", min_instances, low=0, owner=path, error=CapacityError)
+        quota = MAX_INSTANCES_PER_CLUSTER  # the ECS quota "container instances per cluster"
+        self._min_instances = require_int(
+            "min_instances", min_instances, low=0, high=quota, owner=path, error=CapacityError
+        )
         self._max_instances = (
             None
             if max_instances is None
-            else require_int("max_instances", max_instances, low=1, owner=path, error=CapacityError)
+            else require_int("max_instances", max_instances, low=1, high=quota, owner=path, error=CapacityError)
         )
         if self._max_instances is not None and self._max_instances < self._min_instances:
             raise CapacityError(

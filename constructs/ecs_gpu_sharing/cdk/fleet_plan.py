@@ -10,9 +10,7 @@ the app has synthesized without errors, writes the plan next to the templates (`
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,9 @@ from constructs import Construct, IConstruct, IValidation
 
 from ..core import plan_report
 from ..core.errors import CapacityError, PlanError, ServiceError
+from ..core.files import write_atomic
 from ..core.mps import require_int
+from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import Assessment, assess
 from .discovery import PlannedCapacity, discover, user_construct
 
@@ -66,7 +66,9 @@ class FleetPlan(Construct):
         """Plans ``service`` (an ECS service, or the construct holding it as ``Service``) at ``tasks`` tasks,
         the count to use when its own count is a deploy-time value (a ``CfnParameter``, say)."""
         owner = service.node.path
-        self._counts[service] = require_int("tasks", tasks, low=0, owner=owner, error=ServiceError)
+        self._counts[service] = require_int(
+            "tasks", tasks, low=0, high=MAX_TASKS_PER_SERVICE, owner=owner, error=ServiceError
+        )
 
     def capacity_name_taken(self, name: str) -> bool:
         return any(c.plan_name == name for c in self._capacities)
@@ -133,21 +135,10 @@ class FleetPlan(Construct):
             return
         result = self.assessment
         outdir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(plan_report.to_json(result), indent=1) + "\n")
-        _write_atomic(outdir / f"{PLAN_FILE}.md", plan_report.to_markdown(result))
+        write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(plan_report.to_json(result), indent=1) + "\n")
+        write_atomic(outdir / f"{PLAN_FILE}.md", plan_report.to_markdown(result))
         for line in plan_report.summary_lines(result):
             print(line, file=sys.stderr)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @jsii.implements(IValidation)

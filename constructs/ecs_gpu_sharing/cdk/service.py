@@ -9,6 +9,7 @@ from constructs import Construct
 
 from ..core.errors import ServiceError, TaskDefinitionError
 from ..core.mps import require_int
+from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.tokens import is_token
 from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan
@@ -68,7 +69,9 @@ class SharedGpuService(Construct):
             )
         count: Any = desired_count
         if not is_token(desired_count):
-            count = require_int("desired_count", desired_count, low=0, owner=path, error=ServiceError)
+            count = require_int(
+                "desired_count", desired_count, low=0, high=MAX_TASKS_PER_SERVICE, owner=path, error=ServiceError
+            )
         low = require_int("min_healthy_percent", min_healthy_percent, low=0, high=100, owner=path, error=ServiceError)
         high = require_int("max_healthy_percent", max_healthy_percent, low=100, owner=path, error=ServiceError)
         for reserved in ("capacity_provider_strategies", "circuit_breaker", "launch_type"):

@@ -44,6 +44,11 @@ def check_release(release: Any) -> str:
         date(int(release[:4]), int(release[4:6]), int(release[6:]))
     except ValueError:
         raise AmiError(f"{what} is not a real date: give the release date as 'YYYYMMDD'") from None
+    if release > date.today().strftime("%Y%m%d"):
+        raise AmiError(
+            f"{what} is in the future: no AMI is published for it yet; use a published release, such as "
+            f"{DEFAULT_AMI_RELEASE} (ecs-gpu-sharing ami verify --release checks one)"
+        )
     if release < AMI_RELEASE_FLOOR:
         raise AmiError(
             f"{what} is older than {AMI_RELEASE_FLOOR}, the AL2023 GPU AMI release AWS names as required for "

@@ -1,14 +1,15 @@
 """The fleet file (``fleet.toml``): capacities and services, read with the standard library. Pure Python.
 
-Every problem names the file and the key: unknown keys, wrong types, missing keys, references to
-capacities that do not exist.
+Its keys are one table (:data:`TOP`, :data:`CAPACITY`, :data:`SERVICE`) from which the parser checks and the
+JSON Schema editors use (:func:`json_schema`) is generated, so the two cannot drift. Every problem of a file is
+reported at once, one line each, naming the file and the key, the value seen, the limit and what to do.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from .capacity_facts import HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
 from .gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from .mps import MpsShare
-from .planner import CapacityInput, ServiceInput
+from .planner import TASK_RULES, CapacityInput, ServiceInput
+from .quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
+from .rules import assess
 from .shape import ContainerFacts, TaskShape, task_shape
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
@@ -92,187 +95,397 @@ class FleetSpec:
         ]
 
 
-# key -> (type, required); the type check treats bool as not an int.
-_TOP = {
-    "name": (str, True),
-    "account": (str, False),
-    "region": (str, False),
-    "vpc_id": (str, False),
-    "capacity": (dict, True),
-    "service": (dict, True),
-}
+# Environment names that steer which GPU a container sees or how MPS limits it: ECS sets them for MPS containers.
+GPU_ENVIRONMENT = re.compile(r"^(NVIDIA_.*|CUDA_VISIBLE_DEVICES|CUDA_MPS_.*)$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
-_CAPACITY = {
-    "instance_types": (list, True),
-    "ami_release": (str, False),
-    "min_instances": (int, False),
-    "max_instances": (int, False),
-    "gpu_margin_mib": (int, False),
-    "ecs_gpu_memory_mib": (int, False),
-}
-_SERVICE = {
-    "capacity": (str, True),
-    "image": (str, True),
-    "desired_count": (int, True),
-    "cpu_units": (int, True),
-    "memory_mib": (int, True),
-    "gpu_budget_mib": (int, True),
-    "max_compute_percent": (int, False),
-    "port": (int, False),
-    "environment": (dict, False),
-}
+_IMAGE = re.compile(r"^\S+$")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of the fleet file: its type, whether it is required, its range or pattern, and what it means."""
+
+    name: str
+    kind: type
+    required: bool
+    doc: str
+    low: int | None = None
+    high: int | None = None
+    high_why: str = ""  # the quota or fact behind ``high``
+    pattern: re.Pattern[str] | None = None
+    example: str = ""
+    default: Any = None
+
+
+TOP = (
+    Key("name", str, True, "prefixes the stacks", pattern=_NAME, example="models"),
+    Key("account", str, False, "with region: an environment-bound app", pattern=_ACCOUNT, example="123456789012"),
+    Key("region", str, False, "with account: an environment-bound app", pattern=_REGION, example="us-east-1"),
+    Key("vpc_id", str, False, "an existing VPC instead of a new one", pattern=_VPC_ID, example="vpc-0123456789abcdef0"),
+    Key("capacity", dict, True, "the GPU capacities, one table each"),
+    Key("service", dict, True, "the services, one table each"),
+)
+CAPACITY = (
+    Key("instance_types", list, True, "GPU instance types of one GPU model"),
+    Key("ami_release", str, False, "the AL2023 GPU AMI release (YYYYMMDD)", default=DEFAULT_AMI_RELEASE),
+    Key(
+        "min_instances",
+        int,
+        False,
+        "instances kept running",
+        low=0,
+        high=MAX_INSTANCES_PER_CLUSTER,
+        high_why='the ECS quota "container instances per cluster"',
+        default=0,
+    ),
+    Key(
+        "max_instances",
+        int,
+        False,
+        "the most instances; derived from the plan when left out",
+        low=1,
+        high=MAX_INSTANCES_PER_CLUSTER,
+        high_why='the ECS quota "container instances per cluster"',
+    ),
+    Key(
+        "gpu_margin_mib",
+        int,
+        False,
+        "per-GPU memory kept free below what ECS registers",
+        low=0,
+        default=DEFAULT_GPU_MARGIN_MIB,
+    ),
+    Key("ecs_gpu_memory_mib", int, False, "one GPU as your cluster's ECS registers it (measured)", low=1),
+)
+SERVICE = (
+    Key("capacity", str, True, "a [capacity.<name>] of this file"),
+    Key("image", str, True, "the container image", pattern=_IMAGE, example="my-registry/embedder:1.4"),
+    Key(
+        "desired_count",
+        int,
+        True,
+        "tasks to run",
+        low=0,
+        high=MAX_TASKS_PER_SERVICE,
+        high_why='the ECS quota "tasks per service"',
+    ),
+    Key(
+        "cpu_units",
+        int,
+        True,
+        "CPU units of the container (1024 = 1 vCPU)",
+        low=128,
+        high=196608,
+        high_why="192 vCPUs, the most of any GPU instance",
+    ),
+    Key(
+        "memory_mib",
+        int,
+        True,
+        "host memory, the container's hard limit",
+        low=6,
+        high=4194304,
+        high_why="4 TiB, more than any GPU instance has",
+    ),
+    Key(
+        "gpu_budget_mib",
+        int,
+        True,
+        "the container's MPS GPU memory budget",
+        low=1,
+        high=1048576,
+        high_why="1 TiB, more than any GPU has",
+    ),
+    Key("max_compute_percent", int, False, "an MPS compute ceiling, not a reservation", low=1, high=100),
+    Key("port", int, False, "container port", low=1, high=65535),
+    Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
+)
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table"}
+_JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object"}
 
 
-def _check_table(source: str, where: str, table: Mapping[str, Any], schema: Mapping[str, tuple[type, bool]]) -> None:
-    for key in table:
-        if key not in schema:
-            known = ", ".join(schema)
-            raise FleetSpecError(f"{source}: unknown key {where}{key}; the keys here are: {known}")
-    for key, (kind, required) in schema.items():
-        if key not in table:
-            if required:
-                raise FleetSpecError(f"{source}: missing key {where}{key} ({_TYPE_NAMES[kind]})")
+class _Problems:
+    """Every problem of one file, collected so they are reported at once."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.lines.append(f"{self.source}: {message}")
+
+    def raise_if_any(self) -> None:
+        if self.lines:
+            raise FleetSpecError("\n".join(dict.fromkeys(self.lines)))
+
+
+def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys: tuple[Key, ...]) -> dict[str, Any]:
+    """The table's well-typed, in-range values; every problem is added to ``problems``."""
+    known = {k.name: k for k in keys}
+    good: dict[str, Any] = {}
+    for name in table:
+        if name not in known:
+            shown = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else repr(name)
+            problems.add(f"unknown key {where}{shown}; the keys here are: {', '.join(known)}")
+    for key in keys:
+        if key.name not in table:
+            if key.required:
+                problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.kind]}): {key.doc}")
             continue
-        value = table[key]
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise FleetSpecError(
-                f"{source}: {where}{key} must be {_TYPE_NAMES[kind]}, got {value!r} ({type(value).__name__})"
-            )
+        value = table[key.name]
+        if isinstance(value, bool) or not isinstance(value, key.kind):
+            problems.add(f"{where}{key.name} must be {_TYPE_NAMES[key.kind]}, got {value!r} ({type(value).__name__})")
+            continue
+        if isinstance(value, int) and (
+            (key.low is not None and value < key.low) or (key.high is not None and value > key.high)
+        ):
+            span = f"from {key.low} to {key.high}" if key.high is not None else f">= {key.low}"
+            why = f" ({key.high_why})" if key.high is not None and value > key.high and key.high_why else ""
+            problems.add(f"{where}{key.name} must be {span}{why}, got {value}")
+            continue
+        if key.pattern is not None and isinstance(value, str) and not key.pattern.match(value):
+            problems.add(f"{where}{key.name} {value!r} is malformed; write it like {key.example!r}")
+            continue
+        good[key.name] = value
+    return good
 
 
-def _at_least(source: str, key: str, value: int, low: int, high: int | None = None) -> None:
-    if value < low or (high is not None and value > high):
-        span = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise FleetSpecError(f"{source}: {key} must be {span}, got {value}")
+def _check_name(problems: _Problems, kind: str, name: str) -> bool:
+    if _NAME.match(name):
+        return True
+    problems.add(
+        f"{kind}.{name!r} is not a usable name; use letters, digits and '-', starting with a letter, at most 40 "
+        "characters"
+    )
+    return False
 
 
-def _check_name(source: str, kind: str, name: str) -> None:
-    if not _NAME.match(name):
-        where = f"{kind}.{name!r}" if kind != "name" else f"name {name!r}"
-        raise FleetSpecError(
-            f"{source}: {where} is not a usable name; use letters, digits and '-', starting with a letter, "
-            "at most 40 characters"
-        )
-
-
-def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
-    """A fleet spec from a parsed TOML document; refuses anything malformed, naming ``source`` and the key."""
-    _check_table(source, "", doc, _TOP)
-    _check_name(source, "name", doc["name"])
-    for key, pattern, example in (
-        ("account", _ACCOUNT, "123456789012"),
-        ("region", _REGION, "us-east-1"),
-        ("vpc_id", _VPC_ID, "vpc-0123456789abcdef0"),
-    ):
-        if key in doc and not pattern.match(doc[key]):
-            raise FleetSpecError(f"{source}: {key} {doc[key]!r} is malformed; write it like {example!r}")
-    if ("account" in doc) != ("region" in doc):
-        raise FleetSpecError(f"{source}: account and region go together; give both, or neither for an offline synth")
-    if "vpc_id" in doc and "account" not in doc:
-        raise FleetSpecError(
-            f"{source}: vpc_id needs account and region (the VPC is looked up in that account at synth)"
-        )
+def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, CapacitySpec]:
     capacities: dict[str, CapacitySpec] = {}
-    for name, table in doc["capacity"].items():
+    for name, table in tables.items():
         where = f"capacity.{name}."
-        _check_name(source, "capacity", name)
+        if not _check_name(problems, "capacity", name):
+            continue
         if not isinstance(table, dict):
-            raise FleetSpecError(f"{source}: capacity.{name} must be a table")
-        _check_table(source, where, table, _CAPACITY)
-        types = table["instance_types"]
-        if not types or not all(isinstance(t, str) for t in types):
-            raise FleetSpecError(f"{source}: {where}instance_types must be a non-empty list of strings, got {types!r}")
-        release = table.get("ami_release", DEFAULT_AMI_RELEASE)
+            problems.add(f"capacity.{name} must be a table")
+            continue
+        before = len(problems.lines)
+        good = _check_table(problems, where, table, CAPACITY)
+        types = good.get("instance_types")
+        if types is not None and (not types or not all(isinstance(t, str) for t in types)):
+            problems.add(f"{where}instance_types must be a non-empty list of strings, got {types!r}")
+            types = None
+        release = good.get("ami_release", DEFAULT_AMI_RELEASE)
         try:
             check_release(release)
         except GpuSharingError as error:
-            raise FleetSpecError(f"{source}: {where}ami_release: {error}") from None
+            problems.add(f"{where}ami_release: {error}")
+        min_i, max_i = good.get("min_instances", 0), good.get("max_instances")
+        if max_i is not None and max_i < min_i:
+            problems.add(
+                f"{where}max_instances {max_i} is below min_instances {min_i}; raise it or lower min_instances"
+            )
+        if types is None or len(problems.lines) > before:
+            continue
         try:
             facts = host_facts(
                 types,
-                gpu_margin_mib=table.get("gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB),
-                ecs_gpu_memory_mib=table.get("ecs_gpu_memory_mib"),
-                owner=f"{source}: capacity.{name}",
+                gpu_margin_mib=good.get("gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB),
+                ecs_gpu_memory_mib=good.get("ecs_gpu_memory_mib"),
+                owner=f"capacity.{name}",
             )
         except GpuSharingError as error:
-            raise FleetSpecError(str(error)) from None
-        min_i = table.get("min_instances", 0)
-        max_i = table.get("max_instances")
-        _at_least(source, f"{where}min_instances", min_i, 0)
-        if max_i is not None:
-            _at_least(source, f"{where}max_instances", max_i, max(1, min_i))
+            problems.add(str(error))
+            continue
         capacities[name] = CapacitySpec(
             name=name,
             instance_types=tuple(types),
             ami_release=release,
             min_instances=min_i,
             max_instances=max_i,
-            ecs_gpu_memory_mib=table.get("ecs_gpu_memory_mib"),
+            ecs_gpu_memory_mib=good.get("ecs_gpu_memory_mib"),
             facts=facts,
         )
-    if not capacities:
-        raise FleetSpecError(f"{source}: no [capacity.<name>] table; a fleet needs at least one capacity")
-    services: dict[str, ServiceSpec] = {}
-    for name, table in doc["service"].items():
-        where = f"service.{name}."
-        _check_name(source, "service", name)
-        if not isinstance(table, dict):
-            raise FleetSpecError(f"{source}: service.{name} must be a table")
-        _check_table(source, where, table, _SERVICE)
-        if table["capacity"] not in capacities:
-            raise FleetSpecError(
-                f"{source}: {where}capacity names {table['capacity']!r}, which is not defined; "
-                f"defined capacities: {', '.join(capacities)}"
+    return capacities
+
+
+def _environment(problems: _Problems, where: str, env: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in env.items():
+        if not _ENV_NAME.match(key):
+            problems.add(
+                f"{where}environment key {key!r} is not a usable variable name; use letters, digits and '_', not "
+                "starting with a digit"
             )
-        _at_least(source, f"{where}desired_count", table["desired_count"], 0)
-        _at_least(source, f"{where}cpu_units", table["cpu_units"], 128)
-        _at_least(source, f"{where}memory_mib", table["memory_mib"], 6)
-        _at_least(source, f"{where}gpu_budget_mib", table["gpu_budget_mib"], 1)
-        if "max_compute_percent" in table:
-            _at_least(source, f"{where}max_compute_percent", table["max_compute_percent"], 1, 100)
-        if "port" in table:
-            _at_least(source, f"{where}port", table["port"], 1, 65535)
-        env = table.get("environment", {})
-        for key, value in env.items():
-            if not isinstance(value, str):
-                raise FleetSpecError(f"{source}: {where}environment.{key} must be a string, got {value!r}")
+        elif GPU_ENVIRONMENT.match(key):
+            problems.add(
+                f"{where}environment.{key} would steer the GPU: ECS sets NVIDIA_VISIBLE_DEVICES and the MPS limits "
+                "(CUDA_MPS_*) for MPS containers from their budget; remove it"
+            )
+        elif not isinstance(value, str):
+            problems.add(f"{where}environment.{key} must be a string, got {value!r}")
+        else:
+            out[key] = value
+    return out
+
+
+def _services(
+    problems: _Problems, tables: Mapping[str, Any], capacities: Mapping[str, Any], declared: Sequence[str]
+) -> dict[str, ServiceSpec]:
+    """The services; one on a capacity that is declared but broken is left out (its capacity's problem says why)."""
+    services: dict[str, ServiceSpec] = {}
+    for name, table in tables.items():
+        where = f"service.{name}."
+        if not _check_name(problems, "service", name):
+            continue
+        if not isinstance(table, dict):
+            problems.add(f"service.{name} must be a table")
+            continue
+        before = len(problems.lines)
+        good = _check_table(problems, where, table, SERVICE)
+        capacity = good.get("capacity")
+        if capacity is not None and capacity not in declared:
+            problems.add(
+                f"{where}capacity names {capacity!r}, which is not defined; defined capacities: "
+                f"{', '.join(declared) or '(none)'}"
+            )
+        env = _environment(problems, where, good.get("environment", {}))
+        if len(problems.lines) > before or capacity not in capacities:
+            continue
         services[name] = ServiceSpec(
             name=name,
-            capacity=table["capacity"],
-            image=table["image"],
-            desired_count=table["desired_count"],
-            cpu_units=table["cpu_units"],
-            memory_mib=table["memory_mib"],
-            gpu_budget_mib=table["gpu_budget_mib"],
-            max_compute_percent=table.get("max_compute_percent"),
-            port=table.get("port"),
-            environment=dict(env),
+            capacity=good["capacity"],
+            image=good["image"],
+            desired_count=good["desired_count"],
+            cpu_units=good["cpu_units"],
+            memory_mib=good["memory_mib"],
+            gpu_budget_mib=good["gpu_budget_mib"],
+            max_compute_percent=good.get("max_compute_percent"),
+            port=good.get("port"),
+            environment=env,
         )
-    if not services:
-        raise FleetSpecError(f"{source}: no [service.<name>] table; a fleet needs at least one service to plan")
-    return FleetSpec(
-        name=doc["name"],
+    return services
+
+
+# Which fleet-file key a fit rule's finding is about, so the message names what to edit.
+_RULE_KEYS = {
+    "ecs-gpu-sharing:TaskExceedsGpuMemory": "gpu_budget_mib",
+    "ecs-gpu-sharing:TaskExceedsHostCpu": "cpu_units",
+    "ecs-gpu-sharing:TaskExceedsHostMemory": "memory_mib",
+}
+
+
+def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
+    """A fleet spec from a parsed TOML document; refuses anything malformed, every problem at once, each naming
+    ``source`` and the key. A task that can never fit its capacity is refused here too, naming the key to edit."""
+    problems = _Problems(source)
+    if not isinstance(doc, Mapping):
+        raise FleetSpecError(f"{source}: not a TOML table of keys")
+    top = _check_table(problems, "", doc, TOP)
+    if ("account" in doc) != ("region" in doc):
+        problems.add("account and region go together; give both, or neither for an offline synth")
+    if "vpc_id" in doc and "account" not in doc:
+        problems.add("vpc_id needs account and region (the VPC is looked up in that account at synth)")
+    capacities = _capacities(problems, top.get("capacity", {}))
+    if "capacity" in top and not top["capacity"]:
+        problems.add("no [capacity.<name>] table; a fleet needs at least one capacity")
+    declared = [name for name in top.get("capacity", {}) if isinstance(name, str) and _NAME.match(name)]
+    services = _services(problems, top.get("service", {}), capacities, declared)
+    if "service" in top and not top["service"]:
+        problems.add("no [service.<name>] table; a fleet needs at least one service to plan")
+    problems.raise_if_any()
+    spec = FleetSpec(
+        name=top["name"],
         capacities=capacities,
         services=services,
         source=source,
-        account=doc.get("account"),
-        region=doc.get("region"),
-        vpc_id=doc.get("vpc_id"),
+        account=top.get("account"),
+        region=top.get("region"),
+        vpc_id=top.get("vpc_id"),
     )
+    task_rules = {rule.rule_id for rule in TASK_RULES}
+    for finding in assess(spec.capacity_inputs(), spec.service_inputs()).errors:
+        if finding.rule_id not in task_rules:
+            continue  # counts against max_instances: the plan shows them, with the plan
+        key = _RULE_KEYS.get(finding.rule_id, "")
+        where = f"{finding.kind}.{finding.subject}" + (f".{key}" if key else "")
+        problems.add(f"{where}: {finding.message} [{finding.rule_id}]")
+    problems.raise_if_any()
+    return spec
 
 
 def load(path: str | Path) -> FleetSpec:
     """Reads and checks a fleet file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_bytes().decode("utf-8")
+    except IsADirectoryError:
+        raise FleetSpecError(f"{p}: is a folder, not a fleet file; give the path of a .toml file") from None
     except OSError as error:
         raise FleetSpecError(f"{p}: cannot read the fleet file ({error.strerror}); check the path") from None
+    except UnicodeDecodeError as error:
+        raise FleetSpecError(f"{p}: not UTF-8 text (byte {error.start}); save the fleet file as UTF-8") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise FleetSpecError(f"{p}: not valid TOML ({error})") from None
     return parse(doc, source=str(p))
+
+
+def json_schema() -> dict[str, Any]:
+    """The fleet file's JSON Schema (draft 2020-12), generated from the key table: for editors (taplo, Even Better
+    TOML) that complete and check keys. ``fleet.schema.json`` at the repository root is this, committed."""
+
+    def props(keys: tuple[Key, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k in keys:
+            p: dict[str, Any] = {"type": _JSON_TYPES[k.kind], "description": k.doc}
+            if k.low is not None:
+                p["minimum"] = k.low
+            if k.high is not None:
+                p["maximum"] = k.high
+            if k.pattern is not None:
+                p["pattern"] = k.pattern.pattern
+            if k.default is not None:
+                p["default"] = k.default
+            if k.name == "instance_types":
+                p["items"] = {"type": "string"}
+                p["minItems"] = 1
+            if k.name == "environment":
+                p["additionalProperties"] = {"type": "string"}
+                p["propertyNames"] = {"pattern": _ENV_NAME.pattern, "not": {"pattern": GPU_ENVIRONMENT.pattern}}
+            out[k.name] = p
+        return out
+
+    def table(keys: tuple[Key, ...]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [k.name for k in keys if k.required],
+            "properties": props(keys),
+        }
+
+    root = table(TOP)
+    root["properties"]["capacity"] = {
+        "type": "object",
+        "description": "the GPU capacities, one table each",
+        "minProperties": 1,
+        "propertyNames": {"pattern": _NAME.pattern},
+        "additionalProperties": table(CAPACITY),
+    }
+    root["properties"]["service"] = {
+        "type": "object",
+        "description": "the services, one table each",
+        "minProperties": 1,
+        "propertyNames": {"pattern": _NAME.pattern},
+        "additionalProperties": table(SERVICE),
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ecs-gpu-sharing fleet file",
+        "description": "Generated by `ecs-gpu-sharing fleet schema`; do not edit.",
+        **root,
+    }

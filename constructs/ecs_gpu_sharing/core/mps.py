@@ -41,7 +41,7 @@ def require_int(
             f"give a whole number such as {low if high is None else high}"
         )
     if value < low or (high is not None and value > high):
-        raise error(f"{owner}: {name} must be an integer {span}, got {value}")
+        raise error(f"{owner}: {name} must be an integer {span}, got {value}; give a value in that range")
     return value
 
 

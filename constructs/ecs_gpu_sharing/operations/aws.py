@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import botocore.exceptions
+import botocore.loaders
 from botocore.config import Config
 
 from ..core.errors import AwsOperationError
@@ -24,22 +25,36 @@ _EXPIRED = {"ExpiredToken", "ExpiredTokenException", "RequestExpired"}
 
 
 def known_regions() -> list[str]:
-    session = boto3.session.Session()
-    return sorted(
-        {r for partition in session.get_available_partitions() for r in session.get_available_regions("ec2", partition)}
-    )
+    """Every region botocore's endpoint data knows, read without a session (so no profile or credentials)."""
+    endpoints = botocore.loaders.create_loader().load_data("endpoints")
+    return sorted({region for partition in endpoints["partitions"] for region in partition["regions"]})
 
 
 def client(service: str, region: str | None) -> Any:
-    """A boto3 client with standard retries; refuses a region botocore does not know."""
-    session = boto3.session.Session()
-    name = region or session.region_name
+    """A boto3 client with standard retries; refuses a region botocore does not know, and turns a broken AWS
+    configuration (a profile that does not exist, an unreadable config file, a malformed endpoint URL) into one
+    line."""
+    with aws_errors("reading your AWS configuration"):
+        try:
+            session = boto3.session.Session()
+            name = region or session.region_name
+        except OSError as error:
+            raise AwsOperationError(
+                f"reading your AWS configuration: {error.filename or 'a config file'}: {error.strerror}; fix its "
+                "permissions or point AWS_CONFIG_FILE elsewhere"
+            ) from None
     if not name:
         raise AwsOperationError("no AWS region: pass --region, or set AWS_REGION (or a region in your AWS profile)")
     if name not in known_regions():
         raise AwsOperationError(f"unknown region {name!r}: use a region name such as us-east-1")
     make: Any = session.client  # the stubs type each service by a literal name
-    return make(service, region_name=name, config=RETRIES)
+    with aws_errors(f"creating the {service} client"):
+        try:
+            return make(service, region_name=name, config=RETRIES)
+        except ValueError as error:  # botocore refuses a malformed endpoint URL (AWS_ENDPOINT_URL) this way
+            raise AwsOperationError(
+                f"creating the {service} client: {error}; check AWS_ENDPOINT_URL (a URL such as https://host:port)"
+            ) from None
 
 
 @contextmanager

@@ -9,6 +9,8 @@ from typing import Any
 
 from ..core import catalog
 from ..core.catalog import GpuInstanceType
+from ..core.errors import CatalogError
+from ..core.files import check_output_path, write_atomic
 
 
 def fetch(ec2_client: Any) -> list[GpuInstanceType]:
@@ -47,9 +49,33 @@ def diff(old: Mapping[str, GpuInstanceType], new: Mapping[str, GpuInstanceType])
     )
 
 
-def refresh(ec2_client: Any, output: Path) -> CatalogChanges:
-    """Write the regenerated catalog to ``output`` and say what changed against the file there."""
+def read_existing(output: Path) -> dict[str, GpuInstanceType]:
+    """The catalog already at ``output`` (empty when there is none); refuses, before any AWS call, a path that
+    cannot be written or a file that is not a catalog."""
+    check_output_path(output, what="catalog", option="--output")
+    if not output.exists():
+        return {}
+    try:
+        return catalog.parse(output.read_text(encoding="utf-8"))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise CatalogError(
+            f"--output {output}: is not a GPU catalog file; give a new path, or the catalog to replace"
+        ) from None
+
+
+def refresh(ec2_client: Any, output: Path, *, allow_removals: bool = False) -> CatalogChanges:
+    """Writes the regenerated catalog to ``output`` (atomically) and says what changed against the file there.
+
+    A region that lacks some GPU types would drop them: without ``allow_removals`` nothing is written then, and
+    the error lists them."""
+    old = read_existing(output)
     text = generate(ec2_client)
-    old = catalog.parse(output.read_text(encoding="utf-8")) if output.exists() else {}
-    output.write_text(text, encoding="utf-8")
-    return diff(old, catalog.parse(text))
+    changes = diff(old, catalog.parse(text))
+    if changes.removed and not allow_removals:
+        raise CatalogError(
+            f"the refresh would drop {len(changes.removed)} instance types that {ec2_client.meta.region_name} does "
+            f"not describe ({', '.join(changes.removed)}); nothing was written: refresh from a region that has "
+            "them, or pass --allow-removals"
+        )
+    write_atomic(output, text)
+    return changes
