@@ -245,3 +245,22 @@ def test_cdk_cli_synthesizes_the_default_app_offline(tmp_path: Path) -> None:
         "models-services-1.template.json",
     ]
     assert "end-of-life" not in result.stderr and "GPU fleet plan: l4 (g6.2xlarge)" in result.stderr
+
+
+def test_fleet_names_that_once_collided_with_construct_ids_synthesize() -> None:
+    # A service "s" once made "s-logs", clashing with a service "s-logs"; a capacity "Cluster" clashed with the
+    # cluster's own construct. Each fleet name now has its own scope.
+    from ecs_gpu_sharing.core import fleet
+
+    service = {"capacity": "Cluster", "image": "i:1", "desired_count": 1, "cpu_units": 256, "memory_mib": 512}
+    doc = {
+        "name": "names",
+        "capacity": {"Cluster": {"instance_types": ["g6.xlarge"]}},
+        "service": {"s": {**service, "gpu_budget_mib": 1024}, "s-logs": {**service, "gpu_budget_mib": 2048}},
+    }
+    app = new_app()
+    stacks = build_app(app, fleet.parse(doc, source="names.toml"))
+    assembly = app.synth()
+    plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
+    assert sorted(s["name"] for s in plan["services"]) == ["s", "s-logs"]
+    assert [c["name"] for c in plan["capacities"]] == ["Cluster"] and len(stacks.services) == 1
