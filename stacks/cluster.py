@@ -55,7 +55,7 @@ class ClusterStack(Stack):
                 name,
                 cluster=self.cluster,
                 instance_types=list(spec.instance_types),
-                ami=GpuAmi.release(spec.ami_release),
+                ami=GpuAmi.release(spec.ami_release, verified=spec.ami_release_verified),
                 min_instances=spec.min_instances,
                 max_instances=spec.max_instances,
                 gpu_margin_mib=spec.facts.gpu_memory.margin_mib,

@@ -16,9 +16,35 @@ from ecs_gpu_sharing.core import ami_release
 from conftest import new_app
 
 
-def test_default_release_is_at_or_after_the_floor() -> None:
+def test_default_release_is_a_known_release_at_or_after_the_floor() -> None:
     assert ami_release.check_release(ami_release.DEFAULT_AMI_RELEASE) == "20261113"
-    assert ami_release.check_release(ami_release.AMI_RELEASE_FLOOR) == "20261019"
+    assert max(ami_release.known_releases()) == ami_release.DEFAULT_AMI_RELEASE
+    assert all(r >= ami_release.AMI_RELEASE_FLOOR for r in ami_release.known_releases())
+    assert ami_release.known_releases()["20261113"].ecs_agent_version == "1.108.3"
+
+
+@pytest.mark.parametrize("release", ["20261019", "20261020", "20261112"])
+def test_a_release_not_in_the_table_is_refused_listing_the_known_ones(release: str) -> None:
+    with pytest.raises(AmiError) as raised:
+        ami_release.check_release(release)
+    message = str(raised.value)
+    assert f"AMI release '{release}' is not a release this library knows to be published" in message
+    assert "known: 20261022, 20261027, 20261029, 20261030, 20261031, 20261113" in message
+    assert f"ecs-gpu-sharing ami verify --release {release}" in message and "verified=True" in message
+
+
+def test_a_verified_release_is_accepted_and_still_checked() -> None:
+    assert ami_release.check_release("20261120", verified=True) == "20261120"
+    assert GpuAmi.release("20261120", verified=True).release_id == "20261120"
+    with pytest.raises(AmiError, match="older than 20261019"):
+        ami_release.check_release("20261001", verified=True)
+    with pytest.raises(AmiError, match="in the future"):
+        ami_release.check_release("20990101", verified=True)
+
+
+def test_gpuami_refuses_an_unlisted_release_when_built() -> None:
+    with pytest.raises(AmiError, match="'20261020' is not a release this library knows"):
+        GpuAmi.release("20261020")
 
 
 def test_ami_name_and_ssm_parameter_derive_from_the_release() -> None:

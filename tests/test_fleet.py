@@ -40,6 +40,14 @@ def test_example_fleet_parses() -> None:
     assert spec.capacities["l4"].max_instances is None
 
 
+def test_an_unlisted_ami_release_needs_to_be_stated_verified(tmp_path: Path) -> None:
+    text = BASE.replace("[capacity.l4]", '[capacity.l4]\nami_release = "20261120"')
+    with pytest.raises(FleetSpecError, match=r"capacity.l4.ami_release: AMI release '20261120' is not a release"):
+        _load(tmp_path, text)
+    spec = _load(tmp_path, text.replace("[capacity.l4]", "[capacity.l4]\nami_release_verified = true"))
+    assert spec.capacities["l4"].ami_release_verified is True
+
+
 def test_minimal_fleet_defaults(tmp_path: Path) -> None:
     spec = _load(tmp_path, BASE)
     cap, svc = spec.capacities["l4"], spec.services["emb"]

@@ -21,8 +21,8 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from ecs_gpu_sharing.cli import main
-from ecs_gpu_sharing.core import catalog, fleet
-from ecs_gpu_sharing.operations import ami_verify, aws, cluster_status
+from ecs_gpu_sharing.core import ami_release, catalog, fleet
+from ecs_gpu_sharing.operations import ami_refresh, ami_verify, aws, cluster_status
 
 from conftest import REPO
 
@@ -160,7 +160,14 @@ def _instance(instance_id: str, *, agent: str, mps: bool, health: str, gpus: lis
         "attributes": attributes,
         "healthStatus": {
             "overallStatus": health,
-            "details": [{"type": "ACCELERATED_COMPUTE", "status": health, "lastUpdated": NOW}],
+            "details": [
+                {
+                    "type": "ACCELERATED_COMPUTE",
+                    "status": health,
+                    "lastUpdated": NOW,
+                    **({"statusReason": "MPS control daemon is not responding"} if health == "IMPAIRED" else {}),
+                }
+            ],
         },
         "gpuDevices": gpus,
     }
@@ -262,8 +269,8 @@ def test_cluster_status_reports_every_problem_and_exits_1(
     problems = doc["problems"]
     assert problems == [
         "instance i-0old: ECS agent 1.106.2 is older than 1.107.0; use an AMI release >= 20261019",
-        "instance i-0old: no ecs.capability.gpu-sharing-mps attribute: MPS tasks will not be placed here (is the MPS daemon running?)",
-        "instance i-0old: ACCELERATED_COMPUTE health is IMPAIRED: the MPS daemon failed its probes",
+        "instance i-0old: no ecs.capability.gpu-sharing-mps attribute: MPS tasks will not be placed here; the agent's setup check failed (it needs a GPU, the MPS control binary, the nvidia-mps systemd unit enabled, and not a vGPU slice): use the AL2023 GPU AMI, and see the agent's log for which",
+        "instance i-0old: ACCELERATED_COMPUTE health is IMPAIRED: MPS control daemon is not responding",
         "service emb: 2 of 4 tasks running",
         "instance i-0full: GPU GPU-2: 22400 MiB allocated, past the plan's 22307 MiB usable per GPU (its 256 MiB margin is taken): lower budgets, or raise gpu_margin_mib",
         "instance i-0full: GPU GPU-3: ECS registers 22400 MiB, less than the 22563 MiB the plan takes for it (table); set ecs_gpu_memory_mib = 22400 on capacity l4",
@@ -413,3 +420,58 @@ def test_commands_over_http_against_motos_server(moto_server: str, tmp_path: Pat
     assert doc["cluster"] == CLUSTER and doc["instances"] == []
     assert status.returncode == 1 and any("fleet service embedder: not found" in p for p in doc["problems"])
     assert fleet.load(REPO / "fleet.toml").services.keys() == {"embedder", "reranker", "small-llm"}
+
+
+# --- ami refresh -------------------------------------------------------------------------------------------
+
+
+@mock_aws
+def test_ami_refresh_against_motos_public_parameters_keeps_the_table(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # moto's copy of AWS's public parameters ends below the floor: nothing to add, nothing dropped.
+    output = tmp_path / "releases.json"
+    shutil.copy(str(ami_release.releases_path()), output)
+    before = output.read_text()
+    assert main(["ami", "refresh", "--region", "us-east-1", "--output", str(output)]) == 0
+    assert "no new releases" in capsys.readouterr().out
+    assert ami_release.parse_releases(output.read_text()) == ami_release.parse_releases(before)
+
+
+def test_ami_refresh_adds_a_published_release_with_its_agent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ssm = _real("ssm")
+    stub = Stubber(ssm)
+    name = "al2023-ami-ecs-gpu-hvm-2023.0.20261201-kernel-6.1-x86_64-ebs"
+    metadata = {"ecs_agent_version": "1.109.0", "image_id": "ami-0123456789abcdef0", "image_name": name}
+    stub.add_response(
+        "get_parameters_by_path",
+        {
+            "Parameters": [
+                {"Name": f"{ami_refresh.GPU_PATH}/{name}", "Type": "String", "Value": json.dumps(metadata)},
+                {"Name": f"{ami_refresh.GPU_PATH}/{name}/image_id", "Type": "String", "Value": "ami-0123456789abcdef0"},
+                {
+                    "Name": f"{ami_refresh.GPU_PATH}/al2023-ami-ecs-gpu-hvm-2023.0.20260922-kernel-6.1-x86_64-ebs",
+                    "Type": "String",
+                    "Value": json.dumps({"ecs_agent_version": "1.107.0"}),
+                },
+            ]
+        },
+        {"Path": ami_refresh.GPU_PATH, "Recursive": True},
+    )
+    _stubbed(monkeypatch, ssm=ssm)
+    output = tmp_path / "releases.json"
+    shutil.copy(str(ami_release.releases_path()), output)
+    with stub:
+        assert main(["ami", "refresh", "--output", str(output)]) == 0
+    assert "added (1): 20261201" in capsys.readouterr().out
+    table = ami_release.parse_releases(output.read_text())
+    assert table["20261201"].ecs_agent_version == "1.109.0" and "GetParametersByPath" in table["20261201"].source
+    assert set(ami_release.known_releases()) < set(table) and "20260922" not in table  # below the floor
+
+
+def test_impaired_accelerated_compute_shows_ecss_reason_and_assumes_no_cause() -> None:
+    inst = cluster_status.InstanceStatus("arn", "i-1", "g6.xlarge", "1.108.3", True, "IMPAIRED", "")
+    (problem,) = cluster_status.problems_of([inst], [])
+    assert problem == "instance i-1: ACCELERATED_COMPUTE health is IMPAIRED: ECS gave no reason"

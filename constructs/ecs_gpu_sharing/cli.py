@@ -98,6 +98,21 @@ def _ami_verify(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
+def _ami_refresh(args: argparse.Namespace) -> int:
+    from .core import ami_release
+    from .operations import ami_refresh
+    from .operations.aws import aws_errors, client
+
+    output = Path(args.output) if args.output else Path(str(ami_release.releases_path()))
+    check_output_path(output, what="AMI release table", option="--output")
+    ssm = client("ssm", args.region)
+    with aws_errors(f"reading the public GPU AMI parameters in {ssm.meta.region_name}"):
+        result = ami_refresh.refresh(ssm, output)
+    print(f"wrote {output}: {result.total} known releases")
+    print(f"added ({len(result.releases)}): {', '.join(result.releases)}" if result.releases else "no new releases")
+    return 0
+
+
 def _cluster_status(args: argparse.Namespace) -> int:
     from .operations import cluster_status
     from .operations.aws import client
@@ -138,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--release", required=True, help="YYYYMMDD, at or after the floor")
     verify.add_argument("--region", action="append", help="a region to check; repeat for several")
     verify.set_defaults(func=_ami_verify)
+    ami_table = ami.add_parser("refresh", help="add published releases to the table of known releases (AWS calls)")
+    ami_table.add_argument("--region", help="the region to read (default: your AWS configuration's)")
+    ami_table.add_argument("--output", help="where to write (default: the installed table)")
+    ami_table.set_defaults(func=_ami_refresh)
 
     cluster = commands.add_parser("cluster", help="a live ECS cluster").add_subparsers(
         dest="cluster_command", required=True

@@ -26,22 +26,32 @@ class GpuAmi:
     """
 
     def __init__(
-        self, *, kind: str, description: str, release: str | None = None, ids: Mapping[str, str] | None = None
+        self,
+        *,
+        kind: str,
+        description: str,
+        release: str | None = None,
+        ids: Mapping[str, str] | None = None,
+        verified: bool = False,
     ) -> None:
         self.kind = kind
+        self.verified = verified
         self.description = description
         self.release_id = release
         self._ids = dict(ids or {})
 
     @classmethod
-    def release(cls, release: str = ami_release.DEFAULT_AMI_RELEASE) -> GpuAmi:
+    def release(cls, release: str = ami_release.DEFAULT_AMI_RELEASE, *, verified: bool = False) -> GpuAmi:
         """The AMI of ``release`` (YYYYMMDD, at or after the floor), through its public SSM parameter.
 
-        The per-release GPU parameter path is unconfirmed (see ``ami_release.SSM_PARAMETER_TEMPLATE``):
-        run ``ecs-gpu-sharing ami verify --release ...`` before deploy.
+        A release must be in the library's table of known, published releases, unless ``verified`` states that
+        ``ecs-gpu-sharing ami verify --release ...`` found it. The per-release GPU parameter path is unconfirmed
+        (see ``ami_release.SSM_PARAMETER_TEMPLATE``): run ``ami verify`` before deploy.
         """
-        parameter = ami_release.ssm_parameter(release)
-        return cls(kind="release", description=f"release {release} (SSM {parameter})", release=release)
+        parameter = ami_release.ssm_parameter(release, verified=verified)
+        return cls(
+            kind="release", description=f"release {release} (SSM {parameter})", release=release, verified=verified
+        )
 
     @classmethod
     def image_ids(cls, ids_by_region: Mapping[str, str]) -> GpuAmi:
@@ -59,17 +69,17 @@ class GpuAmi:
         return cls(kind="image_ids", description=f"explicit AMI ids ({regions})", ids=ids_by_region)
 
     @classmethod
-    def lookup(cls, release: str = ami_release.DEFAULT_AMI_RELEASE) -> GpuAmi:
+    def lookup(cls, release: str = ami_release.DEFAULT_AMI_RELEASE, *, verified: bool = False) -> GpuAmi:
         """The AMI named for ``release``, found by EC2 DescribeImages (owner Amazon) and cached in context."""
-        name = ami_release.ami_name(release)
-        return cls(kind="lookup", description=f"lookup of {name}", release=release)
+        name = ami_release.ami_name(release, verified=verified)
+        return cls(kind="lookup", description=f"lookup of {name}", release=release, verified=verified)
 
     def machine_image(self, scope: Construct) -> ec2.IMachineImage:
         """The CDK machine image for a launch template in ``scope``'s stack."""
         if self.kind == "release":
             assert self.release_id is not None
             return ec2.MachineImage.from_ssm_parameter(
-                ami_release.ssm_parameter(self.release_id), os=ec2.OperatingSystemType.LINUX
+                ami_release.ssm_parameter(self.release_id, verified=self.verified), os=ec2.OperatingSystemType.LINUX
             )
         stack = cdk.Stack.of(scope)
         if self.kind == "image_ids":
@@ -86,7 +96,7 @@ class GpuAmi:
                 "and region (env=...); use GpuAmi.release(...) for an environment-agnostic stack"
             )
         return ec2.MachineImage.lookup(
-            name=ami_release.ami_name(self.release_id),
+            name=ami_release.ami_name(self.release_id, verified=self.verified),
             owners=[ami_release.AMI_OWNER],
             filters={"architecture": ["x86_64"]},
         )

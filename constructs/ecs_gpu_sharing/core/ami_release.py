@@ -7,8 +7,12 @@ release carrying agent 1.107.0 (20260922 already did). The AMI exists for x86_64
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 from datetime import date
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from .errors import AmiError
@@ -17,7 +21,48 @@ AMI_RELEASE_FLOOR = "20261019"
 """The AL2023 GPU AMI release AWS names as required for ECS GPU sharing (MPS)."""
 
 DEFAULT_AMI_RELEASE = "20261113"
-"""The newest release this library knows (ECS agent 1.108.3)."""
+"""The newest release this library knows (ECS agent 1.108.3); a test keeps it in the table of known releases."""
+
+RELEASES_FILE = "ami_releases.json"
+VERIFY_HINT = (
+    "run `ecs-gpu-sharing ami verify --release {release}` and then state that it was verified "
+    "(GpuAmi.release(..., verified=True); fleet key ami_release_verified = true), or "
+    "`ecs-gpu-sharing ami refresh` to add published releases to the table"
+)
+
+
+@dataclass(frozen=True)
+class KnownRelease:
+    """A published AL2023 GPU AMI release at or above the floor: its ECS agent, and where the fact comes from."""
+
+    release: str
+    ecs_agent_version: str | None
+    source: str
+
+
+def releases_path() -> Any:
+    return resources.files("ecs_gpu_sharing.core") / "data" / RELEASES_FILE
+
+
+def parse_releases(text: str) -> dict[str, KnownRelease]:
+    rows = json.loads(text)["releases"]
+    return {r: KnownRelease(r, row.get("ecs_agent_version"), row["source"]) for r, row in rows.items()}
+
+
+def render_releases(releases: dict[str, KnownRelease]) -> str:
+    """The data file's text: one release a line, sorted, so a refreshed file diffs by release."""
+    lines = [
+        f"  {json.dumps(r)}: " + json.dumps({"ecs_agent_version": k.ecs_agent_version, "source": k.source})
+        for r, k in sorted(releases.items())
+    ]
+    return '{\n "generated_by": "ecs-gpu-sharing ami refresh",\n "releases": {\n' + ",\n".join(lines) + "\n }\n}\n"
+
+
+@cache
+def known_releases() -> dict[str, KnownRelease]:
+    """The table of known releases (``data/ami_releases.json``), by release."""
+    return parse_releases(releases_path().read_text(encoding="utf-8"))
+
 
 ECS_AGENT_FLOOR = (1, 107, 0)
 """The first ECS container agent version with GPU sharing."""
@@ -35,8 +80,9 @@ _RELEASE = re.compile(r"^\d{8}$")
 _NAME = re.compile(r"^al2023-ami-ecs-gpu-hvm-2023\.0\.(\d{8})-kernel-6\.1-x86_64-ebs$")
 
 
-def check_release(release: Any) -> str:
-    """``release`` as a valid YYYYMMDD string at or after the floor; refuses anything else."""
+def check_release(release: Any, *, verified: bool = False) -> str:
+    """``release`` as a valid YYYYMMDD string, not in the future, at or after the floor, and known to be published
+    (in the table of known releases) unless ``verified`` states that it was checked; refuses anything else."""
     what = f"AMI release {release!r}"
     if not isinstance(release, str) or not _RELEASE.match(release):
         raise AmiError(f"{what} is malformed: give the release date as 'YYYYMMDD', such as '{DEFAULT_AMI_RELEASE}'")
@@ -55,11 +101,17 @@ def check_release(release: Any) -> str:
             f"GPU sharing (with ECS agent >= {format_version(ECS_AGENT_FLOOR)}); use {AMI_RELEASE_FLOOR} or later, "
             f"such as {DEFAULT_AMI_RELEASE}"
         )
+    if not verified and release not in known_releases():
+        known = ", ".join(sorted(known_releases()))
+        raise AmiError(
+            f"{what} is not a release this library knows to be published (known: {known}); use one of them, or "
+            + VERIFY_HINT.format(release=release)
+        )
     return release
 
 
-def ami_name(release: str) -> str:
-    return AMI_NAME_TEMPLATE.format(release=check_release(release))
+def ami_name(release: str, *, verified: bool = False) -> str:
+    return AMI_NAME_TEMPLATE.format(release=check_release(release, verified=verified))
 
 
 def release_of(name: str) -> str | None:
@@ -68,8 +120,8 @@ def release_of(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def ssm_parameter(release: str) -> str:
-    return SSM_PARAMETER_TEMPLATE.format(ami_name=ami_name(release))
+def ssm_parameter(release: str, *, verified: bool = False) -> str:
+    return SSM_PARAMETER_TEMPLATE.format(ami_name=ami_name(release, verified=verified))
 
 
 def ssm_parameter_unchecked(release: str) -> str:

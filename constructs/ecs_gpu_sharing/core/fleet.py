@@ -39,6 +39,7 @@ class CapacitySpec:
     instance_types: tuple[str, ...]
     facts: HostFacts  # from the catalog, with the fleet's gpu_margin_mib and ecs_gpu_memory_mib
     ami_release: str = DEFAULT_AMI_RELEASE
+    ami_release_verified: bool = False
     min_instances: int = 0
     max_instances: int | None = None
     ecs_gpu_memory_mib: int | None = None  # measured on the fleet's cluster, in place of the per-model figure
@@ -132,6 +133,13 @@ CAPACITY = (
     Key("instance_types", list, True, "GPU instance types of one GPU model"),
     Key("ami_release", str, False, "the AL2023 GPU AMI release (YYYYMMDD)", default=DEFAULT_AMI_RELEASE),
     Key(
+        "ami_release_verified",
+        bool,
+        False,
+        "true when `ecs-gpu-sharing ami verify` found a release the library does not list",
+        default=False,
+    ),
+    Key(
         "min_instances",
         int,
         False,
@@ -203,8 +211,8 @@ SERVICE = (
     Key("port", int, False, "container port", low=1, high=65535),
     Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
 )
-_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table"}
-_JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object"}
+_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
+_JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean"}
 
 
 class _Problems:
@@ -236,11 +244,13 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
                 problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.kind]}): {key.doc}")
             continue
         value = table[key.name]
-        if isinstance(value, bool) or not isinstance(value, key.kind):
+        if (isinstance(value, bool) and key.kind is not bool) or not isinstance(value, key.kind):
             problems.add(f"{where}{key.name} must be {_TYPE_NAMES[key.kind]}, got {value!r} ({type(value).__name__})")
             continue
-        if isinstance(value, int) and (
-            (key.low is not None and value < key.low) or (key.high is not None and value > key.high)
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and ((key.low is not None and value < key.low) or (key.high is not None and value > key.high))
         ):
             span = f"from {key.low} to {key.high}" if key.high is not None else f">= {key.low}"
             why = f" ({key.high_why})" if key.high is not None and value > key.high and key.high_why else ""
@@ -280,7 +290,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
             types = None
         release = good.get("ami_release", DEFAULT_AMI_RELEASE)
         try:
-            check_release(release)
+            check_release(release, verified=good.get("ami_release_verified", False))
         except GpuSharingError as error:
             problems.add(f"{where}ami_release: {error}")
         min_i, max_i = good.get("min_instances", 0), good.get("max_instances")
@@ -304,6 +314,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
             name=name,
             instance_types=tuple(types),
             ami_release=release,
+            ami_release_verified=good.get("ami_release_verified", False),
             min_instances=min_i,
             max_instances=max_i,
             ecs_gpu_memory_mib=good.get("ecs_gpu_memory_mib"),

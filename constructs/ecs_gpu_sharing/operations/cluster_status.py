@@ -37,6 +37,7 @@ class InstanceStatus:
     agent_version: str
     mps_capability: bool
     accelerated_compute: str  # OK, IMPAIRED, INSUFFICIENT_DATA, INITIALIZING, or "unknown"
+    accelerated_compute_reason: str = ""  # ECS's statusReason for it, when it gives one
     gpus: list[GpuStatus] = field(default_factory=list)
 
 
@@ -61,10 +62,11 @@ class ClusterStatus:
 
 def _instance(raw: dict[str, Any]) -> InstanceStatus:
     attributes = {a["name"]: a.get("value") for a in raw.get("attributes", [])}
-    health = "unknown"
+    health, reason = "unknown", ""
     for detail in raw.get("healthStatus", {}).get("details", []):
         if detail.get("type") == "ACCELERATED_COMPUTE":
             health = detail.get("status", "unknown")
+            reason = detail.get("statusReason", "")
     return InstanceStatus(
         arn=raw["containerInstanceArn"],
         ec2_instance_id=raw.get("ec2InstanceId", ""),
@@ -72,6 +74,7 @@ def _instance(raw: dict[str, Any]) -> InstanceStatus:
         agent_version=raw.get("versionInfo", {}).get("agentVersion", ""),
         mps_capability=MPS_CAPABILITY in attributes,
         accelerated_compute=health,
+        accelerated_compute_reason=reason,
         gpus=[
             GpuStatus(
                 gpu_id=g.get("gpuId", ""),
@@ -137,10 +140,14 @@ def problems_of(
             )
         if not inst.mps_capability:
             problems.append(
-                f"{who}: no {MPS_CAPABILITY} attribute: MPS tasks will not be placed here (is the MPS daemon running?)"
+                f"{who}: no {MPS_CAPABILITY} attribute: MPS tasks will not be placed here; the agent's setup check "
+                "failed (it needs a GPU, the MPS control binary, the nvidia-mps systemd unit enabled, and not a vGPU "
+                "slice): use the AL2023 GPU AMI, and see the agent's log for which"
             )
         if inst.accelerated_compute == "IMPAIRED":
-            problems.append(f"{who}: ACCELERATED_COMPUTE health is IMPAIRED: the MPS daemon failed its probes")
+            # This health check predates MPS: its reason says what failed (an MPS daemon probe is one cause).
+            reason = inst.accelerated_compute_reason or "ECS gave no reason"
+            problems.append(f"{who}: ACCELERATED_COMPUTE health is IMPAIRED: {reason}")
     for svc in services:
         if svc.running < svc.desired:
             problems.append(f"service {svc.name}: {svc.running} of {svc.desired} tasks running")
