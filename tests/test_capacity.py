@@ -277,3 +277,44 @@ def test_refuses_an_imported_cluster() -> None:
     with pytest.raises(CapacityError, match=r"cluster must be an aws_ecs\.Cluster created in this app"):
         GpuCapacity(cluster.stack, "Gpu", cluster=imported, instance_types=["g6.xlarge"])  # type: ignore[arg-type]
     assert cluster.stack.node.try_find_child("Gpu") is None
+
+
+def test_a_new_ami_release_rolls_the_hosts_one_at_a_time_with_draining() -> None:
+    def template(release: str) -> Template:
+        app = new_app()
+        stack = cdk.Stack(app, "Roll")
+        cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
+        GpuCapacity(
+            stack, "L4", cluster=cluster, instance_types=["g6.xlarge"], ami=GpuAmi.release(release), max_instances=4
+        )
+        return Template.from_stack(stack)
+
+    old, new = template("20261031"), template("20261113")
+    for t in (old, new):
+        t.has_resource(
+            "AWS::AutoScaling::AutoScalingGroup",
+            {
+                "UpdatePolicy": Match.object_like(
+                    {
+                        "AutoScalingRollingUpdate": {
+                            "MaxBatchSize": 1,
+                            "MinInstancesInService": 0,
+                            "PauseTime": "PT5M",
+                            "SuspendProcesses": ["HealthCheck", "ReplaceUnhealthy", "AZRebalance", "ScheduledActions"],
+                        }
+                    }
+                )
+            },
+        )
+        t.has_resource_properties(
+            "AWS::ECS::CapacityProvider",
+            {"AutoScalingGroupProvider": Match.object_like({"ManagedDraining": "ENABLED"})},
+        )
+
+    def image(t: Template) -> Any:
+        (template_resource,) = t.find_resources("AWS::EC2::LaunchTemplate").values()
+        parameter = template_resource["Properties"]["LaunchTemplateData"]["ImageId"]["Ref"]
+        return t.to_json()["Parameters"][parameter]["Default"]
+
+    # The pinned release is the launch template's image: a new release changes it, which starts the roll.
+    assert "20261031" in image(old) and "20261113" in image(new)

@@ -22,6 +22,8 @@ from .ami import GpuAmi
 from .fleet_plan import FleetPlan
 
 UNVERIFIED_FAMILY_WARNING = "ecs-gpu-sharing:UnverifiedInstanceFamily"
+ROLL_PAUSE_MINUTES = 5
+"""Pause after each host a rolling replacement launches: time for the ECS agent to register and tasks to move."""
 
 
 # Lines appended to /etc/ecs/ecs.config (the AMI sets GPU support too; stating it keeps a custom AMI honest).
@@ -37,8 +39,9 @@ class GpuCapacity(Construct):
 
     Creates a launch template (pinned AMI, IAM role with the ECS agent's and SSM Session Manager's
     permissions, IMDSv2 required with hop limit 1, encrypted gp3 root volume, no SSH key), an Auto Scaling
-    group over the VPC's private subnets, and an ``AsgCapacityProvider`` with managed scaling and managed
-    termination protection.
+    group over the VPC's private subnets, and an ``AsgCapacityProvider`` with managed scaling, managed
+    termination protection and managed draining. A change of AMI release or instance type rolls the hosts one at
+    a time (a CloudFormation rolling update), each host's tasks drained to others before it goes.
 
     :param cluster: the ECS cluster; its VPC hosts the instances.
     :param instance_types: one or more GPU instance types, all with the same GPU model and memory. Several
@@ -184,6 +187,20 @@ class GpuCapacity(Construct):
             notifications=(
                 [autoscaling.NotificationConfiguration(topic=notification_topic)] if notification_topic else None
             ),
+            # A new AMI release or instance type changes the launch template or its overrides, and CloudFormation
+            # then replaces the hosts one at a time; ECS managed draining (below) moves each host's tasks to other
+            # hosts before it goes. Scaling alarms stay active, so ECS can add a host for the drained tasks.
+            update_policy=autoscaling.UpdatePolicy.rolling_update(
+                max_batch_size=1,
+                min_instances_in_service=self._min_instances,
+                pause_time=cdk.Duration.minutes(ROLL_PAUSE_MINUTES),
+                suspend_processes=[
+                    autoscaling.ScalingProcess.HEALTH_CHECK,
+                    autoscaling.ScalingProcess.REPLACE_UNHEALTHY,
+                    autoscaling.ScalingProcess.AZ_REBALANCE,
+                    autoscaling.ScalingProcess.SCHEDULED_ACTIONS,
+                ],
+            ),
         )
         self._provider_name = capacity_provider_name
         self.capacity_provider = ecs.AsgCapacityProvider(
@@ -193,6 +210,7 @@ class GpuCapacity(Construct):
             capacity_provider_name=capacity_provider_name,
             enable_managed_scaling=True,
             enable_managed_termination_protection=True,
+            enable_managed_draining=True,
             target_capacity_percent=100,
         )
         cluster.add_asg_capacity_provider(self.capacity_provider)
