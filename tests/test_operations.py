@@ -149,8 +149,12 @@ NOW = datetime.datetime(2026, 11, 29, tzinfo=datetime.UTC)
 CLUSTER = "models"
 
 
-def _instance(instance_id: str, *, agent: str, mps: bool, health: str, gpus: list[dict[str, Any]]) -> dict[str, Any]:
+def _instance(
+    instance_id: str, *, agent: str, mps: bool, health: str, gpus: list[dict[str, Any]], ami: str = ""
+) -> dict[str, Any]:
     attributes = [{"name": "ecs.instance-type", "value": "g6.xlarge"}]
+    if ami:
+        attributes.append({"name": "ecs.ami-id", "value": ami})
     if mps:
         attributes.append({"name": cluster_status.MPS_CAPABILITY})
     return {
@@ -234,10 +238,25 @@ def test_cluster_status_reports_every_problem_and_exits_1(
 ) -> None:
     old = _instance("i-0old", agent="1.106.2", mps=False, health="IMPAIRED", gpus=[])
     gpus = [_gpu("GPU-2", 22563, 163, 4), _gpu("GPU-3", 22400, 22400, 0)]  # the second registers less than the plan
-    full = _instance("i-0full", agent="1.108.3", mps=True, health="OK", gpus=gpus)
+    full = _instance("i-0full", agent="1.108.3", mps=True, health="OK", gpus=gpus, ami="ami-0aaaaaaaaaaaaaaa1")
     services = [_service("emb", 4, 2, "emb"), _service("rr", 2, 2, "rr")]
     ecs, stub = _ecs_stub([old, full], services)
-    _stubbed(monkeypatch, ecs=ecs)
+    ec2 = _real("ec2")
+    ec2_stub = Stubber(ec2)
+    ec2_stub.add_response(
+        "describe_images",
+        {
+            "Images": [
+                {
+                    "ImageId": "ami-0aaaaaaaaaaaaaaa1",
+                    "Name": "al2023-ami-ecs-gpu-hvm-2023.0.20261031-kernel-6.1-x86_64-ebs",
+                }
+            ]
+        },
+        {"ImageIds": ["ami-0aaaaaaaaaaaaaaa1"]},
+    )
+    ec2_stub.activate()
+    _stubbed(monkeypatch, ecs=ecs, ec2=ec2)
     fleet_file = tmp_path / "fleet.toml"
     fleet_file.write_text(
         'name = "m"\n[capacity.l4]\ninstance_types = ["g6.xlarge"]\n'
@@ -276,7 +295,10 @@ def test_cluster_status_reports_every_problem_and_exits_1(
         "instance i-0full: GPU GPU-3: ECS registers 22400 MiB, less than the 22563 MiB the plan takes for it (table); set ecs_gpu_memory_mib = 22400 on capacity l4",
         "fleet service rr: desired count is 2 in the cluster, 3 in the fleet file",
         "fleet service llm: not found in the cluster (no service tagged ecs-gpu-sharing:service=llm)",
+        "instance i-0full: runs release 20261031, but capacity l4 pins 20261113; deploy the stack to roll the hosts onto it",
     ]
+    assert doc["instances"][1]["ami_release"] == "20261031"
+    ec2_stub.assert_no_pending_responses()
 
 
 def test_cluster_status_pages_through_instances_in_batches_of_100() -> None:

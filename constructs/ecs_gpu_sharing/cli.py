@@ -118,7 +118,8 @@ def _cluster_status(args: argparse.Namespace) -> int:
     from .operations.aws import client
 
     spec = fleet.load(args.fleet) if args.fleet else None
-    result = cluster_status.status(client("ecs", args.region), args.cluster, spec)
+    ec2 = client("ec2", args.region) if spec is not None else None  # names the hosts' AMIs, for drift
+    result = cluster_status.status(client("ecs", args.region), args.cluster, spec, ec2)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

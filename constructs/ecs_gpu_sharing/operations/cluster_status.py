@@ -38,6 +38,8 @@ class InstanceStatus:
     mps_capability: bool
     accelerated_compute: str  # OK, IMPAIRED, INSUFFICIENT_DATA, INITIALIZING, or "unknown"
     accelerated_compute_reason: str = ""  # ECS's statusReason for it, when it gives one
+    ami_id: str = ""  # the instance attribute ecs.ami-id
+    ami_release: str | None = None  # with --fleet: the AL2023 GPU AMI release that AMI is, from its name
     gpus: list[GpuStatus] = field(default_factory=list)
 
 
@@ -75,6 +77,7 @@ def _instance(raw: dict[str, Any]) -> InstanceStatus:
         mps_capability=MPS_CAPABILITY in attributes,
         accelerated_compute=health,
         accelerated_compute_reason=reason,
+        ami_id=attributes.get("ecs.ami-id") or "",
         gpus=[
             GpuStatus(
                 gpu_id=g.get("gpuId", ""),
@@ -186,13 +189,48 @@ def problems_of(
     return problems
 
 
-def status(ecs: Any, cluster: str, fleet: FleetSpec | None = None) -> ClusterStatus:
+def read_releases(ec2: Any, instances: list[InstanceStatus]) -> None:
+    """Sets each instance's AMI release from its AMI's name (DescribeImages, in batches of 100)."""
+    ids = sorted({i.ami_id for i in instances if i.ami_id})
+    names: dict[str, str] = {}
+    with aws_errors("describing the instances' AMIs"):
+        for start in range(0, len(ids), 100):
+            for image in ec2.describe_images(ImageIds=ids[start : start + 100])["Images"]:
+                names[image["ImageId"]] = image.get("Name", "")
+    for inst in instances:
+        inst.ami_release = ami_release.release_of(names.get(inst.ami_id, ""))
+
+
+def drift(instances: list[InstanceStatus], fleet: FleetSpec) -> list[str]:
+    """Hosts whose AMI is not the release their capacity pins: they run the old AMI until the group rolls them."""
+    pinned = {t: cap for cap in fleet.capacities.values() for t in cap.instance_types}
+    problems = []
+    for inst in instances:
+        cap = pinned.get(inst.instance_type)
+        if cap is None or not inst.ami_id:
+            continue
+        if inst.ami_release != cap.ami_release:
+            runs = f"release {inst.ami_release}" if inst.ami_release else f"{inst.ami_id}, not an AL2023 GPU AMI"
+            problems.append(
+                f"instance {inst.ec2_instance_id or inst.arn}: runs {runs}, but capacity {cap.name} pins "
+                f"{cap.ami_release}; deploy the stack to roll the hosts onto it"
+            )
+    return problems
+
+
+def status(ecs: Any, cluster: str, fleet: FleetSpec | None = None, ec2: Any = None) -> ClusterStatus:
+    """The cluster's hosts, GPUs and services, and their problems; with ``fleet`` (and an EC2 client, to name the
+    hosts' AMIs) also the comparison with the plan and the pinned AMI release."""
     with aws_errors(f"describing cluster {cluster}"):
         found = ecs.describe_clusters(clusters=[cluster])
     if not [c for c in found.get("clusters", []) if c.get("status") != "INACTIVE"]:
         raise AwsOperationError(f"cluster {cluster!r} not found in {ecs.meta.region_name}; check the name and --region")
     instances, services = read(ecs, cluster)
-    return ClusterStatus(cluster, instances, services, problems_of(instances, services, fleet))
+    problems = problems_of(instances, services, fleet)
+    if fleet is not None and ec2 is not None:
+        read_releases(ec2, instances)
+        problems += drift(instances, fleet)
+    return ClusterStatus(cluster, instances, services, problems)
 
 
 def to_table(result: ClusterStatus) -> str:
@@ -201,6 +239,7 @@ def to_table(result: ClusterStatus) -> str:
         rows.append(
             f"  {inst.ec2_instance_id} {inst.instance_type} agent {inst.agent_version or '?'} "
             f"mps {'yes' if inst.mps_capability else 'NO'} accelerated-compute {inst.accelerated_compute}"
+            + (f" ami {inst.ami_release or inst.ami_id}" if inst.ami_id else "")
         )
         for gpu in inst.gpus:
             plan = (
