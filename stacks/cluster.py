@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ecs_gpu_sharing import GpuAmi, GpuCapacity
+from ecs_gpu_sharing import GpuAmi, GpuCapacity, GpuManagedInstancesCapacity
 from ecs_gpu_sharing.core.fleet import CapacitySpec
 
 # What Vpc.from_lookup returns while its lookup is not in the context yet.
@@ -46,10 +46,23 @@ class ClusterStack(Stack):
             master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
         )
         CfnOutput(self, "ScalingEventsTopic", value=self.scaling_events.topic_arn)
-        self.capacities: dict[str, GpuCapacity] = {}
+        self.capacities: dict[str, GpuCapacity | GpuManagedInstancesCapacity] = {}
         # One scope per kind, so a fleet name can never collide with a construct of the stack ("Cluster", say).
         scope = Construct(self, "Capacities")
         for name, spec in capacities.items():
+            if spec.kind == "managed-instances":
+                managed = GpuManagedInstancesCapacity(
+                    scope,
+                    name,
+                    cluster=self.cluster,
+                    instance_types=list(spec.instance_types),
+                    max_instances=spec.max_instances,
+                    gpu_margin_mib=spec.facts.gpu_memory.margin_mib,
+                    ecs_gpu_memory_mib=spec.ecs_gpu_memory_mib,
+                )
+                self.capacities[name] = managed
+                CfnOutput(managed, "ProviderName", value=managed.capacity_provider.capacity_provider_name)
+                continue
             capacity = GpuCapacity(
                 scope,
                 name,

@@ -10,7 +10,14 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+from ecs_gpu_sharing import (
+    GpuCapacity,
+    GpuManagedInstancesCapacity,
+    MpsShare,
+    SharedGpuManagedInstancesTaskDefinition,
+    SharedGpuService,
+    SharedGpuTaskDefinition,
+)
 from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG, ServiceSpec
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
@@ -25,17 +32,30 @@ class ServicesStack(Stack):
         id_: str,
         *,
         cluster: ecs.Cluster,
-        capacities: dict[str, GpuCapacity],
+        capacities: dict[str, GpuCapacity | GpuManagedInstancesCapacity],
         services: Sequence[ServiceSpec],
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
-        self.services: dict[str, SharedGpuService] = {}
+        self.services: dict[str, ecs.BaseService] = {}
         for spec in services:
             # One scope per service: its constructs' ids cannot collide with another service's ("s", "s-logs").
             scope = Construct(self, spec.name)
             group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION)
-            task = SharedGpuTaskDefinition(scope, "Task")
+            capacity = capacities[spec.capacity]
+            managed = isinstance(capacity, GpuManagedInstancesCapacity)
+            task: SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition
+            if managed:
+                # Managed Instances tasks run in awsvpc mode, with task-level CPU and memory.
+                task = SharedGpuManagedInstancesTaskDefinition(
+                    scope,
+                    "Task",
+                    network_mode=ecs.NetworkMode.AWS_VPC,
+                    cpu=str(spec.cpu_units),
+                    memory_mib=str(spec.memory_mib),
+                )
+            else:
+                task = SharedGpuTaskDefinition(scope, "Task")
             task.add_container(
                 CONTAINER_NAME,
                 image=ecs.ContainerImage.from_registry(spec.image),
@@ -54,16 +74,32 @@ class ServicesStack(Stack):
                         "it has no way to declare secrets",
                     )
                 )
-            service = SharedGpuService(
-                scope,
-                "Service",
-                name=spec.name,
-                cluster=cluster,
-                capacity=capacities[spec.capacity],
-                task_definition=task,
-                desired_count=spec.desired_count,
-            )
+            service: ecs.BaseService
+            if isinstance(capacity, GpuManagedInstancesCapacity):
+                # aws-ecs runs services on Managed Instances as FargateService with the provider's strategy.
+                service = ecs.FargateService(
+                    scope,
+                    "Service",
+                    cluster=cluster,
+                    task_definition=task,
+                    desired_count=spec.desired_count,
+                    capacity_provider_strategies=capacity.capacity_provider_strategies(),
+                    circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+                    min_healthy_percent=100,
+                    max_healthy_percent=200,
+                )
+                service.node.add_dependency(cluster)
+            else:
+                service = SharedGpuService(
+                    scope,
+                    "Service",
+                    name=spec.name,
+                    cluster=cluster,
+                    capacity=capacity,
+                    task_definition=task,
+                    desired_count=spec.desired_count,
+                ).service
             # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
-            cdk.Tags.of(service.service).add(SERVICE_TAG, spec.name)
+            cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
             self.services[spec.name] = service
-            CfnOutput(scope, "ServiceName", value=service.service.service_name)
+            CfnOutput(scope, "ServiceName", value=service.service_name)

@@ -59,7 +59,9 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
     cap = doc["capacities"][0]
     assert set(cap) == {
         "name",
+        "kind",
         "instance_type",
+        "instance_types",
         "gpus_per_instance",
         "ec2_gpu_memory_mib",
         "ecs_gpu_memory_mib",

@@ -60,3 +60,13 @@ def ecs_register_task_definition_errors(task_definition_properties: dict[str, An
             params[_camel(cfn_key)] = _resolve_intrinsics(props[cfn_key])
     report = botocore.validate.ParamValidator().validate(params, shape)
     return str(report.generate_report()) if report.has_errors() else ""
+
+
+def ecs_create_capacity_provider_errors(properties: dict[str, Any]) -> str:
+    """botocore's verdict on a synthesized AWS::ECS::CapacityProvider as a CreateCapacityProvider request."""
+    model = botocore.session.get_session().get_service_model("ecs")
+    params = to_ecs_api({k: v for k, v in properties.items() if k not in ("Tags", "ClusterName")})
+    params.setdefault("name", "resolved-at-deploy")
+    shape = model.operation_model("CreateCapacityProvider").input_shape
+    report = botocore.validate.ParamValidator().validate(params, shape)
+    return str(report.generate_report()) if report.has_errors() else ""

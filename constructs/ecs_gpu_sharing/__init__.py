@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .cdk.ami import GpuAmi
     from .cdk.capacity import GpuCapacity
     from .cdk.fleet_plan import FleetPlan
+    from .cdk.managed_capacity import GpuManagedInstancesCapacity
     from .cdk.service import SharedGpuService
     from .cdk.task_definition import SharedGpuManagedInstancesTaskDefinition, SharedGpuTaskDefinition
 
@@ -37,6 +38,7 @@ _LAZY: dict[str, str] = {
     "SharedGpuManagedInstancesTaskDefinition": "task_definition",
     "GpuAmi": "ami",
     "GpuCapacity": "capacity",
+    "GpuManagedInstancesCapacity": "managed_capacity",
     "SharedGpuService": "service",
     "FleetPlan": "fleet_plan",
 }
@@ -52,6 +54,7 @@ __all__ = [
     "FleetSpecError",
     "GpuAmi",
     "GpuCapacity",
+    "GpuManagedInstancesCapacity",
     "GpuSharingError",
     "MpsShare",
     "PlanError",

@@ -298,6 +298,10 @@ class GpuCapacity(Construct):
         return self._max_instances
 
     @property
+    def kind(self) -> str:
+        return "ec2-auto-scaling"
+
+    @property
     def max_instances(self) -> int:
         """The most instances: as given, else derived by the fleet plan. Read it at synth, once services exist."""
         return self._plan.max_instances(self)

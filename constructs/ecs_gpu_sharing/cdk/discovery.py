@@ -178,7 +178,13 @@ def discover(
         if len(same) > 1:
             found.clashes.append(NameClash("capacity", name, tuple(c.node.path for c in same)))
         found.capacities.append(
-            CapacityInput.from_facts(name, same[0].facts, same[0].given_max_instances, same[0].min_instances)
+            CapacityInput.from_facts(
+                name,
+                same[0].facts,
+                same[0].given_max_instances,
+                same[0].min_instances,
+                kind=getattr(same[0], "kind", "ec2-auto-scaling"),
+            )
         )
     seen: dict[str, list[str]] = {}
     for construct in root.node.find_all():

@@ -38,6 +38,7 @@ class CapacitySpec:
     name: str
     instance_types: tuple[str, ...]
     facts: HostFacts  # from the catalog, with the fleet's gpu_margin_mib and ecs_gpu_memory_mib
+    kind: str = "ec2"  # or "managed-instances"
     ami_release: str = DEFAULT_AMI_RELEASE
     ami_release_verified: bool = False
     min_instances: int = 0
@@ -86,7 +87,8 @@ class FleetSpec:
     def capacity_inputs(self) -> list[CapacityInput]:
         out = []
         for cap in self.capacities.values():
-            out.append(CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances))
+            kind = "managed-instances" if cap.kind == "managed-instances" else "ec2-auto-scaling"
+            out.append(CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances, kind=kind))
         return out
 
     def service_inputs(self) -> list[ServiceInput]:
@@ -129,7 +131,18 @@ TOP = (
     Key("capacity", dict, True, "the GPU capacities, one table each"),
     Key("service", dict, True, "the services, one table each"),
 )
+KINDS = ("ec2", "managed-instances")
+
 CAPACITY = (
+    Key(
+        "kind",
+        str,
+        False,
+        "ec2 (an Auto Scaling group on a pinned AMI) or managed-instances (ECS Managed Instances)",
+        pattern=re.compile(r"^(ec2|managed-instances)$"),
+        example="managed-instances",
+        default="ec2",
+    ),
     Key("instance_types", list, True, "GPU instance types of one GPU model"),
     Key("ami_release", str, False, "the AL2023 GPU AMI release (YYYYMMDD)", default=DEFAULT_AMI_RELEASE),
     Key(
@@ -288,11 +301,22 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
         if types is not None and (not types or not all(isinstance(t, str) for t in types)):
             problems.add(f"{where}instance_types must be a non-empty list of strings, got {types!r}")
             types = None
+        kind = good.get("kind", "ec2")
         release = good.get("ami_release", DEFAULT_AMI_RELEASE)
-        try:
-            check_release(release, verified=good.get("ami_release_verified", False))
-        except GpuSharingError as error:
-            problems.add(f"{where}ami_release: {error}")
+        if kind == "managed-instances":
+            for key in ("ami_release", "ami_release_verified", "min_instances"):
+                if key in table:
+                    why = (
+                        "AWS owns and patches the host image there: there is no AMI to pin"
+                        if key.startswith("ami")
+                        else "Managed Instances keeps no minimum of hosts"
+                    )
+                    problems.add(f'{where}{key} does not apply to kind = "managed-instances": {why}; remove it')
+        else:
+            try:
+                check_release(release, verified=good.get("ami_release_verified", False))
+            except GpuSharingError as error:
+                problems.add(f"{where}ami_release: {error}")
         min_i, max_i = good.get("min_instances", 0), good.get("max_instances")
         if max_i is not None and max_i < min_i:
             problems.add(
@@ -313,6 +337,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
         capacities[name] = CapacitySpec(
             name=name,
             instance_types=tuple(types),
+            kind=kind,
             ami_release=release,
             ami_release_verified=good.get("ami_release_verified", False),
             min_instances=min_i,

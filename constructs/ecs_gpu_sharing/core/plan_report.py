@@ -56,7 +56,9 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
     shapes = {s.name: s.shape for s in assessment.steady.services}
     return {
         "name": cap.name,
+        "kind": cap.kind,
         "instance_type": cap.instance_type,
+        "instance_types": list(cap.instance_types or (cap.instance_type,)),
         "gpus_per_instance": cap.gpus_per_instance,
         "ec2_gpu_memory_mib": cap.ec2_gpu_memory_mib,
         "ecs_gpu_memory_mib": cap.ecs_gpu_memory_mib,
@@ -119,6 +121,18 @@ def capacity_line(c: CapacityPlan) -> str:
     )
 
 
+def types_line(c: CapacityPlan) -> str | None:
+    """Which instance type the figures are from, when several are allowed."""
+    cap = c.capacity
+    if len(cap.instance_types) < 2:
+        return None
+    who = "AWS picks the type" if cap.kind == "managed-instances" else "the group may launch any of them"
+    return (
+        f"{cap.name}: planned against {cap.instance_type}, the one of {', '.join(cap.instance_types)} that holds the "
+        f"least ({who}; the plan holds for each)"
+    )
+
+
 def memory_line(c: CapacityPlan) -> str:
     """Where a capacity's per-GPU figure comes from: measured, the table (with its source), or the fallback."""
     cap = c.capacity
@@ -174,6 +188,7 @@ def to_table(assessment: Assessment) -> str:
     rows.append("")
     rows.extend(capacity_line(c) for c in plan.capacities)
     rows.extend(memory_line(c) for c in plan.capacities)
+    rows.extend(line for c in plan.capacities if (line := types_line(c)))
     rows.append(
         f"total: {plan.instances} instances (lower bound {plan.instance_lower_bound}), {plan.gpus} GPUs "
         f"(lower bound {plan.gpu_lower_bound}), "
@@ -216,6 +231,7 @@ def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str
         )
     out += ["", "## GPU memory", ""]
     out += [f"- {memory_line(c)}" for c in plan.capacities]
+    out += [f"- {line}" for c in plan.capacities if (line := types_line(c))]
     for o in assessment.outside:
         out.append(f"| {o.name} | {o.capacity} | ? | outside the plan: {o.reason} | - | - |")
     out += ["", "## Findings", ""]

@@ -49,12 +49,21 @@ class CapacityInput:
     gpu_margin_mib: int = 0
     gpu_memory_basis: str = "given"  # measured, table, fallback: how sure the ECS figure is
     gpu_memory_source: str = ""
+    kind: str = "ec2-auto-scaling"  # or "managed-instances": AWS launches the hosts, with no instance limit
+    instance_types: tuple[str, ...] = ()  # all allowed; the figures are the smallest's (``instance_type``)
 
     @classmethod
     def from_facts(
-        cls, name: str, facts: HostFacts, max_instances: int | None = None, min_instances: int = 0
+        cls,
+        name: str,
+        facts: HostFacts,
+        max_instances: int | None = None,
+        min_instances: int = 0,
+        kind: str = "ec2-auto-scaling",
     ) -> CapacityInput:
         return cls(
+            kind=kind,
+            instance_types=facts.instance_types,
             name=name,
             instance_type=facts.instance_type,
             gpus_per_instance=facts.gpus_per_instance,

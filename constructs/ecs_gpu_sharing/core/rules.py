@@ -157,7 +157,7 @@ def service_outside_plan(ctx: Context) -> Iterator[tuple[str, str]]:
 def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         unknown = sorted({o.name for o in ctx.outside if o.capacity == name})
-        if cap.max_instances is None and unknown:
+        if cap.max_instances is None and unknown and cap.kind != "managed-instances":
             yield (
                 name,
                 f"max_instances is left to the plan, but {', '.join(unknown)} cannot be counted (see "
@@ -292,5 +292,6 @@ def assess(
         if cap.max_instances is not None
         else max(surge.capacity(name).instance_count, cap.min_instances, 1)
         for name, cap in caps.items()
+        if cap.max_instances is not None or cap.kind != "managed-instances"  # AWS takes no limit there
     }
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside))

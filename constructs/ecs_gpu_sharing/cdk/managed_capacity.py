@@ -1,0 +1,169 @@
+"""``GpuManagedInstancesCapacity``: GPU hosts for an ECS cluster through ECS Managed Instances."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from constructs import Construct
+
+from ..core.capacity_facts import HostFacts, host_facts
+from ..core.errors import CapacityError
+from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
+from ..core.mps import require_int
+from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
+from .capacity import GpuCapacity
+from .fleet_plan import FleetPlan
+
+_ACCELERATOR_NAMES = {
+    name: getattr(ec2.AcceleratorName, name) for name in ("A100", "A10G", "H100", "L4", "L40S", "T4", "V100")
+}
+
+
+class GpuManagedInstancesCapacity(Construct):
+    """GPU hosts that ECS Managed Instances launches, patches and replaces, added to ``cluster`` as a capacity
+    provider. AWS owns the host image (there is no AMI to pin) and picks the instance type among the allowed ones.
+
+    Creates a security group with no ingress, and a ``ManagedInstancesCapacityProvider`` restricted to the given
+    NVIDIA instance types of one GPU model (``allowed_instance_types``, GPU accelerators of that model), in the VPC's
+    private subnets, with its own infrastructure role and instance profile (aws-ecs creates them with AWS's
+    managed policies for Managed Instances), on demand or spot.
+
+    The fleet plan plans it like any capacity, against the allowed type that holds the least (AWS may pick any of
+    them). Managed Instances takes no instance limit, so there is no ``max_instances`` to derive; give one to have
+    the plan check the counts against it.
+
+    :param instance_types: NVIDIA GPU instance types of one GPU model (from the catalog).
+    :param capacity_option_type: on demand (default) or spot.
+    :param max_instances: optional: the most hosts the plan may use (checked, not enforced by ECS).
+    :param gpu_margin_mib, ecs_gpu_memory_mib: as for ``GpuCapacity``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: ecs.Cluster,
+        instance_types: Sequence[str],
+        name: str | None = None,
+        capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
+        max_instances: int | None = None,
+        gpu_margin_mib: int = DEFAULT_GPU_MARGIN_MIB,
+        ecs_gpu_memory_mib: int | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        capacity_provider_name: str | None = None,
+    ) -> None:
+        path = f"{scope.node.path}/{id_}"
+        self.facts: HostFacts = host_facts(
+            list(instance_types) if not isinstance(instance_types, str) else instance_types,
+            gpu_margin_mib=gpu_margin_mib,
+            ecs_gpu_memory_mib=ecs_gpu_memory_mib,
+            owner=path,
+        )
+        if not isinstance(cluster, ecs.Cluster):
+            raise CapacityError(
+                f"{path}: cluster must be an aws_ecs.Cluster created in this app (the capacity provider is added "
+                f"to it), got {type(cluster).__name__}"
+            )
+        self._name = id_ if name is None else name
+        if FleetPlan.of(scope).capacity_name_taken(self._name):
+            raise CapacityError(
+                f"{path}: another GPU capacity of this app is already named {self._name!r}; plans are keyed by "
+                "name, so give this one another construct id or name="
+            )
+        self._max_instances = (
+            None
+            if max_instances is None
+            else require_int(
+                "max_instances", max_instances, low=1, high=MAX_INSTANCES_PER_CLUSTER, owner=path, error=CapacityError
+            )
+        )
+        super().__init__(scope, id_)
+        self.cluster = cluster
+        subnets = GpuCapacity._private_subnets(cluster.vpc, vpc_subnets, path)
+        self.security_group = ec2.SecurityGroup(
+            self, "SecurityGroup", vpc=cluster.vpc, description=f"ECS Managed Instances GPU hosts of {path}"
+        )
+        facts = self.facts
+        accelerator = _ACCELERATOR_NAMES.get(facts.gpu_name.replace(" ", ""))
+        self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
+            self,
+            "Provider",
+            subnets=cluster.vpc.select_subnets(
+                subnet_type=subnets.subnet_type, subnet_group_name=subnets.subnet_group_name, subnets=subnets.subnets
+            ).subnets,
+            security_groups=[self.security_group],
+            capacity_option_type=capacity_option_type,
+            capacity_provider_name=capacity_provider_name,
+            instance_requirements=ec2.InstanceRequirementsConfig(
+                v_cpu_count_min=facts.host_cpu_units // 1024,
+                memory_min=cdk.Size.mebibytes(facts.host_memory_mib),
+                allowed_instance_types=list(facts.instance_types),
+                accelerator_types=[ec2.AcceleratorType.GPU],
+                accelerator_manufacturers=[ec2.AcceleratorManufacturer.NVIDIA],
+                accelerator_names=[accelerator] if accelerator is not None else None,
+                accelerator_count_min=facts.gpus_per_instance,
+            ),
+        )
+        self._provider_name = capacity_provider_name
+        cluster.add_managed_instances_capacity_provider(self.capacity_provider)
+        FleetPlan.of(self).add_capacity(self)
+        self._acknowledge_nag_rules()
+
+    def _acknowledge_nag_rules(self) -> None:
+        """Acknowledges cdk-nag's findings on the roles aws-ecs creates for Managed Instances, each with its reason."""
+        findings = (
+            (
+                "ProviderRole",
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                "AmazonECSInfrastructureRolePolicyForManagedInstances]",
+                "the ECS infrastructure role for Managed Instances, with the policy AWS maintains for that role",
+            ),
+            (
+                "InstanceRole",
+                "AwsSolutions-IAM5[Resource::*]",
+                "the Managed Instances host's ECS agent policy as aws-ecs writes it: ecs:DiscoverPollEndpoint and the "
+                "agent's logs actions take no resource",
+            ),
+            (
+                "InstanceRole",
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:"
+                "container-instance/*]",
+                "the agent registers and updates container instances whose ids exist only at run time",
+            ),
+        )
+        for child_id, rule, reason in findings:
+            role = self.capacity_provider.node.try_find_child(child_id)
+            resource = role.node.default_child if role is not None else None
+            if resource is not None:
+                cdk.Validations.of(resource).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+    @property
+    def plan_name(self) -> str:
+        return self._name
+
+    @property
+    def min_instances(self) -> int:
+        return 0
+
+    @property
+    def given_max_instances(self) -> int | None:
+        return self._max_instances
+
+    @property
+    def kind(self) -> str:
+        return "managed-instances"
+
+    @property
+    def provider_names(self) -> tuple[str, ...]:
+        given = self._provider_name
+        return (self.capacity_provider.capacity_provider_name, *([given] if given else []))
+
+    def capacity_provider_strategies(self, *, weight: int = 1) -> list[ecs.CapacityProviderStrategy]:
+        """A strategy that runs a service's tasks on this capacity (the plan then counts them here)."""
+        return [
+            ecs.CapacityProviderStrategy(capacity_provider=self.capacity_provider.capacity_provider_name, weight=weight)
+        ]

@@ -1,0 +1,89 @@
+"""ECS Managed Instances: a GPU capacity AWS launches, planned like any other, from constructs and the fleet file."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from ecs_gpu_sharing import FleetSpecError
+from ecs_gpu_sharing.core import fleet
+from stacks.fleet_app import build_app
+
+from conftest import REPO, new_app
+from validators import cfn_lint_errors, ecs_create_capacity_provider_errors, ecs_register_task_definition_errors
+
+MIXED = (
+    (REPO / "fleet.toml")
+    .read_text()
+    .replace(
+        "[capacity.l40s]",
+        '[capacity.l40s]\nkind = "managed-instances"\ninstance_types = ["g6e.xlarge", "g6e.2xlarge"]',
+        1,
+    )
+)
+MIXED = MIXED.replace(
+    'instance_types = ["g6e.2xlarge"]     # 1 x NVIDIA L40S (45776 MiB), 8 vCPU, 64 GiB\nmin_instances = 1\n', ""
+)
+
+
+@pytest.fixture(scope="module")
+def mixed() -> dict[str, Any]:
+    app = new_app()
+    stacks = build_app(app, fleet.parse(tomllib.loads(MIXED), source="mixed.toml"))  # cdk-nag runs at synth
+    assembly = app.synth()
+    templates = {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()}
+    plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
+    return {"templates": templates, "plan": plan}
+
+
+def test_one_ec2_and_one_managed_instances_capacity_are_planned(mixed: dict[str, Any]) -> None:
+    kinds = {c["name"]: (c["kind"], c["instance_type"], c["max_instances"]) for c in mixed["plan"]["capacities"]}
+    assert kinds["l4"][0] == "ec2-auto-scaling" and kinds["l4"][2] is not None
+    # Planned against the allowed type that holds the least; no instance limit to derive there.
+    assert kinds["l40s"] == ("managed-instances", "g6e.xlarge", None)
+    assert {s["name"]: s["capacity"] for s in mixed["plan"]["services"]}["small-llm"] == "l40s"
+    assert mixed["plan"]["summary"]["fits"] is True
+
+
+def test_the_managed_instances_provider_is_restricted_to_the_gpu_types(mixed: dict[str, Any]) -> None:
+    cluster = Template.from_json(mixed["templates"]["models-cluster"])
+    providers = cluster.find_resources(
+        "AWS::ECS::CapacityProvider", {"Properties": {"ManagedInstancesProvider": Match.any_value()}}
+    )
+    (provider,) = providers.values()
+    requirements = provider["Properties"]["ManagedInstancesProvider"]["InstanceLaunchTemplate"]["InstanceRequirements"]
+    assert requirements["AllowedInstanceTypes"] == ["g6e.xlarge", "g6e.2xlarge"]
+    assert requirements["AcceleratorManufacturers"] == ["nvidia"] and requirements["AcceleratorNames"] == ["l40s"]
+    assert ecs_create_capacity_provider_errors(provider["Properties"]) == ""
+    groups = cluster.find_resources("AWS::EC2::SecurityGroup")
+    assert all("SecurityGroupIngress" not in g["Properties"] for g in groups.values())
+
+
+def test_gates_are_clean(mixed: dict[str, Any]) -> None:
+    for name, template in mixed["templates"].items():
+        assert cfn_lint_errors(template) == [], name
+        for resource in template["Resources"].values():
+            if resource["Type"] == "AWS::ECS::TaskDefinition":
+                assert ecs_register_task_definition_errors(resource["Properties"]) == ""
+
+
+def test_the_managed_service_runs_its_shared_gpu_task_on_the_provider(mixed: dict[str, Any]) -> None:
+    services = Template.from_json(mixed["templates"]["models-services-1"])
+    services.has_resource_properties(
+        "AWS::ECS::TaskDefinition",
+        {"RequiresCompatibilities": ["MANAGED_INSTANCES"], "NetworkMode": "awsvpc", "Cpu": "2048", "Memory": "16384"},
+    )
+
+
+@pytest.mark.parametrize("key", ['ami_release = "20261113"', "min_instances = 1"])
+def test_ami_release_and_min_instances_do_not_apply_there(key: str) -> None:
+    doc = tomllib.loads(MIXED.replace('kind = "managed-instances"', f'kind = "managed-instances"\n{key}', 1))
+    with pytest.raises(
+        FleetSpecError, match=rf'capacity.l40s.{key.split(" ")[0]} does not apply to kind = "managed-instances"'
+    ):
+        fleet.parse(doc, source="f.toml")
