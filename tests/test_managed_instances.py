@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match, Template
 
 from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import fleet
+from ecs_gpu_sharing.testing import normalize_template
 from stacks.fleet_app import build_app
 
 from conftest import REPO, new_app
@@ -87,3 +88,9 @@ def test_ami_release_and_min_instances_do_not_apply_there(key: str) -> None:
         FleetSpecError, match=rf'capacity.l40s.{key.split(" ")[0]} does not apply to kind = "managed-instances"'
     ):
         fleet.parse(doc, source="f.toml")
+
+
+def test_snapshot_of_the_managed_instances_provider(mixed: dict[str, Any], gpu_snapshot: Any) -> None:
+    cluster = mixed["templates"]["models-cluster"]["Resources"]
+    managed = {k: v for k, v in cluster.items() if k.startswith("Capacitiesl40s")}
+    assert gpu_snapshot == normalize_template({"Resources": managed})
