@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import aws_cdk as cdk
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -18,7 +19,7 @@ from ecs_gpu_sharing import (
     SharedGpuService,
     SharedGpuTaskDefinition,
 )
-from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG, ServiceSpec
+from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG, ServiceSpec, ecr_image
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
@@ -58,7 +59,7 @@ class ServicesStack(Stack):
                 task = SharedGpuTaskDefinition(scope, "Task")
             task.add_container(
                 CONTAINER_NAME,
-                image=ecs.ContainerImage.from_registry(spec.image),
+                image=_image(scope, spec.image, task),
                 cpu=spec.cpu_units,
                 memory_limit_mib=spec.memory_mib,
                 gpu=MpsShare(spec.gpu_budget_mib, spec.max_compute_percent),
@@ -103,3 +104,24 @@ class ServicesStack(Stack):
             cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
             self.services[spec.name] = service
             CfnOutput(scope, "ServiceName", value=service.service_name)
+
+
+def _image(scope: Construct, image: str, task: ecs.TaskDefinition) -> ecs.ContainerImage:
+    """The container image; a private ECR image through its repository, so the execution role may pull it."""
+    ecr_ref = ecr_image(image)
+    if ecr_ref is None:
+        return ecs.ContainerImage.from_registry(image)
+    repository = ecr.Repository.from_repository_attributes(
+        scope, "Repository", repository_arn=ecr_ref.repository_arn, repository_name=ecr_ref.repository
+    )
+    container_image = ecs.ContainerImage.from_ecr_repository(repository, ecr_ref.reference)
+    role = task.obtain_execution_role()
+    policy = role.node.try_find_child("DefaultPolicy")
+    cdk.Validations.of(policy or role).acknowledge(
+        cdk.Acknowledgment(
+            id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+            reason="ecr:GetAuthorizationToken takes no resource; the image pulls are limited to the service's "
+            "own repository",
+        )
+    )
+    return container_image

@@ -29,8 +29,11 @@ ROLL_PAUSE_MINUTES = 5
 # Lines appended to /etc/ecs/ecs.config (the AMI sets GPU support too; stating it keeps a custom AMI honest).
 ECS_CONFIG = (
     "ECS_ENABLE_GPU_SUPPORT=true",
-    # Containers in awsvpc mode must not reach the instance's credentials.
+    # Containers in awsvpc mode must not reach the instance's credentials (in bridge mode the launch template's
+    # IMDS hop limit of 1 is the barrier).
     "ECS_AWSVPC_BLOCK_IMDS=true",
+    # No privileged containers on hosts that share GPUs between tenants' models.
+    "ECS_DISABLE_PRIVILEGED=true",
 )
 
 

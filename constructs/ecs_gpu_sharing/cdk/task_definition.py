@@ -17,7 +17,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IValidation
 
 from ..core.errors import TaskDefinitionError
-from ..core.mps import MpsShare, require_int
+from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
 from ..core.tokens import describe, is_token
 
 # aws-cdk-lib's synth-time template check uses a schema that predates SharingStrategy.
@@ -71,6 +71,16 @@ class _MpsContainers:
                     f"{where}: {option} is {describe(options[option])}; the fit plan counts it at synth against the "
                     "hosts and GPUs, so give a literal number"
                 )
+        if options.get("privileged"):
+            raise TaskDefinitionError(
+                f"{where}: privileged containers are refused on shared-GPU task definitions: a privileged container "
+                "sees every GPU and the host's devices, outside its MPS budget (and the hosts set "
+                "ECS_DISABLE_PRIVILEGED=true); drop privileged, or grant only the capabilities it needs "
+                "(linux_parameters)"
+            )
+        for name in options.get("environment") or {}:
+            if GPU_ENVIRONMENT.match(name):
+                raise TaskDefinitionError(f"{where}: environment {name} would steer the GPU: {GPU_ENVIRONMENT_REASON}")
         gpu_count = options.get("gpu_count")
         if gpu is not None and gpu_count is not None:
             raise TaskDefinitionError(
@@ -147,6 +157,11 @@ def _refuse(owner: str, kwargs: dict[str, Any], names: Sequence[str], why: str) 
     for name in names:
         if name in kwargs:
             raise TaskDefinitionError(f"{owner}: {name} is not an option here: {why}")
+    if kwargs.get("network_mode") == ecs.NetworkMode.HOST:
+        raise TaskDefinitionError(
+            f"{owner}: network_mode HOST is refused on shared-GPU task definitions: containers would share the host's "
+            "network, its instance credentials among it; use BRIDGE (the default) or AWS_VPC"
+        )
 
 
 class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):

@@ -18,7 +18,7 @@ from .ami_release import DEFAULT_AMI_RELEASE, check_release
 from .capacity_facts import HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
 from .gpu_memory import DEFAULT_GPU_MARGIN_MIB
-from .mps import MpsShare
+from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare
 from .planner import TASK_RULES, CapacityInput, ServiceInput
 from .quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
 from .rules import assess
@@ -98,13 +98,44 @@ class FleetSpec:
         ]
 
 
-# Environment names that steer which GPU a container sees or how MPS limits it: ECS sets them for MPS containers.
-GPU_ENVIRONMENT = re.compile(r"^(NVIDIA_.*|CUDA_VISIBLE_DEVICES|CUDA_MPS_.*)$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 _IMAGE = re.compile(r"^\S+$")
+_ECR_IMAGE = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?P<cn>\.cn)?/"
+    r"(?P<repository>[a-z0-9._/-]+?)(?:@(?P<digest>sha256:[0-9a-f]{64})|:(?P<tag>[A-Za-z0-9_.-]+))?$"
+)
+
+
+@dataclass(frozen=True)
+class EcrImage:
+    """A private ECR image: the app grants the task's execution role pulls from exactly this repository."""
+
+    account: str
+    region: str
+    partition: str
+    repository: str
+    reference: str  # a tag, or a digest (sha256:...)
+
+    @property
+    def repository_arn(self) -> str:
+        return f"arn:{self.partition}:ecr:{self.region}:{self.account}:repository/{self.repository}"
+
+
+def ecr_image(image: str) -> EcrImage | None:
+    """The ECR repository and tag or digest of ``image``; ``None`` for an image of another registry."""
+    match = _ECR_IMAGE.match(image)
+    if match is None:
+        return None
+    return EcrImage(
+        account=match["account"],
+        region=match["region"],
+        partition="aws-cn" if match["cn"] else "aws",
+        repository=match["repository"],
+        reference=match["digest"] or match["tag"] or "latest",
+    )
 
 
 @dataclass(frozen=True)
@@ -357,10 +388,7 @@ def _environment(problems: _Problems, where: str, env: Mapping[str, Any]) -> dic
                 "starting with a digit"
             )
         elif GPU_ENVIRONMENT.match(key):
-            problems.add(
-                f"{where}environment.{key} would steer the GPU: ECS sets NVIDIA_VISIBLE_DEVICES and the MPS limits "
-                "(CUDA_MPS_*) for MPS containers from their budget; remove it"
-            )
+            problems.add(f"{where}environment.{key} would steer the GPU: {GPU_ENVIRONMENT_REASON}")
         elif not isinstance(value, str):
             problems.add(f"{where}environment.{key} must be a string, got {value!r}")
         else:

@@ -8,6 +8,7 @@ client CUDA contexts per GPU (Volta and newer, CUDA 13.0 and earlier); ECS count
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,15 @@ from .tokens import describe, is_token
 
 MAX_CLIENTS_PER_GPU = 48
 """NVIDIA MPS: client CUDA contexts per GPU (Volta and newer). ECS does not enforce it."""
+
+GPU_ENVIRONMENT = re.compile(r"^(NVIDIA_.*|CUDA_VISIBLE_DEVICES|CUDA_MPS_.*)$")
+"""Environment names that steer which GPU a container sees or how MPS limits it: ECS sets them for MPS containers
+(NVIDIA_VISIBLE_DEVICES, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so a container's own
+value would fight the budget."""
+
+GPU_ENVIRONMENT_REASON = (
+    "ECS sets NVIDIA_VISIBLE_DEVICES and the MPS limits (CUDA_MPS_*) for MPS containers from their budget; remove it"
+)
 
 MPS_CAPABILITY_ATTRIBUTE = "ecs.capability.gpu-sharing-mps"
 """The instance attribute the ECS agent advertises where GPU sharing is set up (a static setup check)."""

@@ -1,0 +1,95 @@
+"""Hardening by default: no privileged containers, no host network, no GPU-steering environment, ECR pulls granted."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Template
+
+from ecs_gpu_sharing import (
+    MpsShare,
+    SharedGpuManagedInstancesTaskDefinition,
+    SharedGpuTaskDefinition,
+    TaskDefinitionError,
+)
+from ecs_gpu_sharing.core import fleet
+from ecs_gpu_sharing.core.fleet import ecr_image
+from stacks.fleet_app import build_app
+
+from conftest import REPO, new_app
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/python:3.12-slim")
+DIGEST = "sha256:" + "a" * 64
+
+
+def _td() -> SharedGpuTaskDefinition:
+    return SharedGpuTaskDefinition(cdk.Stack(new_app(), "Test"), "Td")
+
+
+def test_privileged_containers_are_refused() -> None:
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td/model: privileged containers are refused"):
+        _td().add_container("model", image=IMAGE, memory_limit_mib=512, privileged=True, gpu=MpsShare(1000))
+
+
+@pytest.mark.parametrize(
+    "name", ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"]
+)
+def test_environment_that_steers_the_gpu_is_refused_in_the_api(name: str) -> None:
+    with pytest.raises(TaskDefinitionError, match=rf"Test/Td/model: environment {name} would steer the GPU"):
+        _td().add_container("model", image=IMAGE, memory_limit_mib=512, environment={name: "0"}, gpu=MpsShare(1000))
+
+
+@pytest.mark.parametrize("cls", [SharedGpuTaskDefinition, SharedGpuManagedInstancesTaskDefinition])
+def test_host_network_mode_is_refused(cls: Any) -> None:
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: network_mode HOST is refused"):
+        cls(cdk.Stack(new_app(), "Test"), "Td", network_mode=ecs.NetworkMode.HOST)
+
+
+def test_ecr_images_are_parsed_to_their_repository() -> None:
+    ref = ecr_image(f"123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/embedder@{DIGEST}")
+    assert ref is not None and (ref.repository, ref.reference) == ("team/embedder", DIGEST)
+    assert ref.repository_arn == "arn:aws:ecr:eu-west-1:123456789012:repository/team/embedder"
+    assert ecr_image("123456789012.dkr.ecr.us-east-1.amazonaws.com/llm:v2").reference == "v2"  # type: ignore[union-attr]
+    assert ecr_image("public.ecr.aws/docker/library/python:3.12-slim") is None
+
+
+@pytest.fixture(scope="module")
+def ecr_fleet() -> dict[str, Any]:
+    text = (
+        (REPO / "fleet.toml")
+        .read_text()
+        .replace(
+            'image = "public.ecr.aws/docker/library/python:3.12-slim"',
+            f'image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/models/embedder@{DIGEST}"',
+            1,
+        )
+    )
+    app = new_app()
+    stacks = build_app(app, fleet.parse(tomllib.loads(text), source="ecr.toml"))  # cdk-nag runs at synth
+    assembly = app.synth()
+    return {
+        "services": Template.from_json(assembly.get_stack_artifact(stacks.services[0].artifact_id).template),
+        "cluster": Template.from_json(assembly.get_stack_artifact(stacks.cluster.artifact_id).template),
+    }
+
+
+def test_a_private_ecr_image_gets_pull_rights_on_its_repository_only(ecr_fleet: dict[str, Any]) -> None:
+    policies = ecr_fleet["services"].find_resources("AWS::IAM::Policy")
+    statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    pulls = [s for s in statements if "ecr:BatchGetImage" in json.dumps(s["Action"])]
+    assert pulls and all("repository/models/embedder" in json.dumps(s["Resource"]) for s in pulls)
+    tasks = ecr_fleet["services"].find_resources("AWS::ECS::TaskDefinition")
+    (embedder,) = [t for name, t in tasks.items() if name.startswith("embedder")]
+    image = json.dumps(embedder["Properties"]["ContainerDefinitions"][0]["Image"])
+    assert f"/models/embedder@{DIGEST}" in image and "123456789012.dkr.ecr.us-east-1." in image
+
+
+def test_hosts_refuse_privileged_containers(ecr_fleet: dict[str, Any]) -> None:
+    templates = ecr_fleet["cluster"].find_resources("AWS::EC2::LaunchTemplate")
+    user_data = json.dumps([t["Properties"]["LaunchTemplateData"]["UserData"] for t in templates.values()])
+    assert "ECS_DISABLE_PRIVILEGED=true" in user_data and "ECS_AWSVPC_BLOCK_IMDS=true" in user_data
