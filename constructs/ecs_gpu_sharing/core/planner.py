@@ -26,6 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from . import cutting_stock
 from .capacity_facts import HostFacts
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
@@ -591,13 +592,80 @@ def _pack_hosts(units: list[_Unit], cap: CapacityInput) -> list[_Host]:
     return hosts
 
 
+def _lp_solution(items: list[_Item], cap: CapacityInput) -> cutting_stock.Solution | None:
+    """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together)."""
+    demand: dict[tuple[int, int], int] = {}
+    for it in items:
+        demand[(it.size, it.clients)] = demand.get((it.size, it.clients), 0) + it.left
+    keys = sorted(demand)
+    return cutting_stock.solve(
+        [s for s, _ in keys],
+        [c for _, c in keys],
+        [demand[k] for k in keys],
+        cap.usable_gpu_memory_mib,
+        MAX_CLIENTS_PER_GPU,
+    )
+
+
+def _pack_gpus_lp(
+    items: list[_Item], cap: CapacityInput, solution: cutting_stock.Solution
+) -> list[tuple[GpuLoad, int, int, int]] | None:
+    """Stage 1 guided by the LP: its patterns, rounded down, filled with services of each size; the rest by the
+    exact fill. ``None`` when a GPU so filled would break a host's CPU or memory (the other fills handle that)."""
+    items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
+    keys = sorted({(it.size, it.clients) for it in items})
+    by_key = {k: [i for i, it in enumerate(items) if (it.size, it.clients) == k] for k in keys}
+    groups: list[tuple[GpuLoad, int, int, int]] = []
+    for pattern, value in sorted(solution.patterns, key=lambda p: (-p[1], p[0])):
+        copies = int(value + 1e-9)
+        while copies > 0:
+            contents: dict[int, int] = {}
+            repeat = copies
+            for key, k in zip(keys, pattern, strict=True):
+                if not k:
+                    continue
+                # The service of this size with the most tasks left fills the slots; a GPU may mix services.
+                need = k
+                for i in sorted(by_key[key], key=lambda i: -items[i].left):
+                    if need == 0:
+                        break
+                    take = min(need, items[i].left - contents.get(i, 0))
+                    if take > 0:
+                        contents[i] = contents.get(i, 0) + take
+                        need -= take
+                if need:
+                    repeat = 0
+                    break
+            if not repeat or not contents:
+                break
+            if not _limits_hold(items, contents, cap):
+                return None
+            repeat = min(repeat, *(items[i].left // k for i, k in contents.items()))
+            for i, k in contents.items():
+                items[i].left -= k * repeat
+            order = sorted(contents.items())
+            load = GpuLoad(
+                tasks=tuple((items[i].name, k) for i, k in order),
+                used_gpu_memory_mib=sum(items[i].size * k for i, k in order),
+                clients=sum(items[i].clients * k for i, k in order),
+            )
+            groups.append(
+                (load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat)
+            )
+            copies -= repeat
+    return groups + _pack_gpus([it for it in items if it.left], cap, _fill_exact)
+
+
 def _size(hosts: list[_Host]) -> tuple[int, int]:
     """Instances, then busy GPUs: what a better plan has fewer of."""
     return sum(h.count for h in hosts), sum(h.count * len(h.gpus) for h in hosts)
 
 
-def _lower_bounds(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]]) -> tuple[int, int]:
-    """Lower bounds on the GPUs and on the instances these (placeable) tasks need."""
+def _lower_bounds(
+    capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]], lp_bound: int = 0
+) -> tuple[int, int]:
+    """Lower bounds on the GPUs and on the instances these (placeable) tasks need (``lp_bound``: the cutting-stock
+    LP's bound on the MPS tasks' GPUs, when it was computed)."""
     mps = [(s, n) for s, n in tasks if s.clients]
     whole = sum(s.whole_gpus * n for s, n in tasks if s.whole_gpus)
     sizes: dict[int, int] = {}
@@ -605,7 +673,7 @@ def _lower_bounds(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, i
         sizes[s.task_gpu_budget_mib] = sizes.get(s.task_gpu_budget_mib, 0) + n
     clients = sum(s.clients * n for s, n in mps)
     gpu_lb = whole + max(
-        bin_lower_bound(sizes, capacity.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU)
+        bin_lower_bound(sizes, capacity.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU), lp_bound
     )
     cpu = sum(s.cpu_units * n for s, n in tasks)
     mem = sum(s.memory_mib * n for s, n in tasks)
@@ -660,9 +728,15 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
             others.append(_Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n))
         elif not s.clients:
             others.append(_Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),)))
+    solution = _lp_solution(items, capacity) if items else None
+    stage_one = [_pack_gpus(items, capacity, fill) for fill in (_FILLS if items else _FILLS[:1])]
+    if solution is not None and solution.patterns:
+        guided = _pack_gpus_lp(items, capacity, solution)
+        if guided is not None:
+            stage_one.append(guided)
     best: list[_Host] | None = None
-    for fill in _FILLS if items else _FILLS[:1]:
-        gpus = [_Unit([load], cpu, mem, count) for load, cpu, mem, count in _pack_gpus(items, capacity, fill)]
+    for packed in stage_one:
+        gpus = [_Unit([load], cpu, mem, count) for load, cpu, mem, count in packed]
         hosts = _pack_hosts(gpus + others, capacity)
         if best is None or _size(hosts) < _size(best):
             best = hosts
@@ -683,7 +757,7 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
         unplaced.extend(
             Unplaced(name, n, f"no room within max_instances={capacity.max_instances}") for name, n in over.items()
         )
-    gpu_lb, host_lb = _lower_bounds(capacity, fitting)
+    gpu_lb, host_lb = _lower_bounds(capacity, fitting, solution.bound if solution is not None else 0)
     whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
     return CapacityPlan(
         capacity=capacity,

@@ -1,0 +1,135 @@
+"""The GPU stage as a cutting-stock problem (Gilmore and Gomory): an LP bound and LP-guided patterns. Pure Python.
+
+With few task sizes and large counts, packing GPUs one at a time leaves a few percent on the table, and Martello and
+Toth's L2 bound cannot tell whether that is the heuristic or the instance. Column generation answers both: the LP
+over GPU contents ("patterns") gives a lower bound on the GPUs any placement needs (any dual solution that no
+pattern violates bounds the optimum, by weak duality), and its solution, rounded down, gives most of a plan; the
+rest is packed by the ordinary fills. The pricing step is a knapsack over GPU memory in units of the sizes' greatest
+common divisor; when that makes the knapsack too large for Python (budgets in single MiB), or there are more than
+32 distinct sizes (the dense simplex grows slow), this step is skipped and the bound is L2's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MAX_UNITS = 4096  # GPU memory in units of the sizes' gcd above which the knapsack pricing is skipped
+MAX_SIZES = 32  # distinct task sizes above which the dense simplex is too slow in Python; the LP is skipped
+MAX_ROUNDS = 80  # column generation rounds; the bound stays valid when it stops early
+
+
+@dataclass(frozen=True)
+class Solution:
+    bound: int  # no placement uses fewer GPUs (memory and clients only)
+    patterns: list[tuple[tuple[int, ...], float]]  # (copies of each size, LP value)
+
+
+def _knapsack(sizes: list[int], caps: list[int], values: list[float], capacity: int) -> tuple[float, list[int]]:
+    """max sum(values * k) with sum(sizes * k) <= capacity and 0 <= k <= caps (bounded, by binary splitting)."""
+    best = [0.0] * (capacity + 1)
+    pieces = []
+    for i, (size, cap) in enumerate(zip(sizes, caps, strict=True)):
+        chunk = 1
+        while cap > 0:
+            take = min(chunk, cap)
+            pieces.append((i, take, size * take, values[i] * take))
+            cap -= take
+            chunk *= 2
+    taken: list[bytearray] = []
+    for _, _, weight, value in pieces:
+        row = bytearray(capacity + 1)
+        if value > 0:
+            for room in range(capacity, weight - 1, -1):
+                candidate = best[room - weight] + value
+                if candidate > best[room] + 1e-12:
+                    best[room] = candidate
+                    row[room] = 1
+        taken.append(row)
+    room = max(range(capacity + 1), key=best.__getitem__)
+    value = best[room]
+    pattern = [0] * len(sizes)
+    for index in range(len(pieces) - 1, -1, -1):
+        if taken[index][room]:
+            i, take, weight, _ = pieces[index]
+            pattern[i] += take
+            room -= weight
+    return value, pattern
+
+
+def _cover_lp(columns: list[list[int]], demand: list[int]) -> tuple[list[float], list[float]]:
+    """min sum(x) with columns @ x >= demand, x >= 0, solved as its dual (a packing LP) by the simplex method.
+    Returns (x, y): the primal and dual solutions."""
+    m, n = len(demand), len(columns)
+    rows = [
+        [float(columns[j][i]) for i in range(m)] + [1.0 if k == j else 0.0 for k in range(n)] + [1.0] for j in range(n)
+    ]
+    cost = [-float(d) for d in demand] + [0.0] * (n + 1)
+    basis = [m + j for j in range(n)]
+    for _ in range(20 * (m + n)):
+        entering = min(range(m + n), key=cost.__getitem__)
+        if cost[entering] >= -1e-9:
+            break
+        leaving, ratio = -1, math.inf
+        for r in range(n):
+            a = rows[r][entering]
+            if a > 1e-12 and rows[r][-1] / a < ratio - 1e-12:
+                leaving, ratio = r, rows[r][-1] / a
+        if leaving < 0:
+            break
+        pivot = rows[leaving]
+        scale = pivot[entering]
+        pivot = [v / scale for v in pivot]
+        rows[leaving] = pivot
+        for r in range(n):
+            factor = rows[r][entering]
+            if r != leaving and factor:
+                rows[r] = [a - factor * b for a, b in zip(rows[r], pivot, strict=True)]
+        factor = cost[entering]
+        cost = [a - factor * b for a, b in zip(cost, pivot, strict=True)]
+        basis[leaving] = entering
+    y = [0.0] * m
+    for r, variable in enumerate(basis):
+        if variable < m:
+            y[variable] = rows[r][-1]
+    return [cost[m + j] for j in range(n)], y
+
+
+def solve(sizes: list[int], clients: list[int], demand: list[int], capacity: int, max_clients: int) -> Solution | None:
+    """Column generation over GPU contents for tasks of ``sizes`` (MiB) and ``clients``, ``demand`` of each, on GPUs of
+    ``capacity`` MiB and ``max_clients``; ``None`` when the knapsack would be too large."""
+    if not sizes:
+        return Solution(0, [])
+    if len(sizes) > MAX_SIZES:
+        return None
+    step = 0
+    for size in sizes:
+        step = math.gcd(step, size)
+    units = capacity // step
+    if units > MAX_UNITS:
+        return None
+    weights = [size // step for size in sizes]
+    caps = [min(units // w, max_clients // c, d) for w, c, d in zip(weights, clients, demand, strict=True)]
+    columns = []
+    for i, cap in enumerate(caps):
+        column = [0] * len(sizes)
+        column[i] = max(cap, 1)
+        columns.append(column)
+    x, y = _cover_lp(columns, demand)
+    best_value = 1.0
+    for _ in range(MAX_ROUNDS):
+        value, pattern = _knapsack(weights, caps, y, units)  # ignores the client total: a relaxation, still a bound
+        best_value = max(1.0, value)
+        if value <= 1 + 1e-9 or pattern in columns:
+            break
+        columns.append(pattern)
+        x, y = _cover_lp(columns, demand)
+    else:
+        best_value = max(1.0, _knapsack(weights, caps, y, units)[0])
+    dual = sum(d * v for d, v in zip(demand, y, strict=True)) / best_value
+    valid = [
+        (tuple(column), value)
+        for column, value in zip(columns, x, strict=True)
+        if value > 1e-9 and sum(k * c for k, c in zip(column, clients, strict=True)) <= max_clients
+    ]
+    return Solution(max(0, math.ceil(dual - 1e-6)), valid)
