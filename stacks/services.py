@@ -9,6 +9,9 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from ecs_gpu_sharing import (
@@ -66,7 +69,34 @@ class ServicesStack(Stack):
                 environment=dict(spec.environment) or None,
                 port_mappings=[ecs.PortMapping(container_port=spec.port)] if spec.port else None,
                 logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),
+                command=list(spec.command) or None,
+                health_check=ecs.HealthCheck(command=list(spec.health_check)) if spec.health_check else None,
+                linux_parameters=(
+                    ecs.LinuxParameters(scope, "Linux", shared_memory_size=spec.shm_size_mib)
+                    if spec.shm_size_mib
+                    else None
+                ),
+                stop_timeout=cdk.Duration.seconds(spec.stop_timeout_seconds) if spec.stop_timeout_seconds else None,
+                secrets={name: _secret(scope, name, ref) for name, ref in spec.secrets.items()} or None,
             )
+            if spec.model_bucket:
+                # Model weights: the task role may read that bucket, nothing else.
+                s3.Bucket.from_bucket_name(scope, "ModelBucket", spec.model_bucket).grant_read(task.task_role)
+                policy = task.task_role.node.try_find_child("DefaultPolicy")
+                if policy is not None:
+                    for finding in ("Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*"):
+                        cdk.Validations.of(policy).acknowledge(
+                            cdk.Acknowledgment(
+                                id=f"AwsSolutions::AwsSolutions-IAM5[{finding}]",
+                                reason="read access to the service's model bucket, as grant_read writes it",
+                            )
+                        )
+                    cdk.Validations.of(policy).acknowledge(
+                        cdk.Acknowledgment(
+                            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{spec.model_bucket}/*]",
+                            reason="the objects of the service's own model bucket",
+                        )
+                    )
             if spec.environment:
                 cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
                     cdk.Acknowledgment(
@@ -104,6 +134,17 @@ class ServicesStack(Stack):
             cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
             self.services[spec.name] = service
             CfnOutput(scope, "ServiceName", value=service.service_name)
+
+
+def _secret(scope: Construct, name: str, ref: str) -> ecs.Secret:
+    """A secret from SSM Parameter Store or Secrets Manager; aws-ecs grants the execution role reading exactly it."""
+    kind, _, key = ref.partition(":")
+    if kind == "ssm":
+        parameter = ssm.StringParameter.from_secure_string_parameter_attributes(
+            scope, f"Secret{name}", parameter_name=key
+        )
+        return ecs.Secret.from_ssm_parameter(parameter)
+    return ecs.Secret.from_secrets_manager(secretsmanager.Secret.from_secret_name_v2(scope, f"Secret{name}", key))
 
 
 def _image(scope: Construct, image: str, task: ecs.TaskDefinition) -> ecs.ContainerImage:

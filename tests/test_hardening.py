@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from typing import Any
 
@@ -12,6 +13,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Template
 
 from ecs_gpu_sharing import (
+    GpuSharingError,
     MpsShare,
     SharedGpuManagedInstancesTaskDefinition,
     SharedGpuTaskDefinition,
@@ -22,6 +24,7 @@ from ecs_gpu_sharing.core.fleet import ecr_image
 from stacks.fleet_app import build_app
 
 from conftest import REPO, new_app
+from validators import cfn_lint_errors, ecs_register_task_definition_errors
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/python:3.12-slim")
 DIGEST = "sha256:" + "a" * 64
@@ -93,3 +96,73 @@ def test_hosts_refuse_privileged_containers(ecr_fleet: dict[str, Any]) -> None:
     templates = ecr_fleet["cluster"].find_resources("AWS::EC2::LaunchTemplate")
     user_data = json.dumps([t["Properties"]["LaunchTemplateData"]["UserData"] for t in templates.values()])
     assert "ECS_DISABLE_PRIVILEGED=true" in user_data and "ECS_AWSVPC_BLOCK_IMDS=true" in user_data
+
+
+PLATFORM = (
+    (REPO / "fleet.toml")
+    .read_text()
+    .replace(
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+        """environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }
+command = ["vllm", "serve", "Qwen/Qwen2.5-3B-Instruct", "--port", "8000"]
+health_check = ["CMD-SHELL", "curl -f http://localhost:8000/health || exit 1"]
+shm_size_mib = 8192
+stop_timeout_seconds = 60
+secrets = { HF_TOKEN = "secretsmanager:models/hf-token", API_KEY = "ssm:/models/api-key" }
+model_bucket = "team-model-weights\"""",
+        1,
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def platform() -> dict[str, Any]:
+    app = new_app()
+    stacks = build_app(app, fleet.parse(tomllib.loads(PLATFORM), source="platform.toml"))  # cdk-nag runs at synth
+    assembly = app.synth()
+    return {"template": assembly.get_stack_artifact(stacks.services[0].artifact_id).template}
+
+
+def test_a_model_server_gets_its_command_health_check_shm_stop_timeout_and_secrets(platform: dict[str, Any]) -> None:
+    tasks = platform["template"]["Resources"]
+    (llm,) = [
+        t for name, t in tasks.items() if name.startswith("smallllmTask") and t["Type"] == "AWS::ECS::TaskDefinition"
+    ]
+    (container,) = llm["Properties"]["ContainerDefinitions"]
+    assert container["Command"][:2] == ["vllm", "serve"]
+    assert container["HealthCheck"]["Command"] == ["CMD-SHELL", "curl -f http://localhost:8000/health || exit 1"]
+    assert container["LinuxParameters"]["SharedMemorySize"] == 8192 and container["StopTimeout"] == 60
+    assert sorted(s["Name"] for s in container["Secrets"]) == ["API_KEY", "HF_TOKEN"]
+    assert ecs_register_task_definition_errors(llm["Properties"]) == ""
+    assert cfn_lint_errors(platform["template"]) == []
+
+
+def test_secrets_and_the_model_bucket_get_exactly_their_reads(platform: dict[str, Any]) -> None:
+    policies = {k: v for k, v in platform["template"]["Resources"].items() if v["Type"] == "AWS::IAM::Policy"}
+    text = json.dumps(policies)
+    assert "secretsmanager:GetSecretValue" in text and "models/hf-token" in text
+    assert "ssm:GetParameters" in text and "parameter/models/api-key" in text
+    assert "team-model-weights" in text and "s3:GetObject*" in text
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ('secrets = { HF_TOKEN = "vault:x" }', "service.small-llm.secrets.HF_TOKEN must be 'ssm:/parameter/name'"),
+        ('secrets = { MODEL_ID = "ssm:/x" }', "service.small-llm.secrets.MODEL_ID is also in environment"),
+        ("stop_timeout_seconds = 600", "stop_timeout_seconds must be from 2 to 120 (ECS's most for stopTimeout)"),
+        ('command = ["vllm", 3]', "service.small-llm.command must be a list of non-empty strings"),
+    ],
+)
+def test_platform_keys_are_checked(edit: str, message: str) -> None:
+    text = (
+        (REPO / "fleet.toml")
+        .read_text()
+        .replace(
+            'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+            f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{edit}',
+            1,
+        )
+    )
+    with pytest.raises(GpuSharingError, match=re.escape(message)):
+        fleet.parse(tomllib.loads(text), source="f.toml")

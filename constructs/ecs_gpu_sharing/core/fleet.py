@@ -58,6 +58,12 @@ class ServiceSpec:
     max_compute_percent: int | None = None
     port: int | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
+    command: tuple[str, ...] = ()
+    health_check: tuple[str, ...] = ()
+    shm_size_mib: int | None = None
+    stop_timeout_seconds: int | None = None
+    secrets: Mapping[str, str] = field(default_factory=dict)  # variable name -> ssm:NAME or secretsmanager:NAME
+    model_bucket: str | None = None
 
     @property
     def share(self) -> MpsShare:
@@ -254,6 +260,40 @@ SERVICE = (
     Key("max_compute_percent", int, False, "an MPS compute ceiling, not a reservation", low=1, high=100),
     Key("port", int, False, "container port", low=1, high=65535),
     Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
+    Key("command", list, False, "the container's command, a list of strings (the image's by default)"),
+    Key(
+        "health_check",
+        list,
+        False,
+        'a container health check command, such as ["CMD-SHELL", "curl -f localhost:8080/health"]',
+    ),
+    Key(
+        "shm_size_mib",
+        int,
+        False,
+        "shared memory (/dev/shm) for the container, as vLLM and PyTorch data loaders need",
+        low=1,
+        high=4194304,
+        high_why="4 TiB, more than any GPU instance has",
+    ),
+    Key(
+        "stop_timeout_seconds",
+        int,
+        False,
+        "seconds a container gets to stop before it is killed",
+        low=2,
+        high=120,
+        high_why="ECS's most for stopTimeout",
+    ),
+    Key("secrets", dict, False, "variable name -> 'ssm:/parameter/name' or 'secretsmanager:secret-name'"),
+    Key(
+        "model_bucket",
+        str,
+        False,
+        "an S3 bucket of model weights the task may read",
+        pattern=re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"),
+        example="team-model-weights",
+    ),
 )
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 _JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean"}
@@ -430,8 +470,40 @@ def _services(
             max_compute_percent=good.get("max_compute_percent"),
             port=good.get("port"),
             environment=env,
+            command=_strings(problems, f"{where}command", good.get("command", [])),
+            health_check=_strings(problems, f"{where}health_check", good.get("health_check", [])),
+            shm_size_mib=good.get("shm_size_mib"),
+            stop_timeout_seconds=good.get("stop_timeout_seconds"),
+            secrets=_secrets(problems, where, good.get("secrets", {}), env),
+            model_bucket=good.get("model_bucket"),
         )
     return services
+
+
+def _strings(problems: _Problems, where: str, values: list[Any]) -> tuple[str, ...]:
+    if not all(isinstance(v, str) and v for v in values):
+        problems.add(f"{where} must be a list of non-empty strings, got {values!r}")
+        return ()
+    return tuple(values)
+
+
+_SECRET = re.compile(r"^(ssm:/[A-Za-z0-9_.\-/]+|secretsmanager:[A-Za-z0-9/_+=.@\-]+)$")
+
+
+def _secrets(problems: _Problems, where: str, secrets: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    out = {}
+    for name, ref in secrets.items():
+        if not _ENV_NAME.match(name) or GPU_ENVIRONMENT.match(name):
+            problems.add(f"{where}secrets key {name!r} is not a usable variable name (or would steer the GPU)")
+        elif name in env:
+            problems.add(f"{where}secrets.{name} is also in environment; give each variable once")
+        elif not isinstance(ref, str) or not _SECRET.match(ref):
+            problems.add(
+                f"{where}secrets.{name} must be 'ssm:/parameter/name' or 'secretsmanager:secret-name', got {ref!r}"
+            )
+        else:
+            out[name] = ref
+    return out
 
 
 # Which fleet-file key a fit rule's finding is about, so the message names what to edit.
