@@ -130,6 +130,11 @@ class ServicesStack(Stack):
                     task_definition=task,
                     desired_count=spec.desired_count,
                 ).service
+            if spec.max_tasks is not None:
+                # The fleet plan reads this maximum from the service and sizes the capacity for it.
+                scaling = service.auto_scale_task_count(min_capacity=spec.desired_count, max_capacity=spec.max_tasks)
+                if spec.scale_on_cpu_percent is not None:
+                    scaling.scale_on_cpu_utilization("Cpu", target_utilization_percent=spec.scale_on_cpu_percent)
             # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
             cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
             self.services[spec.name] = service

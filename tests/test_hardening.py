@@ -166,3 +166,36 @@ def test_platform_keys_are_checked(edit: str, message: str) -> None:
     )
     with pytest.raises(GpuSharingError, match=re.escape(message)):
         fleet.parse(tomllib.loads(text), source="f.toml")
+
+
+def test_auto_scaling_from_the_fleet_file_is_planned_the_same_by_the_cli_and_synth(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    from ecs_gpu_sharing.core.plan_report import to_json
+    from ecs_gpu_sharing.core.rules import assess
+
+    text = (
+        (REPO / "fleet.toml")
+        .read_text()
+        .replace("desired_count = 4\n", "desired_count = 4\nmax_tasks = 12\nscale_on_cpu_percent = 60\n", 1)
+    )
+    spec = fleet.parse(tomllib.loads(text), source="scaled.toml")
+    cli_plan = to_json(assess(spec.capacity_inputs(), spec.service_inputs()))
+    app = new_app()
+    stacks = build_app(app, spec)
+    assembly = app.synth()
+    synth_plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
+    assert synth_plan == cli_plan
+    embedder = {s["name"]: s for s in synth_plan["services"]}["embedder"]
+    assert (embedder["tasks"], embedder["count_source"]) == (12, "auto scaling maximum")
+    template = Template.from_json(assembly.get_stack_artifact(stacks.services[0].artifact_id).template)
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 4, "MaxCapacity": 12}
+    )
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 1)
+
+
+def test_max_tasks_below_the_desired_count_is_refused() -> None:
+    text = (REPO / "fleet.toml").read_text().replace("desired_count = 4\n", "desired_count = 4\nmax_tasks = 2\n", 1)
+    with pytest.raises(GpuSharingError, match=r"service\.embedder\.max_tasks 2 is below desired_count 4"):
+        fleet.parse(tomllib.loads(text), source="f.toml")

@@ -64,6 +64,15 @@ class ServiceSpec:
     stop_timeout_seconds: int | None = None
     secrets: Mapping[str, str] = field(default_factory=dict)  # variable name -> ssm:NAME or secretsmanager:NAME
     model_bucket: str | None = None
+    max_tasks: int | None = None  # task auto scaling maximum; desired_count is the minimum
+    scale_on_cpu_percent: int | None = None
+
+    @property
+    def largest_count(self) -> tuple[int, str]:
+        """The count the plan counts, and where it comes from (as the synth-time plan reads the service)."""
+        if self.max_tasks is not None and self.max_tasks > self.desired_count:
+            return self.max_tasks, "auto scaling maximum"
+        return self.desired_count, "desired count"
 
     @property
     def share(self) -> MpsShare:
@@ -99,7 +108,13 @@ class FleetSpec:
 
     def service_inputs(self) -> list[ServiceInput]:
         return [
-            ServiceInput(name=s.name, capacity=s.capacity, shape=s.shape(self.source), tasks=s.desired_count)
+            ServiceInput(
+                name=s.name,
+                capacity=s.capacity,
+                shape=s.shape(self.source),
+                tasks=s.largest_count[0],
+                count_source=s.largest_count[1],
+            )
             for s in self.services.values()
         ]
 
@@ -257,6 +272,16 @@ SERVICE = (
         high=1048576,
         high_why="1 TiB, more than any GPU has",
     ),
+    Key(
+        "max_tasks",
+        int,
+        False,
+        "task auto scaling: the most tasks (desired_count is the least); the plan counts this many",
+        low=1,
+        high=MAX_TASKS_PER_SERVICE,
+        high_why='the ECS quota "tasks per service"',
+    ),
+    Key("scale_on_cpu_percent", int, False, "with max_tasks: target tracking on the service's CPU", low=1, high=100),
     Key("max_compute_percent", int, False, "an MPS compute ceiling, not a reservation", low=1, high=100),
     Key("port", int, False, "container port", low=1, high=65535),
     Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
@@ -457,6 +482,13 @@ def _services(
                 f"{', '.join(declared) or '(none)'}"
             )
         env = _environment(problems, where, good.get("environment", {}))
+        if "max_tasks" in good and "desired_count" in good and good["max_tasks"] < good["desired_count"]:
+            problems.add(
+                f"{where}max_tasks {good['max_tasks']} is below desired_count {good['desired_count']} (the least); "
+                "raise max_tasks"
+            )
+        if "scale_on_cpu_percent" in good and "max_tasks" not in good:
+            problems.add(f"{where}scale_on_cpu_percent needs max_tasks (the most tasks scaling may reach)")
         if len(problems.lines) > before or capacity not in capacities:
             continue
         services[name] = ServiceSpec(
@@ -476,6 +508,8 @@ def _services(
             stop_timeout_seconds=good.get("stop_timeout_seconds"),
             secrets=_secrets(problems, where, good.get("secrets", {}), env),
             model_bucket=good.get("model_bucket"),
+            max_tasks=good.get("max_tasks"),
+            scale_on_cpu_percent=good.get("scale_on_cpu_percent"),
         )
     return services
 
