@@ -14,6 +14,7 @@ from constructs import Construct
 
 from ecs_gpu_sharing import GpuAmi, GpuCapacity, GpuManagedInstancesCapacity
 from ecs_gpu_sharing.core.fleet import CapacitySpec
+from ecs_gpu_sharing.core.planner import MANAGED_INSTANCES
 
 # What Vpc.from_lookup returns while its lookup is not in the context yet.
 LOOKUP_PLACEHOLDER_VPC = "vpc-12345"
@@ -50,7 +51,7 @@ class ClusterStack(Stack):
         # One scope per kind, so a fleet name can never collide with a construct of the stack ("Cluster", say).
         scope = Construct(self, "Capacities")
         for name, spec in capacities.items():
-            if spec.kind == "managed-instances":
+            if spec.kind == MANAGED_INSTANCES:
                 managed = GpuManagedInstancesCapacity(
                     scope,
                     name,

@@ -44,7 +44,7 @@ def mixed() -> dict[str, Any]:
 
 def test_one_ec2_and_one_managed_instances_capacity_are_planned(mixed: dict[str, Any]) -> None:
     kinds = {c["name"]: (c["kind"], c["instance_type"], c["max_instances"]) for c in mixed["plan"]["capacities"]}
-    assert kinds["l4"][0] == "ec2-auto-scaling" and kinds["l4"][2] is not None
+    assert kinds["l4"][0] == "ec2" and kinds["l4"][2] is not None
     # Planned against the allowed type that holds the least; no instance limit to derive there.
     assert kinds["l40s"] == ("managed-instances", "g6e.xlarge", None)
     assert {s["name"]: s["capacity"] for s in mixed["plan"]["services"]}["small-llm"] == "l40s"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -17,6 +18,7 @@ from ..core.capacity_facts import HostFacts, host_facts
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_CAPABILITY_ATTRIBUTE, require_int
+from ..core.planner import EC2
 from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
@@ -37,7 +39,88 @@ ECS_CONFIG = (
 )
 
 
-class GpuCapacity(Construct):
+class PlannedGpuCapacity:
+    """What both GPU capacity constructs share: the checks on their plan arguments, their name in the fleet plan,
+    and how a service's capacity provider strategy reaches them."""
+
+    kind: str
+    capacity_provider: Any  # an AsgCapacityProvider or a ManagedInstancesCapacityProvider
+    _name: str
+    _min_instances: int
+    _max_instances: int | None
+    _provider_name: str | None
+
+    def _plan_arguments(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: Any,
+        name: str | None,
+        min_instances: int,
+        max_instances: int | None,
+        provider_name: str | None,
+    ) -> None:
+        """Checks what the fleet plan relies on, before any resource is built."""
+        path = f"{scope.node.path}/{id_}"
+        quota = MAX_INSTANCES_PER_CLUSTER  # the ECS quota "container instances per cluster"
+        self._min_instances = require_int(
+            "min_instances", min_instances, low=0, high=quota, owner=path, error=CapacityError
+        )
+        self._max_instances = (
+            None
+            if max_instances is None
+            else require_int("max_instances", max_instances, low=1, high=quota, owner=path, error=CapacityError)
+        )
+        if self._max_instances is not None and self._max_instances < self._min_instances:
+            raise CapacityError(
+                f"{path}: max_instances {self._max_instances} is below min_instances {self._min_instances}; "
+                "raise max_instances or lower min_instances"
+            )
+        self._name = id_ if name is None else name
+        if not isinstance(self._name, str) or not self._name:
+            raise CapacityError(f"{path}: name must be a non-empty string, got {name!r}")
+        if FleetPlan.of(scope).capacity_name_taken(self._name):
+            raise CapacityError(
+                f"{path}: another GPU capacity of this app is already named {self._name!r}; plans are keyed by "
+                "name, so give this one another construct id or name="
+            )
+        if not isinstance(cluster, ecs.Cluster):
+            raise CapacityError(
+                f"{path}: cluster must be an aws_ecs.Cluster created in this app (the capacity provider is added "
+                f"to it), got {type(cluster).__name__}"
+            )
+        self._provider_name = provider_name
+
+    @property
+    def plan_name(self) -> str:
+        """The capacity's name in the fleet plan."""
+        return self._name
+
+    @property
+    def min_instances(self) -> int:
+        return self._min_instances
+
+    @property
+    def given_max_instances(self) -> int | None:
+        """``max_instances`` as given; ``None`` when the plan derives it (or, on Managed Instances, has none)."""
+        return self._max_instances
+
+    @property
+    def provider_names(self) -> tuple[str, ...]:
+        """How a capacity provider strategy may name this capacity's provider: its reference, or the literal name."""
+        given = self._provider_name
+        return (self.capacity_provider.capacity_provider_name, *([given] if given else []))
+
+    def capacity_provider_strategies(self, *, weight: int = 1) -> list[ecs.CapacityProviderStrategy]:
+        """A strategy that runs a service's tasks on this capacity: pass it as ``capacity_provider_strategies`` to
+        an ECS service or an aws-ecs-patterns service, whose tasks the fleet plan then counts here."""
+        return [
+            ecs.CapacityProviderStrategy(capacity_provider=self.capacity_provider.capacity_provider_name, weight=weight)
+        ]
+
+
+class GpuCapacity(PlannedGpuCapacity, Construct):
     """GPU hosts on a pinned ECS-optimized AL2023 GPU AMI, added to ``cluster`` as a capacity provider.
 
     Creates a launch template (pinned AMI, IAM role with the ECS agent's and SSM Session Manager's
@@ -66,6 +149,8 @@ class GpuCapacity(Construct):
         one, the group sends none (ECS managed scaling drives it, and its activity history keeps the record).
     """
 
+    kind = EC2
+
     def __init__(
         self,
         scope: Construct,
@@ -93,37 +178,19 @@ class GpuCapacity(Construct):
             host_memory_reserve_mib=host_memory_reserve_mib,
             owner=path,
         )
-        quota = MAX_INSTANCES_PER_CLUSTER  # the ECS quota "container instances per cluster"
-        self._min_instances = require_int(
-            "min_instances", min_instances, low=0, high=quota, owner=path, error=CapacityError
+        self._plan_arguments(
+            scope,
+            id_,
+            cluster=cluster,
+            name=name,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            provider_name=capacity_provider_name,
         )
-        self._max_instances = (
-            None
-            if max_instances is None
-            else require_int("max_instances", max_instances, low=1, high=quota, owner=path, error=CapacityError)
-        )
-        if self._max_instances is not None and self._max_instances < self._min_instances:
-            raise CapacityError(
-                f"{path}: max_instances {self._max_instances} is below min_instances {self._min_instances}; "
-                "raise max_instances or lower min_instances"
-            )
         root = require_int("root_volume_gib", root_volume_gib, low=30, owner=path, error=CapacityError)
-        self._name = id_ if name is None else name
-        if not isinstance(self._name, str) or not self._name:
-            raise CapacityError(f"{path}: name must be a non-empty string, got {name!r}")
-        if FleetPlan.of(scope).capacity_name_taken(self._name):
-            raise CapacityError(
-                f"{path}: another GPU capacity of this app is already named {self._name!r}; plans are keyed by "
-                "name, so give this one another construct id or name="
-            )
         if not isinstance(ami, GpuAmi | None):
             raise CapacityError(f"{path}: ami must be a GpuAmi (GpuAmi.release(...)), got {ami!r}")
         self.ami = ami or GpuAmi.release()
-        if not isinstance(cluster, ecs.Cluster):
-            raise CapacityError(
-                f"{path}: cluster must be an aws_ecs.Cluster created in this app (the capacity provider is added "
-                f"to it), got {type(cluster).__name__}"
-            )
         super().__init__(scope, id_)
 
         subnets = self._private_subnets(cluster.vpc, vpc_subnets, path)
@@ -205,7 +272,6 @@ class GpuCapacity(Construct):
                 ],
             ),
         )
-        self._provider_name = capacity_provider_name
         self.capacity_provider = ecs.AsgCapacityProvider(
             self,
             "Provider",
@@ -287,45 +353,14 @@ class GpuCapacity(Construct):
         return chosen
 
     @property
-    def plan_name(self) -> str:
-        """The capacity's name in the fleet plan."""
-        return self._name
-
-    @property
-    def min_instances(self) -> int:
-        return self._min_instances
-
-    @property
-    def given_max_instances(self) -> int | None:
-        """``max_instances`` as given; ``None`` when the plan derives it."""
-        return self._max_instances
-
-    @property
-    def kind(self) -> str:
-        return "ec2-auto-scaling"
-
-    @property
     def max_instances(self) -> int:
         """The most instances: as given, else derived by the fleet plan. Read it at synth, once services exist."""
         return self._plan.max_instances(self)
-
-    def capacity_provider_strategies(self, *, weight: int = 1) -> list[ecs.CapacityProviderStrategy]:
-        """A strategy that runs a service's tasks on this capacity: pass it as ``capacity_provider_strategies`` to
-        an ``Ec2Service`` or an aws-ecs-patterns EC2 service, whose tasks the fleet plan then counts here."""
-        return [
-            ecs.CapacityProviderStrategy(capacity_provider=self.capacity_provider.capacity_provider_name, weight=weight)
-        ]
 
     @staticmethod
     def mps_placement_constraints() -> list[ecs.PlacementConstraint]:
         """Keeps MPS tasks on hosts whose ECS agent advertises GPU sharing (``ecs.capability.gpu-sharing-mps``)."""
         return [ecs.PlacementConstraint.member_of(f"attribute:{MPS_CAPABILITY_ATTRIBUTE} exists")]
-
-    @property
-    def provider_names(self) -> tuple[str, ...]:
-        """How a capacity provider strategy may name this capacity's provider: its reference, or the literal name."""
-        given = self._provider_name
-        return (self.capacity_provider.capacity_provider_name, *([given] if given else []))
 
     @property
     def gpu_name(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import aws_cdk as cdk
@@ -47,6 +47,9 @@ class PlannedCapacity(Protocol):
 
     @property
     def given_max_instances(self) -> int | None: ...
+
+    @property
+    def kind(self) -> str: ...
 
     @property
     def provider_names(self) -> Sequence[str]: ...
@@ -131,8 +134,7 @@ def _shape(service: ecs.BaseService, owner: str) -> TaskShape | str:
     shares = dict(getattr(td, "mps_shares", ()))  # SharedGpuTaskDefinition writes its budgets as overrides
     if shares:
         containers = [
-            c if c.name not in shares else type(c)(**{**c.__dict__, "gpu_budget_mib": shares[c.name].gpu_budget_mib})
-            for c in containers
+            replace(c, gpu_budget_mib=shares[c.name].gpu_budget_mib) if c.name in shares else c for c in containers
         ]
     return task_shape(containers, owner=owner, task_cpu_units=props.get("cpu"), task_memory_mib=props.get("memory"))
 
@@ -183,7 +185,7 @@ def discover(
                 same[0].facts,
                 same[0].given_max_instances,
                 same[0].min_instances,
-                kind=getattr(same[0], "kind", "ec2-auto-scaling"),
+                kind=same[0].kind,
             )
         )
     seen: dict[str, list[str]] = {}

@@ -10,11 +10,9 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
 from ..core.capacity_facts import HostFacts, host_facts
-from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
-from ..core.mps import require_int
-from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
-from .capacity import GpuCapacity
+from ..core.planner import MANAGED_INSTANCES
+from .capacity import GpuCapacity, PlannedGpuCapacity
 from .fleet_plan import FleetPlan
 
 _ACCELERATOR_NAMES = {
@@ -22,7 +20,7 @@ _ACCELERATOR_NAMES = {
 }
 
 
-class GpuManagedInstancesCapacity(Construct):
+class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
     """GPU hosts that ECS Managed Instances launches, patches and replaces, added to ``cluster`` as a capacity
     provider. AWS owns the host image (there is no AMI to pin) and picks the instance type among the allowed ones.
 
@@ -40,6 +38,8 @@ class GpuManagedInstancesCapacity(Construct):
     :param max_instances: optional: the most hosts the plan may use (checked, not enforced by ECS).
     :param gpu_margin_mib, ecs_gpu_memory_mib: as for ``GpuCapacity``.
     """
+
+    kind = MANAGED_INSTANCES
 
     def __init__(
         self,
@@ -63,23 +63,14 @@ class GpuManagedInstancesCapacity(Construct):
             ecs_gpu_memory_mib=ecs_gpu_memory_mib,
             owner=path,
         )
-        if not isinstance(cluster, ecs.Cluster):
-            raise CapacityError(
-                f"{path}: cluster must be an aws_ecs.Cluster created in this app (the capacity provider is added "
-                f"to it), got {type(cluster).__name__}"
-            )
-        self._name = id_ if name is None else name
-        if FleetPlan.of(scope).capacity_name_taken(self._name):
-            raise CapacityError(
-                f"{path}: another GPU capacity of this app is already named {self._name!r}; plans are keyed by "
-                "name, so give this one another construct id or name="
-            )
-        self._max_instances = (
-            None
-            if max_instances is None
-            else require_int(
-                "max_instances", max_instances, low=1, high=MAX_INSTANCES_PER_CLUSTER, owner=path, error=CapacityError
-            )
+        self._plan_arguments(
+            scope,
+            id_,
+            cluster=cluster,
+            name=name,
+            min_instances=0,  # Managed Instances keeps no minimum
+            max_instances=max_instances,
+            provider_name=capacity_provider_name,
         )
         super().__init__(scope, id_)
         self.cluster = cluster
@@ -108,7 +99,6 @@ class GpuManagedInstancesCapacity(Construct):
                 accelerator_count_min=facts.gpus_per_instance,
             ),
         )
-        self._provider_name = capacity_provider_name
         cluster.add_managed_instances_capacity_provider(self.capacity_provider)
         FleetPlan.of(self).add_capacity(self)
         self._acknowledge_nag_rules()
@@ -140,30 +130,3 @@ class GpuManagedInstancesCapacity(Construct):
             resource = role.node.default_child if role is not None else None
             if resource is not None:
                 cdk.Validations.of(resource).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
-
-    @property
-    def plan_name(self) -> str:
-        return self._name
-
-    @property
-    def min_instances(self) -> int:
-        return 0
-
-    @property
-    def given_max_instances(self) -> int | None:
-        return self._max_instances
-
-    @property
-    def kind(self) -> str:
-        return "managed-instances"
-
-    @property
-    def provider_names(self) -> tuple[str, ...]:
-        given = self._provider_name
-        return (self.capacity_provider.capacity_provider_name, *([given] if given else []))
-
-    def capacity_provider_strategies(self, *, weight: int = 1) -> list[ecs.CapacityProviderStrategy]:
-        """A strategy that runs a service's tasks on this capacity (the plan then counts them here)."""
-        return [
-            ecs.CapacityProviderStrategy(capacity_provider=self.capacity_provider.capacity_provider_name, weight=weight)
-        ]

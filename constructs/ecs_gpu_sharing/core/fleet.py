@@ -19,7 +19,7 @@ from .capacity_facts import HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
 from .gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare
-from .planner import TASK_RULES, CapacityInput, ServiceInput
+from .planner import EC2, KINDS, MANAGED_INSTANCES, TASK_RULES, CapacityInput, ServiceInput
 from .quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
 from .rules import assess
 from .shape import ContainerFacts, TaskShape, task_shape
@@ -38,7 +38,7 @@ class CapacitySpec:
     name: str
     instance_types: tuple[str, ...]
     facts: HostFacts  # from the catalog, with the fleet's gpu_margin_mib and ecs_gpu_memory_mib
-    kind: str = "ec2"  # or "managed-instances"
+    kind: str = EC2  # or MANAGED_INSTANCES
     ami_release: str = DEFAULT_AMI_RELEASE
     ami_release_verified: bool = False
     min_instances: int = 0
@@ -102,8 +102,9 @@ class FleetSpec:
     def capacity_inputs(self) -> list[CapacityInput]:
         out = []
         for cap in self.capacities.values():
-            kind = "managed-instances" if cap.kind == "managed-instances" else "ec2-auto-scaling"
-            out.append(CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances, kind=kind))
+            out.append(
+                CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances, kind=cap.kind)
+            )
         return out
 
     def service_inputs(self) -> list[ServiceInput]:
@@ -183,17 +184,15 @@ TOP = (
     Key("capacity", dict, True, "the GPU capacities, one table each"),
     Key("service", dict, True, "the services, one table each"),
 )
-KINDS = ("ec2", "managed-instances")
-
 CAPACITY = (
     Key(
         "kind",
         str,
         False,
         "ec2 (an Auto Scaling group on a pinned AMI) or managed-instances (ECS Managed Instances)",
-        pattern=re.compile(r"^(ec2|managed-instances)$"),
-        example="managed-instances",
-        default="ec2",
+        pattern=re.compile("^(" + "|".join(KINDS) + ")$"),
+        example=MANAGED_INSTANCES,
+        default=EC2,
     ),
     Key("instance_types", list, True, "GPU instance types of one GPU model"),
     Key("ami_release", str, False, "the AL2023 GPU AMI release (YYYYMMDD)", default=DEFAULT_AMI_RELEASE),
@@ -397,9 +396,9 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
         if types is not None and (not types or not all(isinstance(t, str) for t in types)):
             problems.add(f"{where}instance_types must be a non-empty list of strings, got {types!r}")
             types = None
-        kind = good.get("kind", "ec2")
+        kind = good.get("kind", EC2)
         release = good.get("ami_release", DEFAULT_AMI_RELEASE)
-        if kind == "managed-instances":
+        if kind == MANAGED_INSTANCES:
             for key in ("ami_release", "ami_release_verified", "min_instances"):
                 if key in table:
                     why = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .planner import CapacityPlan, Plan
+from .planner import MANAGED_INSTANCES, CapacityPlan, Plan
 from .rules import Assessment
 
 
@@ -126,7 +126,7 @@ def types_line(c: CapacityPlan) -> str | None:
     cap = c.capacity
     if len(cap.instance_types) < 2:
         return None
-    who = "AWS picks the type" if cap.kind == "managed-instances" else "the group may launch any of them"
+    who = "AWS picks the type" if cap.kind == MANAGED_INSTANCES else "the group may launch any of them"
     return (
         f"{cap.name}: planned against {cap.instance_type}, the one of {', '.join(cap.instance_types)} that holds the "
         f"least ({who}; the plan holds for each)"

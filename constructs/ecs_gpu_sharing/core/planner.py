@@ -32,6 +32,12 @@ from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
 from .shape import TaskShape
 
+EC2 = "ec2"
+"""A capacity kind: an Auto Scaling group on a pinned AMI (GpuCapacity)."""
+MANAGED_INSTANCES = "managed-instances"
+"""A capacity kind: ECS Managed Instances, whose hosts AWS launches with no instance limit."""
+KINDS = (EC2, MANAGED_INSTANCES)
+
 
 @dataclass(frozen=True)
 class CapacityInput:
@@ -50,7 +56,7 @@ class CapacityInput:
     gpu_margin_mib: int = 0
     gpu_memory_basis: str = "given"  # measured, table, fallback: how sure the ECS figure is
     gpu_memory_source: str = ""
-    kind: str = "ec2-auto-scaling"  # or "managed-instances": AWS launches the hosts, with no instance limit
+    kind: str = EC2  # or MANAGED_INSTANCES
     instance_types: tuple[str, ...] = ()  # all allowed; the figures are the smallest's (``instance_type``)
 
     @classmethod
@@ -60,7 +66,7 @@ class CapacityInput:
         facts: HostFacts,
         max_instances: int | None = None,
         min_instances: int = 0,
-        kind: str = "ec2-auto-scaling",
+        kind: str = EC2,
     ) -> CapacityInput:
         return cls(
             kind=kind,

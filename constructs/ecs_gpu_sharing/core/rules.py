@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from .mps import MAX_CLIENTS_PER_GPU
-from .planner import TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
+from .planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
 
 
 class Level(StrEnum):
@@ -69,7 +69,6 @@ class Context:
     shape_errors: list[tuple[str, str]]  # (service, why its task shape cannot be planned)
     steady: Plan
     surge: Plan
-    max_instances: dict[str, int] = field(default_factory=dict)
 
     def on(self, capacity: str) -> list[ServiceInput]:
         return [s for s in self.services if s.capacity == capacity]
@@ -157,7 +156,7 @@ def service_outside_plan(ctx: Context) -> Iterator[tuple[str, str]]:
 def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         unknown = sorted({o.name for o in ctx.outside if o.capacity == name})
-        if cap.max_instances is None and unknown and cap.kind != "managed-instances":
+        if cap.max_instances is None and unknown and cap.kind != MANAGED_INSTANCES:
             yield (
                 name,
                 f"max_instances is left to the plan, but {', '.join(unknown)} cannot be counted (see "
@@ -292,6 +291,6 @@ def assess(
         if cap.max_instances is not None
         else max(surge.capacity(name).instance_count, cap.min_instances, 1)
         for name, cap in caps.items()
-        if cap.max_instances is not None or cap.kind != "managed-instances"  # AWS takes no limit there
+        if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
     }
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside))
