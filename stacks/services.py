@@ -17,7 +17,6 @@ from constructs import Construct
 from ecs_gpu_sharing import (
     GpuCapacity,
     GpuManagedInstancesCapacity,
-    MpsShare,
     SharedGpuManagedInstancesTaskDefinition,
     SharedGpuService,
     SharedGpuTaskDefinition,
@@ -65,7 +64,7 @@ class ServicesStack(Stack):
                 image=_image(scope, spec.image, task),
                 cpu=spec.cpu_units,
                 memory_limit_mib=spec.memory_mib,
-                gpu=MpsShare(spec.gpu_budget_mib, spec.max_compute_percent),
+                gpu=spec.share,
                 environment=dict(spec.environment) or None,
                 port_mappings=[ecs.PortMapping(container_port=spec.port)] if spec.port else None,
                 logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),

@@ -25,7 +25,7 @@ from ..core.files import write_atomic
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import Assessment, assess
-from .discovery import PlannedCapacity, discover, user_construct
+from .discovery import Discovered, PlannedCapacity, discover, user_construct
 
 PLAN_FILE = "gpu-fleet-plan"
 _ID = "EcsGpuSharingFleetPlan"
@@ -48,7 +48,7 @@ class FleetPlan(Construct):
         self._names: dict[IConstruct, str] = {}
         self._counts: dict[IConstruct, int] = {}
         self._assessment: Assessment | None = None
-        self._discovered: Any = None
+        self._discovered: Discovered | None = None
         self._sealed = False  # set when synthesis starts: inputs no longer change, the plan is computed once
         cdk.Aspects.of(scope).add(_AttachFindings(self))
         if isinstance(scope, cdk.Stage):
@@ -105,7 +105,8 @@ class FleetPlan(Construct):
         return self.assessment.max_instances.get(capacity.plan_name, max(capacity.min_instances, 1))
 
     def _service_findings(self, construct: IConstruct) -> list[str]:
-        self.assessment  # noqa: B018 - computes the plan (and the name map) once
+        _ = self.assessment  # computes the plan, and the names discovery found, once
+        assert self._discovered is not None
         names = [n for n, owners in self._discovered.services_by_name.items() if construct in owners]
         return self._report(construct, "service", names)
 
