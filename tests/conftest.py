@@ -25,3 +25,8 @@ def new_app(**context: Any) -> Any:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+# A fixed three-model fleet (the first example) that planner, CLI and operations tests plan against, so the
+# example fleet.toml can grow without rewriting them.
+THREE_MODELS = REPO / "tests" / "fleets" / "three-models.toml"

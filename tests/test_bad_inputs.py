@@ -22,9 +22,9 @@ from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.ami_release import check_release
 
-from conftest import REPO
+from conftest import REPO, THREE_MODELS
 
-EXAMPLE = (REPO / "fleet.toml").read_text()
+EXAMPLE = THREE_MODELS.read_text()
 
 
 def _fleet(tmp_path: Path, text: str) -> Path:
@@ -170,7 +170,7 @@ def test_plan_svg_into_a_missing_folder_or_onto_a_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
 ) -> None:
     svg = tmp_path / target
-    assert main(["plan", str(REPO / "fleet.toml"), "--svg", str(svg)]) == 1
+    assert main(["plan", str(THREE_MODELS), "--svg", str(svg)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: --svg {svg}: ") and err.count("\n") == 1
     assert ("does not exist" in err) if target != "." else ("is a folder" in err)

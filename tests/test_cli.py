@@ -10,7 +10,7 @@ import pytest
 
 from ecs_gpu_sharing.cli import main
 
-from conftest import REPO
+from conftest import THREE_MODELS
 
 
 def test_catalog_show(capsys: pytest.CaptureFixture[str]) -> None:
@@ -34,7 +34,7 @@ def test_catalog_list_hides_unsupported_unless_asked(capsys: pytest.CaptureFixtu
 
 # --- plan -----------------------------------------------------------------------------------------------
 
-EXAMPLE = str(REPO / "fleet.toml")
+EXAMPLE = str(THREE_MODELS)
 
 
 def test_plan_prints_a_table_for_the_example_fleet(capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,7 +122,7 @@ def test_plan_exits_1_with_the_reason_when_the_fleet_does_not_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fleet = tmp_path / "fleet.toml"
-    fleet.write_text((REPO / "fleet.toml").read_text().replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000"))
+    fleet.write_text(THREE_MODELS.read_text().replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000"))
     assert main(["plan", str(fleet)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {fleet}: service.small-llm.gpu_budget_mib: one task needs 48000 MiB of GPU memory")
@@ -133,6 +133,7 @@ def test_plan_refuses_a_malformed_fleet_in_one_line(tmp_path: Path, capsys: pyte
     fleet.write_text('name = "x"\n[capacity.a]\ninstance_types = ["g6.xlarge"]\n[service]\n[extra]\n')
     assert main(["plan", str(fleet)]) == 1
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {fleet}: unknown key extra; the keys here are: name, account, region, vpc_id, capacity, service",
+        f"error: {fleet}: unknown key extra; the keys here are: name, account, region, vpc_id, "
+        "service_connect_namespace, capacity, service, load_balancer",
         f"error: {fleet}: no [service.<name>] table; a fleet needs at least one service to plan",
     ]

@@ -23,7 +23,7 @@ from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.fleet import ecr_image
 from stacks.fleet_app import build_app
 
-from conftest import REPO, new_app
+from conftest import THREE_MODELS, new_app
 from validators import cfn_lint_errors, ecs_register_task_definition_errors
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/python:3.12-slim")
@@ -63,14 +63,10 @@ def test_ecr_images_are_parsed_to_their_repository() -> None:
 
 @pytest.fixture(scope="module")
 def ecr_fleet() -> dict[str, Any]:
-    text = (
-        (REPO / "fleet.toml")
-        .read_text()
-        .replace(
-            'image = "public.ecr.aws/docker/library/python:3.12-slim"',
-            f'image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/models/embedder@{DIGEST}"',
-            1,
-        )
+    text = THREE_MODELS.read_text().replace(
+        'image = "public.ecr.aws/docker/library/python:3.12-slim"',
+        f'image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/models/embedder@{DIGEST}"',
+        1,
     )
     app = new_app()
     stacks = build_app(app, fleet.parse(tomllib.loads(text), source="ecr.toml"))  # cdk-nag runs at synth
@@ -98,20 +94,16 @@ def test_hosts_refuse_privileged_containers(ecr_fleet: dict[str, Any]) -> None:
     assert "ECS_DISABLE_PRIVILEGED=true" in user_data and "ECS_AWSVPC_BLOCK_IMDS=true" in user_data
 
 
-PLATFORM = (
-    (REPO / "fleet.toml")
-    .read_text()
-    .replace(
-        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
-        """environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }
+PLATFORM = THREE_MODELS.read_text().replace(
+    'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+    """environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }
 command = ["vllm", "serve", "Qwen/Qwen2.5-3B-Instruct", "--port", "8000"]
 health_check = ["CMD-SHELL", "curl -f http://localhost:8000/health || exit 1"]
 shm_size_mib = 8192
 stop_timeout_seconds = 60
 secrets = { HF_TOKEN = "secretsmanager:models/hf-token", API_KEY = "ssm:/models/api-key" }
 model_bucket = "team-model-weights\"""",
-        1,
-    )
+    1,
 )
 
 
@@ -155,14 +147,10 @@ def test_secrets_and_the_model_bucket_get_exactly_their_reads(platform: dict[str
     ],
 )
 def test_platform_keys_are_checked(edit: str, message: str) -> None:
-    text = (
-        (REPO / "fleet.toml")
-        .read_text()
-        .replace(
-            'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
-            f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{edit}',
-            1,
-        )
+    text = THREE_MODELS.read_text().replace(
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+        f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{edit}',
+        1,
     )
     with pytest.raises(GpuSharingError, match=re.escape(message)):
         fleet.parse(tomllib.loads(text), source="f.toml")
@@ -174,10 +162,8 @@ def test_auto_scaling_from_the_fleet_file_is_planned_the_same_by_the_cli_and_syn
     from ecs_gpu_sharing.core.plan_report import to_json
     from ecs_gpu_sharing.core.rules import assess
 
-    text = (
-        (REPO / "fleet.toml")
-        .read_text()
-        .replace("desired_count = 4\n", "desired_count = 4\nmax_tasks = 12\nscale_on_cpu_percent = 60\n", 1)
+    text = THREE_MODELS.read_text().replace(
+        "desired_count = 4\n", "desired_count = 4\nmax_tasks = 12\nscale_on_cpu_percent = 60\n", 1
     )
     spec = fleet.parse(tomllib.loads(text), source="scaled.toml")
     cli_plan = to_json(assess(spec.capacity_inputs(), spec.service_inputs()))
@@ -196,6 +182,6 @@ def test_auto_scaling_from_the_fleet_file_is_planned_the_same_by_the_cli_and_syn
 
 
 def test_max_tasks_below_the_desired_count_is_refused() -> None:
-    text = (REPO / "fleet.toml").read_text().replace("desired_count = 4\n", "desired_count = 4\nmax_tasks = 2\n", 1)
+    text = THREE_MODELS.read_text().replace("desired_count = 4\n", "desired_count = 4\nmax_tasks = 2\n", 1)
     with pytest.raises(GpuSharingError, match=r"service\.embedder\.max_tasks 2 is below desired_count 4"):
         fleet.parse(tomllib.loads(text), source="f.toml")

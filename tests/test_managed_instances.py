@@ -15,17 +15,13 @@ from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.testing import normalize_template
 from stacks.fleet_app import build_app
 
-from conftest import REPO, new_app
+from conftest import THREE_MODELS, new_app
 from validators import cfn_lint_errors, ecs_create_capacity_provider_errors, ecs_register_task_definition_errors
 
-MIXED = (
-    (REPO / "fleet.toml")
-    .read_text()
-    .replace(
-        "[capacity.l40s]",
-        '[capacity.l40s]\nkind = "managed-instances"\ninstance_types = ["g6e.xlarge", "g6e.2xlarge"]',
-        1,
-    )
+MIXED = THREE_MODELS.read_text().replace(
+    "[capacity.l40s]",
+    '[capacity.l40s]\nkind = "managed-instances"\ninstance_types = ["g6e.xlarge", "g6e.2xlarge"]',
+    1,
 )
 MIXED = MIXED.replace(
     'instance_types = ["g6e.2xlarge"]     # 1 x NVIDIA L40S (45776 MiB), 8 vCPU, 64 GiB\nmin_instances = 1\n', ""

@@ -24,7 +24,7 @@ from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import ami_release, catalog, fleet
 from ecs_gpu_sharing.operations import ami_refresh, ami_verify, aws, cluster_status
 
-from conftest import REPO
+from conftest import REPO, THREE_MODELS
 
 RELEASE = "20261113"
 AMI_NAME = f"al2023-ami-ecs-gpu-hvm-2023.0.{RELEASE}-kernel-6.1-x86_64-ebs"
@@ -437,11 +437,11 @@ def test_commands_over_http_against_motos_server(moto_server: str, tmp_path: Pat
         "ecs", region_name="us-east-1", endpoint_url=moto_server, aws_access_key_id="t", aws_secret_access_key="t"
     )
     ecs.create_cluster(clusterName=CLUSTER)
-    status = _cli(moto_server, "cluster", "status", "--cluster", CLUSTER, "--json", "--fleet", str(REPO / "fleet.toml"))
+    status = _cli(moto_server, "cluster", "status", "--cluster", CLUSTER, "--json", "--fleet", str(THREE_MODELS))
     doc = json.loads(status.stdout)
     assert doc["cluster"] == CLUSTER and doc["instances"] == []
     assert status.returncode == 1 and any("fleet service embedder: not found" in p for p in doc["problems"])
-    assert fleet.load(REPO / "fleet.toml").services.keys() == {"embedder", "reranker", "small-llm"}
+    assert fleet.load(THREE_MODELS).services.keys() == {"embedder", "reranker", "small-llm"}
 
 
 # --- ami refresh -------------------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.plan_report import to_json
 from ecs_gpu_sharing.core.rules import assess
 
-from conftest import REPO
+from conftest import THREE_MODELS
 
-EXAMPLE = (REPO / "fleet.toml").read_text()
+EXAMPLE = THREE_MODELS.read_text()
 
 
 def _plan(tmp_path: Path, name: str, text: str) -> Path:
