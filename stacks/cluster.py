@@ -13,8 +13,10 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ecs_gpu_sharing import GpuAmi, GpuCapacity, GpuManagedInstancesCapacity
-from ecs_gpu_sharing.core.fleet import CapacitySpec
+from ecs_gpu_sharing.core.fleet import CapacitySpec, LoadBalancerSpec
 from ecs_gpu_sharing.core.planner import MANAGED_INSTANCES
+
+from .ingress import Balancer, build_load_balancers
 
 # What Vpc.from_lookup returns while its lookup is not in the context yet.
 LOOKUP_PLACEHOLDER_VPC = "vpc-12345"
@@ -32,13 +34,22 @@ class ClusterStack(Stack):
         vpc: ec2.IVpc | None,
         capacities: Mapping[str, CapacitySpec],
         vpc_id: str | None = None,
+        load_balancers: Mapping[str, LoadBalancerSpec] | None = None,
+        service_connect_namespace: str | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
         if vpc is None:
             vpc = self._existing_vpc(vpc_id)
+        self.vpc = vpc
         self.cluster = ecs.Cluster(self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
+        if service_connect_namespace:
+            # Service Connect: services with a port answer at http://<service>:<port> inside the namespace.
+            self.cluster.add_default_cloud_map_namespace(name=service_connect_namespace, use_for_service_connect=True)
+        self.load_balancers: dict[str, Balancer] = build_load_balancers(
+            Construct(self, "LoadBalancers"), vpc, load_balancers or {}
+        )
         # Scaling events of every GPU group; subscribe an address or a chat integration after deploy.
         self.scaling_events = sns.Topic(
             self,

@@ -15,6 +15,7 @@ from ecs_gpu_sharing.operations.aws import known_regions
 
 from .cluster import ClusterStack
 from .network import NetworkStack
+from .nist import AcceptNistFindings
 from .services import ServicesStack
 
 DEFAULT_FLEET = Path(__file__).resolve().parent.parent / "fleet.toml"
@@ -55,10 +56,15 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
         vpc=network.vpc if network else None,
         vpc_id=spec.vpc_id,
         capacities=spec.capacities,
+        load_balancers=spec.load_balancers,
+        service_connect_namespace=spec.service_connect_namespace,
         env=env,
     )
     stacks = FleetStacks(network=network, cluster=cluster)
+    cdk.Aspects.of(app).add(AcceptNistFindings())
     services = list(spec.services.values())
+    # ALB listener rules are evaluated by priority: the order the services appear in the fleet file.
+    priorities = {s.name: (i + 1) * 10 for i, s in enumerate(services)}
     for shard, start in enumerate(range(0, len(services), SERVICES_PER_STACK), start=1):
         stacks.services.append(
             ServicesStack(
@@ -66,6 +72,8 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
                 f"{spec.name}-services-{shard}",
                 cluster=cluster.cluster,
                 capacities=cluster.capacities,
+                load_balancers=cluster.load_balancers,
+                priorities=priorities,
                 services=services[start : start + SERVICES_PER_STACK],
                 env=env,
             )

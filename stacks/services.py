@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_ssm as ssm
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from ecs_gpu_sharing import (
     GpuCapacity,
@@ -21,13 +25,17 @@ from ecs_gpu_sharing import (
     SharedGpuService,
     SharedGpuTaskDefinition,
 )
-from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG, ServiceSpec, ecr_image
+from ecs_gpu_sharing.core.fleet import AWSVPC, CONTAINER_NAME, SERVICE_TAG, ServiceSpec, ecr_image
+from ecs_gpu_sharing.core.hardening import ROOT_USER, WRITABLE_ROOT_FILESYSTEM, root_user_message, writable_root_message
+
+from .ingress import Balancer, expose
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
 class ServicesStack(Stack):
-    """One shard of the fleet's services: per service a task definition, a log group and the service."""
+    """One shard of the fleet's services: per service a task definition, a log group, the service, and its route,
+    scaling and permissions."""
 
     def __init__(
         self,
@@ -37,6 +45,8 @@ class ServicesStack(Stack):
         cluster: ecs.Cluster,
         capacities: dict[str, GpuCapacity | GpuManagedInstancesCapacity],
         services: Sequence[ServiceSpec],
+        load_balancers: Mapping[str, Balancer] | None = None,
+        priorities: Mapping[str, int] | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
@@ -44,100 +54,254 @@ class ServicesStack(Stack):
         for spec in services:
             # One scope per service: its constructs' ids cannot collide with another service's ("s", "s-logs").
             scope = Construct(self, spec.name)
-            group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION)
             capacity = capacities[spec.capacity]
-            managed = isinstance(capacity, GpuManagedInstancesCapacity)
-            task: SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition
-            if managed:
-                # Managed Instances tasks run in awsvpc mode, with task-level CPU and memory.
-                task = SharedGpuManagedInstancesTaskDefinition(
+            task = _task_definition(scope, spec, capacity)
+            _containers(scope, spec, task)
+            _task_role(scope, spec, task)
+            service = _service(scope, spec, capacity, cluster, task)
+            group = None
+            if spec.load_balancer is not None:
+                group = expose(
                     scope,
-                    "Task",
-                    network_mode=ecs.NetworkMode.AWS_VPC,
-                    cpu=str(spec.cpu_units),
-                    memory_mib=str(spec.memory_mib),
-                )
-            else:
-                task = SharedGpuTaskDefinition(scope, "Task")
-            task.add_container(
-                CONTAINER_NAME,
-                image=_image(scope, spec.image, task),
-                cpu=spec.cpu_units,
-                memory_limit_mib=spec.memory_mib,
-                gpu=spec.share,
-                environment=dict(spec.environment) or None,
-                port_mappings=[ecs.PortMapping(container_port=spec.port)] if spec.port else None,
-                logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),
-                command=list(spec.command) or None,
-                health_check=ecs.HealthCheck(command=list(spec.health_check)) if spec.health_check else None,
-                linux_parameters=(
-                    ecs.LinuxParameters(scope, "Linux", shared_memory_size=spec.shm_size_mib)
-                    if spec.shm_size_mib
-                    else None
-                ),
-                stop_timeout=cdk.Duration.seconds(spec.stop_timeout_seconds) if spec.stop_timeout_seconds else None,
-                secrets={name: _secret(scope, name, ref) for name, ref in spec.secrets.items()} or None,
-            )
-            if spec.model_bucket:
-                # Model weights: the task role may read that bucket, nothing else.
-                s3.Bucket.from_bucket_name(scope, "ModelBucket", spec.model_bucket).grant_read(task.task_role)
-                policy = task.task_role.node.try_find_child("DefaultPolicy")
-                if policy is not None:
-                    for finding in ("Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*"):
-                        cdk.Validations.of(policy).acknowledge(
-                            cdk.Acknowledgment(
-                                id=f"AwsSolutions::AwsSolutions-IAM5[{finding}]",
-                                reason="read access to the service's model bucket, as grant_read writes it",
-                            )
-                        )
-                    cdk.Validations.of(policy).acknowledge(
-                        cdk.Acknowledgment(
-                            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{spec.model_bucket}/*]",
-                            reason="the objects of the service's own model bucket",
-                        )
-                    )
-            if spec.environment:
-                cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
-                    cdk.Acknowledgment(
-                        id="AwsSolutions::AwsSolutions-ECS2",
-                        reason="the fleet file's environment holds non-secret model settings (such as MODEL_ID); "
-                        "it has no way to declare secrets",
-                    )
-                )
-            service: ecs.BaseService
-            if isinstance(capacity, GpuManagedInstancesCapacity):
-                # aws-ecs runs services on Managed Instances as FargateService with the provider's strategy.
-                service = ecs.FargateService(
-                    scope,
-                    "Service",
+                    service=service,
+                    spec=spec,
+                    balancer=(load_balancers or {})[spec.load_balancer],
+                    priority=(priorities or {}).get(spec.name, 10),
                     cluster=cluster,
-                    task_definition=task,
-                    desired_count=spec.desired_count,
-                    capacity_provider_strategies=capacity.capacity_provider_strategies(),
-                    circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-                    min_healthy_percent=100,
-                    max_healthy_percent=200,
+                    vpc=cluster.vpc,
                 )
-                service.node.add_dependency(cluster)
-            else:
-                service = SharedGpuService(
-                    scope,
-                    "Service",
-                    name=spec.name,
-                    cluster=cluster,
-                    capacity=capacity,
-                    task_definition=task,
-                    desired_count=spec.desired_count,
-                ).service
-            if spec.max_tasks is not None:
-                # The fleet plan reads this maximum from the service and sizes the capacity for it.
-                scaling = service.auto_scale_task_count(min_capacity=spec.desired_count, max_capacity=spec.max_tasks)
-                if spec.scale_on_cpu_percent is not None:
-                    scaling.scale_on_cpu_utilization("Cpu", target_utilization_percent=spec.scale_on_cpu_percent)
+            if cluster.default_cloud_map_namespace is not None:
+                _service_connect(scope, spec, service)
+            _scaling(spec, service, group)
+            _hardening_warnings(scope, spec)
             # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
             cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
+            for key, value in spec.tags.items():
+                cdk.Tags.of(scope).add(key, value)
+            for rule_id, reason in spec.acknowledge.items():
+                cdk.Annotations.of(scope).acknowledge_warning(rule_id, reason)
             self.services[spec.name] = service
             CfnOutput(scope, "ServiceName", value=service.service_name)
+
+
+def _task_definition(
+    scope: Construct, spec: ServiceSpec, capacity: GpuCapacity | GpuManagedInstancesCapacity
+) -> SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition:
+    task: SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition
+    if isinstance(capacity, GpuManagedInstancesCapacity):
+        # Managed Instances tasks run in awsvpc mode, with task-level CPU and memory.
+        task = SharedGpuManagedInstancesTaskDefinition(
+            scope,
+            "Task",
+            network_mode=ecs.NetworkMode.AWS_VPC,
+            cpu=str(spec.shape("").cpu_units),
+            memory_mib=str(spec.shape("").memory_mib),
+        )
+    else:
+        mode = ecs.NetworkMode.AWS_VPC if spec.network_mode == AWSVPC else ecs.NetworkMode.BRIDGE
+        task = SharedGpuTaskDefinition(scope, "Task", network_mode=mode)
+    for path in spec.writable_paths:
+        task.add_volume(name=_volume_name(path))
+    if spec.model_cache_path:
+        # One Docker volume per host, shared by the service's tasks there: weights download once per host.
+        task.add_volume(
+            name=MODEL_CACHE_VOLUME,
+            docker_volume_configuration=ecs.DockerVolumeConfiguration(
+                scope=ecs.Scope.SHARED, autoprovision=True, driver="local"
+            ),
+        )
+    return task
+
+
+MODEL_CACHE_VOLUME = "model-cache"
+
+
+def _volume_name(path: str) -> str:
+    return "scratch" + path.replace("/", "-").replace(".", "-").replace("_", "-")
+
+
+def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -> None:
+    """The model container and the sidecars, each with the service's user and root-filesystem setting."""
+    group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION)
+    mounts = [
+        ecs.MountPoint(source_volume=_volume_name(p), container_path=p, read_only=False) for p in spec.writable_paths
+    ]
+    if spec.model_cache_path:
+        mounts.append(
+            ecs.MountPoint(source_volume=MODEL_CACHE_VOLUME, container_path=spec.model_cache_path, read_only=False)
+        )
+    model = task.add_container(  # type: ignore[call-arg]
+        CONTAINER_NAME,
+        image=_image(scope, spec.image, task),
+        cpu=spec.cpu_units,
+        memory_limit_mib=spec.memory_mib,
+        gpu=spec.share,
+        environment=dict(spec.environment) or None,
+        port_mappings=(
+            [ecs.PortMapping(container_port=spec.port, name=PORT_NAME, app_protocol=HTTP)] if spec.port else None
+        ),
+        logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),
+        command=list(spec.command) or None,
+        health_check=ecs.HealthCheck(command=list(spec.health_check)) if spec.health_check else None,
+        linux_parameters=(
+            ecs.LinuxParameters(scope, "Linux", shared_memory_size=spec.shm_size_mib) if spec.shm_size_mib else None
+        ),
+        stop_timeout=cdk.Duration.seconds(spec.stop_timeout_seconds) if spec.stop_timeout_seconds else None,
+        secrets={name: _secret(scope, name, ref) for name, ref in spec.secrets.items()} or None,
+        user=spec.user,
+        readonly_root_filesystem=spec.read_only_root_filesystem,
+    )
+    model.add_mount_points(*mounts)
+    for sidecar in spec.sidecars:
+        container = task.add_container(  # type: ignore[call-arg]
+            sidecar.name,
+            image=_image(Construct(scope, f"Sidecar-{sidecar.name}"), sidecar.image, task),
+            cpu=sidecar.cpu_units,
+            memory_limit_mib=sidecar.memory_mib,
+            gpu=sidecar.share,
+            environment=dict(sidecar.environment) or None,
+            command=list(sidecar.command) or None,
+            essential=sidecar.essential,
+            logging=ecs.LogDrivers.aws_logs(stream_prefix=f"{spec.name}-{sidecar.name}", log_group=group),
+            user=spec.user,
+            readonly_root_filesystem=spec.read_only_root_filesystem,
+        )
+        container.add_mount_points(*mounts[: len(spec.writable_paths)])
+    cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
+        cdk.Acknowledgment(
+            id="AwsSolutions::AwsSolutions-ECS2",
+            reason="the environment holds non-secret settings only: the fleet file's environment (such as MODEL_ID) "
+            "and what aws-ecs adds (AWS_REGION for awsvpc tasks); secrets go in the fleet file's secrets table",
+        )
+    )
+
+
+PORT_NAME = "http"
+HTTP: ecs.AppProtocol = ecs.AppProtocol.http  # type: ignore[assignment]  # a jsii static property
+
+
+def _task_role(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -> None:
+    """What the task may do beyond running: read its model bucket, the managed policies and statements given."""
+    if spec.model_bucket:
+        # Model weights: the task role may read that bucket, nothing else.
+        s3.Bucket.from_bucket_name(scope, "ModelBucket", spec.model_bucket).grant_read(task.task_role)
+        policy = task.task_role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            for finding in ("Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*"):
+                _acknowledge(
+                    policy,
+                    f"AwsSolutions-IAM5[{finding}]",
+                    "read access to the service's model bucket, as grant_read writes it",
+                )
+            _acknowledge(
+                policy,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{spec.model_bucket}/*]",
+                "the objects of the service's own model bucket",
+            )
+    for name in spec.task_role_managed_policies:
+        task.task_role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(name))
+        _acknowledge(
+            task.task_role,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]",
+            "named in the fleet file's task_role_managed_policies",
+        )
+    for statement in spec.task_role_statements:
+        task.add_to_task_role_policy(
+            iam.PolicyStatement(actions=list(statement.actions), resources=list(statement.resources))
+        )
+
+
+def _acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+
+def _service(
+    scope: Construct,
+    spec: ServiceSpec,
+    capacity: GpuCapacity | GpuManagedInstancesCapacity,
+    cluster: ecs.Cluster,
+    task: ecs.TaskDefinition,
+) -> ecs.BaseService:
+    if isinstance(capacity, GpuManagedInstancesCapacity):
+        # aws-ecs runs services on Managed Instances as FargateService with the provider's strategy.
+        service: ecs.BaseService = ecs.FargateService(
+            scope,
+            "Service",
+            cluster=cluster,
+            task_definition=task,
+            desired_count=spec.desired_count,
+            capacity_provider_strategies=capacity.capacity_provider_strategies(),
+            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+            min_healthy_percent=100,
+            max_healthy_percent=200,
+        )
+        service.node.add_dependency(cluster)
+        return service
+    return SharedGpuService(
+        scope,
+        "Service",
+        name=spec.name,
+        cluster=cluster,
+        capacity=capacity,
+        task_definition=task,
+        desired_count=spec.desired_count,
+        # awsvpc tasks get an interface in the private subnets and the service's own security group.
+        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        if spec.network_mode == AWSVPC
+        else None,
+    ).service
+
+
+def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseService) -> None:
+    """Every service calls others by name; a service with a port answers at http://<service>:<port>."""
+    services = (
+        [ecs.ServiceConnectService(port_mapping_name=PORT_NAME, dns_name=spec.name, port=spec.port)]
+        if spec.port
+        else None
+    )
+    service.enable_service_connect(
+        services=services,
+        log_driver=ecs.LogDrivers.aws_logs(
+            stream_prefix=f"{spec.name}-connect",
+            log_group=logs.LogGroup(scope, "ConnectLogs", retention=LOG_RETENTION),
+        ),
+    )
+
+
+def _scaling(spec: ServiceSpec, service: ecs.BaseService, group: elbv2.ApplicationTargetGroup | None) -> None:
+    """Task auto scaling from desired_count to max_tasks; the fleet plan reads the maximum and sizes for it."""
+    if spec.max_tasks is None:
+        return
+    scaling = service.auto_scale_task_count(min_capacity=spec.desired_count, max_capacity=spec.max_tasks)
+    if spec.scale_on_cpu_percent is not None:
+        scaling.scale_on_cpu_utilization("Cpu", target_utilization_percent=spec.scale_on_cpu_percent)
+    if spec.scale_on_requests_per_target is not None:
+        assert group is not None  # the fleet file refuses it without an application load balancer
+        scaling.scale_on_request_count(
+            "Requests", requests_per_target=spec.scale_on_requests_per_target, target_group=group
+        )
+    metric = spec.scale_on_metric
+    if metric is not None:
+        scaling.scale_to_track_custom_metric(
+            "Metric",
+            metric=cloudwatch.Metric(
+                namespace=metric.namespace,
+                metric_name=metric.metric_name,
+                statistic=metric.statistic,
+                dimensions_map=dict(metric.dimensions) or None,
+            ),
+            target_value=metric.target,
+        )
+
+
+def _hardening_warnings(scope: Construct, spec: ServiceSpec) -> None:
+    """What the service opts out of, as warnings the fleet file's acknowledge table can accept with a reason."""
+    if spec.user is None:
+        cdk.Annotations.of(scope).add_warning_v2(ROOT_USER, root_user_message(f"service.{spec.name}"))
+    if not spec.read_only_root_filesystem:
+        cdk.Annotations.of(scope).add_warning_v2(
+            WRITABLE_ROOT_FILESYSTEM, writable_root_message(f"service.{spec.name}")
+        )
 
 
 def _secret(scope: Construct, name: str, ref: str) -> ecs.Secret:

@@ -71,7 +71,7 @@ def test_every_task_definition_passes_botocores_ecs_model(synthesized: dict[str,
 
 def test_services_log_to_cloudwatch_with_retention(synthesized: dict[str, Any]) -> None:
     services = Template.from_json(synthesized["templates"]["models-services-1"])
-    services.resource_count_is("AWS::Logs::LogGroup", 3)
+    services.resource_count_is("AWS::Logs::LogGroup", 6)  # per service: its containers', Service Connect's
     services.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
     services.has_resource_properties(
         "AWS::ECS::TaskDefinition",
@@ -106,12 +106,12 @@ def _run_app(tmp_path: Path, fleet: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_app_fails_on_a_fleet_that_does_not_fit_with_the_numbers_and_no_traceback(tmp_path: Path) -> None:
-    text = (REPO / "fleet.toml").read_text().replace("gpu_budget_mib = 18432", "gpu_budget_mib = 48000")
+    text = (REPO / "fleet.toml").read_text().replace("gpu_budget_mib = 16384", "gpu_budget_mib = 48000")
     result = _run_app(tmp_path, text)
     assert result.returncode == 1
     # A fleet-file service that can never fit is refused with the file and the key to edit, before any synth.
     assert result.stderr.startswith(
-        f"error: {tmp_path / 'fleet.toml'}: service.small-llm.gpu_budget_mib: one task needs 48000 MiB of GPU memory"
+        f"error: {tmp_path / 'fleet.toml'}: service.llm.gpu_budget_mib: one task needs 48000 MiB of GPU memory"
     )
     assert result.stderr.rstrip().endswith("[ecs-gpu-sharing:TaskExceedsGpuMemory]")
     assert "Traceback" not in result.stderr and "at Kernel" not in result.stderr
@@ -164,7 +164,7 @@ def test_stack_outputs_name_the_cluster_capacity_providers_and_services(synthesi
     assert {key.split("ServiceName")[0] for key in services if "ServiceName" in key} == {
         "embedder",
         "reranker",
-        "smallllm",
+        "llm",
     }
 
 

@@ -35,9 +35,15 @@ def _load(tmp_path: Path, text: str) -> fleet_module.FleetSpec:
 def test_example_fleet_parses() -> None:
     spec = fleet_module.load(REPO / "fleet.toml")
     assert set(spec.capacities) == {"l4", "l40s"}
-    assert set(spec.services) == {"embedder", "reranker", "small-llm"}
-    assert spec.services["embedder"].environment == {"MODEL_ID": "BAAI/bge-small-en-v1.5"}
+    assert set(spec.services) == {"embedder", "reranker", "llm"}
     assert spec.capacities["l4"].max_instances is None
+    # The platform the example describes: one internal ALB by path, Service Connect, a scaled vLLM with a sidecar.
+    assert spec.load_balancers["internal"].internet_facing is False
+    assert spec.service_connect_namespace == "models.internal"
+    llm = spec.services["llm"]
+    assert (llm.paths, llm.max_tasks, llm.shm_size_mib) == (("/v1/*",), 3, 2048)
+    assert [c.name for c in llm.sidecars] == ["metrics"] and llm.read_only_root_filesystem
+    assert {s.load_balancer for s in spec.services.values()} == {"internal"}
 
 
 def test_an_unlisted_ami_release_needs_to_be_stated_verified(tmp_path: Path) -> None:

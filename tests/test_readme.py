@@ -23,6 +23,10 @@ def _block(language: str, after: str) -> str:
 def test_fleet_file_reference_parses() -> None:
     spec = fleet.parse(tomllib.loads(_block("toml", "## The fleet file")), source="README.md")
     assert spec.capacities["l4"].max_instances == 4 and spec.services["embedder"].max_compute_percent == 25
+    assert (
+        spec.services["embedder"].sidecars[0].name == "metrics"
+        and spec.load_balancers["internal"].type == "application"
+    )
 
 
 def test_constructs_example_synthesizes(tmp_path: Path) -> None:
@@ -32,3 +36,20 @@ def test_constructs_example_synthesizes(tmp_path: Path) -> None:
     namespace = {"CONTEXT": cdk_json_context(), "OUTDIR": str(tmp_path)}
     exec(compile(code, "README.md", "exec"), namespace)
     assert (tmp_path / "Models.template.json").exists() and (tmp_path / "gpu-fleet-plan.json").exists()
+
+
+def test_fleet_file_reference_lists_every_key_with_its_default() -> None:
+    block = _block("toml", "## The fleet file")
+    tables = (fleet.TOP, fleet.CAPACITY, fleet.LOAD_BALANCER, fleet.SERVICE, fleet.SIDECAR, fleet.METRIC)
+    for key in (k for table in tables for k in table):
+        if key.name in ("capacity", "service", "load_balancer") and key.kind is dict:
+            continue  # the [capacity.<name>], [service.<name>], [load_balancer.<name>] tables themselves
+        if key.kind is list and key.table is not None and f".{key.name}]]" in block:
+            continue  # an array of tables: [[service.<name>.sidecar]]
+        lines = [line for line in block.splitlines() if re.search(rf"(^|[\s{{,#]){key.name} =", line)]
+        assert lines, f"README's fleet reference misses {key.name}"
+        if key.default is not None:
+            shown = str(key.default).lower() if isinstance(key.default, bool) else str(key.default)
+            assert any(f"default {shown}" in line or f'default "{shown}"' in line for line in lines), key.name
+    for key in fleet.STATEMENT:
+        assert f"{key.name} = " in block

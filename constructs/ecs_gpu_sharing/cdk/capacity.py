@@ -211,6 +211,11 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             description=f"ECS GPU hosts of {path}",
             allow_all_outbound=True,
         )
+        # The hosts' security group joins the cluster's connections, so a load balancer's target group (or
+        # `cluster.connections.allow_from`) opens it to bridge-mode tasks' host ports. The group comes from the
+        # launch template, which the Auto Scaling group's own connections do not see.
+        self.connections = ec2.Connections(security_groups=[security_group])
+        cluster.connections.add_security_group(security_group)
         user_data = ec2.UserData.for_linux()
         user_data.add_commands(*(f"echo {line} >> /etc/ecs/ecs.config" for line in ECS_CONFIG))
         self.launch_template = ec2.LaunchTemplate(

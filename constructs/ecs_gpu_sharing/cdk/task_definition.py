@@ -17,6 +17,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IValidation
 
 from ..core.errors import TaskDefinitionError
+from ..core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
 from ..core.tokens import describe, is_token
 
@@ -218,4 +219,12 @@ class _SharedGpuRules:
         self._task_definition = task_definition
 
     def validate(self) -> list[str]:
-        return self._task_definition.gpu_rule_violations()
+        task = self._task_definition
+        for child in task.node.children:  # type: ignore[attr-defined]
+            if isinstance(child, ecs.ContainerDefinition):
+                why = mutable_tag(child.image_name)
+                if why is not None:
+                    cdk.Annotations.of(child).add_warning_v2(
+                        MUTABLE_IMAGE_TAG, f"container {child.container_name}: {why}"
+                    )
+        return task.gpu_rule_violations()

@@ -18,10 +18,11 @@ from .ami_release import DEFAULT_AMI_RELEASE, check_release
 from .capacity_facts import HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
 from .gpu_memory import DEFAULT_GPU_MARGIN_MIB
+from .hardening import HARDENING_WARNINGS
 from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare
 from .planner import EC2, KINDS, MANAGED_INSTANCES, TASK_RULES, CapacityInput, ServiceInput
 from .quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
-from .rules import assess
+from .rules import RULES, Level, assess
 from .shape import ContainerFacts, TaskShape, task_shape
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
@@ -31,6 +32,9 @@ CONTAINER_NAME = "model"
 """The name of each fleet service's container in its task definition."""
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
+
+ACKNOWLEDGEABLE = frozenset((*HARDENING_WARNINGS, *(rule.rule_id for rule in RULES if rule.level is Level.WARNING)))
+"""Warning ids a fleet-file service may acknowledge, with a reason."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,64 @@ class CapacitySpec:
     min_instances: int = 0
     max_instances: int | None = None
     ecs_gpu_memory_mib: int | None = None  # measured on the fleet's cluster, in place of the per-model figure
+
+
+APPLICATION = "application"
+NETWORK = "network"
+BRIDGE = "bridge"
+AWSVPC = "awsvpc"
+
+
+@dataclass(frozen=True)
+class LoadBalancerSpec:
+    """A load balancer several services can share: an ALB routes by path or host, an NLB by listener port."""
+
+    name: str
+    type: str = APPLICATION  # or NETWORK
+    internet_facing: bool = False
+    certificate_arn: str | None = None  # ALB: HTTPS on 443 (and 80 redirects); without it, HTTP on 80
+
+    @property
+    def listener_port(self) -> int:
+        return 443 if self.certificate_arn else 80
+
+
+@dataclass(frozen=True)
+class SidecarSpec:
+    """An extra container in a service's task, on the task's one GPU when it has a budget."""
+
+    name: str
+    image: str
+    cpu_units: int
+    memory_mib: int
+    gpu_budget_mib: int | None = None
+    max_compute_percent: int | None = None
+    command: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    essential: bool = False
+
+    @property
+    def share(self) -> MpsShare | None:
+        return None if self.gpu_budget_mib is None else MpsShare(self.gpu_budget_mib, self.max_compute_percent)
+
+
+@dataclass(frozen=True)
+class MetricTarget:
+    """Target tracking on a CloudWatch metric of the team's own (a queue depth, say)."""
+
+    namespace: str
+    metric_name: str
+    target: int
+    statistic: str = "Average"
+    dimensions: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """An extra statement of the task role's policy."""
+
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -66,6 +128,23 @@ class ServiceSpec:
     model_bucket: str | None = None
     max_tasks: int | None = None  # task auto scaling maximum; desired_count is the minimum
     scale_on_cpu_percent: int | None = None
+    scale_on_requests_per_target: int | None = None
+    scale_on_metric: MetricTarget | None = None
+    load_balancer: str | None = None
+    paths: tuple[str, ...] = ()
+    host: str | None = None
+    health_check_path: str = "/"
+    listener_port: int | None = None
+    network_mode: str = BRIDGE
+    sidecars: tuple[SidecarSpec, ...] = ()
+    model_cache_path: str | None = None
+    user: str | None = None
+    read_only_root_filesystem: bool = True
+    writable_paths: tuple[str, ...] = ()
+    task_role_managed_policies: tuple[str, ...] = ()
+    task_role_statements: tuple[Statement, ...] = ()
+    tags: Mapping[str, str] = field(default_factory=dict)
+    acknowledge: Mapping[str, str] = field(default_factory=dict)  # warning id -> reason
 
     @property
     def largest_count(self) -> tuple[int, str]:
@@ -80,13 +159,14 @@ class ServiceSpec:
 
     def shape(self, source: str) -> TaskShape:
         """The task's shape, through the same road as a CDK task definition's."""
-        container = ContainerFacts(
-            name=CONTAINER_NAME,
-            cpu_units=self.cpu_units,
-            memory_mib=self.memory_mib,
-            gpu_budget_mib=self.gpu_budget_mib,
-        )
-        return task_shape([container], owner=f"{source}: service.{self.name}")
+        containers = [
+            ContainerFacts(name=c_name, cpu_units=cpu, memory_mib=memory, gpu_budget_mib=budget)
+            for c_name, cpu, memory, budget in [
+                (CONTAINER_NAME, self.cpu_units, self.memory_mib, self.gpu_budget_mib),
+                *((c.name, c.cpu_units, c.memory_mib, c.gpu_budget_mib) for c in self.sidecars),
+            ]
+        ]
+        return task_shape(containers, owner=f"{source}: service.{self.name}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +178,8 @@ class FleetSpec:
     account: str | None = None  # with region: an environment-bound app (lookups need credentials)
     region: str | None = None
     vpc_id: str | None = None  # deploy into this existing VPC instead of a new one
+    load_balancers: Mapping[str, LoadBalancerSpec] = field(default_factory=dict)
+    service_connect_namespace: str | None = None
 
     def capacity_inputs(self) -> list[CapacityInput]:
         out = []
@@ -125,6 +207,9 @@ _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 _IMAGE = re.compile(r"^\S+$")
+_DNS_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*$")
+_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$")
+_ABSOLUTE_PATH = re.compile(r"^/[A-Za-z0-9_./-]*$")
 _ECR_IMAGE = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?P<cn>\.cn)?/"
     r"(?P<repository>[a-z0-9._/-]+?)(?:@(?P<digest>sha256:[0-9a-f]{64})|:(?P<tag>[A-Za-z0-9_.-]+))?$"
@@ -174,6 +259,8 @@ class Key:
     pattern: re.Pattern[str] | None = None
     example: str = ""
     default: Any = None
+    table: tuple[Key, ...] | None = None  # a table's keys (kind dict), or each item's (kind list of tables)
+    items: type | None = None  # the kind of each item of a list, when not a table
 
 
 TOP = (
@@ -181,8 +268,37 @@ TOP = (
     Key("account", str, False, "with region: an environment-bound app", pattern=_ACCOUNT, example="123456789012"),
     Key("region", str, False, "with account: an environment-bound app", pattern=_REGION, example="us-east-1"),
     Key("vpc_id", str, False, "an existing VPC instead of a new one", pattern=_VPC_ID, example="vpc-0123456789abcdef0"),
+    Key(
+        "service_connect_namespace",
+        str,
+        False,
+        "a Cloud Map namespace: services with a port call each other as http://<service>:<port> (Service Connect)",
+        pattern=_DNS_NAME,
+        example="models.internal",
+    ),
     Key("capacity", dict, True, "the GPU capacities, one table each"),
     Key("service", dict, True, "the services, one table each"),
+    Key("load_balancer", dict, False, "load balancers services share, one table each"),
+)
+LOAD_BALANCER = (
+    Key(
+        "type",
+        str,
+        False,
+        "application (routes by path or host) or network (a listener port per service)",
+        pattern=re.compile(f"^({APPLICATION}|{NETWORK})$"),
+        example=NETWORK,
+        default=APPLICATION,
+    ),
+    Key("internet_facing", bool, False, "reachable from the internet; internal to the VPC by default", default=False),
+    Key(
+        "certificate_arn",
+        str,
+        False,
+        "an ACM certificate: the ALB listens with HTTPS on 443 and redirects 80; HTTP on 80 without one",
+        pattern=_ACM_ARN,
+        example="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
+    ),
 )
 CAPACITY = (
     Key(
@@ -231,6 +347,52 @@ CAPACITY = (
         default=DEFAULT_GPU_MARGIN_MIB,
     ),
     Key("ecs_gpu_memory_mib", int, False, "one GPU as your cluster's ECS registers it (measured)", low=1),
+)
+METRIC = (
+    Key("namespace", str, True, "the metric's CloudWatch namespace", pattern=re.compile(r"^[^:].{0,254}$")),
+    Key("metric_name", str, True, "the metric's name", pattern=re.compile(r"^.{1,255}$")),
+    Key("target", int, True, "the value per task that scaling keeps the metric at", low=1),
+    Key(
+        "statistic",
+        str,
+        False,
+        "Average, Sum, Maximum, Minimum or SampleCount",
+        pattern=re.compile("^(Average|Sum|Maximum|Minimum|SampleCount)$"),
+        example="Average",
+        default="Average",
+    ),
+    Key("dimensions", dict, False, "the metric's dimensions (strings)"),
+)
+STATEMENT = (
+    Key(
+        "actions",
+        list,
+        True,
+        "IAM actions, such as s3:GetObject",
+        items=str,
+        pattern=re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*]+$"),
+        example="s3:GetObject",
+    ),
+    Key(
+        "resources",
+        list,
+        True,
+        "resource ARNs",
+        items=str,
+        pattern=re.compile(r"^arn:[^*\s].*$"),
+        example="arn:aws:s3:::bucket/*",
+    ),
+)
+SIDECAR = (
+    Key("name", str, True, "the container's name in the task", pattern=_NAME, example="metrics"),
+    Key("image", str, True, "the container image", pattern=_IMAGE, example="my-registry/exporter:2.0"),
+    Key("cpu_units", int, True, "CPU units of the container", low=0, high=196608),
+    Key("memory_mib", int, True, "host memory, the container's hard limit", low=6, high=4194304),
+    Key("gpu_budget_mib", int, False, "an MPS budget on the task's one GPU; none: no GPU", low=1, high=1048576),
+    Key("max_compute_percent", int, False, "with gpu_budget_mib: an MPS compute ceiling", low=1, high=100),
+    Key("command", list, False, "the container's command (the image's by default)", items=str),
+    Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
+    Key("essential", bool, False, "the task stops when this container stops", default=False),
 )
 SERVICE = (
     Key("capacity", str, True, "a [capacity.<name>] of this file"),
@@ -281,6 +443,20 @@ SERVICE = (
         high_why='the ECS quota "tasks per service"',
     ),
     Key("scale_on_cpu_percent", int, False, "with max_tasks: target tracking on the service's CPU", low=1, high=100),
+    Key(
+        "scale_on_requests_per_target",
+        int,
+        False,
+        "with max_tasks and an application load balancer: target tracking on requests per task",
+        low=1,
+    ),
+    Key(
+        "scale_on_metric",
+        dict,
+        False,
+        "with max_tasks: target tracking on a CloudWatch metric of yours, such as a queue depth",
+        table=METRIC,
+    ),
     Key("max_compute_percent", int, False, "an MPS compute ceiling, not a reservation", low=1, high=100),
     Key("port", int, False, "container port", low=1, high=65535),
     Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
@@ -318,6 +494,99 @@ SERVICE = (
         pattern=re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"),
         example="team-model-weights",
     ),
+    Key(
+        "task_role_managed_policies",
+        list,
+        False,
+        "AWS managed policies for the task role, by name",
+        items=str,
+        pattern=re.compile(r"^[A-Za-z0-9+=,.@_/-]{1,128}$"),
+        example="AmazonBedrockReadOnly",
+    ),
+    Key("task_role_statements", list, False, "extra allow statements for the task role", table=STATEMENT),
+    Key("load_balancer", str, False, "a [load_balancer.<name>] of this file; needs port"),
+    Key(
+        "path",
+        list,
+        False,
+        "an application load balancer's path patterns for this service (at most 5 conditions with host)",
+        items=str,
+        pattern=re.compile(r"^/[A-Za-z0-9_.$/~@:+*?&-]*$"),
+        example="/embed/*",
+    ),
+    Key(
+        "host",
+        str,
+        False,
+        "an application load balancer's host header for this service",
+        pattern=re.compile(r"^[A-Za-z0-9*?.-]{1,128}$"),
+        example="embed.models.example.com",
+    ),
+    Key(
+        "health_check_path",
+        str,
+        False,
+        "the application load balancer's health check path",
+        pattern=re.compile(r"^/\S*$"),
+        example="/health",
+        default="/",
+    ),
+    Key(
+        "listener_port",
+        int,
+        False,
+        "with a network load balancer: the port it listens on for this service",
+        low=1,
+        high=65535,
+    ),
+    Key(
+        "network_mode",
+        str,
+        False,
+        "bridge (EC2's default) or awsvpc (a network interface per task; always on Managed Instances)",
+        pattern=re.compile(f"^({BRIDGE}|{AWSVPC})$"),
+        example=AWSVPC,
+    ),
+    Key("sidecar", list, False, "extra containers in the task ([[service.<name>.sidecar]])", table=SIDECAR),
+    Key(
+        "model_cache_path",
+        str,
+        False,
+        "a Docker volume shared by the service's tasks on a host, mounted here, so models download once per host",
+        pattern=_ABSOLUTE_PATH,
+        example="/models",
+    ),
+    Key(
+        "user",
+        str,
+        False,
+        "the user (uid[:gid] or name) the container runs as; the image's by default",
+        pattern=re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$"),
+        example="1000:1000",
+    ),
+    Key(
+        "read_only_root_filesystem",
+        bool,
+        False,
+        "the container's root filesystem is read-only; write under writable_paths or model_cache_path",
+        default=True,
+    ),
+    Key(
+        "writable_paths",
+        list,
+        False,
+        "writable scratch folders of the container (an empty volume each), as a read-only root filesystem needs",
+        items=str,
+        pattern=_ABSOLUTE_PATH,
+        example="/tmp",
+    ),
+    Key("tags", dict, False, "tags on the service's resources (strings)"),
+    Key(
+        "acknowledge",
+        dict,
+        False,
+        "warning id -> the reason it is accepted for this service, such as ecs-gpu-sharing:MutableImageTag",
+    ),
 )
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 _JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean"}
@@ -351,7 +620,7 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
             if key.required:
                 problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.kind]}): {key.doc}")
             continue
-        value = table[key.name]
+        value: Any = table[key.name]
         if (isinstance(value, bool) and key.kind is not bool) or not isinstance(value, key.kind):
             problems.add(f"{where}{key.name} must be {_TYPE_NAMES[key.kind]}, got {value!r} ({type(value).__name__})")
             continue
@@ -367,8 +636,38 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
         if key.pattern is not None and isinstance(value, str) and not key.pattern.match(value):
             problems.add(f"{where}{key.name} {value!r} is malformed; write it like {key.example!r}")
             continue
+        if key.table is not None and isinstance(value, dict):
+            value = _check_table(problems, f"{where}{key.name}.", value, key.table)
+        elif key.table is not None and isinstance(value, list):
+            if not all(isinstance(item, dict) for item in value):
+                problems.add(f"{where}{key.name} must be a list of tables, got {value!r}")
+                continue
+            value = [
+                _check_table(problems, f"{where}{key.name}[{i}].", item, key.table) for i, item in enumerate(value)
+            ]
+        elif (
+            key.items is not None
+            and isinstance(value, list)
+            and not _check_items(problems, f"{where}{key.name}", value, key)
+        ):
+            continue
         good[key.name] = value
     return good
+
+
+def _check_items(problems: _Problems, where: str, values: list[Any], key: Key) -> bool:
+    """Whether every item of a list key has its type and pattern; adds a problem for the first that has not."""
+    for value in values:
+        if not isinstance(value, key.items or object) or isinstance(value, bool):
+            problems.add(f"{where} must hold only {_TYPE_NAMES[key.items or str]}s, got {value!r}")
+            return False
+        if key.pattern is not None and isinstance(value, str) and not key.pattern.match(value):
+            problems.add(f"{where} item {value!r} is malformed; write it like {key.example!r}")
+            return False
+    if key.pattern is not None and len(set(values)) != len(values):
+        problems.add(f"{where} names an item twice: {values!r}")
+        return False
+    return True
 
 
 def _check_name(problems: _Problems, kind: str, name: str) -> bool:
@@ -461,7 +760,11 @@ def _environment(problems: _Problems, where: str, env: Mapping[str, Any]) -> dic
 
 
 def _services(
-    problems: _Problems, tables: Mapping[str, Any], capacities: Mapping[str, Any], declared: Sequence[str]
+    problems: _Problems,
+    tables: Mapping[str, Any],
+    capacities: Mapping[str, CapacitySpec],
+    declared: Sequence[str],
+    load_balancers: Mapping[str, LoadBalancerSpec],
 ) -> dict[str, ServiceSpec]:
     """The services; one on a capacity that is declared but broken is left out (its capacity's problem says why)."""
     services: dict[str, ServiceSpec] = {}
@@ -486,9 +789,26 @@ def _services(
                 f"{where}max_tasks {good['max_tasks']} is below desired_count {good['desired_count']} (the least); "
                 "raise max_tasks"
             )
-        if "scale_on_cpu_percent" in good and "max_tasks" not in good:
-            problems.add(f"{where}scale_on_cpu_percent needs max_tasks (the most tasks scaling may reach)")
-        if len(problems.lines) > before or capacity not in capacities:
+        for scaling in ("scale_on_cpu_percent", "scale_on_requests_per_target", "scale_on_metric"):
+            if scaling in good and "max_tasks" not in good:
+                problems.add(f"{where}{scaling} needs max_tasks (the most tasks scaling may reach)")
+        if len(problems.lines) > before or capacity is None or capacity not in capacities:
+            continue
+        kind = capacities[capacity].kind
+        network_mode = good.get("network_mode", AWSVPC if kind == MANAGED_INSTANCES else BRIDGE)
+        if kind == MANAGED_INSTANCES and network_mode != AWSVPC:
+            problems.add(f'{where}network_mode must be "awsvpc" on Managed Instances, which runs only that mode')
+        if kind == MANAGED_INSTANCES and "model_cache_path" in good:
+            problems.add(
+                f"{where}model_cache_path is a Docker volume, which ECS supports only on EC2 instances, not on Managed "
+                "Instances; remove it (writable_paths gives per-task scratch space)"
+            )
+        _check_exposure(problems, where, good, load_balancers)
+        sidecars = _sidecars(problems, where, good.get("sidecar", []))
+        _check_paths(problems, where, good)
+        acknowledge = _acknowledgments(problems, where, good.get("acknowledge", {}))
+        tags = _tags(problems, where, good.get("tags", {}))
+        if len(problems.lines) > before:
             continue
         services[name] = ServiceSpec(
             name=name,
@@ -509,8 +829,203 @@ def _services(
             model_bucket=good.get("model_bucket"),
             max_tasks=good.get("max_tasks"),
             scale_on_cpu_percent=good.get("scale_on_cpu_percent"),
+            scale_on_requests_per_target=good.get("scale_on_requests_per_target"),
+            scale_on_metric=_metric(good.get("scale_on_metric")),
+            load_balancer=good.get("load_balancer"),
+            paths=tuple(good.get("path", ())),
+            host=good.get("host"),
+            health_check_path=good.get("health_check_path", "/"),
+            listener_port=good.get("listener_port"),
+            network_mode=network_mode,
+            sidecars=sidecars,
+            model_cache_path=good.get("model_cache_path"),
+            user=good.get("user"),
+            read_only_root_filesystem=good.get("read_only_root_filesystem", True),
+            writable_paths=tuple(good.get("writable_paths", ())),
+            task_role_managed_policies=tuple(good.get("task_role_managed_policies", ())),
+            task_role_statements=tuple(
+                Statement(actions=tuple(t["actions"]), resources=tuple(t["resources"]))
+                for t in good.get("task_role_statements", ())
+            ),
+            tags=tags,
+            acknowledge=acknowledge,
         )
     return services
+
+
+def _check_exposure(
+    problems: _Problems, where: str, good: Mapping[str, Any], load_balancers: Mapping[str, LoadBalancerSpec]
+) -> None:
+    """How a service is reached: its load balancer exists, and its keys fit that balancer's type."""
+    name = good.get("load_balancer")
+    routing = [
+        k for k in ("path", "host", "health_check_path", "listener_port", "scale_on_requests_per_target") if k in good
+    ]
+    if name is None:
+        for key in routing:
+            problems.add(f"{where}{key} needs load_balancer (the [load_balancer.<name>] that routes to the service)")
+        return
+    if name not in load_balancers:
+        problems.add(
+            f"{where}load_balancer names {name!r}, which is not defined; defined load balancers: "
+            f"{', '.join(load_balancers) or '(none)'}"
+        )
+        return
+    if "port" not in good:
+        problems.add(f"{where}load_balancer needs port (the container port the balancer sends traffic to)")
+    if load_balancers[name].type == APPLICATION:
+        if "listener_port" in good:
+            problems.add(f"{where}listener_port is for a network load balancer; {name!r} routes by path or host")
+        conditions = len(good.get("path", ())) + ("host" in good)
+        if conditions > 5:
+            problems.add(f"{where}path and host give {conditions} conditions; an ALB rule takes at most 5")
+    else:
+        for key in ("path", "host", "health_check_path", "scale_on_requests_per_target"):
+            if key in good:
+                problems.add(f"{where}{key} is for an application load balancer; {name!r} is a network load balancer")
+        if "listener_port" not in good:
+            problems.add(
+                f"{where}listener_port is needed on the network load balancer {name!r} (its port for this service)"
+            )
+
+
+def _check_shared_balancers(
+    problems: _Problems,
+    raw: Mapping[str, Any],
+    services: Mapping[str, ServiceSpec],
+    lbs: Mapping[str, LoadBalancerSpec],
+) -> None:
+    """Services sharing a balancer must be told apart: by path or host on an ALB, by listener port on an NLB."""
+    for lb in lbs.values():
+        users = [s for s in services.values() if s.load_balancer == lb.name]
+        if not any(isinstance(t, dict) and t.get("load_balancer") == lb.name for t in raw.values()):
+            problems.add(f"load_balancer.{lb.name} is used by no service; remove it or set load_balancer on a service")
+            continue
+        seen: dict[Any, str] = {}
+        for svc in users:
+            if lb.type == APPLICATION:
+                if len(users) > 1 and not svc.paths and svc.host is None:
+                    problems.add(
+                        f"service.{svc.name}: shares load_balancer {lb.name!r} with "
+                        f"{', '.join(u.name for u in users if u is not svc)}; give it path or host to route by"
+                    )
+                    continue
+                route: Any = (svc.host, frozenset(svc.paths))
+            else:
+                route = svc.listener_port
+            if route in seen:
+                problems.add(
+                    f"service.{svc.name}: routes on load_balancer {lb.name!r} exactly as service.{seen[route]} does; "
+                    "give each service its own path, host or listener_port"
+                )
+            seen.setdefault(route, svc.name)
+
+
+def _metric(table: Mapping[str, Any] | None) -> MetricTarget | None:
+    if table is None:
+        return None
+    return MetricTarget(
+        namespace=table["namespace"],
+        metric_name=table["metric_name"],
+        target=table["target"],
+        statistic=table.get("statistic", "Average"),
+        dimensions=dict(table.get("dimensions", {})),
+    )
+
+
+def _sidecars(problems: _Problems, where: str, tables: list[Mapping[str, Any]]) -> tuple[SidecarSpec, ...]:
+    out = []
+    names = {CONTAINER_NAME}
+    for i, t in enumerate(tables):
+        at = f"{where}sidecar[{i}]."
+        if "name" not in t or "image" not in t or "cpu_units" not in t or "memory_mib" not in t:
+            continue  # the missing key is a problem already
+        if t["name"] in names:
+            problems.add(
+                f"{at}name {t['name']!r} is taken ({CONTAINER_NAME!r} is the model's); give each container its own"
+            )
+            continue
+        names.add(t["name"])
+        if "max_compute_percent" in t and "gpu_budget_mib" not in t:
+            problems.add(f"{at}max_compute_percent needs gpu_budget_mib (a container without a budget has no GPU)")
+        out.append(
+            SidecarSpec(
+                name=t["name"],
+                image=t["image"],
+                cpu_units=t["cpu_units"],
+                memory_mib=t["memory_mib"],
+                gpu_budget_mib=t.get("gpu_budget_mib"),
+                max_compute_percent=t.get("max_compute_percent"),
+                command=_strings(problems, f"{at}command", t.get("command", [])),
+                environment=_environment(problems, at, t.get("environment", {})),
+                essential=t.get("essential", False),
+            )
+        )
+    return tuple(out)
+
+
+def _check_paths(problems: _Problems, where: str, good: Mapping[str, Any]) -> None:
+    cache = good.get("model_cache_path")
+    for path in good.get("writable_paths", ()):
+        if cache is not None and (path == cache or path.startswith(cache.rstrip("/") + "/")):
+            problems.add(
+                f"{where}writable_paths {path!r} is under model_cache_path {cache!r}, which is writable already"
+            )
+    if good.get("read_only_root_filesystem") is False and good.get("writable_paths"):
+        problems.add(
+            f"{where}writable_paths is for a read-only root filesystem; with it writable, remove writable_paths"
+        )
+
+
+def _acknowledgments(problems: _Problems, where: str, table: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for rule_id, reason in table.items():
+        if rule_id not in ACKNOWLEDGEABLE:
+            problems.add(
+                f"{where}acknowledge {rule_id!r} is not a warning that can be acknowledged; these can: "
+                f"{', '.join(sorted(ACKNOWLEDGEABLE))}"
+            )
+        elif not isinstance(reason, str) or not reason.strip():
+            problems.add(f"{where}acknowledge.{rule_id!r} needs a reason (a non-empty string)")
+        else:
+            out[rule_id] = reason
+    return out
+
+
+def _tags(problems: _Problems, where: str, table: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in table.items():
+        if not isinstance(value, str) or not 1 <= len(key) <= 128 or len(value) > 256 or key.startswith("aws:"):
+            problems.add(
+                f"{where}tags.{key!r}: a tag is a name of 1..128 characters (not starting aws:) and a string value "
+                f"of at most 256, got {value!r}"
+            )
+        else:
+            out[key] = value
+    return out
+
+
+def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, LoadBalancerSpec]:
+    out = {}
+    for name, table in tables.items():
+        if not _check_name(problems, "load_balancer", name):
+            continue
+        if not isinstance(table, dict):
+            problems.add(f"load_balancer.{name} must be a table")
+            continue
+        before = len(problems.lines)
+        good = _check_table(problems, f"load_balancer.{name}.", table, LOAD_BALANCER)
+        if good.get("type") == NETWORK and "certificate_arn" in good:
+            problems.add(f"load_balancer.{name}.certificate_arn is for an application load balancer (HTTPS)")
+        if len(problems.lines) > before:
+            continue
+        out[name] = LoadBalancerSpec(
+            name=name,
+            type=good.get("type", APPLICATION),
+            internet_facing=good.get("internet_facing", False),
+            certificate_arn=good.get("certificate_arn"),
+        )
+    return out
 
 
 def _strings(problems: _Problems, where: str, values: list[Any]) -> tuple[str, ...]:
@@ -562,7 +1077,9 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     if "capacity" in top and not top["capacity"]:
         problems.add("no [capacity.<name>] table; a fleet needs at least one capacity")
     declared = [name for name in top.get("capacity", {}) if isinstance(name, str) and _NAME.match(name)]
-    services = _services(problems, top.get("service", {}), capacities, declared)
+    load_balancers = _load_balancers(problems, top.get("load_balancer", {}))
+    services = _services(problems, top.get("service", {}), capacities, declared, load_balancers)
+    _check_shared_balancers(problems, top.get("service", {}), services, load_balancers)
     if "service" in top and not top["service"]:
         problems.add("no [service.<name>] table; a fleet needs at least one service to plan")
     problems.raise_if_any()
@@ -574,6 +1091,8 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         account=top.get("account"),
         region=top.get("region"),
         vpc_id=top.get("vpc_id"),
+        load_balancers=load_balancers,
+        service_connect_namespace=top.get("service_connect_namespace"),
     )
     task_rules = {rule.rule_id for rule in TASK_RULES}
     for finding in assess(spec.capacity_inputs(), spec.service_inputs()).errors:
@@ -608,50 +1127,57 @@ def json_schema() -> dict[str, Any]:
     """The fleet file's JSON Schema (draft 2020-12), generated from the key table: for editors (taplo, Even Better
     TOML) that complete and check keys. ``fleet.schema.json`` at the repository root is this, committed."""
 
-    def props(keys: tuple[Key, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k in keys:
-            p: dict[str, Any] = {"type": _JSON_TYPES[k.kind], "description": k.doc}
-            if k.low is not None:
-                p["minimum"] = k.low
-            if k.high is not None:
-                p["maximum"] = k.high
+    def one(k: Key) -> dict[str, Any]:
+        p: dict[str, Any] = {"type": _JSON_TYPES[k.kind], "description": k.doc}
+        if k.low is not None:
+            p["minimum"] = k.low
+        if k.high is not None:
+            p["maximum"] = k.high
+        if k.pattern is not None and k.kind is str:
+            p["pattern"] = k.pattern.pattern
+        if k.default is not None:
+            p["default"] = k.default
+        if k.items is not None:
+            p["items"] = {"type": _JSON_TYPES[k.items]}
             if k.pattern is not None:
-                p["pattern"] = k.pattern.pattern
-            if k.default is not None:
-                p["default"] = k.default
-            if k.name == "instance_types":
-                p["items"] = {"type": "string"}
-                p["minItems"] = 1
-            if k.name == "environment":
-                p["additionalProperties"] = {"type": "string"}
-                p["propertyNames"] = {"pattern": _ENV_NAME.pattern, "not": {"pattern": GPU_ENVIRONMENT.pattern}}
-            out[k.name] = p
-        return out
+                p["items"]["pattern"] = k.pattern.pattern
+                p["uniqueItems"] = True
+        if k.table is not None:
+            if k.kind is dict:
+                p.update(table(k.table))
+            else:
+                p["items"] = table(k.table)
+        if k.name == "instance_types":
+            p["items"] = {"type": "string"}
+            p["minItems"] = 1
+        if k.name == "environment":
+            p["additionalProperties"] = {"type": "string"}
+            p["propertyNames"] = {"pattern": _ENV_NAME.pattern, "not": {"pattern": GPU_ENVIRONMENT.pattern}}
+        if k.name in ("tags", "dimensions", "acknowledge", "secrets"):
+            p["additionalProperties"] = {"type": "string"}
+        return p
 
     def table(keys: tuple[Key, ...]) -> dict[str, Any]:
         return {
             "type": "object",
             "additionalProperties": False,
             "required": [k.name for k in keys if k.required],
-            "properties": props(keys),
+            "properties": {k.name: one(k) for k in keys},
+        }
+
+    def named(doc: str, keys: tuple[Key, ...], least: int) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "description": doc,
+            "minProperties": least,
+            "propertyNames": {"pattern": _NAME.pattern},
+            "additionalProperties": table(keys),
         }
 
     root = table(TOP)
-    root["properties"]["capacity"] = {
-        "type": "object",
-        "description": "the GPU capacities, one table each",
-        "minProperties": 1,
-        "propertyNames": {"pattern": _NAME.pattern},
-        "additionalProperties": table(CAPACITY),
-    }
-    root["properties"]["service"] = {
-        "type": "object",
-        "description": "the services, one table each",
-        "minProperties": 1,
-        "propertyNames": {"pattern": _NAME.pattern},
-        "additionalProperties": table(SERVICE),
-    }
+    root["properties"]["capacity"] = named("the GPU capacities, one table each", CAPACITY, 1)
+    root["properties"]["service"] = named("the services, one table each", SERVICE, 1)
+    root["properties"]["load_balancer"] = named("load balancers services share, one table each", LOAD_BALANCER, 0)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ecs-gpu-sharing fleet file",

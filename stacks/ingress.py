@@ -1,0 +1,252 @@
+"""How the fleet's services are reached: shared load balancers (built with the cluster) and each service's route.
+
+An application load balancer routes to several services by path or host, one listener rule each, in the order
+the services appear in the fleet file; a network load balancer gives each service a listener port. aws-ecs-
+patterns builds one load balancer per service, and its shared-balancer patterns take no capacity provider
+strategy (they would bypass the GPU capacity), so the balancers are built here from aws-elasticloadbalancingv2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_s3 as s3
+from constructs import Construct, IConstruct
+
+from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, CONTAINER_NAME, LoadBalancerSpec, ServiceSpec
+
+# The host ports ECS maps a bridge-mode container's dynamic port mapping to (aws-ecs opens the same range).
+EPHEMERAL_PORTS = ec2.Port.tcp_range(32768, 65535)
+ACCESS_LOG_DAYS = 90
+
+
+@dataclass
+class Balancer:
+    spec: LoadBalancerSpec
+    load_balancer: elbv2.ApplicationLoadBalancer | elbv2.NetworkLoadBalancer
+    listener: elbv2.ApplicationListener | None  # the ALB's listener that carries the services' rules
+
+
+def _ack(scope: IConstruct, pack: str, rule: str, reason: str) -> None:
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"{pack}::{pack}-{rule}", reason=reason))
+
+
+def build_load_balancers(scope: Construct, vpc: ec2.IVpc, specs: Mapping[str, LoadBalancerSpec]) -> dict[str, Balancer]:
+    """The fleet's load balancers, with one access-log bucket for them all; none when the fleet declares none."""
+    if not specs:
+        return {}
+    logs = _access_log_bucket(scope)
+    out = {}
+    for name, spec in specs.items():
+        if spec.type == APPLICATION:
+            out[name] = _application(scope, vpc, spec, logs)
+        else:
+            out[name] = _network(scope, vpc, spec, logs)
+        cdk.CfnOutput(out[name].load_balancer, "DnsName", value=out[name].load_balancer.load_balancer_dns_name)
+    return out
+
+
+def _access_log_bucket(scope: Construct) -> s3.IBucket | None:
+    """One bucket for every balancer's access logs, in an environment-bound app. Elastic Load Balancing writes
+    them from a per-region account, so an environment-agnostic app cannot turn them on (aws-elasticloadbalancingv2
+    refuses): its balancers acknowledge that instead."""
+    if cdk.Token.is_unresolved(cdk.Stack.of(scope).region):
+        return None
+    logs = s3.Bucket(
+        scope,
+        "AccessLogs",
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        encryption=s3.BucketEncryption.S3_MANAGED,  # ELB access logs support only S3-managed keys
+        enforce_ssl=True,
+        versioned=True,
+        lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(ACCESS_LOG_DAYS))],
+    )
+    _ack(logs, "AwsSolutions", "S1", "this bucket holds access logs; logging its own access would log the logs")
+    for rule, reason in (
+        ("S3BucketLoggingEnabled", "this bucket holds access logs; logging its own access would log the logs"),
+        ("S3BucketReplicationEnabled", f"access logs kept {ACCESS_LOG_DAYS} days in one region; not replicated"),
+        ("S3DefaultEncryptionKMS", "ELB writes access logs only to buckets encrypted with S3-managed keys"),
+    ):
+        _ack(logs, "NIST.800.53.R5", rule, reason)
+    return logs
+
+
+def _log_access(lb: elbv2.ApplicationLoadBalancer | elbv2.NetworkLoadBalancer, logs: s3.IBucket | None) -> None:
+    if logs is not None:
+        lb.log_access_logs(logs, prefix=lb.node.id)
+        return
+    reason = (
+        "an environment-agnostic app cannot turn on load balancer access logs (they need the region); set account "
+        "and region in the fleet file to get them"
+    )
+    _ack(lb, "AwsSolutions", "ELB2", reason)
+    _ack(lb, "NIST.800.53.R5", "ELBLoggingEnabled", reason)
+
+
+def _application(scope: Construct, vpc: ec2.IVpc, spec: LoadBalancerSpec, logs: s3.IBucket | None) -> Balancer:
+    alb = elbv2.ApplicationLoadBalancer(
+        scope,
+        spec.name,
+        vpc=vpc,
+        internet_facing=spec.internet_facing,
+        drop_invalid_header_fields=True,
+        deletion_protection=False,
+    )
+    _log_access(alb, logs)
+    not_found = elbv2.ListenerAction.fixed_response(404, content_type="text/plain", message_body="no such model")
+    if spec.certificate_arn:
+        listener = alb.add_listener(
+            "Https",
+            port=443,
+            certificates=[elbv2.ListenerCertificate.from_arn(spec.certificate_arn)],
+            ssl_policy=elbv2.SslPolicy.RECOMMENDED_TLS,
+            open=spec.internet_facing,
+            default_action=not_found,
+        )
+        redirect = alb.add_redirect(source_port=80, target_port=443, open=spec.internet_facing)
+        _ack(redirect, "NIST.800.53.R5", "ELBv2ACMCertificateRequired", "this listener only redirects to HTTPS on 443")
+    else:
+        listener = alb.add_listener("Http", port=80, open=spec.internet_facing, default_action=not_found)
+        _ack(
+            alb,
+            "NIST.800.53.R5",
+            "ALBHttpToHttpsRedirection",
+            "no certificate_arn in the fleet file: HTTP only; give certificate_arn for HTTPS with a redirect",
+        )
+        for rule in ("ELBTlsHttpsListenersOnly", "ELBv2ACMCertificateRequired"):
+            _ack(
+                alb,
+                "NIST.800.53.R5",
+                rule,
+                "no certificate_arn in the fleet file: HTTP only; give certificate_arn for HTTPS with a redirect",
+            )
+    _guard(alb, vpc, spec, listener.connections, ec2.Port.tcp(spec.listener_port))
+    _ack(alb, "NIST.800.53.R5", "ALBWAFEnabled", "attach your organization's AWS WAF web ACL; none is assumed here")
+    _ack(alb, "NIST.800.53.R5", "ELBDeletionProtectionEnabled", "fleets are rebuilt from their fleet file")
+    return Balancer(spec, alb, listener)
+
+
+def _network(scope: Construct, vpc: ec2.IVpc, spec: LoadBalancerSpec, logs: s3.IBucket | None) -> Balancer:
+    group = ec2.SecurityGroup(scope, f"{spec.name}-sg", vpc=vpc, description=f"network load balancer {spec.name}")
+    nlb = elbv2.NetworkLoadBalancer(
+        scope, spec.name, vpc=vpc, internet_facing=spec.internet_facing, security_groups=[group]
+    )
+    _log_access(nlb, logs)
+    _ack(nlb, "NIST.800.53.R5", "ELBDeletionProtectionEnabled", "fleets are rebuilt from their fleet file")
+    _ack(
+        nlb,
+        "NIST.800.53.R5",
+        "ELBCrossZoneLoadBalancingEnabled",
+        "each zone's hosts serve its own traffic; cross-zone balancing costs data transfer",
+    )
+    return Balancer(spec, nlb, None)
+
+
+def _guard(lb: Construct, vpc: ec2.IVpc, spec: LoadBalancerSpec, connections: ec2.Connections, port: ec2.Port) -> None:
+    """Who may reach a balancer: anyone for an internet-facing one (acknowledged), the VPC for an internal one."""
+    if spec.internet_facing:
+        if not isinstance(lb, elbv2.ApplicationLoadBalancer):  # an ALB listener opens itself (open=True)
+            connections.allow_from_any_ipv4(port, "the internet")
+        _ack(
+            connections.security_groups[0],
+            "AwsSolutions",
+            "EC23",
+            "internet_facing = true in the fleet file: the load balancer takes traffic from anywhere",
+        )
+    else:
+        connections.allow_from(ec2.Peer.ipv4(vpc.vpc_cidr_block), port, "the VPC")
+        _ack(
+            connections.security_groups[0],
+            "AwsSolutions",
+            "EC23",
+            "open only to the VPC's CIDR block, a value from the network stack that cdk-nag cannot read at synth",
+        )
+        for rule in ("EC2RestrictedCommonPorts", "EC2RestrictedSSH"):
+            _ack(
+                connections.security_groups[0],
+                "NIST.800.53.R5",
+                rule,
+                f"only port {port.to_string()} is open, and only to the VPC's CIDR block (an imported value cdk-nag "
+                "cannot read at synth)",
+            )
+
+
+def expose(
+    scope: Construct,
+    *,
+    service: ecs.BaseService,
+    spec: ServiceSpec,
+    balancer: Balancer,
+    priority: int,
+    cluster: ecs.ICluster,
+    vpc: ec2.IVpc,
+) -> elbv2.ApplicationTargetGroup | None:
+    """Routes the balancer to ``service``: a target group and a listener rule (ALB) or a listener (NLB). Returns
+    the ALB target group, which request-count scaling needs."""
+    assert spec.port is not None
+    target = service.load_balancer_target(container_name=CONTAINER_NAME, container_port=spec.port)
+    if balancer.listener is not None:
+        group = elbv2.ApplicationTargetGroup(
+            scope,
+            "Target",
+            vpc=vpc,
+            port=spec.port,
+            protocol=elbv2.ApplicationProtocol.HTTP,
+            targets=[target],
+            # Bridge-mode tasks listen on dynamic host ports: check each on the port it takes traffic on.
+            health_check=elbv2.HealthCheck(
+                path=spec.health_check_path, healthy_http_codes="200-399", port="traffic-port"
+            ),
+            deregistration_delay=cdk.Duration.seconds(30),
+        )
+        conditions = []
+        if spec.paths:
+            conditions.append(elbv2.ListenerCondition.path_patterns(list(spec.paths)))
+        if spec.host:
+            conditions.append(elbv2.ListenerCondition.host_headers([spec.host]))
+        elbv2.ApplicationListenerRule(
+            scope,
+            "Route",
+            listener=balancer.listener,
+            priority=priority,
+            conditions=conditions or [elbv2.ListenerCondition.path_patterns(["/*"])],
+            target_groups=[group],
+        )
+        return group
+    assert isinstance(balancer.load_balancer, elbv2.NetworkLoadBalancer) and spec.listener_port is not None
+    nlb_group = elbv2.NetworkTargetGroup(
+        scope,
+        "Target",
+        vpc=vpc,
+        port=spec.port,
+        protocol=elbv2.Protocol.TCP,
+        targets=[target],
+        health_check=elbv2.HealthCheck(port="traffic-port"),
+        deregistration_delay=cdk.Duration.seconds(30),
+    )
+    listener = elbv2.NetworkListener(
+        scope,
+        "Listener",
+        load_balancer=balancer.load_balancer,
+        port=spec.listener_port,
+        default_target_groups=[nlb_group],
+    )
+    _ack(
+        listener,
+        "NIST.800.53.R5",
+        "ELBv2ACMCertificateRequired",
+        "a TCP listener passes the service's own protocol through; the service terminates TLS itself if it speaks it",
+    )
+    # Network target groups open no security group by themselves: let the balancer reach the tasks.
+    nlb = balancer.load_balancer
+    if spec.network_mode == BRIDGE:
+        cluster.connections.allow_from(nlb, EPHEMERAL_PORTS, f"{balancer.spec.name} to bridge-mode host ports")
+    else:
+        service.connections.allow_from(nlb, ec2.Port.tcp(spec.port), f"{balancer.spec.name} to {spec.name}")
+    _guard(nlb, vpc, balancer.spec, nlb.connections, ec2.Port.tcp(spec.listener_port))
+    return None

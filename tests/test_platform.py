@@ -1,0 +1,448 @@
+"""The platform keys of the fleet file (#13): routes, scaling, sidecars, volumes, permissions, hardening.
+
+Each rule is tested at the parser (one fleet that passes, one case per way it fails) and in the synthesized
+templates of ``tests/fleets/platform.toml``, which uses every key the example fleet does not; the gates (cdk-nag
+AwsSolutions at every synth, NIST 800-53 rev 5 here), cfn-lint and botocore's ECS model run over both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Annotations, Match, Template
+from cdk_nag import NIST80053R5Checks
+
+from ecs_gpu_sharing import FleetSpecError, MpsShare, SharedGpuTaskDefinition
+from ecs_gpu_sharing.core import fleet
+from ecs_gpu_sharing.core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
+from stacks.fleet_app import build_app
+
+from conftest import REPO, new_app
+from validators import cfn_lint_errors, ecs_register_task_definition_errors
+
+PLATFORM = REPO / "tests" / "fleets" / "platform.toml"
+
+
+def _synth(path: Path) -> dict[str, Any]:
+    app = new_app()
+    stacks = build_app(app, fleet.load(path))
+    # The NIST pack runs here, not at every synth: a finding neither fixed nor acknowledged fails the synth.
+    cdk.Validations.of(app).add_plugins(NIST80053R5Checks(app))
+    assembly = app.synth()
+    return {
+        "stacks": stacks,
+        "templates": {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()},
+        "dir": Path(assembly.directory),
+    }
+
+
+@pytest.fixture(scope="module")
+def platform() -> dict[str, Any]:
+    return _synth(PLATFORM)
+
+
+def _resources(template: dict[str, Any], kind: str, prefix: str = "") -> list[dict[str, Any]]:
+    return [r for k, r in template["Resources"].items() if r["Type"] == kind and k.startswith(prefix)]
+
+
+def _containers(template: dict[str, Any], service: str) -> dict[str, dict[str, Any]]:
+    (task,) = _resources(template, "AWS::ECS::TaskDefinition", f"{service}Task")
+    return {c["Name"]: c for c in task["Properties"]["ContainerDefinitions"]}
+
+
+# --- the gates ------------------------------------------------------------------------------------------------
+
+
+def test_the_example_fleet_passes_the_nist_800_53_pack() -> None:
+    stacks = _synth(REPO / "fleet.toml")["templates"]
+    assert list(stacks) == ["models-network", "models-cluster", "models-services-1"]
+
+
+def test_platform_templates_pass_cfn_lint_and_botocore(platform: dict[str, Any]) -> None:
+    tasks = 0
+    for name, template in platform["templates"].items():
+        assert cfn_lint_errors(template) == [], name
+        for task in _resources(template, "AWS::ECS::TaskDefinition"):
+            tasks += 1
+            assert ecs_register_task_definition_errors(task["Properties"]) == ""
+    assert tasks == 2
+
+
+def test_no_warning_is_left_unacknowledged(platform: dict[str, Any]) -> None:
+    for stack in platform["stacks"].all():
+        assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
+
+
+# --- reachable --------------------------------------------------------------------------------------------
+
+
+def test_an_internet_facing_alb_with_a_certificate_listens_on_https_and_redirects_http(
+    platform: dict[str, Any],
+) -> None:
+    cluster = Template.from_json(platform["templates"]["plat-cluster"])
+    cluster.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Scheme": "internet-facing", "Type": "application"}
+    )
+    cluster.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::Listener",
+        {"Port": 443, "Protocol": "HTTPS", "Certificates": [{"CertificateArn": Match.string_like_regexp("acm")}]},
+    )
+    cluster.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::Listener",
+        {"Port": 80, "DefaultActions": [Match.object_like({"Type": "redirect"})]},
+    )
+
+
+def test_a_service_routed_by_host_in_awsvpc_mode_gets_ip_targets(platform: dict[str, Any]) -> None:
+    services = platform["templates"]["plat-services-1"]
+    (rule,) = _resources(services, "AWS::ElasticLoadBalancingV2::ListenerRule", "chat")
+    assert rule["Properties"]["Conditions"] == [
+        {"Field": "host-header", "HostHeaderConfig": {"Values": ["chat.example.com"]}}
+    ]
+    (group,) = _resources(services, "AWS::ElasticLoadBalancingV2::TargetGroup", "chat")
+    assert group["Properties"]["TargetType"] == "ip" and group["Properties"]["HealthCheckPath"] == "/"
+    (task,) = _resources(services, "AWS::ECS::TaskDefinition", "chatTask")
+    assert task["Properties"]["NetworkMode"] == "awsvpc"
+    (service,) = _resources(services, "AWS::ECS::Service", "chat")
+    assert "AwsvpcConfiguration" in service["Properties"]["NetworkConfiguration"]
+
+
+def test_a_network_load_balancer_gives_the_service_a_tcp_listener_and_opens_bridge_ports(
+    platform: dict[str, Any],
+) -> None:
+    services = Template.from_json(platform["templates"]["plat-services-1"])
+    services.has_resource_properties("AWS::ElasticLoadBalancingV2::Listener", {"Port": 443, "Protocol": "TCP"})
+    services.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::TargetGroup", {"Port": 9000, "Protocol": "TCP", "TargetType": "instance"}
+    )
+    cluster = Template.from_json(platform["templates"]["plat-cluster"])
+    cluster.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Type": "network", "Scheme": "internal"}
+    )
+    rules = [
+        r
+        for t in platform["templates"].values()
+        for r in _resources(t, "AWS::EC2::SecurityGroupIngress")
+        if r["Properties"].get("FromPort") == 32768
+    ]
+    assert rules and all(r["Properties"]["ToPort"] == 65535 for r in rules)
+
+
+# --- scaling, sidecars, permissions, hardening ----------------------------------------------------------------
+
+
+def test_custom_metric_scaling_tracks_the_teams_metric(platform: dict[str, Any]) -> None:
+    services = Template.from_json(platform["templates"]["plat-services-1"])
+    services.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "TargetTrackingScalingPolicyConfiguration": Match.object_like(
+                {
+                    "CustomizedMetricSpecification": Match.object_like(
+                        {
+                            "Namespace": "Team/Queues",
+                            "MetricName": "Backlog",
+                            "Dimensions": [{"Name": "Queue", "Value": "chat"}],
+                        }
+                    ),
+                    "TargetValue": 10,
+                }
+            )
+        },
+    )
+    services.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 1, "MaxCapacity": 4}
+    )
+
+
+def test_a_gpu_sidecar_shares_the_tasks_gpu_and_the_plan_counts_both_budgets(platform: dict[str, Any]) -> None:
+    containers = _containers(platform["templates"]["plat-services-1"], "chat")
+    guard = containers["guard"]
+    assert guard["Essential"] is True
+    assert guard["ResourceRequirements"] == [MpsShare(2048, 30).cfn_requirement()]
+    plan = json.loads((platform["dir"] / "gpu-fleet-plan.json").read_text())
+    (chat,) = [s for s in plan["services"] if s["name"] == "chat"]
+    assert chat["task"]["gpu_budgets_mib"] == [6144, 2048]
+
+
+def test_task_role_gets_managed_policies_and_statements(platform: dict[str, Any]) -> None:
+    services = platform["templates"]["plat-services-1"]
+    roles = [r for r in _resources(services, "AWS::IAM::Role", "chatTaskTaskRole")]
+    (role,) = roles
+    assert "AmazonBedrockReadOnly" in json.dumps(role["Properties"]["ManagedPolicyArns"])
+    policies = json.dumps(_resources(services, "AWS::IAM::Policy", "chatTaskTaskRole"))
+    assert "sqs:ReceiveMessage" in policies and "arn:aws:sqs:us-east-1:123456789012:chat" in policies
+
+
+def test_user_read_only_root_and_writable_paths(platform: dict[str, Any]) -> None:
+    services = platform["templates"]["plat-services-1"]
+    model = _containers(services, "chat")["model"]
+    assert model["User"] == "1000:1000" and model["ReadonlyRootFilesystem"] is True
+    assert sorted(m["ContainerPath"] for m in model["MountPoints"]) == ["/home/app/.cache", "/tmp"]
+    (task,) = _resources(services, "AWS::ECS::TaskDefinition", "chatTask")
+    volumes = {v["Name"]: v for v in task["Properties"]["Volumes"]}
+    assert all("Host" not in v and "DockerVolumeConfiguration" not in v for v in volumes.values())  # empty, per task
+    assert _containers(services, "grpc")["model"]["ReadonlyRootFilesystem"] is False
+
+
+def test_tags_reach_the_services_resources(platform: dict[str, Any]) -> None:
+    services = Template.from_json(platform["templates"]["plat-services-1"])
+    services.has_resource_properties(
+        "AWS::ECS::Service",
+        {"Tags": Match.array_with([{"Key": "cost-center", "Value": "42"}, {"Key": "team", "Value": "chat"}])},
+    )
+
+
+# --- the example fleet's platform, read from its templates ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def example() -> dict[str, Any]:
+    app = new_app()
+    stacks = build_app(app)
+    assembly = app.synth()
+    return {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()}
+
+
+def test_the_example_routes_three_services_by_path_on_one_internal_alb(example: dict[str, Any]) -> None:
+    cluster = Template.from_json(example["models-cluster"])
+    cluster.resource_count_is("AWS::ElasticLoadBalancingV2::LoadBalancer", 1)
+    cluster.has_resource_properties("AWS::ElasticLoadBalancingV2::LoadBalancer", {"Scheme": "internal"})
+    cluster.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::Listener",
+        {"Port": 80, "DefaultActions": [Match.object_like({"Type": "fixed-response"})]},
+    )
+    rules = sorted(
+        (r["Properties"]["Priority"], r["Properties"]["Conditions"][0]["PathPatternConfig"]["Values"])
+        for r in _resources(example["models-services-1"], "AWS::ElasticLoadBalancingV2::ListenerRule")
+    )
+    assert rules == [(10, ["/embed", "/embed_all"]), (20, ["/rerank"]), (30, ["/v1/*"])]
+
+
+def test_the_example_uses_service_connect(example: dict[str, Any]) -> None:
+    cluster = Template.from_json(example["models-cluster"])
+    cluster.has_resource_properties("AWS::ServiceDiscovery::PrivateDnsNamespace", {"Name": "models.internal"})
+    (llm,) = _resources(example["models-services-1"], "AWS::ECS::Service", "llm")
+    connect = llm["Properties"]["ServiceConnectConfiguration"]
+    assert connect["Enabled"] is True
+    assert connect["Services"][0]["ClientAliases"] == [{"DnsName": "llm", "Port": 8000}]
+
+
+def test_the_example_llm_is_a_real_model_server(example: dict[str, Any]) -> None:
+    services = example["models-services-1"]
+    model = _containers(services, "llm")["model"]
+    assert model["LinuxParameters"]["SharedMemorySize"] == 2048
+    assert model["HealthCheck"]["Command"][0] == "CMD-SHELL"
+    assert [s["Name"] for s in model["Secrets"]] == ["HF_TOKEN"]
+    assert model["ReadonlyRootFilesystem"] is True
+    (task,) = _resources(services, "AWS::ECS::TaskDefinition", "llmTask")
+    (cache,) = [v for v in task["Properties"]["Volumes"] if v["Name"] == "model-cache"]
+    assert cache["DockerVolumeConfiguration"] == {"Autoprovision": True, "Driver": "local", "Scope": "shared"}
+    Template.from_json(services).has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "TargetTrackingScalingPolicyConfiguration": Match.object_like(
+                {
+                    "PredefinedMetricSpecification": Match.object_like(
+                        {"PredefinedMetricType": "ALBRequestCountPerTarget"}
+                    ),
+                    "TargetValue": 20,
+                }
+            )
+        },
+    )
+
+
+# --- the parser's rules -------------------------------------------------------------------------------------
+
+BASE = """
+name = "t"
+[capacity.l4]
+instance_types = ["g6.2xlarge"]
+[capacity.mi]
+kind = "managed-instances"
+instance_types = ["g6.2xlarge"]
+[load_balancer.web]
+[load_balancer.tcp]
+type = "network"
+[service.a]
+capacity = "l4"
+image = "img"
+desired_count = 1
+cpu_units = 512
+memory_mib = 1024
+gpu_budget_mib = 2048
+port = 8080
+load_balancer = "web"
+path = ["/a/*"]
+[service.b]
+capacity = "l4"
+image = "img"
+desired_count = 1
+cpu_units = 512
+memory_mib = 1024
+gpu_budget_mib = 2048
+port = 9000
+load_balancer = "tcp"
+listener_port = 9000
+"""
+
+
+def _parse(text: str) -> fleet.FleetSpec:
+    import tomllib
+
+    return fleet.parse(tomllib.loads(text), source="f.toml")
+
+
+def test_the_base_fleet_parses() -> None:
+    spec = _parse(BASE)
+    assert spec.services["a"].paths == ("/a/*",) and spec.services["b"].listener_port == 9000
+    assert spec.services["a"].read_only_root_filesystem is True and spec.services["a"].network_mode == "bridge"
+
+
+def test_the_platform_fleet_parses() -> None:
+    spec = fleet.load(PLATFORM)
+    chat = spec.services["chat"]
+    assert chat.scale_on_metric == fleet.MetricTarget("Team/Queues", "Backlog", 10, "Average", {"Queue": "chat"})
+    assert chat.task_role_statements[0].actions == ("sqs:ReceiveMessage", "sqs:DeleteMessage")
+    assert chat.shape("x").gpu_budgets_mib == (6144, 2048)
+
+
+def _svc(key_lines: str, service: str = "a") -> str:
+    return BASE.replace(f"[service.{service}]\n", f"[service.{service}]\n{key_lines}\n", 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            BASE.replace('load_balancer = "web"', 'load_balancer = "nope"'),
+            "service.a.load_balancer names 'nope', which is not defined",
+        ),
+        (BASE.replace("port = 8080\n", ""), "service.a.load_balancer needs port"),
+        (BASE.replace('load_balancer = "web"\n', ""), "service.a.path needs load_balancer"),
+        (_svc("listener_port = 80"), "service.a.listener_port is for a network load balancer"),
+        (BASE.replace("listener_port = 9000\n", ""), "service.b.listener_port is needed on the network load balancer"),
+        (_svc('path = ["/b"]', "b"), "service.b.path is for an application load balancer"),
+        (_svc('health_check_path = "/h"', "b"), "service.b.health_check_path is for an application load balancer"),
+        (
+            BASE.replace('load_balancer = "tcp"\nlistener_port = 9000', 'load_balancer = "web"'),
+            "service.b: shares load_balancer 'web' with a; give it path or host",
+        ),
+        (
+            BASE.replace('load_balancer = "tcp"\nlistener_port = 9000', 'load_balancer = "web"\npath = ["/a/*"]'),
+            "service.b: routes on load_balancer 'web' exactly as service.a does",
+        ),
+        (BASE + "[load_balancer.idle]\n", "load_balancer.idle is used by no service"),
+        (
+            BASE.replace(
+                "[load_balancer.tcp]\n",
+                '[load_balancer.tcp]\ncertificate_arn = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"\n',
+            ),
+            "load_balancer.tcp.certificate_arn is for an application load balancer",
+        ),
+        (_svc("path = ['embed']").replace('path = ["/a/*"]\n', ""), "service.a.path item 'embed' is malformed"),
+        (
+            _svc('path = ["/1", "/2", "/3", "/4", "/5"]\nhost = "x.example.com"').replace('path = ["/a/*"]\n', ""),
+            "an ALB rule takes at most 5",
+        ),
+        (_svc("scale_on_requests_per_target = 10"), "service.a.scale_on_requests_per_target needs max_tasks"),
+        (
+            _svc("max_tasks = 3\nscale_on_requests_per_target = 10", "b"),
+            "service.b.scale_on_requests_per_target is for an application load balancer",
+        ),
+        (
+            _svc('max_tasks = 3\nscale_on_metric = { namespace = "N", metric_name = "M" }'),
+            "missing key service.a.scale_on_metric.target",
+        ),
+        (
+            BASE + '[[service.b.sidecar]]\nname = "model"\nimage = "i"\ncpu_units = 0\nmemory_mib = 64\n',
+            "service.b.sidecar[0].name 'model' is taken",
+        ),
+        (
+            _svc('sidecar = [{ name = "s", image = "i", cpu_units = 0, memory_mib = 64, max_compute_percent = 10 }]'),
+            "service.a.sidecar[0].max_compute_percent needs gpu_budget_mib",
+        ),
+        (
+            _svc(
+                'sidecar = [{ name = "s", image = "i", cpu_units = 0, memory_mib = 64, environment = { CUDA_VISIBLE_DEVICES = "0" } }]'
+            ),
+            "service.a.sidecar[0].environment.CUDA_VISIBLE_DEVICES would steer the GPU",
+        ),
+        (
+            _svc('sidecar = [{ name = "s", image = "i", cpu_units = 0, memory_mib = 64, gpu_budget_mib = 21000 }]'),
+            "service.a.gpu_budget_mib: one task needs 23048 MiB of GPU memory",
+        ),
+        (
+            _svc('capacity = "mi"\nmodel_cache_path = "/models"').replace('capacity = "l4"\n', "", 1),
+            "service.a.model_cache_path is a Docker volume, which ECS supports only on EC2",
+        ),
+        (
+            _svc('capacity = "mi"\nnetwork_mode = "bridge"').replace('capacity = "l4"\n', "", 1),
+            'service.a.network_mode must be "awsvpc" on Managed Instances',
+        ),
+        (
+            _svc('model_cache_path = "/models"\nwritable_paths = ["/models/tmp"]'),
+            "service.a.writable_paths '/models/tmp' is under model_cache_path",
+        ),
+        (
+            _svc('read_only_root_filesystem = false\nwritable_paths = ["/tmp"]'),
+            "service.a.writable_paths is for a read-only root filesystem",
+        ),
+        (_svc('writable_paths = ["/tmp", "/tmp"]'), "service.a.writable_paths names an item twice"),
+        (
+            _svc('acknowledge = { "AwsSolutions-IAM5" = "x" }'),
+            "service.a.acknowledge 'AwsSolutions-IAM5' is not a warning that can be acknowledged",
+        ),
+        (_svc('acknowledge = { "ecs-gpu-sharing:MutableImageTag" = " " }'), "needs a reason"),
+        (_svc('tags = { "aws:x" = "y" }'), "service.a.tags.'aws:x': a tag is a name of 1..128 characters"),
+        (
+            _svc('task_role_statements = [{ actions = ["s3:GetObject"], resources = ["*"] }]'),
+            "service.a.task_role_statements[0].resources item '*' is malformed",
+        ),
+        (
+            _svc('task_role_managed_policies = ["Admin Access"]'),
+            "service.a.task_role_managed_policies item 'Admin Access' is malformed",
+        ),
+    ],
+)
+def test_platform_keys_are_refused_naming_the_key(text: str, message: str) -> None:
+    with pytest.raises(FleetSpecError) as error:
+        _parse(text)
+    assert message in str(error.value), str(error.value)
+
+
+# --- a tag is not a digest (the library's own warning) ---------------------------------------------------------
+
+
+def test_mutable_tags_are_told_from_digests_and_deploy_time_images() -> None:
+    assert mutable_tag("vllm/vllm-openai:v0.11.0") is not None
+    assert mutable_tag("vllm/vllm-openai") is not None  # no tag: latest
+    assert mutable_tag("vllm/vllm-openai@sha256:" + "a" * 64) is None
+
+
+@pytest.mark.parametrize(
+    ("image", "acknowledged", "warned"),
+    [
+        ("repo/model:1.0", False, True),
+        ("repo/model:1.0", True, False),
+        ("repo/model@sha256:" + "a" * 64, False, False),
+        (None, False, False),
+    ],
+)
+def test_a_task_definition_warns_of_a_mutable_tag(image: str | None, acknowledged: bool, warned: bool) -> None:
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    task = SharedGpuTaskDefinition(stack, "Task")
+    name = image if image is not None else cdk.CfnParameter(stack, "Image").value_as_string  # chosen at deploy
+    task.add_container("c", image=ecs.ContainerImage.from_registry(name), memory_limit_mib=512, gpu=MpsShare(1024))
+    if acknowledged:
+        cdk.Annotations.of(stack).acknowledge_warning(MUTABLE_IMAGE_TAG, "measured on every push")
+    app.synth()
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("tag, not a digest"))
+    assert bool(warnings) is warned
