@@ -65,6 +65,11 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
     services = list(spec.services.values())
     # ALB listener rules are evaluated by priority: the order the services appear in the fleet file.
     priorities = {s.name: (i + 1) * 10 for i, s in enumerate(services)}
+    # Services kept off each other's hosts, and those the expressions name, get fixed ECS service names.
+    isolation = spec.host_isolation()
+    isolated = set(isolation) | {
+        o for expression in isolation.values() for o in spec.services if f":{spec.ecs_service_name(o)})" in expression
+    }
     for shard, start in enumerate(range(0, len(services), SERVICES_PER_STACK), start=1):
         stacks.services.append(
             ServicesStack(
@@ -74,6 +79,8 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
                 capacities=cluster.capacities,
                 load_balancers=cluster.load_balancers,
                 priorities=priorities,
+                isolation=isolation,
+                service_names={name: spec.ecs_service_name(name) for name in isolated},
                 services=services[start : start + SERVICES_PER_STACK],
                 env=env,
             )

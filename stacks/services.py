@@ -19,18 +19,22 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IConstruct
 
 from ecs_gpu_sharing import (
+    FleetPlan,
     GpuCapacity,
     GpuManagedInstancesCapacity,
     SharedGpuManagedInstancesTaskDefinition,
     SharedGpuService,
     SharedGpuTaskDefinition,
 )
+from ecs_gpu_sharing.cdk.discovery import user_construct
 from ecs_gpu_sharing.core.fleet import AWSVPC, CONTAINER_NAME, SERVICE_TAG, ServiceSpec, ecr_image
 from ecs_gpu_sharing.core.hardening import ROOT_USER, WRITABLE_ROOT_FILESYSTEM, root_user_message, writable_root_message
+from ecs_gpu_sharing.core.rules import RULES, Level
 
 from .ingress import Balancer, expose
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+PLAN_WARNINGS = {rule.rule_id for rule in RULES if rule.level is Level.WARNING}
 
 
 class ServicesStack(Stack):
@@ -47,6 +51,8 @@ class ServicesStack(Stack):
         services: Sequence[ServiceSpec],
         load_balancers: Mapping[str, Balancer] | None = None,
         priorities: Mapping[str, int] | None = None,
+        isolation: Mapping[str, str] | None = None,
+        service_names: Mapping[str, str] | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
@@ -58,7 +64,15 @@ class ServicesStack(Stack):
             task = _task_definition(scope, spec, capacity)
             _containers(scope, spec, task)
             _task_role(scope, spec, task)
-            service = _service(scope, spec, capacity, cluster, task)
+            service = _service(
+                scope,
+                spec,
+                capacity,
+                cluster,
+                task,
+                isolation=(isolation or {}).get(spec.name),
+                service_name=(service_names or {}).get(spec.name),
+            )
             group = None
             if spec.load_balancer is not None:
                 group = expose(
@@ -80,6 +94,8 @@ class ServicesStack(Stack):
                 cdk.Tags.of(scope).add(key, value)
             for rule_id, reason in spec.acknowledge.items():
                 cdk.Annotations.of(scope).acknowledge_warning(rule_id, reason)
+                if rule_id in PLAN_WARNINGS:
+                    FleetPlan.of(scope).acknowledge(user_construct(service), rule_id, reason)
             self.services[spec.name] = service
             CfnOutput(scope, "ServiceName", value=service.service_name)
 
@@ -221,6 +237,9 @@ def _service(
     capacity: GpuCapacity | GpuManagedInstancesCapacity,
     cluster: ecs.Cluster,
     task: ecs.TaskDefinition,
+    *,
+    isolation: str | None = None,
+    service_name: str | None = None,
 ) -> ecs.BaseService:
     if isinstance(capacity, GpuManagedInstancesCapacity):
         # aws-ecs runs services on Managed Instances as FargateService with the provider's strategy.
@@ -236,6 +255,8 @@ def _service(
             max_healthy_percent=200,
         )
         service.node.add_dependency(cluster)
+        if spec.note is not None:
+            FleetPlan.of(scope).describe(user_construct(service), spec.note)
         return service
     return SharedGpuService(
         scope,
@@ -245,6 +266,10 @@ def _service(
         capacity=capacity,
         task_definition=task,
         desired_count=spec.desired_count,
+        # Isolation groups: off the hosts of other groups' services, named so the expression can say which.
+        placement_constraints=[ecs.PlacementConstraint.member_of(isolation)] if isolation else None,
+        service_name=service_name,
+        allocation=spec.note,
         # awsvpc tasks get an interface in the private subnets and the service's own security group.
         vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         if spec.network_mode == AWSVPC

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import replace
 
+from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
 from ecs_gpu_sharing.core.rules import (
@@ -22,8 +24,17 @@ from ecs_gpu_sharing.core.shape import TaskShape
 L4 = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"]))  # 22307 usable, 4096 units, 15401 MiB
 
 
+# A budget with evidence behind it, so the rule tests here see only the rule they are about (not BudgetIsAGuess).
+MEASURED = AllocationNote(
+    residency_mib=0,
+    peak_working_mib=0,
+    shared_failure="fails until ECS restarts it",
+    evidence=Evidence(peak_mib=0, measured_on=datetime.date(2026, 11, 1), source="load-test"),
+)
+
+
 def svc(count: int, mib: int, *, cpu: int = 512, mem: int = 1024, name: str = "emb") -> ServiceInput:
-    return ServiceInput(name, "l4", TaskShape(cpu, mem, (mib,)), count)
+    return ServiceInput(name, "l4", TaskShape(cpu, mem, (mib,)), count, note=MEASURED)
 
 
 def test_a_fleet_that_fits_has_no_findings_and_derives_max_for_the_surge() -> None:

@@ -91,7 +91,9 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
         "surge_tasks",
         "placed",
         "task",
+        "allocation",
     }
+    assert all(s["allocation"] is None for s in doc["services"])  # this fleet has no allocation notes
     assert {s["name"]: (s["tasks"], s["placed"]) for s in doc["services"]} == {
         "embedder": (4, 4),
         "reranker": (2, 2),

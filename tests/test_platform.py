@@ -446,3 +446,19 @@ def test_a_task_definition_warns_of_a_mutable_tag(image: str | None, acknowledge
     app.synth()
     warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("tag, not a digest"))
     assert bool(warnings) is warned
+
+
+def test_isolation_groups_become_placement_constraints_on_named_services(platform: dict[str, Any]) -> None:
+    services = platform["templates"]["plat-services-1"]
+    (chat,) = _resources(services, "AWS::ECS::Service", "chat")
+    (grpc,) = _resources(services, "AWS::ECS::Service", "grpc")
+    assert chat["Properties"]["ServiceName"] == "plat-chat" and grpc["Properties"]["ServiceName"] == "plat-grpc"
+    assert {"Type": "memberOf", "Expression": "not(task:group == service:plat-grpc)"} in chat["Properties"][
+        "PlacementConstraints"
+    ]
+    assert {"Type": "memberOf", "Expression": "not(task:group == service:plat-chat)"} in grpc["Properties"][
+        "PlacementConstraints"
+    ]
+    plan = json.loads((platform["dir"] / "gpu-fleet-plan.json").read_text())
+    (entry,) = [s for s in plan["services"] if s["name"] == "chat"]
+    assert entry["allocation"]["isolation_group"] == "chat" and entry["allocation"]["evidence"]["peak_mib"] == 5400

@@ -40,12 +40,20 @@ def test_constructs_example_synthesizes(tmp_path: Path) -> None:
 
 def test_fleet_file_reference_lists_every_key_with_its_default() -> None:
     block = _block("toml", "## The fleet file")
-    tables = (fleet.TOP, fleet.CAPACITY, fleet.LOAD_BALANCER, fleet.SERVICE, fleet.SIDECAR, fleet.METRIC)
+    tables = (
+        fleet.TOP,
+        fleet.CAPACITY,
+        fleet.LOAD_BALANCER,
+        fleet.SERVICE,
+        fleet.SIDECAR,
+        fleet.METRIC,
+        fleet.ALLOCATION,
+    )
     for key in (k for table in tables for k in table):
         if key.name in ("capacity", "service", "load_balancer") and key.kind is dict:
             continue  # the [capacity.<name>], [service.<name>], [load_balancer.<name>] tables themselves
-        if key.kind is list and key.table is not None and f".{key.name}]]" in block:
-            continue  # an array of tables: [[service.<name>.sidecar]]
+        if key.table is not None and (f".{key.name}]]" in block or f".{key.name}]" in block):
+            continue  # a table of its own: [[service.<name>.sidecar]], [service.<name>.allocation]
         lines = [line for line in block.splitlines() if re.search(rf"(^|[\s{{,#]){key.name} =", line)]
         assert lines, f"README's fleet reference misses {key.name}"
         if key.default is not None:

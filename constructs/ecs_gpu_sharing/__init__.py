@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .core.allocation import AllocationNote, Evidence
 from .core.errors import (
     AmiError,
     AwsOperationError,
@@ -45,11 +46,13 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "MAX_CLIENTS_PER_GPU",
+    "AllocationNote",
     "AmiError",
     "AwsOperationError",
     "BudgetError",
     "CapacityError",
     "CatalogError",
+    "Evidence",
     "FleetPlan",
     "FleetSpecError",
     "GpuAmi",

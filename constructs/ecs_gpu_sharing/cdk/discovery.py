@@ -9,7 +9,9 @@ deployment maximum percent. What cannot be read is reported by name, never dropp
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -19,6 +21,7 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
+from ..core.allocation import AllocationNote
 from ..core.capacity_facts import HostFacts
 from ..core.errors import GpuSharingError
 from ..core.planner import CapacityInput, ServiceInput
@@ -157,6 +160,28 @@ def _largest_count(service: ecs.BaseService, props: Mapping[str, Any], stated: i
     return f"its desired count is {describe(desired)} and it has no task auto scaling maximum"
 
 
+def _gpu_image(service: ecs.BaseService) -> str | None:
+    """The image of the task's first GPU container: the literal name, or, for a name built at deploy time (an
+    ECR repository's URI), the digest it pins written after a placeholder; ``None`` when neither can be read."""
+    td = service.task_definition
+    if not isinstance(td, ecs.TaskDefinition):
+        return None
+    props = _resolve(td, td.node.default_child._cfn_properties)  # type: ignore[union-attr]
+    shares = dict(getattr(td, "mps_shares", ()))  # SharedGpuTaskDefinition writes its budgets as overrides
+    for c in props.get("containerDefinitions") or []:
+        if not isinstance(c, dict) or not (c.get("resourceRequirements") or c.get("name") in shares):
+            continue
+        image = c.get("image")
+        if isinstance(image, str):
+            return image
+        pinned = _DIGEST.search(json.dumps(image))
+        return f"<deploy-time name>{pinned.group(0)}" if pinned else None
+    return None
+
+
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
+
+
 def _max_percent(props: Mapping[str, Any]) -> int | str:
     value = (props.get("deploymentConfiguration") or {}).get("maximumPercent", ECS_DEFAULT_MAX_PERCENT)
     return value if isinstance(value, int) else f"its deployment maximum percent is {describe(value)}"
@@ -168,6 +193,8 @@ def discover(
     *,
     names: Mapping[IConstruct, str],
     stated_counts: Mapping[IConstruct, int],
+    notes: Mapping[IConstruct, AllocationNote] | None = None,
+    acknowledged: Mapping[IConstruct, Mapping[str, str]] | None = None,
 ) -> Discovered:
     """Every GPU capacity and every service on one, as plan inputs; ``names`` and ``stated_counts`` are keyed by
     the services' user-facing constructs."""
@@ -189,6 +216,7 @@ def discover(
             )
         )
     seen: dict[str, list[str]] = {}
+    reserved: dict[str, tuple[int, int, tuple[str, ...]]] = {}  # capacity -> daemons' CPU, memory, names
     for construct in root.node.find_all():
         if not isinstance(construct, ecs.BaseService):
             continue
@@ -219,6 +247,11 @@ def discover(
         if items is None:
             # EC2 launch type: a GPU task may land on these hosts, but their capacity provider does not scale for it.
             if isinstance(shape, TaskShape) and not shape.uses_gpu:
+                if props.get("schedulingStrategy") == "DAEMON":
+                    # One task on every host of the cluster: what it takes is not there for the planned tasks.
+                    for cap, _ in on:
+                        cpu, mem, daemons = reserved.get(cap.plan_name, (0, 0, ()))
+                        reserved[cap.plan_name] = (cpu + shape.cpu_units, mem + shape.memory_mib, (*daemons, name))
                 continue
             reason = "it uses the EC2 launch type, so ECS may place its GPU tasks on these hosts without the capacity"
             fix = "give it this capacity's provider in capacity_provider_strategies"
@@ -259,8 +292,29 @@ def discover(
         if share != tasks:
             source = f"{source} ({tasks}), this capacity's share by strategy"
         found.services.append(
-            ServiceInput(name, capacity.plan_name, shape, share, max_percent=percent, count_source=source)
+            ServiceInput(
+                name,
+                capacity.plan_name,
+                shape,
+                share,
+                max_percent=percent,
+                count_source=source,
+                note=(notes or {}).get(named),
+                image=_gpu_image(construct),
+                acknowledged=tuple(sorted((acknowledged or {}).get(named, {}).items())),
+            )
         )
+    found.capacities = [
+        replace(
+            c,
+            host_cpu_units=c.host_cpu_units - reserved[c.name][0],
+            host_memory_mib=c.host_memory_mib - reserved[c.name][1],
+            daemons=reserved[c.name][2],
+        )
+        if c.name in reserved
+        else c
+        for c in found.capacities
+    ]
     for name, paths in sorted(seen.items()):
         if len(paths) > 1:
             found.clashes.append(NameClash("service", name, tuple(paths)))

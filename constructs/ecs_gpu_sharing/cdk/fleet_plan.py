@@ -20,6 +20,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IConstruct, IValidation
 
 from ..core import plan_report
+from ..core.allocation import AllocationNote
 from ..core.errors import CapacityError, PlanError, ServiceError
 from ..core.files import write_atomic
 from ..core.mps import require_int
@@ -47,6 +48,8 @@ class FleetPlan(Construct):
         self._capacities: list[PlannedCapacity] = []
         self._names: dict[IConstruct, str] = {}
         self._counts: dict[IConstruct, int] = {}
+        self._notes: dict[IConstruct, AllocationNote] = {}
+        self._acks: dict[IConstruct, dict[str, str]] = {}
         self._assessment: Assessment | None = None
         self._discovered: Discovered | None = None
         self._sealed = False  # set when synthesis starts: inputs no longer change, the plan is computed once
@@ -70,6 +73,19 @@ class FleetPlan(Construct):
             "tasks", tasks, low=0, high=MAX_TASKS_PER_SERVICE, owner=owner, error=ServiceError
         )
 
+    def describe(self, service: IConstruct, note: AllocationNote) -> None:
+        """Gives ``service`` (an ECS service, or the construct holding it as ``Service``) its allocation note: the
+        plan checks its budget against the note, keeps its isolation group apart, and shows the note."""
+        if not isinstance(note, AllocationNote):
+            raise ServiceError(f"{service.node.path}: note must be an AllocationNote, got {note!r}")
+        self._notes[service] = note
+
+    def acknowledge(self, service: IConstruct, rule_id: str, reason: str) -> None:
+        """Accepts a plan warning about ``service`` with a reason: the warning is acknowledged on the construct
+        (``cdk.Annotations``) and the plan files show the reason in its place."""
+        self._acks.setdefault(service, {})[rule_id] = reason
+        cdk.Annotations.of(service).acknowledge_warning(rule_id, reason)
+
     def capacity_name_taken(self, name: str) -> bool:
         return any(c.plan_name == name for c in self._capacities)
 
@@ -80,7 +96,14 @@ class FleetPlan(Construct):
             return self._assessment
         if not self._sealed:
             raise PlanError("the fleet plan is computed when the app synthesizes; read it after app.synth()")
-        found = discover(self.node.root, self._capacities, names=self._names, stated_counts=self._counts)
+        found = discover(
+            self.node.root,
+            self._capacities,
+            names=self._names,
+            stated_counts=self._counts,
+            notes=self._notes,
+            acknowledged=self._acks,
+        )
         result = assess(
             found.capacities,
             found.services,

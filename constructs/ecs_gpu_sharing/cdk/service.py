@@ -7,6 +7,7 @@ from typing import Any
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
+from ..core.allocation import AllocationNote
 from ..core.errors import ServiceError, TaskDefinitionError
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
@@ -31,6 +32,8 @@ class SharedGpuService(Construct):
         give ``planned_count`` or a task auto scaling maximum.
     :param name: the service's name in the fleet plan; the construct id by default. Unique within the app.
     :param planned_count: the count to plan for, when the service's own counts are deploy-time values.
+    :param allocation: the service's allocation note (``AllocationNote``): what its budget must cover, the evidence
+        behind it, and its isolation group. Without one, its budget is a guess (a warning).
     :param kwargs: every other option of ``aws_ecs.Ec2Service`` (placement strategies, service name, ...).
     """
 
@@ -45,6 +48,7 @@ class SharedGpuService(Construct):
         desired_count: int,
         name: str | None = None,
         planned_count: int | None = None,
+        allocation: AllocationNote | None = None,
         min_healthy_percent: int = 100,
         max_healthy_percent: int = 200,
         **kwargs: Any,
@@ -85,6 +89,8 @@ class SharedGpuService(Construct):
         plan.name_service(self, id_ if name is None else name)
         if planned_count is not None:
             plan.plan_count(self, planned_count)
+        if allocation is not None:
+            plan.describe(self, allocation)
         self.task_definition = task_definition
         self.capacity = capacity
         constraints = list(kwargs.pop("placement_constraints", None) or [])

@@ -7,6 +7,7 @@ reported at once, one line each, naming the file and the key, the value seen, th
 
 from __future__ import annotations
 
+import datetime
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .allocation import EVIDENCE_SOURCES, AllocationNote, Evidence
 from .ami_release import DEFAULT_AMI_RELEASE, check_release
 from .capacity_facts import HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
@@ -145,6 +147,7 @@ class ServiceSpec:
     task_role_statements: tuple[Statement, ...] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
     acknowledge: Mapping[str, str] = field(default_factory=dict)  # warning id -> reason
+    note: AllocationNote | None = None
 
     @property
     def largest_count(self) -> tuple[int, str]:
@@ -181,6 +184,33 @@ class FleetSpec:
     load_balancers: Mapping[str, LoadBalancerSpec] = field(default_factory=dict)
     service_connect_namespace: str | None = None
 
+    def ecs_service_name(self, service: str) -> str:
+        """The ECS service name the app gives a service that placement expressions must name."""
+        return f"{self.name}-{service}"
+
+    def host_isolation(self) -> dict[str, str]:
+        """ECS placement expressions (``memberOf``) that keep isolation groups off each other's hosts, by service.
+
+        Groups on one capacity are kept to separate hosts when either asks for it (``isolate_host``), or when the
+        capacity's hosts have one GPU each (separate GPUs are then separate hosts). ECS selects hosts by the task
+        groups running there (``task:group``, ``service:<name>``); it cannot choose the GPU within a host."""
+        out: dict[str, str] = {}
+        for cap in self.capacities.values():
+            if cap.kind == MANAGED_INSTANCES:
+                continue  # no placement expressions there: the IsolationNotEnforceable warning says so
+            on = [s for s in self.services.values() if s.capacity == cap.name]
+            for s in on:
+                apart = [
+                    o
+                    for o in on
+                    if _group(o) != _group(s) and (_isolates(s) or _isolates(o) or cap.facts.gpus_per_instance == 1)
+                ]
+                if apart:
+                    out[s.name] = " and ".join(
+                        f"not(task:group == service:{self.ecs_service_name(o.name)})" for o in apart
+                    )
+        return out
+
     def capacity_inputs(self) -> list[CapacityInput]:
         out = []
         for cap in self.capacities.values():
@@ -197,10 +227,23 @@ class FleetSpec:
                 shape=s.shape(self.source),
                 tasks=s.largest_count[0],
                 count_source=s.largest_count[1],
+                note=s.note,
+                image=s.image,
+                acknowledged=tuple(sorted(s.acknowledge.items())),
             )
             for s in self.services.values()
         ]
 
+
+def _group(s: ServiceSpec) -> str:
+    return s.note.isolation_group if s.note is not None else ""
+
+
+def _isolates(s: ServiceSpec) -> bool:
+    return s.note is not None and s.note.isolate_host
+
+
+MAX_PLACEMENT_EXPRESSION = 2000  # characters, ECS's limit for a placement constraint's expression
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -394,6 +437,55 @@ SIDECAR = (
     Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
     Key("essential", bool, False, "the task stops when this container stops", default=False),
 )
+ALLOCATION = (
+    Key("residency_mib", int, True, "GPU memory the model keeps resident (weights, state)", low=0, high=1048576),
+    Key(
+        "peak_working_mib",
+        int,
+        True,
+        "peak working GPU memory over the request mix (KV cache, batches, activations)",
+        low=0,
+        high=1048576,
+    ),
+    Key(
+        "shared_failure",
+        str,
+        True,
+        "what happens to the service when the MPS server or the host restarts, and what it does then",
+        pattern=re.compile(r"^\s*\S"),
+        example="requests fail until ECS restarts the task; callers retry",
+    ),
+    Key("compute_percent", int, False, "the compute share it needs to meet its latency target", low=1, high=100),
+    Key(
+        "isolation_group",
+        str,
+        False,
+        "services of different groups never share a GPU; none: the common group",
+        pattern=_NAME,
+        example="tenant-a",
+    ),
+    Key("isolate_host", bool, False, "with isolation_group: nor a host", default=False),
+    Key("measured_peak_mib", int, False, "evidence: the highest GPU memory measured", low=0, high=1048576),
+    Key("measured_p99_mib", int, False, "evidence: the 99th percentile of GPU memory measured", low=0, high=1048576),
+    Key("measured_on", datetime.date, False, "evidence: the day it was measured (a TOML date)"),
+    Key(
+        "measured_image",
+        str,
+        False,
+        "evidence: the image it was measured on, name@sha256:digest",
+        pattern=re.compile(r"^\S+@sha256:[0-9a-f]{64}$"),
+        example="my-registry/embedder@sha256:<64 hex digits>",
+    ),
+    Key(
+        "evidence_source",
+        str,
+        False,
+        "evidence: " + ", ".join(EVIDENCE_SOURCES),
+        pattern=re.compile("^(" + "|".join(EVIDENCE_SOURCES) + ")$"),
+        example="load-test",
+        default="evaluate",
+    ),
+)
 SERVICE = (
     Key("capacity", str, True, "a [capacity.<name>] of this file"),
     Key("image", str, True, "the container image", pattern=_IMAGE, example="my-registry/embedder:1.4"),
@@ -549,6 +641,13 @@ SERVICE = (
     ),
     Key("sidecar", list, False, "extra containers in the task ([[service.<name>.sidecar]])", table=SIDECAR),
     Key(
+        "allocation",
+        dict,
+        False,
+        "the allocation note: why the budget is what it is ([service.<name>.allocation])",
+        table=ALLOCATION,
+    ),
+    Key(
         "model_cache_path",
         str,
         False,
@@ -588,8 +687,15 @@ SERVICE = (
         "warning id -> the reason it is accepted for this service, such as ecs-gpu-sharing:MutableImageTag",
     ),
 )
-_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
-_JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean"}
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    list: "a list",
+    dict: "a table",
+    bool: "true or false",
+    datetime.date: "a date (2026-11-30)",
+}
+_JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean", datetime.date: "string"}
 
 
 class _Problems:
@@ -621,7 +727,11 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
                 problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.kind]}): {key.doc}")
             continue
         value: Any = table[key.name]
-        if (isinstance(value, bool) and key.kind is not bool) or not isinstance(value, key.kind):
+        if (
+            (isinstance(value, bool) and key.kind is not bool)
+            or not isinstance(value, key.kind)
+            or (key.kind is datetime.date and isinstance(value, datetime.datetime))
+        ):
             problems.add(f"{where}{key.name} must be {_TYPE_NAMES[key.kind]}, got {value!r} ({type(value).__name__})")
             continue
         if (
@@ -807,6 +917,7 @@ def _services(
         sidecars = _sidecars(problems, where, good.get("sidecar", []))
         _check_paths(problems, where, good)
         acknowledge = _acknowledgments(problems, where, good.get("acknowledge", {}))
+        note = _note(problems, f"{where}allocation.", good.get("allocation"))
         tags = _tags(problems, where, good.get("tags", {}))
         if len(problems.lines) > before:
             continue
@@ -849,6 +960,7 @@ def _services(
             ),
             tags=tags,
             acknowledge=acknowledge,
+            note=note,
         )
     return services
 
@@ -919,6 +1031,35 @@ def _check_shared_balancers(
                     "give each service its own path, host or listener_port"
                 )
             seen.setdefault(route, svc.name)
+
+
+def _note(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> AllocationNote | None:
+    """The allocation note; evidence needs its peak and its day together."""
+    if table is None or not {"residency_mib", "peak_working_mib", "shared_failure"} <= set(table):
+        return None  # a missing key is a problem already
+    evidence = None
+    if ("measured_peak_mib" in table) != ("measured_on" in table):
+        problems.add(f"{where}measured_peak_mib and measured_on go together: evidence is a peak and the day of it")
+    elif "measured_peak_mib" in table:
+        evidence = Evidence(
+            peak_mib=table["measured_peak_mib"],
+            measured_on=table["measured_on"],
+            source=table.get("evidence_source", "evaluate"),
+            p99_mib=table.get("measured_p99_mib"),
+            image=table.get("measured_image"),
+        )
+    if table.get("isolate_host") and "isolation_group" not in table:
+        problems.add(f"{where}isolate_host needs isolation_group (the group to keep on hosts of its own)")
+        return None
+    return AllocationNote(
+        residency_mib=table["residency_mib"],
+        peak_working_mib=table["peak_working_mib"],
+        shared_failure=table["shared_failure"],
+        compute_percent=table.get("compute_percent"),
+        isolation_group=table.get("isolation_group", ""),
+        isolate_host=table.get("isolate_host", False),
+        evidence=evidence,
+    )
 
 
 def _metric(table: Mapping[str, Any] | None) -> MetricTarget | None:
@@ -1059,6 +1200,7 @@ _RULE_KEYS = {
     "ecs-gpu-sharing:TaskExceedsGpuMemory": "gpu_budget_mib",
     "ecs-gpu-sharing:TaskExceedsHostCpu": "cpu_units",
     "ecs-gpu-sharing:TaskExceedsHostMemory": "memory_mib",
+    "ecs-gpu-sharing:BudgetBelowNeed": "gpu_budget_mib",
 }
 
 
@@ -1094,7 +1236,15 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         load_balancers=load_balancers,
         service_connect_namespace=top.get("service_connect_namespace"),
     )
-    task_rules = {rule.rule_id for rule in TASK_RULES}
+    for name, expression in spec.host_isolation().items():
+        if len(expression) > MAX_PLACEMENT_EXPRESSION:
+            problems.add(
+                f"service.{name}.allocation.isolation_group: keeping it off the hosts of other groups' services "
+                f"takes a placement expression of {len(expression)} characters, more than ECS's "
+                f"{MAX_PLACEMENT_EXPRESSION}; put fewer services in other groups on its capacity, or give the groups "
+                "capacities of their own"
+            )
+    task_rules = {rule.rule_id for rule in TASK_RULES} | {"ecs-gpu-sharing:BudgetBelowNeed"}
     for finding in assess(spec.capacity_inputs(), spec.service_inputs()).errors:
         if finding.rule_id not in task_rules:
             continue  # counts against max_instances: the plan shows them, with the plan
@@ -1129,6 +1279,8 @@ def json_schema() -> dict[str, Any]:
 
     def one(k: Key) -> dict[str, Any]:
         p: dict[str, Any] = {"type": _JSON_TYPES[k.kind], "description": k.doc}
+        if k.kind is datetime.date:
+            p = {"description": k.doc, "format": "date"}  # a TOML date: a string to some editors, a date to others
         if k.low is not None:
             p["minimum"] = k.low
         if k.high is not None:

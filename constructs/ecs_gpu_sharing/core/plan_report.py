@@ -8,8 +8,63 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .planner import MANAGED_INSTANCES, CapacityPlan, Plan
+from .allocation import headroom
+from .planner import MANAGED_INSTANCES, CapacityPlan, Plan, ServiceInput
 from .rules import Assessment
+
+
+def _note_json(s: ServiceInput) -> dict[str, Any] | None:
+    """A service's allocation note with its headroom: budget less need, and budget less the measured peak."""
+    note = s.note
+    if note is None:
+        return None
+    evidence = note.evidence
+    return {
+        "residency_mib": note.residency_mib,
+        "peak_working_mib": note.peak_working_mib,
+        "need_mib": note.need_mib,
+        "headroom_mib": headroom(s.task_gpu_budget_mib, note.need_mib),
+        "compute_percent": note.compute_percent,
+        "shared_failure": note.shared_failure,
+        "isolation_group": note.isolation_group or None,
+        "isolate_host": note.isolate_host,
+        "evidence": None
+        if evidence is None
+        else {
+            "peak_mib": evidence.peak_mib,
+            "p99_mib": evidence.p99_mib,
+            "measured_on": evidence.measured_on.isoformat(),
+            "source": evidence.source,
+            "image": evidence.image,
+            "headroom_mib": headroom(s.task_gpu_budget_mib, evidence.peak_mib),
+        },
+    }
+
+
+def note_line(s: ServiceInput) -> str | None:
+    """One line about a service's allocation note, for the table, the Markdown and the SVG."""
+    note = s.note
+    if note is None:
+        return None
+    budget = s.task_gpu_budget_mib
+    parts = [
+        f"{s.name}: budget {budget} MiB, needs {note.need_mib} ({note.residency_mib} resident + "
+        f"{note.peak_working_mib} working), headroom {budget - note.need_mib} MiB"
+    ]
+    if note.evidence is not None:
+        e = note.evidence
+        parts.append(
+            f"measured peak {e.peak_mib} MiB on {e.measured_on.isoformat()} ({e.source}), "
+            f"headroom {budget - e.peak_mib} MiB"
+        )
+    else:
+        parts.append("not measured (a guess)")
+    if note.compute_percent is not None:
+        parts.append(f"needs {note.compute_percent}% of the GPU's compute")
+    if note.isolation_group:
+        parts.append(f"isolation group {note.isolation_group}" + (" (own hosts)" if note.isolate_host else ""))
+    parts.append(f"if the MPS server or host restarts: {note.shared_failure}")
+    return "; ".join(parts)
 
 
 def to_json(assessment: Assessment) -> dict[str, Any]:
@@ -32,12 +87,20 @@ def to_json(assessment: Assessment) -> dict[str, Any]:
                     "gpu_budgets_mib": list(s.shape.gpu_budgets_mib),
                     "whole_gpus": s.whole_gpus,
                 },
+                "allocation": _note_json(s),
             }
             for s in plan.services
         ],
         "outside_plan": [{"name": o.name, "capacity": o.capacity, "reason": o.reason} for o in assessment.outside],
         "findings": [
-            {"rule_id": f.rule_id, "level": str(f.level), "kind": f.kind, "subject": f.subject, "message": f.message}
+            {
+                "rule_id": f.rule_id,
+                "level": str(f.level),
+                "kind": f.kind,
+                "subject": f.subject,
+                "message": f.message,
+                "acknowledged": f.acknowledged,
+            }
             for f in assessment.findings
         ],
         "summary": {
@@ -194,6 +257,7 @@ def to_table(assessment: Assessment) -> str:
         f"(lower bound {plan.gpu_lower_bound}), "
         f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
     )
+    rows.extend(f"note: {line}" for s in plan.services if (line := note_line(s)))
     rows.extend(str(f) for f in assessment.findings)
     return "\n".join(rows)
 
@@ -234,6 +298,9 @@ def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str
     out += [f"- {line}" for c in plan.capacities if (line := types_line(c))]
     for o in assessment.outside:
         out.append(f"| {o.name} | {o.capacity} | ? | outside the plan: {o.reason} | - | - |")
+    notes = [f"- {line}" for s in plan.services if (line := note_line(s))]
+    if notes:
+        out += ["", "## Allocation notes", "", *notes]
     out += ["", "## Findings", ""]
     out += [f"- {f}" for f in assessment.findings] or ["- none"]
     return "\n".join(out) + "\n"
@@ -249,6 +316,7 @@ def to_svg(plan: Plan) -> str:
     bar_w, bar_h, gap, label_w = 360, 18, 6, 190
     colour = _colours([s.name for s in plan.services])
     budget = {s.name: s.task_gpu_budget_mib for s in plan.services}
+    tip = {s.name: f"; {line}" if (line := note_line(s)) else "" for s in plan.services}
     rows: list[str] = []
     y = 10
     for c in plan.capacities:
@@ -270,7 +338,7 @@ def to_svg(plan: Plan) -> str:
                         w = bar_w if gpu.whole else bar_w * budget[name] / usable
                         rows.append(
                             f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour[name]}" '
-                            f'stroke="#fff"><title>{escape(name)}: {budget[name]} MiB</title></rect>'
+                            f'stroke="#fff"><title>{escape(name)}: {budget[name]} MiB{escape(tip[name])}</title></rect>'
                         )
                         x += w
                 rows.append(

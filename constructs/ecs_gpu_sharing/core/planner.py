@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from . import cutting_stock
+from .allocation import AllocationNote
 from .capacity_facts import HostFacts
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
@@ -58,6 +59,7 @@ class CapacityInput:
     gpu_memory_source: str = ""
     kind: str = EC2  # or MANAGED_INSTANCES
     instance_types: tuple[str, ...] = ()  # all allowed; the figures are the smallest's (``instance_type``)
+    daemons: tuple[str, ...] = ()  # daemon services whose one task per host the host figures already leave out
 
     @classmethod
     def from_facts(
@@ -97,6 +99,17 @@ class ServiceInput:
     tasks: int  # the largest count the service runs outside a deployment
     max_percent: int = 200  # the deployment's maximum percent, as the service states it
     count_source: str = "desired count"  # where ``tasks`` comes from, for the reader of a plan
+    note: AllocationNote | None = None  # why the budget is what it is; its isolation group keeps it apart
+    image: str | None = None  # the GPU container's image, when known (evidence names the image it was measured on)
+    acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this service
+
+    @property
+    def isolation_group(self) -> str:
+        return self.note.isolation_group if self.note is not None else ""
+
+    @property
+    def isolate_host(self) -> bool:
+        return self.note is not None and self.note.isolate_host
 
     @property
     def cpu_units(self) -> int:
@@ -722,31 +735,12 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
             unplaced.append(Unplaced(service.name, count, "; ".join(map(str, problems))))
         elif count:
             fitting.append((service, count))
-    items = [
-        _Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
-        for s, n in fitting
-        if s.clients and not s.whole_gpus
-    ]
-    others = []
-    for s, n in fitting:
-        if s.whole_gpus:
-            load = GpuLoad(tasks=((s.name, 1),), whole=True)
-            others.append(_Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n))
-        elif not s.clients:
-            others.append(_Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),)))
-    solution = _lp_solution(items, capacity) if items else None
-    stage_one = [_pack_gpus(items, capacity, fill) for fill in (_FILLS if items else _FILLS[:1])]
-    if solution is not None and solution.patterns:
-        guided = _pack_gpus_lp(items, capacity, solution)
-        if guided is not None:
-            stage_one.append(guided)
-    best: list[_Host] | None = None
-    for packed in stage_one:
-        gpus = [_Unit([load], cpu, mem, count) for load, cpu, mem, count in packed]
-        hosts = _pack_hosts(gpus + others, capacity)
-        if best is None or _size(hosts) < _size(best):
-            best = hosts
-    assert best is not None
+    best: list[_Host] = []
+    lp_bound = 0
+    for partition in _partitions(fitting):
+        hosts, bound = _pack_partition(capacity, partition)
+        best.extend(hosts)
+        lp_bound += bound
     groups = [
         InstanceGroup(
             count=h.count,
@@ -763,7 +757,7 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
         unplaced.extend(
             Unplaced(name, n, f"no room within max_instances={capacity.max_instances}") for name, n in over.items()
         )
-    gpu_lb, host_lb = _lower_bounds(capacity, fitting, solution.bound if solution is not None else 0)
+    gpu_lb, host_lb = _lower_bounds(capacity, fitting, lp_bound)
     whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
     return CapacityPlan(
         capacity=capacity,
@@ -774,6 +768,60 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
         instance_lower_bound=host_lb,
         whole_gpu_gpus=whole_gpu,
     )
+
+
+def _partitions(fitting: list[tuple[ServiceInput, int]]) -> list[list[list[tuple[ServiceInput, int]]]]:
+    """The tasks as host partitions (no host holds two), each a list of isolation groups (no GPU holds two): a
+    host-isolated group is a partition of its own; the other groups share hosts, on GPUs of their own."""
+    by_group: dict[str, list[tuple[ServiceInput, int]]] = {}
+    for s, n in fitting:
+        by_group.setdefault(s.isolation_group, []).append((s, n))
+    alone = [[g] for name, g in sorted(by_group.items()) if any(s.isolate_host for s, _ in g)]
+    shared = [g for name, g in sorted(by_group.items()) if not any(s.isolate_host for s, _ in g)]
+    return alone + ([shared] if shared else [])
+
+
+def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> tuple[list[_Host], int]:
+    """Hosts for tasks that may share hosts, each isolation group on GPUs of its own; and the LP's bound on the
+    GPUs of their MPS tasks (0 where the LP was not run)."""
+    candidates: list[list[list[tuple[GpuLoad, int, int, int]]]] = []
+    others: list[_Unit] = []
+    bound = 0
+    for group in groups:
+        items = [
+            _Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
+            for s, n in group
+            if s.clients and not s.whole_gpus
+        ]
+        for s, n in group:
+            if s.whole_gpus:
+                load = GpuLoad(tasks=((s.name, 1),), whole=True)
+                others.append(_Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n))
+            elif not s.clients:
+                others.append(_Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),)))
+        if not items:
+            continue
+        solution = _lp_solution(items, capacity)
+        packed = [_pack_gpus(items, capacity, fill) for fill in _FILLS]
+        if solution is not None and solution.patterns:
+            bound += solution.bound
+            guided = _pack_gpus_lp(items, capacity, solution)
+            if guided is not None:
+                packed.append(guided)
+        candidates.append(packed)
+    best: list[_Host] | None = None
+    # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
+    for i in range(max((len(c) for c in candidates), default=1)):
+        gpus = [
+            _Unit([load], cpu, mem, count)
+            for packed in candidates
+            for load, cpu, mem, count in packed[min(i, len(packed) - 1)]
+        ]
+        hosts = _pack_hosts(gpus + others, capacity)
+        if best is None or _size(hosts) < _size(best):
+            best = hosts
+    assert best is not None
+    return best, bound
 
 
 def _keep(groups: list[InstanceGroup], limit: int, whole: dict[str, int]) -> tuple[list[InstanceGroup], dict[str, int]]:

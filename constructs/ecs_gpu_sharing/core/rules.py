@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from .allocation import digest_of
 from .mps import MAX_CLIENTS_PER_GPU
 from .planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
 
@@ -49,12 +50,15 @@ class Finding:
     kind: str  # "service" or "capacity"
     subject: str
     message: str
+    acknowledged: str | None = None  # the reason a warning was accepted for its service
 
     @property
     def error(self) -> bool:
         return self.level is Level.ERROR
 
     def __str__(self) -> str:
+        if self.acknowledged is not None:
+            return f"acknowledged [{self.rule_id}]: {self.kind} {self.subject}: {self.acknowledged}"
         return f"{self.level} [{self.rule_id}]: {self.kind} {self.subject}: {self.message}"
 
 
@@ -165,6 +169,73 @@ def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
+def budget_below_need(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        note = s.note
+        if note is not None and s.clients and s.task_gpu_budget_mib < note.need_mib:
+            yield (
+                s.name,
+                f"its GPU budget of {s.task_gpu_budget_mib} MiB is below what its allocation note says it needs: "
+                f"{note.residency_mib} MiB resident + {note.peak_working_mib} MiB peak working memory = "
+                f"{note.need_mib} MiB; raise the budget to at least {note.need_mib} MiB, or correct the note",
+            )
+
+
+def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        if not s.clients or (s.note is not None and s.note.evidence is not None):
+            continue
+        what = "no allocation note" if s.note is None else "an allocation note without evidence"
+        yield (
+            s.name,
+            f"its GPU budget of {s.task_gpu_budget_mib} MiB is a guess ({what}): measure its peak under its real "
+            "request mix (the telemetry daemon and `ecs-gpu-sharing evaluate --write` record it), or acknowledge "
+            "the warning with a reason",
+        )
+
+
+def evidence_older_than_image(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        evidence = s.note.evidence if s.note is not None else None
+        if evidence is None or evidence.image is None:
+            continue
+        measured, running = digest_of(evidence.image), digest_of(s.image)
+        if measured is not None and measured != running:
+            now = f"image {s.image}" if s.image else "an image the plan cannot read"
+            yield (
+                s.name,
+                f"its evidence was measured on {evidence.image} ({evidence.measured_on.isoformat()}), but it runs "
+                f"{now}; "
+                "a new build can use more GPU memory: measure again, or acknowledge the warning with a reason",
+            )
+
+
+def isolation_not_enforceable(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        on = ctx.on(name)
+        groups = {s.isolation_group for s in on if s.clients}
+        managed = cap.kind == MANAGED_INSTANCES
+        if len(groups) < 2 or (cap.gpus_per_instance == 1 and not managed):
+            continue
+        for s in on:
+            if managed and s.note is not None and s.note.isolation_group:
+                yield (
+                    s.name,
+                    f"its isolation group {s.isolation_group!r} shares Managed Instances capacity {name} with other "
+                    "groups: the plan keeps them apart, but the app sets no placement expressions there; give the "
+                    "group a capacity of its own",
+                )
+            elif s.note is not None and s.note.isolation_group and not s.isolate_host:
+                yield (
+                    s.name,
+                    f"its isolation group {s.isolation_group!r} shares {cap.instance_type} hosts "
+                    f"({cap.gpus_per_instance} GPUs each) with other groups: the plan keeps the groups on "
+                    "separate GPUs, "
+                    "but ECS picks the GPU "
+                    "inside a host and cannot be told to; set isolate_host to keep the groups on separate hosts",
+                )
+
+
 def _clashes(kind: str) -> Check:
     def check(ctx: Context) -> Iterator[tuple[str, str]]:
         for c in ctx.clashes:
@@ -216,6 +287,34 @@ RULES: tuple[Rule, ...] = (
         task_shape_not_literal,
     ),
     Rule(
+        "ecs-gpu-sharing:BudgetBelowNeed",
+        Level.ERROR,
+        "service",
+        "a GPU budget must cover the allocation note's model residency plus its peak working memory",
+        budget_below_need,
+    ),
+    Rule(
+        "ecs-gpu-sharing:BudgetIsAGuess",
+        Level.WARNING,
+        "service",
+        "a GPU budget without measured evidence is a guess the plan trusts",
+        budget_is_a_guess,
+    ),
+    Rule(
+        "ecs-gpu-sharing:EvidenceOlderThanImage",
+        Level.WARNING,
+        "service",
+        "evidence measured on another image than the one the service runs may not hold",
+        evidence_older_than_image,
+    ),
+    Rule(
+        "ecs-gpu-sharing:IsolationNotEnforceable",
+        Level.WARNING,
+        "service",
+        "ECS cannot keep isolation groups on separate GPUs of one multi-GPU host",
+        isolation_not_enforceable,
+    ),
+    Rule(
         "ecs-gpu-sharing:SurgeDoesNotFit",
         Level.WARNING,
         "capacity",
@@ -259,7 +358,8 @@ class Assessment:
 
     @property
     def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if not f.error]
+        """Warnings not acknowledged."""
+        return [f for f in self.findings if not f.error and f.acknowledged is None]
 
     def about(self, kind: str, subject: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind and f.subject == subject]
@@ -281,8 +381,16 @@ def assess(
     # The surge is planned without the bound: the answer says how many instances a deployment needs.
     surge = plan([replace(c, max_instances=None) for c in caps.values()], svcs, surge=True)
     ctx = Context(caps, svcs, list(outside), list(clashes), list(shape_errors), steady, surge)
+    acks = {(s.name, rule_id): reason for s in svcs for rule_id, reason in s.acknowledged}
     findings = [
-        Finding(rule.rule_id, rule.level, rule.kind, subject, message)
+        Finding(
+            rule.rule_id,
+            rule.level,
+            rule.kind,
+            subject,
+            message,
+            acknowledged=acks.get((subject, rule.rule_id)) if rule.level is Level.WARNING else None,
+        )
         for rule in RULES
         for subject, message in rule.check(ctx)
     ]
