@@ -13,8 +13,10 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ecs_gpu_sharing import GpuAmi, GpuCapacity, GpuManagedInstancesCapacity
+from ecs_gpu_sharing.cdk.telemetry import GpuTelemetry
 from ecs_gpu_sharing.core.fleet import CapacitySpec, LoadBalancerSpec
 from ecs_gpu_sharing.core.planner import MANAGED_INSTANCES
+from ecs_gpu_sharing.core.telemetry import DAEMON_NAME
 
 from .ingress import Balancer, build_load_balancers
 
@@ -36,6 +38,7 @@ class ClusterStack(Stack):
         vpc_id: str | None = None,
         load_balancers: Mapping[str, LoadBalancerSpec] | None = None,
         service_connect_namespace: str | None = None,
+        telemetry: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
@@ -89,6 +92,13 @@ class ClusterStack(Stack):
             )
             self.capacities[name] = capacity
             CfnOutput(capacity, "ProviderName", value=capacity.capacity_provider.capacity_provider_name)
+
+        # The GPU telemetry daemon on every EC2 GPU host (daemon services do not run on Managed Instances).
+        self.telemetry = (
+            GpuTelemetry(self, DAEMON_NAME, cluster=self.cluster)
+            if telemetry and any(isinstance(c, GpuCapacity) for c in self.capacities.values())
+            else None
+        )
 
     def _existing_vpc(self, vpc_id: str | None) -> ec2.IVpc:
         """The fleet's existing VPC, looked up at synth (credentials needed) and cached in cdk.context.json."""

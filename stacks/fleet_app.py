@@ -16,6 +16,7 @@ from ecs_gpu_sharing.operations.aws import known_regions
 from .cluster import ClusterStack
 from .network import NetworkStack
 from .nist import AcceptNistFindings
+from .observability import ObservabilityStack
 from .services import ServicesStack
 
 DEFAULT_FLEET = Path(__file__).resolve().parent.parent / "fleet.toml"
@@ -27,9 +28,10 @@ class FleetStacks:
     network: NetworkStack | None  # None when the fleet names an existing VPC
     cluster: ClusterStack
     services: list[ServicesStack] = field(default_factory=list)
+    observability: list[ObservabilityStack] = field(default_factory=list)  # dashboards and alarms, with telemetry
 
     def all(self) -> list[cdk.Stack]:
-        return [*([self.network] if self.network else []), self.cluster, *self.services]
+        return [*([self.network] if self.network else []), self.cluster, *self.services, *self.observability]
 
 
 def fleet_path(app: cdk.App) -> Path:
@@ -58,6 +60,7 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
         capacities=spec.capacities,
         load_balancers=spec.load_balancers,
         service_connect_namespace=spec.service_connect_namespace,
+        telemetry=spec.telemetry,
         env=env,
     )
     stacks = FleetStacks(network=network, cluster=cluster)
@@ -85,4 +88,20 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
                 env=env,
             )
         )
+    if cluster.telemetry is not None:
+        # One dashboard per shard of services (a dashboard holds 500 widgets): for most fleets, one in all.
+        for shard, stack in enumerate(stacks.services, start=1):
+            stacks.observability.append(
+                ObservabilityStack(
+                    app,
+                    f"{spec.name}-observability-{shard}",
+                    cluster=cluster.cluster,
+                    services={
+                        name: (service, spec.services[name].shape(spec.source).task_gpu_budget_mib)
+                        for name, service in stack.services.items()
+                    },
+                    alarm_topic=cluster.scaling_events,
+                    env=env,
+                )
+            )
     return stacks

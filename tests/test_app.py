@@ -30,7 +30,12 @@ def synthesized() -> dict[str, Any]:
 
 
 def test_default_app_has_network_cluster_and_services_stacks(synthesized: dict[str, Any]) -> None:
-    assert list(synthesized["templates"]) == ["models-network", "models-cluster", "models-services-1"]
+    assert list(synthesized["templates"]) == [
+        "models-network",
+        "models-cluster",
+        "models-services-1",
+        "models-observability-1",
+    ]
 
 
 def test_network_has_private_subnets_in_two_azs_and_flow_logs(synthesized: dict[str, Any]) -> None:
@@ -66,7 +71,7 @@ def test_every_task_definition_passes_botocores_ecs_model(synthesized: dict[str,
             if resource["Type"] == "AWS::ECS::TaskDefinition":
                 found += 1
                 assert ecs_register_task_definition_errors(resource["Properties"]) == ""
-    assert found == 3
+    assert found == 4  # three services and the telemetry daemon
 
 
 def test_services_log_to_cloudwatch_with_retention(synthesized: dict[str, Any]) -> None:
@@ -88,7 +93,7 @@ def test_plan_is_written_with_the_templates(synthesized: dict[str, Any]) -> None
     assert plan["summary"]["fits"] is True and plan["summary"]["instances"] == 3
 
 
-@pytest.mark.parametrize("stack", ["models-network", "models-cluster", "models-services-1"])
+@pytest.mark.parametrize("stack", ["models-network", "models-cluster", "models-services-1", "models-observability-1"])
 def test_snapshot(synthesized: dict[str, Any], stack: str, gpu_snapshot: SnapshotAssertion) -> None:
     # The library's own pytest plugin (gpu_snapshot, from its pytest11 entry point) normalizes the template.
     assert gpu_snapshot == normalize_template(synthesized["templates"][stack])
@@ -194,7 +199,7 @@ def test_a_300_service_fleet_shards_into_stacks_well_under_the_resource_limit() 
     stacks = build_app(app, fleet.parse(_big_fleet(300)))
     assembly = app.synth()
     counts = {s.stack_name: len(assembly.get_stack_artifact(s.artifact_id).template["Resources"]) for s in stacks.all()}
-    assert len(stacks.services) == 8
+    assert len(stacks.services) == 8 and len(stacks.observability) == 8  # a dashboard per shard
     assert max(counts.values()) <= 300, counts  # CloudFormation allows 500
     services = sum(
         1
@@ -242,6 +247,7 @@ def test_cdk_cli_synthesizes_the_default_app_offline(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "out").glob("*.template.json")) == [
         "models-cluster.template.json",
         "models-network.template.json",
+        "models-observability-1.template.json",
         "models-services-1.template.json",
     ]
     assert "end-of-life" not in result.stderr and "GPU fleet plan: l4 (g6.2xlarge)" in result.stderr

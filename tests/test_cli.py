@@ -68,6 +68,7 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
         "gpu_margin_mib",
         "gpu_memory_basis",
         "gpu_memory_source",
+        "daemons",
         "usable_gpu_memory_mib",
         "host_cpu_units",
         "host_memory_mib",
@@ -136,6 +137,6 @@ def test_plan_refuses_a_malformed_fleet_in_one_line(tmp_path: Path, capsys: pyte
     assert main(["plan", str(fleet)]) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"error: {fleet}: unknown key extra; the keys here are: name, account, region, vpc_id, "
-        "service_connect_namespace, capacity, service, load_balancer",
+        "service_connect_namespace, telemetry, capacity, service, load_balancer",
         f"error: {fleet}: no [service.<name>] table; a fleet needs at least one service to plan",
     ]

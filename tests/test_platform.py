@@ -60,7 +60,7 @@ def _containers(template: dict[str, Any], service: str) -> dict[str, dict[str, A
 
 def test_the_example_fleet_passes_the_nist_800_53_pack() -> None:
     stacks = _synth(REPO / "fleet.toml")["templates"]
-    assert list(stacks) == ["models-network", "models-cluster", "models-services-1"]
+    assert list(stacks) == ["models-network", "models-cluster", "models-services-1", "models-observability-1"]
 
 
 def test_platform_templates_pass_cfn_lint_and_botocore(platform: dict[str, Any]) -> None:
@@ -70,7 +70,7 @@ def test_platform_templates_pass_cfn_lint_and_botocore(platform: dict[str, Any])
         for task in _resources(template, "AWS::ECS::TaskDefinition"):
             tasks += 1
             assert ecs_register_task_definition_errors(task["Properties"]) == ""
-    assert tasks == 2
+    assert tasks == 3  # two services and the telemetry daemon
 
 
 def test_no_warning_is_left_unacknowledged(platform: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ import datetime
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from .planner import EC2, KINDS, MANAGED_INSTANCES, TASK_RULES, CapacityInput, S
 from .quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
 from .rules import RULES, Level, assess
 from .shape import ContainerFacts, TaskShape, task_shape
+from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
 """Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
@@ -183,6 +184,7 @@ class FleetSpec:
     vpc_id: str | None = None  # deploy into this existing VPC instead of a new one
     load_balancers: Mapping[str, LoadBalancerSpec] = field(default_factory=dict)
     service_connect_namespace: str | None = None
+    telemetry: bool = True
 
     def ecs_service_name(self, service: str) -> str:
         """The ECS service name the app gives a service that placement expressions must name."""
@@ -214,9 +216,16 @@ class FleetSpec:
     def capacity_inputs(self) -> list[CapacityInput]:
         out = []
         for cap in self.capacities.values():
-            out.append(
-                CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances, kind=cap.kind)
-            )
+            given = CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances, kind=cap.kind)
+            if self.telemetry and cap.kind == EC2:
+                # The app runs the telemetry daemon on every EC2 GPU host: its task is not there for the plan.
+                given = replace(
+                    given,
+                    host_cpu_units=given.host_cpu_units - DAEMON_CPU_UNITS,
+                    host_memory_mib=given.host_memory_mib - DAEMON_MEMORY_MIB,
+                    daemons=(DAEMON_NAME,),
+                )
+            out.append(given)
         return out
 
     def service_inputs(self) -> list[ServiceInput]:
@@ -318,6 +327,13 @@ TOP = (
         "a Cloud Map namespace: services with a port call each other as http://<service>:<port> (Service Connect)",
         pattern=_DNS_NAME,
         example="models.internal",
+    ),
+    Key(
+        "telemetry",
+        bool,
+        False,
+        "the GPU telemetry daemon on every EC2 GPU host, a dashboard and budget alarms",
+        default=True,
     ),
     Key("capacity", dict, True, "the GPU capacities, one table each"),
     Key("service", dict, True, "the services, one table each"),
@@ -1235,6 +1251,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         vpc_id=top.get("vpc_id"),
         load_balancers=load_balancers,
         service_connect_namespace=top.get("service_connect_namespace"),
+        telemetry=top.get("telemetry", True),
     )
     for name, expression in spec.host_isolation().items():
         if len(expression) > MAX_PLACEMENT_EXPRESSION:

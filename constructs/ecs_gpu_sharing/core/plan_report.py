@@ -131,6 +131,7 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
         "usable_gpu_memory_mib": cap.usable_gpu_memory_mib,
         "host_cpu_units": cap.host_cpu_units,
         "host_memory_mib": cap.host_memory_mib,
+        "daemons": list(cap.daemons),  # daemon services whose task per host the host figures leave out
         "min_instances": cap.min_instances,
         "max_instances": assessment.max_instances.get(cap.name),
         "surge_instances": assessment.surge.capacity(cap.name).instance_count,
