@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .core import catalog, fleet, plan_diff, plan_report
-from .core.errors import GpuSharingError, PlanError
+from .core.errors import FleetSpecError, GpuSharingError, PlanError
 from .core.files import check_output_path, write_atomic
 from .core.rules import assess
 
@@ -127,6 +129,105 @@ def _cluster_status(args: argparse.Namespace) -> int:
     return 1 if result.problems else 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from .core import fleet_edit, right_size
+    from .operations import evaluate
+    from .operations.aws import client
+
+    try:
+        seconds = evaluate.window_seconds(args.since)
+    except ValueError as error:
+        raise FleetSpecError(str(error)) from None
+    if not 0 <= args.margin_percent <= 100:
+        raise FleetSpecError(f"--margin-percent {args.margin_percent}: give 0 to 100")
+    path = Path(args.fleet)
+    spec = fleet.load(path)
+    text = path.read_text(encoding="utf-8") if args.write else ""
+    if args.write:
+        check_output_path(str(path), what="fleet file", option="--write")
+    now = datetime.datetime.now(datetime.UTC)
+    measured = evaluate.measure(
+        client("ecs", args.region), client("cloudwatch", args.region), args.cluster, spec, seconds=seconds, now=now
+    )
+    verdicts = right_size.judge(spec, measured, args.margin_percent)
+    before, after = right_size.replan(spec, verdicts)
+    change = plan_diff.diff(
+        plan_report.to_json(before), plan_report.to_json(after), old_source="budgets now", new_source="suggested"
+    )
+    notes: list[str] = []
+    if args.write:
+        edited, notes = fleet_edit.apply(text, evaluate.changes(verdicts, now.date()), source=str(path))
+        write_atomic(path, edited)
+    if args.json:
+        doc = {
+            "cluster": args.cluster,
+            "since": args.since,
+            "margin_percent": args.margin_percent,
+            "services": [_verdict_json(v) for v in verdicts],
+            "replan": {
+                "instances": [before.steady.instances, after.steady.instances],
+                "gpus": [before.steady.gpus, after.steady.gpus],
+                "diff": plan_diff.to_text(change),
+            },
+            "written": str(path) if args.write else None,
+            "notes": notes,
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(_verdict_table(verdicts))
+        print()
+        print(plan_diff.to_text(change))
+        for note in notes:
+            print(f"note: {note}")
+        if args.write:
+            print(f"wrote {path}")
+    return 1 if any(v.verdict == right_size.TOO_TIGHT for v in verdicts) else 0
+
+
+def _verdict_json(v: Any) -> dict[str, Any]:
+    m = v.measured
+    return {
+        "service": v.service,
+        "ecs_service": m.ecs_service,
+        "budget_mib": v.budget_mib,
+        "peak_mib": m.peak_mib,
+        "p99_mib": m.p99_mib,
+        "headroom_mib": v.headroom_mib,
+        "utilization_percent": m.utilization_percent,
+        "oom_stops": m.oom_stops,
+        "mps_stops": m.mps_stops,
+        "crash_stops": m.crash_stops,
+        "recent_stop_reasons": list(m.recent_stop_reasons),
+        "image": m.image,
+        "verdict": v.verdict,
+        "suggested_mib": v.suggested_mib,
+        "why": v.why,
+    }
+
+
+def _verdict_table(verdicts: list[Any]) -> str:
+    rows = [("service", "budget", "peak", "p99", "headroom", "OOM/MPS/crash stops", "util %", "verdict", "suggested")]
+    for v in verdicts:
+        m = v.measured
+        rows.append(
+            (
+                v.service,
+                str(v.budget_mib),
+                "-" if m.peak_mib is None else str(m.peak_mib),
+                "-" if m.p99_mib is None else str(m.p99_mib),
+                "-" if v.headroom_mib is None else str(v.headroom_mib),
+                f"{m.oom_stops}/{m.mps_stops}/{m.crash_stops}",
+                "-" if m.utilization_percent is None else str(m.utilization_percent),
+                v.verdict,
+                str(v.suggested_mib),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += [f"{v.service}: {v.why}" for v in verdicts]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ecs-gpu-sharing", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -168,6 +269,21 @@ def build_parser() -> argparse.ArgumentParser:
     cstatus.add_argument("--region")
     cstatus.add_argument("--json", action="store_true")
     cstatus.set_defaults(func=_cluster_status)
+
+    judging = commands.add_parser(
+        "evaluate",
+        help="judge each service's GPU budget by what it used (AWS calls); --write right-sizes the fleet file",
+    )
+    judging.add_argument("--cluster", required=True)
+    judging.add_argument("--fleet", required=True, help="the fleet file the cluster was deployed from")
+    judging.add_argument("--since", default="7d", help="the window: 7d, 12h, 90m (default 7d)")
+    judging.add_argument(
+        "--margin-percent", type=int, default=10, help="suggested budget = measured peak + this (default 10)"
+    )
+    judging.add_argument("--write", action="store_true", help="write the suggested budgets and evidence to --fleet")
+    judging.add_argument("--region")
+    judging.add_argument("--json", action="store_true")
+    judging.set_defaults(func=_evaluate)
 
     planning = commands.add_parser(
         "plan", help="plan a fleet file without synthesizing (plan diff OLD NEW: compare two plans)"
