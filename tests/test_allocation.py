@@ -256,3 +256,14 @@ def test_a_daemon_service_takes_its_share_of_every_host_from_the_plan() -> None:
         full.host_cpu_units - 256,
         full.host_memory_mib - 512,
     )
+
+
+def test_on_one_gpu_hosts_a_group_needs_a_placement_expression_for_ecs_to_keep_it_apart() -> None:
+    grouped = note(isolation_group="x", evidence=measured())
+    told = svc("a", 4096, note=grouped, placement=("not(task:group == service:t-b)",))
+    untold = svc("a", 4096, note=grouped)
+    other = svc("b", 4096, note=note(evidence=measured()))
+    assert ("IsolationNotEnforceable", "a") in _ids(assess([L4], [untold, other]))
+    assert _ids(assess([L4], [told, other])) == []
+    spec = _parse(BASE)  # the fleet file's services carry the app's expressions
+    assert [f for f in assess(spec.capacity_inputs(), spec.service_inputs()).findings if "Isolation" in f.rule_id] == []

@@ -302,6 +302,11 @@ def discover(
                 note=(notes or {}).get(named),
                 image=_gpu_image(construct),
                 acknowledged=tuple(sorted((acknowledged or {}).get(named, {}).items())),
+                placement=tuple(
+                    str(c.get("expression"))
+                    for c in props.get("placementConstraints") or []
+                    if isinstance(c, dict) and isinstance(c.get("expression"), str)
+                ),
             )
         )
     found.capacities = [

@@ -229,6 +229,7 @@ class FleetSpec:
         return out
 
     def service_inputs(self) -> list[ServiceInput]:
+        apart = self.host_isolation()
         return [
             ServiceInput(
                 name=s.name,
@@ -239,6 +240,7 @@ class FleetSpec:
                 note=s.note,
                 image=s.image,
                 acknowledged=tuple(sorted(s.acknowledge.items())),
+                placement=(apart[s.name],) if s.name in apart else (),
             )
             for s in self.services.values()
         ]

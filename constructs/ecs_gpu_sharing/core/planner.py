@@ -102,6 +102,7 @@ class ServiceInput:
     note: AllocationNote | None = None  # why the budget is what it is; its isolation group keeps it apart
     image: str | None = None  # the GPU container's image, when known (evidence names the image it was measured on)
     acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this service
+    placement: tuple[str, ...] = ()  # its ECS memberOf placement expressions
 
     @property
     def isolation_group(self) -> str:

@@ -215,7 +215,19 @@ def isolation_not_enforceable(ctx: Context) -> Iterator[tuple[str, str]]:
         on = ctx.on(name)
         groups = {s.isolation_group for s in on if s.clients}
         managed = cap.kind == MANAGED_INSTANCES
-        if len(groups) < 2 or (cap.gpus_per_instance == 1 and not managed):
+        if len(groups) < 2:
+            continue
+        if cap.gpus_per_instance == 1 and not managed:
+            # One GPU per host: separate GPUs are separate hosts, which ECS keeps only when told, by task group.
+            for s in on:
+                if s.clients and s.isolation_group and not any("task:group" in e for e in s.placement):
+                    yield (
+                        s.name,
+                        f"its isolation group {s.isolation_group!r} shares capacity {name} with other groups: the plan "
+                        "keeps it on hosts of its own, but its service has no placement expression that tells ECS to; "
+                        "give the services fixed names and memberOf 'not(task:group == service:<name>)' for each "
+                        "service of another group (the fleet-file app does), or a capacity of its own",
+                    )
             continue
         for s in on:
             if managed and s.note is not None and s.note.isolation_group:
