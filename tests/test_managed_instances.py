@@ -90,3 +90,14 @@ def test_snapshot_of_the_managed_instances_provider(mixed: dict[str, Any], gpu_s
     cluster = mixed["templates"]["models-cluster"]["Resources"]
     managed = {k: v for k, v in cluster.items() if k.startswith("Capacitiesl40s")}
     assert gpu_snapshot == normalize_template({"Resources": managed})
+
+
+def test_the_cli_plans_the_mixed_fleet_as_synth_does(mixed: dict[str, Any]) -> None:
+    # The telemetry daemon runs on the EC2 hosts only: both plans take its share from l4, neither from l40s.
+    from ecs_gpu_sharing.core import plan_report
+    from ecs_gpu_sharing.core.rules import assess
+
+    spec = fleet.parse(tomllib.loads(MIXED), source="mixed.toml")
+    cli = plan_report.to_json(assess(spec.capacity_inputs(), spec.service_inputs()))
+    assert cli == mixed["plan"]
+    assert {c["name"]: c["daemons"] for c in cli["capacities"]} == {"l4": ["Telemetry"], "l40s": []}

@@ -24,7 +24,7 @@ from constructs import IConstruct
 from ..core.allocation import AllocationNote
 from ..core.capacity_facts import HostFacts
 from ..core.errors import GpuSharingError
-from ..core.planner import CapacityInput, ServiceInput
+from ..core.planner import MANAGED_INSTANCES, CapacityInput, ServiceInput
 from ..core.rules import NameClash, OutsideService
 from ..core.shape import TaskShape, containers_from_cloudformation, task_shape
 from ..core.tokens import describe
@@ -248,8 +248,11 @@ def discover(
             # EC2 launch type: a GPU task may land on these hosts, but their capacity provider does not scale for it.
             if isinstance(shape, TaskShape) and not shape.uses_gpu:
                 if props.get("schedulingStrategy") == "DAEMON":
-                    # One task on every host of the cluster: what it takes is not there for the planned tasks.
+                    # One task on every EC2 host of the cluster: what it takes is not there for the planned tasks.
+                    # Managed Instances hosts are assumed not to take EC2-launch-type tasks (README: known unknowns).
                     for cap, _ in on:
+                        if cap.kind == MANAGED_INSTANCES:
+                            continue
                         cpu, mem, daemons = reserved.get(cap.plan_name, (0, 0, ()))
                         reserved[cap.plan_name] = (cpu + shape.cpu_units, mem + shape.memory_mib, (*daemons, name))
                 continue
