@@ -16,10 +16,12 @@ import pytest
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import NIST80053R5Checks
+from syrupy.assertion import SnapshotAssertion
 
 from ecs_gpu_sharing import FleetSpecError, MpsShare, SharedGpuTaskDefinition
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
+from ecs_gpu_sharing.testing import normalize_template
 from stacks.fleet_app import build_app
 
 from conftest import REPO, new_app
@@ -462,3 +464,9 @@ def test_isolation_groups_become_placement_constraints_on_named_services(platfor
     plan = json.loads((platform["dir"] / "gpu-fleet-plan.json").read_text())
     (entry,) = [s for s in plan["services"] if s["name"] == "chat"]
     assert entry["allocation"]["isolation_group"] == "chat" and entry["allocation"]["evidence"]["peak_mib"] == 5400
+
+
+@pytest.mark.parametrize("stack", ["plat-cluster", "plat-services-1", "plat-observability-1"])
+def test_snapshot(platform: dict[str, Any], stack: str, gpu_snapshot: SnapshotAssertion) -> None:
+    # Notes, an isolation group, the daemon, the dashboard and alarms, as the platform fleet synthesizes them.
+    assert gpu_snapshot == normalize_template(platform["templates"][stack])
