@@ -8,6 +8,7 @@ AwsSolutions at every synth, NIST 800-53 rev 5 here), cfn-lint and botocore's EC
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -470,3 +471,10 @@ def test_isolation_groups_become_placement_constraints_on_named_services(platfor
 def test_snapshot(platform: dict[str, Any], stack: str, gpu_snapshot: SnapshotAssertion) -> None:
     # Notes, an isolation group, the daemon, the dashboard and alarms, as the platform fleet synthesizes them.
     assert gpu_snapshot == normalize_template(platform["templates"][stack])
+
+
+def test_telemetry_off_builds_no_daemon_and_plans_whole_hosts() -> None:
+    spec = fleet.parse({**tomllib.loads(PLATFORM.read_text()), "telemetry": False}, source="plat.toml")
+    assert [c.daemons for c in spec.capacity_inputs()] == [()]
+    stacks = build_app(new_app(), spec)
+    assert stacks.cluster.telemetry is None and stacks.observability == []
