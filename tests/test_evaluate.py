@@ -129,7 +129,7 @@ def test_write_round_trips_the_fleet_file_with_comments_intact() -> None:
     assert spec.services["reranker"].gpu_budget_mib == 3392
     assert notes == [
         "service.reranker: no [service.reranker.allocation] table, so the evidence is not recorded; add one "
-        "(residency_mib, peak_working_mib, shared_failure) and run again"
+        "(residency_mib, peak_working_mib, shared_failure) as a table of its own and run again"
     ]
     # Everything else is as it was.
     before, after = tomllib.loads(FLEET), tomllib.loads(edited)
@@ -296,3 +296,19 @@ def test_the_running_image_and_recent_stops_come_from_ecs() -> None:
     ]
     assert evaluate._running_image(tasks) == "repo/embedder@sha256:" + "a" * 64
     assert evaluate._running_image([{"containers": [{"name": "model", "image": "x:1"}]}]) is None
+
+
+def test_an_allocation_written_as_dotted_keys_gets_the_budget_and_a_note_not_a_refusal() -> None:
+    dotted = FLEET.replace("[service.embedder.allocation]\nresidency_mib", "[service.embedder.x]\nresidency_mib")
+    dotted = dotted.replace(
+        "[service.embedder.x]\nresidency_mib = 1024\npeak_working_mib = 1024\n",
+        "",
+    ).replace('shared_failure = "callers retry"  # what happens on an MPS restart\n', "")
+    dotted = dotted.replace(
+        'acknowledge = { "ecs-gpu-sharing:MutableImageTag" = "test" }\n',
+        'acknowledge = { "ecs-gpu-sharing:MutableImageTag" = "test" }\nallocation.residency_mib = 1024\n'
+        'allocation.peak_working_mib = 1024\nallocation.shared_failure = "callers retry"\n',
+    )
+    assert _spec(dotted).services["embedder"].note is not None
+    edited, notes = fleet_edit.apply(dotted, {"embedder": fleet_edit.Change(2560, {"measured_peak_mib": 2300})})
+    assert _spec(edited).services["embedder"].gpu_budget_mib == 2560 and "as a table of its own" in notes[0]

@@ -73,6 +73,7 @@ def apply(text: str, changes: Mapping[str, Change], *, source: str = "<fleet>") 
     service without an allocation table). Refuses a result that changed anything else."""
     lines = text.split("\n")
     notes = []
+    recorded: set[str] = set()
     for service, change in changes.items():
         sections = {path: (s, e) for path, s, e in _sections(lines)}
         if ("service", service) not in sections:
@@ -84,20 +85,21 @@ def apply(text: str, changes: Mapping[str, Change], *, source: str = "<fleet>") 
         if allocation is None:
             notes.append(
                 f"service.{service}: no [service.{service}.allocation] table, so the evidence is not recorded; add "
-                "one (residency_mib, peak_working_mib, shared_failure) and run again"
+                "one (residency_mib, peak_working_mib, shared_failure) as a table of its own and run again"
             )
             continue
+        recorded.add(service)
         for key, value in change.evidence.items():
             if value is None:
                 continue
             start, end = {path: (s, e) for path, s, e in _sections(lines)}[("service", service, "allocation")]
             _set(lines, start, end, key, value)
     edited = "\n".join(lines)
-    _verify(text, edited, changes, source)
+    _verify(text, edited, changes, recorded, source)
     return edited, notes
 
 
-def _verify(before: str, after: str, changes: Mapping[str, Change], source: str) -> None:
+def _verify(before: str, after: str, changes: Mapping[str, Change], recorded: set[str], source: str) -> None:
     """The edit changed exactly the budgets and evidence asked for: anything else is a bug, and nothing is written."""
     try:
         new = tomllib.loads(after)
@@ -109,7 +111,7 @@ def _verify(before: str, after: str, changes: Mapping[str, Change], source: str)
     for service, change in changes.items():
         table = expected["service"][service]
         table["gpu_budget_mib"] = change.gpu_budget_mib
-        if "allocation" in table:
+        if service in recorded:
             table["allocation"].update({k: v for k, v in change.evidence.items() if v is not None})
     if new != expected:
         raise FleetSpecError(f"{source}: editing the fleet file would change more than the budgets; nothing written")
