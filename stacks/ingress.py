@@ -23,6 +23,8 @@ from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, CONTAINER_NAME, Load
 # The host ports ECS maps a bridge-mode container's dynamic port mapping to (aws-ecs opens the same range).
 EPHEMERAL_PORTS = ec2.Port.tcp_range(32768, 65535)
 ACCESS_LOG_DAYS = 90
+# Model servers answer within seconds; ELB's default of 300 s would slow every deployment by five minutes.
+DEREGISTRATION_DELAY = cdk.Duration.seconds(30)
 
 
 @dataclass
@@ -202,7 +204,7 @@ def expose(
             health_check=elbv2.HealthCheck(
                 path=spec.health_check_path, healthy_http_codes="200-399", port="traffic-port"
             ),
-            deregistration_delay=cdk.Duration.seconds(30),
+            deregistration_delay=DEREGISTRATION_DELAY,
         )
         conditions = []
         if spec.paths:
@@ -227,7 +229,7 @@ def expose(
         protocol=elbv2.Protocol.TCP,
         targets=[target],
         health_check=elbv2.HealthCheck(port="traffic-port"),
-        deregistration_delay=cdk.Duration.seconds(30),
+        deregistration_delay=DEREGISTRATION_DELAY,
     )
     listener = elbv2.NetworkListener(
         scope,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import catalog, fleet, plan_diff, plan_report
-from .core.errors import FleetSpecError, GpuSharingError, PlanError
+from .core.errors import GpuSharingError, PlanError
 from .core.files import check_output_path, write_atomic
 from .core.rules import assess
 
@@ -134,12 +134,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .operations import evaluate
     from .operations.aws import client
 
-    try:
-        seconds = evaluate.window_seconds(args.since)
-    except ValueError as error:
-        raise FleetSpecError(str(error)) from None
+    seconds = evaluate.window_seconds(args.since)
     if not 0 <= args.margin_percent <= 100:
-        raise FleetSpecError(f"--margin-percent {args.margin_percent}: give 0 to 100")
+        raise GpuSharingError(f"--margin-percent {args.margin_percent}: give a percentage from 0 to 100")
     path = Path(args.fleet)
     spec = fleet.load(path)
     text = path.read_text(encoding="utf-8") if args.write else ""

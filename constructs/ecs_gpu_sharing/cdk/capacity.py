@@ -17,7 +17,7 @@ from constructs import Construct, IConstruct
 from ..core.capacity_facts import HostFacts, host_facts
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
-from ..core.mps import MPS_CAPABILITY_ATTRIBUTE, require_int
+from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
 from ..core.planner import EC2
 from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
 from .ami import GpuAmi
@@ -365,7 +365,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
     @staticmethod
     def mps_placement_constraints() -> list[ecs.PlacementConstraint]:
         """Keeps MPS tasks on hosts whose ECS agent advertises GPU sharing (``ecs.capability.gpu-sharing-mps``)."""
-        return [ecs.PlacementConstraint.member_of(f"attribute:{MPS_CAPABILITY_ATTRIBUTE} exists")]
+        return [ecs.PlacementConstraint.member_of(MPS_HOSTS_EXPRESSION)]
 
     @property
     def gpu_name(self) -> str:

@@ -42,7 +42,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
-from ..core.mps import MPS_CAPABILITY_ATTRIBUTE
+from ..core.errors import ServiceError
+from ..core.mps import MPS_HOSTS_EXPRESSION
 from ..core.telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB
 from ..operations.telemetry import sampling
 
@@ -138,7 +139,7 @@ class GpuTelemetry(Construct):
             task_definition=task,
             daemon=True,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            placement_constraints=[ecs.PlacementConstraint.member_of(f"attribute:{MPS_CAPABILITY_ATTRIBUTE} exists")],
+            placement_constraints=[ecs.PlacementConstraint.member_of(MPS_HOSTS_EXPRESSION)],
             min_healthy_percent=0,  # a daemon replaces its one task per host in place
         )
         self.task_definition = task
@@ -262,9 +263,12 @@ class GpuFleetDashboard(Construct):
     ) -> None:
         super().__init__(scope, id_)
         if not 0 < alarm_ratio <= 1:
-            raise ValueError(f"{self.node.path}: alarm_ratio must be in (0, 1], got {alarm_ratio}")
+            raise ServiceError(
+                f"{self.node.path}: alarm_ratio must be in (0, 1], got {alarm_ratio}; give the share of a budget at "
+                "which to alarm, such as 0.9"
+            )
         if len(services) > MAX_SERVICES_PER_DASHBOARD:
-            raise ValueError(
+            raise ServiceError(
                 f"{self.node.path}: {len(services)} services need {3 * len(services) + 1} widgets, more than a "
                 f"CloudWatch dashboard holds ({MAX_DASHBOARD_WIDGETS}); give each dashboard at most "
                 f"{MAX_SERVICES_PER_DASHBOARD} services"

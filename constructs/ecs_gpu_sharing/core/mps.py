@@ -30,6 +30,9 @@ GPU_ENVIRONMENT_REASON = (
 MPS_CAPABILITY_ATTRIBUTE = "ecs.capability.gpu-sharing-mps"
 """The instance attribute the ECS agent advertises where GPU sharing is set up (a static setup check)."""
 
+MPS_HOSTS_EXPRESSION = f"attribute:{MPS_CAPABILITY_ATTRIBUTE} exists"
+"""The ECS placement expression (``memberOf``) that selects hosts advertising GPU sharing."""
+
 
 def require_int(
     name: str,

@@ -13,6 +13,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.errors import GpuSharingError
 from ..core.fleet import CONTAINER_NAME, FleetSpec
 from ..core.fleet_edit import Change
 from ..core.right_size import Measured, Verdict
@@ -33,10 +34,10 @@ def window_seconds(since: str) -> int:
     metrics' one-hour resolution is kept 63 days)."""
     units = {"d": 86400, "h": 3600, "m": 60}
     if len(since) < 2 or since[-1] not in units or not since[:-1].isdigit():
-        raise ValueError(f"--since {since!r}: write a number and a unit, such as 7d, 12h or 90m")
+        raise GpuSharingError(f"--since {since!r}: write a number and a unit, such as 7d, 12h or 90m")
     seconds = int(since[:-1]) * units[since[-1]]
     if not 3600 <= seconds <= 63 * 86400:
-        raise ValueError(f"--since {since}: give a window from 1h to 63d")
+        raise GpuSharingError(f"--since {since}: give a window from 1h to 63d")
     return seconds
 
 
