@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -808,15 +808,21 @@ def _check_name(problems: _Problems, kind: str, name: str) -> bool:
     return False
 
 
-def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, CapacitySpec]:
-    capacities: dict[str, CapacitySpec] = {}
+def _named_tables(problems: _Problems, kind: str, tables: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The ``[kind.<name>]`` tables whose name is usable and that are tables; a problem for each other one."""
     for name, table in tables.items():
-        where = f"capacity.{name}."
-        if not _check_name(problems, "capacity", name):
+        if not _check_name(problems, kind, name):
             continue
         if not isinstance(table, dict):
-            problems.add(f"capacity.{name} must be a table")
+            problems.add(f"{kind}.{name} must be a table")
             continue
+        yield name, table
+
+
+def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, CapacitySpec]:
+    capacities: dict[str, CapacitySpec] = {}
+    for name, table in _named_tables(problems, "capacity", tables):
+        where = f"capacity.{name}."
         before = len(problems.lines)
         good = _check_table(problems, where, table, CAPACITY)
         types = good.get("instance_types")
@@ -896,13 +902,8 @@ def _services(
 ) -> dict[str, ServiceSpec]:
     """The services; one on a capacity that is declared but broken is left out (its capacity's problem says why)."""
     services: dict[str, ServiceSpec] = {}
-    for name, table in tables.items():
+    for name, table in _named_tables(problems, "service", tables):
         where = f"service.{name}."
-        if not _check_name(problems, "service", name):
-            continue
-        if not isinstance(table, dict):
-            problems.add(f"service.{name} must be a table")
-            continue
         before = len(problems.lines)
         good = _check_table(problems, where, table, SERVICE)
         capacity = good.get("capacity")
@@ -1166,12 +1167,7 @@ def _tags(problems: _Problems, where: str, table: Mapping[str, Any]) -> dict[str
 
 def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, LoadBalancerSpec]:
     out = {}
-    for name, table in tables.items():
-        if not _check_name(problems, "load_balancer", name):
-            continue
-        if not isinstance(table, dict):
-            problems.add(f"load_balancer.{name} must be a table")
-            continue
+    for name, table in _named_tables(problems, "load_balancer", tables):
         before = len(problems.lines)
         good = _check_table(problems, f"load_balancer.{name}.", table, LOAD_BALANCER)
         if good.get("type") == NETWORK and "certificate_arn" in good:
