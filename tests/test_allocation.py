@@ -135,12 +135,15 @@ def test_on_multi_gpu_hosts_groups_share_hosts_unless_isolate_host() -> None:
     gpus = assess(caps, [svc("a", 4096, cap="l4x4", note=note(isolation_group="x")), svc("b", 4096, cap="l4x4")])
     assert sorted(map(sorted, _gpus(gpus, "l4x4"))) == [["a"], ["b"]] and _hosts(gpus, "l4x4") == [{"a", "b"}]
     assert ("IsolationNotEnforceable", "a") in _ids(gpus)  # ECS picks the GPU inside a host
-    hosts = assess(
-        caps,
-        [svc("a", 4096, cap="l4x4", note=note(isolation_group="x", isolate_host=True)), svc("b", 4096, cap="l4x4")],
-    )
+    own_hosts = note(isolation_group="x", isolate_host=True)
+    told = ("not(task:group == service:t-b)",)  # the expression the app writes
+    hosts = assess(caps, [svc("a", 4096, cap="l4x4", note=own_hosts, placement=told), svc("b", 4096, cap="l4x4")])
     assert sorted(map(sorted, _hosts(hosts, "l4x4"))) == [["a"], ["b"]]
     assert ("IsolationNotEnforceable", "a") not in _ids(hosts)
+    # Hosts of its own are kept only when ECS is told: without the expression, the warning says so.
+    untold = assess(caps, [svc("a", 4096, cap="l4x4", note=own_hosts), svc("b", 4096, cap="l4x4")])
+    (finding,) = [f for f in untold.findings if f.rule_id.endswith("IsolationNotEnforceable")]
+    assert "no placement expression that tells ECS" in finding.message
 
 
 # --- the fleet file -----------------------------------------------------------------------------------------

@@ -212,40 +212,35 @@ def evidence_older_than_image(ctx: Context) -> Iterator[tuple[str, str]]:
 
 def isolation_not_enforceable(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
-        on = ctx.on(name)
-        groups = {s.isolation_group for s in on if s.clients}
-        managed = cap.kind == MANAGED_INSTANCES
-        if len(groups) < 2:
+        on = [s for s in ctx.on(name) if s.clients]
+        if len({s.isolation_group for s in on}) < 2:
             continue
-        if cap.gpus_per_instance == 1 and not managed:
-            # One GPU per host: separate GPUs are separate hosts, which ECS keeps only when told, by task group.
-            for s in on:
-                if s.clients and s.isolation_group and not any("task:group" in e for e in s.placement):
-                    yield (
-                        s.name,
-                        f"its isolation group {s.isolation_group!r} shares capacity {name} with other groups: the plan "
-                        "keeps it on hosts of its own, but its service has no placement expression that tells ECS to; "
-                        "give the services fixed names and memberOf 'not(task:group == service:<name>)' for each "
-                        "service of another group (the fleet-file app does), or a capacity of its own",
-                    )
-            continue
+        hosts_apart = cap.gpus_per_instance == 1 or any(s.isolate_host for s in on)
         for s in on:
-            if managed and s.note is not None and s.note.isolation_group:
-                yield (
-                    s.name,
-                    f"its isolation group {s.isolation_group!r} shares Managed Instances capacity {name} with other "
-                    "groups: the plan keeps them apart, but the app sets no placement expressions there; give the "
-                    "group a capacity of its own",
+            if not s.isolation_group:
+                continue
+            where = f"its isolation group {s.isolation_group!r} shares capacity {name} with other groups"
+            if cap.kind == MANAGED_INSTANCES:
+                why = (
+                    "the plan keeps them apart, but the app sets no placement expressions on Managed Instances; give "
+                    "the group a capacity of its own"
                 )
-            elif s.note is not None and s.note.isolation_group and not s.isolate_host:
-                yield (
-                    s.name,
-                    f"its isolation group {s.isolation_group!r} shares {cap.instance_type} hosts "
-                    f"({cap.gpus_per_instance} GPUs each) with other groups: the plan keeps the groups on "
-                    "separate GPUs, "
-                    "but ECS picks the GPU "
-                    "inside a host and cannot be told to; set isolate_host to keep the groups on separate hosts",
+            elif hosts_apart and not any("task:group" in e for e in s.placement):
+                # Separate hosts (asked for, or separate GPUs on one-GPU hosts): ECS keeps them only when told.
+                why = (
+                    "the plan keeps it on hosts of its own, but its service has no placement expression that tells "
+                    "ECS to; give the services fixed names and memberOf 'not(task:group == service:<name>)' for "
+                    "each service of another group (the fleet-file app does), or a capacity of its own"
                 )
+            elif not hosts_apart:
+                why = (
+                    f"the plan keeps the groups on separate GPUs of its {cap.gpus_per_instance}-GPU hosts, but ECS "
+                    "picks the GPU inside a host and cannot be told to; set isolate_host to keep the groups on "
+                    "separate hosts"
+                )
+            else:
+                continue
+            yield s.name, f"{where}: {why}"
 
 
 def _clashes(kind: str) -> Check:
