@@ -387,7 +387,11 @@ def _svc(key_lines: str, service: str = "a") -> str:
         ),
         (
             _svc('capacity = "mi"\nnetwork_mode = "bridge"').replace('capacity = "l4"\n', "", 1),
-            'service.a.network_mode must be "awsvpc" on Managed Instances',
+            'service.a.network_mode must be "awsvpc" on Managed Instances: of its modes (awsvpc, host), host would',
+        ),
+        (
+            _svc('capacity = "mi"\nshm_size_mib = 1024').replace('capacity = "l4"\n', "", 1),
+            "service.a.shm_size_mib sets the container's sharedMemorySize, which ECS does not accept on Managed",
         ),
         (
             _svc('model_cache_path = "/models"\nwritable_paths = ["/models/tmp"]'),

@@ -227,4 +227,25 @@ class _SharedGpuRules:
                     cdk.Annotations.of(child).add_warning_v2(
                         MUTABLE_IMAGE_TAG, f"container {child.container_name}: {why}"
                     )
-        return task.gpu_rule_violations()
+        problems = task.gpu_rule_violations()
+        if isinstance(task, SharedGpuManagedInstancesTaskDefinition):
+            problems.extend(_managed_instances_refusals(task))
+        return problems
+
+
+def _managed_instances_refusals(task: SharedGpuManagedInstancesTaskDefinition) -> list[str]:
+    """What AWS lists as not valid on Managed Instances: sharedMemorySize and tmpfs (aws-ecs itself refuses the
+    third, dockerVolumeConfiguration, when the volume is added)."""
+    resource = task.node.default_child
+    assert isinstance(resource, ecs.CfnTaskDefinition)
+    stack = cdk.Stack.of(task)
+    problems = []
+    # Resolved L1 properties carry the L1's own (camelCase) names.
+    for container in stack.resolve(resource.container_definitions) or []:
+        for key in ("sharedMemorySize", "tmpfs"):
+            if (container.get("linuxParameters") or {}).get(key) is not None:
+                problems.append(
+                    f"container {container.get('name')}: linux_parameters {key} is not valid on ECS Managed "
+                    "Instances; remove it, or run the container on an EC2 capacity (SharedGpuTaskDefinition)"
+                )
+    return problems

@@ -926,7 +926,18 @@ def _services(
         kind = capacities[capacity].kind
         network_mode = good.get("network_mode", AWSVPC if kind == MANAGED_INSTANCES else BRIDGE)
         if kind == MANAGED_INSTANCES and network_mode != AWSVPC:
-            problems.add(f'{where}network_mode must be "awsvpc" on Managed Instances, which runs only that mode')
+            # Managed Instances runs awsvpc and host (botocore's ECS model also lists none); host would share the
+            # host's network and its instance credentials between tenants, so this app runs awsvpc only there.
+            problems.add(
+                f'{where}network_mode must be "awsvpc" on Managed Instances: of its modes (awsvpc, host), host would '
+                "share the host's network and instance credentials between tenants"
+            )
+        if kind == MANAGED_INSTANCES and "shm_size_mib" in good:
+            # AWS lists sharedMemorySize (with tmpfs and dockerVolumeConfiguration) as not valid on Managed Instances.
+            problems.add(
+                f"{where}shm_size_mib sets the container's sharedMemorySize, which ECS does not accept on Managed "
+                "Instances; remove it, or run the service on an EC2 capacity"
+            )
         if kind == MANAGED_INSTANCES and "model_cache_path" in good:
             problems.add(
                 f"{where}model_cache_path is a Docker volume, which ECS supports only on EC2 instances, not on Managed "
