@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import aws_cdk as cdk
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
@@ -18,7 +19,7 @@ from ecs_gpu_sharing.core.fleet import CapacitySpec, LoadBalancerSpec
 from ecs_gpu_sharing.core.planner import MANAGED_INSTANCES
 from ecs_gpu_sharing.core.telemetry import DAEMON_NAME
 
-from .ingress import Balancer, build_load_balancers
+from .ingress import Balancer, build_load_balancers, open_host_ports
 
 # What Vpc.from_lookup returns while its lookup is not in the context yet.
 LOOKUP_PLACEHOLDER_VPC = "vpc-12345"
@@ -26,7 +27,9 @@ LOOKUP_PLACEHOLDER_VPC = "vpc-12345"
 
 class ClusterStack(Stack):
     """An ECS cluster with Container Insights and one GpuCapacity per fleet capacity, on ``vpc``, or on the
-    existing VPC ``vpc_id`` (an environment-bound app), and a topic for the groups' scaling events."""
+    existing VPC ``vpc_id`` (an environment-bound app), and a topic for the groups' scaling events.
+
+    ``host_port_routes`` names the (load balancer, capacity) pairs whose bridge-mode services the balancer reaches."""
 
     def __init__(
         self,
@@ -39,6 +42,7 @@ class ClusterStack(Stack):
         load_balancers: Mapping[str, LoadBalancerSpec] | None = None,
         service_connect_namespace: str | None = None,
         telemetry: bool = True,
+        host_port_routes: Iterable[tuple[str, str]] = (),
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
@@ -53,13 +57,40 @@ class ClusterStack(Stack):
         self.load_balancers: dict[str, Balancer] = build_load_balancers(
             Construct(self, "LoadBalancers"), vpc, load_balancers or {}
         )
-        # Scaling events of every GPU group; subscribe an address or a chat integration after deploy.
-        self.scaling_events = sns.Topic(
-            self,
-            "ScalingEvents",
-            enforce_ssl=True,
-            master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+        # Scaling events of every GPU group and the budget alarms; subscribe an address or a chat integration after
+        # deploy. CloudWatch alarms cannot publish to a topic encrypted with the AWS managed key (alias/aws/sns), whose
+        # policy admits no service (SNS Developer Guide, "Encryption at rest"): a customer managed key lets CloudWatch
+        # and Auto Scaling's service-linked role use it, for this account only.
+        self.topic_key = kms.Key(
+            self, "TopicKey", enable_key_rotation=True, description="encrypts the GPU fleet's scaling and alarm topic"
         )
+        self.topic_key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": self.account}},
+            )
+        )
+        self.topic_key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AutoScalingNotifications",
+                principals=[
+                    iam.ArnPrincipal(
+                        self.format_arn(
+                            service="iam",
+                            region="",
+                            resource="role",
+                            resource_name="aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling",
+                        )
+                    )
+                ],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+            )
+        )
+        self.scaling_events = sns.Topic(self, "ScalingEvents", enforce_ssl=True, master_key=self.topic_key)
         CfnOutput(self, "ScalingEventsTopic", value=self.scaling_events.topic_arn)
         self.capacities: dict[str, GpuCapacity | GpuManagedInstancesCapacity] = {}
         # One scope per kind, so a fleet name can never collide with a construct of the stack ("Cluster", say).
@@ -92,6 +123,9 @@ class ClusterStack(Stack):
             )
             self.capacities[name] = capacity
             CfnOutput(capacity, "ProviderName", value=capacity.capacity_provider.capacity_provider_name)
+
+        # Each balancer reaches the bridge-mode host ports of the capacities its services run on, one rule a pair.
+        open_host_ports(self.load_balancers, self.capacities, host_port_routes)
 
         # The GPU telemetry daemon on every EC2 GPU host (daemon services do not run on Managed Instances).
         self.telemetry = (

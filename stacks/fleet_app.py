@@ -8,19 +8,19 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from ecs_gpu_sharing import FleetSpecError
+from ecs_gpu_sharing import AwsLimitsChecks, FleetSpecError
 from ecs_gpu_sharing.core import fleet as fleet_file
-from ecs_gpu_sharing.core.fleet import FleetSpec
+from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, FleetSpec, ServiceSpec
 from ecs_gpu_sharing.operations.aws import known_regions
 
 from .cluster import ClusterStack
+from .layout import SHARD_BUDGET, Layout, check_priorities, layout_path, plan_layout, read_layout, write_layout
 from .network import NetworkStack
 from .nist import AcceptNistFindings
 from .observability import ObservabilityStack
 from .services import ServicesStack
 
 DEFAULT_FLEET = Path(__file__).resolve().parent.parent / "fleet.toml"
-SERVICES_PER_STACK = 40  # about 6 resources each: far below CloudFormation's 500 per stack
 
 
 @dataclass
@@ -40,16 +40,30 @@ def fleet_path(app: cdk.App) -> Path:
     return Path(given) if given else DEFAULT_FLEET
 
 
-def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
+def build_app(
+    app: cdk.App,
+    spec: FleetSpec | None = None,
+    *,
+    layout_file: Path | None = None,
+    resource_budget: int = SHARD_BUDGET,
+) -> FleetStacks:
     """Adds the fleet's stacks to ``app``: network (unless the fleet names an existing VPC), cluster with
-    capacities, and the services in shards of at most ``SERVICES_PER_STACK``."""
-    spec = spec or fleet_file.load(fleet_path(app))
+    capacities, and the services in shards of at most ``resource_budget`` counted resources each.
+
+    Shards and ALB rule priorities come from ``layout_file`` and are written back to it when they change; when the
+    app reads its own fleet file (no ``spec``), that is the layout file beside it. Without one, they are laid out
+    afresh."""
+    if spec is None:
+        path = fleet_path(app)
+        spec = fleet_file.load(path)
+        layout_file = layout_file or layout_path(path)
     if spec.region is not None and spec.region not in known_regions():
         raise FleetSpecError(
             f"{spec.source}: region {spec.region!r} is not an AWS region botocore knows; give one such as us-east-1"
         )
     # cdk-nag's AwsSolutions pack runs at every synth; acknowledgments sit next to the resources they concern.
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # AWS's limits (resources per stack, rules per balancer, duplicate security group rules, ...) over every template.
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), AwsLimitsChecks())
     env = cdk.Environment(account=spec.account, region=spec.region) if spec.account else None
     network = None if spec.vpc_id else NetworkStack(app, f"{spec.name}-network", env=env)
     cluster = ClusterStack(
@@ -61,19 +75,23 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
         load_balancers=spec.load_balancers,
         service_connect_namespace=spec.service_connect_namespace,
         telemetry=spec.telemetry,
+        host_port_routes=[
+            (s.load_balancer, s.capacity)
+            for s in spec.services.values()
+            if s.load_balancer is not None and s.network_mode == BRIDGE
+        ],
         env=env,
     )
     stacks = FleetStacks(network=network, cluster=cluster)
     cdk.Aspects.of(app).add(AcceptNistFindings())
     services = list(spec.services.values())
-    # ALB listener rules are evaluated by priority: the order the services appear in the fleet file.
-    priorities = {s.name: (i + 1) * 10 for i, s in enumerate(services)}
+    layout = _layout(app, spec, services, layout_file, resource_budget)
     # Services kept off each other's hosts, and those the expressions name, get fixed ECS service names.
     isolation = spec.host_isolation()
     isolated = set(isolation) | {
         o for expression in isolation.values() for o in spec.services if f":{spec.ecs_service_name(o)})" in expression
     }
-    for shard, start in enumerate(range(0, len(services), SERVICES_PER_STACK), start=1):
+    for shard, members in layout.shard_members().items():
         stacks.services.append(
             ServicesStack(
                 app,
@@ -81,16 +99,17 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
                 cluster=cluster.cluster,
                 capacities=cluster.capacities,
                 load_balancers=cluster.load_balancers,
-                priorities=priorities,
+                priorities=layout.priorities,
                 isolation=isolation,
                 service_names={name: spec.ecs_service_name(name) for name in isolated},
-                services=services[start : start + SERVICES_PER_STACK],
+                services=[s for s in services if s.name in members],
                 env=env,
             )
         )
     if cluster.telemetry is not None:
         # One dashboard per shard of services (a dashboard holds 500 widgets): for most fleets, one in all.
-        for shard, stack in enumerate(stacks.services, start=1):
+        # Numbered as the services stack they watch, so an emptied shard does not shift the others.
+        for shard, stack in zip(layout.shard_members(), stacks.services, strict=True):
             stacks.observability.append(
                 ObservabilityStack(
                     app,
@@ -105,3 +124,20 @@ def build_app(app: cdk.App, spec: FleetSpec | None = None) -> FleetStacks:
                 )
             )
     return stacks
+
+
+def _layout(app: cdk.App, spec: FleetSpec, services: list[ServiceSpec], path: Path | None, budget: int) -> Layout:
+    """Each service's shard and ALB priority: kept from the layout file, new services placed, the file updated."""
+    balancers = spec.load_balancers.values()
+    layout = plan_layout(
+        services,
+        read_layout(path) if path is not None else None,
+        application_balancers=frozenset(b.name for b in balancers if b.type == APPLICATION),
+        network_balancers=frozenset(b.name for b in balancers if b.type != APPLICATION),
+        service_connect=spec.service_connect_namespace is not None,
+        budget=budget,
+    )
+    check_priorities(layout, services, path)
+    if path is not None and write_layout(path, layout):
+        cdk.Annotations.of(app).add_info(f"updated {path}: commit it, so the next deploy keeps each service in place")
+    return layout

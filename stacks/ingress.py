@@ -8,7 +8,7 @@ strategy (they would bypass the GPU capacity), so the balancers are built here f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -18,6 +18,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
+from ecs_gpu_sharing import GpuCapacity, GpuManagedInstancesCapacity
 from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, CONTAINER_NAME, LoadBalancerSpec, ServiceSpec
 
 # The host ports ECS maps a bridge-mode container's dynamic port mapping to (aws-ecs opens the same range).
@@ -185,13 +186,12 @@ def expose(
     spec: ServiceSpec,
     balancer: Balancer,
     priority: int,
-    cluster: ecs.ICluster,
     vpc: ec2.IVpc,
 ) -> elbv2.ApplicationTargetGroup | None:
     """Routes the balancer to ``service``: a target group and a listener rule (ALB) or a listener (NLB). Returns
     the ALB target group, which request-count scaling needs."""
     assert spec.port is not None
-    target = service.load_balancer_target(container_name=CONTAINER_NAME, container_port=spec.port)
+    bridge = spec.network_mode == BRIDGE
     if balancer.listener is not None:
         group = elbv2.ApplicationTargetGroup(
             scope,
@@ -199,7 +199,12 @@ def expose(
             vpc=vpc,
             port=spec.port,
             protocol=elbv2.ApplicationProtocol.HTTP,
-            targets=[target],
+            # awsvpc tasks register by IP through aws-ecs, which opens the service's own security group to the
+            # balancer; bridge-mode tasks register by instance, and the cluster stack opens the hosts once.
+            target_type=elbv2.TargetType.INSTANCE if bridge else None,
+            targets=None
+            if bridge
+            else [service.load_balancer_target(container_name=CONTAINER_NAME, container_port=spec.port)],
             # Bridge-mode tasks listen on dynamic host ports: check each on the port it takes traffic on.
             health_check=elbv2.HealthCheck(
                 path=spec.health_check_path, healthy_http_codes="200-399", port="traffic-port"
@@ -211,7 +216,7 @@ def expose(
             conditions.append(elbv2.ListenerCondition.path_patterns(list(spec.paths)))
         if spec.host:
             conditions.append(elbv2.ListenerCondition.host_headers([spec.host]))
-        elbv2.ApplicationListenerRule(
+        route = elbv2.ApplicationListenerRule(
             scope,
             "Route",
             listener=balancer.listener,
@@ -219,6 +224,8 @@ def expose(
             conditions=conditions or [elbv2.ListenerCondition.path_patterns(["/*"])],
             target_groups=[group],
         )
+        if bridge:
+            _attach_by_instance(service, group, route, spec.port)
         return group
     assert isinstance(balancer.load_balancer, elbv2.NetworkLoadBalancer) and spec.listener_port is not None
     nlb_group = elbv2.NetworkTargetGroup(
@@ -227,7 +234,7 @@ def expose(
         vpc=vpc,
         port=spec.port,
         protocol=elbv2.Protocol.TCP,
-        targets=[target],
+        targets=[service.load_balancer_target(container_name=CONTAINER_NAME, container_port=spec.port)],
         health_check=elbv2.HealthCheck(port="traffic-port"),
         deregistration_delay=DEREGISTRATION_DELAY,
     )
@@ -244,11 +251,45 @@ def expose(
         "ELBv2ACMCertificateRequired",
         "a TCP listener passes the service's own protocol through; the service terminates TLS itself if it speaks it",
     )
-    # Network target groups open no security group by themselves: let the balancer reach the tasks.
+    # Network target groups open no security group by themselves: let the balancer reach an awsvpc service's tasks
+    # (bridge-mode hosts are opened once per balancer and capacity, by open_host_ports in the cluster stack).
     nlb = balancer.load_balancer
-    if spec.network_mode == BRIDGE:
-        cluster.connections.allow_from(nlb, EPHEMERAL_PORTS, f"{balancer.spec.name} to bridge-mode host ports")
-    else:
+    if not bridge:
         service.connections.allow_from(nlb, ec2.Port.tcp(spec.port), f"{balancer.spec.name} to {spec.name}")
     _guard(nlb, vpc, balancer.spec, nlb.connections, ec2.Port.tcp(spec.listener_port))
     return None
+
+
+HEALTH_CHECK_GRACE_SECONDS = 60  # what aws-ecs gives a load-balanced service when none is set
+
+
+def _attach_by_instance(
+    service: ecs.BaseService, group: elbv2.ApplicationTargetGroup, route: elbv2.ApplicationListenerRule, port: int
+) -> None:
+    """Registers a bridge-mode service's tasks in ``group`` by instance, without the security group rules that
+    aws-ecs's load balancer target adds: it opens the balancer to every host group of the cluster, once per service,
+    and EC2 refuses the repeats (InvalidPermission.Duplicate). ``open_host_ports`` opens each pair once instead."""
+    resource = service.node.default_child
+    assert isinstance(resource, ecs.CfnService)
+    resource.add_property_override(
+        "LoadBalancers",
+        [{"ContainerName": CONTAINER_NAME, "ContainerPort": port, "TargetGroupArn": group.target_group_arn}],
+    )
+    resource.add_property_override("HealthCheckGracePeriodSeconds", HEALTH_CHECK_GRACE_SECONDS)
+    # ECS needs the target group on a listener before the service names it.
+    resource.node.add_dependency(route)
+
+
+def open_host_ports(
+    balancers: Mapping[str, Balancer],
+    capacities: Mapping[str, GpuCapacity | GpuManagedInstancesCapacity],
+    pairs: Iterable[tuple[str, str]],
+) -> None:
+    """Opens each balancer to the bridge-mode host ports of each capacity that runs a service behind it: one rule
+    per pair (and its egress twin on an ALB), however many services share the pair."""
+    for balancer, name in sorted(set(pairs)):
+        capacity = capacities[name]
+        assert isinstance(capacity, GpuCapacity)  # the fleet file runs bridge mode on EC2 capacities only
+        capacity.connections.allow_from(
+            balancers[balancer].load_balancer, EPHEMERAL_PORTS, f"{balancer} to bridge-mode host ports"
+        )

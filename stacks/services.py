@@ -81,7 +81,6 @@ class ServicesStack(Stack):
                     spec=spec,
                     balancer=(load_balancers or {})[spec.load_balancer],
                     priority=(priorities or {}).get(spec.name, 10),
-                    cluster=cluster,
                     vpc=cluster.vpc,
                 )
             if cluster.default_cloud_map_namespace is not None:
@@ -280,7 +279,13 @@ def _service(
 def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseService) -> None:
     """Every service calls others by name; a service with a port answers at http://<service>:<port>."""
     services = (
-        [ecs.ServiceConnectService(port_mapping_name=PORT_NAME, dns_name=spec.name, port=spec.port)]
+        # Cloud Map needs each discovery name once in a namespace (ECS API reference, ServiceConnectService):
+        # it defaults to the port's name, "http" in every service, so name it after the service.
+        [
+            ecs.ServiceConnectService(
+                port_mapping_name=PORT_NAME, discovery_name=spec.name, dns_name=spec.name, port=spec.port
+            )
+        ]
         if spec.port
         else None
     )

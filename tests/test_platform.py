@@ -22,6 +22,7 @@ from syrupy.assertion import SnapshotAssertion
 from ecs_gpu_sharing import FleetSpecError, MpsShare, SharedGpuTaskDefinition
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
+from ecs_gpu_sharing.core.template_limits import check_templates
 from ecs_gpu_sharing.testing import normalize_template
 from stacks.fleet_app import build_app
 
@@ -205,11 +206,21 @@ def test_tags_reach_the_services_resources(platform: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def example() -> dict[str, Any]:
+def example_build() -> tuple[Any, dict[str, Any]]:
     app = new_app()
     stacks = build_app(app)
     assembly = app.synth()
-    return {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()}
+    return stacks, {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()}
+
+
+@pytest.fixture(scope="module")
+def example(example_build: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
+    return example_build[1]
+
+
+@pytest.fixture(scope="module")
+def example_stacks(example_build: tuple[Any, dict[str, Any]]) -> Any:
+    return example_build[0]
 
 
 def test_the_example_routes_three_services_by_path_on_one_internal_alb(example: dict[str, Any]) -> None:
@@ -234,6 +245,39 @@ def test_the_example_uses_service_connect(example: dict[str, Any]) -> None:
     connect = llm["Properties"]["ServiceConnectConfiguration"]
     assert connect["Enabled"] is True
     assert connect["Services"][0]["ClientAliases"] == [{"DnsName": "llm", "Port": 8000}]
+
+
+def test_service_connect_discovery_names_are_unique_in_the_namespace(example: dict[str, Any]) -> None:
+    templates = example
+    names = [
+        item.get("DiscoveryName", item["PortName"])
+        for t in templates.values()
+        for service in _resources(t, "AWS::ECS::Service")
+        for item in (service["Properties"].get("ServiceConnectConfiguration") or {}).get("Services", [])
+    ]
+    assert names and len(names) == len(set(names)), names
+
+
+@pytest.mark.parametrize("fleet_name", ["example", "platform"])
+def test_each_balancer_reaches_each_capacitys_host_ports_by_one_rule(
+    fleet_name: str, example: dict[str, Any], platform: dict[str, Any]
+) -> None:
+    templates = example if fleet_name == "example" else platform["templates"]
+    assert check_templates(templates) == []  # no limit broken, no security group rule twice
+    spec = fleet.load(REPO / "fleet.toml" if fleet_name == "example" else PLATFORM)
+    pairs = {
+        (s.load_balancer, s.capacity)
+        for s in spec.services.values()
+        if s.load_balancer is not None and s.network_mode == "bridge"
+    }
+    host_rules = [
+        name
+        for name, t in templates.items()
+        for r in _resources(t, "AWS::EC2::SecurityGroupIngress")
+        if r["Properties"].get("FromPort") == 32768
+    ]
+    # Only the cluster stack opens host ports: once per (balancer, capacity) pair its bridge-mode services use.
+    assert pairs and host_rules == [f"{spec.name}-cluster"] * len(pairs)
 
 
 def test_the_example_llm_is_a_real_model_server(example: dict[str, Any]) -> None:
@@ -482,3 +526,36 @@ def test_telemetry_off_builds_no_daemon_and_plans_whole_hosts() -> None:
     assert [c.daemons for c in spec.capacity_inputs()] == [()]
     stacks = build_app(new_app(), spec)
     assert stacks.cluster.telemetry is None and stacks.observability == []
+
+
+def test_the_alarm_topic_uses_a_key_cloudwatch_may_use(example: dict[str, Any]) -> None:
+    cluster = example["models-cluster"]
+    (topic,) = _resources(cluster, "AWS::SNS::Topic")
+    key_ref = topic["Properties"]["KmsMasterKeyId"]
+    assert "alias/aws/sns" not in json.dumps(key_ref)  # the AWS managed key admits no CloudWatch alarm
+    (key,) = _resources(cluster, "AWS::KMS::Key")
+    assert key["Properties"]["EnableKeyRotation"] is True
+    (statement,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s.get("Sid") == "CloudWatchAlarmsPublish"]
+    assert statement["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert set(statement["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+
+
+@pytest.mark.parametrize("fleet_name", ["example", "platform"])
+def test_the_shard_estimate_bounds_each_services_resources(
+    fleet_name: str, example_stacks: Any, platform: dict[str, Any]
+) -> None:
+    from test_layout_file import resource_counts
+
+    from stacks.layout import service_resources
+
+    stacks = example_stacks if fleet_name == "example" else platform["stacks"]
+    spec = fleet.load(REPO / "fleet.toml" if fleet_name == "example" else PLATFORM)
+    nlbs = {b.name for b in spec.load_balancers.values() if b.type == "network"}
+    for name, count in resource_counts(stacks).items():
+        service = spec.services[name]
+        estimate = service_resources(
+            service,
+            service_connect=spec.service_connect_namespace is not None,
+            network_balancer=service.load_balancer in nlbs,
+        )
+        assert count <= estimate <= count + 2, (name, count, estimate)

@@ -295,14 +295,18 @@ def test_managed_instances_variant_has_that_compatibility_and_refuses_task_level
 
 def test_managed_instances_accepts_a_plain_task_volume() -> None:
     stack = _stack()
-    td = SharedGpuManagedInstancesTaskDefinition(stack, "Td", network_mode=ecs.NetworkMode.AWS_VPC, cpu="1024", memory_mib="2048")
+    td = SharedGpuManagedInstancesTaskDefinition(
+        stack, "Td", network_mode=ecs.NetworkMode.AWS_VPC, cpu="1024", memory_mib="2048"
+    )
     td.add_volume(name="scratch")
     td.add_container("a", image=IMAGE, memory_limit_mib=512, gpu=MpsShare(gpu_budget_mib=512))
     _synth(stack)
 
 
 def _shared_memory(scope: cdk.Stack, td: Any) -> None:
-    td.add_container("a", image=IMAGE, memory_limit_mib=512, linux_parameters=ecs.LinuxParameters(scope, "L", shared_memory_size=256))
+    td.add_container(
+        "a", image=IMAGE, memory_limit_mib=512, linux_parameters=ecs.LinuxParameters(scope, "L", shared_memory_size=256)
+    )
 
 
 def _tmpfs(scope: cdk.Stack, td: Any) -> None:
@@ -314,7 +318,9 @@ def _tmpfs(scope: cdk.Stack, td: Any) -> None:
 def _docker_volume(scope: cdk.Stack, td: Any) -> None:
     td.add_volume(
         name="cache",
-        docker_volume_configuration=ecs.DockerVolumeConfiguration(scope=ecs.Scope.SHARED, autoprovision=True, driver="local"),
+        docker_volume_configuration=ecs.DockerVolumeConfiguration(
+            scope=ecs.Scope.SHARED, autoprovision=True, driver="local"
+        ),
     )
 
 
@@ -328,7 +334,9 @@ def _docker_volume(scope: cdk.Stack, td: Any) -> None:
 )
 def test_managed_instances_refuses_what_aws_does_not_accept_there(setup: Any, message: str) -> None:
     stack = _stack()
-    td = SharedGpuManagedInstancesTaskDefinition(stack, "Td", network_mode=ecs.NetworkMode.AWS_VPC, cpu="1024", memory_mib="2048")
+    td = SharedGpuManagedInstancesTaskDefinition(
+        stack, "Td", network_mode=ecs.NetworkMode.AWS_VPC, cpu="1024", memory_mib="2048"
+    )
     with pytest.raises(RuntimeError, match=message):  # aws-ecs refuses a Docker volume as it is added
         setup(stack, td)
         _synth(stack)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .cdk.ami import GpuAmi
     from .cdk.capacity import GpuCapacity
     from .cdk.fleet_plan import FleetPlan
+    from .cdk.limits import AwsLimitsChecks
     from .cdk.managed_capacity import GpuManagedInstancesCapacity
     from .cdk.service import SharedGpuService
     from .cdk.task_definition import SharedGpuManagedInstancesTaskDefinition, SharedGpuTaskDefinition
@@ -42,12 +43,14 @@ _LAZY: dict[str, str] = {
     "GpuManagedInstancesCapacity": "managed_capacity",
     "SharedGpuService": "service",
     "FleetPlan": "fleet_plan",
+    "AwsLimitsChecks": "limits",
 }
 
 __all__ = [
     "MAX_CLIENTS_PER_GPU",
     "AllocationNote",
     "AmiError",
+    "AwsLimitsChecks",
     "AwsOperationError",
     "BudgetError",
     "CapacityError",

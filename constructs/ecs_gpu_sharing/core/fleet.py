@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from . import quotas
 from .allocation import EVIDENCE_SOURCES, AllocationNote, Evidence
 from .ami_release import DEFAULT_AMI_RELEASE, check_release
 from .capacity_facts import HostFacts, host_facts
@@ -1176,6 +1177,60 @@ def _tags(problems: _Problems, where: str, table: Mapping[str, Any]) -> dict[str
     return out
 
 
+def _check_aws_limits(
+    problems: _Problems,
+    capacities: Mapping[str, CapacitySpec],
+    services: Mapping[str, ServiceSpec],
+    load_balancers: Mapping[str, LoadBalancerSpec],
+) -> None:
+    """AWS's limits (``core.quotas``) that the fleet file alone can break, each refused naming its key."""
+
+    def over(limit: quotas.Limit, key: str, seen: int, fix: str) -> None:
+        if seen > limit.number:
+            problems.add(limit.message(key, seen, fix))
+
+    over(quotas.CAPACITY_PROVIDERS_PER_CLUSTER, "capacity", len(capacities), "merge capacities or split the fleet")
+    for name, capacity in capacities.items():
+        over(
+            quotas.INSTANCE_TYPES_PER_GROUP,
+            f"capacity.{name}.instance_types",
+            len(capacity.instance_types),
+            "list fewer instance types",
+        )
+    for name, balancer in load_balancers.items():
+        users = [s for s in services.values() if s.load_balancer == name]
+        if balancer.type == APPLICATION:
+            # One listener rule and one target group a service.
+            over(quotas.RULES_PER_ALB, f"load_balancer.{name}", len(users), "spread the services over more balancers")
+            over(
+                quotas.TARGET_GROUPS_PER_ALB,
+                f"load_balancer.{name}",
+                len(users),
+                "spread the services over more balancers",
+            )
+        else:
+            over(
+                quotas.LISTENERS_PER_NLB, f"load_balancer.{name}", len(users), "spread the services over more balancers"
+            )
+    for name, service in services.items():
+        over(
+            quotas.CONTAINERS_PER_TASK_DEFINITION,
+            f"service.{name}.sidecar",
+            1 + len(service.sidecars),
+            "run some sidecars as services of their own",
+        )
+        for path in service.paths:
+            over(quotas.PATH_PATTERN_CHARACTERS, f"service.{name}.path {path[:20]!r}...", len(path), "shorten it")
+        over(quotas.TAGS_PER_RESOURCE, f"service.{name}.tags", len(service.tags), "drop tags")
+        if service.scale_on_metric is not None:
+            over(
+                quotas.DIMENSIONS_PER_METRIC,
+                f"service.{name}.scale_on_metric.dimensions",
+                len(service.scale_on_metric.dimensions),
+                "use fewer dimensions",
+            )
+
+
 def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, LoadBalancerSpec]:
     out = {}
     for name, table in _named_tables(problems, "load_balancer", tables):
@@ -1247,6 +1302,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     load_balancers = _load_balancers(problems, top.get("load_balancer", {}))
     services = _services(problems, top.get("service", {}), capacities, declared, load_balancers)
     _check_shared_balancers(problems, top.get("service", {}), services, load_balancers)
+    _check_aws_limits(problems, capacities, services, load_balancers)
     if "service" in top and not top["service"]:
         problems.add("no [service.<name>] table; a fleet needs at least one service to plan")
     problems.raise_if_any()

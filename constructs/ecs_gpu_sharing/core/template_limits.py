@@ -1,0 +1,200 @@
+"""AWS's limits, checked over synthesized CloudFormation templates. Pure Python: templates in, violations out.
+
+Every check reads resources as CloudFormation will see them, whichever construct wrote them (the cdk-nag way), so
+it holds for the deployable app and for any app that composes the library. The numbers live in ``core.quotas``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import quotas
+from .quotas import Limit
+
+Template = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule_id: str
+    stack: str
+    logical_id: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.stack}{'/' + self.logical_id if self.logical_id else ''}: {self.message}"
+
+
+def template_bytes(template: Template) -> int:
+    """The template's size as CDK writes it (JSON, indented by one space) and uploads it."""
+    return len(json.dumps(template, indent=1).encode())
+
+
+def check_templates(templates: Mapping[str, Template]) -> list[Violation]:
+    """Every limit of ``core.quotas`` that the templates break, and every security group rule they declare twice."""
+    out: list[Violation] = []
+    for stack, template in templates.items():
+        out.extend(_stack_checks(stack, template))
+    out.extend(duplicate_security_group_rules(templates))
+    return out
+
+
+def _over(limit: Limit, stack: str, logical_id: str | None, subject: str, seen: int, fix: str) -> Iterator[Violation]:
+    if seen > limit.number:
+        yield Violation(limit.rule_id, stack, logical_id, limit.message(subject, seen, fix))
+
+
+def _stack_checks(stack: str, template: Template) -> Iterator[Violation]:
+    resources: Mapping[str, Any] = template.get("Resources", {})
+    yield from _over(
+        quotas.RESOURCES_PER_STACK,
+        stack,
+        None,
+        f"stack {stack}",
+        len(resources),
+        "split the stack (the fleet app shards services by counted resources)",
+    )
+    yield from _over(quotas.TEMPLATE_BYTES, stack, None, f"stack {stack}", template_bytes(template), "split the stack")
+    for logical_id, resource in resources.items():
+        kind = resource.get("Type")
+        props = resource.get("Properties") or {}
+        tags = props.get("Tags")
+        if isinstance(tags, list):
+            yield from _over(
+                quotas.TAGS_PER_RESOURCE, stack, logical_id, kind, len(tags), "drop tags (tags apply to each resource)"
+            )
+        check = _BY_TYPE.get(kind)
+        if check is not None:
+            for limit, seen, fix in check(props):
+                yield from _over(limit, stack, logical_id, kind, seen, fix)
+
+
+def _task_definition(props: Mapping[str, Any]) -> Iterator[tuple[Limit, int, str]]:
+    containers = props.get("ContainerDefinitions")
+    if isinstance(containers, list):
+        yield quotas.CONTAINERS_PER_TASK_DEFINITION, len(containers), "move sidecars into another service"
+    yield (
+        quotas.TASK_DEFINITION_BYTES,
+        len(json.dumps(props, separators=(",", ":")).encode()),
+        "shorten commands and environment, or move settings into a file the image reads",
+    )
+
+
+def _listener_rule(props: Mapping[str, Any]) -> Iterator[tuple[Limit, int, str]]:
+    values = 0
+    for condition in props.get("Conditions") or []:
+        for config in ("PathPatternConfig", "HostHeaderConfig"):
+            items = (condition.get(config) or {}).get("Values") or []
+            values += len(items)
+            if config == "PathPatternConfig":
+                for item in items:
+                    if isinstance(item, str):
+                        yield quotas.PATH_PATTERN_CHARACTERS, len(item), "shorten the path"
+        values += len(condition.get("Values") or [])
+    yield quotas.CONDITION_VALUES_PER_RULE, values, "give the service at most 5 paths and hosts together"
+
+
+def _auto_scaling_group(props: Mapping[str, Any]) -> Iterator[tuple[Limit, int, str]]:
+    overrides = ((props.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}).get("Overrides")
+    if isinstance(overrides, list):
+        yield quotas.INSTANCE_TYPES_PER_GROUP, len(overrides), "list fewer instance types in the capacity"
+
+
+def _capacity_providers(props: Mapping[str, Any]) -> Iterator[tuple[Limit, int, str]]:
+    providers = props.get("CapacityProviders")
+    if isinstance(providers, list):
+        yield quotas.CAPACITY_PROVIDERS_PER_CLUSTER, len(providers), "merge capacities or use a second cluster"
+
+
+def _alarm(props: Mapping[str, Any]) -> Iterator[tuple[Limit, int, str]]:
+    dimensions = props.get("Dimensions")
+    if isinstance(dimensions, list):
+        yield quotas.DIMENSIONS_PER_METRIC, len(dimensions), "use fewer dimensions"
+
+
+def _scaling_policy(props: Mapping[str, Any]) -> Iterator[tuple[Limit, int, str]]:
+    spec = (props.get("TargetTrackingScalingPolicyConfiguration") or {}).get("CustomizedMetricSpecification") or {}
+    dimensions = spec.get("Dimensions")
+    if isinstance(dimensions, list):
+        yield quotas.DIMENSIONS_PER_METRIC, len(dimensions), "use fewer dimensions in scale_on_metric"
+
+
+_BY_TYPE = {
+    "AWS::ECS::TaskDefinition": _task_definition,
+    "AWS::ElasticLoadBalancingV2::ListenerRule": _listener_rule,
+    "AWS::AutoScaling::AutoScalingGroup": _auto_scaling_group,
+    "AWS::ECS::ClusterCapacityProviderAssociations": _capacity_providers,
+    "AWS::CloudWatch::Alarm": _alarm,
+    "AWS::ApplicationAutoScaling::ScalingPolicy": _scaling_policy,
+}
+
+
+# --- duplicate security group rules ------------------------------------------------------------------------------
+
+
+def _canonical(value: Any, stack: str, templates: Mapping[str, Template]) -> Any:
+    """A reference as one value wherever it is written: a cross-stack output read back to the value it exports."""
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Fn::GetStackOutput" and isinstance(arg, dict):
+            source = str(arg.get("StackName"))
+            output = (templates.get(source, {}).get("Outputs") or {}).get(str(arg.get("OutputName")))
+            if output is not None:
+                return _canonical(output.get("Value"), source, templates)
+        if key == "Fn::ImportValue":
+            for name, template in templates.items():
+                for output in (template.get("Outputs") or {}).values():
+                    if output.get("Export", {}).get("Name") == arg:
+                        return _canonical(output.get("Value"), name, templates)
+        if key in ("Ref", "Fn::GetAtt"):
+            return json.dumps({"stack": stack, key: arg}, sort_keys=True)
+    return json.dumps(value, sort_keys=True)
+
+
+_RULE_TYPES = {
+    "AWS::EC2::SecurityGroupIngress": ("GroupId", "ingress", ("SourceSecurityGroupId", "CidrIp", "CidrIpv6")),
+    "AWS::EC2::SecurityGroupEgress": ("GroupId", "egress", ("DestinationSecurityGroupId", "CidrIp", "CidrIpv6")),
+}
+
+
+def duplicate_security_group_rules(templates: Mapping[str, Template]) -> list[Violation]:
+    """Standalone ingress and egress rules that say the same thing twice, in one stack or across stacks.
+
+    EC2 refuses the second (InvalidPermission.Duplicate), so CloudFormation fails the stack that declares it.
+    """
+    seen: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
+    for stack, template in templates.items():
+        for logical_id, resource in (template.get("Resources") or {}).items():
+            shape = _RULE_TYPES.get(resource.get("Type"))
+            if shape is None:
+                continue
+            group_key, direction, peers = shape
+            props = resource.get("Properties") or {}
+            key = (
+                direction,
+                _canonical(props.get(group_key), stack, templates),
+                str(props.get("IpProtocol")),
+                str(props.get("FromPort")),
+                str(props.get("ToPort")),
+                *(_canonical(props.get(p), stack, templates) for p in peers),
+            )
+            seen[key].append((stack, logical_id))
+    out = []
+    for places in seen.values():
+        first, *repeats = places
+        for stack, logical_id in repeats:
+            out.append(
+                Violation(
+                    quotas.DUPLICATE_RULE_ID,
+                    stack,
+                    logical_id,
+                    f"[{quotas.DUPLICATE_RULE_ID}] this security group rule repeats {first[0]}/{first[1]}: EC2 refuses "
+                    "a rule that already exists (InvalidPermission.Duplicate) and CloudFormation fails the stack; "
+                    "declare each rule once",
+                )
+            )
+    return out

@@ -1,0 +1,183 @@
+"""Where each service lives: its services stack (shard) and its ALB rule priority, stable under edits. Pure Python.
+
+A shard is filled by counted resources, not by a service count, up to ``STACK_RESOURCE_HEADROOM`` of
+CloudFormation's 500. Membership and priorities are kept in a layout file beside the fleet file
+(``fleet.layout.json`` for ``fleet.toml``), which the app writes when it changes and the team commits, as CDK does
+with ``cdk.context.json``: adding, removing or reordering services never moves another service to another stack
+(CloudFormation would delete and recreate it, restarting its tasks) nor renumbers its listener rule (two rules
+cannot hold one priority while CloudFormation updates them one by one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ecs_gpu_sharing import FleetSpecError
+from ecs_gpu_sharing.core.fleet import AWSVPC, ServiceSpec
+from ecs_gpu_sharing.core.quotas import RESOURCES_PER_STACK, STACK_RESOURCE_HEADROOM
+
+LAYOUT_VERSION = 1
+PRIORITY_STEP = 10
+STACK_OVERHEAD = 1  # AWS::CDK::Metadata
+SHARD_BUDGET = int(RESOURCES_PER_STACK.number * STACK_RESOURCE_HEADROOM) - STACK_OVERHEAD
+
+
+def service_resources(spec: ServiceSpec, *, service_connect: bool, network_balancer: bool = False) -> int:
+    """An upper bound of the CloudFormation resources the fleet app writes for one service (a test holds it to the
+    synthesized count): task definition, task and execution roles with their policies, log group, service, route,
+    scaling, Service Connect's log group and an awsvpc service's security group with its rules."""
+    count = 6  # task definition, task role, execution role and its policy, log group, service
+    if spec.model_bucket or spec.task_role_statements:
+        count += 1  # the task role's policy
+    if spec.load_balancer is not None:
+        count += 2  # target group, and a listener rule (ALB) or a listener (NLB)
+    if spec.network_mode == AWSVPC:
+        count += 1 + (1 if network_balancer else 2)  # its security group; the balancer's ingress (and ALB egress)
+    if spec.max_tasks is not None:
+        count += 1 + sum(
+            x is not None for x in (spec.scale_on_cpu_percent, spec.scale_on_requests_per_target, spec.scale_on_metric)
+        )
+    if service_connect:
+        count += 1  # Service Connect's log group
+    return count
+
+
+@dataclass(frozen=True)
+class Layout:
+    shards: Mapping[str, int]  # service name -> shard number, from 1
+    priorities: Mapping[str, int]  # service name -> its ALB listener rule's priority
+
+    def to_json(self) -> str:
+        doc = {
+            "version": LAYOUT_VERSION,
+            "comment": "written by the fleet app: which services stack holds each service, and each ALB rule's "
+            "priority; commit it. Edit a service's shard or priority here to move it on purpose.",
+            "services": {
+                name: {
+                    "shard": self.shards[name],
+                    **({"priority": self.priorities[name]} if name in self.priorities else {}),
+                }
+                for name in sorted(self.shards)
+            },
+        }
+        return json.dumps(doc, indent=2) + "\n"
+
+    def shard_members(self) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for name, shard in self.shards.items():
+            out.setdefault(shard, []).append(name)
+        return dict(sorted(out.items()))
+
+
+def plan_layout(
+    services: Sequence[ServiceSpec],
+    previous: Layout | None,
+    *,
+    application_balancers: frozenset[str] = frozenset(),
+    network_balancers: frozenset[str] = frozenset(),
+    service_connect: bool = False,
+    budget: int = SHARD_BUDGET,
+) -> Layout:
+    """Keeps each known service's shard and priority; places new services, in file order, in the lowest shard with
+    room (by counted resources), else a new one, and gives a new ALB route the next priority on its balancer."""
+    previous = previous or Layout({}, {})
+    names = {s.name for s in services}
+    shards = {n: s for n, s in previous.shards.items() if n in names}
+    priorities = {n: p for n, p in previous.priorities.items() if n in names}
+    by_name = {s.name: s for s in services}
+
+    def size(name: str) -> int:
+        spec = by_name[name]
+        return service_resources(
+            spec, service_connect=service_connect, network_balancer=spec.load_balancer in network_balancers
+        )
+
+    used: dict[int, int] = {}
+    for name, shard in shards.items():
+        used[shard] = used.get(shard, 0) + size(name)
+    for spec in services:
+        if spec.name not in shards:
+            need = size(spec.name)
+            shard = next((k for k in sorted(used) if used[k] + need <= budget), max(used, default=0) + 1)
+            shards[spec.name] = shard
+            used[shard] = used.get(shard, 0) + need
+        if spec.load_balancer in application_balancers and spec.name not in priorities:
+            taken = [p for n, p in priorities.items() if by_name[n].load_balancer == spec.load_balancer]
+            priorities[spec.name] = max(taken, default=0) + PRIORITY_STEP
+        elif spec.load_balancer not in application_balancers:
+            priorities.pop(spec.name, None)
+    return Layout(shards, priorities)
+
+
+def layout_path(fleet_file: Path) -> Path:
+    return fleet_file.with_name(f"{fleet_file.stem}.layout.json")
+
+
+def read_layout(path: Path) -> Layout | None:
+    """The layout file, or None when there is none yet; a malformed one is refused, naming the file."""
+    if not path.is_file():
+        return None
+    try:
+        doc: Any = json.loads(path.read_text())
+        if (
+            not isinstance(doc, dict)
+            or doc.get("version") != LAYOUT_VERSION
+            or not isinstance(doc.get("services"), dict)
+        ):
+            raise ValueError(f"expected version {LAYOUT_VERSION} and a services table")
+        shards: dict[str, int] = {}
+        priorities: dict[str, int] = {}
+        for name, entry in doc["services"].items():
+            shard = entry.get("shard") if isinstance(entry, dict) else None
+            if not isinstance(shard, int) or isinstance(shard, bool) or shard < 1:
+                raise ValueError(f"services.{name}.shard must be an integer >= 1")
+            shards[name] = shard
+            if "priority" in entry:
+                priority = entry["priority"]
+                if not isinstance(priority, int) or isinstance(priority, bool) or not 1 <= priority <= 50000:
+                    raise ValueError(f"services.{name}.priority must be an integer from 1 to 50000")
+                priorities[name] = priority
+    except (ValueError, OSError) as error:
+        raise FleetSpecError(
+            f"{path}: not a layout file the fleet app can read ({error}); fix it, or delete it to lay the services "
+            "out afresh (every service may then move stacks)"
+        ) from None
+    return Layout(shards, priorities)
+
+
+def check_priorities(layout: Layout, services: Sequence[ServiceSpec], path: Path | None) -> None:
+    """Two services on one balancer cannot share a priority (an edited layout file could say so)."""
+    seen: dict[tuple[str | None, int], str] = {}
+    by_name = {s.name: s for s in services}
+    for name, priority in sorted(layout.priorities.items()):
+        key = (by_name[name].load_balancer, priority)
+        if key in seen:
+            raise FleetSpecError(
+                f"{path or 'layout'}: services {seen[key]} and {name} both hold priority {priority} on load balancer "
+                f"{key[0]}; give one another priority"
+            )
+        seen[key] = name
+
+
+def write_layout(path: Path, layout: Layout) -> bool:
+    """Writes the layout when it changed, atomically, keeping an existing file's mode. Returns whether it wrote."""
+    text = layout.to_json()
+    if path.is_file() and path.read_text() == text:
+        return False
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
