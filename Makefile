@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 CDK := node_modules/.bin/cdk
 FLEET ?=
 
-.PHONY: synth test deploy lint typecheck check setup bench clean
+.PHONY: synth test deploy rehearse lint typecheck check setup bench clean
 
 synth: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
@@ -24,6 +24,11 @@ synth: $(PY_STAMP) $(NODE_STAMP)
 # Needs AWS credentials and a bootstrapped account (cdk bootstrap).
 deploy: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) deploy --all --no-notices $(if $(FLEET),-c fleet=$(FLEET))
+
+# Deploys fleets into moto's AWS emulator on loopback and accounts for every resource (no AWS account needed).
+REHEARSE ?=
+rehearse: $(PY_STAMP) $(NODE_STAMP)
+	$(PY) scripts/rehearse.py $(REHEARSE)
 
 bench: $(PY_STAMP)
 	$(PY) benchmarks/plan_benchmark.py

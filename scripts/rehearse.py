@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Deploy rehearsal: each fleet file deployed by the pinned CDK CLI into moto's emulator on loopback, accounted for,
+checked with the operations commands, updated with an edit, and destroyed. No AWS account, no credentials.
+
+    make rehearse                              # the example fleet and tests/fleets/platform.toml
+    make rehearse REHEARSE="my-fleet.toml"     # your own fleet files
+    python scripts/rehearse.py FLEET [FLEET ...] [--update FLEET=EDITED] [--verbose]
+
+``--update FLEET=EDITED`` deploys EDITED as an update of FLEET (same stacks), as a team's next deploy would.
+Exits 1 when a deploy fails, a resource the emulator should hold is missing, a request is refused, a security group
+rule repeats, or an operations command fails. Prints what it seeded and what it could not check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+CDK = REPO / "node_modules" / ".bin" / "cdk"
+sys.path.insert(0, str(REPO))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return int(sock.getsockname()[1])
+
+
+class Emulator:
+    """moto's server, in this process (so the rehearsal can seed what AWS's public data has and moto's copy lacks)."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self.port = _free_port()
+        # localhost, not 127.0.0.1: moto reads a change set's template URL as path-style only for localhost.
+        self.endpoint = f"http://localhost:{self.port}"
+        self.server = ThreadedMotoServer(ip_address="localhost", port=self.port, verbose=False)
+
+    def __enter__(self) -> Emulator:
+        from ecs_gpu_sharing.operations import rehearsal
+
+        rehearsal.install_adapters()
+        self.server.start()
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+            "AWS_CONFIG_FILE": "/nonexistent",
+            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+            "CDK_DISABLE_CLI_TELEMETRY": "true",
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        }
+        os.environ.update({k: v for k, v in self.env.items() if k.startswith("AWS_")})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        session: Any = boto3  # any service name: the rehearsal reads whatever the templates hold
+        return session.client(service, region_name="us-east-1", endpoint_url=self.endpoint)
+
+
+def _run(emulator: Emulator, *args: str, log: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    started = time.monotonic()
+    result = subprocess.run(args, cwd=REPO, env=emulator.env, capture_output=True, text=True, check=False)
+    with log.open("a") as handle:
+        handle.write(f"$ {' '.join(args)}  ({time.monotonic() - started:.1f} s, exit {result.returncode})\n")
+        handle.write(result.stdout + result.stderr + "\n")
+    if check and result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise SystemExit(
+            f"rehearsal: FAILED: {' '.join(args[:3])} exited {result.returncode}\n{tail}\n(full log: {log})"
+        )
+    return result
+
+
+def _synth(emulator: Emulator, fleet: Path, out: Path, log: Path) -> dict[str, Any]:
+    # The layout file beside the fleet is read, not rewritten: rehearse a copy of the fleet.
+    _run(emulator, str(CDK), "synth", "--quiet", "--no-notices", "-c", f"fleet={fleet}", "-o", str(out), log=log)
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {
+        artifact["properties"]["stackName"] if "stackName" in artifact.get("properties", {}) else name: json.loads(
+            (out / artifact["properties"]["templateFile"]).read_text()
+        )
+        for name, artifact in manifest["artifacts"].items()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
+
+
+def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, verbose: bool) -> list[str]:
+    from ecs_gpu_sharing.core import fleet as fleet_file
+    from ecs_gpu_sharing.operations import rehearsal
+
+    problems: list[str] = []
+    log = work / "rehearsal.log"
+    spec = fleet_file.load(fleet)
+    steps = ["deploy"] + (["update"] if update else [])
+    templates: dict[str, Any] = {}
+    path = fleet
+    for number, what in enumerate(steps):
+        if what == "update":
+            assert update is not None
+            shutil.copy(update, fleet)  # the same file name: its layout file keeps every service in place
+        started = time.monotonic()
+        out = work / f"cdk.out.{number}"
+        templates = _synth(emulator, path, out, log)
+        seeded = (
+            rehearsal.seed_public_amis(templates)
+            + rehearsal.seed_certificates(templates)
+            + rehearsal.seed_container_images(out)
+        )
+        for line in seeded:
+            print(f"  seeded: {line}")
+        _run(
+            emulator,
+            str(CDK),
+            "deploy",
+            "--all",
+            "--app",
+            str(out),
+            "--require-approval",
+            "never",
+            "--no-notices",
+            log=log,
+        )
+        report = rehearsal.account(emulator.client, templates)
+        problems += report.problems
+        print(
+            f"  {what} {path.name}: {len(templates)} stacks in {time.monotonic() - started:.0f} s; {report.summary()}"
+        )
+        unchecked: dict[str, int] = {}
+        for check in report.checks:
+            if check.status == rehearsal.NOT_CHECKED:
+                unchecked[check.type] = unchecked.get(check.type, 0) + 1
+            if verbose:
+                print(f"    {check}")
+        if unchecked:
+            print("  not checked: " + ", ".join(f"{kind} x{n}" for kind, n in sorted(unchecked.items())))
+        for problem in report.problems:
+            print(f"  PROBLEM: {problem}")
+    problems += _operations(emulator, spec, fleet, templates, log)
+    started = time.monotonic()
+    destroyed = _run(
+        emulator,
+        str(CDK),
+        "destroy",
+        "--all",
+        "--force",
+        "--app",
+        str(work / f"cdk.out.{len(steps) - 1}"),
+        log=log,
+        check=False,
+    )
+    if destroyed.returncode != 0:
+        problems.append(
+            f"cdk destroy --all exited {destroyed.returncode}; left in the emulator: {_leftovers(emulator)}"
+        )
+    left = [s for s in templates if _stack_exists(emulator, s)]
+    if left:
+        problems.append(f"destroy left stacks behind: {', '.join(left)}")
+    print(f"  destroyed {len(templates)} stacks in {time.monotonic() - started:.0f} s")
+    return problems
+
+
+def _leftovers(emulator: Emulator) -> str:
+    ec2, elbv2 = emulator.client("ec2"), emulator.client("elbv2")
+    groups = [
+        g["GroupId"] + " " + g["GroupName"]
+        for g in ec2.describe_security_groups()["SecurityGroups"]
+        if g["GroupName"] != "default"
+    ]
+    balancers = [b["LoadBalancerName"] for b in elbv2.describe_load_balancers()["LoadBalancers"]]
+    interfaces = [
+        i["NetworkInterfaceId"] + " " + i.get("Description", "")
+        for i in ec2.describe_network_interfaces()["NetworkInterfaces"]
+    ]
+    instances = [
+        i["InstanceId"]
+        for r in ec2.describe_instances()["Reservations"]
+        for i in r["Instances"]
+        if i["State"]["Name"] != "terminated"
+    ]
+    return f"security groups {groups}, load balancers {balancers}, interfaces {interfaces}, instances {instances}"
+
+
+def _stack_exists(emulator: Emulator, name: str) -> bool:
+    try:
+        stacks = emulator.client("cloudformation").describe_stacks(StackName=name)["Stacks"]
+    except Exception:
+        return False
+    return any(s["StackStatus"] != "DELETE_COMPLETE" for s in stacks)
+
+
+def _operations(emulator: Emulator, spec: Any, fleet: Path, templates: dict[str, Any], log: Path) -> list[str]:
+    """The operations commands against what was deployed: they must run and read it."""
+    cli = [sys.executable, "-m", "ecs_gpu_sharing.cli"]
+    outputs = emulator.client("cloudformation").describe_stacks(StackName=f"{spec.name}-cluster")["Stacks"][0]
+    cluster = next(o["OutputValue"] for o in outputs.get("Outputs", []) if o["OutputKey"] == "ClusterName")
+    problems = []
+    commands = [
+        (
+            "cluster status",
+            [*cli, "cluster", "status", "--cluster", cluster, "--fleet", str(fleet), "--region", "us-east-1"],
+        ),
+        (
+            "evaluate",
+            [*cli, "evaluate", "--cluster", cluster, "--fleet", str(fleet), "--since", "1d", "--region", "us-east-1"],
+        ),
+        *(
+            (f"ami verify {release}", [*cli, "ami", "verify", "--release", release, "--region", "us-east-1"])
+            for release in sorted({c.ami_release for c in spec.capacities.values() if c.ami_release})
+        ),
+    ]
+    for name, command in commands:
+        result = _run(emulator, *command, log=log, check=False)
+        lines = (result.stdout + result.stderr).strip().splitlines()
+        first = next((line for line in lines if not line.startswith("b'")), "")
+        # No host registers in an emulator, so cluster status reports tasks not running (exit 1); it must still find
+        # every fleet service by its tag. evaluate exits 1 when a budget needs changing; with no telemetry it must
+        # run and say so.
+        text = result.stdout + result.stderr
+        ok = "Traceback" not in text and (
+            result.returncode == 0
+            or (name == "evaluate" and result.returncode == 1)
+            or (name == "cluster status" and result.returncode == 1 and "not found in the cluster" not in text)
+        )
+        print(f"  {name}: exit {result.returncode}: {first[:150]}")
+        if not ok:
+            problems.append(f"{name} exited {result.returncode}: {' | '.join(lines[-3:])}")
+    return problems
+
+
+def _quiet_moto() -> None:
+    """moto warns for every type it has no model of (the account lists them) and for its missing Docker."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Tried to parse")
+    for name in ("moto", "werkzeug", "moto.awslambda", "moto.awslambda_simple"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("fleets", nargs="*", type=Path, help="fleet files (default: fleet.toml and the platform fleet)")
+    parser.add_argument(
+        "--update",
+        action="append",
+        default=[],
+        metavar="FLEET=EDITED",
+        help="after deploying FLEET, deploy EDITED as its update (the same fleet, edited); repeatable",
+    )
+    parser.add_argument("--verbose", action="store_true", help="print every resource's account")
+    args = parser.parse_args(argv)
+    fleets = args.fleets or [REPO / "fleet.toml", REPO / "tests" / "fleets" / "platform.toml"]
+    updates: dict[Path, Path] = {}
+    for item in args.update:
+        fleet_text, _, edited = item.partition("=")
+        if not edited:
+            parser.error(f"--update {item}: write FLEET=EDITED")
+        updates[Path(fleet_text).resolve()] = Path(edited)
+    if not CDK.exists():
+        print("rehearsal: the CDK CLI is not installed; run `make rehearse`", file=sys.stderr)
+        return 2
+    _quiet_moto()
+    started = time.monotonic()
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="rehearsal-") as tmp, Emulator() as emulator:
+        work = Path(tmp)
+        print(f"rehearsal: moto {_moto_version()} at {emulator.endpoint}; full log in rehearsal.log")
+        _run(
+            emulator, str(CDK), "bootstrap", "aws://123456789012/us-east-1", "--no-notices", log=work / "rehearsal.log"
+        )
+        for number, fleet in enumerate(fleets):
+            # A copy beside its layout file, so the rehearsal never rewrites the team's files.
+            copy_dir = work / f"fleet{number}"
+            copy_dir.mkdir()
+            copy = copy_dir / fleet.name
+            shutil.copy(fleet, copy)
+            layout = fleet.with_name(f"{fleet.stem}.layout.json")
+            if layout.exists():
+                shutil.copy(layout, copy_dir / layout.name)
+            update = updates.get(fleet.resolve())
+            print(f"rehearsal: {fleet}")
+            try:
+                problems += rehearse(emulator, copy, update, work, args.verbose)
+            except SystemExit as failure:
+                problems.append(str(failure))
+                print(failure)
+                break
+        shutil.copy(work / "rehearsal.log", REPO / "rehearsal.log")
+    print(f"rehearsal: {len(problems)} problem(s) in {time.monotonic() - started:.0f} s")
+    for problem in problems:
+        print(f"  {problem}")
+    return 1 if problems else 0
+
+
+def _moto_version() -> str:
+    from importlib.metadata import version
+
+    return version("moto")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

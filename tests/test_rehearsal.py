@@ -1,0 +1,92 @@
+"""The deploy rehearsal's account of what the emulator holds: it never counts a resource that was not made, lists
+what it could not check, and fails on a security group rule declared twice, as EC2 would.
+
+Each case runs in its own process: the rehearsal completes moto at run time, which no other test should see. The
+whole rehearsal (the CDK CLI deploying both fleets) is `make rehearse`, which .ci/run runs after the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from conftest import REPO
+
+SCRIPT = """
+import json, os, socket, sys
+sock = socket.socket(); sock.bind(("localhost", 0)); port = sock.getsockname()[1]; sock.close()
+os.environ.update({"AWS_ENDPOINT_URL": f"http://localhost:{port}", "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/nonexistent"})
+import boto3
+from moto.server import ThreadedMotoServer
+from ecs_gpu_sharing.operations import rehearsal
+rehearsal.install_adapters()
+server = ThreadedMotoServer(ip_address="localhost", port=port, verbose=False); server.start()
+client = lambda service: boto3.client(service, region_name="us-east-1")
+template = json.loads(sys.argv[1])
+vpc = client("ec2").create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+body = json.dumps(template).replace("VPC_ID", vpc)
+error = None
+try:
+    client("cloudformation").create_stack(StackName="s", TemplateBody=body)
+except Exception as e:
+    error = str(e)
+report = rehearsal.account(client, {"s": json.loads(body)})
+print(json.dumps({"error": error, "problems": report.problems,
+    "checks": {c.logical_id: [c.status, c.detail] for c in report.checks}}))
+server.stop()
+"""
+
+
+def _rehearse(resources: dict[str, Any]) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps({"Resources": resources})],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+GROUP = {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "g", "VpcId": "VPC_ID"}}
+OTHER = {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "o", "VpcId": "VPC_ID"}}
+
+
+def _egress(port: int) -> dict[str, Any]:
+    return {
+        "Type": "AWS::EC2::SecurityGroupEgress",
+        "Properties": {
+            "GroupId": {"Fn::GetAtt": ["Group", "GroupId"]},
+            "DestinationSecurityGroupId": {"Fn::GetAtt": ["Other", "GroupId"]},
+            "IpProtocol": "tcp",
+            "FromPort": port,
+            "ToPort": port,
+        },
+    }
+
+
+def test_what_moto_makes_is_read_back_and_what_it_skips_is_listed_not_counted() -> None:
+    out = _rehearse(
+        {
+            "Group": GROUP,
+            "Other": OTHER,
+            "Egress": _egress(80),  # moto's CloudFormation has no model: the adapter makes it through the API
+            "Bucket": {"Type": "AWS::Lightsail::Bucket", "Properties": {"BucketName": "b", "BundleId": "small_1_0"}},
+        }
+    )
+    assert out["error"] is None and out["problems"] == []
+    assert out["checks"]["Group"][0] == "created" and out["checks"]["Group"][1].startswith("read back: sg-")
+    assert out["checks"]["Egress"][0] == "adapted"
+    assert out["checks"]["Bucket"] == ["not checked", "moto's CloudFormation has no model for it"]
+
+
+def test_a_security_group_rule_declared_twice_fails_the_rehearsal() -> None:
+    out = _rehearse({"Group": GROUP, "Other": OTHER, "First": _egress(443), "Again": _egress(443)})
+    assert any("DuplicateSecurityGroupRule" in p and "s/Again" in p for p in out["problems"]), out
+    # The emulator refuses the second rule too, as EC2 would (InvalidPermission.Duplicate): the stack fails.
+    assert out["error"] is not None or out["checks"]["Again"][0] != "adapted"
