@@ -113,6 +113,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
     spec = fleet_file.load(fleet)
     steps = ["deploy"] + (["update"] if update else [])
     templates: dict[str, Any] = {}
+    placed: dict[str, str] = {}  # ECS service logical id -> its stack, after the first deploy
     path = fleet
     for number, what in enumerate(steps):
         if what == "update":
@@ -155,6 +156,18 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
             print("  not checked: " + ", ".join(f"{kind} x{n}" for kind, n in sorted(unchecked.items())))
         for problem in report.problems:
             print(f"  PROBLEM: {problem}")
+        now = {
+            logical_id: stack
+            for stack, template in templates.items()
+            for logical_id, resource in template["Resources"].items()
+            if resource["Type"] == "AWS::ECS::Service"
+        }
+        if what == "update":
+            moved = sorted(n for n, stack in placed.items() if now.get(n, stack) != stack)
+            if moved:
+                problems.append(f"the update moved services to other stacks: {', '.join(moved)}")
+            print(f"  the update kept all {len(placed)} services in their stacks" if not moved else "  services moved")
+        placed = now
     problems += _operations(emulator, spec, fleet, templates, log)
     started = time.monotonic()
     destroyed = _run(
@@ -268,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         help="after deploying FLEET, deploy EDITED as its update (the same fleet, edited); repeatable",
     )
     parser.add_argument("--verbose", action="store_true", help="print every resource's account")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     fleets = args.fleets or [REPO / "fleet.toml", REPO / "tests" / "fleets" / "platform.toml"]
     updates: dict[Path, Path] = {}
     for item in args.update:

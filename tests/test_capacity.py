@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aws_cdk as cdk
@@ -299,8 +300,17 @@ def test_a_new_ami_release_rolls_the_hosts_one_at_a_time_with_draining() -> None
                         "AutoScalingRollingUpdate": {
                             "MaxBatchSize": 1,
                             "MinInstancesInService": 0,
-                            "PauseTime": "PT5M",
-                            "SuspendProcesses": ["HealthCheck", "ReplaceUnhealthy", "AZRebalance", "ScheduledActions"],
+                            # Each new host holds the roll until its ECS agent has registered (its signal).
+                            "WaitOnResourceSignals": True,
+                            "PauseTime": "PT20M",
+                            # As AWS advises for a rolling update, AlarmNotification included.
+                            "SuspendProcesses": [
+                                "HealthCheck",
+                                "ReplaceUnhealthy",
+                                "AZRebalance",
+                                "AlarmNotification",
+                                "ScheduledActions",
+                            ],
                         }
                     }
                 )
@@ -315,6 +325,15 @@ def test_a_new_ami_release_rolls_the_hosts_one_at_a_time_with_draining() -> None
         (template_resource,) = t.find_resources("AWS::EC2::LaunchTemplate").values()
         parameter = template_resource["Properties"]["LaunchTemplateData"]["ImageId"]["Ref"]
         return t.to_json()["Parameters"][parameter]["Default"]
+
+    # The host signals the group once its agent answers with a container instance, from a unit that runs after
+    # cloud-init (the agent starts only after it): the signal names this stack and this group.
+    (group_id,) = new.find_resources("AWS::AutoScaling::AutoScalingGroup")
+    (launch,) = new.find_resources("AWS::EC2::LaunchTemplate").values()
+    user_data = json.dumps(launch["Properties"]["LaunchTemplateData"]["UserData"])
+    assert "systemd-run --no-block" in user_data and "http://localhost:51678/v1/metadata" in user_data
+    assert "grep -q ContainerInstanceArn" in user_data
+    assert f"/opt/aws/bin/cfn-signal -e $ok --stack Roll --resource {group_id} --region" in user_data
 
     # The pinned release is the launch template's image: a new release changes it, which starts the roll.
     assert "20261031" in image(old) and "20261113" in image(new)

@@ -189,3 +189,18 @@ def test_every_stack_stays_under_cloudformations_limit(edit: dict[str, Any]) -> 
     for template in edit["after"]["templates"].values():
         assert len(template["Resources"]) <= 60 + 1 < RESOURCES_PER_STACK.number
     assert json.loads(edit["path"].read_text())["services"]["aaa"]["shard"] >= 1
+
+
+def test_the_committed_wide_fleets_are_what_the_generator_writes() -> None:
+    """tests/fleets/wide.toml and its edit, which the rehearsal deploys: 120 rich services over two ALBs."""
+    wide = (REPO / "tests" / "fleets" / "wide.toml").read_text()
+    edited = (REPO / "tests" / "fleets" / "wide-edited.toml").read_text()
+    assert wide.endswith(wide_fleet_text(120, balancers=2)) and edited.endswith(
+        wide_fleet_text(120, first="aaa", balancers=2)
+    )
+    spec = fleet.load(REPO / "tests" / "fleets" / "wide.toml")
+    assert len(spec.services) == 120
+    layout = plan_layout(
+        list(spec.services.values()), None, application_balancers=frozenset({"lb0", "lb1"}), service_connect=True
+    )
+    assert len(layout.shard_members()) == 4

@@ -281,3 +281,11 @@ def test_the_fleet_parser_refuses_one_past_each_limit_naming_the_key(
     message = _refusal(build(limit.number + 1))
     assert f"[{limit.rule_id}] {key}" in message, message
     assert f"over AWS's limit of {limit.number:,}" in message
+
+
+def test_the_readme_lists_every_limit_with_its_number() -> None:
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    for limit in quotas.LIMITS:
+        assert f"| `{limit.rule_id.removeprefix(quotas.PREFIX)}` | {limit.number:,} |" in readme, limit.rule_id

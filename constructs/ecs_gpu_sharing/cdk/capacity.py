@@ -24,8 +24,42 @@ from .ami import GpuAmi
 from .fleet_plan import FleetPlan
 
 UNVERIFIED_FAMILY_WARNING = "ecs-gpu-sharing:UnverifiedInstanceFamily"
-ROLL_PAUSE_MINUTES = 5
-"""Pause after each host a rolling replacement launches: time for the ECS agent to register and tasks to move."""
+ROLL_SIGNAL_MINUTES = 20
+"""How long a rolling replacement waits for a new host to signal that its ECS agent registered (PauseTime with
+WaitOnResourceSignals); no signal in that time fails the update, and CloudFormation rolls it back."""
+
+AGENT_METADATA_URL = "http://localhost:51678/v1/metadata"
+"""The ECS agent's introspection endpoint: it names the container instance once the agent has registered."""
+
+# AWS advises suspending these during a rolling update (Knowledge Center, "Why does my CloudFormation stack fail to
+# update an Auto Scaling group with a rolling update?"; AWS::AutoScaling::AutoScalingGroup UpdatePolicy reference):
+# a scaling action or a health replacement mid-update can fail it. AlarmNotification is one: ECS managed scaling does
+# not add hosts while a roll is under way, so each replaced host is held in service (MinInstancesInService) instead.
+ROLL_SUSPENDED = (
+    autoscaling.ScalingProcess.HEALTH_CHECK,
+    autoscaling.ScalingProcess.REPLACE_UNHEALTHY,
+    autoscaling.ScalingProcess.AZ_REBALANCE,
+    autoscaling.ScalingProcess.ALARM_NOTIFICATION,
+    autoscaling.ScalingProcess.SCHEDULED_ACTIONS,
+)
+
+
+def registered_signal_commands(stack: str, resource: str, region: str) -> list[str]:
+    """User data that signals ``resource`` once this host's ECS agent has registered with the cluster.
+
+    The agent's unit starts after cloud-init's final stage (``ecs.service``: After=cloud-final.service), so user
+    data cannot wait for it in line: a transient systemd unit waits in the background and signals with cfn-signal
+    (aws-cfn-bootstrap; it needs no credentials: CloudFormation checks the instance belongs to the stack). A host
+    whose agent does not register within the timeout signals failure, and the update rolls back."""
+    wait = (
+        f"ok=1; for i in $(seq 1 {ROLL_SIGNAL_MINUTES * 6 - 6}); do "
+        f"if curl -sf {AGENT_METADATA_URL} | grep -q ContainerInstanceArn; then ok=0; break; fi; sleep 10; done; "
+        f"/opt/aws/bin/cfn-signal -e $ok --stack {stack} --resource {resource} --region {region}"
+    )
+    return [
+        "dnf install -y aws-cfn-bootstrap",
+        f"systemd-run --no-block --unit=ecs-gpu-sharing-registered /bin/bash -c '{wait}'",
+    ]
 
 
 # Lines appended to /etc/ecs/ecs.config (the AMI sets GPU support too; stating it keeps a custom AMI honest).
@@ -263,19 +297,21 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
                 [autoscaling.NotificationConfiguration(topic=notification_topic)] if notification_topic else None
             ),
             # A new AMI release or instance type changes the launch template or its overrides, and CloudFormation
-            # then replaces the hosts one at a time; ECS managed draining (below) moves each host's tasks to other
-            # hosts before it goes. Scaling alarms stay active, so ECS can add a host for the drained tasks.
+            # then replaces the hosts one at a time, each replacement held until its ECS agent has registered (a
+            # signal); ECS managed draining (below) moves each old host's tasks to the others before it goes.
             update_policy=autoscaling.UpdatePolicy.rolling_update(
                 max_batch_size=1,
                 min_instances_in_service=self._min_instances,
-                pause_time=cdk.Duration.minutes(ROLL_PAUSE_MINUTES),
-                suspend_processes=[
-                    autoscaling.ScalingProcess.HEALTH_CHECK,
-                    autoscaling.ScalingProcess.REPLACE_UNHEALTHY,
-                    autoscaling.ScalingProcess.AZ_REBALANCE,
-                    autoscaling.ScalingProcess.SCHEDULED_ACTIONS,
-                ],
+                wait_on_resource_signals=True,
+                pause_time=cdk.Duration.minutes(ROLL_SIGNAL_MINUTES),
+                suspend_processes=list(ROLL_SUSPENDED),
             ),
+        )
+        group_resource = self.auto_scaling_group.node.default_child
+        assert isinstance(group_resource, autoscaling.CfnAutoScalingGroup)
+        stack = cdk.Stack.of(self)
+        user_data.add_commands(
+            *registered_signal_commands(stack.stack_name, stack.get_logical_id(group_resource), stack.region)
         )
         self.capacity_provider = ecs.AsgCapacityProvider(
             self,

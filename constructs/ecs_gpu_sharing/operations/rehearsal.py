@@ -441,11 +441,53 @@ MODEL_GAPS = (
     "moto keeps a terminated instance's primary network interface and a deleted NAT gateway's interface, which "
     "EC2 deletes: deleted with them, so the VPC can go",
     "moto's stack deletion skips NAT gateways and route tables: deleted (with their subnet associations)",
+    "moto looks change sets up by name across all stacks, and `cdk deploy` names every one cdk-deploy-change-set: "
+    "looked up within the stack named, ChangeSetNotFound when it has none, as CloudFormation does",
+    "moto resolves an SSM-typed parameter's previous value again on update, though it holds the resolved value: "
+    "a value that names no parameter is kept as it is",
 )
 """Where the rehearsal completes moto itself; the README lists them. None makes a resource the template lacks."""
 
 
+def _scope_change_sets() -> None:
+    from moto.cloudformation.exceptions import CloudFormationError
+    from moto.cloudformation.responses import CloudFormationResponse
+
+    class ChangeSetNotFound(CloudFormationError):
+        code = "ChangeSetNotFound"
+
+    for method in ("describe_change_set", "delete_change_set", "execute_change_set"):
+        original = getattr(CloudFormationResponse, method)
+
+        def scoped(self: Any, original: Any = original) -> Any:
+            name, stack = self._get_param("ChangeSetName"), self._get_param("StackName")
+            if name and stack and not str(name).startswith("arn:"):
+                matches = [
+                    arn
+                    for arn, change_set in self.cloudformation_backend.change_sets.items()
+                    if change_set.change_set_name == name and stack in (change_set.stack_name, change_set.stack_id)
+                ]
+                if not matches:
+                    raise ChangeSetNotFound(f"ChangeSet [{name}] does not exist")
+                self.querystring["ChangeSetName"] = [matches[-1]]
+            return original(self)
+
+        setattr(CloudFormationResponse, method, scoped)
+
+
 def _fill_model_gaps() -> None:
+    _scope_change_sets()
+    from moto.cloudformation.parsing import ResourceMap
+    from moto.ssm.models import ssm_backends
+
+    parse_ssm = ResourceMap.parse_ssm_parameter
+
+    def parse_ssm_parameter(self: Any, value: str, value_type: str) -> Any:
+        if ssm_backends[self._account_id][self._region_name].get_parameter(value) is None:
+            return value  # already resolved: the previous value of the parameter, kept on an update
+        return parse_ssm(self, value, value_type)
+
+    ResourceMap.parse_ssm_parameter = parse_ssm_parameter
     from moto.elbv2.models import FakeTargetGroup
     from moto.kms import models as kms
 
