@@ -4,9 +4,10 @@ checked with the operations commands, updated with an edit, and destroyed. No AW
 
     make rehearse                              # the example fleet and tests/fleets/platform.toml
     make rehearse REHEARSE="my-fleet.toml"     # your own fleet files
-    python scripts/rehearse.py FLEET [FLEET ...] [--update FLEET=EDITED] [--verbose]
+    python scripts/rehearse.py FLEET [FLEET ...] [--update FLEET=EDITED] [--app DIR] [--verbose]
 
 ``--update FLEET=EDITED`` deploys EDITED as an update of FLEET (same stacks), as a team's next deploy would.
+``--app DIR`` rehearses a team's own CDK app (the folder of its cdk.json) that composes the library.
 Exits 1 when a deploy fails, a resource the emulator should hold is missing, a request is refused, a security group
 rule repeats, or an operations command fails. Prints what it seeded and what it could not check.
 """
@@ -77,9 +78,11 @@ class Emulator:
         return session.client(service, region_name="us-east-1", endpoint_url=self.endpoint)
 
 
-def _run(emulator: Emulator, *args: str, log: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _run(
+    emulator: Emulator, *args: str, log: Path, check: bool = True, cwd: Path = REPO
+) -> subprocess.CompletedProcess[str]:
     started = time.monotonic()
-    result = subprocess.run(args, cwd=REPO, env=emulator.env, capture_output=True, text=True, check=False)
+    result = subprocess.run(args, cwd=cwd, env=emulator.env, capture_output=True, text=True, check=False)
     with log.open("a") as handle:
         handle.write(f"$ {' '.join(args)}  ({time.monotonic() - started:.1f} s, exit {result.returncode})\n")
         handle.write(result.stdout + result.stderr + "\n")
@@ -91,9 +94,13 @@ def _run(emulator: Emulator, *args: str, log: Path, check: bool = True) -> subpr
     return result
 
 
-def _synth(emulator: Emulator, fleet: Path, out: Path, log: Path) -> dict[str, Any]:
-    # The layout file beside the fleet is read, not rewritten: rehearse a copy of the fleet.
-    _run(emulator, str(CDK), "synth", "--quiet", "--no-notices", "-c", f"fleet={fleet}", "-o", str(out), log=log)
+def _synth(emulator: Emulator, fleet: Path, out: Path, log: Path, app: Path | None = None) -> dict[str, Any]:
+    """Synthesizes the fleet app with ``fleet`` (a copy: its layout file is written beside it), or the CDK app in
+    the folder ``app`` (its own cdk.json), into ``out``."""
+    if app is None:
+        _run(emulator, str(CDK), "synth", "--quiet", "--no-notices", "-c", f"fleet={fleet}", "-o", str(out), log=log)
+    else:
+        _run(emulator, str(CDK), "synth", "--quiet", "--no-notices", "-o", str(out), log=log, cwd=app)
     manifest = json.loads((out / "manifest.json").read_text())
     return {
         artifact["properties"]["stackName"] if "stackName" in artifact.get("properties", {}) else name: json.loads(
@@ -192,6 +199,39 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
     return problems
 
 
+def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> list[str]:
+    """A team's own CDK app (a folder with cdk.json): deployed, accounted for and destroyed."""
+    from ecs_gpu_sharing.operations import rehearsal
+
+    log = work / "rehearsal.log"
+    out = work / f"cdk.out.{app.name}"
+    started = time.monotonic()
+    templates = _synth(emulator, app, out, log, app=app)
+    for line in (
+        rehearsal.seed_public_amis(templates)
+        + rehearsal.seed_certificates(templates)
+        + rehearsal.seed_container_images(out)
+    ):
+        print(f"  seeded: {line}")
+    _run(
+        emulator, str(CDK), "deploy", "--all", "--app", str(out), "--require-approval", "never", "--no-notices", log=log
+    )
+    report = rehearsal.account(emulator.client, templates)
+    print(f"  deploy {app.name}: {len(templates)} stacks in {time.monotonic() - started:.0f} s; {report.summary()}")
+    for check in report.checks:
+        if verbose or check.status == rehearsal.NOT_CHECKED:
+            print(f"    {check}")
+    destroyed = _run(emulator, str(CDK), "destroy", "--all", "--force", "--app", str(out), log=log, check=False)
+    problems = list(report.problems)
+    if destroyed.returncode != 0:
+        problems.append(
+            f"cdk destroy --all exited {destroyed.returncode}; left in the emulator: {_leftovers(emulator)}"
+        )
+    else:
+        print(f"  destroyed {len(templates)} stacks")
+    return problems
+
+
 def _leftovers(emulator: Emulator) -> str:
     ec2, elbv2 = emulator.client("ec2"), emulator.client("elbv2")
     groups = [
@@ -281,8 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         help="after deploying FLEET, deploy EDITED as its update (the same fleet, edited); repeatable",
     )
     parser.add_argument("--verbose", action="store_true", help="print every resource's account")
+    parser.add_argument(
+        "--app", action="append", default=[], type=Path, metavar="DIR", help="a CDK app's folder (cdk.json) to rehearse"
+    )
     args = parser.parse_intermixed_args(argv)
-    fleets = args.fleets or [REPO / "fleet.toml", REPO / "tests" / "fleets" / "platform.toml"]
+    fleets = args.fleets or ([] if args.app else [REPO / "fleet.toml", REPO / "tests" / "fleets" / "platform.toml"])
     updates: dict[Path, Path] = {}
     for item in args.update:
         fleet_text, _, edited = item.partition("=")
@@ -318,6 +361,13 @@ def main(argv: list[str] | None = None) -> int:
                 problems.append(str(failure))
                 print(failure)
                 break
+        for app in args.app:
+            print(f"rehearsal: {app}")
+            try:
+                problems += rehearse_app(emulator, app.resolve(), work, args.verbose)
+            except SystemExit as failure:
+                problems.append(str(failure))
+                print(failure)
         shutil.copy(work / "rehearsal.log", REPO / "rehearsal.log")
     print(f"rehearsal: {len(problems)} problem(s) in {time.monotonic() - started:.0f} s")
     for problem in problems:
