@@ -61,7 +61,7 @@ class ServicesStack(Stack):
             # One scope per service: its constructs' ids cannot collide with another service's ("s", "s-logs").
             scope = Construct(self, spec.name)
             capacity = capacities[spec.capacity]
-            task = _task_definition(scope, spec, capacity)
+            task = _task_definition(scope, spec, capacity, cluster.default_cloud_map_namespace is not None)
             _containers(scope, spec, task)
             _task_role(scope, spec, task)
             service = _service(
@@ -100,7 +100,7 @@ class ServicesStack(Stack):
 
 
 def _task_definition(
-    scope: Construct, spec: ServiceSpec, capacity: GpuCapacity | GpuManagedInstancesCapacity
+    scope: Construct, spec: ServiceSpec, capacity: GpuCapacity | GpuManagedInstancesCapacity, service_connect: bool
 ) -> SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition:
     task: SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition
     if isinstance(capacity, GpuManagedInstancesCapacity):
@@ -109,8 +109,9 @@ def _task_definition(
             scope,
             "Task",
             network_mode=ecs.NetworkMode.AWS_VPC,
-            cpu=str(spec.shape("").cpu_units),
-            memory_mib=str(spec.shape("").memory_mib),
+            # Task-level figures hold the Service Connect proxy, when the cluster has a namespace.
+            cpu=str(spec.shape("", service_connect=service_connect).cpu_units),
+            memory_mib=str(spec.shape("", service_connect=service_connect).memory_mib),
         )
     else:
         mode = ecs.NetworkMode.AWS_VPC if spec.network_mode == AWSVPC else ecs.NetworkMode.BRIDGE

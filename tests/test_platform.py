@@ -559,3 +559,26 @@ def test_the_shard_estimate_bounds_each_services_resources(
             network_balancer=service.load_balancer in nlbs,
         )
         assert count <= estimate <= count + 2, (name, count, estimate)
+
+
+def test_the_plan_counts_the_service_connect_proxy_in_every_task_on_both_roads(example_build: Any) -> None:
+    """ECS adds a proxy to each task of a service with Service Connect; AWS suggests 256 CPU units and 64 MiB."""
+    from ecs_gpu_sharing.core.shape import SERVICE_CONNECT_PROXY_CPU_UNITS, SERVICE_CONNECT_PROXY_MEMORY_MIB
+
+    spec = fleet.load(REPO / "fleet.toml")
+    without = fleet.parse(
+        tomllib.loads((REPO / "fleet.toml").read_text().replace('service_connect_namespace = "models.internal"\n', "")),
+        source="no-connect.toml",
+    )
+    for name, service in spec.services.items():
+        with_proxy = {i.name: i.shape for i in spec.service_inputs()}[name]
+        plain = {i.name: i.shape for i in without.service_inputs()}[name]
+        assert with_proxy.cpu_units == plain.cpu_units + SERVICE_CONNECT_PROXY_CPU_UNITS, name
+        assert with_proxy.memory_mib == plain.memory_mib + SERVICE_CONNECT_PROXY_MEMORY_MIB, name
+        assert plain.cpu_units == service.cpu_units + sum(s.cpu_units for s in service.sidecars)
+    # The synth road reads the same figures from the services' Service Connect configuration.
+    stacks, _ = example_build
+    plan = json.loads((Path(stacks.cluster.node.root.outdir) / "gpu-fleet-plan.json").read_text())
+    fleet_shapes = {i.name: i.shape for i in spec.service_inputs()}
+    for service in plan["services"]:
+        assert service["task"]["cpu_units"] == fleet_shapes[service["name"]].cpu_units, service["name"]

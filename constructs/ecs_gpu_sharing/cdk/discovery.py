@@ -127,7 +127,7 @@ def _scaling_max(service: ecs.BaseService) -> Any:
     return _resolve(service, cfn.max_capacity) if isinstance(cfn, appscaling.CfnScalableTarget) else None
 
 
-def _shape(service: ecs.BaseService, owner: str) -> TaskShape | str:
+def _shape(service: ecs.BaseService, owner: str, service_connect: bool = False) -> TaskShape | str:
     """The task's shape, or why it cannot be read (as a reason for the outside-plan warning)."""
     td = service.task_definition
     if not isinstance(td, ecs.TaskDefinition):
@@ -139,7 +139,13 @@ def _shape(service: ecs.BaseService, owner: str) -> TaskShape | str:
         containers = [
             replace(c, gpu_budget_mib=shares[c.name].gpu_budget_mib) if c.name in shares else c for c in containers
         ]
-    return task_shape(containers, owner=owner, task_cpu_units=props.get("cpu"), task_memory_mib=props.get("memory"))
+    return task_shape(
+        containers,
+        owner=owner,
+        task_cpu_units=props.get("cpu"),
+        task_memory_mib=props.get("memory"),
+        service_connect=service_connect,
+    )
 
 
 def _largest_count(service: ecs.BaseService, props: Mapping[str, Any], stated: int | None) -> tuple[int, str] | str:
@@ -239,7 +245,9 @@ def discover(
             continue
         owner = named.node.path
         try:
-            shape = _shape(construct, owner)
+            # ECS adds a Service Connect proxy to each task of a service that turns it on.
+            connect = props.get("serviceConnectConfiguration")
+            shape = _shape(construct, owner, isinstance(connect, dict) and connect.get("enabled") is True)
         except GpuSharingError as error:
             found.shape_errors.append((name, str(error)))
             found.services_by_name.setdefault(name, []).append(named)

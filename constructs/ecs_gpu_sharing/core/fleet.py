@@ -162,8 +162,9 @@ class ServiceSpec:
     def share(self) -> MpsShare:
         return MpsShare(self.gpu_budget_mib, self.max_compute_percent)
 
-    def shape(self, source: str) -> TaskShape:
-        """The task's shape, through the same road as a CDK task definition's."""
+    def shape(self, source: str, *, service_connect: bool = False) -> TaskShape:
+        """The task's shape, through the same road as a CDK task definition's; with ``service_connect`` (the fleet
+        names a namespace), the proxy ECS adds to each task is counted."""
         containers = [
             ContainerFacts(name=c_name, cpu_units=cpu, memory_mib=memory, gpu_budget_mib=budget)
             for c_name, cpu, memory, budget in [
@@ -171,7 +172,7 @@ class ServiceSpec:
                 *((c.name, c.cpu_units, c.memory_mib, c.gpu_budget_mib) for c in self.sidecars),
             ]
         ]
-        return task_shape(containers, owner=f"{source}: service.{self.name}")
+        return task_shape(containers, owner=f"{source}: service.{self.name}", service_connect=service_connect)
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,7 @@ class FleetSpec:
             ServiceInput(
                 name=s.name,
                 capacity=s.capacity,
-                shape=s.shape(self.source),
+                shape=s.shape(self.source, service_connect=self.service_connect_namespace is not None),
                 tasks=s.largest_count[0],
                 count_source=s.largest_count[1],
                 note=s.note,

@@ -72,15 +72,28 @@ def literal_int(value: Any, *, field: str, owner: str, low: int = 0) -> int | No
     return value
 
 
+SERVICE_CONNECT_PROXY_CPU_UNITS = 256
+SERVICE_CONNECT_PROXY_MEMORY_MIB = 64
+"""What ECS's Service Connect proxy, which ECS adds to every task of a service with Service Connect, needs: AWS
+suggests adding 256 CPU units and at least 64 MiB to the task (Amazon ECS Developer Guide, Service Connect). The
+plan counts them in every such task."""
+
+
 def task_shape(
     containers: Sequence[ContainerFacts],
     *,
     owner: str,
     task_cpu_units: Any = None,
     task_memory_mib: Any = None,
+    service_connect: bool = False,
 ) -> TaskShape:
-    """The shape of one task; refuses tokens and expressions in any figure the plan counts, naming the field."""
+    """The shape of one task; refuses tokens and expressions in any figure the plan counts, naming the field.
+
+    With ``service_connect``, the proxy ECS adds to the task is counted with the containers (task-level figures,
+    when given, must already hold it)."""
     cpu_sum = memory_sum = whole = 0
+    if service_connect:
+        cpu_sum, memory_sum = SERVICE_CONNECT_PROXY_CPU_UNITS, SERVICE_CONNECT_PROXY_MEMORY_MIB
     budgets: list[int] = []
     for c in containers:
         where = f"container {c.name}"
