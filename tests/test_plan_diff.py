@@ -61,8 +61,9 @@ def test_added_and_removed_services_as_markdown(tmp_path: Path, capsys: pytest.C
     renamed = EXAMPLE.replace("[service.reranker]", "[service.reranker-v2]")
     code, out = _diff(tmp_path, EXAMPLE, renamed, "--markdown", capsys=capsys)
     assert out.startswith("### GPU fleet plan: what changed\n\n| capacity | instances | GPUs | GPU MiB used |")
-    assert "- services added: reranker-v2" in out and "- services removed: reranker" in out
-    assert code == 0 and out.rstrip().endswith("Nothing grew.")
+    assert "- services added: reranker-v2" in out and "- service reranker left the plan: not in the new plan" in out
+    # A rename is a service leaving the plan: a reviewer looks.
+    assert code == 1 and out.rstrip().endswith("please review.**")
 
 
 def test_a_new_capacity_is_growth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,3 +80,63 @@ def test_a_file_that_is_not_a_plan_is_one_line(tmp_path: Path, capsys: pytest.Ca
         capsys.readouterr().err.strip()
         == f"error: {bad}: not a fleet plan (no 'capacities' list); give a gpu-fleet-plan.json or plan --json"
     )
+
+
+# --- what a reviewer must not miss (#24, section 4) ---------------------------------------------------------------
+
+
+def _doc(tmp_path: Path, name: str, text: str) -> dict[str, object]:
+    return dict(json.loads(_plan(tmp_path, name, text).read_text()))
+
+
+def _diff_docs(
+    tmp_path: Path, old: dict[str, object], new: dict[str, object], capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, str]:
+    (tmp_path / "a.json").write_text(json.dumps(old))
+    (tmp_path / "b.json").write_text(json.dumps(new))
+    code = main(["plan", "diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), *extra])
+    return code, capsys.readouterr().out
+
+
+def test_a_growing_maximum_exits_1_naming_the_capacity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _doc(tmp_path, "old", EXAMPLE)
+    new = json.loads(json.dumps(old))
+    new["capacities"][0]["max_instances"] += 1  # type: ignore[index]
+    name = new["capacities"][0]["name"]  # type: ignore[index]
+    code, out = _diff_docs(tmp_path, old, new, capsys)
+    assert code == 1
+    assert any(line.startswith(name) and "(+1)" in line for line in out.splitlines()), out
+    assert "max instances" in out and "grew: yes" in out
+
+
+def test_a_growing_surge_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _doc(tmp_path, "old", EXAMPLE)
+    new = json.loads(json.dumps(old))
+    new["capacities"][0]["surge_instances"] += 2  # type: ignore[index]
+    code, out = _diff_docs(tmp_path, old, new, capsys)
+    assert code == 1 and "surge instances" in out and "(+2)" in out
+
+
+def test_a_service_leaving_the_plan_exits_1_naming_it_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _doc(tmp_path, "old", EXAMPLE)
+    new = json.loads(json.dumps(old))
+    gone = new["services"].pop(0)  # type: ignore[attr-defined]
+    new["outside_plan"] = [{"name": gone["name"], "capacity": gone["capacity"], "reason": "its count is a token"}]
+    code, out = _diff_docs(tmp_path, old, new, capsys, "--markdown")
+    assert code == 1
+    assert f"- service {gone['name']} left the plan: its count is a token" in out
+    assert "Nothing grew" not in out and "please review" in out
+
+
+def test_a_changed_budget_names_its_service(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _doc(tmp_path, "old", EXAMPLE)
+    new = json.loads(json.dumps(old))
+    service = new["services"][0]  # type: ignore[index]
+    before = list(service["task"]["gpu_budgets_mib"])
+    service["task"]["gpu_budgets_mib"] = [b + 1024 for b in before]
+    code, out = _diff_docs(tmp_path, old, new, capsys)
+    after = [b + 1024 for b in before]
+    assert f"service {service['name']}: GPU budgets (MiB) {before} -> {after}" in out
+    assert code == 0  # a budget alone is not growth; the capacity figures say whether it grew

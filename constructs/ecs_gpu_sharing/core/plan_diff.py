@@ -1,8 +1,9 @@
 """What changed between two fleet plans (``gpu-fleet-plan.json`` or ``plan --json``), for review. Pure Python.
 
-Per capacity: instances, GPUs, GPU memory used and the derived ``max_instances``; per service: added, removed,
-tasks changed; checks (errors) that newly fail. A plan *grows* when a capacity needs more instances or GPUs, a
-capacity appears, or a check newly fails; CI can ask for a review then (exit status 1).
+Per capacity: instances, GPUs, GPU memory used, ``max_instances`` and the deployment surge's instances; per service:
+added, left the plan (removed, or now outside it, with why), tasks and GPU budgets changed; checks (errors) that newly
+fail. A plan *grows* when any capacity figure rises, a capacity appears, a service leaves the plan, or a check newly
+fails; CI can ask for a review then (exit status 1).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from typing import Any
 from .errors import PlanError
 
 # (key in a capacity's summary, label): the figures compared per capacity; more of any is growth.
-_FIGURES = (("instances", "instances"), ("gpus", "GPUs"), ("gpu_memory_mib", "GPU MiB used"))
+_FIGURES = (
+    ("instances", "instances"),
+    ("gpus", "GPUs"),
+    ("gpu_memory_mib", "GPU MiB used"),
+    ("max_instances", "max instances"),
+    ("surge_instances", "surge instances"),
+)
 
 
 @dataclass(frozen=True)
@@ -32,14 +39,18 @@ class PlanDiff:
     capacities: dict[str, dict[str, Change]] = field(default_factory=dict)  # capacity -> label -> change
     services_added: list[str] = field(default_factory=list)
     services_removed: list[str] = field(default_factory=list)
+    left_plan: dict[str, str] = field(default_factory=dict)  # removed service -> why (outside the plan, or removed)
     tasks_changed: list[Change] = field(default_factory=list)
+    budgets_changed: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     newly_failing: list[str] = field(default_factory=list)
     no_longer_failing: list[str] = field(default_factory=list)
 
     @property
     def grew(self) -> bool:
-        return bool(self.newly_failing) or any(
-            c.delta > 0 for figures in self.capacities.values() for c in figures.values()
+        return (
+            bool(self.newly_failing)
+            or bool(self.services_removed)
+            or any(c.delta > 0 for figures in self.capacities.values() for c in figures.values())
         )
 
     @property
@@ -48,6 +59,7 @@ class PlanDiff:
             self.services_added
             or self.services_removed
             or self.tasks_changed
+            or self.budgets_changed
             or self.newly_failing
             or self.no_longer_failing
             or any(c.delta for figures in self.capacities.values() for c in figures.values())
@@ -57,6 +69,8 @@ class PlanDiff:
 def _capacity_figures(cap: dict[str, Any]) -> dict[str, int]:
     groups = cap.get("instances", [])
     return {
+        "max_instances": int(cap.get("max_instances") or 0),
+        "surge_instances": int(cap.get("surge_instances") or 0),
         "instances": sum(int(g.get("count", 1)) for g in groups),
         "gpus": sum(int(g.get("count", 1)) for g in groups for gpu in g.get("gpus", []) if gpu.get("tasks")),
         "gpu_memory_mib": sum(
@@ -94,6 +108,15 @@ def diff(old: Any, new: Any, *, old_source: str = "old", new_source: str = "new"
     new_tasks = {s["name"]: int(s.get("tasks", 0)) for s in new.get("services", [])}
     result.services_added = sorted(set(new_tasks) - set(old_tasks))
     result.services_removed = sorted(set(old_tasks) - set(new_tasks))
+    outside = {o.get("name"): o.get("reason", "") for o in new.get("outside_plan", []) if isinstance(o, dict)}
+    result.left_plan = {n: outside.get(n) or "not in the new plan" for n in result.services_removed}
+    old_budgets = {s["name"]: list(s.get("task", {}).get("gpu_budgets_mib", [])) for s in old.get("services", [])}
+    new_budgets = {s["name"]: list(s.get("task", {}).get("gpu_budgets_mib", [])) for s in new.get("services", [])}
+    result.budgets_changed = {
+        n: (old_budgets[n], new_budgets[n])
+        for n in sorted(set(old_budgets) & set(new_budgets))
+        if old_budgets[n] != new_budgets[n]
+    }
     result.tasks_changed = [
         Change(n, old_tasks[n], new_tasks[n])
         for n in sorted(set(old_tasks) & set(new_tasks))
@@ -120,7 +143,7 @@ def to_text(d: PlanDiff) -> str:
     for name, figures in d.capacities.items():
         rows.append(f"{name:<16}" + "".join(f"{_cell(figures[label]):<28}" for label in labels))
     rows += _lists(d, bullet="")
-    rows.append("grew: yes (review the capacity)" if d.grew else "grew: no")
+    rows.append("grew: yes (review the capacity and services above)" if d.grew else "grew: no")
     return "\n".join(row.rstrip() for row in rows)
 
 
@@ -134,7 +157,11 @@ def to_markdown(d: PlanDiff) -> str:
     out.append("")
     out += _lists(d, bullet="- ")
     out.append("")
-    out.append("**Capacity grows or a check newly fails: please review.**" if d.grew else "Nothing grew.")
+    out.append(
+        "**Capacity grows, a service left the plan or a check newly fails: please review.**"
+        if d.grew
+        else "Nothing grew."
+    )
     return "\n".join(out) + "\n"
 
 
@@ -142,10 +169,12 @@ def _lists(d: PlanDiff, *, bullet: str) -> list[str]:
     rows = []
     if d.services_added:
         rows.append(f"{bullet}services added: {', '.join(d.services_added)}")
-    if d.services_removed:
-        rows.append(f"{bullet}services removed: {', '.join(d.services_removed)}")
+    for name in d.services_removed:
+        rows.append(f"{bullet}service {name} left the plan: {d.left_plan.get(name, 'not in the new plan')}")
     for c in d.tasks_changed:
         rows.append(f"{bullet}service {c.name}: tasks {_cell(c)}")
+    for name, (before, after) in d.budgets_changed.items():
+        rows.append(f"{bullet}service {name}: GPU budgets (MiB) {before} -> {after}")
     rows += [f"{bullet}newly failing: {e}" for e in d.newly_failing]
     rows += [f"{bullet}no longer failing: {e}" for e in d.no_longer_failing]
     return rows
