@@ -340,3 +340,98 @@ def test_managed_instances_refuses_what_aws_does_not_accept_there(setup: Any, me
     with pytest.raises(RuntimeError, match=message):  # aws-ecs refuses a Docker volume as it is added
         setup(stack, td)
         _synth(stack)
+
+
+# --- guards on the final task definition (#22, section 1) ---------------------------------------------------------
+
+
+def _mps_task(stack: cdk.Stack, **task_options: Any) -> tuple[SharedGpuTaskDefinition, ecs.ContainerDefinition]:
+    td = SharedGpuTaskDefinition(stack, "Td", **task_options)
+    model = td.add_container("model", image=IMAGE, memory_limit_mib=1024, gpu=MpsShare(gpu_budget_mib=1024))
+    return td, model
+
+
+def _env_later(stack: cdk.Stack) -> None:
+    _, model = _mps_task(stack)
+    model.add_environment("NVIDIA_VISIBLE_DEVICES", "all")
+
+
+def _secret_later(stack: cdk.Stack) -> None:
+    from aws_cdk import aws_ssm as ssm
+
+    _, model = _mps_task(stack)
+    parameter = ssm.StringParameter.from_secure_string_parameter_attributes(stack, "P", parameter_name="/x")
+    model.add_secret("CUDA_VISIBLE_DEVICES", ecs.Secret.from_ssm_parameter(parameter))
+
+
+def _sidecar_env(stack: cdk.Stack) -> None:
+    td, _ = _mps_task(stack)
+    sidecar = td.add_container("sidecar", image=IMAGE, memory_limit_mib=64)
+    sidecar.add_environment("NVIDIA_VISIBLE_DEVICES", "all")
+
+
+def _device(stack: cdk.Stack) -> None:
+    td = SharedGpuTaskDefinition(stack, "Td")
+    linux = ecs.LinuxParameters(stack, "L")
+    td.add_container(
+        "model", image=IMAGE, memory_limit_mib=1024, gpu=MpsShare(gpu_budget_mib=1024), linux_parameters=linux
+    )
+    linux.add_devices(ecs.Device(host_path="/dev/nvidia0"))
+
+
+def _capability(capability: ecs.Capability) -> Any:
+    def build(stack: cdk.Stack) -> None:
+        td = SharedGpuTaskDefinition(stack, "Td")
+        linux = ecs.LinuxParameters(stack, "L")
+        td.add_container(
+            "model", image=IMAGE, memory_limit_mib=1024, gpu=MpsShare(gpu_budget_mib=1024), linux_parameters=linux
+        )
+        linux.add_capabilities(capability)
+
+    return build
+
+
+def _namespace(key: str) -> Any:
+    def build(stack: cdk.Stack) -> None:
+        _mps_task(stack, **{key: getattr(ecs, "PidMode" if key == "pid_mode" else "IpcMode").HOST})
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("build", "rule"),
+    [
+        (_env_later, r"\[ecs-gpu-sharing:GpuSteeringEnvironment\] container model: environment NVIDIA_VISIBLE_DEVICES"),
+        (_secret_later, r"\[ecs-gpu-sharing:GpuSteeringEnvironment\] container model: secrets CUDA_VISIBLE_DEVICES"),
+        (_sidecar_env, r"\[ecs-gpu-sharing:GpuSteeringEnvironment\] container sidecar: environment NVIDIA_VISIBLE"),
+        (_device, r"\[ecs-gpu-sharing:GpuDeviceMapped\] container model maps /dev/nvidia0"),
+        (
+            _capability(ecs.Capability.SYS_ADMIN),
+            r"\[ecs-gpu-sharing:HostCapability\] container model adds capability SYS_ADMIN",
+        ),
+        (
+            _capability(ecs.Capability.SYS_PTRACE),
+            r"\[ecs-gpu-sharing:HostCapability\] container model adds capability SYS_PTRACE",
+        ),
+        (_namespace("pid_mode"), r"\[ecs-gpu-sharing:HostNamespace\] the task's pidMode is host"),
+        (_namespace("ipc_mode"), r"\[ecs-gpu-sharing:HostNamespace\] the task's ipcMode is host"),
+    ],
+)
+def test_a_guard_walked_around_after_add_container_fails_synth(build: Any, rule: str) -> None:
+    stack = _stack()
+    build(stack)
+    with pytest.raises(RuntimeError, match=rule):
+        _synth(stack)
+
+
+def test_a_harmless_capability_and_device_pass() -> None:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Td")
+    linux = ecs.LinuxParameters(stack, "L")
+    model = td.add_container(
+        "model", image=IMAGE, memory_limit_mib=1024, gpu=MpsShare(gpu_budget_mib=1024), linux_parameters=linux
+    )
+    linux.add_capabilities(ecs.Capability.NET_BIND_SERVICE)
+    linux.add_devices(ecs.Device(host_path="/dev/fuse"))
+    model.add_environment("MODEL_ID", "bge-small")
+    _synth(stack)

@@ -16,6 +16,7 @@ import jsii
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IValidation
 
+from ..core.container_guards import guard_violations
 from ..core.errors import TaskDefinitionError
 from ..core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
@@ -228,6 +229,9 @@ class _SharedGpuRules:
                         MUTABLE_IMAGE_TAG, f"container {child.container_name}: {why}"
                     )
         problems = task.gpu_rule_violations()
+        # The final task definition, whatever was added after add_container: no container may escape its budget.
+        resource = task.node.default_child  # type: ignore[attr-defined]
+        problems.extend(guard_violations(cdk.Stack.of(resource).resolve(resource._cfn_properties)))
         if isinstance(task, SharedGpuManagedInstancesTaskDefinition):
             problems.extend(_managed_instances_refusals(task))
         return problems
