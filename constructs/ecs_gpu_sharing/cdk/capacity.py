@@ -49,8 +49,9 @@ def registered_signal_commands(stack: str, resource: str, region: str) -> list[s
 
     The agent's unit starts after cloud-init's final stage (``ecs.service``: After=cloud-final.service), so user
     data cannot wait for it in line: a transient systemd unit waits in the background and signals with cfn-signal
-    (aws-cfn-bootstrap; it needs no credentials: CloudFormation checks the instance belongs to the stack). A host
-    whose agent does not register within the timeout signals failure, and the update rolls back."""
+    (aws-cfn-bootstrap; it needs no credentials: CloudFormation checks the instance belongs to the stack, per the
+    CloudFormation User Guide's "cfn-signal"). A host whose agent does not register within the timeout signals
+    failure, and one that cannot install the package signals nothing: either way the update rolls back."""
     wait = (
         f"ok=1; for i in $(seq 1 {ROLL_SIGNAL_MINUTES * 6 - 6}); do "
         f"if curl -sf {AGENT_METADATA_URL} | grep -q ContainerInstanceArn; then ok=0; break; fi; sleep 10; done; "

@@ -16,7 +16,7 @@ import jsii
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IValidation
 
-from ..core.container_guards import guard_violations
+from ..core.container_guards import guard_violations, managed_instances_refusals
 from ..core.errors import TaskDefinitionError
 from ..core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
@@ -229,27 +229,10 @@ class _SharedGpuRules:
                         MUTABLE_IMAGE_TAG, f"container {child.container_name}: {why}"
                     )
         problems = task.gpu_rule_violations()
-        # The final task definition, whatever was added after add_container: no container may escape its budget.
+        # The final task definition, whatever was added after add_container, resolved once for both rule sets.
         resource = task.node.default_child  # type: ignore[attr-defined]
-        problems.extend(guard_violations(cdk.Stack.of(resource).resolve(resource._cfn_properties)))
+        rendered = cdk.Stack.of(resource).resolve(resource._cfn_properties)
+        problems.extend(guard_violations(rendered))
         if isinstance(task, SharedGpuManagedInstancesTaskDefinition):
-            problems.extend(_managed_instances_refusals(task))
+            problems.extend(managed_instances_refusals(rendered))
         return problems
-
-
-def _managed_instances_refusals(task: SharedGpuManagedInstancesTaskDefinition) -> list[str]:
-    """What AWS lists as not valid on Managed Instances: sharedMemorySize and tmpfs (aws-ecs itself refuses the
-    third, dockerVolumeConfiguration, when the volume is added)."""
-    resource = task.node.default_child
-    assert isinstance(resource, ecs.CfnTaskDefinition)
-    stack = cdk.Stack.of(task)
-    problems = []
-    # Resolved L1 properties carry the L1's own (camelCase) names.
-    for container in stack.resolve(resource.container_definitions) or []:
-        for key in ("sharedMemorySize", "tmpfs"):
-            if (container.get("linuxParameters") or {}).get(key) is not None:
-                problems.append(
-                    f"container {container.get('name')}: linux_parameters {key} is not valid on ECS Managed "
-                    "Instances; remove it, or run the container on an EC2 capacity (SharedGpuTaskDefinition)"
-                )
-    return problems

@@ -1,4 +1,5 @@
-"""What no container on a shared GPU may do, judged on the task definition as it will be rendered. Pure Python.
+"""What no container on a shared GPU may do, and what Managed Instances refuses, judged on the task definition as
+it will be rendered. Pure Python.
 
 ``add_container`` refuses these when they are passed to it, but a container can gain them afterwards
 (``add_environment``, ``add_secret``, ``linux_parameters.add_devices``/``add_capabilities``, the task's ``pid_mode``
@@ -73,3 +74,15 @@ def _violations(task: Mapping[str, Any]) -> Iterator[str]:
                 f"[{HOST_CAPABILITY}] container {name} adds capability {capability}, which reaches other tenants' "
                 "processes or the host; drop it"
             )
+
+
+def managed_instances_refusals(task_properties: Mapping[str, Any]) -> list[str]:
+    """What AWS lists as not valid on ECS Managed Instances and a container can still carry: sharedMemorySize and
+    tmpfs (aws-ecs itself refuses the third, dockerVolumeConfiguration, when the volume is added)."""
+    return [
+        f"container {_get(container, 'name')}: linux_parameters {key} is not valid on ECS Managed Instances; "
+        "remove it, or run the container on an EC2 capacity (SharedGpuTaskDefinition)"
+        for container in _get(task_properties, "containerDefinitions") or []
+        for key in ("sharedMemorySize", "tmpfs")
+        if _get(_get(container, "linuxParameters") or {}, key) is not None
+    ]
