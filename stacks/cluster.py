@@ -128,9 +128,10 @@ class ClusterStack(Stack):
         open_host_ports(self.load_balancers, self.capacities, host_port_routes)
 
         # The GPU telemetry daemon on every EC2 GPU host (daemon services do not run on Managed Instances).
+        ec2_capacities = [c for c in self.capacities.values() if isinstance(c, GpuCapacity)]
         self.telemetry = (
-            GpuTelemetry(self, DAEMON_NAME, cluster=self.cluster)
-            if telemetry and any(isinstance(c, GpuCapacity) for c in self.capacities.values())
+            GpuTelemetry(self, DAEMON_NAME, cluster=self.cluster, capacities=ec2_capacities)
+            if telemetry and ec2_capacities
             else None
         )
 

@@ -4,23 +4,31 @@ GetMetricData, ECS services and tags) or botocore's Stubber (task details moto d
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import importlib.util
 import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import boto3
 import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from ecs_gpu_sharing import AwsOperationError, FleetSpecError
+from ecs_gpu_sharing import AwsOperationError, FleetSpecError, GpuSharingError
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet, fleet_edit, right_size
-from ecs_gpu_sharing.core.fleet import SERVICE_TAG
+from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG
 from ecs_gpu_sharing.core.right_size import FITS, NO_DATA, TOO_LOOSE, TOO_TIGHT, Measured
 from ecs_gpu_sharing.operations import evaluate
+from ecs_gpu_sharing.operations.telemetry.sampling import NAMESPACE, Owner, Window, window_records
+
+from conftest import REPO
+
+CONSUMER = REPO / "examples" / "consumer"
 
 FLEET = """#:schema ./fleet.schema.json
 # The team's fleet: comments like this one must survive --write.
@@ -72,14 +80,27 @@ def test_verdicts_and_suggestions() -> None:
     spec = _spec()
     measured = {
         "embedder": Measured("embedder", "e", peak_mib=2300, p99_mib=2100),  # far below 6144: too loose
-        "reranker": Measured("reranker", "r", peak_mib=3000, p99_mib=2900, oom_stops=2),  # OOM: too tight
+        "reranker": Measured("reranker", "r", peak_mib=3000, p99_mib=2900),  # 98% of its budget: too tight
     }
     verdicts = {v.service: v for v in right_size.judge(spec, measured, margin_percent=10)}
     assert (verdicts["embedder"].verdict, verdicts["embedder"].suggested_mib) == (TOO_LOOSE, 2560)  # 2530 -> 64s
     assert verdicts["embedder"].headroom_mib == 6144 - 2300
     assert (verdicts["reranker"].verdict, verdicts["reranker"].suggested_mib) == (TOO_TIGHT, 3392)  # budget + 10%
-    assert "2 tasks stopped for memory" in verdicts["reranker"].why
+    assert "98% of the 3072 MiB budget" in verdicts["reranker"].why
     assert (verdicts["idle"].verdict, verdicts["idle"].suggested_mib) == (NO_DATA, 2048)  # unchanged
+
+
+def test_a_host_memory_kill_advises_memory_mib_and_never_raises_the_gpu_budget() -> None:
+    spec = _spec()
+    calm = Measured("reranker", "r", peak_mib=2500, p99_mib=2400)
+    killed = Measured("reranker", "r", peak_mib=2500, p99_mib=2400, host_memory_stops=3)
+    (without,) = [v for v in right_size.judge(spec, {"reranker": calm}) if v.service == "reranker"]
+    (with_kills,) = [v for v in right_size.judge(spec, {"reranker": killed}) if v.service == "reranker"]
+    assert (with_kills.verdict, with_kills.suggested_mib) == (without.verdict, without.suggested_mib) == (FITS, 3072)
+    assert without.memory_advice is None
+    assert with_kills.memory_advice is not None
+    assert "3 tasks killed at the container's memory limit" in with_kills.memory_advice
+    assert "raise memory_mib above its 2048 MiB" in with_kills.memory_advice
 
 
 def test_a_suggestion_never_goes_below_the_notes_need_and_fits_keeps_the_budget() -> None:
@@ -164,6 +185,39 @@ def test_a_bad_window_is_refused(since: str) -> None:
 # --- against moto ---------------------------------------------------------------------------------------------
 
 
+CID = "a" * 64
+
+
+def _evidence_lines(figures: dict[str, tuple[int, int, int]], cluster: str = "models") -> list[str]:
+    """The daemon's own records for one window, made by the daemon's code: ECS service -> (peak, p99, util)."""
+    windows = {
+        Owner(service, CONTAINER_NAME, f"arn:task/{service}"): Window([p99] * 99 + [peak], [util] * 100)
+        for service, (peak, p99, util) in figures.items()
+    }
+    return [json.dumps(r) for r in window_records(0, cluster, "i-0abc", windows, [], True)]
+
+
+def _put(logs: Any, group: str, stream: str, messages: list[str], when: datetime.datetime) -> None:
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    stamp = int(when.timestamp() * 1000)
+    logs.put_log_events(
+        logGroupName=group, logStreamName=stream, logEvents=[{"timestamp": stamp, "message": m} for m in messages]
+    )
+
+
+def _stopped(service: str, reason: str, container_reason: str = "", code: str = "TaskFailedToStart") -> str:
+    detail = {
+        "group": f"service:{service}",
+        "lastStatus": "STOPPED",
+        "stoppedReason": reason,
+        "stopCode": code,
+        "containers": [{"name": "model", "reason": container_reason}],
+    }
+    return json.dumps({"detail-type": "ECS Task State Change", "source": "aws.ecs", "detail": detail})
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
     for key, value in {
@@ -184,51 +238,31 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
                 desiredCount=0,
                 tags=[{"key": SERVICE_TAG, "value": name}],
             )
-        cloudwatch = boto3.client("cloudwatch")
+        logs = boto3.client("logs")
         now = datetime.datetime.now(datetime.UTC)
-        for name, peak, p99, util in (("embedder", 2300, 2100, 30), ("reranker", 3000, 2950, 70)):
-            dims = [{"Name": "Cluster", "Value": "models"}, {"Name": "Service", "Value": f"models-{name}-AbC123"}]
-            cloudwatch.put_metric_data(
-                Namespace="EcsGpuSharing",
-                MetricData=[
-                    {
-                        "MetricName": "GpuMemoryPeakMiB",
-                        "Dimensions": dims,
-                        "Value": peak,
-                        "Timestamp": now - datetime.timedelta(hours=2),
-                    },
-                    {
-                        "MetricName": "GpuMemoryPeakMiB",
-                        "Dimensions": dims,
-                        "Value": peak - 400,
-                        "Timestamp": now - datetime.timedelta(hours=1),
-                    },
-                    {
-                        "MetricName": "GpuMemoryP99MiB",
-                        "Dimensions": dims,
-                        "Value": p99,
-                        "Timestamp": now - datetime.timedelta(hours=2),
-                    },
-                    {
-                        "MetricName": "GpuUtilizationPercent",
-                        "Dimensions": dims,
-                        "Value": util,
-                        "Timestamp": now - datetime.timedelta(hours=2),
-                    },
-                ],
-            )
-        cloudwatch.put_metric_data(
-            Namespace="EcsGpuSharing",
-            MetricData=[
-                {
-                    "MetricName": "OomStops",
-                    "Dimensions": [{"Name": "Group", "Value": "service:models-reranker-AbC123"}],
-                    "Value": 1,
-                    "Timestamp": now - datetime.timedelta(hours=3),
-                }
-            ],
+        evidence = "/ecs-gpu-sharing/evidence/models"
+        earlier = _evidence_lines(
+            {"models-embedder-AbC123": (2300, 2100, 30), "models-reranker-AbC123": (3000, 2950, 70)}
         )
-        yield
+        later = _evidence_lines({"models-embedder-AbC123": (1900, 1800, 30)})
+        _put(logs, evidence, "i-0abc/task1", earlier, now - datetime.timedelta(hours=2))
+        _put(logs, evidence, "i-0def/task2", later, now - datetime.timedelta(hours=1))
+        _put(
+            logs,
+            "/aws/events/ecs-gpu-sharing/models/stopped-tasks",
+            "events",
+            [
+                _stopped(
+                    "models-reranker-AbC123",
+                    "Essential container in task exited",
+                    "OutOfMemoryError: Container killed due to memory usage",
+                    "EssentialContainerExited",
+                ),
+                _stopped("models-embedder-AbC123", "Scaling activity initiated by deployment"),
+            ],
+            now - datetime.timedelta(hours=3),
+        )
+        yield {"logs": logs, "now": now}
 
 
 def test_evaluate_judges_replans_and_writes(aws: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -240,11 +274,13 @@ def test_evaluate_judges_replans_and_writes(aws: Any, tmp_path: Path, capsys: py
     by = {s["service"]: s for s in doc["services"]}
     assert (by["embedder"]["peak_mib"], by["embedder"]["p99_mib"], by["embedder"]["verdict"]) == (2300, 2100, TOO_LOOSE)
     assert by["embedder"]["ecs_service"] == "models-embedder-AbC123"
-    assert (by["reranker"]["oom_stops"], by["reranker"]["verdict"], by["reranker"]["suggested_mib"]) == (
+    assert (by["reranker"]["host_memory_stops"], by["reranker"]["verdict"], by["reranker"]["suggested_mib"]) == (
         1,
-        TOO_TIGHT,
+        TOO_TIGHT,  # by its peak (98% of the budget), not by the host-memory kill
         3392,
     )
+    assert by["reranker"]["crash_stops"] == 1 and "raise memory_mib" in by["reranker"]["memory_advice"]
+    assert by["embedder"]["host_memory_stops"] == 0 and by["embedder"]["memory_advice"] is None
     assert by["idle"]["verdict"] == NO_DATA  # not deployed
     assert (doc["written"] == str(path) and "GPUs" in doc["replan"]["diff"]) or doc["replan"]["diff"]
     written = _spec(path.read_text())
@@ -259,13 +295,14 @@ def test_evaluate_prints_a_table_without_writing(aws: Any, tmp_path: Path, capsy
     path.write_text(FLEET)
     main(["evaluate", "--cluster", "models", "--fleet", str(path), "--since", "1d"])
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == [
+    assert out.splitlines()[0] == f"judged: fleet file {path}"
+    assert out.splitlines()[1].split() == [
         "service",
         "budget",
         "peak",
         "p99",
         "headroom",
-        "OOM/MPS/crash",
+        "host-mem/MPS/crash",
         "stops",
         "util",
         "%",
@@ -277,12 +314,58 @@ def test_evaluate_prints_a_table_without_writing(aws: Any, tmp_path: Path, capsy
 
 
 def test_an_aws_failure_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    ecs = boto3.client("ecs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    stub = Stubber(ecs)
-    stub.add_client_error("list_container_instances", "AccessDeniedException", "not allowed")
+    logs = boto3.client("logs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(logs)
+    stub.add_client_error("filter_log_events", "AccessDeniedException", "not allowed")
     with stub, pytest.raises(AwsOperationError) as error:
-        evaluate.measure(ecs, None, "models", _spec(), seconds=3600, now=datetime.datetime.now(datetime.UTC))
+        evaluate.measure(None, logs, "models", {"e": "e"}, seconds=3600, now=datetime.datetime.now(datetime.UTC))
     assert str(error.value).count("\n") == 0 and "AccessDeniedException: not allowed" in str(error.value)
+    assert "/ecs-gpu-sharing/evidence/models" in str(error.value)
+
+
+def test_a_cluster_without_telemetry_says_what_to_deploy(aws: Any) -> None:
+    with pytest.raises(GpuSharingError, match="has no evidence log group /ecs-gpu-sharing/evidence/other: deploy"):
+        evaluate.measure(boto3.client("ecs"), aws["logs"], "other", {}, seconds=3600, now=aws["now"])
+
+
+def test_a_tenants_forged_figures_do_not_move_what_evaluate_reads(aws: Any) -> None:
+    """Any container can log an embedded-metric-format line (CloudWatch extracts it from any log group) or, with a
+    careless role, put a metric into the namespace; evaluate reads neither."""
+    ecs, logs, now = boto3.client("ecs"), aws["logs"], aws["now"]
+    names = {"embedder": "models-embedder-AbC123", "reranker": "models-reranker-AbC123"}
+    before = evaluate.measure(ecs, logs, "models", names, seconds=86400, now=now)
+    forged = _evidence_lines({"models-embedder-AbC123": (60000, 60000, 100)})
+    forged.append(_stopped("models-embedder-AbC123", "x", "OutOfMemoryError: forged", "EssentialContainerExited"))
+    _put(logs, "/ecs/models-embedder", "model/model/abc", forged, now - datetime.timedelta(minutes=30))
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace=NAMESPACE,
+        MetricData=[
+            {
+                "MetricName": "GpuMemoryPeakMiB",
+                "Dimensions": [
+                    {"Name": "Cluster", "Value": "models"},
+                    {"Name": "Service", "Value": "models-embedder-AbC123"},
+                ],
+                "Value": 60000,
+            }
+        ],
+    )
+    after = evaluate.measure(ecs, logs, "models", names, seconds=86400, now=now)
+    assert after == before
+    assert (before["embedder"].peak_mib, before["embedder"].p99_mib, before["embedder"].host_memory_stops) == (
+        2300,
+        2100,
+        0,
+    )
+    # A record for another cluster in the evidence group is not this cluster's either.
+    _put(
+        logs,
+        "/ecs-gpu-sharing/evidence/models",
+        "x/y",
+        _evidence_lines({"models-embedder-AbC123": (9, 9, 9)}, "other"),
+        now,
+    )
+    assert evaluate.measure(ecs, logs, "models", names, seconds=86400, now=now) == before
 
 
 def test_the_running_image_and_recent_stops_come_from_ecs() -> None:
@@ -312,3 +395,137 @@ def test_an_allocation_written_as_dotted_keys_gets_the_budget_and_a_note_not_a_r
     assert _spec(dotted).services["embedder"].note is not None
     edited, notes = fleet_edit.apply(dotted, {"embedder": fleet_edit.Change(2560, {"measured_peak_mib": 2300})})
     assert _spec(edited).services["embedder"].gpu_budget_mib == 2560 and "as a table of its own" in notes[0]
+
+
+# --- a construct-built app: --plan, and the task definitions themselves ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def consumer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The example consumer app (examples/consumer), synthesized as its team would: its plan file and template."""
+    spec = importlib.util.spec_from_file_location("consumer_models_stack", CONSUMER / "models_stack.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path_factory.mktemp("consumer-out")
+    app = cdk.App(outdir=str(out))
+    module.ModelsStack(app, "Models")
+    template = app.synth().get_stack_by_name("Models").template
+    return {"plan": out / "gpu-fleet-plan.json", "template": template}
+
+
+def _deploy_like_cloudformation(consumer: dict[str, Any]) -> str:
+    """The consumer's service as CloudFormation would create it in moto: its generated name and its tags."""
+    ((logical, service),) = [
+        (k, r)
+        for k, r in consumer["template"]["Resources"].items()
+        if r["Type"] == "AWS::ECS::Service" and r["Properties"].get("SchedulingStrategy") != "DAEMON"
+    ]
+    tags = service["Properties"]["Tags"]
+    assert {"Key": SERVICE_TAG, "Value": "embedder"} in tags  # the plan's name, set by the library at synth
+    ecs = boto3.client("ecs")
+    ecs.create_cluster(clusterName="consumer")
+    ecs.register_task_definition(
+        family="emb",
+        containerDefinitions=[
+            {
+                "name": "model",
+                "image": "x",
+                "memory": 4096,
+                "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 4096}}}],
+            }
+        ],
+        memory="4096",
+    )
+    name = f"Models-{logical}-Xy12"
+    ecs.create_service(
+        cluster="consumer",
+        serviceName=name,
+        taskDefinition="emb",
+        desiredCount=0,
+        tags=[{"key": t["Key"], "value": t["Value"]} for t in tags],
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    _put(
+        boto3.client("logs"),
+        "/ecs-gpu-sharing/evidence/consumer",
+        "i-0abc/task1",
+        _evidence_lines({name: (1500, 1400, 20)}, "consumer"),
+        now - datetime.timedelta(hours=1),
+    )
+    return name
+
+
+def test_a_construct_app_is_judged_from_its_synth_plan(
+    aws: Any, consumer: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = _deploy_like_cloudformation(consumer)
+    code = main(["evaluate", "--cluster", "consumer", "--plan", str(consumer["plan"]), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["source"] == f"synth plan {consumer['plan']}" and doc["replan"] is None
+    (embedder,) = doc["services"]
+    assert (embedder["service"], embedder["ecs_service"], embedder["budget_mib"]) == ("embedder", name, 4096)
+    assert (embedder["peak_mib"], embedder["verdict"], embedder["suggested_mib"]) == (1500, TOO_LOOSE, 1664)
+
+
+def test_a_construct_app_is_judged_from_its_task_definitions_without_a_plan(
+    aws: Any, consumer: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _deploy_like_cloudformation(consumer)
+    main(["evaluate", "--cluster", "consumer"])
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "judged: the task definitions of cluster consumer"
+    assert "embedder  4096    1500" in out and "too loose" in out  # named by its tag, budget from the task definition
+    assert "re-plan: only for a fleet file" in out
+
+
+def test_write_needs_a_fleet_file_and_one_source(
+    aws: Any, consumer: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", "--cluster", "consumer", "--plan", str(consumer["plan"]), "--write"]) == 1
+    assert "--write edits a fleet file: give --fleet" in capsys.readouterr().err
+    assert main(["evaluate", "--cluster", "consumer", "--plan", "p.json", "--fleet", "f.toml"]) == 1
+    assert "give --fleet or --plan, not both" in capsys.readouterr().err
+
+
+def test_a_plan_that_is_not_a_synth_plan_is_one_line(
+    aws: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"services": [{"task": 1}]}')
+    assert main(["evaluate", "--cluster", "models", "--plan", str(bad)]) == 1
+    assert "a service entry is malformed" in capsys.readouterr().err
+    bad.write_text("[")
+    assert main(["evaluate", "--cluster", "models", "--plan", str(bad)]) == 1
+    assert "not JSON" in capsys.readouterr().err
+
+
+def test_a_host_memory_kill_changes_neither_the_written_budget_nor_the_exit_status(
+    aws: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same fleet and figures, once with a host-memory kill of the idle service and once without: the same
+    exit status and the same file; the kill only adds a line about memory_mib."""
+    ecs, logs = boto3.client("ecs"), aws["logs"]
+    ecs.create_cluster(clusterName="calm")
+    ecs.create_service(
+        cluster="calm", serviceName="calm-idle", taskDefinition="t", tags=[{"key": SERVICE_TAG, "value": "idle"}]
+    )
+    _put(
+        logs,
+        "/ecs-gpu-sharing/evidence/calm",
+        "h/t",
+        _evidence_lines({"calm-idle": (1800, 1700, 5)}, "calm"),
+        aws["now"],
+    )
+    runs = []
+    for killed in (False, True):
+        if killed:
+            kill = _stopped("calm-idle", "Essential container in task exited", "OutOfMemoryError: Container killed")
+            _put(logs, "/aws/events/ecs-gpu-sharing/calm/stopped-tasks", "e", [kill], aws["now"])
+        path = tmp_path / f"fleet-{killed}.toml"
+        path.write_text(FLEET)
+        code = main(["evaluate", "--cluster", "calm", "--fleet", str(path), "--write"])
+        runs.append((code, path.read_text(), capsys.readouterr().out))
+    (code0, text0, out0), (code1, text1, out1) = runs
+    assert (code0, text0) == (code1, text1) and code0 == 0
+    assert "idle: 1 task killed at the container's memory limit" in out1 and "memory_mib" not in out0

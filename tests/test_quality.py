@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import REPO
 
@@ -24,4 +25,13 @@ def test_ruff_format() -> None:
 
 def test_mypy_strict() -> None:
     result = _run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_shell_scripts_pass_shellcheck() -> None:
+    """scripts/gpu_check.sh runs on a GPU host, never in CI; it is linted here so it does not rot."""
+    scripts = sorted(str(p.relative_to(REPO)) for p in (REPO / "scripts").glob("*.sh"))
+    assert "scripts/gpu_check.sh" in scripts
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    result = subprocess.run([str(shellcheck), *scripts], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -16,19 +16,21 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
 
-from ecs_gpu_sharing import GpuCapacity
+from ecs_gpu_sharing import GpuCapacity, GpuManagedInstancesCapacity
 from ecs_gpu_sharing.cdk.telemetry import DAEMON_IMAGE_DIR, STOP_METRICS, GpuFleetDashboard, GpuTelemetry
-from ecs_gpu_sharing.operations.telemetry.daemon import Daemon, TaskDirectory, mps_up, read_gpus
+from ecs_gpu_sharing.operations.telemetry.daemon import Daemon, LogSink, TaskDirectory, mps_up, read_gpus
 from ecs_gpu_sharing.operations.telemetry.sampling import (
     NAMESPACE,
     Owner,
     Window,
     container_id_from_cgroup,
+    merge_processes,
     percentile,
     window_records,
 )
 
 from conftest import new_app
+from validators import ecs_register_task_definition_errors
 
 CID = {name: (c * 64) for name, c in (("emb1", "a"), ("emb2", "b"), ("llm", "c"), ("stray", "d"))}
 CLUSTER = "models"
@@ -79,13 +81,21 @@ def test_records_are_embedded_metric_format_with_every_dimension_present() -> No
 # --- the daemon against a fake NVML, a fake /proc and ECS through Stubber -------------------------------------
 
 
+class NVMLError_NotSupported(Exception):  # pynvml's name for NVML_ERROR_NOT_SUPPORTED
+    pass
+
+
 class FakeNvml:
-    """pynvml's calls the daemon makes, with pynvml's shapes (bytes; usedGpuMemory None where NVML cannot tell)."""
+    """pynvml's calls the daemon makes, with pynvml's shapes (bytes; usedGpuMemory None where NVML cannot tell).
+    ``procs`` are the compute processes, ``mps`` the MPS clients (None: the driver does not support the call)."""
 
     def __init__(self, gpus: list[dict[str, Any]]) -> None:
         self.gpus = gpus
+        self.broken: Exception | None = None
 
     def nvmlDeviceGetCount(self) -> int:
+        if self.broken is not None:
+            raise self.broken
         return len(self.gpus)
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
@@ -100,11 +110,18 @@ class FakeNvml:
     def nvmlDeviceGetUtilizationRates(self, handle: int) -> Any:
         return SimpleNamespace(gpu=self.gpus[handle]["util"], memory=0)
 
+    @staticmethod
+    def _entries(procs: list[tuple[int, int | None]]) -> list[Any]:
+        return [SimpleNamespace(pid=pid, usedGpuMemory=None if mib is None else mib * MIB) for pid, mib in procs]
+
     def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[Any]:
-        return [
-            SimpleNamespace(pid=pid, usedGpuMemory=None if mib is None else mib * MIB)
-            for pid, mib in self.gpus[handle]["procs"]
-        ]
+        return self._entries(self.gpus[handle]["procs"])
+
+    def nvmlDeviceGetMPSComputeRunningProcesses(self, handle: int) -> list[Any]:
+        mps = self.gpus[handle].get("mps", [])
+        if mps is None:
+            raise NVMLError_NotSupported("Not Supported")
+        return self._entries(mps)
 
 
 @pytest.fixture
@@ -114,17 +131,15 @@ def host(tmp_path: Path) -> dict[str, Path]:
         (proc / str(pid)).mkdir(parents=True)
         (proc / str(pid) / "cgroup").write_text(f"0::/ecs.slice/docker-{cid}.scope\n")
         (proc / str(pid) / "comm").write_text("python3\n")
-    (proc / "900").mkdir()
-    (proc / "900" / "cgroup").write_text("0::/system.slice/nvidia-mps.service\n")
-    (proc / "900" / "comm").write_text("nvidia-cuda-mps-control\n")
-    pipes = tmp_path / "mps"
-    pipes.mkdir()
-    (pipes / "control").write_text("")
-    return {"proc": proc, "pipes": pipes}
+    for pid, comm in ((900, "nvidia-cuda-mps-control"), (901, "nvidia-cuda-mps-server")):
+        (proc / str(pid)).mkdir()
+        (proc / str(pid) / "cgroup").write_text("0::/system.slice/nvidia-mps.service\n")
+        (proc / str(pid) / "comm").write_text(comm + "\n")
+    return {"proc": proc}
 
 
-def _ecs_with_tasks() -> tuple[Any, Stubber]:
-    client = boto3.client("ecs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+def _ecs_with_tasks(client: Any = None) -> tuple[Any, Stubber]:
+    client = client or boto3.client("ecs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     stub = Stubber(client)
     stub.add_response(
         "list_tasks",
@@ -155,34 +170,41 @@ def _ecs_with_tasks() -> tuple[Any, Stubber]:
     return client, stub
 
 
+def _daemon(nvml: Any, client: Any, proc: Path, batches: list[list[str]], **kwargs: Any) -> Daemon:
+    clock = iter(range(1000, 100000, 5))
+    log: list[str] = kwargs.pop("log", [])
+    return Daemon(
+        nvml=nvml,
+        directory=TaskDirectory(client, CLUSTER, "ci-1"),
+        cluster=CLUSTER,
+        instance="i-0abc",
+        proc=proc,
+        sink=kwargs.pop("sink", lambda lines: batches.append(list(lines))),
+        log=log.append,
+        clock=lambda: float(next(clock)),
+        **kwargs,
+    )
+
+
 def test_the_daemon_attributes_gpu_memory_to_services_and_publishes_a_window(host: dict[str, Path]) -> None:
     nvml = FakeNvml(
         [
-            {"total": 23034, "used": 5000, "util": 35, "procs": [(101, 1800), (301, 500), (900, None)]},
+            {"total": 23034, "used": 5000, "util": 35, "procs": [(101, 1800), (301, 500), (901, None)]},
             {"total": 23034, "used": 9000, "util": 80, "procs": [(201, 8800)]},
         ]
     )
     client, stub = _ecs_with_tasks()
-    lines: list[str] = []
-    clock = iter(range(1000, 2000, 5))
+    batches: list[list[str]] = []
     with stub:
-        daemon = Daemon(
-            nvml=nvml,
-            directory=TaskDirectory(client, CLUSTER, "ci-1"),
-            cluster=CLUSTER,
-            instance="i-0abc",
-            proc=host["proc"],
-            pipe_dir=host["pipes"],
-            emit=lines.append,
-            clock=lambda: float(next(clock)),
-        )
+        daemon = _daemon(nvml, client, host["proc"], batches)
         daemon.sample()  # one refresh of ECS's record: both containers are unknown at first
         nvml.gpus[0]["procs"] = [(101, 2100)]
         nvml.gpus[1]["procs"] = [(201, 9100)]
         daemon.sample()  # known now: no second ECS call (the Stubber would fail on one)
         daemon.publish()
         stub.assert_no_pending_responses()
-    records = [json.loads(line) for line in lines]
+    (batch,) = batches
+    records = [json.loads(line) for line in batch]
     by_service = {r["Service"]: r for r in records if "Service" in r}
     assert set(by_service) == {"models-embedder", "models-llm"}  # the stray container is no ECS task's
     assert by_service["models-embedder"]["GpuMemoryPeakMiB"] == 2100
@@ -191,15 +213,167 @@ def test_the_daemon_attributes_gpu_memory_to_services_and_publishes_a_window(hos
     )
     gpus = [r for r in records if "Gpu" in r]
     assert [(g["Gpu"], g["GpuMemoryUsedMiB"]) for g in gpus] == [("0", 5000), ("1", 9000)]
-    assert [r["MpsHealthy"] for r in records if "MpsHealthy" in r] == [1]
+    (health,) = [r for r in records if "MpsHealthy" in r]
+    assert (health["MpsHealthy"], health["NvmlAvailable"], health["EcsErrors"], health["PublishErrors"]) == (1, 1, 0, 0)
     assert daemon.windows == {}  # a new window starts
 
 
-def test_mps_is_down_without_its_pipe_or_its_process(host: dict[str, Path]) -> None:
-    assert mps_up(host["proc"], host["pipes"])
+def test_mps_clients_are_sampled_and_each_process_counted_once(host: dict[str, Path]) -> None:
+    """Under MPS the compute list shows the server (C nvidia-cuda-mps-server) and the MPS list each client (M+C)
+    with its own memory; a client the driver lists in both is counted once, with the MPS list's figure."""
+    nvml = FakeNvml(
+        [
+            {
+                "total": 23034,
+                "used": 6000,
+                "util": 50,
+                "procs": [(901, 300), (101, None)],
+                "mps": [(101, 2000), (201, 3000)],
+            }
+        ]
+    )
+    (gpu,) = read_gpus(nvml)
+    assert dict(gpu.processes) == {101: 2000, 201: 3000, 901: 300}
+    client, stub = _ecs_with_tasks()
+    batches: list[list[str]] = []
+    with stub:
+        daemon = _daemon(nvml, client, host["proc"], batches)
+        daemon.sample()
+        daemon.publish()
+    peaks = {r["Service"]: r["GpuMemoryPeakMiB"] for r in map(json.loads, batches[0]) if "Service" in r}
+    assert peaks == {"models-embedder": 2000, "models-llm": 3000}  # the MPS server belongs to no task
+    nvml.gpus[0]["mps"] = None  # a driver without the MPS call: the compute list alone
+    (gpu,) = read_gpus(nvml)
+    assert dict(gpu.processes) == {901: 300, 101: None}
+
+
+def test_merging_prefers_a_known_figure() -> None:
+    assert merge_processes([(1, None), (2, 5)], [(1, 7)]) == ((1, 7), (2, 5))
+    assert merge_processes([(1, 4)], [(1, None)]) == ((1, 4),)
+
+
+def test_mps_is_down_without_its_control_process(host: dict[str, Path]) -> None:
+    assert mps_up(host["proc"])
     (host["proc"] / "900" / "comm").write_text("bash\n")
-    assert not mps_up(host["proc"], host["pipes"])
-    assert not mps_up(host["proc"], host["pipes"] / "missing")
+    assert not mps_up(host["proc"])
+    with pytest.raises(OSError):
+        mps_up(host["proc"] / "missing")
+
+
+def test_the_daemon_survives_a_host_without_nvml_and_connects_when_it_appears(host: dict[str, Path]) -> None:
+    attempts: list[int] = []
+    nvml = FakeNvml([{"total": 23034, "used": 0, "util": 0, "procs": []}])
+
+    def connect() -> Any:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+        return nvml
+
+    batches: list[list[str]] = []
+    log: list[str] = []
+    daemon = _daemon(None, None, host["proc"], batches, connect=connect, log=log)
+    daemon.sample()
+    daemon.sample()  # within the minute: no second attempt
+    daemon.publish()
+    (health,) = [json.loads(line) for line in batches[0]]
+    assert (health["NvmlAvailable"], health["NvmlErrors"], health["MpsHealthy"]) == (0, 1, 1)
+    assert len(attempts) == 1 and len(log) == 1 and "libnvidia-ml.so.1" in json.loads(log[0])["message"]
+    daemon._next_connect = 0.0  # a minute later
+    daemon.sample()
+    assert daemon.nvml is nvml and json.loads(log[-1])["message"] == "recovered"
+
+
+def test_the_daemon_survives_nvml_failing_mid_run_with_one_log_line(host: dict[str, Path]) -> None:
+    nvml = FakeNvml([{"total": 23034, "used": 0, "util": 0, "procs": []}])
+    nvml.broken = RuntimeError("GPU is lost")
+    batches: list[list[str]] = []
+    log: list[str] = []
+    daemon = _daemon(nvml, None, host["proc"], batches, log=log)
+    for _ in range(3):
+        daemon.sample()
+    daemon.publish()
+    (health,) = [json.loads(line) for line in batches[0]]
+    assert health["NvmlErrors"] == 3 and len(log) == 1  # counted each time, logged once
+
+
+def test_the_daemon_survives_an_unreadable_proc(host: dict[str, Path], tmp_path: Path) -> None:
+    nvml = FakeNvml([{"total": 23034, "used": 0, "util": 0, "procs": []}])
+    batches: list[list[str]] = []
+    log: list[str] = []
+    daemon = _daemon(nvml, None, tmp_path / "no-proc", batches, log=log)
+    daemon.sample()
+    daemon.publish()
+    records = [json.loads(line) for line in batches[0]]
+    (health,) = [r for r in records if "ProcErrors" in r]
+    assert health["ProcErrors"] == 1 and "MpsHealthy" not in health  # unknown, not "down"
+    assert json.loads(log[0])["kind"] == "Proc"
+
+
+def test_the_daemon_survives_ecs_throttling(host: dict[str, Path]) -> None:
+    nvml = FakeNvml([{"total": 23034, "used": 2000, "util": 10, "procs": [(101, 1800)]}])
+    client = boto3.client("ecs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    stub.add_client_error("list_tasks", "ThrottlingException", "Rate exceeded")
+    batches: list[list[str]] = []
+    log: list[str] = []
+    with stub:
+        daemon = _daemon(nvml, client, host["proc"], batches, log=log)
+        daemon.sample()
+        daemon.publish()
+    records = [json.loads(line) for line in batches[0]]
+    assert not [r for r in records if "Service" in r]  # no owner known: nothing attributed, nothing invented
+    (health,) = [r for r in records if "EcsErrors" in r]
+    assert health["EcsErrors"] == 1 and "ThrottlingException" in json.loads(log[0])["message"]
+
+
+def test_the_daemon_keeps_its_records_while_publishing_fails_and_sends_them_later(host: dict[str, Path]) -> None:
+    nvml = FakeNvml([{"total": 23034, "used": 0, "util": 0, "procs": []}])
+    sent: list[list[str]] = []
+    failing = [True]
+
+    def sink(lines: list[str]) -> None:
+        if failing[0]:
+            raise ConnectionError("throttled")
+        sent.append(list(lines))
+
+    log: list[str] = []
+    daemon = _daemon(nvml, None, host["proc"], [], sink=sink, log=log)
+    daemon.sample()
+    daemon.publish()  # refused: kept
+    assert daemon.pending and not sent
+    failing[0] = False
+    daemon.sample()
+    daemon.publish()
+    (batch,) = sent
+    healths = [json.loads(line) for line in batch if "PublishErrors" in line]
+    assert [h["PublishErrors"] for h in healths] == [0, 1]  # both windows, the second counting the failure
+    assert [json.loads(line)["message"] for line in log] == ["ConnectionError: throttled", "recovered"]
+
+
+def test_the_log_sink_writes_to_the_evidence_group_in_batches_within_aws_limits() -> None:
+    client = boto3.client("logs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    group, stream = "/ecs-gpu-sharing/evidence/models", "i-0abc/task1"
+    stub.add_response("create_log_stream", {}, {"logGroupName": group, "logStreamName": stream})
+    lines = ["x" * 524_200, "y" * 524_200, "z" * 100]  # with 26 bytes each, the third passes 1,048,576 bytes
+    stub.add_response(
+        "put_log_events",
+        {},
+        {
+            "logGroupName": group,
+            "logStreamName": stream,
+            "logEvents": [{"timestamp": 5000, "message": lines[0]}, {"timestamp": 5000, "message": lines[1]}],
+        },
+    )
+    stub.add_response(
+        "put_log_events",
+        {},
+        {"logGroupName": group, "logStreamName": stream, "logEvents": [{"timestamp": 5000, "message": lines[2]}]},
+    )
+    with stub:
+        LogSink(client, group, stream, clock=lambda: 5.0)(lines)
+        stub.assert_no_pending_responses()
 
 
 def test_nvml_figures_are_read_in_mib() -> None:
@@ -232,8 +406,9 @@ def deployed() -> dict[str, Any]:
     app = new_app()
     stack = cdk.Stack(app, "Obs")
     cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
-    GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
-    telemetry = GpuTelemetry(stack, "Telemetry", cluster=cluster)
+    one = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge", "g6.2xlarge"])
+    four = GpuCapacity(stack, "L4x4", cluster=cluster, instance_types=["g6.12xlarge"])
+    telemetry = GpuTelemetry(stack, "Telemetry", cluster=cluster, capacities=[one, four])
     task = ecs.Ec2TaskDefinition(stack, "Task")
     task.add_container(
         "model", image=ecs.ContainerImage.from_registry("repo/x@sha256:" + "0" * 64), memory_limit_mib=512
@@ -247,40 +422,103 @@ def deployed() -> dict[str, Any]:
     }
 
 
-def test_the_daemon_runs_on_every_gpu_sharing_host_with_least_privilege(deployed: dict[str, Any]) -> None:
-    t = deployed["template"]
-    t.has_resource_properties(
-        "AWS::ECS::Service",
-        {
-            "SchedulingStrategy": "DAEMON",
-            "PlacementConstraints": [
-                {"Type": "memberOf", "Expression": "attribute:ecs.capability.gpu-sharing-mps exists"}
-            ],
-        },
-    )
-    raw = deployed["raw"]
-    (task,) = [
-        r for k, r in raw["Resources"].items() if r["Type"] == "AWS::ECS::TaskDefinition" and k.startswith("Telemetry")
-    ]
-    (c,) = task["Properties"]["ContainerDefinitions"]
-    env = {e["Name"]: e["Value"] for e in c["Environment"]}
-    assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
-    assert "ResourceRequirements" not in c  # reserves no GPU
-    assert c["User"] == "65534:65534" and c["ReadonlyRootFilesystem"] is True and "Privileged" not in c
-    assert all(m["ReadOnly"] for m in c["MountPoints"])
-    assert task["Properties"]["NetworkMode"] == "bridge"
-    policies = [
-        r
+def _daemon_tasks(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        k: r
         for k, r in raw["Resources"].items()
-        if r["Type"] == "AWS::IAM::Policy" and k.startswith("TelemetryTaskTaskRole")
-    ]
-    actions = sorted(
-        a
-        for p in policies
-        for s in p["Properties"]["PolicyDocument"]["Statement"]
-        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+        if r["Type"] == "AWS::ECS::TaskDefinition" and k.startswith("Telemetry")
+    }
+
+
+def test_one_daemon_per_gpu_count_is_placed_by_instance_type_on_sharing_hosts(deployed: dict[str, Any]) -> None:
+    services = deployed["template"].find_resources(
+        "AWS::ECS::Service", {"Properties": {"SchedulingStrategy": "DAEMON"}}
     )
-    assert actions == ["ecs:DescribeContainerInstances", "ecs:DescribeTasks", "ecs:ListTasks"]
+    expressions = sorted(s["Properties"]["PlacementConstraints"][0]["Expression"] for s in services.values())
+    assert expressions == [
+        "attribute:ecs.capability.gpu-sharing-mps exists and attribute:ecs.instance-type in [g6.12xlarge]",
+        "attribute:ecs.capability.gpu-sharing-mps exists and attribute:ecs.instance-type in [g6.2xlarge, g6.xlarge]",
+    ]
+    assert sorted(deployed["telemetry"].services) == [1, 4]
+
+
+def test_the_daemon_gets_nvml_from_the_host_read_only_and_reserves_no_gpu(deployed: dict[str, Any]) -> None:
+    """The agent gives the nvidia runtime only to tasks that ask for GPUs (agent/api/task/task.go,
+    overrideContainerRuntime), so the daemon gets NVML and its devices by host volume and linuxParameters."""
+    tasks = _daemon_tasks(deployed["raw"])
+    devices = {}
+    for task in tasks.values():
+        (c,) = task["Properties"]["ContainerDefinitions"]
+        env = {e["Name"]: e["Value"] for e in c["Environment"]}
+        assert not [k for k in env if k.startswith("NVIDIA_")]  # runc ignores them: nothing pretends otherwise
+        assert env["LD_LIBRARY_PATH"] == "/opt/nvml"
+        assert "ResourceRequirements" not in c  # reserves no GPU
+        assert c["User"] == "65534:65534" and c["ReadonlyRootFilesystem"] is True and "Privileged" not in c
+        assert all(m["ReadOnly"] for m in c["MountPoints"])
+        volumes = {v["Name"]: v["Host"]["SourcePath"] for v in task["Properties"]["Volumes"]}
+        assert volumes == {"host-proc": "/proc", "nvml": "/usr/lib64/libnvidia-ml.so.1"}  # no MPS pipe folder
+        assert {m["ContainerPath"] for m in c["MountPoints"]} == {"/host/proc", "/opt/nvml/libnvidia-ml.so.1"}
+        found = c["LinuxParameters"]["Devices"]
+        assert all(d["Permissions"] == ["read", "write"] and d["HostPath"] == d["ContainerPath"] for d in found)
+        devices[len(found) - 1] = [d["HostPath"] for d in found]
+        assert task["Properties"]["NetworkMode"] == "bridge"
+    assert devices == {
+        1: ["/dev/nvidiactl", "/dev/nvidia0"],
+        4: ["/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3"],
+    }
+
+
+def test_the_daemon_task_definitions_are_valid_for_the_ecs_api(deployed: dict[str, Any]) -> None:
+    for task in _daemon_tasks(deployed["raw"]).values():
+        assert ecs_register_task_definition_errors(task["Properties"]) == ""
+
+
+def test_only_the_daemon_may_write_the_evidence_and_the_hosts_may_not(deployed: dict[str, Any]) -> None:
+    raw = deployed["raw"]
+    policies = {k: r for k, r in raw["Resources"].items() if r["Type"] == "AWS::IAM::Policy"}
+    daemon = [r for k, r in policies.items() if k.startswith("TelemetryGpus") and "TaskRole" in k]
+    assert len(daemon) == 2
+    for policy in daemon:
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        actions = sorted(
+            a for st in statements for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])
+        )
+        assert actions == [
+            "ecs:DescribeContainerInstances",
+            "ecs:DescribeTasks",
+            "ecs:ListTasks",
+            "logs:CreateLogStream",
+            "logs:PutLogEvents",
+        ]
+        (logs,) = [st for st in statements if "logs:PutLogEvents" in st["Action"]]
+        assert "Evidence" in json.dumps(logs["Resource"])  # the evidence group, not "*"
+    hosts = [r for k, r in policies.items() if "InstanceRole" in k]
+    assert len(hosts) == 2
+    for policy in hosts:
+        (deny,) = [st for st in policy["Properties"]["PolicyDocument"]["Statement"] if st["Effect"] == "Deny"]
+        assert sorted(deny["Action"]) == ["logs:CreateLogStream", "logs:PutLogEvents"]
+        assert ":log-group:/ecs-gpu-sharing/evidence/*" in json.dumps(deny["Resource"])
+    (group,) = [r for k, r in raw["Resources"].items() if k.startswith("TelemetryEvidence")]
+    assert "/ecs-gpu-sharing/evidence/" in json.dumps(group["Properties"]["LogGroupName"])
+
+
+def test_the_stopped_task_log_group_admits_only_the_clusters_rule(deployed: dict[str, Any]) -> None:
+    raw = deployed["raw"]
+    (policy,) = [r for r in raw["Resources"].values() if r["Type"] == "AWS::Logs::ResourcePolicy"]
+    document = json.dumps(policy["Properties"]["PolicyDocument"])
+    (rule,) = [k for k, r in raw["Resources"].items() if r["Type"] == "AWS::Events::Rule"]
+    assert "ArnEquals" in document and "aws:SourceArn" in document and rule in document
+    assert "delivery.logs.amazonaws.com" not in document
+
+
+def test_telemetry_needs_ec2_capacities() -> None:
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=1, nat_gateways=0, subnet_configuration=[]))
+    with pytest.raises(ValueError, match="capacities must name the GpuCapacity constructs"):
+        GpuTelemetry(stack, "T", cluster=cluster, capacities=[])
+    with pytest.raises(ValueError, match="is not a GpuCapacity"):
+        GpuTelemetry(stack, "U", cluster=cluster, capacities=["g6.xlarge"])  # type: ignore[list-item]
 
 
 def test_stopped_tasks_are_counted_by_task_group(deployed: dict[str, Any]) -> None:
@@ -332,3 +570,14 @@ def test_a_dashboard_refuses_more_services_than_its_widgets_allow() -> None:
         GpuFleetDashboard(stack, "D", cluster=cluster, services={f"s{i}": (None, 1) for i in range(200)})  # type: ignore[misc]
     with pytest.raises(ValueError, match="alarm_ratio must be in"):
         GpuFleetDashboard(stack, "E", cluster=cluster, services={}, alarm_ratio=1.5)
+
+
+def test_managed_instances_hosts_may_not_write_the_evidence_either() -> None:
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1))
+    GpuManagedInstancesCapacity(stack, "mi", cluster=cluster, instance_types=["g6.xlarge"])
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
+    (host,) = [p for k, p in policies.items() if "InstanceRole" in k]
+    (deny,) = [st for st in host["Properties"]["PolicyDocument"]["Statement"] if st["Effect"] == "Deny"]
+    assert ":log-group:/ecs-gpu-sharing/evidence/*" in json.dumps(deny["Resource"])

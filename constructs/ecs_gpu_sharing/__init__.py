@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .cdk.managed_capacity import GpuManagedInstancesCapacity
     from .cdk.service import SharedGpuService
     from .cdk.task_definition import SharedGpuManagedInstancesTaskDefinition, SharedGpuTaskDefinition
+    from .cdk.telemetry import GpuFleetDashboard, GpuTelemetry
 
 # Public name -> module of ecs_gpu_sharing.cdk that defines it; CDK-backed names are imported lazily.
 _LAZY: dict[str, str] = {
@@ -44,6 +45,8 @@ _LAZY: dict[str, str] = {
     "SharedGpuService": "service",
     "FleetPlan": "fleet_plan",
     "AwsLimitsChecks": "limits",
+    "GpuTelemetry": "telemetry",
+    "GpuFleetDashboard": "telemetry",
 }
 
 __all__ = [
@@ -60,8 +63,10 @@ __all__ = [
     "FleetSpecError",
     "GpuAmi",
     "GpuCapacity",
+    "GpuFleetDashboard",
     "GpuManagedInstancesCapacity",
     "GpuSharingError",
+    "GpuTelemetry",
     "MpsShare",
     "PlanError",
     "ServiceError",

@@ -129,6 +129,38 @@ def _cluster_status(args: argparse.Namespace) -> int:
     return 1 if result.problems else 0
 
 
+def _evaluate_subjects(args: argparse.Namespace, ecs: Any) -> tuple[Any, dict[str, Any], dict[str, str], str]:
+    """The fleet spec (or None), what is judged, name -> ECS service name, and a word on the source."""
+    from .core import right_size
+    from .operations import evaluate
+
+    if args.fleet and args.plan:
+        raise GpuSharingError("evaluate: give --fleet or --plan, not both (or neither, to judge task definitions)")
+    if args.write and not args.fleet:
+        raise GpuSharingError(
+            "evaluate --write edits a fleet file: give --fleet; a construct app changes its budgets in code "
+            "(MpsShare), with the suggestions this command prints"
+        )
+    if args.fleet:
+        spec = fleet.load(args.fleet)
+        names = evaluate.service_names(ecs, args.cluster)
+        subjects = right_size.fleet_subjects(spec)
+        return spec, subjects, {n: names[n] for n in subjects if n in names}, f"fleet file {args.fleet}"
+    if args.plan:
+        wanted = "give the gpu-fleet-plan.json that cdk synth wrote"
+        try:
+            doc = json.loads(Path(args.plan).read_text(encoding="utf-8"))
+        except OSError as error:
+            raise GpuSharingError(f"--plan {args.plan}: {error.strerror}; {wanted}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            raise GpuSharingError(f"--plan {args.plan}: not JSON; {wanted}") from None
+        subjects = right_size.plan_subjects(doc, source=f"--plan {args.plan}")
+        names = evaluate.service_names(ecs, args.cluster)
+        return None, subjects, {n: names[n] for n in subjects if n in names}, f"synth plan {args.plan}"
+    subjects, names = evaluate.task_definition_subjects(ecs, args.cluster)
+    return None, subjects, names, f"the task definitions of cluster {args.cluster}"
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from .core import fleet_edit, right_size
     from .operations import evaluate
@@ -137,47 +169,55 @@ def _evaluate(args: argparse.Namespace) -> int:
     seconds = evaluate.window_seconds(args.since)
     if not 0 <= args.margin_percent <= 100:
         raise GpuSharingError(f"--margin-percent {args.margin_percent}: give a percentage from 0 to 100")
-    path = Path(args.fleet)
-    spec = fleet.load(path)
-    text = path.read_text(encoding="utf-8") if args.write else ""
+    ecs = client("ecs", args.region)
+    spec, subjects, names, source = _evaluate_subjects(args, ecs)
     if args.write:
-        check_output_path(str(path), what="fleet file", option="--write")
+        check_output_path(str(args.fleet), what="fleet file", option="--write")
+    text = Path(args.fleet).read_text(encoding="utf-8") if args.write else ""
     now = datetime.datetime.now(datetime.UTC)
-    measured = evaluate.measure(
-        client("ecs", args.region), client("cloudwatch", args.region), args.cluster, spec, seconds=seconds, now=now
-    )
-    verdicts = right_size.judge(spec, measured, args.margin_percent)
-    before, after = right_size.replan(spec, verdicts)
-    change = plan_diff.diff(
-        plan_report.to_json(before), plan_report.to_json(after), old_source="budgets now", new_source="suggested"
-    )
+    measured = evaluate.measure(ecs, client("logs", args.region), args.cluster, names, seconds=seconds, now=now)
+    verdicts = right_size.judge(subjects, measured, args.margin_percent)
+    change = replan = None
+    if spec is not None:
+        replan = before, after = right_size.replan(spec, verdicts)
+        change = plan_diff.diff(
+            plan_report.to_json(before), plan_report.to_json(after), old_source="budgets now", new_source="suggested"
+        )
     notes: list[str] = []
     if args.write:
+        path = Path(args.fleet)
         edited, notes = fleet_edit.apply(text, evaluate.changes(verdicts, now.date()), source=str(path))
         write_atomic(path, edited)
     if args.json:
         doc = {
             "cluster": args.cluster,
+            "source": source,
             "since": args.since,
             "margin_percent": args.margin_percent,
             "services": [_verdict_json(v) for v in verdicts],
-            "replan": {
-                "instances": [before.steady.instances, after.steady.instances],
-                "gpus": [before.steady.gpus, after.steady.gpus],
+            "replan": None
+            if replan is None or change is None
+            else {
+                "instances": [replan[0].steady.instances, replan[1].steady.instances],
+                "gpus": [replan[0].steady.gpus, replan[1].steady.gpus],
                 "diff": plan_diff.to_text(change),
             },
-            "written": str(path) if args.write else None,
+            "written": str(args.fleet) if args.write else None,
             "notes": notes,
         }
         print(json.dumps(doc, indent=2))
     else:
+        print(f"judged: {source}")
         print(_verdict_table(verdicts))
         print()
-        print(plan_diff.to_text(change))
+        if change is not None:
+            print(plan_diff.to_text(change))
+        else:
+            print("re-plan: only for a fleet file; synthesize again with the suggested budgets to see the new plan")
         for note in notes:
             print(f"note: {note}")
         if args.write:
-            print(f"wrote {path}")
+            print(f"wrote {args.fleet}")
     return 1 if any(v.verdict == right_size.TOO_TIGHT for v in verdicts) else 0
 
 
@@ -191,7 +231,7 @@ def _verdict_json(v: Any) -> dict[str, Any]:
         "p99_mib": m.p99_mib,
         "headroom_mib": v.headroom_mib,
         "utilization_percent": m.utilization_percent,
-        "oom_stops": m.oom_stops,
+        "host_memory_stops": m.host_memory_stops,
         "mps_stops": m.mps_stops,
         "crash_stops": m.crash_stops,
         "recent_stop_reasons": list(m.recent_stop_reasons),
@@ -199,11 +239,14 @@ def _verdict_json(v: Any) -> dict[str, Any]:
         "verdict": v.verdict,
         "suggested_mib": v.suggested_mib,
         "why": v.why,
+        "memory_advice": v.memory_advice,
     }
 
 
 def _verdict_table(verdicts: list[Any]) -> str:
-    rows = [("service", "budget", "peak", "p99", "headroom", "OOM/MPS/crash stops", "util %", "verdict", "suggested")]
+    rows = [
+        ("service", "budget", "peak", "p99", "headroom", "host-mem/MPS/crash stops", "util %", "verdict", "suggested")
+    ]
     for v in verdicts:
         m = v.measured
         rows.append(
@@ -213,7 +256,7 @@ def _verdict_table(verdicts: list[Any]) -> str:
                 "-" if m.peak_mib is None else str(m.peak_mib),
                 "-" if m.p99_mib is None else str(m.p99_mib),
                 "-" if v.headroom_mib is None else str(v.headroom_mib),
-                f"{m.oom_stops}/{m.mps_stops}/{m.crash_stops}",
+                f"{m.host_memory_stops}/{m.mps_stops}/{m.crash_stops}",
                 "-" if m.utilization_percent is None else str(m.utilization_percent),
                 v.verdict,
                 str(v.suggested_mib),
@@ -222,6 +265,7 @@ def _verdict_table(verdicts: list[Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines += [f"{v.service}: {v.why}" for v in verdicts]
+    lines += [f"{v.service}: {v.memory_advice}" for v in verdicts if v.memory_advice]
     return "\n".join(lines)
 
 
@@ -272,7 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge each service's GPU budget by what it used (AWS calls); --write right-sizes the fleet file",
     )
     judging.add_argument("--cluster", required=True)
-    judging.add_argument("--fleet", required=True, help="the fleet file the cluster was deployed from")
+    judging.add_argument("--fleet", help="judge the services of this fleet file (the one the cluster runs)")
+    judging.add_argument(
+        "--plan",
+        help="judge the services of a construct app's synth plan (cdk.out/gpu-fleet-plan.json); with neither "
+        "--fleet nor --plan, the MPS budgets of the cluster's task definitions",
+    )
     judging.add_argument("--since", default="7d", help="the window: 7d, 12h, 90m (default 7d)")
     judging.add_argument(
         "--margin-percent", type=int, default=10, help="suggested budget = measured peak + this (default 10)"

@@ -7,7 +7,14 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
-from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+from ecs_gpu_sharing import (
+    GpuCapacity,
+    GpuFleetDashboard,
+    GpuTelemetry,
+    MpsShare,
+    SharedGpuService,
+    SharedGpuTaskDefinition,
+)
 
 
 class ModelsStack(cdk.Stack):
@@ -23,4 +30,10 @@ class ModelsStack(cdk.Stack):
             memory_limit_mib=4096,
             gpu=MpsShare(gpu_budget_mib=4096),
         )
-        SharedGpuService(self, "embedder", cluster=cluster, capacity=l4, task_definition=task, desired_count=6)
+        embedder = SharedGpuService(
+            self, "embedder", cluster=cluster, capacity=l4, task_definition=task, desired_count=6
+        )
+        # The telemetry daemon on every GPU host, and a dashboard with an alarm per service; then
+        # `ecs-gpu-sharing evaluate --cluster <name> --plan cdk.out/gpu-fleet-plan.json` judges the budgets.
+        GpuTelemetry(self, "Telemetry", cluster=cluster, capacities=[l4])
+        GpuFleetDashboard(self, "Dashboard", cluster=cluster, services={"embedder": (embedder.service, 4096)})

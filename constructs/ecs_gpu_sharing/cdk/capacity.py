@@ -20,6 +20,7 @@ from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
 from ..core.planner import EC2
 from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
+from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
 
@@ -155,6 +156,23 @@ class PlannedGpuCapacity:
         ]
 
 
+def evidence_write_denial(stack: cdk.Stack) -> iam.PolicyStatement:
+    """Denies a host role writing the telemetry daemon's evidence log groups (``core.telemetry``): the hosts write
+    containers' logs with their role, and only the daemon's task role may write what ``evaluate`` reads."""
+    return iam.PolicyStatement(
+        effect=iam.Effect.DENY,
+        actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+        resources=[
+            stack.format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=f"{EVIDENCE_LOG_GROUP_PREFIX}*",
+                arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+            )
+        ],
+    )
+
+
 class GpuCapacity(PlannedGpuCapacity, Construct):
     """GPU hosts on a pinned ECS-optimized AL2023 GPU AMI, added to ``cluster`` as a capacity provider.
 
@@ -239,6 +257,9 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             description=f"ECS GPU hosts of {path}",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
         )
+        # The hosts write containers' logs (the awslogs driver) with this role, but never the telemetry daemon's
+        # evidence: only the daemon's task role may write there, so no container can forge what evaluate reads.
+        role.add_to_policy(evidence_write_denial(cdk.Stack.of(scope)))
         security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",

@@ -79,6 +79,20 @@ def user_construct(service: ecs.BaseService) -> IConstruct:
     return scope if service.node.id == "Service" and scope is not None and scope.node.scope is not None else service
 
 
+_INSTANCE_TYPE_IN = re.compile(r"attribute:ecs\.instance-type in \[([^\]]*)\]")
+
+
+def _placed_instance_types(props: Mapping[str, Any]) -> set[str] | None:
+    """The instance types a service's memberOf constraints allow (``attribute:ecs.instance-type in [...]``), or
+    ``None`` when they do not restrict by instance type."""
+    for constraint in props.get("placementConstraints") or []:
+        expression = constraint.get("expression") if isinstance(constraint, Mapping) else None
+        match = _INSTANCE_TYPE_IN.search(expression) if isinstance(expression, str) else None
+        if match:
+            return {t.strip() for t in match.group(1).split(",") if t.strip()}
+    return None
+
+
 def _resolve(scope: IConstruct, value: Any) -> Any:
     return cdk.Stack.of(scope).resolve(value)
 
@@ -258,10 +272,18 @@ def discover(
                 if props.get("schedulingStrategy") == "DAEMON":
                     # One task on every EC2 host of the cluster: what it takes is not there for the planned tasks.
                     # Managed Instances hosts are assumed not to take EC2-launch-type tasks (README: known unknowns).
+                    # A daemon placed by instance type lands only on capacities with one of those types; daemons
+                    # of one name are alternatives by instance type (GpuTelemetry: one per GPU count), so one host
+                    # runs one of them.
+                    types = _placed_instance_types(props)
                     for cap, _ in on:
                         if cap.kind == MANAGED_INSTANCES:
                             continue
+                        if types is not None and not types & set(cap.facts.instance_types):
+                            continue
                         cpu, mem, daemons = reserved.get(cap.plan_name, (0, 0, ()))
+                        if name in daemons:
+                            continue
                         reserved[cap.plan_name] = (cpu + shape.cpu_units, mem + shape.memory_mib, (*daemons, name))
                 continue
             reason = "it uses the EC2 launch type, so ECS may place its GPU tasks on these hosts without the capacity"

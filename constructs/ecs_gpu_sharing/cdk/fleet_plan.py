@@ -23,6 +23,7 @@ from ..core import plan_report
 from ..core.allocation import AllocationNote
 from ..core.errors import CapacityError, PlanError, ServiceError
 from ..core.files import write_atomic
+from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import Assessment, assess
@@ -131,6 +132,12 @@ class FleetPlan(Construct):
         _ = self.assessment  # computes the plan, and the names discovery found, once
         assert self._discovered is not None
         names = [n for n, owners in self._discovered.services_by_name.items() if construct in owners]
+        service = construct if isinstance(construct, ecs.BaseService) else construct.node.try_find_child("Service")
+        resource = service.node.default_child if isinstance(service, ecs.BaseService) else None
+        tags = cdk.TagManager.of(resource) if resource is not None else None
+        if len(names) == 1 and tags is not None:
+            # The plan's name on the deployed service: evaluate --plan finds the service by it.
+            tags.set_tag(SERVICE_TAG, names[0])
         return self._report(construct, "service", names)
 
     def _report(self, scope: IConstruct, kind: str, subjects: list[str]) -> list[str]:

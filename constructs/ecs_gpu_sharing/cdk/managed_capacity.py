@@ -7,12 +7,13 @@ from collections.abc import Sequence
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..core.capacity_facts import HostFacts, host_facts
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.planner import MANAGED_INSTANCES
-from .capacity import GpuCapacity, PlannedGpuCapacity
+from .capacity import GpuCapacity, PlannedGpuCapacity, evidence_write_denial
 from .fleet_plan import FleetPlan
 
 _ACCELERATOR_NAMES = {
@@ -100,6 +101,9 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
             ),
         )
         cluster.add_managed_instances_capacity_provider(self.capacity_provider)
+        host_role = self.capacity_provider.node.try_find_child("InstanceRole")
+        if isinstance(host_role, iam.Role):
+            host_role.add_to_policy(evidence_write_denial(cdk.Stack.of(self)))
         FleetPlan.of(self).add_capacity(self)
         self._acknowledge_nag_rules()
 

@@ -1,34 +1,49 @@
 """GPU telemetry for a fleet: the daemon on every GPU host, and a dashboard with alarms per service.
 
 ``GpuTelemetry`` runs the telemetry daemon (``operations/telemetry``; its image is built from the Dockerfile
-there as a CDK asset) as an ECS daemon service on every host that advertises GPU sharing. What it needs of the
-host, and why:
+there as a CDK asset) as an ECS daemon service on every host that advertises GPU sharing. How it reaches NVML,
+and why:
 
-- ``NVIDIA_VISIBLE_DEVICES=all`` with ``NVIDIA_DRIVER_CAPABILITIES=utility``: the NVIDIA container runtime then
-  mounts the GPUs' device files and NVML, not CUDA; the daemon opens no CUDA context, so it is no MPS client and
-  takes no GPU memory. It reserves no GPU (ECS would keep the GPU from MPS tasks).
-- the host's ``/proc``, read-only: NVML names processes by host PID, and ``/proc/<pid>/cgroup`` names the
-  container; ``/run/mps-ecs``, read-only: the MPS control daemon's pipe, for its health.
+- The ECS agent gives a container the ``nvidia`` runtime only when its task asks for GPUs
+  (amazon-ecs-agent ``agent/api/task/task.go``, ``overrideContainerRuntime``: ``task.isGPUEnabled() &&
+  task.shouldRequireNvidiaRuntime(container)``), and the AL2023 GPU AMI registers ``nvidia`` as an extra Docker
+  runtime, not the default. A daemon that asks for no GPU therefore runs under runc: ``NVIDIA_VISIBLE_DEVICES``
+  does nothing there and NVML is absent. Asking for a GPU would reserve one, which MPS tasks then cannot use.
+- So the daemon gets exactly what NVML needs, by routes the agent supports for any task: the host's
+  ``libnvidia-ml.so.1`` as a read-only bind mount (a host volume), and the device files ``/dev/nvidiactl`` and
+  ``/dev/nvidia<N>`` (``linuxParameters.devices``, which the agent passes to Docker as devices). NVML opens them
+  read-write for its ioctls, so the device cgroup allows read and write, not mknod. Each host must have every
+  device it names, so there is one daemon service per GPU count, placed by ``ecs.instance-type`` (a built-in
+  attribute) on the instance types with that count. NVML opens no CUDA context: the daemon is no MPS client and
+  holds no GPU memory.
+- the host's ``/proc``, read-only: NVML names processes by host PID, ``/proc/<pid>/cgroup`` names the container,
+  and ``/proc/<pid>/comm`` tells whether the MPS control daemon runs. The MPS pipe folder is not mounted: a
+  read-only bind mount does not stop a write into its control FIFO.
 - ``ecs:ListTasks``, ``ecs:DescribeTasks`` and ``ecs:DescribeContainerInstances`` on its own cluster: which task,
-  container and service a container id belongs to.
+  container and service a container id belongs to; ``logs:CreateLogStream`` and ``logs:PutLogEvents`` on the
+  cluster's evidence log group only (``core.telemetry.evidence_log_group``), where it writes its figures.
 
 It runs as ``nobody`` with a read-only root filesystem, in bridge mode (no host network, so no instance
-credentials), 128 CPU units and 192 MiB (the fleet plan takes that from every host).
+credentials: the hosts require IMDSv2 with a hop limit of 1), 128 CPU units and 192 MiB (the fleet plan takes
+that from every host).
 
 ``GpuTelemetry`` also records the cluster's stopped tasks: an ECS task state change rule writes them to a log
-group (with its own resource policy; CloudWatch Logs allows 10 such policies per region), and metric filters count
-them by task group (``service:<name>``): ``OomStops`` (a container killed for host memory), ``MpsStops`` (the MPS
-control daemon not responding), ``CrashStops`` (an essential container exited, as a process does on a CUDA
-out-of-memory error it does not handle).
+group whose resource policy admits only that rule (``aws:SourceArn``; CloudWatch Logs allows 10 such policies per
+region), and metric filters count them by task group (``service:<name>``) for the dashboard: ``OomStops`` (a
+container killed for host memory), ``MpsStops`` (the MPS control daemon not responding), ``CrashStops`` (an
+essential container exited, as a process does on a CUDA out-of-memory error it does not handle).
 
 ``GpuFleetDashboard`` shows per service its GPU budget against the measured peak and p99, the utilization of the
-GPUs it ran on, and those stopped tasks; an alarm fires when a service's peak nears its budget.
+GPUs it ran on, and those stopped tasks; an alarm fires when a service's peak nears its budget. Dashboards and
+alarms read the metric namespace, which any log group's embedded-metric-format lines can write to; ``evaluate``
+reads the evidence log group and the stopped-task log group instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 import jsii
@@ -42,10 +57,24 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
+from ..core import catalog
 from ..core.errors import ServiceError
 from ..core.mps import MPS_HOSTS_EXPRESSION
-from ..core.telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB
+from ..core.planner import EC2
+from ..core.telemetry import (
+    DAEMON_CPU_UNITS,
+    DAEMON_MEMORY_MIB,
+    NVML_LIBRARY,
+    NVML_MOUNT_DIR,
+    evidence_log_group,
+    gpu_device_paths,
+    stopped_tasks_log_group,
+)
 from ..operations.telemetry import sampling
+from .fleet_plan import FleetPlan
+
+if TYPE_CHECKING:
+    from .capacity import GpuCapacity
 
 DAEMON_IMAGE_DIR = Path(__file__).resolve().parent.parent / "operations" / "telemetry"
 NAMESPACE = sampling.NAMESPACE
@@ -62,9 +91,32 @@ STOP_METRICS = {
 }
 
 
-class GpuTelemetry(Construct):
-    """The telemetry daemon on every GPU-sharing host of ``cluster``.
+def gpu_count_groups(capacities: Sequence[GpuCapacity], owner: str) -> dict[int, tuple[str, ...]]:
+    """The capacities' instance types by their GPU count (each type has one count, so each host one daemon)."""
+    if isinstance(capacities, str) or not capacities:
+        raise ServiceError(
+            f"{owner}: capacities must name the GpuCapacity constructs whose hosts the daemon runs on, got "
+            f"{capacities!r}; pass capacities=[my_capacity]"
+        )
+    groups: dict[int, set[str]] = {}
+    for capacity in capacities:
+        facts = getattr(capacity, "facts", None)
+        if facts is None or getattr(capacity, "kind", None) != EC2:
+            raise ServiceError(
+                f"{owner}: {capacity!r} is not a GpuCapacity; the daemon runs on EC2 GPU hosts only (daemon "
+                "services do not run on Managed Instances)"
+            )
+        for name in facts.instance_types:
+            groups.setdefault(catalog.lookup(name).gpus, set()).add(name)
+    return {count: tuple(sorted(types)) for count, types in sorted(groups.items())}
 
+
+class GpuTelemetry(Construct):
+    """The telemetry daemon on every GPU-sharing host of the given capacities.
+
+    :param cluster: the ECS cluster the capacities belong to.
+    :param capacities: the ``GpuCapacity`` constructs whose hosts it samples; one daemon service per GPU count
+        among their instance types.
     :param image: the daemon's image; built from the library's Dockerfile (a CDK asset) by default.
     :param sample_seconds: how often it samples NVML; :param publish_seconds: how often it publishes a window.
     """
@@ -75,90 +127,99 @@ class GpuTelemetry(Construct):
         id_: str,
         *,
         cluster: ecs.ICluster,
+        capacities: Sequence[GpuCapacity],
         image: ecs.ContainerImage | None = None,
         sample_seconds: int = 5,
         publish_seconds: int = 60,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
     ) -> None:
+        groups = gpu_count_groups(capacities, f"{scope.node.path}/{id_}")
         super().__init__(scope, id_)
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
-        task = ecs.Ec2TaskDefinition(self, "Task", network_mode=ecs.NetworkMode.BRIDGE)
-        task.add_volume(name="host-proc", host=ecs.Host(source_path="/proc"))
-        task.add_volume(name="mps-pipes", host=ecs.Host(source_path="/run/mps-ecs"))
-        container = task.add_container(
-            "telemetry",
-            image=image or ecs.ContainerImage.from_asset(str(DAEMON_IMAGE_DIR)),
-            cpu=DAEMON_CPU_UNITS,
-            memory_limit_mib=DAEMON_MEMORY_MIB,
-            user="65534:65534",
-            readonly_root_filesystem=True,
-            environment={
-                # NVML only (the utility capability), on every GPU, without reserving one: see the module's notes.
-                "NVIDIA_VISIBLE_DEVICES": "all",
-                "NVIDIA_DRIVER_CAPABILITIES": "utility",
-                "CLUSTER": cluster.cluster_name,
-                "SAMPLE_SECONDS": str(sample_seconds),
-                "PUBLISH_SECONDS": str(publish_seconds),
-                "HOST_PROC": "/host/proc",
-                "MPS_PIPE_DIR": "/host/run/mps-ecs",
-            },
-            logging=ecs.LogDrivers.aws_logs(stream_prefix="gpu-telemetry", log_group=self.log_group),
-        )
-        container.add_mount_points(
-            ecs.MountPoint(source_volume="host-proc", container_path="/host/proc", read_only=True),
-            ecs.MountPoint(source_volume="mps-pipes", container_path="/host/run/mps-ecs", read_only=True),
-        )
         stack = cdk.Stack.of(self)
         cluster_name = cluster.cluster_name
-        task.add_to_task_role_policy(
-            iam.PolicyStatement(
-                actions=["ecs:ListTasks"],
-                resources=[
-                    stack.format_arn(service="ecs", resource="container-instance", resource_name=f"{cluster_name}/*")
+        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
+        self.evidence = logs.LogGroup(
+            self, "Evidence", log_group_name=evidence_log_group(cluster_name), retention=log_retention
+        )
+        image = image or ecs.ContainerImage.from_asset(str(DAEMON_IMAGE_DIR))
+        self.task_definitions: dict[int, ecs.Ec2TaskDefinition] = {}
+        self.services: dict[int, ecs.Ec2Service] = {}
+        plan = FleetPlan.of(self)
+        for gpus, instance_types in groups.items():
+            group = Construct(self, f"Gpus{gpus}")
+            task = ecs.Ec2TaskDefinition(group, "Task", network_mode=ecs.NetworkMode.BRIDGE)
+            task.add_volume(name="host-proc", host=ecs.Host(source_path="/proc"))
+            task.add_volume(name="nvml", host=ecs.Host(source_path=NVML_LIBRARY))
+            linux = ecs.LinuxParameters(group, "Linux")
+            linux.add_devices(
+                *(
+                    ecs.Device(
+                        host_path=path,
+                        container_path=path,
+                        permissions=[ecs.DevicePermission.READ, ecs.DevicePermission.WRITE],
+                    )
+                    for path in gpu_device_paths(gpus)
+                )
+            )
+            container = task.add_container(
+                "telemetry",
+                image=image,
+                cpu=DAEMON_CPU_UNITS,
+                memory_limit_mib=DAEMON_MEMORY_MIB,
+                user="65534:65534",
+                readonly_root_filesystem=True,
+                linux_parameters=linux,
+                environment={
+                    "CLUSTER": cluster_name,
+                    "EVIDENCE_LOG_GROUP": self.evidence.log_group_name,
+                    "SAMPLE_SECONDS": str(sample_seconds),
+                    "PUBLISH_SECONDS": str(publish_seconds),
+                    "HOST_PROC": "/host/proc",
+                    "LD_LIBRARY_PATH": NVML_MOUNT_DIR,
+                },
+                logging=ecs.LogDrivers.aws_logs(stream_prefix="gpu-telemetry", log_group=self.log_group),
+            )
+            container.add_mount_points(
+                ecs.MountPoint(source_volume="host-proc", container_path="/host/proc", read_only=True),
+                ecs.MountPoint(
+                    source_volume="nvml", container_path=f"{NVML_MOUNT_DIR}/libnvidia-ml.so.1", read_only=True
+                ),
+            )
+            self._grant(task, stack, cluster_name)
+            service = ecs.Ec2Service(
+                group,
+                "Service",
+                cluster=cluster,
+                task_definition=task,
+                daemon=True,
+                circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+                placement_constraints=[
+                    ecs.PlacementConstraint.member_of(
+                        f"{MPS_HOSTS_EXPRESSION} and attribute:ecs.instance-type in [{', '.join(instance_types)}]"
+                    )
                 ],
+                min_healthy_percent=0,  # a daemon replaces its one task per host in place
             )
-        )
-        task.add_to_task_role_policy(
-            iam.PolicyStatement(
-                actions=["ecs:DescribeTasks"],
-                resources=[stack.format_arn(service="ecs", resource="task", resource_name=f"{cluster_name}/*")],
-            )
-        )
-        task.add_to_task_role_policy(
-            iam.PolicyStatement(
-                actions=["ecs:DescribeContainerInstances"],
-                resources=[
-                    stack.format_arn(service="ecs", resource="container-instance", resource_name=f"{cluster_name}/*")
-                ],
-            )
-        )
-        self.service = ecs.Ec2Service(
-            self,
-            "Service",
-            cluster=cluster,
-            task_definition=task,
-            daemon=True,
-            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            placement_constraints=[ecs.PlacementConstraint.member_of(MPS_HOSTS_EXPRESSION)],
-            min_healthy_percent=0,  # a daemon replaces its one task per host in place
-        )
-        self.task_definition = task
-        reason = "the daemon reads the tasks of its own cluster only: every task and container instance of it"
-        policy = task.task_role.node.try_find_child("DefaultPolicy")
-        prefix = ":".join(_nag(stack, v) for v in ("arn", stack.partition, "ecs", stack.region, stack.account))
-        for finding in (
-            f"Resource::{prefix}:task/<{_logical(cluster)}>/*",
-            f"Resource::{prefix}:container-instance/<{_logical(cluster)}>/*",
-        ):
-            cdk.Validations.of(policy or task.task_role).acknowledge(
-                cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason=reason)
-            )
+            plan.name_service(group, id_)  # every group is the one daemon of its hosts, under this construct's id
+            self.task_definitions[gpus] = task
+            self.services[gpus] = service
+            self._acknowledge(task, stack, cluster)
         # Stopped tasks: EventBridge -> a log group (names under /aws/events/ are EventBridge's) -> metric filters.
         self.stopped_tasks = logs.LogGroup(
             self,
             "StoppedTasks",
-            log_group_name=f"/aws/events/{stack.stack_name}-stopped-tasks",
+            log_group_name=stopped_tasks_log_group(cluster_name),
             retention=log_retention,
+        )
+        rule = events.Rule(
+            self,
+            "Stopped",
+            event_pattern=events.EventPattern(
+                source=["aws.ecs"],
+                detail_type=["ECS Task State Change"],
+                detail={"lastStatus": ["STOPPED"], "clusterArn": [cluster.cluster_arn]},
+            ),
+            targets=[_LogGroupTarget(self.stopped_tasks)],
         )
         logs.CfnResourcePolicy(
             self,
@@ -169,24 +230,16 @@ class GpuTelemetry(Construct):
                     "Version": "2012-10-17",
                     "Statement": [
                         {
+                            # Only this rule may write here (the EventBridge user guide's source condition).
                             "Effect": "Allow",
-                            "Principal": {"Service": ["events.amazonaws.com", "delivery.logs.amazonaws.com"]},
+                            "Principal": {"Service": "events.amazonaws.com"},
                             "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
                             "Resource": self.stopped_tasks.log_group_arn,
+                            "Condition": {"ArnEquals": {"aws:SourceArn": rule.rule_arn}},
                         }
                     ],
                 }
             ),
-        )
-        events.Rule(
-            self,
-            "Stopped",
-            event_pattern=events.EventPattern(
-                source=["aws.ecs"],
-                detail_type=["ECS Task State Change"],
-                detail={"lastStatus": ["STOPPED"], "clusterArn": [cluster.cluster_arn]},
-            ),
-            targets=[_LogGroupTarget(self.stopped_tasks)],
         )
         for metric, pattern in STOP_METRICS.items():
             logs.MetricFilter(
@@ -200,6 +253,50 @@ class GpuTelemetry(Construct):
                 dimensions={"Group": "$.detail.group"},
                 unit=cloudwatch.Unit.COUNT,
             )
+
+    @property
+    def task_definition(self) -> ecs.Ec2TaskDefinition:
+        """The daemon's task definition for the smallest GPU count (the only one where all hosts have one)."""
+        return self.task_definitions[min(self.task_definitions)]
+
+    @property
+    def service(self) -> ecs.Ec2Service:
+        """The daemon service for the smallest GPU count."""
+        return self.services[min(self.services)]
+
+    def _grant(self, task: ecs.Ec2TaskDefinition, stack: cdk.Stack, cluster_name: str) -> None:
+        instances = stack.format_arn(service="ecs", resource="container-instance", resource_name=f"{cluster_name}/*")
+        tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{cluster_name}/*")
+        task.add_to_task_role_policy(iam.PolicyStatement(actions=["ecs:ListTasks"], resources=[instances]))
+        task.add_to_task_role_policy(iam.PolicyStatement(actions=["ecs:DescribeTasks"], resources=[tasks]))
+        task.add_to_task_role_policy(
+            iam.PolicyStatement(actions=["ecs:DescribeContainerInstances"], resources=[instances])
+        )
+        task.add_to_task_role_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.evidence.log_group_arn, f"{self.evidence.log_group_arn}:log-stream:*"],
+            )
+        )
+
+    def _acknowledge(self, task: ecs.Ec2TaskDefinition, stack: cdk.Stack, cluster: ecs.ICluster) -> None:
+        reason = "the daemon reads the tasks of its own cluster only: every task and container instance of it"
+        policy = task.task_role.node.try_find_child("DefaultPolicy")
+        prefix = ":".join(_nag(stack, v) for v in ("arn", stack.partition, "ecs", stack.region, stack.account))
+        for finding in (
+            f"Resource::{prefix}:task/<{_logical(cluster)}>/*",
+            f"Resource::{prefix}:container-instance/<{_logical(cluster)}>/*",
+        ):
+            cdk.Validations.of(policy or task.task_role).acknowledge(
+                cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason=reason)
+            )
+        evidence = stack.get_logical_id(self.evidence.node.default_child)  # type: ignore[arg-type]
+        cdk.Validations.of(policy or task.task_role).acknowledge(
+            cdk.Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::<{evidence}.Arn>:log-stream:*]",
+                reason="the daemon names its own log stream (host and task) in its evidence log group, and no other",
+            )
+        )
         execution = task.execution_role.node.try_find_child("DefaultPolicy") if task.execution_role else None
         if execution is not None:
             cdk.Validations.of(execution).acknowledge(
@@ -211,7 +308,7 @@ class GpuTelemetry(Construct):
         cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
             cdk.Acknowledgment(
                 id="AwsSolutions::AwsSolutions-ECS2",
-                reason="the daemon's environment holds its settings (cluster name, intervals, NVML visibility), "
+                reason="the daemon's environment holds its settings (cluster, log group, intervals, NVML's path), "
                 "no secrets",
             )
         )

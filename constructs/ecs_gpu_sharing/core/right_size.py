@@ -1,15 +1,23 @@
 """Judging budgets by what was measured, and re-planning with the budgets that follow. Pure Python.
 
-``evaluate`` reads, per fleet service, the telemetry daemon's measured GPU memory (peak and p99), the utilization
-of its GPUs, and its stopped tasks; this module turns those into a verdict and a suggested budget, and plans the
-fleet again with the suggestions so the change in hosts and GPUs is seen before anything is written.
+``evaluate`` reads, per service, the telemetry daemon's measured GPU memory (peak and p99), the utilization of its
+GPUs, and its stopped tasks; this module turns those into a verdict and a suggested budget, and (for a fleet file)
+plans the fleet again with the suggestions so the change in hosts and GPUs is seen before anything is written.
+What is judged is a ``Subject``: a service's task GPU budget, its allocation note's need and its task memory, from
+a fleet file, a synth plan (``cdk.out/gpu-fleet-plan.json``) or the task definitions ECS runs.
+
+A task killed at its memory limit (``OutOfMemoryError``: the kernel's OOM killer on the container's host memory)
+is no GPU budget problem: it gets a host-memory advice (raise ``memory_mib``) and leaves the GPU verdict alone.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
+from .errors import GpuSharingError
 from .fleet import FleetSpec
 from .rules import Assessment, assess
 
@@ -25,15 +33,54 @@ ROUND_MIB = 64
 
 
 @dataclass(frozen=True)
+class Subject:
+    """What a service's budget is judged by: its task's GPU budget (MiB), its allocation note's need (0: none) and
+    its task's host memory (MiB; ``None`` when unknown)."""
+
+    name: str
+    budget_mib: int
+    need_mib: int = 0
+    memory_mib: int | None = None
+
+
+def fleet_subjects(spec: FleetSpec) -> dict[str, Subject]:
+    """A fleet file's services as subjects (each task has one GPU container)."""
+    return {
+        name: Subject(name, s.gpu_budget_mib, s.note.need_mib if s.note is not None else 0, s.memory_mib)
+        for name, s in spec.services.items()
+    }
+
+
+def plan_subjects(plan: Mapping[str, Any], *, source: str = "the plan") -> dict[str, Subject]:
+    """A synth plan's (``gpu-fleet-plan.json``) MPS services as subjects: each task's budgets summed."""
+    out = {}
+    services = plan.get("services") if isinstance(plan, Mapping) else None
+    if not isinstance(services, list):
+        raise GpuSharingError(f"{source}: no services list; give the gpu-fleet-plan.json that cdk synth wrote")
+    for item in services:
+        try:
+            name, task = str(item["name"]), item["task"]
+            budgets = [int(b) for b in task.get("gpu_budgets_mib") or []]
+            allocation = item.get("allocation") or {}
+            need = int(allocation.get("need_mib") or 0)
+            memory = task.get("memory_mib")
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise GpuSharingError(f"{source}: a service entry is malformed: {str(item)[:200]}") from None
+        if budgets:
+            out[name] = Subject(name, sum(budgets), need, int(memory) if isinstance(memory, int) else None)
+    return out
+
+
+@dataclass(frozen=True)
 class Measured:
-    """What was measured of one fleet service over the window (``None``: no data)."""
+    """What was measured of one service over the window (``None``: no data)."""
 
     service: str
-    ecs_service: str | None  # its ECS service name, found by the fleet tag
+    ecs_service: str | None  # its ECS service name
     peak_mib: int | None = None
     p99_mib: int | None = None
     utilization_percent: float | None = None
-    oom_stops: int = 0
+    host_memory_stops: int = 0  # tasks killed at their memory limit (host memory, not GPU)
     mps_stops: int = 0
     crash_stops: int = 0
     recent_stop_reasons: tuple[str, ...] = ()  # ECS's stoppedReason of tasks stopped in the last hour
@@ -48,6 +95,7 @@ class Verdict:
     verdict: str
     suggested_mib: int
     why: str
+    memory_advice: str | None = None  # tasks killed for host memory: what to raise instead
 
     @property
     def headroom_mib(self) -> int | None:
@@ -59,39 +107,52 @@ def _round_up(mib: float) -> int:
     return int(math.ceil(mib / ROUND_MIB) * ROUND_MIB)
 
 
+def _memory_advice(subject: Subject, m: Measured) -> str | None:
+    if not m.host_memory_stops:
+        return None
+    n = m.host_memory_stops
+    limit = f" above its {subject.memory_mib} MiB" if subject.memory_mib else ""
+    return (
+        f"{n} task{'s' if n != 1 else ''} killed at the container's memory limit (host memory, not GPU memory): "
+        f"raise memory_mib{limit}; the GPU budget is not the cause"
+    )
+
+
 def judge(
-    spec: FleetSpec, measured: dict[str, Measured], margin_percent: int = DEFAULT_MARGIN_PERCENT
+    subjects: FleetSpec | Mapping[str, Subject],
+    measured: Mapping[str, Measured],
+    margin_percent: int = DEFAULT_MARGIN_PERCENT,
 ) -> list[Verdict]:
-    """A verdict and a suggested budget per fleet service.
+    """A verdict and a suggested budget per service (a fleet file's, or the given subjects).
 
     The suggestion is the measured peak plus ``margin_percent``, rounded up to 64 MiB, and never below what the
-    service's allocation note says it needs. A service whose tasks stopped for memory, or whose peak reached 95% of
-    its budget, is too tight (its peak is capped by the budget itself, so the suggestion is the budget plus the
-    margin at least); a suggestion at 70% of the budget or less is too loose.
+    service's allocation note says it needs. A service whose peak reached 95% of its budget is too tight (its peak
+    is capped by the budget itself, so the suggestion is the budget plus the margin at least); a suggestion at 70%
+    of the budget or less is too loose. Tasks killed for host memory add a memory advice and change no GPU figure.
     """
+    if isinstance(subjects, FleetSpec):
+        subjects = fleet_subjects(subjects)
     out = []
     factor = 1 + margin_percent / 100
-    for name, svc in spec.services.items():
-        budget = svc.gpu_budget_mib
+    for name, subject in subjects.items():
+        budget = subject.budget_mib
         m = measured.get(name) or Measured(name, None)
-        need = svc.note.need_mib if svc.note is not None else 0
+        advice = _memory_advice(subject, m)
         if m.peak_mib is None:
             why = "no GPU memory measured in the window (is the telemetry daemon running, and the service?)"
-            out.append(Verdict(name, budget, m, NO_DATA, budget, why))
+            out.append(Verdict(name, budget, m, NO_DATA, budget, why, advice))
             continue
-        suggested = max(_round_up(m.peak_mib * factor), need)
-        if m.oom_stops or m.peak_mib >= budget * TIGHT_RATIO:
+        suggested = max(_round_up(m.peak_mib * factor), subject.need_mib)
+        if m.peak_mib >= budget * TIGHT_RATIO:
             suggested = max(suggested, _round_up(budget * factor))
-            why = (
-                f"{m.oom_stops} task{'s' if m.oom_stops != 1 else ''} stopped for memory; " if m.oom_stops else ""
-            ) + f"peak {m.peak_mib} MiB is {100 * m.peak_mib / budget:.0f}% of the {budget} MiB budget"
-            out.append(Verdict(name, budget, m, TOO_TIGHT, suggested, why))
+            why = f"peak {m.peak_mib} MiB is {100 * m.peak_mib / budget:.0f}% of the {budget} MiB budget"
+            out.append(Verdict(name, budget, m, TOO_TIGHT, suggested, why, advice))
         elif suggested <= budget * LOOSE_RATIO:
             share = 100 * suggested / budget
             why = f"peak {m.peak_mib} MiB plus {margin_percent}% is {suggested} MiB, {share:.0f}% of the budget"
-            out.append(Verdict(name, budget, m, TOO_LOOSE, suggested, why))
+            out.append(Verdict(name, budget, m, TOO_LOOSE, suggested, why, advice))
         else:
-            out.append(Verdict(name, budget, m, FITS, budget, f"peak {m.peak_mib} MiB of {budget} MiB"))
+            out.append(Verdict(name, budget, m, FITS, budget, f"peak {m.peak_mib} MiB of {budget} MiB", advice))
     return out
 
 

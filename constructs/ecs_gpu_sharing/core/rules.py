@@ -188,9 +188,10 @@ def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
         what = "no allocation note" if s.note is None else "an allocation note without evidence"
         yield (
             s.name,
-            f"its GPU budget of {s.task_gpu_budget_mib} MiB is a guess ({what}): measure its peak under its real "
-            "request mix (the telemetry daemon and `ecs-gpu-sharing evaluate --write` record it), or acknowledge "
-            "the warning with a reason",
+            f"its GPU budget of {s.task_gpu_budget_mib} MiB is a guess ({what}): run it under its real request mix "
+            "with the telemetry daemon (GpuTelemetry), then `ecs-gpu-sharing evaluate --cluster CLUSTER` with "
+            "`--fleet FLEET --write` (fleet files: records the evidence) or `--plan cdk.out/gpu-fleet-plan.json` "
+            "(construct apps: give the evidence in an AllocationNote), or acknowledge the warning with a reason",
         )
 
 

@@ -1,7 +1,142 @@
-"""What the GPU telemetry daemon takes of every host it runs on, so plans can leave it out. Pure Python."""
+"""What the GPU telemetry daemon takes of a host, where its evidence lives, and how a stopped task is read. Pure
+Python: the constructs, the daemon and ``evaluate`` share these facts.
+
+Evidence no tenant can forge: the daemon writes its figures with its own task role into the cluster's evidence log
+group (``evidence_log_group``), which no other role of the library may write (the hosts' role is denied it), and
+``evaluate`` reads that group, never the metric namespace (CloudWatch extracts embedded-metric-format lines from any
+log group, so any container could publish into the namespace). Stopped tasks reach their own log group only
+through the cluster's EventBridge rule (its resource policy names the rule as ``aws:SourceArn``).
+"""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 DAEMON_CPU_UNITS = 128
 DAEMON_MEMORY_MIB = 192
 DAEMON_NAME = "Telemetry"  # its name in plans: the GpuTelemetry construct's id in the app
+
+EVIDENCE_LOG_GROUP_PREFIX = "/ecs-gpu-sharing/evidence/"
+STOPPED_TASKS_LOG_GROUP_PREFIX = "/aws/events/ecs-gpu-sharing/"  # EventBridge writes only under /aws/events/
+EVIDENCE_MARKER = "GpuMemoryPeakMiB"  # a term in every per-service evidence record (FilterLogEvents' pattern)
+
+NVML_LIBRARY = "/usr/lib64/libnvidia-ml.so.1"
+"""Where the ECS-optimized AL2023 GPU AMI's NVIDIA driver installs NVML (the driver's own path on RPM-based
+systems); bind-mounted read-only into the daemon, which runs under runc (see ``GpuTelemetry``)."""
+NVML_MOUNT_DIR = "/opt/nvml"
+
+
+def evidence_log_group(cluster_name: str) -> str:
+    """The log group the daemon writes its figures to, for a cluster named ``cluster_name``."""
+    return f"{EVIDENCE_LOG_GROUP_PREFIX}{cluster_name}"
+
+
+def stopped_tasks_log_group(cluster_name: str) -> str:
+    """The log group the cluster's EventBridge rule writes stopped tasks to."""
+    return f"{STOPPED_TASKS_LOG_GROUP_PREFIX}{cluster_name}/stopped-tasks"
+
+
+def gpu_device_paths(gpus: int) -> list[str]:
+    """The device files NVML opens on a host with ``gpus`` GPUs: the control device and one per GPU."""
+    return ["/dev/nvidiactl", *(f"/dev/nvidia{i}" for i in range(gpus))]
+
+
+# --- stopped tasks ---------------------------------------------------------------------------------------------
+
+HOST_MEMORY = "host_memory"  # a container killed at its memory limit (the kernel's OOM killer): raise memory_mib
+MPS = "mps"  # the MPS control daemon did not answer
+CRASH = "crash"  # an essential container exited (a CUDA out-of-memory error the process does not handle, or any)
+STOP_KINDS = (HOST_MEMORY, MPS, CRASH)
+
+
+def stop_kinds(detail: Mapping[str, Any]) -> set[str]:
+    """What an ECS "Task State Change" event of a stopped task says about why it stopped (none, or several)."""
+    kinds = set()
+    reasons = [str(detail.get("stoppedReason", ""))]
+    reasons += [str(c.get("reason", "")) for c in detail.get("containers", []) if isinstance(c, Mapping)]
+    if any("OutOfMemory" in r for r in reasons):
+        kinds.add(HOST_MEMORY)
+    if "MPS" in reasons[0]:
+        kinds.add(MPS)
+    if detail.get("stopCode") == "EssentialContainerExited":
+        kinds.add(CRASH)
+    return kinds
+
+
+@dataclass
+class StopCounts:
+    host_memory: int = 0
+    mps: int = 0
+    crash: int = 0
+    reasons: tuple[str, ...] = ()
+
+
+def count_stops(messages: Iterable[str]) -> dict[str, StopCounts]:
+    """Stopped tasks per ECS service name, from the stopped-task log group's events (EventBridge's JSON)."""
+    out: dict[str, StopCounts] = {}
+    for message in messages:
+        try:
+            event = json.loads(message)
+            detail = event["detail"]
+            group = str(detail.get("group", ""))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if not group.startswith("service:"):
+            continue
+        counts = out.setdefault(group.split(":", 1)[1], StopCounts())
+        kinds = stop_kinds(detail)
+        counts.host_memory += HOST_MEMORY in kinds
+        counts.mps += MPS in kinds
+        counts.crash += CRASH in kinds
+        if detail.get("stoppedReason"):
+            counts.reasons = (*counts.reasons, str(detail["stoppedReason"]))
+    return out
+
+
+# --- the daemon's evidence records -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServiceFigures:
+    """What the evidence log group says of one ECS service over a window (MiB, percent)."""
+
+    peak_mib: int
+    p99_mib: int
+    utilization_percent: float
+
+
+def service_figures(messages: Iterable[str], cluster_name: str) -> dict[str, ServiceFigures]:
+    """Per ECS service, from the daemon's per-service records of ``cluster_name`` (others, and malformed ones, are
+    skipped): each container's highest peak and highest p99 over hosts and windows, summed over the task's GPU
+    containers (for one GPU container, its own figures; for several, an upper bound, as their peaks may not
+    coincide), and the mean utilization of their GPUs."""
+    peaks: dict[tuple[str, str], int] = {}
+    p99s: dict[tuple[str, str], int] = {}
+    utils: dict[str, list[float]] = {}
+    for message in messages:
+        try:
+            record = json.loads(message)
+            service, container = record.get("Service"), record.get("Container", "")
+            if record.get("Cluster") != cluster_name or not isinstance(service, str) or not isinstance(container, str):
+                continue
+            peak, p99, util = (record[k] for k in ("GpuMemoryPeakMiB", "GpuMemoryP99MiB", "GpuUtilizationPercent"))
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in (peak, p99, util)):
+                continue
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        key = (service, container)
+        peaks[key] = max(peaks.get(key, 0), int(peak))
+        p99s[key] = max(p99s.get(key, 0), int(p99))
+        utils.setdefault(service, []).append(float(util))
+    out = {}
+    for service in sorted(utils):
+        keys = [k for k in peaks if k[0] == service]
+        out[service] = ServiceFigures(
+            sum(peaks[k] for k in keys),
+            sum(p99s[k] for k in keys),
+            round(sum(utils[service]) / len(utils[service]), 1),
+        )
+    return out

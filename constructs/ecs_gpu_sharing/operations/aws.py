@@ -17,7 +17,8 @@ from botocore.config import Config
 
 from ..core.errors import AwsOperationError
 
-RETRIES = Config(retries={"mode": "standard", "max_attempts": 5})
+# Bounded: an endpoint that never answers fails in about a minute and a half, not after minutes of waiting.
+RETRIES = Config(connect_timeout=5, read_timeout=15, retries={"mode": "standard", "max_attempts": 5})
 
 _ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnrecognizedClientException"}
 _THROTTLED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"}

@@ -1,10 +1,16 @@
-"""``ecs-gpu-sharing evaluate``: what each fleet service used, from CloudWatch and ECS, judged against its budget.
+"""``ecs-gpu-sharing evaluate``: what each service used, from the telemetry daemon's evidence and ECS, judged
+against its budget.
 
-Reads, over the window: the telemetry daemon's ``GpuMemoryPeakMiB`` (Maximum), ``GpuMemoryP99MiB`` (Maximum over
-hosts) and ``GpuUtilizationPercent`` (Average) per ECS service, and the stopped-task counts (``OomStops``,
-``MpsStops``, ``CrashStops``, Sum) per task group, with one paginated ``GetMetricData``; from ECS, the services'
-fleet tags, the running image's digest and the reasons of tasks stopped in the last hour (ECS keeps stopped tasks
-about that long).
+Reads, over the window, only what no tenant can forge: the daemon's per-service records in the cluster's evidence
+log group (``core.telemetry.evidence_log_group``: written by the daemon's task role alone; never the metric
+namespace, which any log group's embedded-metric-format lines can write to), and the stopped tasks in the cluster's
+stopped-task log group (written by its EventBridge rule alone), both with paginated ``FilterLogEvents``. From ECS:
+the services (by their ``ecs-gpu-sharing:service`` tag, or every service when judging task definitions), the
+running image's digest and the reasons of tasks stopped in the last hour (ECS keeps stopped tasks about that long).
+
+What is judged comes from one source: a fleet file (``--fleet``), a synth plan (``--plan cdk.out/gpu-fleet-plan.json``:
+constructs tag each planned service with its plan name), or, with neither, the MPS budgets in the task definitions
+of the cluster's services.
 """
 
 from __future__ import annotations
@@ -14,24 +20,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import GpuSharingError
-from ..core.fleet import CONTAINER_NAME, FleetSpec
+from ..core.fleet import CONTAINER_NAME, SERVICE_TAG
 from ..core.fleet_edit import Change
-from ..core.right_size import Measured, Verdict
-from .aws import aws_errors
-from .cluster_status import read
-from .telemetry.sampling import NAMESPACE
-
-_SERVICE_METRICS = (
-    ("peak", "GpuMemoryPeakMiB", "Maximum"),
-    ("p99", "GpuMemoryP99MiB", "Maximum"),
-    ("util", "GpuUtilizationPercent", "Average"),
+from ..core.right_size import Measured, Subject, Verdict
+from ..core.shape import containers_from_cloudformation
+from ..core.telemetry import (
+    EVIDENCE_MARKER,
+    StopCounts,
+    count_stops,
+    evidence_log_group,
+    service_figures,
+    stopped_tasks_log_group,
 )
-_STOP_METRICS = (("oom", "OomStops"), ("mps", "MpsStops"), ("crash", "CrashStops"))
+from .aws import aws_errors
 
 
 def window_seconds(since: str) -> int:
     """``7d``, ``12h`` or ``90m`` as seconds; refused when malformed or under an hour or over 63 days (the
-    metrics' one-hour resolution is kept 63 days)."""
+    evidence's default retention is a month; longer windows need a longer ``log_retention``)."""
     units = {"d": 86400, "h": 3600, "m": 60}
     if len(since) < 2 or since[-1] not in units or not since[:-1].isdigit():
         raise GpuSharingError(f"--since {since!r}: write a number and a unit, such as 7d, 12h or 90m")
@@ -41,44 +47,55 @@ def window_seconds(since: str) -> int:
     return seconds
 
 
-def _queries(ecs_names: Mapping[str, str], cluster: str, period: int) -> list[dict[str, Any]]:
-    queries = []
-    for i, (_, ecs_name) in enumerate(sorted(ecs_names.items())):
-        dims = [{"Name": "Cluster", "Value": cluster}, {"Name": "Service", "Value": ecs_name}]
-        for key, metric, stat in _SERVICE_METRICS:
-            queries.append(_query(f"{key}{i}", metric, dims, stat, period))
-        group = [{"Name": "Group", "Value": f"service:{ecs_name}"}]
-        for key, metric in _STOP_METRICS:
-            queries.append(_query(f"{key}{i}", metric, group, "Sum", period))
-    return queries
-
-
-def _query(qid: str, metric: str, dims: list[dict[str, str]], stat: str, period: int) -> dict[str, Any]:
-    return {
-        "Id": qid,
-        "MetricStat": {
-            "Metric": {"Namespace": NAMESPACE, "MetricName": metric, "Dimensions": dims},
-            "Period": period,
-            "Stat": stat,
-        },
-        "ReturnData": True,
+def _messages(logs: Any, group: str, start: datetime.datetime, end: datetime.datetime, pattern: str) -> list[str]:
+    kwargs: dict[str, Any] = {
+        "logGroupName": group,
+        "startTime": int(start.timestamp() * 1000),
+        "endTime": int(end.timestamp() * 1000),
     }
+    if pattern:
+        kwargs["filterPattern"] = pattern
+    return [
+        event["message"]
+        for page in logs.get_paginator("filter_log_events").paginate(**kwargs)
+        for event in page.get("events", [])
+    ]
 
 
-def _metric_values(
-    cloudwatch: Any, queries: list[dict[str, Any]], start: datetime.datetime, end: datetime.datetime
-) -> dict[str, list[float]]:
-    values: dict[str, list[float]] = {}
-    for first in range(0, len(queries), 500):  # GetMetricData takes at most 500 queries
-        kwargs: dict[str, Any] = {"MetricDataQueries": queries[first : first + 500], "StartTime": start, "EndTime": end}
-        while True:
-            page = cloudwatch.get_metric_data(**kwargs)
-            for result in page["MetricDataResults"]:
-                values.setdefault(result["Id"], []).extend(result.get("Values", []))
-            if not page.get("NextToken"):
-                break
-            kwargs["NextToken"] = page["NextToken"]
-    return values
+def _cluster_name(cluster: str) -> str:
+    return cluster.rsplit("/", 1)[-1]
+
+
+def service_names(ecs: Any, cluster: str) -> dict[str, str]:
+    """Tag (plan or fleet name) -> ECS service name, for the cluster's services that carry the service tag."""
+    from .cluster_status import read
+
+    with aws_errors(f"reading the services of cluster {cluster}"):
+        _, services = read(ecs, cluster)
+    return {s.fleet_service: s.name for s in services if s.fleet_service}
+
+
+def task_definition_subjects(ecs: Any, cluster: str) -> tuple[dict[str, Subject], dict[str, str]]:
+    """Every service of the cluster whose task definition has MPS budgets, as a subject named by its tag (or its
+    ECS name without one), with that name -> ECS service name."""
+    subjects: dict[str, Subject] = {}
+    names: dict[str, str] = {}
+    with aws_errors(f"reading the services of cluster {cluster}"):
+        arns = [a for page in ecs.get_paginator("list_services").paginate(cluster=cluster) for a in page["serviceArns"]]
+        for first in range(0, len(arns), 10):
+            described = ecs.describe_services(cluster=cluster, services=arns[first : first + 10], include=["TAGS"])
+            for raw in described["services"]:
+                tags = {t["key"]: t.get("value") for t in raw.get("tags", [])}
+                name = tags.get(SERVICE_TAG) or raw["serviceName"]
+                task = ecs.describe_task_definition(taskDefinition=raw["taskDefinition"])["taskDefinition"]
+                containers = containers_from_cloudformation(task.get("containerDefinitions", []), owner=name)
+                budgets = [int(c.gpu_budget_mib) for c in containers if isinstance(c.gpu_budget_mib, int)]
+                if not budgets:
+                    continue  # no MPS budget to judge
+                memory = task.get("memory")
+                subjects[name] = Subject(name, sum(budgets), 0, int(memory) if str(memory).isdigit() else None)
+                names[name] = raw["serviceName"]
+    return subjects, names
 
 
 def _tasks(ecs: Any, cluster: str, service: str, status: str) -> list[dict[str, Any]]:
@@ -105,37 +122,53 @@ def _running_image(tasks: list[dict[str, Any]]) -> str | None:
 
 
 def measure(
-    ecs: Any, cloudwatch: Any, cluster: str, spec: FleetSpec, *, seconds: int, now: datetime.datetime
+    ecs: Any,
+    logs: Any,
+    cluster: str,
+    names: Mapping[str, str],
+    *,
+    seconds: int,
+    now: datetime.datetime,
 ) -> dict[str, Measured]:
-    """What each fleet service used over the last ``seconds``; a service not found in the cluster has no data."""
-    with aws_errors(f"reading the services of cluster {cluster}"):
-        _, services = read(ecs, cluster)
-    ecs_names = {s.fleet_service: s.name for s in services if s.fleet_service and s.fleet_service in spec.services}
-    period = max(3600, seconds // 3600 * 3600)  # one datapoint for the window (hourly resolution past 15 days)
+    """What each service (name -> ECS service name) used over the last ``seconds``, from the evidence log group and
+    the stopped-task log group; a service without records has no data."""
     start = now - datetime.timedelta(seconds=seconds)
-    with aws_errors("reading the GPU metrics from CloudWatch"):
-        values = _metric_values(cloudwatch, _queries(ecs_names, cluster.rsplit("/", 1)[-1], period), start, now)
+    short = _cluster_name(cluster)
+    group = evidence_log_group(short)
+    with aws_errors(f"reading the telemetry daemon's evidence ({group})"):
+        try:
+            evidence = _messages(logs, group, start, now, f'"{EVIDENCE_MARKER}"')
+        except logs.exceptions.ResourceNotFoundException:
+            raise GpuSharingError(
+                f"cluster {short} has no evidence log group {group}: deploy GpuTelemetry on it (the fleet app does "
+                "unless telemetry = false), let it run, then evaluate"
+            ) from None
+    stopped_group = stopped_tasks_log_group(short)
+    with aws_errors(f"reading the stopped tasks ({stopped_group})"):
+        try:
+            stops = count_stops(_messages(logs, stopped_group, start, now, ""))
+        except logs.exceptions.ResourceNotFoundException:
+            stops = {}
+    figures = service_figures(evidence, short)
     out: dict[str, Measured] = {}
-    for i, (fleet_name, ecs_name) in enumerate(sorted(ecs_names.items())):
-        got = {key: values.get(f"{key}{i}", []) for key, _, _ in _SERVICE_METRICS}
-        stops = {key: int(sum(values.get(f"{key}{i}", []))) for key, _ in _STOP_METRICS}
+    for name, ecs_name in sorted(names.items()):
+        got = figures.get(ecs_name)
+        counts = stops.get(ecs_name) or StopCounts()
         with aws_errors(f"reading the tasks of service {ecs_name}"):
             running = _tasks(ecs, cluster, ecs_name, "RUNNING")
             stopped = _tasks(ecs, cluster, ecs_name, "STOPPED")
-        out[fleet_name] = Measured(
-            service=fleet_name,
+        out[name] = Measured(
+            service=name,
             ecs_service=ecs_name,
-            peak_mib=int(max(got["peak"])) if got["peak"] else None,
-            p99_mib=int(max(got["p99"])) if got["p99"] else None,
-            utilization_percent=round(sum(got["util"]) / len(got["util"]), 1) if got["util"] else None,
-            oom_stops=stops["oom"],
-            mps_stops=stops["mps"],
-            crash_stops=stops["crash"],
+            peak_mib=got.peak_mib if got else None,
+            p99_mib=got.p99_mib if got else None,
+            utilization_percent=got.utilization_percent if got else None,
+            host_memory_stops=counts.host_memory,
+            mps_stops=counts.mps,
+            crash_stops=counts.crash,
             recent_stop_reasons=tuple(t.get("stoppedReason", "") for t in stopped if t.get("stoppedReason")),
             image=_running_image(running),
         )
-    for name in spec.services:
-        out.setdefault(name, Measured(name, None))
     return out
 
 

@@ -1,52 +1,120 @@
-"""The telemetry daemon's loop: NVML samples, process owners from cgroups and ECS, EMF lines on stdout.
+"""The telemetry daemon's loop: NVML samples, process owners from cgroups and ECS, records to its evidence log group.
 
 Run as ``python -m telemetry.daemon`` in its image. Settings come from the environment the construct sets:
-``CLUSTER`` (the cluster's name), ``SAMPLE_SECONDS`` (5), ``PUBLISH_SECONDS`` (60), ``HOST_PROC`` (the host's
-/proc, mounted read-only; /host/proc), ``MPS_PIPE_DIR`` (the AMI's MPS pipe folder, mounted read-only;
-/host/run/mps-ecs). ECS gives the task's own metadata at ``ECS_CONTAINER_METADATA_URI_V4``.
+``CLUSTER`` (the cluster's name), ``EVIDENCE_LOG_GROUP`` (where it writes, with its own task role),
+``SAMPLE_SECONDS`` (5), ``PUBLISH_SECONDS`` (60), ``HOST_PROC`` (the host's /proc, mounted read-only; /host/proc).
+NVML is the host's library, bind-mounted read-only (``LD_LIBRARY_PATH``). ECS gives the task's own metadata at
+``ECS_CONTAINER_METADATA_URI_V4``.
+
+It never exits on a failure it can outlive: NVML missing or failing, the host's /proc unreadable, ECS or CloudWatch
+Logs refusing or throttling each become one log line (on stderr, when the failure starts and when it ends) and a
+count in the host's health record, and sampling goes on with what still works.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sys
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .sampling import MIB, GpuSample, Owner, Window, attribute, container_id_from_cgroup, window_records
+from .sampling import (
+    MIB,
+    GpuSample,
+    Owner,
+    Window,
+    attribute,
+    container_id_from_cgroup,
+    merge_processes,
+    window_records,
+)
+
+NVML, PROC, ECS, PUBLISH = "Nvml", "Proc", "Ecs", "Publish"  # what can fail; each is counted as <Kind>Errors
+MAX_PENDING_LINES = 20_000  # records kept while publishing fails (about an hour of a large host), oldest dropped
+NVML_RETRY_SECONDS = 60.0
+
+
+def _processes(nvml: Any, call: str, handle: Any) -> list[tuple[int, int | None]]:
+    """NVML's process list ``call`` on a GPU, as (pid, MiB or None); a driver without that list gives none."""
+    function = getattr(nvml, call, None)
+    if function is None:
+        return []
+    try:
+        entries = function(handle)
+    except Exception as error:  # NVML_ERROR_NOT_SUPPORTED: not under MPS, or an older driver
+        if "NotSupported" in type(error).__name__ or "Not Supported" in str(error):
+            return []
+        raise
+    return [(p.pid, None if p.usedGpuMemory is None else p.usedGpuMemory // MIB) for p in entries]
 
 
 def read_gpus(nvml: Any) -> list[GpuSample]:
-    """Every GPU's memory, utilization and compute processes, from NVML (``pynvml``, or a fake in tests)."""
+    """Every GPU's memory, utilization and processes from NVML (``pynvml``, or a fake in tests): the compute
+    processes and the MPS clients (``nvmlDeviceGetMPSComputeRunningProcesses``), each process once."""
     out = []
     for index in range(nvml.nvmlDeviceGetCount()):
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
         memory = nvml.nvmlDeviceGetMemoryInfo(handle)
         utilization = nvml.nvmlDeviceGetUtilizationRates(handle)
-        processes = tuple(
-            (p.pid, None if p.usedGpuMemory is None else p.usedGpuMemory // MIB)
-            for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+        processes = merge_processes(
+            _processes(nvml, "nvmlDeviceGetComputeRunningProcesses", handle),
+            _processes(nvml, "nvmlDeviceGetMPSComputeRunningProcesses", handle),
         )
         out.append(GpuSample(index, memory.used // MIB, memory.total // MIB, int(utilization.gpu), processes))
     return out
 
 
-def mps_up(proc: Path, pipe_dir: Path) -> bool:
-    """Whether the host's MPS control daemon runs: its pipe exists and a process named nvidia-cuda-mps-control."""
-    if not (pipe_dir / "control").exists():
-        return False
-    for comm in proc.glob("[0-9]*/comm"):
+def mps_up(proc: Path) -> bool:
+    """Whether the host's MPS control daemon runs: a process named ``nvidia-cuda-mps-control`` in the host's /proc
+    (its pipe folder is not mounted: see ``GpuTelemetry``). Raises ``OSError`` when /proc cannot be listed."""
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
         try:
-            if comm.read_text().strip() == "nvidia-cuda-mps-control":
+            if (Path(entry.path) / "comm").read_text().strip() == "nvidia-cuda-mps-control":
                 return True
         except OSError:
-            continue
+            continue  # the process ended, or hides its comm
     return False
+
+
+def stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class Health:
+    """Failures by kind: counted for the window, logged once when a kind starts failing and once when it ends."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self._log = log
+        self.counts: Counter[str] = Counter()
+        self.failing: set[str] = set()
+
+    def fail(self, kind: str, error: BaseException) -> None:
+        self.counts[kind] += 1
+        if kind not in self.failing:
+            self.failing.add(kind)
+            message = f"{type(error).__name__}: {error}"
+            self._log(json.dumps({"level": "error", "kind": kind, "message": message[:1000]}))
+
+    def ok(self, kind: str) -> None:
+        if kind in self.failing:
+            self.failing.discard(kind)
+            self._log(json.dumps({"level": "info", "kind": kind, "message": "recovered"}))
+
+    def figures(self, nvml_available: bool) -> dict[str, float]:
+        """The window's health metrics, and a new window."""
+        out: dict[str, float] = {f"{kind}Errors": self.counts[kind] for kind in (NVML, PROC, ECS, PUBLISH)}
+        out["NvmlAvailable"] = 1 if nvml_available else 0
+        self.counts = Counter()
+        return out
 
 
 class TaskDirectory:
@@ -57,7 +125,7 @@ class TaskDirectory:
         self._cluster = cluster
         self._instance = container_instance
         self._owners: dict[str, Owner] = {}
-        self._refreshed = 0.0
+        self._refreshed = float("-inf")
 
     def refresh(self) -> None:
         arns: list[str] = []
@@ -78,25 +146,45 @@ class TaskDirectory:
         self._owners = owners
 
     def owner(self, container_id: str, now: float, min_interval: float = 30.0) -> Owner | None:
+        """The owner of a container; ECS is asked again on a miss, at most every ``min_interval`` seconds (errors
+        from ECS are raised; the last record stays in use)."""
         if container_id not in self._owners and now - self._refreshed >= min_interval:
             self._refreshed = now
             self.refresh()
         return self._owners.get(container_id)
 
 
-def owners_of(pids: Iterable[int], proc: Path, directory: TaskDirectory, now: float) -> dict[int, Owner | None]:
+def owners_of(
+    pids: Iterable[int], proc: Path, directory: TaskDirectory, now: float, health: Health | None = None
+) -> dict[int, Owner | None]:
     out: dict[int, Owner | None] = {}
+    ecs_failed = False
     for pid in pids:
         try:
             cid = container_id_from_cgroup((proc / str(pid) / "cgroup").read_text())
         except OSError:
             cid = None  # the process ended between NVML's answer and this read
-        out[pid] = directory.owner(cid, now) if cid else None
+        owner = None
+        if cid and not ecs_failed:
+            try:
+                owner = directory.owner(cid, now)
+            except Exception as error:  # throttled, refused, unreachable: this sample goes without ECS's record
+                ecs_failed = True
+                if health is not None:
+                    health.fail(ECS, error)
+        out[pid] = owner
+    if not ecs_failed and health is not None:
+        health.ok(ECS)
     return out
 
 
 class Daemon:
-    """Samples every ``sample_s`` seconds and writes one window of records every ``publish_s`` seconds."""
+    """Samples every ``sample_s`` seconds and hands one window of records to ``sink`` every ``publish_s``.
+
+    ``nvml`` is ``None`` until ``connect`` (``nvmlInit`` and the module, or a fake) succeeds; it is retried every
+    minute. ``sink`` takes a batch of JSON lines (the evidence log group's writer); a batch it refuses is kept,
+    up to ``MAX_PENDING_LINES``, and offered again with the next window.
+    """
 
     def __init__(
         self,
@@ -106,36 +194,107 @@ class Daemon:
         cluster: str,
         instance: str,
         proc: Path,
-        pipe_dir: Path,
-        emit: Callable[[str], None],
+        sink: Callable[[list[str]], None],
+        log: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
+        connect: Callable[[], Any] | None = None,
     ) -> None:
         self.nvml, self.directory, self.cluster, self.instance = nvml, directory, cluster, instance
-        self.proc, self.pipe_dir, self.emit, self.clock = proc, pipe_dir, emit, clock
+        self.proc, self.sink, self.clock, self.connect = proc, sink, clock, connect
+        self.health = Health(log or stderr_line)
         self.windows: dict[Owner, Window] = {}
         self.last: list[GpuSample] = []
+        self.pending: list[str] = []
+        self.dropped = 0
+        self._next_connect = float("-inf")
+
+    def _nvml(self) -> Any:
+        if self.nvml is None and self.connect is not None and self.clock() >= self._next_connect:
+            self._next_connect = self.clock() + NVML_RETRY_SECONDS
+            try:
+                self.nvml = self.connect()
+                self.health.ok(NVML)
+            except Exception as error:  # no library, no device, a driver mismatch: try again in a minute
+                self.health.fail(NVML, error)
+        return self.nvml
 
     def sample(self) -> None:
-        gpus = read_gpus(self.nvml)
-        owners = owners_of({pid for g in gpus for pid, _ in g.processes}, self.proc, self.directory, self.clock())
+        nvml = self._nvml()
+        if nvml is None:
+            return
+        try:
+            gpus = read_gpus(nvml)
+        except Exception as error:  # a GPU reset, a driver restart: the next sample tries again
+            self.health.fail(NVML, error)
+            return
+        self.health.ok(NVML)
+        pids = {pid for g in gpus for pid, _ in g.processes}
+        owners = owners_of(pids, self.proc, self.directory, self.clock(), self.health)
         for owner, (memory, util) in attribute(gpus, owners).items():
             window = self.windows.setdefault(owner, Window())
             window.memory_mib.append(memory)
             window.utilization.append(util)
         self.last = gpus
 
+    def _mps(self) -> bool | None:
+        try:
+            up = mps_up(self.proc)
+        except OSError as error:
+            self.health.fail(PROC, error)
+            return None
+        self.health.ok(PROC)
+        return up
+
     def publish(self) -> None:
-        records = window_records(
-            int(self.clock() * 1000),
-            self.cluster,
-            self.instance,
-            self.windows,
-            self.last,
-            mps_up(self.proc, self.pipe_dir),
-        )
-        for record in records:
-            self.emit(json.dumps(record, separators=(",", ":")))
-        self.windows = {}
+        """Hands the window's records to the sink; nothing here ends the daemon."""
+        try:
+            records = window_records(
+                int(self.clock() * 1000),
+                self.cluster,
+                self.instance,
+                self.windows,
+                self.last,
+                self._mps(),
+                self.health.figures(self.nvml is not None),
+            )
+            self.pending.extend(json.dumps(r, separators=(",", ":")) for r in records)
+            if len(self.pending) > MAX_PENDING_LINES:
+                self.dropped += len(self.pending) - MAX_PENDING_LINES
+                self.pending = self.pending[-MAX_PENDING_LINES:]
+            self.sink(self.pending)
+            self.pending = []
+            self.health.ok(PUBLISH)
+        except Exception as error:  # throttled, refused, unreachable: kept for the next window
+            self.health.fail(PUBLISH, error)
+        finally:
+            self.windows = {}
+
+
+class LogSink:
+    """Writes batches of records to the evidence log group with the daemon's own task role (PutLogEvents: at most
+    10,000 events and 1,048,576 bytes a call, each event counted with 26 bytes more)."""
+
+    def __init__(self, logs: Any, group: str, stream: str, clock: Callable[[], float] = time.time) -> None:
+        self.logs, self.group, self.stream, self.clock = logs, group, stream, clock
+        self._stream_ready = False
+
+    def __call__(self, lines: list[str]) -> None:
+        if not self._stream_ready:
+            with contextlib.suppress(self.logs.exceptions.ResourceAlreadyExistsException):
+                self.logs.create_log_stream(logGroupName=self.group, logStreamName=self.stream)
+            self._stream_ready = True
+        now = int(self.clock() * 1000)
+        batch: list[dict[str, Any]] = []
+        size = 0
+        for line in lines:
+            cost = len(line.encode()) + 26
+            if batch and (len(batch) == 10_000 or size + cost > 1_048_576):
+                self.logs.put_log_events(logGroupName=self.group, logStreamName=self.stream, logEvents=batch)
+                batch, size = [], 0
+            batch.append({"timestamp": now, "message": line})
+            size += cost
+        if batch:
+            self.logs.put_log_events(logGroupName=self.group, logStreamName=self.stream, logEvents=batch)
 
 
 def _own_task() -> tuple[str, str]:
@@ -145,27 +304,49 @@ def _own_task() -> tuple[str, str]:
     return meta["Cluster"], meta["TaskARN"]
 
 
-def main() -> int:  # pragma: no cover - runs on a GPU host; its parts are tested on their own
-    import boto3
+def _connect_nvml() -> Any:
     import pynvml  # type: ignore[import-not-found]  # in the daemon image only (requirements.txt)
 
+    pynvml.nvmlInit()
+    return pynvml
+
+
+def main() -> int:  # pragma: no cover - runs on a GPU host; its parts are tested on their own
+    import boto3
+    from botocore.config import Config
+
+    log = stderr_line
+    config = Config(connect_timeout=5, read_timeout=15, retries={"max_attempts": 3, "mode": "standard"})
     sample_s = float(os.environ.get("SAMPLE_SECONDS", "5"))
     publish_s = float(os.environ.get("PUBLISH_SECONDS", "60"))
-    cluster, task_arn = _own_task()
-    ecs = boto3.client("ecs")
-    (own,) = ecs.describe_tasks(cluster=cluster, tasks=[task_arn])["tasks"]
-    instance = own.get("containerInstanceArn", "")
-    described = ecs.describe_container_instances(cluster=cluster, containerInstances=[instance])
-    ec2_id = described["containerInstances"][0].get("ec2InstanceId", instance)
-    pynvml.nvmlInit()
+    while True:  # the metadata endpoint answers once the task runs; wait for it rather than restart
+        try:
+            cluster, task_arn = _own_task()
+            break
+        except Exception as error:
+            log(json.dumps({"level": "error", "kind": "Metadata", "message": str(error)[:1000]}))
+            time.sleep(10)
+    ecs = boto3.client("ecs", config=config)
+    instance, ec2_id = "", task_arn.rsplit("/", 1)[-1]
+    try:
+        (own,) = ecs.describe_tasks(cluster=cluster, tasks=[task_arn])["tasks"]
+        instance = own.get("containerInstanceArn", "")
+        described = ecs.describe_container_instances(cluster=cluster, containerInstances=[instance])
+        ec2_id = described["containerInstances"][0].get("ec2InstanceId", ec2_id)
+    except Exception as error:  # the records then name the host by the daemon's task id
+        log(json.dumps({"level": "error", "kind": ECS, "message": str(error)[:1000]}))
     daemon = Daemon(
-        nvml=pynvml,
+        nvml=None,
+        connect=_connect_nvml,
         directory=TaskDirectory(ecs, cluster, instance),
         cluster=os.environ.get("CLUSTER", cluster.rsplit("/", 1)[-1]),
         instance=ec2_id,
         proc=Path(os.environ.get("HOST_PROC", "/host/proc")),
-        pipe_dir=Path(os.environ.get("MPS_PIPE_DIR", "/host/run/mps-ecs")),
-        emit=lambda line: print(line, flush=True),
+        sink=LogSink(
+            boto3.client("logs", config=config),
+            os.environ["EVIDENCE_LOG_GROUP"],
+            f"{ec2_id}/{task_arn.rsplit('/', 1)[-1]}",
+        ),
     )
     stop = False
 
@@ -176,16 +357,12 @@ def main() -> int:  # pragma: no cover - runs on a GPU host; its parts are teste
     signal.signal(signal.SIGTERM, _stop)
     next_publish = time.time() + publish_s
     while not stop:
-        try:
-            daemon.sample()
-        except Exception as error:  # one bad sample (a GPU reset, a throttled call) must not end the daemon
-            print(json.dumps({"level": "error", "message": f"sample failed: {error}"}), file=sys.stderr, flush=True)
+        daemon.sample()
         if time.time() >= next_publish:
             daemon.publish()
             next_publish += publish_s
         time.sleep(sample_s)
     daemon.publish()
-    pynvml.nvmlShutdown()
     return 0
 
 

@@ -109,16 +109,31 @@ def emf(
     }
 
 
+def merge_processes(
+    compute: Iterable[tuple[int, int | None]], mps_clients: Iterable[tuple[int, int | None]]
+) -> tuple[tuple[int, int | None], ...]:
+    """One entry per process from NVML's two lists: under MPS, clients come from the MPS list (each with its own
+    memory) and the compute list shows the MPS server, and a driver may show a client in both. The MPS list's entry
+    wins; a ``None`` figure gives way to a known one."""
+    merged: dict[int, int | None] = {}
+    for pid, used in (*mps_clients, *compute):
+        if merged.get(pid) is None:
+            merged[pid] = used
+    return tuple(merged.items())
+
+
 def window_records(
     timestamp_ms: int,
     cluster: str,
     instance: str,
     windows: Mapping[Owner, Window],
     gpus: Sequence[GpuSample],
-    mps_up: bool,
+    mps_up: bool | None,
+    health: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """The records of one publishing window: per service and container (the peak of any one task's container, the
-    p99 over all their samples), per GPU, and the host's MPS health."""
+    p99 over all their samples), per GPU, and the host's health: MPS (left out when it could not be told) and the
+    daemon's own figures (``health``: metric name -> value, such as ``NvmlAvailable`` or ``EcsErrors``)."""
     merged: dict[tuple[str, str], Window] = {}
     for owner, w in windows.items():
         if not owner.service:
@@ -152,12 +167,16 @@ def window_records(
                 },
             )
         )
-    records.append(
-        emf(
-            timestamp_ms,
-            [["Cluster"], ["Cluster", "InstanceId"]],
-            {"Cluster": cluster, "InstanceId": instance},
-            {"MpsHealthy": (1 if mps_up else 0, "Count")},
+    host: dict[str, tuple[float, str]] = {name: (value, "Count") for name, value in sorted((health or {}).items())}
+    if mps_up is not None:
+        host["MpsHealthy"] = (1 if mps_up else 0, "Count")
+    if host:
+        records.append(
+            emf(
+                timestamp_ms,
+                [["Cluster"], ["Cluster", "InstanceId"]],
+                {"Cluster": cluster, "InstanceId": instance},
+                host,
+            )
         )
-    )
     return records
