@@ -115,21 +115,24 @@ def _application(scope: Construct, vpc: ec2.IVpc, spec: LoadBalancerSpec, logs: 
         _ack(redirect, "NIST.800.53.R5", "ELBv2ACMCertificateRequired", "this listener only redirects to HTTPS on 443")
     else:
         listener = alb.add_listener("Http", port=80, open=spec.internet_facing, default_action=not_found)
-        _ack(
-            alb,
-            "NIST.800.53.R5",
-            "ALBHttpToHttpsRedirection",
-            "no certificate_arn in the fleet file: HTTP only; give certificate_arn for HTTPS with a redirect",
+        # The fleet parser refuses HTTP from the internet without a stated reason, so one of these two is true.
+        http_only = (
+            f"HTTP from the internet without TLS, as the fleet file states: {spec.plaintext_reason}"
+            if spec.internet_facing
+            else "internal to the VPC (internet_facing = false) and no certificate_arn: HTTP on 80 inside the VPC; "
+            "give certificate_arn for HTTPS with a redirect"
         )
-        for rule in ("ELBTlsHttpsListenersOnly", "ELBv2ACMCertificateRequired"):
-            _ack(
-                alb,
-                "NIST.800.53.R5",
-                rule,
-                "no certificate_arn in the fleet file: HTTP only; give certificate_arn for HTTPS with a redirect",
-            )
+        for rule in ("ALBHttpToHttpsRedirection", "ELBTlsHttpsListenersOnly", "ELBv2ACMCertificateRequired"):
+            _ack(alb, "NIST.800.53.R5", rule, http_only)
     _guard(alb, vpc, spec, listener.connections, ec2.Port.tcp(spec.listener_port))
-    _ack(alb, "NIST.800.53.R5", "ALBWAFEnabled", "attach your organization's AWS WAF web ACL; none is assumed here")
+    _ack(
+        alb,
+        "NIST.800.53.R5",
+        "ALBWAFEnabled",
+        "internet-facing, and this app attaches no AWS WAF web ACL: associate your organization's web ACL with it"
+        if spec.internet_facing
+        else "internal to the VPC: only the VPC reaches it; this app attaches no AWS WAF web ACL",
+    )
     _ack(alb, "NIST.800.53.R5", "ELBDeletionProtectionEnabled", "fleets are rebuilt from their fleet file")
     return Balancer(spec, alb, listener)
 
@@ -159,7 +162,9 @@ def _guard(lb: Construct, vpc: ec2.IVpc, spec: LoadBalancerSpec, connections: ec
             connections.security_groups[0],
             "AwsSolutions",
             "EC23",
-            "internet_facing = true in the fleet file: the load balancer takes traffic from anywhere",
+            f"internet_facing = true in the fleet file, without TLS, because: {spec.plaintext_reason}"
+            if spec.plaintext_from_internet
+            else "internet_facing = true in the fleet file, HTTPS only (certificate_arn): it takes TLS from anywhere",
         )
     else:
         connections.allow_from(ec2.Peer.ipv4(vpc.vpc_cidr_block), port, "the VPC")

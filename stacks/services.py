@@ -28,7 +28,17 @@ from ecs_gpu_sharing import (
 )
 from ecs_gpu_sharing.cdk.discovery import user_construct
 from ecs_gpu_sharing.core.fleet import AWSVPC, CONTAINER_NAME, SERVICE_TAG, ServiceSpec, ecr_image
-from ecs_gpu_sharing.core.hardening import ROOT_USER, WRITABLE_ROOT_FILESYSTEM, root_user_message, writable_root_message
+from ecs_gpu_sharing.core.hardening import (
+    MANAGED_POLICY_ON_TASK_ROLE,
+    ROOT_USER,
+    SECRET_IN_ENVIRONMENT,
+    WRITABLE_ROOT_FILESYSTEM,
+    managed_policy_message,
+    root_user_message,
+    secret_in_environment_message,
+    secret_looking,
+    writable_root_message,
+)
 from ecs_gpu_sharing.core.rules import RULES, Level
 
 from .ingress import Balancer, expose
@@ -183,11 +193,23 @@ def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -
             readonly_root_filesystem=spec.read_only_root_filesystem,
         )
         container.add_mount_points(*mounts[: len(spec.writable_paths)])
+    secret_like = secret_looking([*spec.environment, *(n for s in spec.sidecars for n in s.environment)])
+    if secret_like:
+        cdk.Annotations.of(task).add_warning_v2(
+            SECRET_IN_ENVIRONMENT, secret_in_environment_message(f"service.{spec.name}", secret_like)
+        )
+    stated = spec.acknowledge.get(SECRET_IN_ENVIRONMENT)
     cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
         cdk.Acknowledgment(
             id="AwsSolutions::AwsSolutions-ECS2",
-            reason="the environment holds non-secret settings only: the fleet file's environment (such as MODEL_ID) "
-            "and what aws-ecs adds (AWS_REGION for awsvpc tasks); secrets go in the fleet file's secrets table",
+            reason=(
+                f"environment {', '.join(secret_like)} looks like a secret: {SECRET_IN_ENVIRONMENT} "
+                + (f"is acknowledged in the fleet file: {stated}" if stated else "warns until it moves to secrets")
+            )
+            if secret_like
+            else "the environment holds non-secret settings only (no name looks like a secret: the app checks for "
+            "words such as SECRET, TOKEN, PASSWORD, API_KEY): the fleet file's environment and what aws-ecs adds "
+            "(AWS_REGION for awsvpc tasks); secrets go in the fleet file's secrets table",
         )
     )
 
@@ -215,11 +237,20 @@ def _task_role(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) ->
                 "the objects of the service's own model bucket",
             )
     for name in spec.task_role_managed_policies:
+        # The parser refuses the escalating ones (core.hardening); any other warns until the fleet file
+        # acknowledges ManagedPolicyOnTaskRole with its reason, which cdk-nag's acknowledgment then carries.
         task.task_role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(name))
+        cdk.Annotations.of(task.task_role).add_warning_v2(
+            MANAGED_POLICY_ON_TASK_ROLE, managed_policy_message(f"service.{spec.name}", name)
+        )
+        stated = spec.acknowledge.get(MANAGED_POLICY_ON_TASK_ROLE)
         _acknowledge(
             task.task_role,
             f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]",
-            "named in the fleet file's task_role_managed_policies",
+            f"named in the fleet file's task_role_managed_policies; acknowledged there: {stated}"
+            if stated
+            else f"named in the fleet file's task_role_managed_policies; {MANAGED_POLICY_ON_TASK_ROLE} warns until "
+            "the fleet file acknowledges it with a reason",
         )
     for statement in spec.task_role_statements:
         task.add_to_task_role_policy(

@@ -68,13 +68,88 @@ def ecr_fleet() -> dict[str, Any]:
         f'image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/models/embedder@{DIGEST}"',
         1,
     )
+    # A secret in plain environment, as a hurried team would write it (section 3 of #22).
+    text = text.replace(
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct", HF_TOKEN = "hf_abc", TOKENIZERS_PARALLELISM = "1" }',
+        1,
+    )
     app = new_app()
     stacks = build_app(app, fleet.parse(tomllib.loads(text), source="ecr.toml"))  # cdk-nag runs at synth
     assembly = app.synth()
     return {
         "services": Template.from_json(assembly.get_stack_artifact(stacks.services[0].artifact_id).template),
         "cluster": Template.from_json(assembly.get_stack_artifact(stacks.cluster.artifact_id).template),
+        "stacks": stacks,
     }
+
+
+def test_a_secret_looking_environment_name_warns_and_loses_the_non_secret_acknowledgment(
+    ecr_fleet: dict[str, Any],
+) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    (stack,) = ecr_fleet["stacks"].services
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("SecretInEnvironment"))
+    assert len(warnings) == 1
+    message = str(warnings[0].entry.data)
+    assert "service.small-llm: environment HF_TOKEN looks like a secret" in message and "move it to secrets" in message
+    assert "TOKENIZERS_PARALLELISM" not in message
+    key = cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+    acknowledged = {
+        c.node.path.split("/")[1]: dict(e.data)
+        for c in stack.node.find_all()
+        for e in c.node.metadata
+        if e.type == key and isinstance(e.data, dict) and "AwsSolutions::AwsSolutions-ECS2" in e.data
+    }
+    reasons = {name: a["AwsSolutions::AwsSolutions-ECS2"] for name, a in acknowledged.items()}
+    assert reasons.pop("small-llm").startswith("environment HF_TOKEN looks like a secret: ecs-gpu-sharing:Secret")
+    assert reasons and all("no name looks like a secret" in reason for reason in reasons.values())
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            'task_role_managed_policies = ["AdministratorAccess"]',
+            "task_role_managed_policies AdministratorAccess is refused",
+        ),
+        ('task_role_managed_policies = ["IAMFullAccess"]', "task_role_managed_policies IAMFullAccess is refused"),
+        (
+            'task_role_statements = [{ actions = ["iam:*"], resources = ["arn:aws:iam::123456789012:user/x"] }]',
+            "action iam:* lets the task change IAM",
+        ),
+        (
+            'task_role_statements = [{ actions = ["iam:PassRole"], resources = ["arn:aws:iam::123456789012:role/*"] }]',
+            "action iam:PassRole on every role lets the task act as any role",
+        ),
+        (
+            'task_role_statements = [{ actions = ["sts:AssumeRole"], resources = ["arn:aws:iam::*:role/admin"] }]',
+            "action sts:AssumeRole on every role",
+        ),
+        ('task_role_statements = [{ actions = ["*"], resources = ["arn:aws:s3:::b"] }]', "actions item '*' is malformed"),
+        ('task_role_statements = [{ actions = [], resources = ["arn:aws:s3:::b"] }]', "actions and resources must"),
+        ('task_role_statements = [{ actions = ["s3:GetObject"], resources = [] }]', "actions and resources must each"),
+    ],
+)
+def test_a_task_role_that_could_raise_its_own_permissions_is_refused(edit: str, message: str) -> None:
+    text = THREE_MODELS.read_text().replace(
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+        f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{edit}',
+        1,
+    )
+    with pytest.raises(GpuSharingError, match=re.escape(message)):
+        fleet.parse(tomllib.loads(text), source="f.toml")
+
+
+def test_a_pass_role_on_one_role_is_accepted() -> None:
+    edit = 'task_role_statements = [{ actions = ["iam:PassRole"], resources = ["arn:aws:iam::123456789012:role/x"] }]'
+    text = THREE_MODELS.read_text().replace(
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+        f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{edit}',
+        1,
+    )
+    fleet.parse(tomllib.loads(text), source="f.toml")
 
 
 def test_a_private_ecr_image_gets_pull_rights_on_its_repository_only(ecr_fleet: dict[str, Any]) -> None:

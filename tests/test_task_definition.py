@@ -12,6 +12,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from ecs_gpu_sharing import (
     BudgetError,
+    FleetPlan,
+    GpuCapacity,
     MpsShare,
     SharedGpuManagedInstancesTaskDefinition,
     SharedGpuTaskDefinition,
@@ -435,3 +437,78 @@ def test_a_harmless_capability_and_device_pass() -> None:
     linux.add_devices(ecs.Device(host_path="/dev/fuse"))
     model.add_environment("MODEL_ID", "bge-small")
     _synth(stack)
+
+
+# Any task definition a service runs in a cluster with a GPU capacity is judged the same way, not only shared ones.
+
+
+def _plain_on_gpu_cluster(stack: cdk.Stack, *, gpu_cluster: bool = True) -> tuple[ecs.Ec2TaskDefinition, Any]:
+    from aws_cdk import aws_ec2 as ec2
+
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    cluster = ecs.Cluster(stack, "Cluster", vpc=vpc)
+    if gpu_cluster:
+        GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    td = ecs.Ec2TaskDefinition(stack, "Plain")
+    linux = ecs.LinuxParameters(stack, "L")
+    container = td.add_container("agent", image=IMAGE, memory_limit_mib=256, linux_parameters=linux)
+    ecs.Ec2Service(stack, "Svc", cluster=cluster, task_definition=td, daemon=True)
+    return td, (container, linux)
+
+
+@pytest.mark.parametrize(
+    ("walk_around", "rule"),
+    [
+        (lambda c, linux: c.add_environment("NVIDIA_VISIBLE_DEVICES", "all"), "GpuSteeringEnvironment"),
+        (lambda c, linux: linux.add_devices(ecs.Device(host_path="/dev/nvidia0")), "GpuDeviceMapped"),
+        (lambda c, linux: linux.add_capabilities(ecs.Capability.SYS_PTRACE), "HostCapability"),
+    ],
+)
+def test_a_plain_task_definition_on_gpu_hosts_is_held_to_the_guards(walk_around: Any, rule: str) -> None:
+    stack = _stack()
+    _, (container, linux) = _plain_on_gpu_cluster(stack)
+    walk_around(container, linux)
+    with pytest.raises(RuntimeError, match=rf"\[ecs-gpu-sharing:{rule}\] container agent.*runs on the GPU hosts"):
+        _synth(stack)
+
+
+def test_a_plain_privileged_task_on_gpu_hosts_is_refused_and_one_elsewhere_is_not_judged() -> None:
+    stack = _stack()
+    td, _ = _plain_on_gpu_cluster(stack)
+    td.node.default_child.add_property_override("ContainerDefinitions.0.Privileged", True)  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match=r"\[ecs-gpu-sharing:PrivilegedContainer\] container agent is privileged"):
+        _synth(stack)
+    elsewhere = _stack()
+    _, (container, _linux) = _plain_on_gpu_cluster(elsewhere, gpu_cluster=False)
+    container.add_environment("NVIDIA_VISIBLE_DEVICES", "all")  # no GPU host in this cluster: not the library's
+    _synth(elsewhere)
+
+
+def test_only_a_guard_rule_with_a_reason_can_be_allowed() -> None:
+    stack = _stack()
+    td, _ = _plain_on_gpu_cluster(stack)
+    with pytest.raises(ValueError, match="allow takes a guard rule id"):
+        FleetPlan.of(stack).allow(td, "ecs-gpu-sharing:BudgetIsAGuess", "no")
+    with pytest.raises(ValueError, match="allow takes a guard rule id"):
+        FleetPlan.of(stack).allow(td, "ecs-gpu-sharing:GpuDeviceMapped", " ")
+
+
+def test_an_escape_hatch_is_judged_in_the_written_template() -> None:
+    """add_property_override is applied when the template is written: the guards read that template again."""
+    stack = _stack()
+    td, _ = _mps_task(stack)
+    td.node.default_child.add_property_override("ContainerDefinitions.0.Privileged", True)  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match=r"ecs-gpu-sharing:PrivilegedContainer"):
+        _synth(stack)
+
+
+def test_a_secret_looking_variable_warns_on_the_construct_road() -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    stack = _stack()
+    _, model = _mps_task(stack)
+    model.add_environment("OPENAI_API_KEY", "sk-x")
+    model.add_environment("TOKENIZERS_PARALLELISM", "false")
+    _synth(stack)
+    (warning,) = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("SecretInEnvironment"))
+    assert "container model: environment OPENAI_API_KEY looks like a secret" in str(warning.entry.data)

@@ -364,13 +364,20 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         ack(
             role,
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
-            "SSM Session Manager replaces SSH keys on GPU hosts; AWS maintains its instance-core policy",
+            "SSM Session Manager replaces SSH keys on GPU hosts. AmazonSSMManagedInstanceCore (AWS maintains it) "
+            "lets the host's SSM agent register and report (ssm:UpdateInstanceInformation, associations, inventory), "
+            "open Session Manager channels (ssmmessages:*, ec2messages:*) and read any SSM parameter and document "
+            "(ssm:GetParameter(s), ssm:GetDocument on *): keep secrets in Secrets Manager or SecureString "
+            "parameters under a KMS key the hosts' role cannot use",
         )
         policy = role.node.try_find_child("DefaultPolicy")
         if policy is not None:
             reason = (
-                "the ECS agent's policy as aws-ecs writes it: ecs:Submit* is limited to this cluster; "
-                "ecs:DiscoverPollEndpoint, ecr:GetAuthorizationToken and the agent's logs actions take no resource"
+                "the ECS agent's policy as aws-ecs writes it: ecs:Submit* is limited to this cluster and ecs:Poll to "
+                "it by condition; ecs:DiscoverPollEndpoint and ecr:GetAuthorizationToken take no resource; "
+                "logs:CreateLogStream and logs:PutLogEvents are on * because the awslogs driver on the host writes "
+                "whichever log group each task definition names (unknown here), except the telemetry evidence "
+                "groups, which this role is denied"
             )
             ack(policy, "AwsSolutions-IAM5[Action::ecs:Submit*]", reason)
             ack(policy, "AwsSolutions-IAM5[Resource::*]", reason)

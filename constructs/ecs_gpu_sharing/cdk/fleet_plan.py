@@ -21,6 +21,7 @@ from constructs import Construct, IConstruct, IValidation
 
 from ..core import plan_report
 from ..core.allocation import AllocationNote
+from ..core.container_guards import GUARD_RULES, guard_violations
 from ..core.errors import CapacityError, PlanError, ServiceError
 from ..core.files import write_atomic
 from ..core.fleet import SERVICE_TAG
@@ -51,6 +52,8 @@ class FleetPlan(Construct):
         self._counts: dict[IConstruct, int] = {}
         self._notes: dict[IConstruct, AllocationNote] = {}
         self._acks: dict[IConstruct, dict[str, str]] = {}
+        self._allowed: dict[IConstruct, dict[str, str]] = {}  # task definition -> guard rule -> why it may
+        self._judged: list[IConstruct] = []  # task definitions whose rendered template the guards read again
         self._assessment: Assessment | None = None
         self._discovered: Discovered | None = None
         self._sealed = False  # set when synthesis starts: inputs no longer change, the plan is computed once
@@ -86,6 +89,39 @@ class FleetPlan(Construct):
         (``cdk.Annotations``) and the plan files show the reason in its place."""
         self._acks.setdefault(service, {})[rule_id] = reason
         cdk.Annotations.of(service).acknowledge_warning(rule_id, reason)
+
+    def allow(self, task_definition: IConstruct, rule_id: str, reason: str) -> None:
+        """Lets ``task_definition`` break one container guard (``core.container_guards``) for ``reason``: for the
+        library's own daemon, which maps the GPU device files to read NVML. Not for models: a guard keeps a tenant
+        within its MPS budget."""
+        if rule_id not in GUARD_RULES or not reason.strip():
+            raise ServiceError(
+                f"{task_definition.node.path}: allow takes a guard rule id ({', '.join(GUARD_RULES)}) and a reason"
+            )
+        self._allowed.setdefault(task_definition, {})[rule_id] = reason
+
+    def judge_rendered(self, task_definition: IConstruct) -> None:
+        """Reads ``task_definition`` again in the written template, where property overrides have been applied."""
+        if task_definition not in self._judged:
+            self._judged.append(task_definition)
+
+    def rendered_guard_violations(self, template_paths: list[str]) -> list[tuple[str, str, str]]:
+        """(template path, logical id, line) for every guard a judged task definition breaks as written, escape
+        hatches included (``add_property_override``)."""
+        by_file = {Path(p).name: p for p in template_paths}
+        out = []
+        for task in self._judged:
+            stack = cdk.Stack.of(task)
+            path = by_file.get(stack.template_file)
+            if path is None or task.node.default_child is None:
+                continue
+            logical = stack.get_logical_id(task.node.default_child)  # type: ignore[arg-type]
+            resource = json.loads(Path(path).read_text()).get("Resources", {}).get(logical, {})
+            allowed = self._allowed.get(task, {})
+            for line in guard_violations(resource.get("Properties", {})):
+                if not any(line.startswith(f"[{rule}]") for rule in allowed):
+                    out.append((path, logical, f"{task.node.path}: {line} (as written in the template)"))
+        return out
 
     def capacity_name_taken(self, name: str) -> bool:
         return any(c.plan_name == name for c in self._capacities)
@@ -183,6 +219,31 @@ class _Findings:
         return self._plan._report(self._scope, "capacity", [self._scope.plan_name])
 
 
+@jsii.implements(IValidation)
+class _Guards:
+    """The container guards for a task definition that is no shared-GPU task definition (those judge themselves),
+    when a service runs it in a cluster with a GPU capacity: whatever runs on a GPU host may not steer the GPU,
+    map GPU devices, run privileged, add host capabilities or share the host's namespaces."""
+
+    def __init__(self, plan: FleetPlan, task_definition: ecs.TaskDefinition) -> None:
+        self._plan, self._task_definition = plan, task_definition
+        self.services: list[ecs.BaseService] = []
+
+    def validate(self) -> list[str]:
+        gpu_clusters = [c.cluster for c in self._plan._capacities]
+        if not any(any(s.cluster is c for c in gpu_clusters) for s in self.services):
+            return []
+        resource = self._task_definition.node.default_child
+        rendered = cdk.Stack.of(self._task_definition).resolve(resource._cfn_properties)  # type: ignore[union-attr]
+        allowed = self._plan._allowed.get(self._task_definition, {})
+        self._plan.judge_rendered(self._task_definition)
+        return [
+            f"{line} (it runs on the GPU hosts of this cluster)"
+            for line in guard_violations(rendered)
+            if not any(line.startswith(f"[{rule}]") for rule in allowed)
+        ]
+
+
 @jsii.implements(cdk.IAspect)
 class _AttachFindings:
     """At the start of synthesis: seals the plan's inputs and gives every service's user-facing construct the
@@ -191,6 +252,7 @@ class _AttachFindings:
     def __init__(self, plan: FleetPlan) -> None:
         self._plan = plan
         self._attached: set[str] = set()
+        self._guards: dict[str, _Guards] = {}
 
     def visit(self, node: IConstruct) -> None:
         self._plan._sealed = True
@@ -199,6 +261,13 @@ class _AttachFindings:
             if owner.node.path not in self._attached:
                 self._attached.add(owner.node.path)
                 owner.node.add_validation(_Findings(self._plan, "service", owner))
+            task = node.task_definition
+            if isinstance(task, ecs.TaskDefinition) and not hasattr(task, "gpu_rule_violations"):
+                guards = self._guards.get(task.node.path)
+                if guards is None:
+                    guards = self._guards[task.node.path] = _Guards(self._plan, task)
+                    task.node.add_validation(guards)
+                guards.services.append(node)
 
 
 @jsii.implements(cdk.IPolicyValidationPlugin)
@@ -221,6 +290,19 @@ class _WritePlan:
         return None
 
     def validate(self, context: cdk.IPolicyValidationContext) -> cdk.PolicyValidationPluginReport:
+        # The guards once more over what was written: an escape hatch (add_property_override) is seen only here.
+        violations = [
+            cdk.PolicyViolation(
+                rule_name=line.split("]", 1)[0].split("[", 1)[-1],
+                description=line,
+                violating_resources=[
+                    cdk.PolicyViolatingResource(locations=[logical], resource_logical_id=logical, template_path=path)
+                ],
+            )
+            for path, logical, line in self._plan.rendered_guard_violations(list(context.template_paths))
+        ]
+        if violations:
+            return cdk.PolicyValidationPluginReport(success=False, violations=violations)
         outdir = self._plan._outdir()
         if outdir is not None:
             self._plan.write(outdir)

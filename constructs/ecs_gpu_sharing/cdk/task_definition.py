@@ -18,9 +18,16 @@ from constructs import Construct, IValidation
 
 from ..core.container_guards import guard_violations, managed_instances_refusals
 from ..core.errors import TaskDefinitionError
-from ..core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
+from ..core.hardening import (
+    MUTABLE_IMAGE_TAG,
+    SECRET_IN_ENVIRONMENT,
+    mutable_tag,
+    secret_in_environment_message,
+    secret_looking,
+)
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
 from ..core.tokens import describe, is_token
+from .fleet_plan import FleetPlan
 
 # aws-cdk-lib's synth-time template check uses a schema that predates SharingStrategy.
 SCHEMA_RULES_PREDATING_MPS = ("CloudFormation-Validate::F3002", "CloudFormation-Validate::F3003")
@@ -233,6 +240,13 @@ class _SharedGpuRules:
         resource = task.node.default_child  # type: ignore[attr-defined]
         rendered = cdk.Stack.of(resource).resolve(resource._cfn_properties)
         problems.extend(guard_violations(rendered))
+        for container in rendered.get("containerDefinitions") or []:
+            names = secret_looking(e.get("name", "") for e in container.get("environment") or [])
+            if names:
+                cdk.Annotations.of(task).add_warning_v2(  # type: ignore[arg-type]
+                    SECRET_IN_ENVIRONMENT, secret_in_environment_message(f"container {container.get('name')}", names)
+                )
+        FleetPlan.of(task).judge_rendered(task)  # type: ignore[arg-type]  # overrides are seen in the template
         if isinstance(task, SharedGpuManagedInstancesTaskDefinition):
             problems.extend(managed_instances_refusals(rendered))
         return problems

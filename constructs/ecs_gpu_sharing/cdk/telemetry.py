@@ -58,6 +58,7 @@ from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
 from ..core import catalog
+from ..core.container_guards import GPU_DEVICE_MAPPED
 from ..core.errors import ServiceError
 from ..core.mps import MPS_HOSTS_EXPRESSION
 from ..core.planner import EC2
@@ -201,6 +202,12 @@ class GpuTelemetry(Construct):
                 min_healthy_percent=0,  # a daemon replaces its one task per host in place
             )
             plan.name_service(group, id_)  # every group is the one daemon of its hosts, under this construct's id
+            plan.allow(
+                task,
+                GPU_DEVICE_MAPPED,
+                "the telemetry daemon opens the GPU device files for NVML only (read-only figures, no CUDA context, "
+                "no GPU memory); it runs the library's own image",
+            )
             self.task_definitions[gpus] = task
             self.services[gpus] = service
             self._acknowledge(task, stack, cluster)

@@ -4,8 +4,9 @@ it will be rendered. Pure Python.
 ``add_container`` refuses these when they are passed to it, but a container can gain them afterwards
 (``add_environment``, ``add_secret``, ``linux_parameters.add_devices``/``add_capabilities``, the task's ``pid_mode``
 or ``ipc_mode``). These rules read the final task definition instead (its resolved CloudFormation properties, as
-the L1 names them), for every container of a shared-GPU task definition. Each rule has an id and a fix; a finding is
-an error. (Other task definitions on a GPU capacity are not judged yet: the telemetry daemon's asks for every GPU.)
+the L1 names them), for every container of a shared-GPU task definition and of any task definition a service runs
+in a cluster with a GPU capacity (``FleetPlan``). Each rule has an id and a fix; a finding is an error. The one
+exception is the library's telemetry daemon, allowed to map the GPU device files for NVML (``FleetPlan.allow``).
 """
 
 from __future__ import annotations

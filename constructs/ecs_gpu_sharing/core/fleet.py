@@ -21,7 +21,7 @@ from .ami_release import DEFAULT_AMI_RELEASE, check_release
 from .capacity_facts import HostFacts, host_facts
 from .errors import FleetSpecError, GpuSharingError
 from .gpu_memory import DEFAULT_GPU_MARGIN_MIB
-from .hardening import HARDENING_WARNINGS
+from .hardening import HARDENING_WARNINGS, escalating_policy, escalating_statement
 from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare
 from .planner import EC2, KINDS, MANAGED_INSTANCES, TASK_RULES, CapacityInput, ServiceInput
 from .quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
@@ -68,6 +68,13 @@ class LoadBalancerSpec:
     type: str = APPLICATION  # or NETWORK
     internet_facing: bool = False
     certificate_arn: str | None = None  # ALB: HTTPS on 443 (and 80 redirects); without it, HTTP on 80
+    plaintext_reason: str | None = None  # why an internet-facing balancer may serve without TLS (required then)
+
+    @property
+    def plaintext_from_internet(self) -> bool:
+        """Whether anyone on the internet reaches it without TLS: an internet-facing NLB (TCP passes through) or an
+        internet-facing ALB without a certificate (HTTP on 80)."""
+        return self.internet_facing and (self.type == NETWORK or not self.certificate_arn)
 
     @property
     def listener_port(self) -> int:
@@ -361,6 +368,15 @@ LOAD_BALANCER = (
         "an ACM certificate: the ALB listens with HTTPS on 443 and redirects 80; HTTP on 80 without one",
         pattern=_ACM_ARN,
         example="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
+    ),
+    Key(
+        "plaintext_reason",
+        str,
+        False,
+        "why an internet-facing balancer may serve without TLS (an NLB, or an ALB without certificate_arn); "
+        "required then, refused otherwise",
+        pattern=re.compile(r"\A\S.{9,499}\Z", re.S),
+        example="a public demo of an open model; no user data",
     ),
 )
 CAPACITY = (
@@ -948,6 +964,7 @@ def _services(
         _check_exposure(problems, where, good, load_balancers)
         sidecars = _sidecars(problems, where, good.get("sidecar", []))
         _check_paths(problems, where, good)
+        _check_task_role(problems, where, good)
         acknowledge = _acknowledgments(problems, where, good.get("acknowledge", {}))
         note = _note(problems, f"{where}allocation.", good.get("allocation"))
         tags = _tags(problems, where, good.get("tags", {}))
@@ -1241,13 +1258,52 @@ def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str,
             problems.add(f"load_balancer.{name}.certificate_arn is for an application load balancer (HTTPS)")
         if len(problems.lines) > before:
             continue
-        out[name] = LoadBalancerSpec(
+        spec = LoadBalancerSpec(
             name=name,
             type=good.get("type", APPLICATION),
             internet_facing=good.get("internet_facing", False),
             certificate_arn=good.get("certificate_arn"),
+            plaintext_reason=good.get("plaintext_reason"),
         )
+        if spec.plaintext_from_internet and spec.plaintext_reason is None:
+            what = (
+                "a network load balancer passes TCP through without TLS"
+                if spec.type == NETWORK
+                else "without certificate_arn it serves plain HTTP on port 80"
+            )
+            problems.add(
+                f"load_balancer.{name}: internet_facing = true, and {what} to 0.0.0.0/0, in front of model servers "
+                "with no authentication of their own; give certificate_arn (an application load balancer), or "
+                'internet_facing = false, or state why it is acceptable with plaintext_reason = "..."'
+            )
+            continue
+        if spec.plaintext_reason is not None and not spec.plaintext_from_internet:
+            problems.add(
+                f"load_balancer.{name}.plaintext_reason: this balancer "
+                + ("is internal to the VPC" if not spec.internet_facing else "serves HTTPS")
+                + ", so nothing plain reaches it from the internet; remove plaintext_reason"
+            )
+            continue
+        out[name] = spec
     return out
+
+
+def _check_task_role(problems: _Problems, where: str, good: Mapping[str, Any]) -> None:
+    """A model's task role may not reach the account or IAM: no escalating managed policy, no statement that lets
+    the task change its own permissions, no empty statement."""
+    for name in good.get("task_role_managed_policies", ()):
+        why = escalating_policy(name)
+        if why is not None:
+            problems.add(f"{where}task_role_managed_policies {name} is refused: {why}")
+    for i, statement in enumerate(good.get("task_role_statements", ())):
+        at = f"{where}task_role_statements[{i}]"
+        actions, resources = statement.get("actions", []), statement.get("resources", [])
+        if not actions or not resources:
+            problems.add(f"{at}: actions and resources must each name at least one; an empty list grants nothing")
+            continue
+        why = escalating_statement(actions, resources)
+        if why is not None:
+            problems.add(f"{at} is refused: {why}; name the actions and resources the model needs")
 
 
 def _strings(problems: _Problems, where: str, values: list[Any]) -> tuple[str, ...]:

@@ -2,13 +2,92 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Sequence
+
 from .tokens import is_token
 
 MUTABLE_IMAGE_TAG = "ecs-gpu-sharing:MutableImageTag"
 ROOT_USER = "ecs-gpu-sharing:ContainerUserNotSet"
 WRITABLE_ROOT_FILESYSTEM = "ecs-gpu-sharing:WritableRootFilesystem"
+SECRET_IN_ENVIRONMENT = "ecs-gpu-sharing:SecretInEnvironment"
+MANAGED_POLICY_ON_TASK_ROLE = "ecs-gpu-sharing:ManagedPolicyOnTaskRole"
 
-HARDENING_WARNINGS = (MUTABLE_IMAGE_TAG, ROOT_USER, WRITABLE_ROOT_FILESYSTEM)
+HARDENING_WARNINGS = (
+    MUTABLE_IMAGE_TAG,
+    ROOT_USER,
+    WRITABLE_ROOT_FILESYSTEM,
+    SECRET_IN_ENVIRONMENT,
+    MANAGED_POLICY_ON_TASK_ROLE,
+)
+
+# Words of a variable name (split at "_") that say it holds a secret; TOKENIZERS_PARALLELISM or MAX_TOKENS do not.
+_SECRET_WORDS = frozenset({"SECRET", "SECRETS", "PASSWORD", "PASSWD", "TOKEN", "APIKEY", "CREDENTIAL", "CREDENTIALS"})
+_SECRET_PAIRS = frozenset({("API", "KEY"), ("PRIVATE", "KEY"), ("ACCESS", "KEY"), ("AUTH", "KEY")})
+
+# AWS managed policies that hand a model's task (what a tenant's code runs as) the whole account or IAM itself.
+ESCALATING_MANAGED_POLICIES = frozenset(
+    {
+        "AdministratorAccess",
+        "AdministratorAccess-Amplify",
+        "AdministratorAccess-AWSElasticBeanstalk",
+        "IAMFullAccess",
+        "PowerUserAccess",
+    }
+)
+
+
+def secret_looking(names: Iterable[str]) -> list[str]:
+    """The names among ``names`` that look like they hold a secret (a token, a key, a password)."""
+    out = []
+    for name in names:
+        words = str(name).upper().split("_")
+        if _SECRET_WORDS.intersection(words) or _SECRET_PAIRS.intersection(itertools.pairwise(words)):
+            out.append(str(name))
+    return sorted(out)
+
+
+def secret_in_environment_message(where: str, names: Sequence[str]) -> str:
+    return (
+        f"{where}: environment {', '.join(names)} looks like a secret, and environment values are written into the "
+        "template and the task definition in plain text; move it to secrets (SSM or Secrets Manager), or "
+        "acknowledge the warning with a reason"
+    )
+
+
+def managed_policy_message(where: str, name: str) -> str:
+    return (
+        f"{where}: task_role_managed_policies {name} is an AWS managed policy, written for many uses and broader than "
+        "a model needs; prefer task_role_statements naming the actions and resources, or acknowledge the warning "
+        "with a reason"
+    )
+
+
+def escalating_policy(name: str) -> str | None:
+    """Why an AWS managed policy may not go on a task role, or ``None``."""
+    if name in ESCALATING_MANAGED_POLICIES:
+        return (
+            f"{name} gives the model's code (and anyone who reaches it) the account or IAM itself; name the "
+            "actions and resources it needs in task_role_statements"
+        )
+    return None
+
+
+def escalating_statement(actions: Sequence[str], resources: Sequence[str]) -> str | None:
+    """Why an allow statement may not go on a task role (it lets the task raise its own permissions), or ``None``."""
+    # "*", or any role of the account ("arn:aws:iam::123456789012:role/*", "arn:aws:iam::*:role/x*"): every role.
+    everywhere = any(
+        r == "*" or (":role/" in r and r.endswith("*")) or r.startswith("arn:aws:iam::*") for r in resources
+    )
+    for action in actions:
+        service, _, verb = action.partition(":")
+        if action in ("*", "*:*") or service == "*":
+            return f"action {action} allows every action"
+        if service.lower() == "iam" and "*" in verb:
+            return f"action {action} lets the task change IAM, its own role included"
+        if everywhere and action.lower() in ("iam:passrole", "sts:assumerole"):
+            return f"action {action} on every role lets the task act as any role of the account"
+    return None
 
 
 def mutable_tag(image: str) -> str | None:
