@@ -8,7 +8,7 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from ecs_gpu_sharing import AwsLimitsChecks, FleetSpecError
+from ecs_gpu_sharing import AwsLimitsChecks
 from ecs_gpu_sharing.core import fleet as fleet_file
 from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, FleetSpec, ServiceSpec
 from ecs_gpu_sharing.operations.aws import known_regions
@@ -57,10 +57,8 @@ def build_app(
         path = fleet_path(app)
         spec = fleet_file.load(path)
         layout_file = layout_file or layout_path(path)
-    if spec.region is not None and spec.region not in known_regions():
-        raise FleetSpecError(
-            f"{spec.source}: region {spec.region!r} is not an AWS region botocore knows; give one such as us-east-1"
-        )
+    if spec.region is not None:
+        fleet_file.check_region(spec, known_regions())
     # cdk-nag's AwsSolutions pack runs at every synth; acknowledgments sit next to the resources they concern.
     # AWS's limits (resources per stack, rules per balancer, duplicate security group rules, ...) over every template.
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), AwsLimitsChecks())

@@ -27,15 +27,23 @@ from ecs_gpu_sharing import (
     SharedGpuTaskDefinition,
 )
 from ecs_gpu_sharing.cdk.discovery import user_construct
-from ecs_gpu_sharing.core.fleet import AWSVPC, CONTAINER_NAME, SERVICE_TAG, ServiceSpec, ecr_image
+from ecs_gpu_sharing.core.fleet import (
+    AWSVPC,
+    CONTAINER_NAME,
+    SERVICE_TAG,
+    ServiceSpec,
+    ecr_image,
+    scratch_volume_name,
+)
 from ecs_gpu_sharing.core.hardening import (
     MANAGED_POLICY_ON_TASK_ROLE,
     ROOT_USER,
     SECRET_IN_ENVIRONMENT,
     WRITABLE_ROOT_FILESYSTEM,
+    is_root,
     managed_policy_message,
     root_user_message,
-    secret_in_environment_message,
+    root_user_stated_message,
     secret_looking,
     writable_root_message,
 )
@@ -127,7 +135,7 @@ def _task_definition(
         mode = ecs.NetworkMode.AWS_VPC if spec.network_mode == AWSVPC else ecs.NetworkMode.BRIDGE
         task = SharedGpuTaskDefinition(scope, "Task", network_mode=mode)
     for path in spec.writable_paths:
-        task.add_volume(name=_volume_name(path))
+        task.add_volume(name=scratch_volume_name(path))
     if spec.model_cache_path:
         # One Docker volume per host, shared by the service's tasks there: weights download once per host.
         task.add_volume(
@@ -142,15 +150,12 @@ def _task_definition(
 MODEL_CACHE_VOLUME = "model-cache"
 
 
-def _volume_name(path: str) -> str:
-    return "scratch" + path.replace("/", "-").replace(".", "-").replace("_", "-")
-
-
 def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -> None:
     """The model container and the sidecars, each with the service's user and root-filesystem setting."""
     group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION)
     mounts = [
-        ecs.MountPoint(source_volume=_volume_name(p), container_path=p, read_only=False) for p in spec.writable_paths
+        ecs.MountPoint(source_volume=scratch_volume_name(p), container_path=p, read_only=False)
+        for p in spec.writable_paths
     ]
     if spec.model_cache_path:
         mounts.append(
@@ -194,10 +199,7 @@ def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -
         )
         container.add_mount_points(*mounts[: len(spec.writable_paths)])
     secret_like = secret_looking([*spec.environment, *(n for s in spec.sidecars for n in s.environment)])
-    if secret_like:
-        cdk.Annotations.of(task).add_warning_v2(
-            SECRET_IN_ENVIRONMENT, secret_in_environment_message(f"service.{spec.name}", secret_like)
-        )
+    # The task definition warns (SharedGpuTaskDefinition judges every container's environment as rendered).
     stated = spec.acknowledge.get(SECRET_IN_ENVIRONMENT)
     cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
         cdk.Acknowledgment(
@@ -360,6 +362,8 @@ def _hardening_warnings(scope: Construct, spec: ServiceSpec) -> None:
     """What the service opts out of, as warnings the fleet file's acknowledge table can accept with a reason."""
     if spec.user is None:
         cdk.Annotations.of(scope).add_warning_v2(ROOT_USER, root_user_message(f"service.{spec.name}"))
+    elif is_root(spec.user):
+        cdk.Annotations.of(scope).add_warning_v2(ROOT_USER, root_user_stated_message(f"service.{spec.name}", spec.user))
     if not spec.read_only_root_filesystem:
         cdk.Annotations.of(scope).add_warning_v2(
             WRITABLE_ROOT_FILESYSTEM, writable_root_message(f"service.{spec.name}")

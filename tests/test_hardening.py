@@ -74,6 +74,12 @@ def ecr_fleet() -> dict[str, Any]:
         'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct", HF_TOKEN = "hf_abc", TOKENIZERS_PARALLELISM = "1" }',
         1,
     )
+    # Root stated explicitly is still root (section 4).
+    text = text.replace(
+        'environment = { MODEL_ID = "BAAI/bge-reranker-base" }',
+        'environment = { MODEL_ID = "BAAI/bge-reranker-base" }\nuser = "0:0"',
+        1,
+    )
     app = new_app()
     stacks = build_app(app, fleet.parse(tomllib.loads(text), source="ecr.toml"))  # cdk-nag runs at synth
     assembly = app.synth()
@@ -93,7 +99,8 @@ def test_a_secret_looking_environment_name_warns_and_loses_the_non_secret_acknow
     warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("SecretInEnvironment"))
     assert len(warnings) == 1
     message = str(warnings[0].entry.data)
-    assert "service.small-llm: environment HF_TOKEN looks like a secret" in message and "move it to secrets" in message
+    assert "container model: environment HF_TOKEN looks like a secret" in message and "move it to secrets" in message
+    assert warnings[0].id == "/models-services-1/small-llm/Task"
     assert "TOKENIZERS_PARALLELISM" not in message
     key = cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY
     acknowledged = {
@@ -105,6 +112,14 @@ def test_a_secret_looking_environment_name_warns_and_loses_the_non_secret_acknow
     reasons = {name: a["AwsSolutions::AwsSolutions-ECS2"] for name, a in acknowledged.items()}
     assert reasons.pop("small-llm").startswith("environment HF_TOKEN looks like a secret: ecs-gpu-sharing:Secret")
     assert reasons and all("no name looks like a secret" in reason for reason in reasons.values())
+
+
+def test_root_stated_explicitly_still_warns(ecr_fleet: dict[str, Any]) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    (stack,) = ecr_fleet["stacks"].services
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("runs as 0:0, which is root"))
+    assert [w.id for w in warnings] == ["/models-services-1/reranker"]
 
 
 @pytest.mark.parametrize(
@@ -127,7 +142,10 @@ def test_a_secret_looking_environment_name_warns_and_loses_the_non_secret_acknow
             'task_role_statements = [{ actions = ["sts:AssumeRole"], resources = ["arn:aws:iam::*:role/admin"] }]',
             "action sts:AssumeRole on every role",
         ),
-        ('task_role_statements = [{ actions = ["*"], resources = ["arn:aws:s3:::b"] }]', "actions item '*' is malformed"),
+        (
+            'task_role_statements = [{ actions = ["*"], resources = ["arn:aws:s3:::b"] }]',
+            "actions item '*' is malformed",
+        ),
         ('task_role_statements = [{ actions = [], resources = ["arn:aws:s3:::b"] }]', "actions and resources must"),
         ('task_role_statements = [{ actions = ["s3:GetObject"], resources = [] }]', "actions and resources must each"),
     ],

@@ -41,6 +41,10 @@ def _catalog_show(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     svg = check_output_path(args.svg, what="SVG", option="--svg") if args.svg else None
     spec = fleet.load(args.fleet)
+    if spec.region is not None:
+        from .operations.aws import known_regions  # botocore's endpoint data: no call, no credentials
+
+        fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
     result = assess(spec.capacity_inputs(), spec.service_inputs())  # the same road as the synth-time plan
     if svg is not None:
         write_atomic(svg, plan_report.to_svg(result.steady))
@@ -62,8 +66,18 @@ def _plan_diff(args: argparse.Namespace) -> int:
             docs.append(json.loads(Path(path).read_text(encoding="utf-8")))
         except OSError as error:
             raise PlanError(f"{path}: cannot read the plan file ({error.strerror}); check the path") from None
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             raise PlanError(f"{path}: not JSON; give a gpu-fleet-plan.json or the output of plan --json") from None
+    for path, doc in zip((args.old, args.new), docs, strict=True):
+        try:  # each file against itself first, so a malformed one is named
+            plan_diff.diff(doc, doc, old_source=path, new_source=path)
+        except GpuSharingError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise PlanError(
+                f"{path}: a plan file malformed inside ({type(error).__name__}: {str(error)[:100]}); give a "
+                "gpu-fleet-plan.json or the output of plan --json, unedited"
+            ) from None
     result = plan_diff.diff(docs[0], docs[1], old_source=args.old, new_source=args.new)
     print(
         plan_diff.to_markdown(result) if args.markdown else plan_diff.to_text(result), end="" if args.markdown else "\n"

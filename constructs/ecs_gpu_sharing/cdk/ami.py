@@ -12,8 +12,8 @@ from constructs import Construct
 from ..core import ami_release
 from ..core.errors import AmiError
 
-_AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+_AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$", re.ASCII)
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$", re.ASCII)
 
 
 class GpuAmi:
@@ -59,9 +59,9 @@ class GpuAmi:
         if not isinstance(ids_by_region, Mapping) or not ids_by_region:
             raise AmiError(f"GpuAmi.image_ids needs a non-empty mapping of region to AMI id, got {ids_by_region!r}")
         for region, image_id in ids_by_region.items():
-            if not isinstance(region, str) or not _REGION.match(region):
+            if not isinstance(region, str) or not _REGION.fullmatch(region):
                 raise AmiError(f"GpuAmi.image_ids: {region!r} is not a region name such as 'us-east-1'")
-            if not isinstance(image_id, str) or not _AMI_ID.match(image_id):
+            if not isinstance(image_id, str) or not _AMI_ID.fullmatch(image_id):
                 raise AmiError(
                     f"GpuAmi.image_ids: {image_id!r} for {region} is not an AMI id such as 'ami-0123456789abcdef0'"
                 )

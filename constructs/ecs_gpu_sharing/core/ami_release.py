@@ -76,15 +76,15 @@ AMI_OWNER = "amazon"
 # `ecs-gpu-sharing ami verify` before deploy, or pin with GpuAmi.image_ids / GpuAmi.lookup. Correct it here.
 SSM_PARAMETER_TEMPLATE = "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/{ami_name}/image_id"
 
-_RELEASE = re.compile(r"^\d{8}$")
-_NAME = re.compile(r"^al2023-ami-ecs-gpu-hvm-2023\.0\.(\d{8})-kernel-6\.1-x86_64-ebs$")
+_RELEASE = re.compile(r"^\d{8}$", re.ASCII)
+_NAME = re.compile(r"^al2023-ami-ecs-gpu-hvm-2023\.0\.(\d{8})-kernel-6\.1-x86_64-ebs$", re.ASCII)
 
 
 def check_release(release: Any, *, verified: bool = False) -> str:
     """``release`` as a valid YYYYMMDD string, not in the future, at or after the floor, and known to be published
     (in the table of known releases) unless ``verified`` states that it was checked; refuses anything else."""
     what = f"AMI release {release!r}"
-    if not isinstance(release, str) or not _RELEASE.match(release):
+    if not isinstance(release, str) or not _RELEASE.fullmatch(release):
         raise AmiError(f"{what} is malformed: give the release date as 'YYYYMMDD', such as '{DEFAULT_AMI_RELEASE}'")
     try:
         date(int(release[:4]), int(release[4:6]), int(release[6:]))
@@ -116,7 +116,7 @@ def ami_name(release: str, *, verified: bool = False) -> str:
 
 def release_of(name: str) -> str | None:
     """The release of an AL2023 GPU AMI name; ``None`` when the name is not of that pattern."""
-    match = _NAME.match(name)
+    match = _NAME.fullmatch(name)
     return match.group(1) if match else None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -23,13 +24,38 @@ def check_output_path(path: str | Path, *, what: str, option: str) -> Path:
     return p
 
 
+_TEMP_SUFFIX = ".ecs-gpu-sharing-tmp"
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Writes ``text`` to a file beside ``path`` and renames it over ``path``: readers see the old or the new file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """Writes ``text`` to a file beside ``path`` and renames it over ``path``: readers see the old or the new file.
+
+    A symbolic link is written through (its target is replaced, the link stays); the file keeps its mode, and a new
+    file gets the mode the umask allows (as ``open`` would give it). A temporary file a killed earlier write left
+    behind is removed. A place that cannot be written is one ``GpuSharingError`` line."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    except OSError as error:
+        raise GpuSharingError(f"{path}: cannot write it ({error.strerror})") from None
+    for stale in target.parent.glob(f".{target.name}.*{_TEMP_SUFFIX}"):
+        stale.unlink(missing_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TEMP_SUFFIX)
+    except OSError as error:
+        raise GpuSharingError(f"{path}: cannot write it ({error.strerror}); choose another place") from None
+    try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise GpuSharingError(f"{path}: cannot write it ({error.strerror})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

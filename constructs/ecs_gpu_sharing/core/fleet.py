@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime
 import re
+import stat
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,13 @@ from .shape import ContainerFacts, TaskShape, task_shape
 from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
+MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
 """Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
 
 CONTAINER_NAME = "model"
 """The name of each fleet service's container in its task definition."""
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$", re.ASCII)
 
 ACKNOWLEDGEABLE = frozenset((*HARDENING_WARNINGS, *(rule.rule_id for rule in RULES if rule.level is Level.WARNING)))
 """Warning ids a fleet-file service may acknowledge, with a reason."""
@@ -265,17 +267,29 @@ def _isolates(s: ServiceSpec) -> bool:
 
 MAX_PLACEMENT_EXPRESSION = 2000  # characters, ECS's limit for a placement constraint's expression
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ACCOUNT = re.compile(r"^\d{12}$")
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
-_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
-_IMAGE = re.compile(r"^\S+$")
-_DNS_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*$")
-_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$")
-_ABSOLUTE_PATH = re.compile(r"^/[A-Za-z0-9_./-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$", re.ASCII)
+_ACCOUNT = re.compile(r"^\d{12}$", re.ASCII)
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$", re.ASCII)
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$", re.ASCII)
+# An image reference as Docker parses it (distribution/reference): an optional registry (with a dot or a port, or
+# localhost), lowercase path components, an optional tag, an optional sha256 digest of 64 hex digits; at most 255
+# characters (ECS's image field).
+_REGISTRY = r"(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9-]+(?=:[0-9]))(?::[0-9]+)?/"
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"(?=.{{1,255}}\Z)(?:{_REGISTRY})?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"(?:@sha256:[0-9a-f]{64})?",
+    re.ASCII | re.S,
+)
+_DNS_NAME = re.compile(  # labels of 1..63 characters, 253 characters in all (Cloud Map's namespace name)
+    r"(?=.{1,253}\Z)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*", re.ASCII | re.S
+)
+_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$", re.ASCII)
+_ABSOLUTE_PATH = re.compile(r"^/[A-Za-z0-9_./-]*$", re.ASCII)
 _ECR_IMAGE = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?P<cn>\.cn)?/"
-    r"(?P<repository>[a-z0-9._/-]+?)(?:@(?P<digest>sha256:[0-9a-f]{64})|:(?P<tag>[A-Za-z0-9_.-]+))?$"
+    r"(?P<repository>[a-z0-9._/-]+?)(?:@(?P<digest>sha256:[0-9a-f]{64})|:(?P<tag>[A-Za-z0-9_.-]+))?$",
+    re.ASCII,
 )
 
 
@@ -296,7 +310,7 @@ class EcrImage:
 
 def ecr_image(image: str) -> EcrImage | None:
     """The ECR repository and tag or digest of ``image``; ``None`` for an image of another registry."""
-    match = _ECR_IMAGE.match(image)
+    match = _ECR_IMAGE.fullmatch(image)
     if match is None:
         return None
     return EcrImage(
@@ -356,7 +370,7 @@ LOAD_BALANCER = (
         str,
         False,
         "application (routes by path or host) or network (a listener port per service)",
-        pattern=re.compile(f"^({APPLICATION}|{NETWORK})$"),
+        pattern=re.compile(f"^({APPLICATION}|{NETWORK})$", re.ASCII),
         example=NETWORK,
         default=APPLICATION,
     ),
@@ -375,7 +389,7 @@ LOAD_BALANCER = (
         False,
         "why an internet-facing balancer may serve without TLS (an NLB, or an ALB without certificate_arn); "
         "required then, refused otherwise",
-        pattern=re.compile(r"\A\S.{9,499}\Z", re.S),
+        pattern=re.compile(r"\A\S.{9,499}\Z", re.S | re.ASCII),
         example="a public demo of an open model; no user data",
     ),
 )
@@ -385,7 +399,7 @@ CAPACITY = (
         str,
         False,
         "ec2 (an Auto Scaling group on a pinned AMI) or managed-instances (ECS Managed Instances)",
-        pattern=re.compile("^(" + "|".join(KINDS) + ")$"),
+        pattern=re.compile("^(" + "|".join(KINDS) + ")$", re.ASCII),
         example=MANAGED_INSTANCES,
         default=EC2,
     ),
@@ -428,15 +442,15 @@ CAPACITY = (
     Key("ecs_gpu_memory_mib", int, False, "one GPU as your cluster's ECS registers it (measured)", low=1),
 )
 METRIC = (
-    Key("namespace", str, True, "the metric's CloudWatch namespace", pattern=re.compile(r"^[^:].{0,254}$")),
-    Key("metric_name", str, True, "the metric's name", pattern=re.compile(r"^.{1,255}$")),
+    Key("namespace", str, True, "the metric's CloudWatch namespace", pattern=re.compile(r"^[^:].{0,254}$", re.ASCII)),
+    Key("metric_name", str, True, "the metric's name", pattern=re.compile(r"^.{1,255}$", re.ASCII)),
     Key("target", int, True, "the value per task that scaling keeps the metric at", low=1),
     Key(
         "statistic",
         str,
         False,
         "Average, Sum, Maximum, Minimum or SampleCount",
-        pattern=re.compile("^(Average|Sum|Maximum|Minimum|SampleCount)$"),
+        pattern=re.compile("^(Average|Sum|Maximum|Minimum|SampleCount)$", re.ASCII),
         example="Average",
         default="Average",
     ),
@@ -449,7 +463,7 @@ STATEMENT = (
         True,
         "IAM actions, such as s3:GetObject",
         items=str,
-        pattern=re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*]+$"),
+        pattern=re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*]+$", re.ASCII),
         example="s3:GetObject",
     ),
     Key(
@@ -458,7 +472,7 @@ STATEMENT = (
         True,
         "resource ARNs",
         items=str,
-        pattern=re.compile(r"^arn:[^*\s].*$"),
+        pattern=re.compile(r"^arn:[^*\s].*$", re.ASCII),
         example="arn:aws:s3:::bucket/*",
     ),
 )
@@ -487,8 +501,9 @@ ALLOCATION = (
         "shared_failure",
         str,
         True,
-        "what happens to the service when the MPS server or the host restarts, and what it does then",
-        pattern=re.compile(r"^\s*\S"),
+        "what happens to the service when the MPS server or the host restarts, and what it does then (at most "
+        "1,000 characters)",
+        pattern=re.compile(r"\s*\S.{0,999}", re.S),
         example="requests fail until ECS restarts the task; callers retry",
     ),
     Key("compute_percent", int, False, "the compute share it needs to meet its latency target", low=1, high=100),
@@ -509,7 +524,7 @@ ALLOCATION = (
         str,
         False,
         "evidence: the image it was measured on, name@sha256:digest",
-        pattern=re.compile(r"^\S+@sha256:[0-9a-f]{64}$"),
+        pattern=re.compile(r"^\S+@sha256:[0-9a-f]{64}$", re.ASCII),
         example="my-registry/embedder@sha256:<64 hex digits>",
     ),
     Key(
@@ -517,7 +532,7 @@ ALLOCATION = (
         str,
         False,
         "evidence: " + ", ".join(EVIDENCE_SOURCES),
-        pattern=re.compile("^(" + "|".join(EVIDENCE_SOURCES) + ")$"),
+        pattern=re.compile("^(" + "|".join(EVIDENCE_SOURCES) + ")$", re.ASCII),
         example="load-test",
         default="evaluate",
     ),
@@ -619,7 +634,7 @@ SERVICE = (
         str,
         False,
         "an S3 bucket of model weights the task may read",
-        pattern=re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"),
+        pattern=re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", re.ASCII),
         example="team-model-weights",
     ),
     Key(
@@ -628,7 +643,7 @@ SERVICE = (
         False,
         "AWS managed policies for the task role, by name",
         items=str,
-        pattern=re.compile(r"^[A-Za-z0-9+=,.@_/-]{1,128}$"),
+        pattern=re.compile(r"^[A-Za-z0-9+=,.@_/-]{1,128}$", re.ASCII),
         example="AmazonBedrockReadOnly",
     ),
     Key("task_role_statements", list, False, "extra allow statements for the task role", table=STATEMENT),
@@ -639,7 +654,7 @@ SERVICE = (
         False,
         "an application load balancer's path patterns for this service (at most 5 conditions with host)",
         items=str,
-        pattern=re.compile(r"^/[A-Za-z0-9_.$/~@:+*?&-]*$"),
+        pattern=re.compile(r"^/[A-Za-z0-9_.$/~@:+*?&-]*$", re.ASCII),
         example="/embed/*",
     ),
     Key(
@@ -647,7 +662,7 @@ SERVICE = (
         str,
         False,
         "an application load balancer's host header for this service",
-        pattern=re.compile(r"^[A-Za-z0-9*?.-]{1,128}$"),
+        pattern=re.compile(r"^[A-Za-z0-9*?.-]{1,128}$", re.ASCII),
         example="embed.models.example.com",
     ),
     Key(
@@ -655,7 +670,7 @@ SERVICE = (
         str,
         False,
         "the application load balancer's health check path",
-        pattern=re.compile(r"^/\S*$"),
+        pattern=re.compile(r"^/\S*$", re.ASCII),
         example="/health",
         default="/",
     ),
@@ -672,7 +687,7 @@ SERVICE = (
         str,
         False,
         "bridge (EC2's default) or awsvpc (a network interface per task; always on Managed Instances)",
-        pattern=re.compile(f"^({BRIDGE}|{AWSVPC})$"),
+        pattern=re.compile(f"^({BRIDGE}|{AWSVPC})$", re.ASCII),
         example=AWSVPC,
     ),
     Key("sidecar", list, False, "extra containers in the task ([[service.<name>.sidecar]])", table=SIDECAR),
@@ -696,7 +711,7 @@ SERVICE = (
         str,
         False,
         "the user (uid[:gid] or name) the container runs as; the image's by default",
-        pattern=re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$"),
+        pattern=re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$", re.ASCII),
         example="1000:1000",
     ),
     Key(
@@ -779,7 +794,7 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
             why = f" ({key.high_why})" if key.high is not None and value > key.high and key.high_why else ""
             problems.add(f"{where}{key.name} must be {span}{why}, got {value}")
             continue
-        if key.pattern is not None and isinstance(value, str) and not key.pattern.match(value):
+        if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
             problems.add(f"{where}{key.name} {value!r} is malformed; write it like {key.example!r}")
             continue
         if key.table is not None and isinstance(value, dict):
@@ -807,7 +822,7 @@ def _check_items(problems: _Problems, where: str, values: list[Any], key: Key) -
         if not isinstance(value, key.items or object) or isinstance(value, bool):
             problems.add(f"{where} must hold only {_TYPE_NAMES[key.items or str]}s, got {value!r}")
             return False
-        if key.pattern is not None and isinstance(value, str) and not key.pattern.match(value):
+        if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
             problems.add(f"{where} item {value!r} is malformed; write it like {key.example!r}")
             return False
     if key.pattern is not None and len(set(values)) != len(values):
@@ -817,7 +832,7 @@ def _check_items(problems: _Problems, where: str, values: list[Any], key: Key) -
 
 
 def _check_name(problems: _Problems, kind: str, name: str) -> bool:
-    if _NAME.match(name):
+    if _NAME.fullmatch(name):
         return True
     problems.add(
         f"{kind}.{name!r} is not a usable name; use letters, digits and '-', starting with a letter, at most 40 "
@@ -846,6 +861,10 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
         types = good.get("instance_types")
         if types is not None and (not types or not all(isinstance(t, str) for t in types)):
             problems.add(f"{where}instance_types must be a non-empty list of strings, got {types!r}")
+            types = None
+        elif types is not None and len(set(types)) < len(types):
+            twice = sorted({t for t in types if types.count(t) > 1})
+            problems.add(f"{where}instance_types names {', '.join(twice)} more than once; give each type once")
             types = None
         kind = good.get("kind", EC2)
         release = good.get("ami_release", DEFAULT_AMI_RELEASE)
@@ -897,7 +916,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
 def _environment(problems: _Problems, where: str, env: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for key, value in env.items():
-        if not _ENV_NAME.match(key):
+        if not _ENV_NAME.fullmatch(key):
             problems.add(
                 f"{where}environment key {key!r} is not a usable variable name; use letters, digits and '_', not "
                 "starting with a digit"
@@ -967,6 +986,7 @@ def _services(
         _check_task_role(problems, where, good)
         acknowledge = _acknowledgments(problems, where, good.get("acknowledge", {}))
         note = _note(problems, f"{where}allocation.", good.get("allocation"))
+        _check_service_values(problems, where, good, note)
         tags = _tags(problems, where, good.get("tags", {}))
         if len(problems.lines) > before:
             continue
@@ -1080,6 +1100,46 @@ def _check_shared_balancers(
                     "give each service its own path, host or listener_port"
                 )
             seen.setdefault(route, svc.name)
+
+
+def _check_across(
+    problems: _Problems,
+    top: Mapping[str, Any],
+    services: Mapping[str, ServiceSpec],
+    lbs: Mapping[str, LoadBalancerSpec],
+) -> None:
+    """What only the whole file shows: names Service Connect would merge, routes that swallow others', and a
+    certificate that is not in the fleet's account and region."""
+    if top.get("service_connect_namespace"):
+        seen: dict[str, str] = {}
+        for name in services:
+            other = seen.setdefault(name.lower(), name)
+            if other != name:
+                problems.add(
+                    f"service.{name} and service.{other} are one DNS name to Service Connect (names are not case "
+                    "sensitive there); rename one"
+                )
+    for lb in lbs.values():
+        users = [svc for svc in services.values() if svc.load_balancer == lb.name]
+        if lb.type != APPLICATION or len(users) < 2:
+            continue
+        for svc in users:
+            catch_all = [p for p in svc.paths if p in ("*", "/*")] + ([svc.host] if svc.host == "*" else [])
+            if catch_all:
+                problems.add(
+                    f"service.{svc.name}: {'host' if catch_all[0] == svc.host else 'path'} {catch_all[0]!r} on "
+                    f"load_balancer {lb.name!r} matches every request, so the services sharing it would get none "
+                    "(or it none, by rule order); give it a path or host of its own"
+                )
+    account, region = top.get("account"), top.get("region")
+    for lb in lbs.values():
+        if lb.certificate_arn and account and region:
+            parts = lb.certificate_arn.split(":")
+            if parts[3] != region or parts[4] != account:
+                problems.add(
+                    f"load_balancer.{lb.name}.certificate_arn is in region {parts[3]}, account {parts[4]}; a load "
+                    f"balancer takes a certificate of its own account and region ({account}, {region})"
+                )
 
 
 def _note(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> AllocationNote | None:
@@ -1288,6 +1348,90 @@ def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str,
     return out
 
 
+def scratch_volume_name(path: str) -> str:
+    """The task volume the app mounts at a writable path."""
+    return "scratch" + path.replace("/", "-").replace(".", "-").replace("_", "-")
+
+
+_SYSTEM_PATHS = ("/proc", "/sys", "/dev")
+_HEALTH_CHECK_FIRST = ("CMD", "CMD-SHELL", "NONE")  # what ECS's healthCheck.command takes first
+
+
+def _check_service_values(
+    problems: _Problems, where: str, good: Mapping[str, Any], note: AllocationNote | None
+) -> None:
+    """Values each well-formed on its own that ECS, Docker or the note's own figures contradict."""
+    shm, memory = good.get("shm_size_mib"), good.get("memory_mib")
+    if isinstance(shm, int) and isinstance(memory, int) and shm > memory:
+        problems.add(
+            f"{where}shm_size_mib {shm} is more than the container's memory_mib {memory}: /dev/shm is counted in "
+            "the container's memory, so the container would be killed before using it; lower shm_size_mib"
+        )
+    cap = good.get("max_compute_percent")
+    if note is not None and note.compute_percent is not None and isinstance(cap, int) and cap < note.compute_percent:
+        problems.add(
+            f"{where}max_compute_percent {cap} caps the service below the {note.compute_percent}% its allocation "
+            "note says its latency target needs; raise max_compute_percent or the note's compute_percent"
+        )
+    check = good.get("health_check")
+    if isinstance(check, list) and check and check[0] not in _HEALTH_CHECK_FIRST:
+        problems.add(
+            f"{where}health_check starts with {check[0]!r}; ECS takes CMD (a command and its arguments), CMD-SHELL "
+            '(one shell line) or NONE first, such as ["CMD-SHELL", "curl -f http://localhost:8080/health"]'
+        )
+    paths = [p for p in good.get("writable_paths", ()) if isinstance(p, str)]
+    names: dict[str, str] = {}
+    for path in paths:
+        if path == "/" or path.rstrip("/") in _SYSTEM_PATHS or path.startswith(tuple(f"{p}/" for p in _SYSTEM_PATHS)):
+            problems.add(f"{where}writable_paths {path!r} is the root or a system folder; name a folder of the server")
+        elif ".." in path.split("/"):
+            problems.add(f"{where}writable_paths {path!r} climbs with '..'; write the folder's own path")
+        volume = scratch_volume_name(path)
+        if volume in names and names[volume] != path:
+            problems.add(f"{where}writable_paths {path!r} and {names[volume]!r} would get one volume name; rename one")
+        elif path in names.values():
+            problems.add(f"{where}writable_paths {path!r} is given twice")
+        names.setdefault(volume, path)
+    bucket = good.get("model_bucket")
+    if isinstance(bucket, str):
+        why = _bucket_problem(bucket)
+        if why:
+            problems.add(f"{where}model_bucket {bucket!r} is not an S3 bucket name: {why}")
+    metric = good.get("scale_on_metric")
+    if isinstance(metric, Mapping):
+        for key, value in (metric.get("dimensions") or {}).items():
+            if not isinstance(value, str) or not value:
+                problems.add(f"{where}scale_on_metric.dimensions.{key} must be a non-empty string, got {value!r}")
+    evidence = note.evidence if note is not None else None
+    if evidence is not None:
+        at = f"{where}allocation."
+        if evidence.measured_on > datetime.date.today() + datetime.timedelta(days=1):
+            problems.add(f"{at}measured_on {evidence.measured_on} is in the future; give the day it was measured")
+        if evidence.p99_mib is not None and evidence.p99_mib > evidence.peak_mib:
+            problems.add(f"{at}measured_p99_mib {evidence.p99_mib} is above measured_peak_mib {evidence.peak_mib}")
+        budget = good.get("gpu_budget_mib")
+        if isinstance(budget, int) and evidence.peak_mib > budget:
+            problems.add(
+                f"{at}measured_peak_mib {evidence.peak_mib} is above the service's gpu_budget_mib {budget}, which "
+                "MPS enforces: the figure cannot come from this budget; measure again, or raise the budget"
+            )
+
+
+def _bucket_problem(name: str) -> str | None:
+    """Why ``name`` breaks S3's bucket naming rules beyond the key's pattern, or ``None``."""
+    if re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", name, re.ASCII):
+        return "it is formatted as an IP address"
+    if ".." in name or ".-" in name or "-." in name:
+        return "a period may not be next to another period or a hyphen"
+    for prefix in ("xn--", "sthree-", "amzn-s3-demo-"):
+        if name.startswith(prefix):
+            return f"the prefix {prefix} is reserved"
+    for suffix in ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"):
+        if name.endswith(suffix):
+            return f"the suffix {suffix} is reserved"
+    return None
+
+
 def _check_task_role(problems: _Problems, where: str, good: Mapping[str, Any]) -> None:
     """A model's task role may not reach the account or IAM: no escalating managed policy, no statement that lets
     the task change its own permissions, no empty statement."""
@@ -1313,20 +1457,23 @@ def _strings(problems: _Problems, where: str, values: list[Any]) -> tuple[str, .
     return tuple(values)
 
 
-_SECRET = re.compile(r"^(ssm:/[A-Za-z0-9_.\-/]+|secretsmanager:[A-Za-z0-9/_+=.@\-]+)$")
+_SECRET = re.compile(r"^(ssm:/[A-Za-z0-9_.\-/]+|secretsmanager:[A-Za-z0-9/_+=.@\-]+)$", re.ASCII)
 
 
 def _secrets(problems: _Problems, where: str, secrets: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for name, ref in secrets.items():
-        if not _ENV_NAME.match(name) or GPU_ENVIRONMENT.match(name):
+        if not _ENV_NAME.fullmatch(name) or GPU_ENVIRONMENT.match(name):
             problems.add(f"{where}secrets key {name!r} is not a usable variable name (or would steer the GPU)")
         elif name in env:
             problems.add(f"{where}secrets.{name} is also in environment; give each variable once")
-        elif not isinstance(ref, str) or not _SECRET.match(ref):
+        elif not isinstance(ref, str) or not _SECRET.fullmatch(ref):
             problems.add(
                 f"{where}secrets.{name} must be 'ssm:/parameter/name' or 'secretsmanager:secret-name', got {ref!r}"
             )
+        elif ref.startswith("ssm:") and (".." in ref or len(ref) - len("ssm:") > 2048):
+            # SSM Parameter Store: a name is at most 2048 characters (with its path) and has no '..' path part.
+            problems.add(f"{where}secrets.{name}: an SSM parameter name has no '..' and at most 2048 characters")
         else:
             out[name] = ref
     return out
@@ -1352,13 +1499,28 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         problems.add("account and region go together; give both, or neither for an offline synth")
     if "vpc_id" in doc and "account" not in doc:
         problems.add("vpc_id needs account and region (the VPC is looked up in that account at synth)")
+    name = top.get("name")
+    if isinstance(name, str) and name.lower().startswith(("aws", "ecs", "fargate")):
+        problems.add(
+            f"name {name!r}: the stacks, and so the ECS capacity providers CloudFormation names after them, would "
+            "start with aws, ecs or fargate, which ECS refuses for a capacity provider; choose another name"
+        )
+    services_table = top.get("service", {})
+    if isinstance(services_table, Mapping) and len(services_table) > quotas.SERVICES_PER_CLUSTER.number:
+        # Refused before anything else is checked: the checks of 10,000 services take minutes, and ECS holds 5,000.
+        raise FleetSpecError(
+            f"{source}: {len(services_table)} [service.<name>] tables, more than one ECS cluster holds "
+            f"({quotas.SERVICES_PER_CLUSTER.number}: {quotas.SERVICES_PER_CLUSTER.source}); split the fleet into "
+            "several fleet files, one cluster each"
+        )
     capacities = _capacities(problems, top.get("capacity", {}))
     if "capacity" in top and not top["capacity"]:
         problems.add("no [capacity.<name>] table; a fleet needs at least one capacity")
-    declared = [name for name in top.get("capacity", {}) if isinstance(name, str) and _NAME.match(name)]
+    declared = [name for name in top.get("capacity", {}) if isinstance(name, str) and _NAME.fullmatch(name)]
     load_balancers = _load_balancers(problems, top.get("load_balancer", {}))
     services = _services(problems, top.get("service", {}), capacities, declared, load_balancers)
     _check_shared_balancers(problems, top.get("service", {}), services, load_balancers)
+    _check_across(problems, top, services, load_balancers)
     _check_aws_limits(problems, capacities, services, load_balancers)
     if "service" in top and not top["service"]:
         problems.add("no [service.<name>] table; a fleet needs at least one service to plan")
@@ -1394,10 +1556,32 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     return spec
 
 
+def check_region(spec: FleetSpec, known: Collection[str]) -> None:
+    """Refuses a fleet's region that is not among ``known`` (botocore's endpoint data, which the caller reads: this
+    module makes no AWS call and imports no AWS SDK). The synth and ``plan`` both call it."""
+    if spec.region is not None and spec.region not in known:
+        raise FleetSpecError(
+            f"{spec.source}: region {spec.region!r} is not an AWS region botocore knows; give one such as us-east-1"
+        )
+
+
 def load(path: str | Path) -> FleetSpec:
     """Reads and checks a fleet file."""
     p = Path(path)
     try:
+        status = p.stat()  # follows a link: a link to a fleet file is a fleet file
+        if stat.S_ISDIR(status.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(status.st_mode):
+            # A FIFO would block the read forever, a device such as /dev/zero would fill the memory.
+            raise FleetSpecError(
+                f"{p}: not a regular file (a pipe, socket or device); give the path of a .toml file"
+            ) from None
+        if status.st_size > MAX_FLEET_FILE_BYTES:
+            raise FleetSpecError(
+                f"{p}: {status.st_size} bytes, more than a fleet file may hold ({MAX_FLEET_FILE_BYTES // 2**20} MiB); "
+                "split the fleet into several files (one app each)"
+            )
         text = p.read_bytes().decode("utf-8")
     except IsADirectoryError:
         raise FleetSpecError(f"{p}: is a folder, not a fleet file; give the path of a .toml file") from None
@@ -1406,9 +1590,13 @@ def load(path: str | Path) -> FleetSpec:
     except UnicodeDecodeError as error:
         raise FleetSpecError(f"{p}: not UTF-8 text (byte {error.start}); save the fleet file as UTF-8") from None
     try:
-        doc = tomllib.loads(text)
+        doc = tomllib.loads(text.removeprefix("\ufeff"))  # a byte-order mark some editors write
     except tomllib.TOMLDecodeError as error:
         raise FleetSpecError(f"{p}: not valid TOML ({error})") from None
+    except RecursionError:
+        raise FleetSpecError(
+            f"{p}: values nested too deeply for a fleet file (arrays or tables within each other hundreds deep)"
+        ) from None
     return parse(doc, source=str(p))
 
 

@@ -113,6 +113,18 @@ def root_user_message(container: str) -> str:
     )
 
 
+def is_root(user: str) -> bool:
+    """Whether a container user (``uid[:gid]`` or ``name[:group]``) is root."""
+    return user.split(":", 1)[0] in ("0", "root")
+
+
+def root_user_stated_message(container: str, user: str) -> str:
+    return (
+        f"container {container} runs as {user}, which is root: stating it does not make it safer; give it a user "
+        "(such as 1000:1000) where the image allows, or acknowledge the warning with a reason"
+    )
+
+
 def writable_root_message(container: str) -> str:
     return (
         f"container {container} has a writable root filesystem; make it read-only with writable paths where the "

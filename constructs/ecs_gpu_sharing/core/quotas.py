@@ -59,6 +59,9 @@ CAPACITY_PROVIDERS_PER_CLUSTER = Limit(
     f"{_ECS}: capacity providers per cluster, 20 (not adjustable)",
 )
 TASKS_PER_SERVICE = Limit(f"{PREFIX}TasksPerService", 5000, "tasks in one service", f"{_ECS}: tasks per service, 5,000")
+SERVICES_PER_CLUSTER = Limit(
+    f"{PREFIX}ServicesPerCluster", 5000, "services in one cluster", f"{_ECS}: services per cluster, 5,000"
+)
 INSTANCES_PER_CLUSTER = Limit(
     f"{PREFIX}InstancesPerCluster",
     5000,
@@ -122,6 +125,7 @@ LIMITS: tuple[Limit, ...] = (
     TASK_DEFINITION_BYTES,
     CAPACITY_PROVIDERS_PER_CLUSTER,
     TASKS_PER_SERVICE,
+    SERVICES_PER_CLUSTER,
     INSTANCES_PER_CLUSTER,
     RULES_PER_ALB,
     TARGET_GROUPS_PER_ALB,
