@@ -11,6 +11,8 @@ Workloads (fixed seeds, see ``mixed`` and ``four_l4``):
 - ``four-l4``: g6.12xlarge (4 x L4) hosts; services of 1-20 replicas, one container of 1-16 GiB (256 MiB steps),
   0.25-2 vCPU, 1-16 GiB of host memory.
 - ``one-shape`` and ``tiny``: cases a lower bound settles (one task shape; 128-MiB tasks bound by MPS's 48 clients).
+- ``cpu-bound``, ``memory-bound``, ``embedders``, ``llms``: the regimes of issue #24, where host CPU, host memory,
+  small GPU budgets or large ones bind (see each function).
 
 Lower bounds: GPUs, Martello-Toth's L2 on GPU memory and the client limit; instances, the largest of GPUs per
 instance, CPU and host memory, and for one task shape its count over the most that fit a host. The last line
@@ -82,11 +84,65 @@ def tiny(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]
     return [capacity("l4x4", "g6.12xlarge")], [ServiceInput("tiny", "l4x4", shape, tasks)]
 
 
+def _services(
+    tasks: int, seed: int, cap: str, draw: Callable[[random.Random], TaskShape], per: tuple[int, int] = (10, 100)
+) -> list[ServiceInput]:
+    rng = random.Random(seed)
+    return [
+        ServiceInput(f"svc{i:05d}", cap, draw(rng), count)
+        for i, count in enumerate(_counts(tasks, rng, per[0], max(per[0], min(per[1], tasks // 20))))
+    ]
+
+
+def cpu_bound(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    """Services whose tasks want 2-6 vCPU and small GPU budgets, on g6.12xlarge (4 x L4, 48 vCPU): CPU binds."""
+    return [capacity("l4x4", "g6.12xlarge")], _services(
+        tasks,
+        seed,
+        "l4x4",
+        lambda r: TaskShape(r.randint(8, 24) * 256, r.randint(8, 32) * 256, (r.randint(2, 12) * 256,)),
+    )
+
+
+def memory_bound(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    """Services whose tasks want 8-40 GiB of host memory and 2-8 GiB of GPU memory, on g6e.2xlarge (1 x L40S)."""
+    return [capacity("l40s", "g6e.2xlarge")], _services(
+        tasks,
+        seed,
+        "l40s",
+        lambda r: TaskShape(r.choice([512, 1024]), r.randint(64, 320) * 128, (r.randint(8, 32) * 256,)),
+    )
+
+
+def embedders(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    """Embedding models: 1-4 GiB GPU budgets, 0.25-1 vCPU, 1-4 GiB of host memory, on g6.12xlarge (4 x L4)."""
+    return [capacity("l4x4", "g6.12xlarge")], _services(
+        tasks,
+        seed,
+        "l4x4",
+        lambda r: TaskShape(r.choice([256, 512, 1024]), r.randint(8, 32) * 128, (r.randint(4, 16) * 256,)),
+    )
+
+
+def llms(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    """LLMs: 10-36 GiB GPU budgets, 1-4 vCPU, 8-32 GiB of host memory, on g6e.12xlarge (4 x L40S)."""
+    return [capacity("l40s4", "g6e.12xlarge")], _services(
+        tasks,
+        seed,
+        "l40s4",
+        lambda r: TaskShape(r.randint(4, 16) * 256, r.randint(64, 256) * 128, (r.randint(40, 144) * 256,)),
+    )
+
+
 WORKLOADS: dict[str, Callable[[int, int], tuple[list[CapacityInput], list[ServiceInput]]]] = {
     "mixed": mixed,
     "four-l4": four_l4,
     "one-shape": one_shape,
     "tiny": tiny,
+    "cpu-bound": cpu_bound,
+    "memory-bound": memory_bound,
+    "embedders": embedders,
+    "llms": llms,
 }
 
 

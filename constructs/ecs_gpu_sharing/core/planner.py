@@ -23,14 +23,17 @@ the most that fit a host) say how far from optimal a plan can be; a plan at its 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from . import cutting_stock
 from .allocation import AllocationNote
 from .capacity_facts import HostFacts
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
+from .quotas import MAX_INSTANCES_PER_CLUSTER
 from .shape import TaskShape
 
 EC2 = "ec2"
@@ -612,6 +615,163 @@ def _pack_hosts(units: list[_Unit], cap: CapacityInput) -> list[_Host]:
     return hosts
 
 
+FFD_HOST_LIMIT = MAX_INSTANCES_PER_CLUSTER  # past it a capacity cannot deploy, and FFD is not run
+
+
+@dataclass
+class _OpenGpu:
+    host: int  # index of its host
+    group: str | None  # the isolation group it holds (None while idle)
+    room: int
+    clients: int
+    tasks: dict[str, int] = field(default_factory=dict)
+    whole: bool = False
+
+
+def _ffd_hosts(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> list[_Host]:
+    """First-fit decreasing, task by task, over GPUs and hosts together: each task (largest first: whole GPUs, GPU
+    budget, CPU, memory) goes to the first GPU in opening order with its memory and clients and whose host still
+    has its CPU and memory; else to an idle GPU of the first open host with room; else to a new host. Where host CPU
+    or memory binds, this strands fewer hosts than filling GPUs first; the planner keeps whichever plan is smaller.
+    Identical tasks are placed together (as many on a GPU as fit), so the work grows with services, not tasks."""
+    g = capacity.gpus_per_instance
+    cpu_left: list[int] = []
+    mem_left: list[int] = []
+    idle: list[list[int]] = []  # per host, its idle GPUs (indexes into gpus)
+    gpus: list[_OpenGpu] = []
+    without: list[dict[str, int]] = []
+    tasks = [(s, n, group_name) for group in groups for s, n in group for group_name in [s.isolation_group] if n]
+    tasks.sort(
+        key=lambda t: (-t[0].whole_gpus, -t[0].task_gpu_budget_mib, -t[0].cpu_units, -t[0].memory_mib, t[0].name)
+    )
+    open_mps: list[int] = []  # GPUs that may still take an MPS task, in opening order
+    idle_hosts: deque[int] = deque()  # hosts that had an idle GPU, in opening order
+    # smallest[i]: the least GPU memory, clients, CPU and memory of any MPS task from the (i+1)-th service on.
+    never = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
+    smallest = [never] * (len(tasks) + 1)
+    for i in range(len(tasks) - 1, -1, -1):
+        t = tasks[i][0]
+        own = (t.task_gpu_budget_mib, t.clients, t.cpu_units, t.memory_mib) if t.clients and not t.whole_gpus else never
+        smallest[i] = tuple(min(a, b) for a, b in zip(own, smallest[i + 1], strict=True))  # type: ignore[assignment]
+    smallest = [*smallest[1:], never]
+    position = 0
+
+    def new_host() -> int:
+        h = len(cpu_left)
+        if g:
+            idle_hosts.append(h)
+        cpu_left.append(capacity.host_cpu_units)
+        mem_left.append(capacity.host_memory_mib)
+        idle.append([])
+        without.append({})
+        for _ in range(g):
+            idle[h].append(len(gpus))
+            gpus.append(_OpenGpu(h, None, capacity.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU))
+        return h
+
+    def fits_host(h: int, s: ServiceInput, k: int = 1) -> bool:
+        return cpu_left[h] >= s.cpu_units * k and mem_left[h] >= s.memory_mib * k
+
+    def take_host(h: int, s: ServiceInput, k: int) -> None:
+        cpu_left[h] -= s.cpu_units * k
+        mem_left[h] -= s.memory_mib * k
+
+    def host_copies(h: int, s: ServiceInput) -> int:
+        k = 1 << 62
+        if s.cpu_units:
+            k = min(k, cpu_left[h] // s.cpu_units)
+        if s.memory_mib:
+            k = min(k, mem_left[h] // s.memory_mib)
+        return k
+
+    for s, n, group in tasks:
+        if s.whole_gpus:
+            h = 0
+            while n:
+                while h < len(cpu_left) and not (len(idle[h]) >= s.whole_gpus and fits_host(h, s)):
+                    h += 1
+                if h == len(cpu_left):
+                    new_host()
+                for _ in range(s.whole_gpus):
+                    gpu = gpus[idle[h].pop(0)]
+                    gpu.whole, gpu.group, gpu.tasks = True, group, {s.name: 1}
+                take_host(h, s, 1)
+                n -= 1
+        elif not s.clients:
+            h = 0
+            while n:
+                while h < len(cpu_left) and not fits_host(h, s):
+                    h += 1
+                if h == len(cpu_left):
+                    new_host()
+                k = min(n, host_copies(h, s))
+                without[h][s.name] = without[h].get(s.name, 0) + k
+                take_host(h, s, k)
+                n -= k
+        else:
+            size, clients = s.task_gpu_budget_mib, s.clients
+            at = 0
+            while n:
+                placed = False
+                while at < len(open_mps):
+                    gpu = gpus[open_mps[at]]
+                    if gpu.group == group and gpu.room >= size and gpu.clients >= clients and fits_host(gpu.host, s):
+                        k = min(n, gpu.room // size, gpu.clients // clients, host_copies(gpu.host, s))
+                        gpu.room -= k * size
+                        gpu.clients -= k * clients
+                        gpu.tasks[s.name] = gpu.tasks.get(s.name, 0) + k
+                        take_host(gpu.host, s, k)
+                        n -= k
+                        placed = True
+                        break
+                    at += 1
+                if placed:
+                    continue
+                while idle_hosts and not idle[idle_hosts[0]]:
+                    idle_hosts.popleft()  # hosts whose GPUs are all open leave the front (the rest on the way)
+                found = next((x for x in idle_hosts if idle[x] and fits_host(x, s)), None)
+                host = found if found is not None else new_host()
+                index = idle[host].pop(0)
+                gpus[index].group = group
+                open_mps.append(index)
+                at = len(open_mps) - 1
+        if len(open_mps) > 64:
+            # GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
+            # memory) are skipped from now on.
+            size, clients, cpu, mem = smallest[position]
+            open_mps = [
+                i
+                for i in open_mps
+                if gpus[i].room >= size
+                and gpus[i].clients >= clients
+                and cpu_left[gpus[i].host] >= cpu
+                and mem_left[gpus[i].host] >= mem
+            ]
+        position += 1
+    hosts: dict[tuple[Any, ...], _Host] = {}
+    per_host: list[list[GpuLoad]] = [[] for _ in cpu_left]
+    for gpu in gpus:
+        if gpu.tasks:
+            order = tuple(sorted(gpu.tasks.items()))
+            per_host[gpu.host].append(
+                GpuLoad(
+                    tasks=order,
+                    used_gpu_memory_mib=0 if gpu.whole else capacity.usable_gpu_memory_mib - gpu.room,
+                    clients=0 if gpu.whole else MAX_CLIENTS_PER_GPU - gpu.clients,
+                    whole=gpu.whole,
+                )
+            )
+    for h, loads in enumerate(per_host):
+        cpu = capacity.host_cpu_units - cpu_left[h]
+        mem = capacity.host_memory_mib - mem_left[h]
+        key = (tuple(loads), cpu, mem, tuple(sorted(without[h].items())))
+        if key in hosts:
+            hosts[key].count += 1
+        else:
+            hosts[key] = _Host(1, list(loads), cpu, mem, dict(without[h]))
+    return list(hosts.values())
+
+
 def _lp_solution(items: list[_Item], cap: CapacityInput) -> cutting_stock.Solution | None:
     """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together)."""
     demand: dict[tuple[int, int], int] = {}
@@ -821,7 +981,13 @@ def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInpu
         hosts = _pack_hosts(gpus + others, capacity)
         if best is None or _size(hosts) < _size(best):
             best = hosts
-    assert best is not None
+    # Tasks first-fit onto GPUs and hosts together: better where host CPU or memory binds. It builds hosts one by
+    # one, so it runs where a capacity can have them: up to ECS's container instances per cluster (a plan past that
+    # cannot be deployed, and the staged plan, which groups identical hosts, answers in time).
+    if best is None or _size(best)[0] <= FFD_HOST_LIMIT:
+        ffd = _ffd_hosts(capacity, groups)
+        if best is None or _size(ffd) < _size(best):
+            best = ffd
     return best, bound
 
 
