@@ -33,5 +33,8 @@ def test_the_mixed_benchmark_is_planned_at_its_lp_bound_where_l2_was_loose() -> 
     # With few sizes and large counts, L2 left a 2.8% gap at 100,000 tasks that the LP shows to be the bound's.
     caps, services = plan_benchmark.mixed(100_000, 7)
     result = plan(caps, services)
-    assert all(c.optimal for c in result.capacities)
-    assert result.instances == result.instance_lower_bound
+    # The GPUs meet the LP's bound exactly. Since the L40S is planned at its sourced figure (45077 usable MiB, not
+    # 90% of EC2's), 8649 GPUs on 4-GPU hosts with the tasks' CPU and memory leave 0.6% of hosts above the bound.
+    assert all(c.gpus_used == c.gpu_lower_bound for c in result.capacities)
+    assert result.capacity("l4").optimal
+    assert result.instances <= result.instance_lower_bound * 1.01

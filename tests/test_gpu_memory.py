@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
-from ecs_gpu_sharing.core.gpu_memory import DEFAULT_GPU_MARGIN_MIB, FALLBACK_PERCENT, REGISTERED, Basis, gpu_memory
+from ecs_gpu_sharing.core.gpu_memory import (
+    DEFAULT_GPU_MARGIN_MIB,
+    FALLBACK_PERCENT,
+    REGISTERED,
+    Basis,
+    gpu_memory,
+    readme_rows,
+    without_a_source,
+)
 
 
 def test_an_l4_is_planned_at_what_ecs_registers_less_the_margin() -> None:
@@ -18,9 +26,37 @@ def test_every_table_entry_names_its_source_and_sits_near_ec2s_figure() -> None:
 
 
 def test_a_model_without_data_falls_back_to_a_conservative_figure_and_says_so() -> None:
+    memory = gpu_memory("T4", 16384, margin_mib=256)
+    assert memory.basis is Basis.FALLBACK and memory.ecs_mib == 16384 * FALLBACK_PERCENT // 100
+    assert "no data for the T4" in memory.source and "set ecs_gpu_memory_mib" in memory.source
+
+
+def test_a_model_from_a_public_nvidia_smi_output_keeps_a_driver_allowance_off() -> None:
     memory = gpu_memory("L40S", 45776, margin_mib=256)
-    assert memory.basis is Basis.FALLBACK and memory.ecs_mib == 45776 * FALLBACK_PERCENT // 100
-    assert "no data for the L40S" in memory.source and "set ecs_gpu_memory_mib" in memory.source
+    assert (memory.basis, memory.ecs_mib) == (Basis.TABLE, 46068 - 479 - 256)  # 4135 MiB more than the fallback
+    assert "thamada/gls" in memory.source and "driver 550.127.05" in memory.source
+    assert REGISTERED[("H200", 144384)].ecs_mib == 143771 - 700 - 256
+
+
+def test_every_gpu_the_catalog_supports_has_a_sourced_figure_or_says_why_not() -> None:
+    from ecs_gpu_sharing.core import catalog
+
+    missing = without_a_source()
+    for r in catalog.load().values():
+        if not r.usable:
+            continue
+        key = (r.gpu_name, r.ec2_gpu_memory_mib)
+        label = f"{r.gpu_name} {r.ec2_gpu_memory_mib // 1024} GB"
+        assert key in REGISTERED or r.gpu_name in missing or label in missing, key
+    assert all(name in {r.gpu_name for r in catalog.load().values()} for name, _ in REGISTERED)
+
+
+def test_the_readme_table_is_the_data_file() -> None:
+    from conftest import REPO
+
+    text = (REPO / "README.md").read_text()
+    block = text.split("<!-- gpu-memory-table:", 1)[1].split("<!-- end gpu-memory-table -->", 1)[0]
+    assert [line for line in block.splitlines() if line.startswith("| ") and "---" not in line][1:] == readme_rows()
 
 
 def test_a_fractional_slice_does_not_take_the_whole_gpus_figure() -> None:

@@ -3,7 +3,9 @@
 ECS registers each GPU at NVML's total less NVML's reserved memory (``DeviceGetMemoryInfo_v2``: Total - Reserved)
 and places MPS containers against that figure (amazon-ecs-agent PR #5061, "Report per-GPU memory at container
 instance registration"). EC2 lists a GPU's memory differently, per model: for an NVIDIA L4, EC2 lists 22888 MiB,
-nvidia-smi shows 23034 MiB total, NVML reserves 471 MiB, and ECS registers 22563 MiB: 325 MiB below EC2.
+nvidia-smi shows 23034 MiB total, NVML reserves 471 MiB, and ECS registers 22563 MiB: 325 MiB below EC2. For the other
+models with a public ``nvidia-smi -q`` output (``data/gpu_memory.json``, each with its source and driver), the figure
+is that total less that reserve, less an allowance for drivers that reserve more.
 
 Plans fill, per GPU, the memory ECS registers less a margin for what lives outside every client limit: the MPS
 server's own memory, whose size NVIDIA does not document. Where this table has no data for a GPU model, the plan uses
@@ -13,8 +15,10 @@ capacity can instead take the figure its own cluster reports (``cluster status``
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
+from importlib.resources import files
 
 DEFAULT_GPU_MARGIN_MIB = 256
 """Per-GPU memory kept free below what ECS registers, for the MPS server (outside every client's limit)."""
@@ -30,20 +34,61 @@ class RegisteredMemory:
     nvml_total_mib: int
     nvml_reserved_mib: int
     source: str
+    driver: str = ""
+    allowance_mib: int = 0  # more off the figure, for a reserve that differs by driver (0: registered by ECS)
 
     @property
     def ecs_mib(self) -> int:
-        return self.nvml_total_mib - self.nvml_reserved_mib
+        return self.nvml_total_mib - self.nvml_reserved_mib - self.allowance_mib
 
 
-# Keyed by (GPU name, EC2's per-GPU MiB) as the catalog records them, so a fractional slice never matches.
-REGISTERED: dict[tuple[str, int], RegisteredMemory] = {
-    ("L4", 22888): RegisteredMemory(
-        nvml_total_mib=23034,
-        nvml_reserved_mib=471,
-        source="amazon-ecs-agent PR #5061: GPUMemoryMiB = 22563, nvidia-smi 23034 total - 471 reserved",
-    ),
-}
+DATA_FILE = "gpu_memory.json"
+
+
+def _load_table() -> dict[tuple[str, int], RegisteredMemory]:
+    doc = json.loads(files(__package__).joinpath("data", DATA_FILE).read_text(encoding="utf-8"))
+    allowance = int(doc["driver_allowance_mib"])
+    return {
+        (m["gpu"], int(m["ec2_mib"])): RegisteredMemory(
+            nvml_total_mib=int(m["nvml_total_mib"]),
+            nvml_reserved_mib=int(m["nvml_reserved_mib"]),
+            source=(
+                m["source"]
+                if m["registered_by_ecs"]
+                else f"{m['source']}: {m['nvml_total_mib']} total - {m['nvml_reserved_mib']} reserved (driver "
+                f"{m['driver']}) - {allowance} for drivers that reserve more"
+            ),
+            driver=str(m["driver"]),
+            allowance_mib=0 if m["registered_by_ecs"] else allowance,
+        )
+        for m in doc["models"]
+    }
+
+
+# Keyed by (GPU name, EC2's per-GPU MiB) as the catalog records them, so a fractional slice never matches. One data
+# file holds the figures and their sources (core/data/gpu_memory.json), like the AMI releases.
+REGISTERED: dict[tuple[str, int], RegisteredMemory] = _load_table()
+
+
+def readme_rows() -> list[str]:
+    """The README's table of per-model figures, from the data file (a test keeps the README in step)."""
+    doc = json.loads(files(__package__).joinpath("data", DATA_FILE).read_text(encoding="utf-8"))
+    rows = []
+    for m in doc["models"]:
+        known = REGISTERED[(m["gpu"], int(m["ec2_mib"]))]
+        source = m["source"].split(":")[0] if m["registered_by_ecs"] else m["source"].split(" (")[0]
+        rows.append(
+            f"| {m['gpu']} | {m['ec2_mib']} | {m['nvml_total_mib']} | {m['nvml_reserved_mib']} | {m['driver']} | "
+            f"{known.ecs_mib} | {source} |"
+        )
+    rows += [f"| {name} | | | | | fallback (90% of EC2's) | {why} |" for name, why in doc["without_a_source"].items()]
+    return rows
+
+
+def without_a_source() -> dict[str, str]:
+    """Models the table has no sourced figure for (label -> why), as the data file lists them."""
+    doc = json.loads(files(__package__).joinpath("data", DATA_FILE).read_text(encoding="utf-8"))
+    return dict(doc["without_a_source"])
 
 
 class Basis(StrEnum):
