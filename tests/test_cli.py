@@ -55,6 +55,8 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
         "gpu_lower_bound",
         "whole_gpu_gpus",
         "fits",
+        "cost",  # null without a prices file
+        "cost_note",  # what the cost is based on, or how to get prices
     }
     cap = doc["capacities"][0]
     assert set(cap) == {
@@ -137,6 +139,6 @@ def test_plan_refuses_a_malformed_fleet_in_one_line(tmp_path: Path, capsys: pyte
     assert main(["plan", str(fleet)]) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"error: {fleet}: unknown key extra; the keys here are: name, account, region, vpc_id, "
-        "service_connect_namespace, telemetry, capacity, service, load_balancer",
+        "service_connect_namespace, telemetry, prices, capacity, service, load_balancer",
         f"error: {fleet}: no [service.<name>] table; a fleet needs at least one service to plan",
     ]

@@ -24,6 +24,7 @@ from ecs_gpu_sharing import (
     TaskDefinitionError,
 )
 from ecs_gpu_sharing.cdk.fleet_plan import PLAN_FILE
+from ecs_gpu_sharing.core import cost
 from ecs_gpu_sharing.core.rules import CLIENT_LIMIT_WARNING, SURGE_WARNING
 
 from conftest import new_app
@@ -130,6 +131,8 @@ def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -
         "gpu_lower_bound": 2,
         "whole_gpu_gpus": 5,
         "fits": True,
+        "cost": None,
+        "cost_note": cost.NO_PRICES,
     }
     assert {s["name"]: s["placed"] for s in plan["services"]} == {"Embedder": 4, "Reranker": 1}
     reranker = [

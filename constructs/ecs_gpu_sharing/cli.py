@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core import catalog, fleet, plan_diff, plan_report
+from .core import catalog, cost, fleet, plan_diff, plan_report
 from .core.errors import GpuSharingError, PlanError
 from .core.files import check_output_path, write_atomic
 from .core.rules import assess
@@ -46,12 +46,14 @@ def _plan(args: argparse.Namespace) -> int:
 
         fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
     result = assess(spec.capacity_inputs(), spec.service_inputs())  # the same road as the synth-time plan
+    doc = plan_report.to_json(result, _plan_prices(args, spec))
     if svg is not None:
-        write_atomic(svg, plan_report.to_svg(result.steady))
+        write_atomic(svg, plan_report.to_svg(result.steady, caption=cost.cost_lines(doc)[0]))
     if args.json:
-        print(json.dumps(plan_report.to_json(result), indent=2))
+        print(json.dumps(doc, indent=2))
     else:
         print(plan_report.to_table(result))
+        print("\n".join(cost.cost_lines(doc)))
     if result.errors:
         for finding in result.errors:
             print(f"does not fit: {finding}", file=sys.stderr)
@@ -141,6 +143,28 @@ def _cluster_status(args: argparse.Namespace) -> int:
     else:
         print(cluster_status.to_table(result))
     return 1 if result.problems else 0
+
+
+def _prices_refresh(args: argparse.Namespace) -> int:
+    from .operations import prices
+    from .operations.aws import client, known_regions
+
+    if args.region not in known_regions():
+        raise GpuSharingError(f"--region {args.region!r}: not an AWS region botocore knows; give one such as us-east-1")
+    output = check_output_path(args.output, what="prices", option="--output")
+    types = [r.instance_type for r in catalog.load().values() if r.usable]
+    result = prices.refresh(
+        client("pricing", prices.PRICE_LIST_REGION), args.region, types, datetime.datetime.now(datetime.UTC).date()
+    )
+    write_atomic(output, json.dumps(result.to_json(), indent=1) + "\n")
+    print(f"wrote {output}: {len(result.on_demand_per_hour)} of {len(types)} instance types priced in {args.region}")
+    return 0
+
+
+def _plan_prices(args: argparse.Namespace, spec: fleet.FleetSpec) -> Any:
+    """The prices a plan is costed with: --prices, else the fleet file's prices key, else none."""
+    path = args.prices or spec.prices_path
+    return cost.load_prices(path) if path else None
 
 
 def _evaluate_subjects(args: argparse.Namespace, ecs: Any) -> tuple[Any, dict[str, Any], dict[str, str], str]:
@@ -351,7 +375,20 @@ def build_parser() -> argparse.ArgumentParser:
     planning.add_argument("fleet", help="the fleet file (fleet.toml)")
     planning.add_argument("--json", action="store_true", help="print the plan as JSON")
     planning.add_argument("--svg", metavar="FILE", help="also draw each instance's GPUs into FILE")
+    planning.add_argument(
+        "--prices", metavar="FILE", help="cost the plan with this prices file (prices refresh); default: the fleet's"
+    )
     planning.set_defaults(func=_plan)
+
+    pricing = commands.add_parser("prices", help="instance prices for costed plans").add_subparsers(
+        dest="prices_command", required=True
+    )
+    refresh = pricing.add_parser(
+        "refresh", help="write on-demand prices of the catalog's instance types in a region (AWS Price List API)"
+    )
+    refresh.add_argument("--region", required=True, help="the region whose prices to read, such as us-east-1")
+    refresh.add_argument("--output", default="prices.json", help="where to write (default: prices.json)")
+    refresh.set_defaults(func=_prices_refresh)
 
     fleet_commands = commands.add_parser("fleet", help="the fleet file").add_subparsers(
         dest="fleet_command", required=True

@@ -19,7 +19,7 @@ import jsii
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IConstruct, IValidation
 
-from ..core import plan_report
+from ..core import cost, plan_report
 from ..core.allocation import AllocationNote
 from ..core.container_guards import GUARD_RULES, guard_violations
 from ..core.errors import CapacityError, PlanError, ServiceError
@@ -31,6 +31,8 @@ from ..core.rules import Assessment, assess
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
 
 PLAN_FILE = "gpu-fleet-plan"
+PRICES_CONTEXT = "ecs-gpu-sharing:prices"
+"""CDK context: a prices file (``ecs-gpu-sharing prices refresh``) the plan files are costed with."""
 _ID = "EcsGpuSharingFleetPlan"
 
 
@@ -201,11 +203,15 @@ class FleetPlan(Construct):
         if not self._capacities:
             return
         result = self.assessment
+        given = self.node.try_get_context(PRICES_CONTEXT)
+        prices = cost.load_prices(given) if isinstance(given, str) and given else None
+        doc = plan_report.to_json(result, prices)
+        lines = cost.cost_lines(doc)
         outdir.mkdir(parents=True, exist_ok=True)
-        write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(plan_report.to_json(result), indent=1) + "\n")
-        write_atomic(outdir / f"{PLAN_FILE}.md", plan_report.to_markdown(result))
-        for line in plan_report.summary_lines(result):
-            print(line, file=sys.stderr)
+        write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(doc, indent=1) + "\n")
+        write_atomic(outdir / f"{PLAN_FILE}.md", plan_report.to_markdown(result, cost_lines=lines))
+        for line in [*plan_report.summary_lines(result), lines[0]]:
+            print(line if line.startswith("GPU fleet plan") else f"GPU fleet plan: {line}", file=sys.stderr)
 
 
 @jsii.implements(IValidation)

@@ -196,6 +196,15 @@ class FleetSpec:
     load_balancers: Mapping[str, LoadBalancerSpec] = field(default_factory=dict)
     service_connect_namespace: str | None = None
     telemetry: bool = True
+    prices: str | None = None  # a prices file, relative to the fleet file
+
+    @property
+    def prices_path(self) -> Path | None:
+        """The prices file, found beside the fleet file when its path is relative."""
+        if self.prices is None:
+            return None
+        given = Path(self.prices)
+        return given if given.is_absolute() else Path(self.source).parent / given
 
     def ecs_service_name(self, service: str) -> str:
         """The ECS service name the app gives a service that placement expressions must name."""
@@ -359,6 +368,14 @@ TOP = (
         False,
         "the GPU telemetry daemon on every EC2 GPU host, a dashboard and budget alarms",
         default=True,
+    ),
+    Key(
+        "prices",
+        str,
+        False,
+        "a prices file (ecs-gpu-sharing prices refresh), relative to this file: plans show their cost",
+        pattern=re.compile(r"[^\x00-\x1f]{1,1024}", re.ASCII),
+        example="prices.json",
     ),
     Key("capacity", dict, True, "the GPU capacities, one table each"),
     Key("service", dict, True, "the services, one table each"),
@@ -1535,6 +1552,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         vpc_id=top.get("vpc_id"),
         load_balancers=load_balancers,
         service_connect_namespace=top.get("service_connect_namespace"),
+        prices=top.get("prices"),
         telemetry=top.get("telemetry", True),
     )
     for name, expression in spec.host_isolation().items():

@@ -1,9 +1,10 @@
 """What changed between two fleet plans (``gpu-fleet-plan.json`` or ``plan --json``), for review. Pure Python.
 
-Per capacity: instances, GPUs, GPU memory used, ``max_instances`` and the deployment surge's instances; per service:
+Per capacity: instances, GPUs, GPU memory used, ``max_instances``, the deployment surge's instances and, where both
+plans were costed with a prices file, the cost per month (in cents); per service:
 added, left the plan (removed, or now outside it, with why), tasks and GPU budgets changed; checks (errors) that newly
-fail. A plan *grows* when any capacity figure rises, a capacity appears, a service leaves the plan, or a check newly
-fails; CI can ask for a review then (exit status 1).
+fail. A plan *grows* when any capacity figure rises (its cost included), a capacity appears, a service leaves the
+plan, or a check newly fails; CI can ask for a review then (exit status 1).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ _FIGURES = (
     ("max_instances", "max instances"),
     ("surge_instances", "surge instances"),
 )
+
+
+_COST, _COST_LABEL = "cost_cents_per_month", "cost (cents/month)"
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,10 @@ class PlanDiff:
 
 def _capacity_figures(cap: dict[str, Any]) -> dict[str, int]:
     groups = cap.get("instances", [])
+    cost = cap.get("cost")
+    priced = {_COST: round(float(cost["per_month"]) * 100)} if isinstance(cost, dict) else {}
     return {
+        **priced,
         "max_instances": int(cap.get("max_instances") or 0),
         "surge_instances": int(cap.get("surge_instances") or 0),
         "instances": sum(int(g.get("count", 1)) for g in groups),
@@ -104,6 +111,11 @@ def diff(old: Any, new: Any, *, old_source: str = "old", new_source: str = "new"
             label: Change(name, before[key] if before else None, after[key] if after else None)
             for key, label in _FIGURES
         }
+        # Cost is compared where both plans were costed (a plan without prices has no figure to compare).
+        if (before is None or _COST in before) and (after is None or _COST in after) and (before or after):
+            result.capacities[name][_COST_LABEL] = Change(
+                name, before[_COST] if before else None, after[_COST] if after else None
+            )
     old_tasks = {s["name"]: int(s.get("tasks", 0)) for s in old.get("services", [])}
     new_tasks = {s["name"]: int(s.get("tasks", 0)) for s in new.get("services", [])}
     result.services_added = sorted(set(new_tasks) - set(old_tasks))
@@ -137,23 +149,32 @@ def _cell(change: Change) -> str:
     return f"{change.old} -> {change.new} ({change.delta:+d})"
 
 
+def _labels(d: PlanDiff) -> list[str]:
+    costed = any(_COST_LABEL in figures for figures in d.capacities.values())
+    return [label for _, label in _FIGURES] + ([_COST_LABEL] if costed else [])
+
+
+def _cells(figures: dict[str, Change], labels: list[str]) -> list[str]:
+    return [_cell(figures[label]) if label in figures else "-" for label in labels]
+
+
 def to_text(d: PlanDiff) -> str:
-    labels = [label for _, label in _FIGURES]
+    labels = _labels(d)
     rows = [f"{'capacity':<16}" + "".join(f"{label:<28}" for label in labels)]
     for name, figures in d.capacities.items():
-        rows.append(f"{name:<16}" + "".join(f"{_cell(figures[label]):<28}" for label in labels))
+        rows.append(f"{name:<16}" + "".join(f"{cell:<28}" for cell in _cells(figures, labels)))
     rows += _lists(d, bullet="")
     rows.append("grew: yes (review the capacity and services above)" if d.grew else "grew: no")
     return "\n".join(row.rstrip() for row in rows)
 
 
 def to_markdown(d: PlanDiff) -> str:
-    labels = [label for _, label in _FIGURES]
+    labels = _labels(d)
     out = ["### GPU fleet plan: what changed", ""]
     out.append("| capacity | " + " | ".join(labels) + " |")
     out.append("| --- |" + " ---: |" * len(labels))
     for name, figures in d.capacities.items():
-        out.append(f"| {name} | " + " | ".join(_cell(figures[label]) for label in labels) + " |")
+        out.append(f"| {name} | " + " | ".join(_cells(figures, labels)) + " |")
     out.append("")
     out += _lists(d, bullet="- ")
     out.append("")

@@ -5,10 +5,12 @@ Pure Python. The JSON shape is a contract (README, "Planning without synth"); ch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
 from .allocation import headroom
+from .cost import Prices, add_cost
 from .planner import MANAGED_INSTANCES, CapacityPlan, Plan, ServiceInput
 from .rules import Assessment
 
@@ -67,10 +69,11 @@ def note_line(s: ServiceInput) -> str | None:
     return "; ".join(parts)
 
 
-def to_json(assessment: Assessment) -> dict[str, Any]:
-    """The plan as JSON: the same for ``ecs-gpu-sharing plan --json`` and ``cdk.out/gpu-fleet-plan.json``."""
+def to_json(assessment: Assessment, prices: Prices | None = None) -> dict[str, Any]:
+    """The plan as JSON: the same for ``ecs-gpu-sharing plan --json`` and ``cdk.out/gpu-fleet-plan.json``; with
+    ``prices``, what it costs (``core.cost``), else how to get prices."""
     plan = assessment.steady
-    return {
+    doc = {
         "capacities": [_capacity_json(c, assessment) for c in plan.capacities],
         "services": [
             {
@@ -112,6 +115,7 @@ def to_json(assessment: Assessment) -> dict[str, Any]:
             "fits": plan.fits and not assessment.errors,
         },
     }
+    return add_cost(doc, prices)
 
 
 def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
@@ -263,7 +267,9 @@ def to_table(assessment: Assessment) -> str:
     return "\n".join(rows)
 
 
-def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str:
+def to_markdown(
+    assessment: Assessment, *, title: str = "GPU fleet plan", cost_lines: Sequence[str] | None = None
+) -> str:
     plan = assessment.steady
     out = [
         f"# {title}",
@@ -302,6 +308,8 @@ def to_markdown(assessment: Assessment, *, title: str = "GPU fleet plan") -> str
     notes = [f"- {line}" for s in plan.services if (line := note_line(s))]
     if notes:
         out += ["", "## Allocation notes", "", *notes]
+    if cost_lines is not None:
+        out += ["", "## Cost", "", *(f"- {line.strip()}" for line in cost_lines)]
     out += ["", "## Findings", ""]
     out += [f"- {f}" for f in assessment.findings] or ["- none"]
     return "\n".join(out) + "\n"
@@ -312,8 +320,9 @@ def _colours(names: list[str]) -> dict[str, str]:
     return {name: f"hsl({round(i * 137.508) % 360}, 60%, 50%)" for i, name in enumerate(names)}
 
 
-def to_svg(plan: Plan) -> str:
-    """Each group of identical instances' GPUs as bars, filled by their tasks in proportion to GPU memory."""
+def to_svg(plan: Plan, *, caption: str | None = None) -> str:
+    """Each group of identical instances' GPUs as bars, filled by their tasks in proportion to GPU memory; a
+    ``caption`` (such as the plan's cost) is written under them."""
     bar_w, bar_h, gap, label_w = 360, 18, 6, 190
     colour = _colours([s.name for s in plan.services])
     budget = {s.name: s.task_gpu_budget_mib for s in plan.services}
@@ -350,6 +359,9 @@ def to_svg(plan: Plan) -> str:
     for name, fill in colour.items():  # the legend
         rows.append(f'<rect x="14" y="{y}" width="{bar_h}" height="{bar_h}" fill="{fill}"/>')
         rows.append(f'<text x="{14 + bar_h + 6}" y="{y + 13}">{escape(name)}</text>')
+        y += bar_h + gap
+    if caption:
+        rows.append(f'<text x="4" y="{y + 13}">{escape(caption)}</text>')
         y += bar_h + gap
     width = label_w + bar_w + 160
     return (

@@ -1,0 +1,178 @@
+"""What a plan costs, from a prices file the user fetched (``ecs-gpu-sharing prices refresh``). Pure Python.
+
+The repository ships no prices: they change, and differ by region. A prices file holds, for one region and one day,
+each instance type's on-demand Linux price per hour (shared tenancy, no pre-installed software), as AWS's Price
+List API gave it. With one, plans show per capacity the cost per hour and per month (730 hours, AWS's convention) at
+the plan and at ``max_instances``, and per service its share: the GPU memory its tasks hold, over all the GPU memory
+the capacity's planned instances have, times the capacity's cost (a task without a GPU is not charged a share).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import GpuSharingError
+
+HOURS_PER_MONTH = 730
+REFRESH = "ecs-gpu-sharing prices refresh --region REGION --output prices.json"
+NO_PRICES = f'no prices: run `{REFRESH}`, then give prices = "prices.json" in the fleet file or --prices'
+
+
+@dataclass(frozen=True)
+class Prices:
+    region: str
+    retrieved_on: datetime.date
+    currency: str
+    on_demand_per_hour: Mapping[str, float]
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "region": self.region,
+            "retrieved_on": self.retrieved_on.isoformat(),
+            "currency": self.currency,
+            "source": self.source,
+            "on_demand_per_hour": dict(sorted(self.on_demand_per_hour.items())),
+        }
+
+
+def parse_prices(doc: Any, *, source: str) -> Prices:
+    """A prices file's content, checked: one line naming the file and what is wrong."""
+    fix = f"write it again with `{REFRESH}`"
+    if not isinstance(doc, Mapping):
+        raise GpuSharingError(f"{source}: not a prices file (a JSON object); {fix}")
+    try:
+        region, currency, when = doc["region"], doc["currency"], doc["retrieved_on"]
+        table = doc["on_demand_per_hour"]
+        retrieved = datetime.date.fromisoformat(when)
+    except (KeyError, TypeError, ValueError):
+        raise GpuSharingError(
+            f"{source}: a prices file has region, currency, retrieved_on (YYYY-MM-DD) and on_demand_per_hour; {fix}"
+        ) from None
+    if not isinstance(region, str) or not isinstance(currency, str) or not isinstance(table, Mapping):
+        raise GpuSharingError(f"{source}: region and currency are strings, on_demand_per_hour a table; {fix}")
+    prices: dict[str, float] = {}
+    for name, value in table.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise GpuSharingError(f"{source}: on_demand_per_hour.{name} must be a positive number, got {value!r}")
+        prices[str(name)] = float(value)
+    return Prices(region, retrieved, currency, prices, str(doc.get("source", "")))
+
+
+def load_prices(path: str | Path) -> Prices:
+    p = Path(path)
+    try:
+        if not p.is_file():
+            raise GpuSharingError(f"{p}: no such prices file; {NO_PRICES}")
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise GpuSharingError(f"{p}: cannot read the prices file ({error.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise GpuSharingError(f"{p}: not JSON; write it again with `{REFRESH}`") from None
+    return parse_prices(doc, source=str(p))
+
+
+def _money(value: float) -> float:
+    return round(value, 2)
+
+
+def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
+    """The plan JSON (``plan_report.to_json``) with cost: per capacity, per service and in the summary; without
+    prices, ``cost`` is null and ``cost_note`` says how to get them."""
+    if prices is None:
+        plan["summary"]["cost"] = None
+        plan["summary"]["cost_note"] = NO_PRICES
+        return plan
+    total_hour = total_max_hour = 0.0
+    missing = []
+    services = {s["name"]: s for s in plan["services"]}
+    shares: dict[str, float] = {}
+    for cap in plan["capacities"]:
+        kind = cap["instance_type"]
+        price = prices.on_demand_per_hour.get(kind)
+        if price is None:
+            missing.append(kind)
+            cap["cost"] = None
+            continue
+        instances = sum(int(g["count"]) for g in cap["instances"])
+        most = int(cap.get("max_instances") or instances)
+        per_hour = instances * price
+        total_hour += per_hour
+        total_max_hour += most * price
+        cap["cost"] = {
+            "instance_type": kind,
+            "on_demand_per_hour": price,
+            "per_hour": _money(per_hour),
+            "per_month": _money(per_hour * HOURS_PER_MONTH),
+            "at_max_per_hour": _money(most * price),
+            "at_max_per_month": _money(most * price * HOURS_PER_MONTH),
+        }
+        gpu_total = instances * int(cap["gpus_per_instance"]) * int(cap["usable_gpu_memory_mib"])
+        if not gpu_total:
+            continue
+        held: dict[str, int] = {}
+        for group in cap["instances"]:
+            for gpu in group["gpus"]:
+                for t in gpu["tasks"]:
+                    mib = (
+                        int(cap["usable_gpu_memory_mib"])
+                        if gpu["whole"]
+                        else int(t["gpu_budget_mib"]) * int(t["tasks"])
+                    )
+                    held[t["service"]] = held.get(t["service"], 0) + mib * int(group["count"])
+        for name, mib in held.items():
+            shares[name] = shares.get(name, 0.0) + per_hour * mib / gpu_total
+    for name, service in services.items():
+        share = shares.get(name)
+        service["cost"] = (
+            None
+            if share is None
+            else {"per_hour": _money(share), "per_month": _money(share * HOURS_PER_MONTH), "basis": "GPU memory held"}
+        )
+    plan["summary"]["cost"] = {
+        "currency": prices.currency,
+        "region": prices.region,
+        "prices_retrieved_on": prices.retrieved_on.isoformat(),
+        "per_hour": _money(total_hour),
+        "per_month": _money(total_hour * HOURS_PER_MONTH),
+        "at_max_per_hour": _money(total_max_hour),
+        "at_max_per_month": _money(total_max_hour * HOURS_PER_MONTH),
+        "unpriced_instance_types": sorted(set(missing)),
+    }
+    plan["summary"]["cost_note"] = (
+        f"on-demand Linux prices of {prices.region} retrieved {prices.retrieved_on.isoformat()}"
+        + (f"; no price for {', '.join(sorted(set(missing)))}: refresh the prices file" if missing else "")
+    )
+    return plan
+
+
+def cost_lines(plan: Mapping[str, Any]) -> list[str]:
+    """Plain-text lines of a plan JSON's cost (or how to get one), for the table, the summary and Markdown."""
+    summary = plan.get("summary", {})
+    cost = summary.get("cost")
+    if not cost:
+        return [f"cost: {summary.get('cost_note', NO_PRICES)}"]
+    cur = cost["currency"]
+    lines = [
+        f"cost: {cost['per_hour']:,.2f} {cur}/hour, {cost['per_month']:,.2f} {cur}/month at the plan; "
+        f"{cost['at_max_per_hour']:,.2f} {cur}/hour, {cost['at_max_per_month']:,.2f} {cur}/month at max_instances "
+        f"({summary['cost_note']})"
+    ]
+    for cap in plan.get("capacities", []):
+        c = cap.get("cost")
+        if c:
+            lines.append(
+                f"  {cap['name']} ({c['instance_type']} at {c['on_demand_per_hour']:g} {cur}/h): "
+                f"{c['per_month']:,.2f} {cur}/month, {c['at_max_per_month']:,.2f} at the maximum"
+            )
+    for service in plan.get("services", []):
+        c = service.get("cost")
+        if c:
+            lines.append(f"  service {service['name']}: {c['per_month']:,.2f} {cur}/month (its GPU memory's share)")
+    return lines
