@@ -90,7 +90,7 @@ def _services(
     rng = random.Random(seed)
     return [
         ServiceInput(f"svc{i:05d}", cap, draw(rng), count)
-        for i, count in enumerate(_counts(tasks, rng, per[0], max(per[0], min(per[1], tasks // 20))))
+        for i, count in enumerate(_counts(tasks, rng, max(per[0], tasks // 400), max(per[1], tasks // 100)))
     ]
 
 

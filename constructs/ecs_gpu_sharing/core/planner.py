@@ -33,7 +33,6 @@ from .allocation import AllocationNote
 from .capacity_facts import HostFacts
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
-from .quotas import MAX_INSTANCES_PER_CLUSTER
 from .shape import TaskShape
 
 EC2 = "ec2"
@@ -615,7 +614,7 @@ def _pack_hosts(units: list[_Unit], cap: CapacityInput) -> list[_Host]:
     return hosts
 
 
-FFD_HOST_LIMIT = MAX_INSTANCES_PER_CLUSTER  # past it a capacity cannot deploy, and FFD is not run
+FFD_ALWAYS_TASKS = 20_000  # up to this many tasks FFD always runs beside the staged plan
 
 
 @dataclass
@@ -747,6 +746,10 @@ def _ffd_hosts(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, in
                 and cpu_left[gpus[i].host] >= cpu
                 and mem_left[gpus[i].host] >= mem
             ]
+        if len(idle_hosts) > 64:
+            # Hosts out of CPU or memory for the smallest MPS task still to come keep their idle GPUs idle.
+            _, _, cpu, mem = smallest[position]
+            idle_hosts = deque(h for h in idle_hosts if idle[h] and cpu_left[h] >= cpu and mem_left[h] >= mem)
         position += 1
     hosts: dict[tuple[Any, ...], _Host] = {}
     per_host: list[list[GpuLoad]] = [[] for _ in cpu_left]
@@ -982,13 +985,24 @@ def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInpu
         if best is None or _size(hosts) < _size(best):
             best = hosts
     # Tasks first-fit onto GPUs and hosts together: better where host CPU or memory binds. It builds hosts one by
-    # one, so it runs where a capacity can have them: up to ECS's container instances per cluster (a plan past that
-    # cannot be deployed, and the staged plan, which groups identical hosts, answers in time).
-    if best is None or _size(best)[0] <= FFD_HOST_LIMIT:
+    # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
+    # and answers in time where GPU memory binds, as for a million small tasks).
+    if best is None or _ffd_may_help(capacity, groups, _size(best)[0]):
         ffd = _ffd_hosts(capacity, groups)
         if best is None or _size(ffd) < _size(best):
             best = ffd
     return best, bound
+
+
+def _ffd_may_help(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], staged: int) -> bool:
+    """Whether to run FFD as well: always for up to FFD_ALWAYS_TASKS tasks (it is cheap there); for more, where host
+    CPU or memory nearly binds (what stages 1 and 2 pack worst)."""
+    pairs = [(s, n) for group in groups for s, n in group]
+    if sum(n for _, n in pairs) <= FFD_ALWAYS_TASKS:
+        return True
+    cpu = math.ceil(sum(s.cpu_units * n for s, n in pairs) / capacity.host_cpu_units)
+    mem = math.ceil(sum(s.memory_mib * n for s, n in pairs) / capacity.host_memory_mib)
+    return max(cpu, mem) * 10 >= staged * 9
 
 
 def _keep(groups: list[InstanceGroup], limit: int, whole: dict[str, int]) -> tuple[list[InstanceGroup], dict[str, int]]:
