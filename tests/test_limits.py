@@ -289,3 +289,21 @@ def test_the_readme_lists_every_limit_with_its_number() -> None:
     readme = (REPO / "README.md").read_text()
     for limit in quotas.LIMITS:
         assert f"| `{limit.rule_id.removeprefix(quotas.PREFIX)}` | {limit.number:,} |" in readme, limit.rule_id
+
+
+def test_a_derived_max_instances_is_held_to_the_clusters_instance_quota() -> None:
+    """#24: 3,000 tasks of 20 GiB on g6.2xlarge (one L4 each) surge to 6,000 hosts; derived, that passed without a
+    word, though a given max_instances of 6,000 is refused."""
+    from ecs_gpu_sharing.core.capacity_facts import host_facts
+    from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+    from ecs_gpu_sharing.core.rules import assess
+    from ecs_gpu_sharing.core.shape import TaskShape
+
+    cap = CapacityInput.from_facts("l4", host_facts(["g6.2xlarge"]))
+    big = ServiceInput("llm", "l4", TaskShape(1024, 4096, (20480,)), 3000)
+    result = assess([cap], [big])
+    (finding,) = [f for f in result.findings if f.rule_id == "ecs-gpu-sharing:InstancesPerCluster"]
+    assert finding.error and "max_instances would be derived as 6000" in finding.message
+    assert "5,000 container instances per cluster" in finding.message
+    small = ServiceInput("llm", "l4", TaskShape(1024, 4096, (20480,)), 2000)
+    assert not [f for f in assess([cap], [small]).findings if f.rule_id == "ecs-gpu-sharing:InstancesPerCluster"]

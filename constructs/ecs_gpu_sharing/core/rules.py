@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from . import quotas
 from .allocation import digest_of
 from .mps import MAX_CLIENTS_PER_GPU
 from .planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
@@ -157,6 +158,23 @@ def service_outside_plan(ctx: Context) -> Iterator[tuple[str, str]]:
         yield o.name, f"runs on capacity {o.capacity} but is outside the fit plan: {o.reason}; {o.fix}"
 
 
+def derived_max_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
+    """A max_instances left to the plan is held to the quota a given one is: ECS's container instances per cluster."""
+    limit = quotas.INSTANCES_PER_CLUSTER.number
+    for name, cap in ctx.capacities.items():
+        if cap.max_instances is not None or cap.kind == MANAGED_INSTANCES:
+            continue
+        need = ctx.surge.capacity(name).instance_count
+        if need > limit:
+            yield (
+                name,
+                f"max_instances would be derived as {need} (the deployment surge's instances of {cap.instance_type}), "
+                f"more than ECS's {limit:,} container instances per cluster ({quotas.INSTANCES_PER_CLUSTER.source}); "
+                "lower the counts or the services' maximum percent, use a larger instance type, or split the fleet "
+                "over clusters",
+            )
+
+
 def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         unknown = sorted({o.name for o in ctx.outside if o.capacity == name})
@@ -265,6 +283,13 @@ RULES: tuple[Rule, ...] = (
         "capacity",
         "the services' largest counts must fit within the capacity's max_instances",
         counts_exceed_max_instances,
+    ),
+    Rule(
+        quotas.INSTANCES_PER_CLUSTER.rule_id,
+        Level.ERROR,
+        "capacity",
+        "a derived max_instances is held to ECS's container instances per cluster, as a given one is",
+        derived_max_over_quota,
     ),
     Rule(
         "ecs-gpu-sharing:MaxInstancesUnknown",
