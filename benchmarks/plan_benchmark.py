@@ -149,7 +149,8 @@ WORKLOADS: dict[str, Callable[[int, int], tuple[list[CapacityInput], list[Servic
 def _fleet_file(tasks: int, services: int, seed: int) -> str:
     rng = random.Random(seed)
     # Eight L4s a host, so 100,000 tasks stay within ECS's 5,000 container instances per cluster.
-    lines = ['name = "bench"', "[capacity.l4x4]", 'instance_types = ["g6.48xlarge"]']
+    # max_instances is given: a deployment's surge would need more hosts than a cluster holds (a warning then).
+    lines = ['name = "bench"', "[capacity.l4x4]", 'instance_types = ["g6.48xlarge"]', "max_instances = 5000"]
     per = tasks // services
     for i in range(services):
         lines += [
