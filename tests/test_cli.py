@@ -142,3 +142,20 @@ def test_plan_refuses_a_malformed_fleet_in_one_line(tmp_path: Path, capsys: pyte
         "service_connect_namespace, telemetry, prices, capacity, service, load_balancer",
         f"error: {fleet}: no [service.<name>] table; a fleet needs at least one service to plan",
     ]
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
+    """`plan --json | head -1` on a wide fleet: the pipe closes while the plan is printed."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    run = subprocess.run(
+        f"{sys.executable} -m ecs_gpu_sharing.cli plan {REPO / 'tests' / 'fleets' / 'wide.toml'} --json | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        executable="/bin/bash",
+    )
+    assert run.stdout.strip() == "{" and "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -422,11 +423,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         args = build_parser().parse_args(arguments)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
     except GpuSharingError as error:
         for line in str(error).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader left (`plan --json | head`): what it read was whole, nothing else is wrong. Python would report
+        # the pipe again when it flushes stdout at exit, so stdout goes to /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
