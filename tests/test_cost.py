@@ -115,7 +115,7 @@ def test_a_throttled_price_list_is_one_line() -> None:
 
 def test_refresh_refuses_an_unknown_region_before_any_call(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prices", "refresh", "--region", "xx-nowhere-1"]) == 1
-    assert "not an AWS region botocore knows" in capsys.readouterr().err
+    assert "--region: unknown region 'xx-nowhere-1': use a region name such as us-east-1" in capsys.readouterr().err
 
 
 # --- costed plans ---------------------------------------------------------------------------------------------

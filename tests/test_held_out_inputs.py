@@ -164,7 +164,7 @@ def test_a_good_image_still_parses() -> None:
         "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/chat@sha256:" + "a" * 64,
         "localhost:5000/a/b:v1",
         "my-registry/embedder:1.4",
-        "ghcr.io/Org/x:1".replace("Org", "org"),
+        "ghcr.io/org/x:1",
         "public.ecr.aws/docker/library/python:3.12-slim@sha256:" + "b" * 64,
     ):
         fleet.parse(tomllib.loads(EXAMPLE.replace("public.ecr.aws/docker/library/python:3.12-slim", image, 1)))

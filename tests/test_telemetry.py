@@ -581,3 +581,19 @@ def test_managed_instances_hosts_may_not_write_the_evidence_either() -> None:
     (host,) = [p for k, p in policies.items() if "InstanceRole" in k]
     (deny,) = [st for st in host["Properties"]["PolicyDocument"]["Statement"] if st["Effect"] == "Deny"]
     assert ":log-group:/ecs-gpu-sharing/evidence/*" in json.dumps(deny["Resource"])
+
+
+def test_one_table_reads_a_stopped_task_for_evaluate_and_for_the_dashboards_filters() -> None:
+    from ecs_gpu_sharing.core.telemetry import CRASH, HOST_MEMORY, MPS, STOP_RULES, stop_kinds
+
+    killed = {
+        "stoppedReason": "x",
+        "stopCode": "EssentialContainerExited",
+        "containers": [{"reason": "OutOfMemoryError"}],
+    }
+    assert stop_kinds(killed) == {HOST_MEMORY, CRASH}
+    assert stop_kinds({"stoppedReason": "MPS control daemon not responding"}) == {MPS}
+    assert stop_kinds({"stoppedReason": "Scaling activity", "stopCode": "ServiceSchedulerInitiated"}) == set()
+    # Every rule's filter names the field and value the Python reading uses.
+    for rule in STOP_RULES:
+        assert rule.value in STOP_METRICS[rule.metric] and rule.field.split("[")[0] in STOP_METRICS[rule.metric]

@@ -148,10 +148,9 @@ def _cluster_status(args: argparse.Namespace) -> int:
 
 def _prices_refresh(args: argparse.Namespace) -> int:
     from .operations import prices
-    from .operations.aws import client, known_regions
+    from .operations.aws import client, require_known_region
 
-    if args.region not in known_regions():
-        raise GpuSharingError(f"--region {args.region!r}: not an AWS region botocore knows; give one such as us-east-1")
+    require_known_region(args.region, "--region")  # the Price List API answers from us-east-1 for every region
     output = check_output_path(args.output, what="prices", option="--output")
     types = [r.instance_type for r in catalog.load().values() if r.usable]
     result = prices.refresh(

@@ -98,7 +98,8 @@ class FleetPlan(Construct):
         within its MPS budget."""
         if rule_id not in GUARD_RULES or not reason.strip():
             raise ServiceError(
-                f"{task_definition.node.path}: allow takes a guard rule id ({', '.join(GUARD_RULES)}) and a reason"
+                f"{task_definition.node.path}: allow takes a guard rule id ({', '.join(GUARD_RULES)}) and a reason, "
+                f"got {rule_id!r} and {reason!r}; name the one guard the task definition may break, and why"
             )
         self._allowed.setdefault(task_definition, {})[rule_id] = reason
 

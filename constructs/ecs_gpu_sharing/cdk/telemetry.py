@@ -69,6 +69,7 @@ from ..core.telemetry import (
     NVML_MOUNT_DIR,
     evidence_log_group,
     gpu_device_paths,
+    stop_metric_filters,
     stopped_tasks_log_group,
 )
 from ..operations.telemetry import sampling
@@ -81,15 +82,9 @@ DAEMON_IMAGE_DIR = Path(__file__).resolve().parent.parent / "operations" / "tele
 NAMESPACE = sampling.NAMESPACE
 MAX_DASHBOARD_WIDGETS = 500  # CloudWatch's limit per dashboard
 MAX_SERVICES_PER_DASHBOARD = (MAX_DASHBOARD_WIDGETS - 1) // 3  # three widgets each, and the MPS health row
-STOP_METRICS = {
-    # metric name -> CloudWatch Logs filter pattern over the ECS "Task State Change" event of a stopped task
-    "OomStops": " || ".join(
-        ['($.detail.stoppedReason = "*OutOfMemory*")']
-        + [f'($.detail.containers[{i}].reason = "*OutOfMemory*")' for i in range(4)]
-    ),
-    "MpsStops": '($.detail.stoppedReason = "*MPS*")',
-    "CrashStops": '($.detail.stopCode = "EssentialContainerExited")',
-}
+# metric name -> CloudWatch Logs filter pattern over the ECS "Task State Change" event of a stopped task, from the
+# rules evaluate reads the same events with (core.telemetry.STOP_RULES)
+STOP_METRICS = stop_metric_filters()
 
 
 def gpu_count_groups(capacities: Sequence[GpuCapacity], owner: str) -> dict[int, tuple[str, ...]]:

@@ -639,7 +639,7 @@ def _ffd_hosts(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, in
     idle: list[list[int]] = []  # per host, its idle GPUs (indexes into gpus)
     gpus: list[_OpenGpu] = []
     without: list[dict[str, int]] = []
-    tasks = [(s, n, group_name) for group in groups for s, n in group for group_name in [s.isolation_group] if n]
+    tasks = [(s, n, s.isolation_group) for group in groups for s, n in group if n]
     tasks.sort(
         key=lambda t: (-t[0].whole_gpus, -t[0].task_gpu_budget_mib, -t[0].cpu_units, -t[0].memory_mib, t[0].name)
     )

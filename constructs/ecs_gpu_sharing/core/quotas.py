@@ -60,7 +60,7 @@ CAPACITY_PROVIDERS_PER_CLUSTER = Limit(
 )
 TASKS_PER_SERVICE = Limit(f"{PREFIX}TasksPerService", 5000, "tasks in one service", f"{_ECS}: tasks per service, 5,000")
 SERVICES_PER_CLUSTER = Limit(
-    f"{PREFIX}ServicesPerCluster", 5000, "services in one cluster", f"{_ECS}: services per cluster, 5,000"
+    f"{PREFIX}ServicesPerCluster", 5000, "services in one cluster", f"{_ECS}: services per cluster, 5,000 (adjustable)"
 )
 INSTANCES_PER_CLUSTER = Limit(
     f"{PREFIX}InstancesPerCluster",

@@ -50,20 +50,53 @@ HOST_MEMORY = "host_memory"  # a container killed at its memory limit (the kerne
 MPS = "mps"  # the MPS control daemon did not answer
 CRASH = "crash"  # an essential container exited (a CUDA out-of-memory error the process does not handle, or any)
 STOP_KINDS = (HOST_MEMORY, MPS, CRASH)
+FILTERED_CONTAINERS = 4  # a metric filter pattern cannot iterate: it reads the first four containers' reasons
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """One kind of stop, read from ECS's "Task State Change" event: ``evaluate`` reads it in Python
+    (``stop_kinds``), the dashboard counts it with a CloudWatch Logs metric filter (``filter_pattern``)."""
+
+    kind: str
+    metric: str  # the dashboard's metric name
+    field: str  # a field of the event's detail; "containers[].reason" reads each container's reason
+    value: str
+    contains: bool  # the field contains the value (else equals it)
+
+    def matches(self, detail: Mapping[str, Any]) -> bool:
+        if self.field == "containers[].reason":
+            seen = [str(c.get("reason", "")) for c in detail.get("containers", []) if isinstance(c, Mapping)]
+        else:
+            seen = [str(detail.get(self.field, ""))]
+        return any(self.value in v if self.contains else v == self.value for v in seen)
+
+    def filter_pattern(self) -> str:
+        value = f'"*{self.value}*"' if self.contains else f'"{self.value}"'
+        if self.field == "containers[].reason":
+            return " || ".join(f"($.detail.containers[{i}].reason = {value})" for i in range(FILTERED_CONTAINERS))
+        return f"($.detail.{self.field} = {value})"
+
+
+STOP_RULES = (
+    StopRule(HOST_MEMORY, "OomStops", "stoppedReason", "OutOfMemory", contains=True),
+    StopRule(HOST_MEMORY, "OomStops", "containers[].reason", "OutOfMemory", contains=True),
+    StopRule(MPS, "MpsStops", "stoppedReason", "MPS", contains=True),
+    StopRule(CRASH, "CrashStops", "stopCode", "EssentialContainerExited", contains=False),
+)
+
+
+def stop_metric_filters() -> dict[str, str]:
+    """Metric name -> the CloudWatch Logs filter pattern that counts its stops (the rules of one kind or'ed)."""
+    out: dict[str, list[str]] = {}
+    for rule in STOP_RULES:
+        out.setdefault(rule.metric, []).append(rule.filter_pattern())
+    return {metric: " || ".join(patterns) for metric, patterns in out.items()}
 
 
 def stop_kinds(detail: Mapping[str, Any]) -> set[str]:
     """What an ECS "Task State Change" event of a stopped task says about why it stopped (none, or several)."""
-    kinds = set()
-    reasons = [str(detail.get("stoppedReason", ""))]
-    reasons += [str(c.get("reason", "")) for c in detail.get("containers", []) if isinstance(c, Mapping)]
-    if any("OutOfMemory" in r for r in reasons):
-        kinds.add(HOST_MEMORY)
-    if "MPS" in reasons[0]:
-        kinds.add(MPS)
-    if detail.get("stopCode") == "EssentialContainerExited":
-        kinds.add(CRASH)
-    return kinds
+    return {rule.kind for rule in STOP_RULES if rule.matches(detail)}
 
 
 @dataclass

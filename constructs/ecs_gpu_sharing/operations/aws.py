@@ -31,6 +31,13 @@ def known_regions() -> list[str]:
     return sorted({region for partition in endpoints["partitions"] for region in partition["regions"]})
 
 
+def require_known_region(name: str, where: str = "") -> None:
+    """Refuses a region botocore's endpoint data does not know (``where``: the option it was given with, if any)."""
+    if name not in known_regions():
+        prefix = f"{where}: " if where else ""
+        raise AwsOperationError(f"{prefix}unknown region {name!r}: use a region name such as us-east-1")
+
+
 def client(service: str, region: str | None) -> Any:
     """A boto3 client with standard retries; refuses a region botocore does not know, and turns a broken AWS
     configuration (a profile that does not exist, an unreadable config file, a malformed endpoint URL) into one
@@ -46,8 +53,7 @@ def client(service: str, region: str | None) -> Any:
             ) from None
     if not name:
         raise AwsOperationError("no AWS region: pass --region, or set AWS_REGION (or a region in your AWS profile)")
-    if name not in known_regions():
-        raise AwsOperationError(f"unknown region {name!r}: use a region name such as us-east-1")
+    require_known_region(name)
     make: Any = session.client  # the stubs type each service by a literal name
     with aws_errors(f"creating the {service} client"):
         try:

@@ -33,6 +33,7 @@ from ..core.telemetry import (
     stopped_tasks_log_group,
 )
 from .aws import aws_errors
+from .cluster_status import read
 
 
 def window_seconds(since: str) -> int:
@@ -68,8 +69,6 @@ def _cluster_name(cluster: str) -> str:
 
 def service_names(ecs: Any, cluster: str) -> dict[str, str]:
     """Tag (plan or fleet name) -> ECS service name, for the cluster's services that carry the service tag."""
-    from .cluster_status import read
-
     with aws_errors(f"reading the services of cluster {cluster}"):
         _, services = read(ecs, cluster)
     return {s.fleet_service: s.name for s in services if s.fleet_service}
