@@ -34,12 +34,13 @@ from pathlib import Path
 from ffd import ffd
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, plan
 from ecs_gpu_sharing.core.shape import TaskShape
 
 
 def capacity(name: str, instance_type: str) -> CapacityInput:
-    return CapacityInput.from_facts(name, host_facts([instance_type]))
+    return capacity_input(name, host_facts([instance_type]))
 
 
 def _counts(tasks: int, rng: random.Random, low: int, high: int) -> list[int]:
@@ -61,7 +62,7 @@ def mixed(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput
         gpu = sum(containers)
         cap = "l40s" if gpu > 16384 or rng.random() < 0.3 else "l4"
         shape = TaskShape(rng.choice([256, 512, 1024]), int(gpu * rng.uniform(1 / 3, 2 / 3)) // 128 * 128, containers)
-        services.append(ServiceInput(f"svc{i:05d}", cap, shape, count))
+        services.append(service_input(f"svc{i:05d}", cap, shape, count, count_source="benchmark"))
     return [capacity("l4", "g6.2xlarge"), capacity("l40s", "g6e.12xlarge")], services
 
 
@@ -71,17 +72,18 @@ def four_l4(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInp
     for i, count in enumerate(_counts(tasks, rng, 1, 20) if tasks < 4000 else _counts(tasks, rng, 1, tasks // 100)):
         budget = rng.randint(4, 64) * 256  # 1-16 GiB
         shape = TaskShape(rng.choice([256, 512, 1024, 2048]), rng.randint(8, 128) * 128, (budget,))
-        services.append(ServiceInput(f"svc{i:05d}", "l4x4", shape, count))
+        services.append(service_input(f"svc{i:05d}", "l4x4", shape, count, count_source="benchmark"))
     return [capacity("l4x4", "g6.12xlarge")], services
 
 
 def one_shape(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
-    return [capacity("l4", "g6.2xlarge")], [ServiceInput("only", "l4", TaskShape(3000, 4096, (5000,)), tasks)]
+    shape = TaskShape(3000, 4096, (5000,))
+    return [capacity("l4", "g6.2xlarge")], [service_input("only", "l4", shape, tasks, count_source="benchmark")]
 
 
 def tiny(tasks: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
     shape = TaskShape(64, 64, (128,))
-    return [capacity("l4x4", "g6.12xlarge")], [ServiceInput("tiny", "l4x4", shape, tasks)]
+    return [capacity("l4x4", "g6.12xlarge")], [service_input("tiny", "l4x4", shape, tasks, count_source="benchmark")]
 
 
 def _services(
@@ -89,7 +91,7 @@ def _services(
 ) -> list[ServiceInput]:
     rng = random.Random(seed)
     return [
-        ServiceInput(f"svc{i:05d}", cap, draw(rng), count)
+        service_input(f"svc{i:05d}", cap, draw(rng), count, count_source="benchmark")
         for i, count in enumerate(_counts(tasks, rng, max(per[0], tasks // 400), max(per[1], tasks // 100)))
     ]
 

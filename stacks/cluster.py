@@ -13,11 +13,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ecs_gpu_sharing import GpuAmi, GpuCapacity, GpuManagedInstancesCapacity
-from ecs_gpu_sharing.cdk.telemetry import GpuTelemetry
-from ecs_gpu_sharing.core.fleet import CapacitySpec, LoadBalancerSpec
-from ecs_gpu_sharing.core.planner import MANAGED_INSTANCES
-from ecs_gpu_sharing.core.telemetry import DAEMON_NAME
+from ecs_gpu_sharing import FleetPlan, GpuAmi, GpuCapacity, GpuManagedInstancesCapacity, GpuTelemetry
+from ecs_gpu_sharing.core.fleet import MANAGED_INSTANCES, CapacitySpec, LoadBalancerSpec
 
 from .ingress import Balancer, build_load_balancers, open_host_ports
 
@@ -107,6 +104,7 @@ class ClusterStack(Stack):
                     ecs_gpu_memory_mib=spec.ecs_gpu_memory_mib,
                 )
                 self.capacities[name] = managed
+                _acknowledge(managed, spec)
                 CfnOutput(managed, "ProviderName", value=managed.capacity_provider.capacity_provider_name)
                 continue
             capacity = GpuCapacity(
@@ -122,6 +120,7 @@ class ClusterStack(Stack):
                 notification_topic=self.scaling_events,
             )
             self.capacities[name] = capacity
+            _acknowledge(capacity, spec)
             CfnOutput(capacity, "ProviderName", value=capacity.capacity_provider.capacity_provider_name)
 
         # Each balancer reaches the bridge-mode host ports of the capacities its services run on, one rule a pair.
@@ -130,7 +129,7 @@ class ClusterStack(Stack):
         # The GPU telemetry daemon on every EC2 GPU host (daemon services do not run on Managed Instances).
         ec2_capacities = [c for c in self.capacities.values() if isinstance(c, GpuCapacity)]
         self.telemetry = (
-            GpuTelemetry(self, DAEMON_NAME, cluster=self.cluster, capacities=ec2_capacities)
+            GpuTelemetry(self, GpuTelemetry.DEFAULT_ID, cluster=self.cluster, capacities=ec2_capacities)
             if telemetry and ec2_capacities
             else None
         )
@@ -149,3 +148,9 @@ class ClusterStack(Stack):
                 )
             )
         return vpc
+
+
+def _acknowledge(capacity: GpuCapacity | GpuManagedInstancesCapacity, spec: CapacitySpec) -> None:
+    """The fleet file's acknowledgments of the capacity's warnings, with their reasons."""
+    for rule_id, reason in spec.acknowledge.items():
+        FleetPlan.of(capacity).acknowledge(capacity, rule_id, reason)

@@ -8,11 +8,9 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from ecs_gpu_sharing import AwsLimitsChecks
-from ecs_gpu_sharing.cdk.fleet_plan import PRICES_CONTEXT
-from ecs_gpu_sharing.core import fleet as fleet_file
+import ecs_gpu_sharing.core.fleet as fleet_file
+from ecs_gpu_sharing import AwsLimitsChecks, FleetPlan, known_regions
 from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, FleetSpec, ServiceSpec
-from ecs_gpu_sharing.operations.aws import known_regions
 
 from .cluster import ClusterStack
 from .layout import SHARD_BUDGET, Layout, check_priorities, layout_path, plan_layout, read_layout, write_layout
@@ -61,8 +59,8 @@ def build_app(
     if spec.region is not None:
         fleet_file.check_region(spec, known_regions())
     prices = spec.prices_path
-    if prices is not None and app.node.try_get_context(PRICES_CONTEXT) is None:
-        app.node.set_context(PRICES_CONTEXT, str(prices))  # the plan files show the fleet's cost
+    if prices is not None and app.node.try_get_context(FleetPlan.PRICES_CONTEXT) is None:
+        app.node.set_context(FleetPlan.PRICES_CONTEXT, str(prices))  # the plan files show the fleet's cost
     # cdk-nag's AwsSolutions pack runs at every synth; acknowledgments sit next to the resources they concern.
     # AWS's limits (resources per stack, rules per balancer, duplicate security group rules, ...) over every template.
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), AwsLimitsChecks())

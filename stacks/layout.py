@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ecs_gpu_sharing import FleetSpecError
+from ecs_gpu_sharing import RESOURCES_PER_STACK, STACK_RESOURCE_HEADROOM, FleetSpecError
 from ecs_gpu_sharing.core.fleet import AWSVPC, ServiceSpec
-from ecs_gpu_sharing.core.quotas import RESOURCES_PER_STACK, STACK_RESOURCE_HEADROOM
 
 LAYOUT_VERSION = 1
 PRIORITY_STEP = 10

@@ -9,7 +9,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ecs_gpu_sharing.cdk.telemetry import GpuFleetDashboard
+from ecs_gpu_sharing import GpuFleetDashboard
 
 
 class ObservabilityStack(Stack):

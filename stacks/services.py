@@ -22,37 +22,24 @@ from ecs_gpu_sharing import (
     FleetPlan,
     GpuCapacity,
     GpuManagedInstancesCapacity,
+    SharedGpuManagedInstancesService,
     SharedGpuManagedInstancesTaskDefinition,
     SharedGpuService,
     SharedGpuTaskDefinition,
 )
-from ecs_gpu_sharing.cdk.discovery import user_construct
 from ecs_gpu_sharing.core.fleet import (
     AWSVPC,
     CONTAINER_NAME,
+    MANAGED_POLICY_ON_TASK_ROLE,
     SERVICE_TAG,
     ServiceSpec,
     ecr_image,
     scratch_volume_name,
 )
-from ecs_gpu_sharing.core.hardening import (
-    MANAGED_POLICY_ON_TASK_ROLE,
-    ROOT_USER,
-    SECRET_IN_ENVIRONMENT,
-    WRITABLE_ROOT_FILESYSTEM,
-    is_root,
-    managed_policy_message,
-    root_user_message,
-    root_user_stated_message,
-    secret_looking,
-    writable_root_message,
-)
-from ecs_gpu_sharing.core.rules import RULES, Level
 
 from .ingress import Balancer, expose
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
-PLAN_WARNINGS = {rule.rule_id for rule in RULES if rule.level is Level.WARNING}
 
 
 class ServicesStack(Stack):
@@ -104,15 +91,14 @@ class ServicesStack(Stack):
             if cluster.default_cloud_map_namespace is not None:
                 _service_connect(scope, spec, service)
             _scaling(spec, service, group)
-            _hardening_warnings(scope, spec)
             # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
             cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
             for key, value in spec.tags.items():
                 cdk.Tags.of(scope).add(key, value)
             for rule_id, reason in spec.acknowledge.items():
-                cdk.Annotations.of(scope).acknowledge_warning(rule_id, reason)
-                if rule_id in PLAN_WARNINGS:
-                    FleetPlan.of(scope).acknowledge(user_construct(service), rule_id, reason)
+                # The scope holds the service, its task definition and role: the one acknowledgment covers them
+                # in the synth output and in the plan files.
+                FleetPlan.of(scope).acknowledge(scope, rule_id, reason)
             self.services[spec.name] = service
             CfnOutput(scope, "ServiceName", value=service.service_name)
 
@@ -198,22 +184,6 @@ def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -
             readonly_root_filesystem=spec.read_only_root_filesystem,
         )
         container.add_mount_points(*mounts[: len(spec.writable_paths)])
-    secret_like = secret_looking([*spec.environment, *(n for s in spec.sidecars for n in s.environment)])
-    # The task definition warns (SharedGpuTaskDefinition judges every container's environment as rendered).
-    stated = spec.acknowledge.get(SECRET_IN_ENVIRONMENT)
-    cdk.Validations.of(task.node.default_child).acknowledge(  # type: ignore[arg-type]
-        cdk.Acknowledgment(
-            id="AwsSolutions::AwsSolutions-ECS2",
-            reason=(
-                f"environment {', '.join(secret_like)} looks like a secret: {SECRET_IN_ENVIRONMENT} "
-                + (f"is acknowledged in the fleet file: {stated}" if stated else "warns until it moves to secrets")
-            )
-            if secret_like
-            else "the environment holds non-secret settings only (no name looks like a secret: the app checks for "
-            "words such as SECRET, TOKEN, PASSWORD, API_KEY): the fleet file's environment and what aws-ecs adds "
-            "(AWS_REGION for awsvpc tasks); secrets go in the fleet file's secrets table",
-        )
-    )
 
 
 PORT_NAME = "http"
@@ -239,12 +209,9 @@ def _task_role(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) ->
                 "the objects of the service's own model bucket",
             )
     for name in spec.task_role_managed_policies:
-        # The parser refuses the escalating ones (core.hardening); any other warns until the fleet file
-        # acknowledges ManagedPolicyOnTaskRole with its reason, which cdk-nag's acknowledgment then carries.
+        # The parser refuses the escalating ones; the task definition warns of any other (ManagedPolicyOnTaskRole)
+        # until the fleet file acknowledges it with a reason, which cdk-nag's acknowledgment then carries.
         task.task_role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(name))
-        cdk.Annotations.of(task.task_role).add_warning_v2(
-            MANAGED_POLICY_ON_TASK_ROLE, managed_policy_message(f"service.{spec.name}", name)
-        )
         stated = spec.acknowledge.get(MANAGED_POLICY_ON_TASK_ROLE)
         _acknowledge(
             task.task_role,
@@ -275,22 +242,16 @@ def _service(
     service_name: str | None = None,
 ) -> ecs.BaseService:
     if isinstance(capacity, GpuManagedInstancesCapacity):
-        # aws-ecs runs services on Managed Instances as FargateService with the provider's strategy.
-        service: ecs.BaseService = ecs.FargateService(
+        return SharedGpuManagedInstancesService(
             scope,
             "Service",
+            name=spec.name,
             cluster=cluster,
+            capacity=capacity,
             task_definition=task,
             desired_count=spec.desired_count,
-            capacity_provider_strategies=capacity.capacity_provider_strategies(),
-            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            min_healthy_percent=100,
-            max_healthy_percent=200,
-        )
-        service.node.add_dependency(cluster)
-        if spec.note is not None:
-            FleetPlan.of(scope).describe(user_construct(service), spec.note)
-        return service
+            allocation=spec.note,
+        ).service
     return SharedGpuService(
         scope,
         "Service",
@@ -355,18 +316,6 @@ def _scaling(spec: ServiceSpec, service: ecs.BaseService, group: elbv2.Applicati
                 dimensions_map=dict(metric.dimensions) or None,
             ),
             target_value=metric.target,
-        )
-
-
-def _hardening_warnings(scope: Construct, spec: ServiceSpec) -> None:
-    """What the service opts out of, as warnings the fleet file's acknowledge table can accept with a reason."""
-    if spec.user is None:
-        cdk.Annotations.of(scope).add_warning_v2(ROOT_USER, root_user_message(f"service.{spec.name}"))
-    elif is_root(spec.user):
-        cdk.Annotations.of(scope).add_warning_v2(ROOT_USER, root_user_stated_message(f"service.{spec.name}", spec.user))
-    if not spec.read_only_root_filesystem:
-        cdk.Annotations.of(scope).add_warning_v2(
-            WRITABLE_ROOT_FILESYSTEM, writable_root_message(f"service.{spec.name}")
         )
 
 

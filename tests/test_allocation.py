@@ -18,12 +18,13 @@ from test_service import IMAGE, Fleet
 from ecs_gpu_sharing import AllocationNote, Evidence, FleetPlan, FleetSpecError, GpuSharingError, ServiceError
 from ecs_gpu_sharing.core import fleet, plan_report
 from ecs_gpu_sharing.core.capacity_facts import host_facts
-from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+from ecs_gpu_sharing.core.plan_inputs import capacity_input, from_fleet
+from ecs_gpu_sharing.core.planner import ServiceInput
 from ecs_gpu_sharing.core.rules import assess
 from ecs_gpu_sharing.core.shape import TaskShape
 
-L4 = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"]))  # one L4 per host
-L4X4 = CapacityInput.from_facts("l4x4", host_facts(["g6.12xlarge"]))  # four L4s per host
+L4 = capacity_input("l4", host_facts(["g6.xlarge"]))  # one L4 per host
+L4X4 = capacity_input("l4x4", host_facts(["g6.12xlarge"]))  # four L4s per host
 DIGEST_A, DIGEST_B = "@sha256:" + "a" * 64, "@sha256:" + "b" * 64
 DAY = datetime.date(2026, 11, 20)
 
@@ -136,8 +137,7 @@ def test_on_multi_gpu_hosts_groups_share_hosts_unless_isolate_host() -> None:
     assert sorted(map(sorted, _gpus(gpus, "l4x4"))) == [["a"], ["b"]] and _hosts(gpus, "l4x4") == [{"a", "b"}]
     assert ("IsolationNotEnforceable", "a") in _ids(gpus)  # ECS picks the GPU inside a host
     own_hosts = note(isolation_group="x", isolate_host=True)
-    told = ("not(task:group == service:t-b)",)  # the expression the app writes
-    hosts = assess(caps, [svc("a", 4096, cap="l4x4", note=own_hosts, placement=told), svc("b", 4096, cap="l4x4")])
+    hosts = assess(caps, [svc("a", 4096, cap="l4x4", note=own_hosts, kept_apart=True), svc("b", 4096, cap="l4x4")])
     assert sorted(map(sorted, _hosts(hosts, "l4x4"))) == [["a"], ["b"]]
     assert ("IsolationNotEnforceable", "a") not in _ids(hosts)
     # Hosts of its own are kept only when ECS is told: without the expression, the warning says so.
@@ -186,7 +186,7 @@ def test_the_fleet_file_carries_the_note_and_its_evidence() -> None:
     a = spec.services["a"].note
     assert a is not None and a.need_mib == 3072 and a.isolation_group == "x"
     assert a.evidence == Evidence(2900, DAY, "evaluate", None, "repo/a@sha256:" + "a" * 64)
-    doc = plan_report.to_json(assess(spec.capacity_inputs(), spec.service_inputs()))
+    doc = plan_report.to_json(assess(*from_fleet(spec)))
     (entry,) = [s for s in doc["services"] if s["name"] == "a"]
     assert entry["allocation"]["headroom_mib"] == 1024 and entry["allocation"]["evidence"]["headroom_mib"] == 1196
 
@@ -263,10 +263,10 @@ def test_a_daemon_service_takes_its_share_of_every_host_from_the_plan() -> None:
 
 def test_on_one_gpu_hosts_a_group_needs_a_placement_expression_for_ecs_to_keep_it_apart() -> None:
     grouped = note(isolation_group="x", evidence=measured())
-    told = svc("a", 4096, note=grouped, placement=("not(task:group == service:t-b)",))
+    told = svc("a", 4096, note=grouped, kept_apart=True)
     untold = svc("a", 4096, note=grouped)
     other = svc("b", 4096, note=note(evidence=measured()))
     assert ("IsolationNotEnforceable", "a") in _ids(assess([L4], [untold, other]))
     assert _ids(assess([L4], [told, other])) == []
     spec = _parse(BASE)  # the fleet file's services carry the app's expressions
-    assert [f for f in assess(spec.capacity_inputs(), spec.service_inputs()).findings if "Isolation" in f.rule_id] == []
+    assert [f for f in assess(*from_fleet(spec)).findings if "Isolation" in f.rule_id] == []

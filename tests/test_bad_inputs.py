@@ -21,6 +21,7 @@ from ecs_gpu_sharing import GpuSharingError, MpsShare
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.ami_release import check_release
+from ecs_gpu_sharing.core.plan_inputs import from_fleet
 
 from conftest import REPO, THREE_MODELS
 
@@ -76,7 +77,7 @@ def test_a_million_tasks_plan_in_well_under_a_second() -> None:
     from ecs_gpu_sharing.core.shape import TaskShape
 
     spec = fleet.parse(tomllib.loads(EXAMPLE))
-    caps = spec.capacity_inputs()
+    caps = from_fleet(spec)[0]
     services = [ServiceInput(f"s{i}", "l4", TaskShape(512, 1024, (1000 + 97 * i,)), 5000) for i in range(200)]
     start = time.perf_counter()
     result = plan([c for c in caps if c.name == "l4"] or list[CapacityInput](), services)

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
 from ecs_gpu_sharing.core.capacity_facts import host_facts
-from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+from ecs_gpu_sharing.core.plan_inputs import capacity_input
+from ecs_gpu_sharing.core.planner import ServiceInput
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
     OUTSIDE_PLAN_WARNING,
@@ -21,7 +22,7 @@ from ecs_gpu_sharing.core.rules import (
 )
 from ecs_gpu_sharing.core.shape import TaskShape
 
-L4 = CapacityInput.from_facts("l4", host_facts(["g6.xlarge"]))  # 22307 usable, 4096 units, 15401 MiB
+L4 = capacity_input("l4", host_facts(["g6.xlarge"]))  # 22307 usable, 4096 units, 15401 MiB
 
 
 # A budget with evidence behind it, so the rule tests here see only the rule they are about (not BudgetIsAGuess).

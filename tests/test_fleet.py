@@ -9,6 +9,7 @@ import pytest
 
 from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import fleet as fleet_module
+from ecs_gpu_sharing.core.plan_inputs import from_fleet
 
 from conftest import REPO
 
@@ -60,7 +61,7 @@ def test_minimal_fleet_defaults(tmp_path: Path) -> None:
     assert (cap.ami_release, cap.min_instances, cap.max_instances) == ("20261113", 0, None)
     assert cap.facts.usable_gpu_memory_mib == 22563 - 256
     assert (svc.max_compute_percent, svc.port, dict(svc.environment)) == (None, None, {})
-    (inp,) = spec.service_inputs()
+    (inp,) = from_fleet(spec)[1]
     assert inp.shape.gpu_budgets_mib == (2048,) and inp.cpu_units == 512
 
 
@@ -146,3 +147,53 @@ def test_account_region_and_vpc_id(tmp_path: Path) -> None:
 def test_refuses_bad_environment_keys(tmp_path: Path, extra: str, message: str) -> None:
     with pytest.raises(FleetSpecError, match=message):
         _load(tmp_path, BASE.replace('name = "t"\n', 'name = "t"\n' + extra))
+
+
+# --- acknowledgments: a capacity's in its table, a service's in its own -----------------------------------
+
+
+def test_a_capacity_acknowledges_its_warning_and_the_plan_shows_it_acknowledged(tmp_path: Path) -> None:
+    from ecs_gpu_sharing.core.rules import assess
+
+    text = BASE.replace(
+        'instance_types = ["g6.xlarge"]',
+        'instance_types = ["g6.xlarge"]\nmax_instances = 1\nacknowledge = { "ecs-gpu-sharing:SurgeDoesNotFit" = "ok" }',
+    ).replace("gpu_budget_mib = 2048", "gpu_budget_mib = 8192")  # 2 per GPU: the surge of 4 needs 2 hosts
+    result = assess(*from_fleet(_load(tmp_path, text)))
+    assert [(f.rule_id, f.acknowledged) for f in result.findings if "Surge" in f.rule_id] == [
+        ("ecs-gpu-sharing:SurgeDoesNotFit", "ok")
+    ]
+    assert result.warnings == [w for w in result.warnings if "Surge" not in w.rule_id]
+
+
+def test_a_service_cannot_acknowledge_a_capacity_warning(tmp_path: Path) -> None:
+    text = BASE + 'acknowledge = { "ecs-gpu-sharing:SurgeDoesNotFit" = "ok" }\n'
+    with pytest.raises(
+        FleetSpecError,
+        match=r"service.emb.acknowledge 'ecs-gpu-sharing:SurgeDoesNotFit' is not a "
+        r"service warning; acknowledge it in the \[capacity.<name>\] table",
+    ):
+        _load(tmp_path, text)
+
+
+def test_a_capacity_cannot_acknowledge_a_service_warning(tmp_path: Path) -> None:
+    text = BASE.replace(
+        'instance_types = ["g6.xlarge"]',
+        'instance_types = ["g6.xlarge"]\nacknowledge = { "ecs-gpu-sharing:BudgetIsAGuess" = "ok" }',
+    )
+    with pytest.raises(FleetSpecError, match=r"capacity.l4.acknowledge 'ecs-gpu-sharing:BudgetIsAGuess' is not a "):
+        _load(tmp_path, text)
+
+
+def test_a_fleet_files_problems_come_in_one_round(tmp_path: Path) -> None:
+    # A malformed key of one service and a task of another that can never fit: both in one error.
+    text = BASE + (
+        '[service.big]\ncapacity = "l4"\nimage = "img"\ndesired_count = 1\ncpu_units = 512\nmemory_mib = 1024\n'
+        "gpu_budget_mib = 90000\n"
+    )
+    text = text.replace("desired_count = 2", "desired_count = -1")
+    with pytest.raises(FleetSpecError) as error:
+        _load(tmp_path, text)
+    lines = str(error.value).splitlines()
+    assert any("service.emb.desired_count" in line for line in lines)
+    assert any("service.big.gpu_budget_mib" in line and "TaskExceedsGpuMemory" in line for line in lines)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ecs_gpu_sharing.core import quotas
+from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.template_limits import check_templates, duplicate_security_group_rules, template_bytes
 
 
@@ -295,11 +296,11 @@ def test_a_derived_max_instances_is_held_to_the_clusters_instance_quota() -> Non
     """#24: 3,000 tasks of 20 GiB on g6.2xlarge (one L4 each) surge to 6,000 hosts; derived, that passed without a
     word, though a given max_instances of 6,000 is refused."""
     from ecs_gpu_sharing.core.capacity_facts import host_facts
-    from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+    from ecs_gpu_sharing.core.planner import ServiceInput
     from ecs_gpu_sharing.core.rules import assess
     from ecs_gpu_sharing.core.shape import TaskShape
 
-    cap = CapacityInput.from_facts("l4", host_facts(["g6.2xlarge"]))
+    cap = capacity_input("l4", host_facts(["g6.2xlarge"]))
     big = ServiceInput("llm", "l4", TaskShape(1024, 4096, (20480,)), 3000)
     result = assess([cap], [big])
     (finding,) = [f for f in result.findings if f.rule_id == "ecs-gpu-sharing:InstancesPerCluster"]

@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match, Template
 
 from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import fleet
+from ecs_gpu_sharing.core.plan_inputs import from_fleet
 from ecs_gpu_sharing.testing import normalize_template
 from stacks.fleet_app import build_app
 
@@ -98,6 +99,86 @@ def test_the_cli_plans_the_mixed_fleet_as_synth_does(mixed: dict[str, Any]) -> N
     from ecs_gpu_sharing.core.rules import assess
 
     spec = fleet.parse(tomllib.loads(MIXED), source="mixed.toml")
-    cli = plan_report.to_json(assess(spec.capacity_inputs(), spec.service_inputs()))
+    cli = plan_report.to_json(assess(*from_fleet(spec)))
     assert cli == mixed["plan"]
     assert {c["name"]: c["daemons"] for c in cli["capacities"]} == {"l4": ["Telemetry"], "l40s": []}
+
+
+# --- SharedGpuManagedInstancesService: the library's service for Managed Instances --------------------------
+
+
+def _mi_app() -> tuple[Any, Any, Any, Any, Any]:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_ecs as ecs
+
+    from ecs_gpu_sharing import GpuManagedInstancesCapacity, MpsShare, SharedGpuManagedInstancesTaskDefinition
+
+    app = new_app()
+    stack = cdk.Stack(app, "Mi")
+    cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
+    capacity = GpuManagedInstancesCapacity(stack, "L40s", cluster=cluster, instance_types=["g6e.xlarge"])
+    task = SharedGpuManagedInstancesTaskDefinition(
+        stack, "Task", network_mode=ecs.NetworkMode.AWS_VPC, cpu="1024", memory_mib="4096"
+    )
+    task.add_container(
+        "model",
+        image=ecs.ContainerImage.from_registry("repo/model@sha256:" + "0" * 64),
+        memory_limit_mib=4096,
+        gpu=MpsShare(8192),
+        user="1000:1000",
+        readonly_root_filesystem=True,
+    )
+    return app, stack, cluster, capacity, task
+
+
+def test_the_managed_instances_service_is_named_counted_and_planned() -> None:
+    from ecs_gpu_sharing import SharedGpuManagedInstancesService
+
+    app, stack, cluster, capacity, task = _mi_app()
+    service = SharedGpuManagedInstancesService(
+        stack,
+        "Llm",
+        name="llm",
+        cluster=cluster,
+        capacity=capacity,
+        task_definition=task,
+        desired_count=1,
+        planned_count=3,
+    )
+    assembly = app.synth()
+    plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
+    assert [(s["name"], s["capacity"], s["tasks"]) for s in plan["services"]] == [("llm", "L40s", 3)]
+    template = Template.from_stack(stack)
+    template.has_resource_properties(
+        "AWS::ECS::Service",
+        {
+            "DesiredCount": 1,
+            "DeploymentConfiguration": Match.object_like(
+                {"MinimumHealthyPercent": 100, "MaximumPercent": 200, "DeploymentCircuitBreaker": Match.any_value()}
+            ),
+            "CapacityProviderStrategy": [Match.object_like({"CapacityProvider": Match.any_value()})],
+        },
+    )
+    assert service.service.node.default_child is not None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"placement_constraints": []}, "placement_constraints is set by SharedGpuManagedInstancesService"),
+        ({"desired_count": -1}, "desired_count"),
+        ({"capacity": None}, "capacity must be a GpuManagedInstancesCapacity"),
+        ({"task_definition": "ec2"}, "task_definition must be a Managed Instances task definition"),
+    ],
+)
+def test_the_managed_instances_service_refuses_bad_arguments(change: dict[str, Any], message: str) -> None:
+    from ecs_gpu_sharing import GpuSharingError, SharedGpuManagedInstancesService, SharedGpuTaskDefinition
+
+    _, stack, cluster, capacity, task = _mi_app()
+    kwargs: dict[str, Any] = {"cluster": cluster, "capacity": capacity, "task_definition": task, "desired_count": 1}
+    kwargs.update(change)
+    if kwargs["task_definition"] == "ec2":
+        kwargs["task_definition"] = SharedGpuTaskDefinition(stack, "Ec2Task")
+    with pytest.raises(GpuSharingError, match=message):
+        SharedGpuManagedInstancesService(stack, "Llm", **kwargs)

@@ -9,6 +9,7 @@ import pytest
 
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
+from ecs_gpu_sharing.core.plan_inputs import from_fleet
 from ecs_gpu_sharing.core.plan_report import to_json
 from ecs_gpu_sharing.core.rules import assess
 
@@ -22,7 +23,7 @@ def _plan(tmp_path: Path, name: str, text: str) -> Path:
     source.write_text(text)
     spec = fleet.load(source)
     out = tmp_path / f"{name}.json"
-    out.write_text(json.dumps(to_json(assess(spec.capacity_inputs(), spec.service_inputs()))))
+    out.write_text(json.dumps(to_json(assess(*from_fleet(spec)))))
     return out
 
 

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing import PlanError
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
+from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, GpuLoad, Plan, ServiceInput, bin_lower_bound, plan
 from ecs_gpu_sharing.core.shape import TaskShape
 
 from conftest import REPO
 
-L4 = CapacityInput.from_facts("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 22307 usable, 8192 units, 30801 MiB
-L40S = CapacityInput.from_facts("l40s", host_facts(["g6e.12xlarge"]))  # 4 GPUs
+L4 = capacity_input("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 22307 usable, 8192 units, 30801 MiB
+L40S = capacity_input("l40s", host_facts(["g6e.12xlarge"]))  # 4 GPUs
 
 
 def si(name: str, cap: str, count: int, cpu: int, mem: int, mib: tuple[int, ...], **kw: int) -> ServiceInput:

@@ -22,6 +22,7 @@ from syrupy.assertion import SnapshotAssertion
 from ecs_gpu_sharing import FleetSpecError, MpsShare, SharedGpuTaskDefinition
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.hardening import MUTABLE_IMAGE_TAG, mutable_tag
+from ecs_gpu_sharing.core.plan_inputs import from_fleet
 from ecs_gpu_sharing.core.template_limits import check_templates
 from ecs_gpu_sharing.testing import normalize_template
 from stacks.fleet_app import build_app
@@ -448,7 +449,7 @@ def _svc(key_lines: str, service: str = "a") -> str:
         (_svc('writable_paths = ["/tmp", "/tmp"]'), "service.a.writable_paths names an item twice"),
         (
             _svc('acknowledge = { "AwsSolutions-IAM5" = "x" }'),
-            "service.a.acknowledge 'AwsSolutions-IAM5' is not a warning that can be acknowledged",
+            "service.a.acknowledge 'AwsSolutions-IAM5' is not a service warning that can be acknowledged",
         ),
         (_svc('acknowledge = { "ecs-gpu-sharing:MutableImageTag" = " " }'), "needs a reason"),
         (_svc('tags = { "aws:x" = "y" }'), "service.a.tags.'aws:x': a tag is a name of 1..128 characters"),
@@ -523,7 +524,7 @@ def test_snapshot(platform: dict[str, Any], stack: str, gpu_snapshot: SnapshotAs
 
 def test_telemetry_off_builds_no_daemon_and_plans_whole_hosts() -> None:
     spec = fleet.parse({**tomllib.loads(PLATFORM.read_text()), "telemetry": False}, source="plat.toml")
-    assert [c.daemons for c in spec.capacity_inputs()] == [()]
+    assert [c.daemons for c in from_fleet(spec)[0]] == [()]
     stacks = build_app(new_app(), spec)
     assert stacks.cluster.telemetry is None and stacks.observability == []
 
@@ -571,14 +572,14 @@ def test_the_plan_counts_the_service_connect_proxy_in_every_task_on_both_roads(e
         source="no-connect.toml",
     )
     for name, service in spec.services.items():
-        with_proxy = {i.name: i.shape for i in spec.service_inputs()}[name]
-        plain = {i.name: i.shape for i in without.service_inputs()}[name]
+        with_proxy = {i.name: i.shape for i in from_fleet(spec)[1]}[name]
+        plain = {i.name: i.shape for i in from_fleet(without)[1]}[name]
         assert with_proxy.cpu_units == plain.cpu_units + SERVICE_CONNECT_PROXY_CPU_UNITS, name
         assert with_proxy.memory_mib == plain.memory_mib + SERVICE_CONNECT_PROXY_MEMORY_MIB, name
         assert plain.cpu_units == service.cpu_units + sum(s.cpu_units for s in service.sidecars)
     # The synth road reads the same figures from the services' Service Connect configuration.
     stacks, _ = example_build
     plan = json.loads((Path(stacks.cluster.node.root.outdir) / "gpu-fleet-plan.json").read_text())
-    fleet_shapes = {i.name: i.shape for i in spec.service_inputs()}
+    fleet_shapes = {i.name: i.shape for i in from_fleet(spec)[1]}
     for service in plan["services"]:
         assert service["task"]["cpu_units"] == fleet_shapes[service["name"]].cpu_units, service["name"]

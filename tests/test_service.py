@@ -16,6 +16,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from ecs_gpu_sharing import (
     AllocationNote,
     Evidence,
+    FleetPlan,
     GpuCapacity,
     MpsShare,
     ServiceError,
@@ -63,6 +64,8 @@ class Fleet:
                 cpu=cpu // len(budgets),
                 memory_limit_mib=memory // len(budgets),
                 gpu=MpsShare(mib),
+                user="1000:1000",  # only the warnings a test is about, not the hardening ones
+                readonly_root_filesystem=True,
             )
         kwargs.setdefault("allocation", MEASURED)  # only the warning a test is about, not BudgetIsAGuess
         return SharedGpuService(
@@ -236,11 +239,48 @@ def test_a_measured_gpu_figure_replaces_the_table() -> None:
         fleet.synth()
 
 
-def test_warnings_can_be_acknowledged_by_id() -> None:
+def _plan_findings(fleet: Fleet) -> list[tuple[str, str, str | None]]:
+    plan = json.loads((Path(fleet.app.outdir) / f"{PLAN_FILE}.json").read_text())
+    return [(f["rule_id"].split(":")[1], f["subject"], f["acknowledged"]) for f in plan["findings"]]
+
+
+def test_a_capacity_warning_acknowledged_is_acknowledged_in_the_synth_and_the_plan_files() -> None:
     fleet = Fleet(max_instances=2)
     fleet.service("Emb", 4, 6000)
-    cdk.Annotations.of(fleet.capacity).acknowledge_warning(SURGE_WARNING, "deployments may wait")
+    FleetPlan.of(fleet.stack).acknowledge(fleet.capacity, SURGE_WARNING, "deployments may wait")
     assert _warnings(fleet) == []
+    assert _plan_findings(fleet) == [("SurgeDoesNotFit", "L4", "deployments may wait")]
+    markdown = (Path(fleet.app.outdir) / f"{PLAN_FILE}.md").read_text()
+    assert "deployments may wait" in markdown
+
+
+def test_a_service_warning_acknowledged_on_a_scope_above_it_is_acknowledged_in_the_plan_files() -> None:
+    fleet = Fleet()
+    fleet.service("Emb", 1, 6000, allocation=None)  # no note: BudgetIsAGuess
+    FleetPlan.of(fleet.stack).acknowledge(fleet.stack, "ecs-gpu-sharing:BudgetIsAGuess", "a new model, measuring")
+    assert _warnings(fleet) == []
+    assert _plan_findings(fleet) == [("BudgetIsAGuess", "Emb", "a new model, measuring")]
+
+
+def test_an_unacknowledged_warning_shows_unacknowledged_in_the_plan_files() -> None:
+    fleet = Fleet(max_instances=2)
+    fleet.service("Emb", 4, 6000)
+    assert len(_warnings(fleet)) == 1
+    assert _plan_findings(fleet) == [("SurgeDoesNotFit", "L4", None)]
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "reason", "message"),
+    [
+        ("ecs-gpu-sharing:TaskExceedsGpuMemory", "x", "is not a warning that can be acknowledged"),
+        ("AwsSolutions-IAM5", "x", "is not a warning that can be acknowledged"),
+        (SURGE_WARNING, " ", "needs a reason"),
+    ],
+)
+def test_acknowledging_takes_a_warning_of_the_rule_table_and_a_reason(rule_id: str, reason: str, message: str) -> None:
+    fleet = Fleet()
+    with pytest.raises(ServiceError, match=message):
+        FleetPlan.of(fleet.stack).acknowledge(fleet.capacity, rule_id, reason)
 
 
 # --- refusals -------------------------------------------------------------------------------------------
@@ -263,7 +303,9 @@ def test_refuses_an_imported_task_definition() -> None:
     imported = ecs.TaskDefinition.from_task_definition_arn(
         fleet.stack, "Imported", "arn:aws:ecs:us-east-1:1:task-definition/x:1"
     )
-    with pytest.raises(TaskDefinitionError, match="task_definition must be a task definition of this app"):
+    with pytest.raises(
+        TaskDefinitionError, match="task_definition must be an EC2-compatible task definition of this app"
+    ):
         SharedGpuService(
             fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=imported, desired_count=1
         )  # type: ignore[arg-type]

@@ -163,7 +163,12 @@ def test_schema_rules_are_acknowledged_only_on_mps_task_definitions() -> None:
     plain = SharedGpuTaskDefinition(stack, "Plain")
     plain.add_container("a", image=IMAGE, memory_limit_mib=128)
     assert _acknowledged(stack) == {
-        "Test/Mps/Resource": ["CloudFormation-Validate::F3002", "CloudFormation-Validate::F3003"]
+        "Test/Mps/Resource": [
+            "AwsSolutions::AwsSolutions-ECS2",
+            "CloudFormation-Validate::F3002",
+            "CloudFormation-Validate::F3003",
+        ],
+        "Test/Plain/Resource": ["AwsSolutions::AwsSolutions-ECS2"],  # SecretInEnvironment judges names instead
     }
 
 
@@ -172,7 +177,7 @@ def test_no_acknowledgment_once_aws_cdk_lib_types_the_property(monkeypatch: pyte
     stack = _stack()
     td = SharedGpuTaskDefinition(stack, "Mps")
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
-    assert _acknowledged(stack) == {}
+    assert _acknowledged(stack) == {"Test/Mps/Resource": ["AwsSolutions::AwsSolutions-ECS2"]}
 
 
 def test_installed_aws_cdk_lib_lacks_the_typed_property() -> None:

@@ -24,6 +24,7 @@ from .core.errors import (
     TaskDefinitionError,
 )
 from .core.mps import MAX_CLIENTS_PER_GPU, MpsShare
+from .core.quotas import RESOURCES_PER_STACK, STACK_RESOURCE_HEADROOM
 
 if TYPE_CHECKING:
     from .cdk.ami import GpuAmi
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
     from .cdk.fleet_plan import FleetPlan
     from .cdk.limits import AwsLimitsChecks
     from .cdk.managed_capacity import GpuManagedInstancesCapacity
-    from .cdk.service import SharedGpuService
+    from .cdk.service import SharedGpuManagedInstancesService, SharedGpuService
     from .cdk.task_definition import SharedGpuManagedInstancesTaskDefinition, SharedGpuTaskDefinition
     from .cdk.telemetry import GpuFleetDashboard, GpuTelemetry
+    from .regions import known_regions
 
 # Public name -> module of ecs_gpu_sharing.cdk that defines it; CDK-backed names are imported lazily.
 _LAZY: dict[str, str] = {
@@ -43,6 +45,7 @@ _LAZY: dict[str, str] = {
     "GpuCapacity": "capacity",
     "GpuManagedInstancesCapacity": "managed_capacity",
     "SharedGpuService": "service",
+    "SharedGpuManagedInstancesService": "service",
     "FleetPlan": "fleet_plan",
     "AwsLimitsChecks": "limits",
     "GpuTelemetry": "telemetry",
@@ -51,6 +54,8 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "MAX_CLIENTS_PER_GPU",
+    "RESOURCES_PER_STACK",
+    "STACK_RESOURCE_HEADROOM",
     "AllocationNote",
     "AmiError",
     "AwsLimitsChecks",
@@ -70,14 +75,18 @@ __all__ = [
     "MpsShare",
     "PlanError",
     "ServiceError",
+    "SharedGpuManagedInstancesService",
     "SharedGpuManagedInstancesTaskDefinition",
     "SharedGpuService",
     "SharedGpuTaskDefinition",
     "TaskDefinitionError",
+    "known_regions",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "known_regions":  # botocore's endpoint data, loaded on first use
+        return import_module(".regions", __name__).known_regions
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ecs_gpu_sharing' has no attribute {name!r}")

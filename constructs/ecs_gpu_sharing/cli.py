@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core import catalog, cost, fleet, plan_diff, plan_report
+from .core import catalog, cost, fleet, plan_diff, plan_inputs, plan_report
 from .core.errors import GpuSharingError, PlanError
 from .core.files import check_output_path, write_atomic
 from .core.rules import assess
@@ -43,10 +43,10 @@ def _plan(args: argparse.Namespace) -> int:
     svg = check_output_path(args.svg, what="SVG", option="--svg") if args.svg else None
     spec = fleet.load(args.fleet)
     if spec.region is not None:
-        from .operations.aws import known_regions  # botocore's endpoint data: no call, no credentials
+        from .regions import known_regions  # botocore's endpoint data: no call, no credentials
 
         fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
-    result = assess(spec.capacity_inputs(), spec.service_inputs())  # the same road as the synth-time plan
+    result = assess(*plan_inputs.from_fleet(spec))  # the builder the synth-time plan uses
     doc = plan_report.to_json(result, _plan_prices(args, spec))
     if svg is not None:
         write_atomic(svg, plan_report.to_svg(result.steady, caption=cost.cost_lines(doc)[0]))

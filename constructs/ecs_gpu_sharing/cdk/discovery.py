@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from constructs import IConstruct
 from ..core.allocation import AllocationNote
 from ..core.capacity_facts import HostFacts
 from ..core.errors import GpuSharingError
+from ..core.plan_inputs import HostShare, capacity_input, service_input
 from ..core.planner import MANAGED_INSTANCES, CapacityInput, ServiceInput
 from ..core.rules import NameClash, OutsideService
 from ..core.shape import TaskShape, containers_from_cloudformation, task_shape
@@ -202,6 +203,14 @@ def _gpu_image(service: ecs.BaseService) -> str | None:
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
 
 
+def _kept_apart(props: Mapping[str, Any]) -> bool:
+    """Whether a memberOf constraint keeps the service off hosts by the task groups running there."""
+    return any(
+        isinstance(c, Mapping) and "task:group" in str(c.get("expression", ""))
+        for c in props.get("placementConstraints") or []
+    )
+
+
 def _max_percent(props: Mapping[str, Any]) -> int | str:
     value = (props.get("deploymentConfiguration") or {}).get("maximumPercent", ECS_DEFAULT_MAX_PERCENT)
     return value if isinstance(value, int) else f"its deployment maximum percent is {describe(value)}"
@@ -214,10 +223,12 @@ def discover(
     names: Mapping[IConstruct, str],
     stated_counts: Mapping[IConstruct, int],
     notes: Mapping[IConstruct, AllocationNote] | None = None,
-    acknowledged: Mapping[IConstruct, Mapping[str, str]] | None = None,
+    acknowledged: Callable[[IConstruct], Mapping[str, str]] | None = None,
 ) -> Discovered:
-    """Every GPU capacity and every service on one, as plan inputs; ``names`` and ``stated_counts`` are keyed by
-    the services' user-facing constructs."""
+    """Every GPU capacity and every service on one, as plan inputs (built by ``core.plan_inputs``); ``names``,
+    ``stated_counts`` and ``notes`` are keyed by the services' user-facing constructs; ``acknowledged`` gives the
+    warnings accepted for a service's user-facing construct or a capacity construct."""
+    acks = acknowledged or (lambda _: {})
     found = Discovered()
     caps = list(capacities)
     by_name: dict[str, list[PlannedCapacity]] = {}
@@ -226,17 +237,8 @@ def discover(
     for name, same in sorted(by_name.items()):
         if len(same) > 1:
             found.clashes.append(NameClash("capacity", name, tuple(c.node.path for c in same)))
-        found.capacities.append(
-            CapacityInput.from_facts(
-                name,
-                same[0].facts,
-                same[0].given_max_instances,
-                same[0].min_instances,
-                kind=same[0].kind,
-            )
-        )
+    reserved: dict[str, list[HostShare]] = {}  # capacity -> the daemons on each of its hosts
     seen: dict[str, list[str]] = {}
-    reserved: dict[str, tuple[int, int, tuple[str, ...]]] = {}  # capacity -> daemons' CPU, memory, names
     for construct in root.node.find_all():
         if not isinstance(construct, ecs.BaseService):
             continue
@@ -281,10 +283,9 @@ def discover(
                             continue
                         if types is not None and not types & set(cap.facts.instance_types):
                             continue
-                        cpu, mem, daemons = reserved.get(cap.plan_name, (0, 0, ()))
-                        if name in daemons:
-                            continue
-                        reserved[cap.plan_name] = (cpu + shape.cpu_units, mem + shape.memory_mib, (*daemons, name))
+                        daemons = reserved.setdefault(cap.plan_name, [])
+                        if all(d.name != name for d in daemons):
+                            daemons.append(HostShare(name, shape.cpu_units, shape.memory_mib))
                 continue
             reason = "it uses the EC2 launch type, so ECS may place its GPU tasks on these hosts without the capacity"
             fix = "give it this capacity's provider in capacity_provider_strategies"
@@ -325,7 +326,7 @@ def discover(
         if share != tasks:
             source = f"{source} ({tasks}), this capacity's share by strategy"
         found.services.append(
-            ServiceInput(
+            service_input(
                 name,
                 capacity.plan_name,
                 shape,
@@ -334,25 +335,22 @@ def discover(
                 count_source=source,
                 note=(notes or {}).get(named),
                 image=_gpu_image(construct),
-                acknowledged=tuple(sorted((acknowledged or {}).get(named, {}).items())),
-                placement=tuple(
-                    str(c.get("expression"))
-                    for c in props.get("placementConstraints") or []
-                    if isinstance(c, dict) and isinstance(c.get("expression"), str)
-                ),
+                acknowledged=acks(named),
+                kept_apart=_kept_apart(props),
             )
         )
-    found.capacities = [
-        replace(
-            c,
-            host_cpu_units=c.host_cpu_units - reserved[c.name][0],
-            host_memory_mib=c.host_memory_mib - reserved[c.name][1],
-            daemons=reserved[c.name][2],
+    for name, same in sorted(by_name.items()):
+        found.capacities.append(
+            capacity_input(
+                name,
+                same[0].facts,
+                max_instances=same[0].given_max_instances,
+                min_instances=same[0].min_instances,
+                kind=same[0].kind,
+                daemons=reserved.get(name, ()),
+                acknowledged=acks(same[0]),  # type: ignore[arg-type]
+            )
         )
-        if c.name in reserved
-        else c
-        for c in found.capacities
-    ]
     for name, paths in sorted(seen.items()):
         if len(paths) > 1:
             found.clashes.append(NameClash("service", name, tuple(paths)))

@@ -27,7 +27,7 @@ from ..core.files import write_atomic
 from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
-from ..core.rules import Assessment, assess
+from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
 
 PLAN_FILE = "gpu-fleet-plan"
@@ -38,6 +38,8 @@ _ID = "EcsGpuSharingFleetPlan"
 
 class FleetPlan(Construct):
     """The app-wide fleet plan. Use :meth:`of`; GPU capacities register themselves, services are found at synth."""
+
+    PRICES_CONTEXT = PRICES_CONTEXT
 
     @staticmethod
     def of(scope: IConstruct) -> FleetPlan:
@@ -86,11 +88,27 @@ class FleetPlan(Construct):
             raise ServiceError(f"{service.node.path}: note must be an AllocationNote, got {note!r}")
         self._notes[service] = note
 
-    def acknowledge(self, service: IConstruct, rule_id: str, reason: str) -> None:
-        """Accepts a plan warning about ``service`` with a reason: the warning is acknowledged on the construct
-        (``cdk.Annotations``) and the plan files show the reason in its place."""
-        self._acks.setdefault(service, {})[rule_id] = reason
-        cdk.Annotations.of(service).acknowledge_warning(rule_id, reason)
+    def acknowledge(self, scope: IConstruct, rule_id: str, reason: str) -> None:
+        """Accepts a warning with a reason, for ``scope`` and everything in it: a service (a ``SharedGpuService``,
+        a pattern, an ``Ec2Service``), a capacity, or a construct holding several. The one way to acknowledge: the
+        synth output no longer shows the warning (``cdk.Annotations``), and the plan files show the reason in its
+        place. ``rule_id`` is a warning of the rule table (``core.rules.RULES``)."""
+        owner = scope.node.path
+        rule = RULES_BY_ID.get(rule_id)
+        if rule is None or rule.level is not Level.WARNING:
+            known = ", ".join(sorted(acknowledgeable("service") | acknowledgeable("capacity")))
+            raise ServiceError(f"{owner}: {rule_id!r} is not a warning that can be acknowledged; these can: {known}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ServiceError(f"{owner}: acknowledging {rule_id} needs a reason (a non-empty string)")
+        self._acks.setdefault(scope, {})[rule_id] = reason
+        cdk.Annotations.of(scope).acknowledge_warning(rule_id, reason)
+
+    def acknowledged(self, construct: IConstruct) -> dict[str, str]:
+        """The warnings accepted for ``construct``: its own acknowledgments and those of every scope above it."""
+        out: dict[str, str] = {}
+        for scope in construct.node.scopes:
+            out.update(self._acks.get(scope, {}))
+        return out
 
     def allow(self, task_definition: IConstruct, rule_id: str, reason: str) -> None:
         """Lets ``task_definition`` break one container guard (``core.container_guards``) for ``reason``: for the
@@ -142,7 +160,7 @@ class FleetPlan(Construct):
             names=self._names,
             stated_counts=self._counts,
             notes=self._notes,
-            acknowledged=self._acks,
+            acknowledged=self.acknowledged,
         )
         result = assess(
             found.capacities,

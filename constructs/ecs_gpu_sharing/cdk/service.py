@@ -1,4 +1,5 @@
-"""``SharedGpuService``: an ECS service whose tasks share GPUs of a ``GpuCapacity``."""
+"""``SharedGpuService`` and ``SharedGpuManagedInstancesService``: ECS services whose tasks share the GPUs of a
+``GpuCapacity`` or a ``GpuManagedInstancesCapacity``, planned with every other service of the app."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.tokens import is_token
 from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan
+from .managed_capacity import GpuManagedInstancesCapacity
 
 
 class SharedGpuService(Construct):
@@ -56,41 +58,24 @@ class SharedGpuService(Construct):
         path = f"{scope.node.path}/{id_}"
         if not isinstance(capacity, GpuCapacity):
             raise ServiceError(f"{path}: capacity must be a GpuCapacity, got {capacity!r}")
-        if not isinstance(task_definition, ecs.TaskDefinition):
+        if not isinstance(task_definition, ecs.TaskDefinition) or not task_definition.is_ec2_compatible:
             raise TaskDefinitionError(
-                f"{path}: task_definition must be a task definition of this app (SharedGpuTaskDefinition), got "
-                f"{type(task_definition).__name__}; the plan reads its containers"
+                f"{path}: task_definition must be an EC2-compatible task definition of this app "
+                f"(SharedGpuTaskDefinition), got {type(task_definition).__name__}; the plan reads its containers"
             )
-        if cluster is not capacity.cluster:
-            raise ServiceError(
-                f"{path}: the capacity {capacity.node.path} belongs to cluster {capacity.cluster.node.path}, not "
-                f"{cluster.node.path}; run the service on the capacity's cluster"
-            )
-        if not task_definition.is_ec2_compatible:
-            raise TaskDefinitionError(
-                f"{path}: the task definition {task_definition.node.path} is not EC2-compatible; a GPU capacity "
-                "runs EC2 tasks (use SharedGpuTaskDefinition)"
-            )
-        count: Any = desired_count
-        if not is_token(desired_count):
-            count = require_int(
-                "desired_count", desired_count, low=0, high=MAX_TASKS_PER_SERVICE, owner=path, error=ServiceError
-            )
-        low = require_int("min_healthy_percent", min_healthy_percent, low=0, high=100, owner=path, error=ServiceError)
-        high = require_int("max_healthy_percent", max_healthy_percent, low=100, owner=path, error=ServiceError)
-        for reserved in ("capacity_provider_strategies", "circuit_breaker", "launch_type"):
-            if reserved in kwargs:
-                raise ServiceError(
-                    f"{path}: {reserved} is set by SharedGpuService (the capacity's provider, rollback on failure); "
-                    "leave it out"
-                )
-        plan = FleetPlan.of(scope)
+        count, low, high = _checked(
+            path,
+            cluster,
+            capacity,
+            desired_count,
+            min_healthy_percent,
+            max_healthy_percent,
+            kwargs,
+            ("capacity_provider_strategies", "circuit_breaker", "launch_type"),
+            "SharedGpuService",
+        )
         super().__init__(scope, id_)
-        plan.name_service(self, id_ if name is None else name)
-        if planned_count is not None:
-            plan.plan_count(self, planned_count)
-        if allocation is not None:
-            plan.describe(self, allocation)
+        _register(self, id_ if name is None else name, planned_count, allocation)
         self.task_definition = task_definition
         self.capacity = capacity
         constraints = list(kwargs.pop("placement_constraints", None) or [])
@@ -111,4 +96,120 @@ class SharedGpuService(Construct):
         )
         # The provider must be associated with the cluster before the service names it; aws-ecs creates that
         # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).
+        self.service.node.add_dependency(cluster)
+
+
+def _checked(
+    path: str,
+    cluster: ecs.ICluster,
+    capacity: GpuCapacity | GpuManagedInstancesCapacity,
+    desired_count: Any,
+    min_healthy_percent: int,
+    max_healthy_percent: int,
+    kwargs: dict[str, Any],
+    reserved: tuple[str, ...],
+    who: str,
+) -> tuple[Any, int, int]:
+    """The checked count and deployment percents of a service on ``capacity``; refuses another cluster's capacity and
+    the options the construct sets itself."""
+    if cluster is not capacity.cluster:
+        raise ServiceError(
+            f"{path}: the capacity {capacity.node.path} belongs to cluster {capacity.cluster.node.path}, not "
+            f"{cluster.node.path}; run the service on the capacity's cluster"
+        )
+    count: Any = desired_count
+    if not is_token(desired_count):
+        count = require_int(
+            "desired_count", desired_count, low=0, high=MAX_TASKS_PER_SERVICE, owner=path, error=ServiceError
+        )
+    low = require_int("min_healthy_percent", min_healthy_percent, low=0, high=100, owner=path, error=ServiceError)
+    high = require_int("max_healthy_percent", max_healthy_percent, low=100, owner=path, error=ServiceError)
+    for name in reserved:
+        if name in kwargs:
+            raise ServiceError(
+                f"{path}: {name} is set by {who} (the capacity's provider, rollback on failure"
+                + (
+                    "; Managed Instances takes no placement constraints from it"
+                    if "placement_constraints" in reserved
+                    else ""
+                )
+                + "); leave it out"
+            )
+    return count, low, high
+
+
+def _register(service: Construct, name: str, planned_count: int | None, allocation: AllocationNote | None) -> None:
+    plan = FleetPlan.of(service)
+    plan.name_service(service, name)
+    if planned_count is not None:
+        plan.plan_count(service, planned_count)
+    if allocation is not None:
+        plan.describe(service, allocation)
+
+
+class SharedGpuManagedInstancesService(Construct):
+    """A service on ECS Managed Instances GPU hosts, planned with every other service of the app.
+
+    aws-ecs runs services on Managed Instances as a ``FargateService`` with the capacity's provider strategy; this
+    construct builds that service (``.service``), rolls back a failed deployment, deploys with minimum healthy 100%
+    and maximum 200% unless told otherwise, and names, counts and describes it in the fleet plan as
+    ``SharedGpuService`` does. Managed Instances takes no placement expressions from the app: the plan warns when
+    isolation groups share such a capacity (``IsolationNotEnforceable``).
+
+    :param task_definition: a ``SharedGpuManagedInstancesTaskDefinition`` (awsvpc, task-level CPU and memory).
+    :param kwargs: every other option of ``aws_ecs.FargateService`` (subnets, security groups, service name, ...).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: ecs.ICluster,
+        capacity: GpuManagedInstancesCapacity,
+        task_definition: ecs.TaskDefinition,
+        desired_count: int,
+        name: str | None = None,
+        planned_count: int | None = None,
+        allocation: AllocationNote | None = None,
+        min_healthy_percent: int = 100,
+        max_healthy_percent: int = 200,
+        **kwargs: Any,
+    ) -> None:
+        path = f"{scope.node.path}/{id_}"
+        if not isinstance(capacity, GpuManagedInstancesCapacity):
+            raise ServiceError(f"{path}: capacity must be a GpuManagedInstancesCapacity, got {capacity!r}")
+        if not isinstance(task_definition, ecs.TaskDefinition) or not task_definition.is_managed_instances_compatible:
+            raise TaskDefinitionError(
+                f"{path}: task_definition must be a Managed Instances task definition of this app "
+                f"(SharedGpuManagedInstancesTaskDefinition), got {type(task_definition).__name__}"
+            )
+        count, low, high = _checked(
+            path,
+            cluster,
+            capacity,
+            desired_count,
+            min_healthy_percent,
+            max_healthy_percent,
+            kwargs,
+            ("capacity_provider_strategies", "circuit_breaker", "launch_type", "placement_constraints"),
+            "SharedGpuManagedInstancesService",
+        )
+        super().__init__(scope, id_)
+        _register(self, id_ if name is None else name, planned_count, allocation)
+        self.task_definition = task_definition
+        self.capacity = capacity
+        self.service = ecs.FargateService(
+            self,
+            "Service",
+            cluster=cluster,
+            task_definition=task_definition,
+            desired_count=count,
+            min_healthy_percent=low,
+            max_healthy_percent=high,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+            capacity_provider_strategies=capacity.capacity_provider_strategies(),
+            **kwargs,
+        )
+        # As for SharedGpuService: the provider's association with the cluster must exist before the service.
         self.service.node.add_dependency(cluster)

@@ -19,11 +19,20 @@ from constructs import Construct, IValidation
 from ..core.container_guards import guard_violations, managed_instances_refusals
 from ..core.errors import TaskDefinitionError
 from ..core.hardening import (
+    MANAGED_POLICY_ON_TASK_ROLE,
     MUTABLE_IMAGE_TAG,
+    ROOT_USER,
     SECRET_IN_ENVIRONMENT,
+    WRITABLE_ROOT_FILESYSTEM,
+    is_root,
+    managed_policies,
+    managed_policy_message,
     mutable_tag,
+    root_user_message,
+    root_user_stated_message,
     secret_in_environment_message,
     secret_looking,
+    writable_root_message,
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
 from ..core.tokens import describe, is_token
@@ -61,6 +70,14 @@ class _MpsContainers:
         )
         self._acknowledged = False
         self.node.add_validation(_SharedGpuRules(self))  # type: ignore[attr-defined]
+        cdk.Validations.of(self.node.default_child).acknowledge(  # type: ignore[attr-defined]
+            cdk.Acknowledgment(
+                id="AwsSolutions::AwsSolutions-ECS2",
+                reason=f"every environment variable name is judged by {SECRET_IN_ENVIRONMENT}, which warns for each "
+                "name that looks like a secret (SECRET, TOKEN, PASSWORD, API_KEY, ...) until it moves to secrets or "
+                "the warning is acknowledged with a reason",
+            )
+        )
 
     def add_container(self, id: str, *, gpu: MpsShare | None = None, **options: Any) -> ecs.ContainerDefinition:
         """Adds a container; ``gpu=MpsShare(...)`` gives it a budget on the task's shared GPU.
@@ -240,13 +257,29 @@ class _SharedGpuRules:
         resource = task.node.default_child  # type: ignore[attr-defined]
         rendered = cdk.Stack.of(resource).resolve(resource._cfn_properties)
         problems.extend(guard_violations(rendered))
-        for container in rendered.get("containerDefinitions") or []:
-            names = secret_looking(e.get("name", "") for e in container.get("environment") or [])
-            if names:
-                cdk.Annotations.of(task).add_warning_v2(  # type: ignore[arg-type]
-                    SECRET_IN_ENVIRONMENT, secret_in_environment_message(f"container {container.get('name')}", names)
-                )
+        _hardening_warnings(task, rendered)
         FleetPlan.of(task).judge_rendered(task)  # type: ignore[arg-type]  # overrides are seen in the template
         if isinstance(task, SharedGpuManagedInstancesTaskDefinition):
             problems.extend(managed_instances_refusals(rendered))
         return problems
+
+
+def _hardening_warnings(task: Any, rendered: dict[str, Any]) -> None:
+    """What the task's containers opt out of, as warnings acknowledgeable with a reason (FleetPlan.acknowledge)."""
+    warn = cdk.Annotations.of(task).add_warning_v2
+    for container in rendered.get("containerDefinitions") or []:
+        name = str(container.get("name"))  # the warning is on the task definition, whose path the output shows
+        names = secret_looking(e.get("name", "") for e in container.get("environment") or [])
+        if names:
+            warn(SECRET_IN_ENVIRONMENT, secret_in_environment_message(f"container {name}", names))
+        user = container.get("user")
+        if not isinstance(user, str) or not user:
+            warn(ROOT_USER, root_user_message(name))
+        elif is_root(user):
+            warn(ROOT_USER, root_user_stated_message(name, user))
+        if container.get("readonlyRootFilesystem") is not True:
+            warn(WRITABLE_ROOT_FILESYSTEM, writable_root_message(name))
+    role = task.task_role.node.default_child if isinstance(task.task_role, cdk.Resource) else None
+    arns = cdk.Stack.of(task).resolve(getattr(role, "managed_policy_arns", None)) if role is not None else None
+    for policy in managed_policies(arns):
+        warn(MANAGED_POLICY_ON_TASK_ROLE, managed_policy_message(f"task definition {task.node.path}", policy))

@@ -65,6 +65,7 @@ from ..core.planner import EC2
 from ..core.telemetry import (
     DAEMON_CPU_UNITS,
     DAEMON_MEMORY_MIB,
+    DAEMON_NAME,
     NVML_LIBRARY,
     NVML_MOUNT_DIR,
     evidence_log_group,
@@ -116,6 +117,9 @@ class GpuTelemetry(Construct):
     :param image: the daemon's image; built from the library's Dockerfile (a CDK asset) by default.
     :param sample_seconds: how often it samples NVML; :param publish_seconds: how often it publishes a window.
     """
+
+    DEFAULT_ID = DAEMON_NAME
+    """The id to give it: the fleet file's plan counts the daemon's share of each host under this name."""
 
     def __init__(
         self,

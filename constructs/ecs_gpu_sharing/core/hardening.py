@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .tokens import is_token
 
@@ -61,6 +64,15 @@ def managed_policy_message(where: str, name: str) -> str:
         "a model needs; prefer task_role_statements naming the actions and resources, or acknowledge the warning "
         "with a reason"
     )
+
+
+_MANAGED_POLICY = re.compile(r":iam::aws:policy/([A-Za-z0-9+=,.@_/-]+)")
+
+
+def managed_policies(arns: Any) -> list[str]:
+    """The names of the AWS managed policies among a role's ``ManagedPolicyArns`` as resolved (strings, or the
+    ``Fn::Join`` aws-iam writes for ``arn:${Partition}:iam::aws:policy/<name>``)."""
+    return sorted(set(_MANAGED_POLICY.findall(json.dumps(arns)))) if arns else []
 
 
 def escalating_policy(name: str) -> str | None:

@@ -30,7 +30,6 @@ from typing import Any
 
 from . import cutting_stock
 from .allocation import AllocationNote
-from .capacity_facts import HostFacts
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
 from .shape import TaskShape
@@ -62,33 +61,7 @@ class CapacityInput:
     kind: str = EC2  # or MANAGED_INSTANCES
     instance_types: tuple[str, ...] = ()  # all allowed; the figures are the smallest's (``instance_type``)
     daemons: tuple[str, ...] = ()  # daemon services whose one task per host the host figures already leave out
-
-    @classmethod
-    def from_facts(
-        cls,
-        name: str,
-        facts: HostFacts,
-        max_instances: int | None = None,
-        min_instances: int = 0,
-        kind: str = EC2,
-    ) -> CapacityInput:
-        return cls(
-            kind=kind,
-            instance_types=facts.instance_types,
-            name=name,
-            instance_type=facts.instance_type,
-            gpus_per_instance=facts.gpus_per_instance,
-            ec2_gpu_memory_mib=facts.ec2_gpu_memory_mib,
-            usable_gpu_memory_mib=facts.usable_gpu_memory_mib,
-            host_cpu_units=facts.host_cpu_units,
-            host_memory_mib=facts.host_memory_mib,
-            max_instances=max_instances,
-            min_instances=min_instances,
-            ecs_gpu_memory_mib=facts.gpu_memory.ecs_mib,
-            gpu_margin_mib=facts.gpu_memory.margin_mib,
-            gpu_memory_basis=str(facts.gpu_memory.basis),
-            gpu_memory_source=facts.gpu_memory.source,
-        )
+    acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this capacity
 
 
 @dataclass(frozen=True)
@@ -104,7 +77,7 @@ class ServiceInput:
     note: AllocationNote | None = None  # why the budget is what it is; its isolation group keeps it apart
     image: str | None = None  # the GPU container's image, when known (evidence names the image it was measured on)
     acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this service
-    placement: tuple[str, ...] = ()  # its ECS memberOf placement expressions
+    kept_apart: bool = False  # ECS is told to keep it off other isolation groups' hosts (memberOf task:group)
 
     @property
     def isolation_group(self) -> str:

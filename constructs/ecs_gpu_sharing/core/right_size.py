@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import plan_inputs
 from .errors import GpuSharingError
 from .fleet import FleetSpec
 from .rules import Assessment, assess
@@ -169,6 +170,6 @@ def replan(spec: FleetSpec, verdicts: list[Verdict]) -> tuple[Assessment, Assess
     """The fleet's plan with its budgets now, and with the suggested ones."""
     after = resized(spec, verdicts)
     return (
-        assess(spec.capacity_inputs(), spec.service_inputs()),
-        assess(after.capacity_inputs(), after.service_inputs()),
+        assess(*plan_inputs.from_fleet(spec)),
+        assess(*plan_inputs.from_fleet(after)),
     )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from . import quotas
+from . import container_guards, hardening, quotas
 from .allocation import digest_of
 from .mps import MAX_CLIENTS_PER_GPU
 from .planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
@@ -21,6 +21,19 @@ from .planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, Service
 class Level(StrEnum):
     ERROR = "error"
     WARNING = "warning"
+
+
+class Source(StrEnum):
+    """Where a rule is checked."""
+
+    PLAN = "fit plan"  # by ``assess``, over the plan of every service on a GPU capacity
+    TASK_DEFINITION = "task definition"  # on the task definition as rendered (shared-GPU ones, and any on GPU hosts)
+    CAPACITY = "capacity"  # by the capacity construct, on its instance types
+    FLEET_FILE = "fleet file"  # by the fleet-file parser, before anything is built
+    TEMPLATE = "templates"  # on the synthesized templates (AwsLimitsChecks), and by the fleet-file parser
+
+
+BUDGET_BELOW_NEED = "ecs-gpu-sharing:BudgetBelowNeed"
 
 
 @dataclass(frozen=True)
@@ -87,9 +100,10 @@ Check = Callable[[Context], Iterable[tuple[str, str]]]
 class Rule:
     rule_id: str
     level: Level
-    kind: str  # what its findings are about: "service" or "capacity"
+    subject: str  # what its findings are about: "service", "capacity", "container", "task definition", "stack"
     explanation: str
-    check: Check
+    check: Check | None  # the plan's rules; the others are checked where ``source`` says
+    source: Source = Source.PLAN
 
 
 def _task_rule(rule: TaskRule) -> Check:
@@ -244,7 +258,7 @@ def isolation_not_enforceable(ctx: Context) -> Iterator[tuple[str, str]]:
                     "the plan keeps them apart, but the app sets no placement expressions on Managed Instances; give "
                     "the group a capacity of its own"
                 )
-            elif hosts_apart and not any("task:group" in e for e in s.placement):
+            elif hosts_apart and not s.kept_apart:
                 # Separate hosts (asked for, or separate GPUs on one-GPU hosts): ECS keeps them only when told.
                 why = (
                     "the plan keeps it on hosts of its own, but its service has no placement expression that tells "
@@ -275,7 +289,7 @@ def _clashes(kind: str) -> Check:
     return check
 
 
-RULES: tuple[Rule, ...] = (
+PLAN_RULES: tuple[Rule, ...] = (
     *(Rule(r.rule_id, Level.ERROR, "service", r.explanation, _task_rule(r)) for r in TASK_RULES),
     Rule(
         "ecs-gpu-sharing:CountsExceedMaxInstances",
@@ -320,7 +334,7 @@ RULES: tuple[Rule, ...] = (
         task_shape_not_literal,
     ),
     Rule(
-        "ecs-gpu-sharing:BudgetBelowNeed",
+        BUDGET_BELOW_NEED,
         Level.ERROR,
         "service",
         "a GPU budget must cover the allocation note's model residency plus its peak working memory",
@@ -371,7 +385,157 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+UNVERIFIED_INSTANCE_FAMILY = "ecs-gpu-sharing:UnverifiedInstanceFamily"
+TASK_MIXES_GPU_OPTIONS = "ecs-gpu-sharing:TaskMixesGpuOptions"
+RULE_FAILED = "ecs-gpu-sharing:RuleFailed"
+
+
+def _elsewhere(rule_id: str, level: Level, subject: str, source: Source, explanation: str) -> Rule:
+    return Rule(rule_id, level, subject, explanation, None, source)
+
+
+_TD, _W, _E = Source.TASK_DEFINITION, Level.WARNING, Level.ERROR
+OTHER_RULES: tuple[Rule, ...] = (
+    _elsewhere(
+        TASK_MIXES_GPU_OPTIONS,
+        _E,
+        "task definition",
+        _TD,
+        "ECS takes one GPU option for all GPU containers of a task: MPS budgets or whole GPUs, not both",
+    ),
+    _elsewhere(
+        container_guards.GPU_STEERING_ENVIRONMENT,
+        _E,
+        "container",
+        _TD,
+        "no container on a GPU host may set NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES or CUDA_MPS_*: they "
+        "choose GPUs and MPS limits past ECS's assignment",
+    ),
+    _elsewhere(
+        container_guards.GPU_DEVICE_MAPPED,
+        _E,
+        "container",
+        _TD,
+        "no container on a GPU host may map /dev/nvidia* devices (the library's telemetry daemon is allowed, "
+        "FleetPlan.allow)",
+    ),
+    _elsewhere(
+        container_guards.PRIVILEGED_CONTAINER,
+        _E,
+        "container",
+        _TD,
+        "no container on a GPU host may run privileged: it would see every GPU and the host's devices",
+    ),
+    _elsewhere(
+        container_guards.HOST_CAPABILITY,
+        _E,
+        "container",
+        _TD,
+        "no container on a GPU host may add SYS_ADMIN, SYS_PTRACE or ALL",
+    ),
+    _elsewhere(
+        container_guards.HOST_NAMESPACE,
+        _E,
+        "task definition",
+        _TD,
+        "no task on a GPU host may share the host's pid or ipc namespace",
+    ),
+    _elsewhere(
+        hardening.MUTABLE_IMAGE_TAG,
+        _W,
+        "container",
+        _TD,
+        "an image named by a tag can move to another build than the one its GPU budget was measured for",
+    ),
+    _elsewhere(
+        hardening.ROOT_USER,
+        _W,
+        "container",
+        _TD,
+        "a container without a user (or with root) runs as root",
+    ),
+    _elsewhere(
+        hardening.WRITABLE_ROOT_FILESYSTEM,
+        _W,
+        "container",
+        _TD,
+        "a container's root filesystem should be read-only, with writable paths where the server writes",
+    ),
+    _elsewhere(
+        hardening.SECRET_IN_ENVIRONMENT,
+        _W,
+        "container",
+        _TD,
+        "environment values are written in plain text into the template and the task definition",
+    ),
+    _elsewhere(
+        hardening.MANAGED_POLICY_ON_TASK_ROLE,
+        _W,
+        "task definition",
+        _TD,
+        "an AWS managed policy on a task role is broader than a model needs",
+    ),
+    _elsewhere(
+        UNVERIFIED_INSTANCE_FAMILY,
+        _W,
+        "capacity",
+        Source.CAPACITY,
+        "an instance family AWS has not named for ECS GPU sharing should be tested before it is relied on",
+    ),
+    *(
+        _elsewhere(
+            limit.rule_id, _E, "stack", Source.TEMPLATE, f"at most {limit.number:,} {limit.what} ({limit.source})"
+        )
+        for limit in quotas.LIMITS
+        if limit.rule_id != quotas.INSTANCES_PER_CLUSTER.rule_id  # a plan rule as well: the plan derives maxima
+    ),
+    _elsewhere(
+        quotas.DUPLICATE_RULE_ID,
+        _E,
+        "stack",
+        Source.TEMPLATE,
+        "EC2 refuses a security group rule that already exists, and CloudFormation fails the stack",
+    ),
+    _elsewhere(
+        RULE_FAILED,
+        _E,
+        "capacity",
+        Source.PLAN,
+        "a rule that fails while checking is reported as an error, naming the rule and the failure (a bug to report)",
+    ),
+)
+
+RULES: tuple[Rule, ...] = (*PLAN_RULES, *OTHER_RULES)
+"""Every rule of the library: the one table (the docs' rules page is generated from it)."""
+
 RULES_BY_ID = {rule.rule_id: rule for rule in RULES}
+
+_OWNED_BY = {"service": ("service", "container", "task definition"), "capacity": ("capacity",)}
+
+
+def acknowledgeable(kind: str) -> frozenset[str]:
+    """Warning ids a service (its containers and task definition included) or a capacity may acknowledge."""
+    return frozenset(r.rule_id for r in RULES if r.level is Level.WARNING and r.subject in _OWNED_BY[kind])
+
+
+TASK_ALONE_RULES = frozenset({*(r.rule_id for r in TASK_RULES), BUDGET_BELOW_NEED})
+"""The rules about one task alone (it can never fit a host, its budget is below its note): judged without a plan,
+so the fleet-file parser refuses such a file with its other problems, at once."""
+
+
+def task_alone_findings(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput]) -> list[Finding]:
+    """The findings of :data:`TASK_ALONE_RULES`, by the same checks ``assess`` runs, without planning."""
+    caps = {c.name: c for c in capacities}
+    none = Plan([], [], {}, {})
+    ctx = Context(caps, [s for s in services if s.capacity in caps], [], [], [], none, none)
+    return [
+        Finding(rule.rule_id, rule.level, rule.subject, subject, message)
+        for rule in PLAN_RULES
+        if rule.rule_id in TASK_ALONE_RULES and rule.check is not None
+        for subject, message in rule.check(ctx)
+    ]
+
+
 SURGE_WARNING = "ecs-gpu-sharing:SurgeDoesNotFit"
 CLIENT_LIMIT_WARNING = "ecs-gpu-sharing:MpsClientLimit"
 OUTSIDE_PLAN_WARNING = "ecs-gpu-sharing:ServiceOutsidePlan"
@@ -414,19 +578,29 @@ def assess(
     # The surge is planned without the bound: the answer says how many instances a deployment needs.
     surge = plan([replace(c, max_instances=None) for c in caps.values()], svcs, surge=True)
     ctx = Context(caps, svcs, list(outside), list(clashes), list(shape_errors), steady, surge)
-    acks = {(s.name, rule_id): reason for s in svcs for rule_id, reason in s.acknowledged}
-    findings = [
-        Finding(
-            rule.rule_id,
-            rule.level,
-            rule.kind,
-            subject,
-            message,
-            acknowledged=acks.get((subject, rule.rule_id)) if rule.level is Level.WARNING else None,
-        )
-        for rule in RULES
-        for subject, message in rule.check(ctx)
-    ]
+    acks = {("service", s.name, rule_id): reason for s in svcs for rule_id, reason in s.acknowledged}
+    acks.update({("capacity", c.name, rule_id): reason for c in caps.values() for rule_id, reason in c.acknowledged})
+    findings = []
+    for rule in PLAN_RULES:
+        assert rule.check is not None
+        try:
+            found = list(rule.check(ctx))
+        except Exception as error:  # a rule's bug is reported as a finding, never a crash
+            for name in caps:
+                findings.append(
+                    Finding(
+                        RULE_FAILED,
+                        Level.ERROR,
+                        "capacity",
+                        name,
+                        f"rule {rule.rule_id} failed while checking the plan ({type(error).__name__}: {error}); "
+                        "its verdict is unknown: report this with the plan's inputs",
+                    )
+                )
+            continue
+        for subject, message in found:
+            ack = acks.get((rule.subject, subject, rule.rule_id)) if rule.level is Level.WARNING else None
+            findings.append(Finding(rule.rule_id, rule.level, rule.subject, subject, message, acknowledged=ack))
     max_instances = {
         name: cap.max_instances
         if cap.max_instances is not None

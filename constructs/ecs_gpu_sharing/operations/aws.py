@@ -12,10 +12,10 @@ from typing import Any
 
 import boto3
 import botocore.exceptions
-import botocore.loaders
 from botocore.config import Config
 
 from ..core.errors import AwsOperationError
+from ..regions import known_regions
 
 # Bounded: an endpoint that never answers fails in about a minute and a half, not after minutes of waiting.
 RETRIES = Config(connect_timeout=5, read_timeout=15, retries={"mode": "standard", "max_attempts": 5})
@@ -23,12 +23,6 @@ RETRIES = Config(connect_timeout=5, read_timeout=15, retries={"mode": "standard"
 _ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnrecognizedClientException"}
 _THROTTLED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"}
 _EXPIRED = {"ExpiredToken", "ExpiredTokenException", "RequestExpired"}
-
-
-def known_regions() -> list[str]:
-    """Every region botocore's endpoint data knows, read without a session (so no profile or credentials)."""
-    endpoints = botocore.loaders.create_loader().load_data("endpoints")
-    return sorted({region for partition in endpoints["partitions"] for region in partition["regions"]})
 
 
 def require_known_region(name: str, where: str = "") -> None:

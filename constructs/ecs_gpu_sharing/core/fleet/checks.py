@@ -1,9 +1,5 @@
-"""The fleet file (``fleet.toml``): capacities and services, read with the standard library. Pure Python.
-
-Its keys are one table (:data:`TOP`, :data:`CAPACITY`, :data:`SERVICE`) from which the parser checks and the
-JSON Schema editors use (:func:`json_schema`) is generated, so the two cannot drift. Every problem of a file is
-reported at once, one line each, naming the file and the key, the value seen, the limit and what to do.
-"""
+"""Reading and checking a fleet file: every problem at once, each naming the file, the key, the value seen, the
+limit and what to do. Pure Python; it plans nothing (``core.plan_inputs.from_fleet`` builds the planner's inputs)."""
 
 from __future__ import annotations
 
@@ -12,758 +8,37 @@ import re
 import stat
 import tomllib
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import quotas
-from .allocation import EVIDENCE_SOURCES, AllocationNote, Evidence
-from .ami_release import DEFAULT_AMI_RELEASE, check_release
-from .capacity_facts import HostFacts, host_facts
-from .errors import FleetSpecError, GpuSharingError
-from .gpu_memory import DEFAULT_GPU_MARGIN_MIB
-from .hardening import HARDENING_WARNINGS, escalating_policy, escalating_statement
-from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare
-from .planner import EC2, KINDS, MANAGED_INSTANCES, TASK_RULES, CapacityInput, ServiceInput
-from .quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
-from .rules import RULES, Level, assess
-from .shape import ContainerFacts, TaskShape, task_shape
-from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME
-
-SERVICE_TAG = "ecs-gpu-sharing:service"
-MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
-"""Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
-
-CONTAINER_NAME = "model"
-"""The name of each fleet service's container in its task definition."""
-
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$", re.ASCII)
-
-ACKNOWLEDGEABLE = frozenset((*HARDENING_WARNINGS, *(rule.rule_id for rule in RULES if rule.level is Level.WARNING)))
-"""Warning ids a fleet-file service may acknowledge, with a reason."""
-
-
-@dataclass(frozen=True)
-class CapacitySpec:
-    name: str
-    instance_types: tuple[str, ...]
-    facts: HostFacts  # from the catalog, with the fleet's gpu_margin_mib and ecs_gpu_memory_mib
-    kind: str = EC2  # or MANAGED_INSTANCES
-    ami_release: str = DEFAULT_AMI_RELEASE
-    ami_release_verified: bool = False
-    min_instances: int = 0
-    max_instances: int | None = None
-    ecs_gpu_memory_mib: int | None = None  # measured on the fleet's cluster, in place of the per-model figure
-
-
-APPLICATION = "application"
-NETWORK = "network"
-BRIDGE = "bridge"
-AWSVPC = "awsvpc"
-
-
-@dataclass(frozen=True)
-class LoadBalancerSpec:
-    """A load balancer several services can share: an ALB routes by path or host, an NLB by listener port."""
-
-    name: str
-    type: str = APPLICATION  # or NETWORK
-    internet_facing: bool = False
-    certificate_arn: str | None = None  # ALB: HTTPS on 443 (and 80 redirects); without it, HTTP on 80
-    plaintext_reason: str | None = None  # why an internet-facing balancer may serve without TLS (required then)
-
-    @property
-    def plaintext_from_internet(self) -> bool:
-        """Whether anyone on the internet reaches it without TLS: an internet-facing NLB (TCP passes through) or an
-        internet-facing ALB without a certificate (HTTP on 80)."""
-        return self.internet_facing and (self.type == NETWORK or not self.certificate_arn)
-
-    @property
-    def listener_port(self) -> int:
-        return 443 if self.certificate_arn else 80
-
-
-@dataclass(frozen=True)
-class SidecarSpec:
-    """An extra container in a service's task, on the task's one GPU when it has a budget."""
-
-    name: str
-    image: str
-    cpu_units: int
-    memory_mib: int
-    gpu_budget_mib: int | None = None
-    max_compute_percent: int | None = None
-    command: tuple[str, ...] = ()
-    environment: Mapping[str, str] = field(default_factory=dict)
-    essential: bool = False
-
-    @property
-    def share(self) -> MpsShare | None:
-        return None if self.gpu_budget_mib is None else MpsShare(self.gpu_budget_mib, self.max_compute_percent)
-
-
-@dataclass(frozen=True)
-class MetricTarget:
-    """Target tracking on a CloudWatch metric of the team's own (a queue depth, say)."""
-
-    namespace: str
-    metric_name: str
-    target: int
-    statistic: str = "Average"
-    dimensions: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Statement:
-    """An extra statement of the task role's policy."""
-
-    actions: tuple[str, ...]
-    resources: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ServiceSpec:
-    name: str
-    capacity: str
-    image: str
-    desired_count: int
-    cpu_units: int
-    memory_mib: int  # host memory, the container's hard limit
-    gpu_budget_mib: int
-    max_compute_percent: int | None = None
-    port: int | None = None
-    environment: Mapping[str, str] = field(default_factory=dict)
-    command: tuple[str, ...] = ()
-    health_check: tuple[str, ...] = ()
-    shm_size_mib: int | None = None
-    stop_timeout_seconds: int | None = None
-    secrets: Mapping[str, str] = field(default_factory=dict)  # variable name -> ssm:NAME or secretsmanager:NAME
-    model_bucket: str | None = None
-    max_tasks: int | None = None  # task auto scaling maximum; desired_count is the minimum
-    scale_on_cpu_percent: int | None = None
-    scale_on_requests_per_target: int | None = None
-    scale_on_metric: MetricTarget | None = None
-    load_balancer: str | None = None
-    paths: tuple[str, ...] = ()
-    host: str | None = None
-    health_check_path: str = "/"
-    listener_port: int | None = None
-    network_mode: str = BRIDGE
-    sidecars: tuple[SidecarSpec, ...] = ()
-    model_cache_path: str | None = None
-    user: str | None = None
-    read_only_root_filesystem: bool = True
-    writable_paths: tuple[str, ...] = ()
-    task_role_managed_policies: tuple[str, ...] = ()
-    task_role_statements: tuple[Statement, ...] = ()
-    tags: Mapping[str, str] = field(default_factory=dict)
-    acknowledge: Mapping[str, str] = field(default_factory=dict)  # warning id -> reason
-    note: AllocationNote | None = None
-
-    @property
-    def largest_count(self) -> tuple[int, str]:
-        """The count the plan counts, and where it comes from (as the synth-time plan reads the service)."""
-        if self.max_tasks is not None and self.max_tasks > self.desired_count:
-            return self.max_tasks, "auto scaling maximum"
-        return self.desired_count, "desired count"
-
-    @property
-    def share(self) -> MpsShare:
-        return MpsShare(self.gpu_budget_mib, self.max_compute_percent)
-
-    def shape(self, source: str, *, service_connect: bool = False) -> TaskShape:
-        """The task's shape, through the same road as a CDK task definition's; with ``service_connect`` (the fleet
-        names a namespace), the proxy ECS adds to each task is counted."""
-        containers = [
-            ContainerFacts(name=c_name, cpu_units=cpu, memory_mib=memory, gpu_budget_mib=budget)
-            for c_name, cpu, memory, budget in [
-                (CONTAINER_NAME, self.cpu_units, self.memory_mib, self.gpu_budget_mib),
-                *((c.name, c.cpu_units, c.memory_mib, c.gpu_budget_mib) for c in self.sidecars),
-            ]
-        ]
-        return task_shape(containers, owner=f"{source}: service.{self.name}", service_connect=service_connect)
-
-
-@dataclass(frozen=True)
-class FleetSpec:
-    name: str
-    capacities: Mapping[str, CapacitySpec]
-    services: Mapping[str, ServiceSpec]
-    source: str = "<fleet>"
-    account: str | None = None  # with region: an environment-bound app (lookups need credentials)
-    region: str | None = None
-    vpc_id: str | None = None  # deploy into this existing VPC instead of a new one
-    load_balancers: Mapping[str, LoadBalancerSpec] = field(default_factory=dict)
-    service_connect_namespace: str | None = None
-    telemetry: bool = True
-    prices: str | None = None  # a prices file, relative to the fleet file
-
-    @property
-    def prices_path(self) -> Path | None:
-        """The prices file, found beside the fleet file when its path is relative."""
-        if self.prices is None:
-            return None
-        given = Path(self.prices)
-        return given if given.is_absolute() else Path(self.source).parent / given
-
-    def ecs_service_name(self, service: str) -> str:
-        """The ECS service name the app gives a service that placement expressions must name."""
-        return f"{self.name}-{service}"
-
-    def host_isolation(self) -> dict[str, str]:
-        """ECS placement expressions (``memberOf``) that keep isolation groups off each other's hosts, by service.
-
-        Groups on one capacity are kept to separate hosts when either asks for it (``isolate_host``), or when the
-        capacity's hosts have one GPU each (separate GPUs are then separate hosts). ECS selects hosts by the task
-        groups running there (``task:group``, ``service:<name>``); it cannot choose the GPU within a host."""
-        out: dict[str, str] = {}
-        for cap in self.capacities.values():
-            if cap.kind == MANAGED_INSTANCES:
-                continue  # no placement expressions there: the IsolationNotEnforceable warning says so
-            on = [s for s in self.services.values() if s.capacity == cap.name]
-            for s in on:
-                apart = [
-                    o
-                    for o in on
-                    if _group(o) != _group(s) and (_isolates(s) or _isolates(o) or cap.facts.gpus_per_instance == 1)
-                ]
-                if apart:
-                    out[s.name] = " and ".join(
-                        f"not(task:group == service:{self.ecs_service_name(o.name)})" for o in apart
-                    )
-        return out
-
-    def capacity_inputs(self) -> list[CapacityInput]:
-        out = []
-        for cap in self.capacities.values():
-            given = CapacityInput.from_facts(cap.name, cap.facts, cap.max_instances, cap.min_instances, kind=cap.kind)
-            if self.telemetry and cap.kind == EC2:
-                # The app runs the telemetry daemon on every EC2 GPU host: its task is not there for the plan.
-                given = replace(
-                    given,
-                    host_cpu_units=given.host_cpu_units - DAEMON_CPU_UNITS,
-                    host_memory_mib=given.host_memory_mib - DAEMON_MEMORY_MIB,
-                    daemons=(DAEMON_NAME,),
-                )
-            out.append(given)
-        return out
-
-    def service_inputs(self) -> list[ServiceInput]:
-        apart = self.host_isolation()
-        return [
-            ServiceInput(
-                name=s.name,
-                capacity=s.capacity,
-                shape=s.shape(self.source, service_connect=self.service_connect_namespace is not None),
-                tasks=s.largest_count[0],
-                count_source=s.largest_count[1],
-                note=s.note,
-                image=s.image,
-                acknowledged=tuple(sorted(s.acknowledge.items())),
-                placement=(apart[s.name],) if s.name in apart else (),
-            )
-            for s in self.services.values()
-        ]
-
-
-def _group(s: ServiceSpec) -> str:
-    return s.note.isolation_group if s.note is not None else ""
-
-
-def _isolates(s: ServiceSpec) -> bool:
-    return s.note is not None and s.note.isolate_host
-
-
-MAX_PLACEMENT_EXPRESSION = 2000  # characters, ECS's limit for a placement constraint's expression
-
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$", re.ASCII)
-_ACCOUNT = re.compile(r"^\d{12}$", re.ASCII)
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$", re.ASCII)
-_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$", re.ASCII)
-# An image reference as Docker parses it (distribution/reference): an optional registry (with a dot or a port, or
-# localhost), lowercase path components, an optional tag, an optional sha256 digest of 64 hex digits; at most 255
-# characters (ECS's image field).
-_REGISTRY = r"(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9-]+(?=:[0-9]))(?::[0-9]+)?/"
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE = re.compile(
-    rf"(?=.{{1,255}}\Z)(?:{_REGISTRY})?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
-    r"(?:@sha256:[0-9a-f]{64})?",
-    re.ASCII | re.S,
+from .. import quotas
+from ..allocation import AllocationNote, Evidence
+from ..ami_release import DEFAULT_AMI_RELEASE, check_release
+from ..capacity_facts import host_facts
+from ..errors import FleetSpecError, GpuSharingError
+from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
+from ..hardening import escalating_policy, escalating_statement
+from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
+from ..planner import EC2, MANAGED_INSTANCES
+from ..rules import acknowledgeable, task_alone_findings
+from .keys import _ENV_NAME, _NAME, _TYPE_NAMES, CAPACITY, LOAD_BALANCER, SERVICE, TOP, Key
+from .model import (
+    APPLICATION,
+    AWSVPC,
+    BRIDGE,
+    CONTAINER_NAME,
+    MAX_FLEET_FILE_BYTES,
+    MAX_PLACEMENT_EXPRESSION,
+    NETWORK,
+    CapacitySpec,
+    FleetSpec,
+    LoadBalancerSpec,
+    MetricTarget,
+    ServiceSpec,
+    SidecarSpec,
+    Statement,
+    scratch_volume_name,
 )
-_DNS_NAME = re.compile(  # labels of 1..63 characters, 253 characters in all (Cloud Map's namespace name)
-    r"(?=.{1,253}\Z)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*", re.ASCII | re.S
-)
-_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$", re.ASCII)
-_ABSOLUTE_PATH = re.compile(r"^/[A-Za-z0-9_./-]*$", re.ASCII)
-_ECR_IMAGE = re.compile(
-    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?P<cn>\.cn)?/"
-    r"(?P<repository>[a-z0-9._/-]+?)(?:@(?P<digest>sha256:[0-9a-f]{64})|:(?P<tag>[A-Za-z0-9_.-]+))?$",
-    re.ASCII,
-)
-
-
-@dataclass(frozen=True)
-class EcrImage:
-    """A private ECR image: the app grants the task's execution role pulls from exactly this repository."""
-
-    account: str
-    region: str
-    partition: str
-    repository: str
-    reference: str  # a tag, or a digest (sha256:...)
-
-    @property
-    def repository_arn(self) -> str:
-        return f"arn:{self.partition}:ecr:{self.region}:{self.account}:repository/{self.repository}"
-
-
-def ecr_image(image: str) -> EcrImage | None:
-    """The ECR repository and tag or digest of ``image``; ``None`` for an image of another registry."""
-    match = _ECR_IMAGE.fullmatch(image)
-    if match is None:
-        return None
-    return EcrImage(
-        account=match["account"],
-        region=match["region"],
-        partition="aws-cn" if match["cn"] else "aws",
-        repository=match["repository"],
-        reference=match["digest"] or match["tag"] or "latest",
-    )
-
-
-@dataclass(frozen=True)
-class Key:
-    """One key of the fleet file: its type, whether it is required, its range or pattern, and what it means."""
-
-    name: str
-    kind: type
-    required: bool
-    doc: str
-    low: int | None = None
-    high: int | None = None
-    high_why: str = ""  # the quota or fact behind ``high``
-    pattern: re.Pattern[str] | None = None
-    example: str = ""
-    default: Any = None
-    table: tuple[Key, ...] | None = None  # a table's keys (kind dict), or each item's (kind list of tables)
-    items: type | None = None  # the kind of each item of a list, when not a table
-
-
-TOP = (
-    Key("name", str, True, "prefixes the stacks", pattern=_NAME, example="models"),
-    Key("account", str, False, "with region: an environment-bound app", pattern=_ACCOUNT, example="123456789012"),
-    Key("region", str, False, "with account: an environment-bound app", pattern=_REGION, example="us-east-1"),
-    Key("vpc_id", str, False, "an existing VPC instead of a new one", pattern=_VPC_ID, example="vpc-0123456789abcdef0"),
-    Key(
-        "service_connect_namespace",
-        str,
-        False,
-        "a Cloud Map namespace: services with a port call each other as http://<service>:<port> (Service Connect)",
-        pattern=_DNS_NAME,
-        example="models.internal",
-    ),
-    Key(
-        "telemetry",
-        bool,
-        False,
-        "the GPU telemetry daemon on every EC2 GPU host, a dashboard and budget alarms",
-        default=True,
-    ),
-    Key(
-        "prices",
-        str,
-        False,
-        "a prices file (ecs-gpu-sharing prices refresh), relative to this file: plans show their cost",
-        pattern=re.compile(r"[^\x00-\x1f]{1,1024}", re.ASCII),
-        example="prices.json",
-    ),
-    Key("capacity", dict, True, "the GPU capacities, one table each"),
-    Key("service", dict, True, "the services, one table each"),
-    Key("load_balancer", dict, False, "load balancers services share, one table each"),
-)
-LOAD_BALANCER = (
-    Key(
-        "type",
-        str,
-        False,
-        "application (routes by path or host) or network (a listener port per service)",
-        pattern=re.compile(f"^({APPLICATION}|{NETWORK})$", re.ASCII),
-        example=NETWORK,
-        default=APPLICATION,
-    ),
-    Key("internet_facing", bool, False, "reachable from the internet; internal to the VPC by default", default=False),
-    Key(
-        "certificate_arn",
-        str,
-        False,
-        "an ACM certificate: the ALB listens with HTTPS on 443 and redirects 80; HTTP on 80 without one",
-        pattern=_ACM_ARN,
-        example="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
-    ),
-    Key(
-        "plaintext_reason",
-        str,
-        False,
-        "why an internet-facing balancer may serve without TLS (an NLB, or an ALB without certificate_arn); "
-        "required then, refused otherwise",
-        pattern=re.compile(r"\A\S.{9,499}\Z", re.S | re.ASCII),
-        example="a public demo of an open model; no user data",
-    ),
-)
-CAPACITY = (
-    Key(
-        "kind",
-        str,
-        False,
-        "ec2 (an Auto Scaling group on a pinned AMI) or managed-instances (ECS Managed Instances)",
-        pattern=re.compile("^(" + "|".join(KINDS) + ")$", re.ASCII),
-        example=MANAGED_INSTANCES,
-        default=EC2,
-    ),
-    Key("instance_types", list, True, "GPU instance types of one GPU model"),
-    Key("ami_release", str, False, "the AL2023 GPU AMI release (YYYYMMDD)", default=DEFAULT_AMI_RELEASE),
-    Key(
-        "ami_release_verified",
-        bool,
-        False,
-        "true when `ecs-gpu-sharing ami verify` found a release the library does not list",
-        default=False,
-    ),
-    Key(
-        "min_instances",
-        int,
-        False,
-        "instances kept running",
-        low=0,
-        high=MAX_INSTANCES_PER_CLUSTER,
-        high_why='the ECS quota "container instances per cluster"',
-        default=0,
-    ),
-    Key(
-        "max_instances",
-        int,
-        False,
-        "the most instances; derived from the plan when left out",
-        low=1,
-        high=MAX_INSTANCES_PER_CLUSTER,
-        high_why='the ECS quota "container instances per cluster"',
-    ),
-    Key(
-        "gpu_margin_mib",
-        int,
-        False,
-        "per-GPU memory kept free below what ECS registers",
-        low=0,
-        default=DEFAULT_GPU_MARGIN_MIB,
-    ),
-    Key("ecs_gpu_memory_mib", int, False, "one GPU as your cluster's ECS registers it (measured)", low=1),
-)
-METRIC = (
-    Key("namespace", str, True, "the metric's CloudWatch namespace", pattern=re.compile(r"^[^:].{0,254}$", re.ASCII)),
-    Key("metric_name", str, True, "the metric's name", pattern=re.compile(r"^.{1,255}$", re.ASCII)),
-    Key("target", int, True, "the value per task that scaling keeps the metric at", low=1),
-    Key(
-        "statistic",
-        str,
-        False,
-        "Average, Sum, Maximum, Minimum or SampleCount",
-        pattern=re.compile("^(Average|Sum|Maximum|Minimum|SampleCount)$", re.ASCII),
-        example="Average",
-        default="Average",
-    ),
-    Key("dimensions", dict, False, "the metric's dimensions (strings)"),
-)
-STATEMENT = (
-    Key(
-        "actions",
-        list,
-        True,
-        "IAM actions, such as s3:GetObject",
-        items=str,
-        pattern=re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*]+$", re.ASCII),
-        example="s3:GetObject",
-    ),
-    Key(
-        "resources",
-        list,
-        True,
-        "resource ARNs",
-        items=str,
-        pattern=re.compile(r"^arn:[^*\s].*$", re.ASCII),
-        example="arn:aws:s3:::bucket/*",
-    ),
-)
-SIDECAR = (
-    Key("name", str, True, "the container's name in the task", pattern=_NAME, example="metrics"),
-    Key("image", str, True, "the container image", pattern=_IMAGE, example="my-registry/exporter:2.0"),
-    Key("cpu_units", int, True, "CPU units of the container", low=0, high=196608),
-    Key("memory_mib", int, True, "host memory, the container's hard limit", low=6, high=4194304),
-    Key("gpu_budget_mib", int, False, "an MPS budget on the task's one GPU; none: no GPU", low=1, high=1048576),
-    Key("max_compute_percent", int, False, "with gpu_budget_mib: an MPS compute ceiling", low=1, high=100),
-    Key("command", list, False, "the container's command (the image's by default)", items=str),
-    Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
-    Key("essential", bool, False, "the task stops when this container stops", default=False),
-)
-ALLOCATION = (
-    Key("residency_mib", int, True, "GPU memory the model keeps resident (weights, state)", low=0, high=1048576),
-    Key(
-        "peak_working_mib",
-        int,
-        True,
-        "peak working GPU memory over the request mix (KV cache, batches, activations)",
-        low=0,
-        high=1048576,
-    ),
-    Key(
-        "shared_failure",
-        str,
-        True,
-        "what happens to the service when the MPS server or the host restarts, and what it does then (at most "
-        "1,000 characters)",
-        pattern=re.compile(r"\s*\S.{0,999}", re.S),
-        example="requests fail until ECS restarts the task; callers retry",
-    ),
-    Key("compute_percent", int, False, "the compute share it needs to meet its latency target", low=1, high=100),
-    Key(
-        "isolation_group",
-        str,
-        False,
-        "services of different groups never share a GPU; none: the common group",
-        pattern=_NAME,
-        example="tenant-a",
-    ),
-    Key("isolate_host", bool, False, "with isolation_group: nor a host", default=False),
-    Key("measured_peak_mib", int, False, "evidence: the highest GPU memory measured", low=0, high=1048576),
-    Key("measured_p99_mib", int, False, "evidence: the 99th percentile of GPU memory measured", low=0, high=1048576),
-    Key("measured_on", datetime.date, False, "evidence: the day it was measured (a TOML date)"),
-    Key(
-        "measured_image",
-        str,
-        False,
-        "evidence: the image it was measured on, name@sha256:digest",
-        pattern=re.compile(r"^\S+@sha256:[0-9a-f]{64}$", re.ASCII),
-        example="my-registry/embedder@sha256:<64 hex digits>",
-    ),
-    Key(
-        "evidence_source",
-        str,
-        False,
-        "evidence: " + ", ".join(EVIDENCE_SOURCES),
-        pattern=re.compile("^(" + "|".join(EVIDENCE_SOURCES) + ")$", re.ASCII),
-        example="load-test",
-        default="evaluate",
-    ),
-)
-SERVICE = (
-    Key("capacity", str, True, "a [capacity.<name>] of this file"),
-    Key("image", str, True, "the container image", pattern=_IMAGE, example="my-registry/embedder:1.4"),
-    Key(
-        "desired_count",
-        int,
-        True,
-        "tasks to run",
-        low=0,
-        high=MAX_TASKS_PER_SERVICE,
-        high_why='the ECS quota "tasks per service"',
-    ),
-    Key(
-        "cpu_units",
-        int,
-        True,
-        "CPU units of the container (1024 = 1 vCPU)",
-        low=128,
-        high=196608,
-        high_why="192 vCPUs, the most of any GPU instance",
-    ),
-    Key(
-        "memory_mib",
-        int,
-        True,
-        "host memory, the container's hard limit",
-        low=6,
-        high=4194304,
-        high_why="4 TiB, more than any GPU instance has",
-    ),
-    Key(
-        "gpu_budget_mib",
-        int,
-        True,
-        "the container's MPS GPU memory budget",
-        low=1,
-        high=1048576,
-        high_why="1 TiB, more than any GPU has",
-    ),
-    Key(
-        "max_tasks",
-        int,
-        False,
-        "task auto scaling: the most tasks (desired_count is the least); the plan counts this many",
-        low=1,
-        high=MAX_TASKS_PER_SERVICE,
-        high_why='the ECS quota "tasks per service"',
-    ),
-    Key("scale_on_cpu_percent", int, False, "with max_tasks: target tracking on the service's CPU", low=1, high=100),
-    Key(
-        "scale_on_requests_per_target",
-        int,
-        False,
-        "with max_tasks and an application load balancer: target tracking on requests per task",
-        low=1,
-    ),
-    Key(
-        "scale_on_metric",
-        dict,
-        False,
-        "with max_tasks: target tracking on a CloudWatch metric of yours, such as a queue depth",
-        table=METRIC,
-    ),
-    Key("max_compute_percent", int, False, "an MPS compute ceiling, not a reservation", low=1, high=100),
-    Key("port", int, False, "container port", low=1, high=65535),
-    Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
-    Key("command", list, False, "the container's command, a list of strings (the image's by default)"),
-    Key(
-        "health_check",
-        list,
-        False,
-        'a container health check command, such as ["CMD-SHELL", "curl -f localhost:8080/health"]',
-    ),
-    Key(
-        "shm_size_mib",
-        int,
-        False,
-        "shared memory (/dev/shm) for the container, as vLLM and PyTorch data loaders need",
-        low=1,
-        high=4194304,
-        high_why="4 TiB, more than any GPU instance has",
-    ),
-    Key(
-        "stop_timeout_seconds",
-        int,
-        False,
-        "seconds a container gets to stop before it is killed",
-        low=2,
-        high=120,
-        high_why="ECS's most for stopTimeout",
-    ),
-    Key("secrets", dict, False, "variable name -> 'ssm:/parameter/name' or 'secretsmanager:secret-name'"),
-    Key(
-        "model_bucket",
-        str,
-        False,
-        "an S3 bucket of model weights the task may read",
-        pattern=re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", re.ASCII),
-        example="team-model-weights",
-    ),
-    Key(
-        "task_role_managed_policies",
-        list,
-        False,
-        "AWS managed policies for the task role, by name",
-        items=str,
-        pattern=re.compile(r"^[A-Za-z0-9+=,.@_/-]{1,128}$", re.ASCII),
-        example="AmazonBedrockReadOnly",
-    ),
-    Key("task_role_statements", list, False, "extra allow statements for the task role", table=STATEMENT),
-    Key("load_balancer", str, False, "a [load_balancer.<name>] of this file; needs port"),
-    Key(
-        "path",
-        list,
-        False,
-        "an application load balancer's path patterns for this service (at most 5 conditions with host)",
-        items=str,
-        pattern=re.compile(r"^/[A-Za-z0-9_.$/~@:+*?&-]*$", re.ASCII),
-        example="/embed/*",
-    ),
-    Key(
-        "host",
-        str,
-        False,
-        "an application load balancer's host header for this service",
-        pattern=re.compile(r"^[A-Za-z0-9*?.-]{1,128}$", re.ASCII),
-        example="embed.models.example.com",
-    ),
-    Key(
-        "health_check_path",
-        str,
-        False,
-        "the application load balancer's health check path",
-        pattern=re.compile(r"^/\S*$", re.ASCII),
-        example="/health",
-        default="/",
-    ),
-    Key(
-        "listener_port",
-        int,
-        False,
-        "with a network load balancer: the port it listens on for this service",
-        low=1,
-        high=65535,
-    ),
-    Key(
-        "network_mode",
-        str,
-        False,
-        "bridge (EC2's default) or awsvpc (a network interface per task; always on Managed Instances)",
-        pattern=re.compile(f"^({BRIDGE}|{AWSVPC})$", re.ASCII),
-        example=AWSVPC,
-    ),
-    Key("sidecar", list, False, "extra containers in the task ([[service.<name>.sidecar]])", table=SIDECAR),
-    Key(
-        "allocation",
-        dict,
-        False,
-        "the allocation note: why the budget is what it is ([service.<name>.allocation])",
-        table=ALLOCATION,
-    ),
-    Key(
-        "model_cache_path",
-        str,
-        False,
-        "a Docker volume shared by the service's tasks on a host, mounted here, so models download once per host",
-        pattern=_ABSOLUTE_PATH,
-        example="/models",
-    ),
-    Key(
-        "user",
-        str,
-        False,
-        "the user (uid[:gid] or name) the container runs as; the image's by default",
-        pattern=re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$", re.ASCII),
-        example="1000:1000",
-    ),
-    Key(
-        "read_only_root_filesystem",
-        bool,
-        False,
-        "the container's root filesystem is read-only; write under writable_paths or model_cache_path",
-        default=True,
-    ),
-    Key(
-        "writable_paths",
-        list,
-        False,
-        "writable scratch folders of the container (an empty volume each), as a read-only root filesystem needs",
-        items=str,
-        pattern=_ABSOLUTE_PATH,
-        example="/tmp",
-    ),
-    Key("tags", dict, False, "tags on the service's resources (strings)"),
-    Key(
-        "acknowledge",
-        dict,
-        False,
-        "warning id -> the reason it is accepted for this service, such as ecs-gpu-sharing:MutableImageTag",
-    ),
-)
-_TYPE_NAMES = {
-    str: "a string",
-    int: "an integer",
-    list: "a list",
-    dict: "a table",
-    bool: "true or false",
-    datetime.date: "a date (2026-11-30)",
-}
-_JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean", datetime.date: "string"}
 
 
 class _Problems:
@@ -904,6 +179,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
             problems.add(
                 f"{where}max_instances {max_i} is below min_instances {min_i}; raise it or lower min_instances"
             )
+        acknowledge = _acknowledgments(problems, where, "capacity", good.get("acknowledge", {}))
         if types is None or len(problems.lines) > before:
             continue
         try:
@@ -926,6 +202,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
             max_instances=max_i,
             ecs_gpu_memory_mib=good.get("ecs_gpu_memory_mib"),
             facts=facts,
+            acknowledge=acknowledge,
         )
     return capacities
 
@@ -1001,7 +278,7 @@ def _services(
         sidecars = _sidecars(problems, where, good.get("sidecar", []))
         _check_paths(problems, where, good)
         _check_task_role(problems, where, good)
-        acknowledge = _acknowledgments(problems, where, good.get("acknowledge", {}))
+        acknowledge = _acknowledgments(problems, where, "service", good.get("acknowledge", {}))
         note = _note(problems, f"{where}allocation.", good.get("allocation"))
         _check_service_values(problems, where, good, note)
         tags = _tags(problems, where, good.get("tags", {}))
@@ -1244,13 +521,18 @@ def _check_paths(problems: _Problems, where: str, good: Mapping[str, Any]) -> No
         )
 
 
-def _acknowledgments(problems: _Problems, where: str, table: Mapping[str, Any]) -> dict[str, str]:
+def _acknowledgments(problems: _Problems, where: str, kind: str, table: Mapping[str, Any]) -> dict[str, str]:
+    """A table's acknowledgments: each a warning about this kind of subject (``service``, ``capacity``)."""
     out = {}
+    mine, other = acknowledgeable(kind), acknowledgeable("capacity" if kind == "service" else "service")
     for rule_id, reason in table.items():
-        if rule_id not in ACKNOWLEDGEABLE:
+        if rule_id in other:
+            there = "[capacity.<name>] table the service runs on" if kind == "service" else "[service.<name>] tables"
+            problems.add(f"{where}acknowledge {rule_id!r} is not a {kind} warning; acknowledge it in the {there}")
+        elif rule_id not in mine:
             problems.add(
-                f"{where}acknowledge {rule_id!r} is not a warning that can be acknowledged; these can: "
-                f"{', '.join(sorted(ACKNOWLEDGEABLE))}"
+                f"{where}acknowledge {rule_id!r} is not a {kind} warning that can be acknowledged; these can: "
+                f"{', '.join(sorted(mine))}"
             )
         elif not isinstance(reason, str) or not reason.strip():
             problems.add(f"{where}acknowledge.{rule_id!r} needs a reason (a non-empty string)")
@@ -1363,11 +645,6 @@ def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str,
             continue
         out[name] = spec
     return out
-
-
-def scratch_volume_name(path: str) -> str:
-    """The task volume the app mounts at a writable path."""
-    return "scratch" + path.replace("/", "-").replace(".", "-").replace("_", "-")
 
 
 _SYSTEM_PATHS = ("/proc", "/sys", "/dev")
@@ -1497,7 +774,7 @@ def _secrets(problems: _Problems, where: str, secrets: Mapping[str, Any], env: M
 
 
 # Which fleet-file key a fit rule's finding is about, so the message names what to edit.
-_RULE_KEYS = {
+_RULE_KEYS = {  # the key to edit when a task alone breaks a rule
     "ecs-gpu-sharing:TaskExceedsGpuMemory": "gpu_budget_mib",
     "ecs-gpu-sharing:TaskExceedsHostCpu": "cpu_units",
     "ecs-gpu-sharing:TaskExceedsHostMemory": "memory_mib",
@@ -1507,7 +784,8 @@ _RULE_KEYS = {
 
 def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     """A fleet spec from a parsed TOML document; refuses anything malformed, every problem at once, each naming
-    ``source`` and the key. A task that can never fit its capacity is refused here too, naming the key to edit."""
+    ``source`` and the key. It plans nothing: ``plan_inputs.from_fleet`` builds the planner's inputs from the spec,
+    and the plan (``ecs-gpu-sharing plan``, or the synth's fleet plan) judges whether the tasks fit."""
     problems = _Problems(source)
     if not isinstance(doc, Mapping):
         raise FleetSpecError(f"{source}: not a TOML table of keys")
@@ -1541,7 +819,9 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     _check_aws_limits(problems, capacities, services, load_balancers)
     if "service" in top and not top["service"]:
         problems.add("no [service.<name>] table; a fleet needs at least one service to plan")
-    problems.raise_if_any()
+    if "name" not in top:
+        problems.raise_if_any()
+    # The parts that are sound are checked further, so a file's problems all come in one round.
     spec = FleetSpec(
         name=top["name"],
         capacities=capacities,
@@ -1563,13 +843,20 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
                 f"{MAX_PLACEMENT_EXPRESSION}; put fewer services in other groups on its capacity, or give the groups "
                 "capacities of their own"
             )
-    task_rules = {rule.rule_id for rule in TASK_RULES} | {"ecs-gpu-sharing:BudgetBelowNeed"}
-    for finding in assess(spec.capacity_inputs(), spec.service_inputs()).errors:
-        if finding.rule_id not in task_rules:
-            continue  # counts against max_instances: the plan shows them, with the plan
+    # A task that can never fit its capacity (or whose budget is below its note) is refused with the rest, naming the
+    # key to edit: the rule table's checks of one task alone, which need no plan.
+    from ..plan_inputs import from_fleet  # builds on this package: imported when used
+
+    try:
+        findings = task_alone_findings(*from_fleet(spec))
+    except GpuSharingError as error:
+        problems.add(str(error).removeprefix(f"{source}: "))
+        findings = []
+    for finding in findings:
         key = _RULE_KEYS.get(finding.rule_id, "")
-        where = f"{finding.kind}.{finding.subject}" + (f".{key}" if key else "")
-        problems.add(f"{where}: {finding.message} [{finding.rule_id}]")
+        problems.add(
+            f"{finding.kind}.{finding.subject}{'.' + key if key else ''}: {finding.message} [{finding.rule_id}]"
+        )
     problems.raise_if_any()
     return spec
 
@@ -1616,68 +903,3 @@ def load(path: str | Path) -> FleetSpec:
             f"{p}: values nested too deeply for a fleet file (arrays or tables within each other hundreds deep)"
         ) from None
     return parse(doc, source=str(p))
-
-
-def json_schema() -> dict[str, Any]:
-    """The fleet file's JSON Schema (draft 2020-12), generated from the key table: for editors (taplo, Even Better
-    TOML) that complete and check keys. ``fleet.schema.json`` at the repository root is this, committed."""
-
-    def one(k: Key) -> dict[str, Any]:
-        p: dict[str, Any] = {"type": _JSON_TYPES[k.kind], "description": k.doc}
-        if k.kind is datetime.date:
-            p = {"description": k.doc, "format": "date"}  # a TOML date: a string to some editors, a date to others
-        if k.low is not None:
-            p["minimum"] = k.low
-        if k.high is not None:
-            p["maximum"] = k.high
-        if k.pattern is not None and k.kind is str:
-            p["pattern"] = k.pattern.pattern
-        if k.default is not None:
-            p["default"] = k.default
-        if k.items is not None:
-            p["items"] = {"type": _JSON_TYPES[k.items]}
-            if k.pattern is not None:
-                p["items"]["pattern"] = k.pattern.pattern
-                p["uniqueItems"] = True
-        if k.table is not None:
-            if k.kind is dict:
-                p.update(table(k.table))
-            else:
-                p["items"] = table(k.table)
-        if k.name == "instance_types":
-            p["items"] = {"type": "string"}
-            p["minItems"] = 1
-        if k.name == "environment":
-            p["additionalProperties"] = {"type": "string"}
-            p["propertyNames"] = {"pattern": _ENV_NAME.pattern, "not": {"pattern": GPU_ENVIRONMENT.pattern}}
-        if k.name in ("tags", "dimensions", "acknowledge", "secrets"):
-            p["additionalProperties"] = {"type": "string"}
-        return p
-
-    def table(keys: tuple[Key, ...]) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "additionalProperties": False,
-            "required": [k.name for k in keys if k.required],
-            "properties": {k.name: one(k) for k in keys},
-        }
-
-    def named(doc: str, keys: tuple[Key, ...], least: int) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "description": doc,
-            "minProperties": least,
-            "propertyNames": {"pattern": _NAME.pattern},
-            "additionalProperties": table(keys),
-        }
-
-    root = table(TOP)
-    root["properties"]["capacity"] = named("the GPU capacities, one table each", CAPACITY, 1)
-    root["properties"]["service"] = named("the services, one table each", SERVICE, 1)
-    root["properties"]["load_balancer"] = named("load balancers services share, one table each", LOAD_BALANCER, 0)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "ecs-gpu-sharing fleet file",
-        "description": "Generated by `ecs-gpu-sharing fleet schema`; do not edit.",
-        **root,
-    }

@@ -1,0 +1,129 @@
+"""The one builder of planner inputs (``CapacityInput``, ``ServiceInput``), from either source. Pure Python.
+
+Two sources describe a fleet: a construct tree (``cdk.discovery`` reads it at synth) and a fleet file
+(``core.fleet``). Both come here with plain values: a capacity's host facts and the daemons that take a share of
+every host, a service's task shape, count and whether ECS is told to keep it off other isolation groups' hosts.
+Nothing else in the package constructs a planner input (a test walks the sources), so the two roads cannot plan
+the same fleet differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .allocation import AllocationNote
+from .capacity_facts import HostFacts
+from .fleet import FleetSpec
+from .planner import EC2, CapacityInput, ServiceInput
+from .shape import TaskShape
+from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME
+
+DEFAULT_MAX_PERCENT = 200  # ECS's deploymentConfiguration.maximumPercent for a replica service left unset
+
+
+@dataclass(frozen=True)
+class HostShare:
+    """A daemon service's one task on every host of a capacity: what it takes is not there for planned tasks."""
+
+    name: str
+    cpu_units: int
+    memory_mib: int
+
+
+def capacity_input(
+    name: str,
+    facts: HostFacts,
+    *,
+    max_instances: int | None = None,
+    min_instances: int = 0,
+    kind: str = EC2,
+    daemons: Iterable[HostShare] = (),
+    acknowledged: Mapping[str, str] | None = None,
+) -> CapacityInput:
+    """A capacity as the planner sees it: ``facts`` less what ``daemons`` take of each host."""
+    shares = tuple(daemons)
+    return CapacityInput(
+        kind=kind,
+        instance_types=facts.instance_types,
+        name=name,
+        instance_type=facts.instance_type,
+        gpus_per_instance=facts.gpus_per_instance,
+        ec2_gpu_memory_mib=facts.ec2_gpu_memory_mib,
+        usable_gpu_memory_mib=facts.usable_gpu_memory_mib,
+        host_cpu_units=facts.host_cpu_units - sum(d.cpu_units for d in shares),
+        host_memory_mib=facts.host_memory_mib - sum(d.memory_mib for d in shares),
+        max_instances=max_instances,
+        min_instances=min_instances,
+        ecs_gpu_memory_mib=facts.gpu_memory.ecs_mib,
+        gpu_margin_mib=facts.gpu_memory.margin_mib,
+        gpu_memory_basis=str(facts.gpu_memory.basis),
+        gpu_memory_source=facts.gpu_memory.source,
+        daemons=tuple(d.name for d in shares),
+        acknowledged=tuple(sorted((acknowledged or {}).items())),
+    )
+
+
+def service_input(
+    name: str,
+    capacity: str,
+    shape: TaskShape,
+    tasks: int,
+    *,
+    count_source: str,
+    max_percent: int = DEFAULT_MAX_PERCENT,
+    note: AllocationNote | None = None,
+    image: str | None = None,
+    acknowledged: Mapping[str, str] | None = None,
+    kept_apart: bool = False,
+) -> ServiceInput:
+    """A service as the planner sees it. ``kept_apart``: ECS is told to keep its tasks off the hosts of other
+    isolation groups' services (a ``memberOf`` placement constraint on ``task:group``)."""
+    return ServiceInput(
+        name=name,
+        capacity=capacity,
+        shape=shape,
+        tasks=tasks,
+        max_percent=max_percent,
+        count_source=count_source,
+        note=note,
+        image=image,
+        acknowledged=tuple(sorted((acknowledged or {}).items())),
+        kept_apart=kept_apart,
+    )
+
+
+def from_fleet(spec: FleetSpec) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    """The planner's inputs for a fleet file: what ``ecs-gpu-sharing plan`` plans, and what the app's synth plans
+    from the constructs it builds (a test holds the two equal)."""
+    # The app runs the telemetry daemon on every EC2 GPU host (GpuTelemetry writes these figures into its task).
+    daemon = (HostShare(DAEMON_NAME, DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB),) if spec.telemetry else ()
+    capacities = [
+        capacity_input(
+            cap.name,
+            cap.facts,
+            max_instances=cap.max_instances,
+            min_instances=cap.min_instances,
+            kind=cap.kind,
+            daemons=daemon if cap.kind == EC2 else (),
+            acknowledged=cap.acknowledge,
+        )
+        for cap in spec.capacities.values()
+    ]
+    apart = spec.host_isolation()
+    connect = spec.service_connect_namespace is not None
+    services = [
+        service_input(
+            s.name,
+            s.capacity,
+            s.shape(spec.source, service_connect=connect),
+            s.largest_count[0],
+            count_source=s.largest_count[1],
+            note=s.note,
+            image=s.image,
+            acknowledged=s.acknowledge,
+            kept_apart=s.name in apart,
+        )
+        for s in spec.services.values()
+    ]
+    return capacities, services

@@ -1,0 +1,195 @@
+"""The house's shape, held by tests: one builder of planner inputs, one plan per synth, an app that composes only the
+public package and the fleet-file package, no boto3 at synth, one rule table."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ecs_gpu_sharing.core import rules
+from ecs_gpu_sharing.core.rules import RULES, Level, Source
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "constructs" / "ecs_gpu_sharing"
+BUILDER = PACKAGE / "core" / "plan_inputs.py"
+# Everything but the tests, which build planner inputs by hand to test the planner itself.
+SOURCES = [
+    *PACKAGE.rglob("*.py"),
+    *(REPO / "stacks").rglob("*.py"),
+    *(REPO / "benchmarks").rglob("*.py"),
+    *(REPO / "examples").rglob("*.py"),
+    *(REPO / "scripts").rglob("*.py"),
+    REPO / "app.py",
+]
+INPUT_TYPES = {"CapacityInput", "ServiceInput"}
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        inner = func.value
+        prefix = inner.id + "." if isinstance(inner, ast.Name) else ""
+        return prefix + func.attr
+    return ""
+
+
+def input_builders(path: Path) -> list[str]:
+    """Where ``path`` constructs a planner input itself (line: call)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"{path.relative_to(REPO)}:{node.lineno}: {_called_name(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _called_name(node).split(".")[-1] in INPUT_TYPES
+    ]
+
+
+def test_planner_inputs_are_built_only_by_the_one_builder() -> None:
+    outside = [line for path in SOURCES if path != BUILDER for line in input_builders(path)]
+    assert outside == [], "build planner inputs with core.plan_inputs (capacity_input, service_input, from_fleet)"
+    assert input_builders(BUILDER), "the builder itself constructs them"
+
+
+def test_the_walk_finds_a_planner_input_built_elsewhere(tmp_path: Path) -> None:
+    stray = REPO / "benchmarks" / "_stray_builder_for_test.py"
+    stray.write_text("from ecs_gpu_sharing.core.planner import ServiceInput\nx = ServiceInput('a', 'b', None, 1)\n")
+    try:
+        assert input_builders(stray) == ["benchmarks/_stray_builder_for_test.py:2: ServiceInput"]
+    finally:
+        stray.unlink()
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append(node.module)
+        elif isinstance(node, ast.Import):
+            out.extend(alias.name for alias in node.names)
+    return out
+
+
+def _app_may_import(module: str) -> bool:
+    if not module.startswith("ecs_gpu_sharing"):
+        return module not in ("boto3",) and not module.startswith("boto3.")
+    return (
+        module == "ecs_gpu_sharing"
+        or module == "ecs_gpu_sharing.core.fleet"
+        or module.startswith("ecs_gpu_sharing.core.fleet.")
+    )
+
+
+def test_the_app_imports_only_the_public_package_and_the_fleet_file_package() -> None:
+    files = [*(REPO / "stacks").glob("*.py"), REPO / "app.py"]
+    wrong = [f"{p.relative_to(REPO)}: {m}" for p in files for m in _imports(p) if not _app_may_import(m)]
+    assert wrong == []
+    assert not _app_may_import("ecs_gpu_sharing.core.rules")
+    assert not _app_may_import("ecs_gpu_sharing.cdk.discovery")
+    assert not _app_may_import("boto3")
+
+
+SYNTH = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import aws_cdk as cdk
+from ecs_gpu_sharing.core import rules
+calls = []
+real = rules.plan
+def counted(*args, **kwargs):
+    calls.append(kwargs.get("surge", False))
+    return real(*args, **kwargs)
+rules.plan = counted
+from stacks.fleet_app import build_app
+context = json.load(open(sys.argv[1] + "/cdk.json"))["context"]
+app = cdk.App(outdir=sys.argv[2], context=context)
+build_app(app)
+app.synth()
+print(json.dumps({"plans": calls, "boto3": sorted(m for m in sys.modules if m.split(".")[0] == "boto3")}))
+"""
+
+
+@pytest.fixture(scope="module")
+def example_synth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("synth")
+    done = subprocess.run(
+        [sys.executable, "-c", SYNTH, str(REPO), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_synth_of_the_example_fleet_plans_once(example_synth: dict[str, object]) -> None:
+    assert example_synth["plans"] == [False, True]  # one assessment: the steady plan and the deployment surge
+
+
+def test_a_synth_imports_no_boto3(example_synth: dict[str, object]) -> None:
+    assert example_synth["boto3"] == []
+
+
+# --- one rule table ------------------------------------------------------------------------------------------
+
+
+def test_every_rule_id_the_library_writes_is_in_the_one_table() -> None:
+    ids = {r.rule_id for r in RULES}
+    assert len(ids) == len(RULES), "a rule id appears twice in the table"
+    written = set()
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            value = None
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                value = node.value
+            elif isinstance(node, ast.JoinedStr) and len(node.values) == 2:  # f"{PREFIX}RuleName"
+                head, tail = node.values
+                named = isinstance(head, ast.FormattedValue) and isinstance(head.value, ast.Name)
+                if named and head.value.id == "PREFIX" and isinstance(tail, ast.Constant):  # type: ignore[attr-defined]
+                    value = f"ecs-gpu-sharing:{tail.value}"
+            if value and value.startswith("ecs-gpu-sharing:") and value[16:17].isupper() and value[16:].isalnum():
+                written.add(value)
+    assert written - ids == set(), "every rule id the library writes has a row in core.rules.RULES"
+
+
+def test_rules_checked_elsewhere_say_where_and_plan_rules_carry_their_check() -> None:
+    for rule in RULES:
+        assert rule.explanation and rule.level in (Level.ERROR, Level.WARNING)
+        assert (rule.check is not None) == (rule.source is Source.PLAN and rule.rule_id != rules.RULE_FAILED)
+
+
+def test_acknowledgeable_warnings_are_the_tables_warnings_by_subject() -> None:
+    assert "ecs-gpu-sharing:SurgeDoesNotFit" in rules.acknowledgeable("capacity")
+    assert "ecs-gpu-sharing:SurgeDoesNotFit" not in rules.acknowledgeable("service")
+    assert "ecs-gpu-sharing:ContainerUserNotSet" in rules.acknowledgeable("service")
+    assert "ecs-gpu-sharing:UnverifiedInstanceFamily" in rules.acknowledgeable("capacity")
+    assert "ecs-gpu-sharing:TaskExceedsGpuMemory" not in rules.acknowledgeable("service")  # an error
+
+
+def test_a_rule_that_crashes_becomes_a_finding_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from ecs_gpu_sharing.core.capacity_facts import host_facts
+    from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
+    from ecs_gpu_sharing.core.shape import TaskShape
+
+    def broken(ctx: rules.Context) -> list[tuple[str, str]]:
+        raise ZeroDivisionError("division by zero")
+
+    table = tuple(replace(r, check=broken) if r.rule_id == rules.SURGE_WARNING else r for r in rules.PLAN_RULES)
+    monkeypatch.setattr(rules, "PLAN_RULES", table)
+    cap = capacity_input("l4", host_facts(["g6.xlarge"]), max_instances=3)
+    svc = service_input("a", "l4", TaskShape(512, 1024, (4096,)), 2, count_source="desired count")
+    result = rules.assess([cap], [svc])
+    (failed,) = [f for f in result.findings if f.rule_id == rules.RULE_FAILED]
+    assert failed.error and failed.subject == "l4"
+    assert "rule ecs-gpu-sharing:SurgeDoesNotFit failed" in failed.message and "ZeroDivisionError" in failed.message
