@@ -100,7 +100,7 @@ class ClusterStack(Stack):
                     cluster=self.cluster,
                     instance_types=list(spec.instance_types),
                     max_instances=spec.max_instances,
-                    gpu_margin_mib=spec.facts.gpu_memory.margin_mib,
+                    gpu_margin_mib=spec.gpu_margin_mib,
                     ecs_gpu_memory_mib=spec.ecs_gpu_memory_mib,
                 )
                 self.capacities[name] = managed
@@ -115,7 +115,7 @@ class ClusterStack(Stack):
                 ami=GpuAmi.release(spec.ami_release, verified=spec.ami_release_verified),
                 min_instances=spec.min_instances,
                 max_instances=spec.max_instances,
-                gpu_margin_mib=spec.facts.gpu_memory.margin_mib,
+                gpu_margin_mib=spec.gpu_margin_mib,
                 ecs_gpu_memory_mib=spec.ecs_gpu_memory_mib,
                 notification_topic=self.scaling_events,
             )

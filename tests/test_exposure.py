@@ -4,6 +4,7 @@ app gives cdk-nag says what is true of that balancer's configuration."""
 from __future__ import annotations
 
 import tomllib
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
@@ -85,10 +86,15 @@ def _build(spec: LoadBalancerSpec) -> dict[str, str]:
     return _acknowledgments(stack)
 
 
+def _balancer(**keys: Any) -> LoadBalancerSpec:
+    given = {"type": "application", "internet_facing": False, "certificate_arn": None, "plaintext_reason": None}
+    return LoadBalancerSpec(name="lb", **{**given, **keys})
+
+
 def test_each_acknowledgment_says_what_is_true_of_its_balancer() -> None:
-    internal = _build(LoadBalancerSpec("lb"))
-    public_tls = _build(LoadBalancerSpec("lb", internet_facing=True, certificate_arn=CERT))
-    public_plain = _build(LoadBalancerSpec("lb", internet_facing=True, plaintext_reason="a public demo, no user data"))
+    internal = _build(_balancer())
+    public_tls = _build(_balancer(internet_facing=True, certificate_arn=CERT))
+    public_plain = _build(_balancer(internet_facing=True, plaintext_reason="a public demo, no user data"))
     tls_rule = "NIST.800.53.R5::NIST.800.53.R5-ELBTlsHttpsListenersOnly"
     assert "internal to the VPC" in internal[tls_rule]
     assert tls_rule not in public_tls  # HTTPS: nothing to excuse

@@ -356,7 +356,9 @@ def test_the_base_fleet_parses() -> None:
 def test_the_platform_fleet_parses() -> None:
     spec = fleet.load(PLATFORM)
     chat = spec.services["chat"]
-    assert chat.scale_on_metric == fleet.MetricTarget("Team/Queues", "Backlog", 10, "Average", {"Queue": "chat"})
+    assert chat.scale_on_metric == fleet.MetricTarget(
+        namespace="Team/Queues", metric_name="Backlog", target=10, statistic="Average", dimensions={"Queue": "chat"}
+    )
     assert chat.task_role_statements[0].actions == ("sqs:ReceiveMessage", "sqs:DeleteMessage")
     assert chat.shape("x").gpu_budgets_mib == (6144, 2048)
 

@@ -7,9 +7,9 @@ import datetime
 import re
 import stat
 import tomllib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import quotas
 from ..allocation import AllocationNote, Evidence
@@ -21,7 +21,7 @@ from ..hardening import escalating_policy, escalating_statement
 from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from ..planner import EC2, MANAGED_INSTANCES
 from ..rules import acknowledgeable, task_alone_findings
-from .keys import _ENV_NAME, _NAME, _TYPE_NAMES, CAPACITY, LOAD_BALANCER, SERVICE, TOP, Key
+from .keys import _ENV_NAME, _NAME, _TYPE_NAMES, CAPACITY, LOAD_BALANCER, METRIC, SERVICE, SIDECAR, STATEMENT, TOP, Key
 from .model import (
     APPLICATION,
     AWSVPC,
@@ -39,6 +39,23 @@ from .model import (
     Statement,
     scratch_volume_name,
 )
+
+_Spec = TypeVar("_Spec")
+
+
+def _build(cls: Callable[..., _Spec], keys: tuple[Key, ...], values: Mapping[str, Any], **given: Any) -> _Spec:
+    """A spec from its key table: one attribute per key (``Key.attribute``), the value ``given`` where the parser
+    checked and converted it, else the file's value, else the key's default. The key table is the one declaration of
+    a key; its attribute on the spec is where it is used (a test holds every key to an attribute and back)."""
+    out = dict(given)
+    for key in keys:
+        if key.attribute not in out:
+            value = values.get(key.name, key.empty)
+            out[key.attribute] = tuple(value) if isinstance(value, list) else value
+    try:
+        return cls(**out)
+    except TypeError as error:  # a key declared in the table with no attribute on the spec: a bug, said plainly
+        raise TypeError(f"fleet key table and {getattr(cls, '__name__', cls)} disagree: {error}") from None
 
 
 class _Problems:
@@ -192,18 +209,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
         except GpuSharingError as error:
             problems.add(str(error))
             continue
-        capacities[name] = CapacitySpec(
-            name=name,
-            instance_types=tuple(types),
-            kind=kind,
-            ami_release=release,
-            ami_release_verified=good.get("ami_release_verified", False),
-            min_instances=min_i,
-            max_instances=max_i,
-            ecs_gpu_memory_mib=good.get("ecs_gpu_memory_mib"),
-            facts=facts,
-            acknowledge=acknowledge,
-        )
+        capacities[name] = _build(CapacitySpec, CAPACITY, good, name=name, facts=facts, acknowledge=acknowledge)
     return capacities
 
 
@@ -284,43 +290,19 @@ def _services(
         tags = _tags(problems, where, good.get("tags", {}))
         if len(problems.lines) > before:
             continue
-        services[name] = ServiceSpec(
+        services[name] = _build(
+            ServiceSpec,
+            SERVICE,
+            good,
             name=name,
-            capacity=good["capacity"],
-            image=good["image"],
-            desired_count=good["desired_count"],
-            cpu_units=good["cpu_units"],
-            memory_mib=good["memory_mib"],
-            gpu_budget_mib=good["gpu_budget_mib"],
-            max_compute_percent=good.get("max_compute_percent"),
-            port=good.get("port"),
             environment=env,
             command=_strings(problems, f"{where}command", good.get("command", [])),
             health_check=_strings(problems, f"{where}health_check", good.get("health_check", [])),
-            shm_size_mib=good.get("shm_size_mib"),
-            stop_timeout_seconds=good.get("stop_timeout_seconds"),
             secrets=_secrets(problems, where, good.get("secrets", {}), env),
-            model_bucket=good.get("model_bucket"),
-            max_tasks=good.get("max_tasks"),
-            scale_on_cpu_percent=good.get("scale_on_cpu_percent"),
-            scale_on_requests_per_target=good.get("scale_on_requests_per_target"),
             scale_on_metric=_metric(good.get("scale_on_metric")),
-            load_balancer=good.get("load_balancer"),
-            paths=tuple(good.get("path", ())),
-            host=good.get("host"),
-            health_check_path=good.get("health_check_path", "/"),
-            listener_port=good.get("listener_port"),
             network_mode=network_mode,
             sidecars=sidecars,
-            model_cache_path=good.get("model_cache_path"),
-            user=good.get("user"),
-            read_only_root_filesystem=good.get("read_only_root_filesystem", True),
-            writable_paths=tuple(good.get("writable_paths", ())),
-            task_role_managed_policies=tuple(good.get("task_role_managed_policies", ())),
-            task_role_statements=tuple(
-                Statement(actions=tuple(t["actions"]), resources=tuple(t["resources"]))
-                for t in good.get("task_role_statements", ())
-            ),
+            task_role_statements=tuple(_build(Statement, STATEMENT, t) for t in good.get("task_role_statements", ())),
             tags=tags,
             acknowledge=acknowledge,
             note=note,
@@ -468,13 +450,7 @@ def _note(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> A
 def _metric(table: Mapping[str, Any] | None) -> MetricTarget | None:
     if table is None:
         return None
-    return MetricTarget(
-        namespace=table["namespace"],
-        metric_name=table["metric_name"],
-        target=table["target"],
-        statistic=table.get("statistic", "Average"),
-        dimensions=dict(table.get("dimensions", {})),
-    )
+    return _build(MetricTarget, METRIC, table, dimensions=dict(table.get("dimensions", {})))
 
 
 def _sidecars(problems: _Problems, where: str, tables: list[Mapping[str, Any]]) -> tuple[SidecarSpec, ...]:
@@ -493,16 +469,12 @@ def _sidecars(problems: _Problems, where: str, tables: list[Mapping[str, Any]]) 
         if "max_compute_percent" in t and "gpu_budget_mib" not in t:
             problems.add(f"{at}max_compute_percent needs gpu_budget_mib (a container without a budget has no GPU)")
         out.append(
-            SidecarSpec(
-                name=t["name"],
-                image=t["image"],
-                cpu_units=t["cpu_units"],
-                memory_mib=t["memory_mib"],
-                gpu_budget_mib=t.get("gpu_budget_mib"),
-                max_compute_percent=t.get("max_compute_percent"),
+            _build(
+                SidecarSpec,
+                SIDECAR,
+                t,
                 command=_strings(problems, f"{at}command", t.get("command", [])),
                 environment=_environment(problems, at, t.get("environment", {})),
-                essential=t.get("essential", False),
             )
         )
     return tuple(out)
@@ -617,13 +589,7 @@ def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str,
             problems.add(f"load_balancer.{name}.certificate_arn is for an application load balancer (HTTPS)")
         if len(problems.lines) > before:
             continue
-        spec = LoadBalancerSpec(
-            name=name,
-            type=good.get("type", APPLICATION),
-            internet_facing=good.get("internet_facing", False),
-            certificate_arn=good.get("certificate_arn"),
-            plaintext_reason=good.get("plaintext_reason"),
-        )
+        spec = _build(LoadBalancerSpec, LOAD_BALANCER, good, name=name)
         if spec.plaintext_from_internet and spec.plaintext_reason is None:
             what = (
                 "a network load balancer passes TCP through without TLS"
@@ -822,18 +788,8 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     if "name" not in top:
         problems.raise_if_any()
     # The parts that are sound are checked further, so a file's problems all come in one round.
-    spec = FleetSpec(
-        name=top["name"],
-        capacities=capacities,
-        services=services,
-        source=source,
-        account=top.get("account"),
-        region=top.get("region"),
-        vpc_id=top.get("vpc_id"),
-        load_balancers=load_balancers,
-        service_connect_namespace=top.get("service_connect_namespace"),
-        prices=top.get("prices"),
-        telemetry=top.get("telemetry", True),
+    spec = _build(
+        FleetSpec, TOP, top, capacities=capacities, services=services, load_balancers=load_balancers, source=source
     )
     for name, expression in spec.host_isolation().items():
         if len(expression) > MAX_PLACEMENT_EXPRESSION:

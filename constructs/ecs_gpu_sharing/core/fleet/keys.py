@@ -53,6 +53,19 @@ class Key:
     default: Any = None
     table: tuple[Key, ...] | None = None  # a table's keys (kind dict), or each item's (kind list of tables)
     items: type | None = None  # the kind of each item of a list, when not a table
+    field: str = ""  # the spec attribute the key fills, when not its own name
+
+    @property
+    def attribute(self) -> str:
+        """The attribute of the spec (``model``) that holds this key's value."""
+        return self.field or self.name
+
+    @property
+    def empty(self) -> Any:
+        """The value of a key left out: its default, else nothing of its kind (an empty list or table, or None)."""
+        if self.default is not None:
+            return self.default
+        return () if self.kind is list else {} if self.kind is dict else None
 
 
 TOP = (
@@ -83,9 +96,9 @@ TOP = (
         pattern=re.compile(r"[^\x00-\x1f]{1,1024}", re.ASCII),
         example="prices.json",
     ),
-    Key("capacity", dict, True, "the GPU capacities, one table each"),
-    Key("service", dict, True, "the services, one table each"),
-    Key("load_balancer", dict, False, "load balancers services share, one table each"),
+    Key("capacity", dict, True, "the GPU capacities, one table each", field="capacities"),
+    Key("service", dict, True, "the services, one table each", field="services"),
+    Key("load_balancer", dict, False, "load balancers services share, one table each", field="load_balancers"),
 )
 LOAD_BALANCER = (
     Key(
@@ -385,6 +398,7 @@ SERVICE = (
         items=str,
         pattern=re.compile(r"^/[A-Za-z0-9_.$/~@:+*?&-]*$", re.ASCII),
         example="/embed/*",
+        field="paths",
     ),
     Key(
         "host",
@@ -419,13 +433,21 @@ SERVICE = (
         pattern=re.compile(f"^({BRIDGE}|{AWSVPC})$", re.ASCII),
         example=AWSVPC,
     ),
-    Key("sidecar", list, False, "extra containers in the task ([[service.<name>.sidecar]])", table=SIDECAR),
+    Key(
+        "sidecar",
+        list,
+        False,
+        "extra containers in the task ([[service.<name>.sidecar]])",
+        table=SIDECAR,
+        field="sidecars",
+    ),
     Key(
         "allocation",
         dict,
         False,
         "the allocation note: why the budget is what it is ([service.<name>.allocation])",
         table=ALLOCATION,
+        field="note",
     ),
     Key(
         "model_cache_path",

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..allocation import AllocationNote
-from ..ami_release import DEFAULT_AMI_RELEASE
 from ..capacity_facts import HostFacts
 from ..mps import MpsShare
-from ..planner import EC2, MANAGED_INSTANCES
+from ..planner import MANAGED_INSTANCES
 from ..shape import ContainerFacts, TaskShape, task_shape
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
@@ -22,18 +21,22 @@ CONTAINER_NAME = "model"
 """The name of each fleet service's container in its task definition."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacitySpec:
+    """A ``[capacity.<name>]`` table, checked. Each attribute but ``name`` and ``facts`` is a key of ``keys.CAPACITY``
+    (its meaning, type, range and default are there, the one declaration)."""
+
     name: str
     instance_types: tuple[str, ...]
     facts: HostFacts  # from the catalog, with the fleet's gpu_margin_mib and ecs_gpu_memory_mib
-    kind: str = EC2  # or MANAGED_INSTANCES
-    ami_release: str = DEFAULT_AMI_RELEASE
-    ami_release_verified: bool = False
-    min_instances: int = 0
-    max_instances: int | None = None
-    ecs_gpu_memory_mib: int | None = None  # measured on the fleet's cluster, in place of the per-model figure
-    acknowledge: Mapping[str, str] = field(default_factory=dict)  # capacity warning id -> why it is accepted
+    kind: str  # or MANAGED_INSTANCES
+    ami_release: str
+    ami_release_verified: bool
+    min_instances: int
+    max_instances: int | None
+    gpu_margin_mib: int
+    ecs_gpu_memory_mib: int | None  # measured on the fleet's cluster, in place of the per-model figure
+    acknowledge: Mapping[str, str]  # capacity warning id -> why it is accepted
 
 
 APPLICATION = "application"
@@ -42,15 +45,15 @@ BRIDGE = "bridge"
 AWSVPC = "awsvpc"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LoadBalancerSpec:
     """A load balancer several services can share: an ALB routes by path or host, an NLB by listener port."""
 
     name: str
-    type: str = APPLICATION  # or NETWORK
-    internet_facing: bool = False
-    certificate_arn: str | None = None  # ALB: HTTPS on 443 (and 80 redirects); without it, HTTP on 80
-    plaintext_reason: str | None = None  # why an internet-facing balancer may serve without TLS (required then)
+    type: str  # or NETWORK
+    internet_facing: bool
+    certificate_arn: str | None  # ALB: HTTPS on 443 (and 80 redirects); without it, HTTP on 80
+    plaintext_reason: str | None  # why an internet-facing balancer may serve without TLS (required then)
 
     @property
     def plaintext_from_internet(self) -> bool:
@@ -63,7 +66,7 @@ class LoadBalancerSpec:
         return 443 if self.certificate_arn else 80
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SidecarSpec:
     """An extra container in a service's task, on the task's one GPU when it has a budget."""
 
@@ -71,29 +74,29 @@ class SidecarSpec:
     image: str
     cpu_units: int
     memory_mib: int
-    gpu_budget_mib: int | None = None
-    max_compute_percent: int | None = None
-    command: tuple[str, ...] = ()
-    environment: Mapping[str, str] = field(default_factory=dict)
-    essential: bool = False
+    gpu_budget_mib: int | None
+    max_compute_percent: int | None
+    command: tuple[str, ...]
+    environment: Mapping[str, str]
+    essential: bool
 
     @property
     def share(self) -> MpsShare | None:
         return None if self.gpu_budget_mib is None else MpsShare(self.gpu_budget_mib, self.max_compute_percent)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricTarget:
     """Target tracking on a CloudWatch metric of the team's own (a queue depth, say)."""
 
     namespace: str
     metric_name: str
     target: int
-    statistic: str = "Average"
-    dimensions: Mapping[str, str] = field(default_factory=dict)
+    statistic: str
+    dimensions: Mapping[str, str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Statement:
     """An extra statement of the task role's policy."""
 
@@ -101,8 +104,11 @@ class Statement:
     resources: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServiceSpec:
+    """A ``[service.<name>]`` table, checked. Each attribute but ``name`` is a key of ``keys.SERVICE`` (its meaning,
+    type, range and default are there, the one declaration)."""
+
     name: str
     capacity: str
     image: str
@@ -110,35 +116,35 @@ class ServiceSpec:
     cpu_units: int
     memory_mib: int  # host memory, the container's hard limit
     gpu_budget_mib: int
-    max_compute_percent: int | None = None
-    port: int | None = None
-    environment: Mapping[str, str] = field(default_factory=dict)
-    command: tuple[str, ...] = ()
-    health_check: tuple[str, ...] = ()
-    shm_size_mib: int | None = None
-    stop_timeout_seconds: int | None = None
-    secrets: Mapping[str, str] = field(default_factory=dict)  # variable name -> ssm:NAME or secretsmanager:NAME
-    model_bucket: str | None = None
-    max_tasks: int | None = None  # task auto scaling maximum; desired_count is the minimum
-    scale_on_cpu_percent: int | None = None
-    scale_on_requests_per_target: int | None = None
-    scale_on_metric: MetricTarget | None = None
-    load_balancer: str | None = None
-    paths: tuple[str, ...] = ()
-    host: str | None = None
-    health_check_path: str = "/"
-    listener_port: int | None = None
-    network_mode: str = BRIDGE
-    sidecars: tuple[SidecarSpec, ...] = ()
-    model_cache_path: str | None = None
-    user: str | None = None
-    read_only_root_filesystem: bool = True
-    writable_paths: tuple[str, ...] = ()
-    task_role_managed_policies: tuple[str, ...] = ()
-    task_role_statements: tuple[Statement, ...] = ()
-    tags: Mapping[str, str] = field(default_factory=dict)
-    acknowledge: Mapping[str, str] = field(default_factory=dict)  # warning id -> reason
-    note: AllocationNote | None = None
+    max_compute_percent: int | None
+    port: int | None
+    environment: Mapping[str, str]
+    command: tuple[str, ...]
+    health_check: tuple[str, ...]
+    shm_size_mib: int | None
+    stop_timeout_seconds: int | None
+    secrets: Mapping[str, str]  # variable name -> ssm:NAME or secretsmanager:NAME
+    model_bucket: str | None
+    max_tasks: int | None  # task auto scaling maximum; desired_count is the minimum
+    scale_on_cpu_percent: int | None
+    scale_on_requests_per_target: int | None
+    scale_on_metric: MetricTarget | None
+    load_balancer: str | None
+    paths: tuple[str, ...]
+    host: str | None
+    health_check_path: str
+    listener_port: int | None
+    network_mode: str
+    sidecars: tuple[SidecarSpec, ...]
+    model_cache_path: str | None
+    user: str | None
+    read_only_root_filesystem: bool
+    writable_paths: tuple[str, ...]
+    task_role_managed_policies: tuple[str, ...]
+    task_role_statements: tuple[Statement, ...]
+    tags: Mapping[str, str]
+    acknowledge: Mapping[str, str]  # warning id -> reason
+    note: AllocationNote | None
 
     @property
     def largest_count(self) -> tuple[int, str]:
@@ -164,19 +170,21 @@ class ServiceSpec:
         return task_shape(containers, owner=f"{source}: service.{self.name}", service_connect=service_connect)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FleetSpec:
+    """A fleet file, checked. Each attribute but ``source`` is a key of ``keys.TOP`` (its doc is there)."""
+
     name: str
     capacities: Mapping[str, CapacitySpec]
     services: Mapping[str, ServiceSpec]
-    source: str = "<fleet>"
-    account: str | None = None  # with region: an environment-bound app (lookups need credentials)
-    region: str | None = None
-    vpc_id: str | None = None  # deploy into this existing VPC instead of a new one
-    load_balancers: Mapping[str, LoadBalancerSpec] = field(default_factory=dict)
-    service_connect_namespace: str | None = None
-    telemetry: bool = True
-    prices: str | None = None  # a prices file, relative to the fleet file
+    source: str
+    account: str | None  # with region: an environment-bound app (lookups need credentials)
+    region: str | None
+    vpc_id: str | None  # deploy into this existing VPC instead of a new one
+    load_balancers: Mapping[str, LoadBalancerSpec]
+    service_connect_namespace: str | None
+    telemetry: bool
+    prices: str | None  # a prices file, relative to the fleet file
 
     @property
     def prices_path(self) -> Path | None:
