@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 CDK := node_modules/.bin/cdk
 FLEET ?=
 
-.PHONY: synth test deploy rehearse lint typecheck check setup bench clean
+.PHONY: synth test deploy rehearse lint typecheck check setup bench docs clean
 
 synth: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
@@ -31,9 +31,12 @@ REHEARSE ?= fleet.toml --update fleet.toml=tests/fleets/example-edited.toml test
 rehearse: $(PY_STAMP) $(NODE_STAMP)
 	$(PY) scripts/rehearse.py $(REHEARSE)
 
-bench: $(PY_STAMP)  # README's table: FFD beside the planner up to 10,000 tasks, the planner alone at 100,000
+bench: $(PY_STAMP)  # docs/planning.md's table: FFD beside the planner up to 10,000 tasks, the planner alone at 100,000
 	$(PY) benchmarks/plan_benchmark.py --sizes 1000,10000 --no-cli
 	$(PY) benchmarks/plan_benchmark.py --sizes 100000 --no-ffd
+
+docs: $(PY_STAMP)  # the reference pages generated from their tables: docs/fleet-file.md, rules.md, plan-json.md
+	$(PY) scripts/docs.py
 
 test: $(PY_STAMP) $(NODE_STAMP)
 	$(PY) -m pytest -q

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import aws_cdk as cdk
 
-from ecs_gpu_sharing import GpuSharingError
+from ecs_gpu_sharing import FleetPlan, GpuSharingError
 from stacks.fleet_app import build_app
 
 
@@ -17,6 +18,7 @@ def main() -> int:
         build_app(app)
         app.synth()
     except GpuSharingError as error:
+        FleetPlan.remove_plan_files(Path(app.outdir))  # a synth that fails leaves no plan file of an earlier one
         for line in str(error).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 1

@@ -250,7 +250,7 @@ def _service(
             capacity=capacity,
             task_definition=task,
             desired_count=spec.desired_count,
-            allocation=spec.note,
+            allocation=spec.allocation,
         ).service
     return SharedGpuService(
         scope,
@@ -263,7 +263,7 @@ def _service(
         # Isolation groups: off the hosts of other groups' services, named so the expression can say which.
         placement_constraints=[ecs.PlacementConstraint.member_of(isolation)] if isolation else None,
         service_name=service_name,
-        allocation=spec.note,
+        allocation=spec.allocation,
         # awsvpc tasks get an interface in the private subnets and the service's own security group.
         vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         if spec.network_mode == AWSVPC

@@ -68,11 +68,11 @@ def test_a_malformed_note_is_refused_where_it_is_made(kwargs: dict[str, Any], me
 
 
 def test_a_measured_budget_that_covers_its_need_has_no_finding() -> None:
-    assert _ids(assess([L4], [svc("a", 2048, note=note(evidence=measured()))])) == []
+    assert _ids(assess([L4], [svc("a", 2048, allocation=note(evidence=measured()))])) == []
 
 
 def test_a_budget_below_residency_plus_peak_working_memory_is_an_error_with_the_numbers() -> None:
-    (finding,) = assess([L4], [svc("a", 1536, note=note(evidence=measured()))]).errors
+    (finding,) = assess([L4], [svc("a", 1536, allocation=note(evidence=measured()))]).errors
     assert finding.rule_id == "ecs-gpu-sharing:BudgetBelowNeed"
     assert "1536 MiB is below" in finding.message and "1000 MiB resident + 1000 MiB peak working memory = 2000" in (
         finding.message
@@ -81,7 +81,7 @@ def test_a_budget_below_residency_plus_peak_working_memory_is_an_error_with_the_
 
 @pytest.mark.parametrize("given", [None, note()], ids=["no note", "no evidence"])
 def test_a_budget_without_evidence_is_a_guess(given: AllocationNote | None) -> None:
-    result = assess([L4], [svc("a", 2048, note=given)])
+    result = assess([L4], [svc("a", 2048, allocation=given)])
     assert _ids(result, "warning") == [("BudgetIsAGuess", "a")]
 
 
@@ -94,11 +94,11 @@ def test_a_guess_can_be_acknowledged_with_a_reason() -> None:
 
 def test_evidence_from_another_image_is_a_warning() -> None:
     evidence = measured(image="repo/a" + DIGEST_A)
-    same = assess([L4], [svc("a", 2048, note=note(evidence=evidence), image="repo/a" + DIGEST_A)])
+    same = assess([L4], [svc("a", 2048, allocation=note(evidence=evidence), image="repo/a" + DIGEST_A)])
     assert _ids(same) == []
-    moved = assess([L4], [svc("a", 2048, note=note(evidence=evidence), image="repo/a" + DIGEST_B)])
+    moved = assess([L4], [svc("a", 2048, allocation=note(evidence=evidence), image="repo/a" + DIGEST_B)])
     assert _ids(moved) == [("EvidenceOlderThanImage", "a")]
-    tagged = assess([L4], [svc("a", 2048, note=note(evidence=evidence), image="repo/a:2.0")])
+    tagged = assess([L4], [svc("a", 2048, allocation=note(evidence=evidence), image="repo/a:2.0")])
     assert _ids(tagged) == [("EvidenceOlderThanImage", "a")]
 
 
@@ -124,24 +124,26 @@ def _hosts(result: Any, cap: str) -> list[set[str]]:
 
 
 def test_services_of_different_groups_never_share_a_gpu() -> None:
-    shared = assess([L4], [svc("a", 4096, note=note()), svc("b", 4096, note=note())])
+    shared = assess([L4], [svc("a", 4096, allocation=note()), svc("b", 4096, allocation=note())])
     assert _gpus(shared, "l4") == [{"a", "b"}]
-    apart = assess([L4], [svc("a", 4096, note=note(isolation_group="x")), svc("b", 4096, note=note())])
+    apart = assess([L4], [svc("a", 4096, allocation=note(isolation_group="x")), svc("b", 4096, allocation=note())])
     assert sorted(map(sorted, _gpus(apart, "l4"))) == [["a"], ["b"]]
     assert apart.steady.instances == 2  # one GPU per host: separate GPUs are separate hosts
 
 
 def test_on_multi_gpu_hosts_groups_share_hosts_unless_isolate_host() -> None:
     caps = [L4X4]
-    gpus = assess(caps, [svc("a", 4096, cap="l4x4", note=note(isolation_group="x")), svc("b", 4096, cap="l4x4")])
+    gpus = assess(caps, [svc("a", 4096, cap="l4x4", allocation=note(isolation_group="x")), svc("b", 4096, cap="l4x4")])
     assert sorted(map(sorted, _gpus(gpus, "l4x4"))) == [["a"], ["b"]] and _hosts(gpus, "l4x4") == [{"a", "b"}]
     assert ("IsolationNotEnforceable", "a") in _ids(gpus)  # ECS picks the GPU inside a host
     own_hosts = note(isolation_group="x", isolate_host=True)
-    hosts = assess(caps, [svc("a", 4096, cap="l4x4", note=own_hosts, kept_apart=True), svc("b", 4096, cap="l4x4")])
+    hosts = assess(
+        caps, [svc("a", 4096, cap="l4x4", allocation=own_hosts, kept_apart=True), svc("b", 4096, cap="l4x4")]
+    )
     assert sorted(map(sorted, _hosts(hosts, "l4x4"))) == [["a"], ["b"]]
     assert ("IsolationNotEnforceable", "a") not in _ids(hosts)
     # Hosts of its own are kept only when ECS is told: without the expression, the warning says so.
-    untold = assess(caps, [svc("a", 4096, cap="l4x4", note=own_hosts), svc("b", 4096, cap="l4x4")])
+    untold = assess(caps, [svc("a", 4096, cap="l4x4", allocation=own_hosts), svc("b", 4096, cap="l4x4")])
     (finding,) = [f for f in untold.findings if f.rule_id.endswith("IsolationNotEnforceable")]
     assert "no placement expression that tells ECS" in finding.message
 
@@ -183,7 +185,7 @@ def _parse(text: str) -> fleet.FleetSpec:
 
 def test_the_fleet_file_carries_the_note_and_its_evidence() -> None:
     spec = _parse(BASE)
-    a = spec.services["a"].note
+    a = spec.services["a"].allocation
     assert a is not None and a.need_mib == 3072 and a.isolation_group == "x"
     assert a.evidence == Evidence(2900, DAY, "evaluate", None, "repo/a@sha256:" + "a" * 64)
     doc = plan_report.to_json(assess(*from_fleet(spec)))
@@ -238,11 +240,11 @@ def test_a_construct_without_a_note_warns_that_its_budget_is_a_guess() -> None:
     assert "ecs-gpu-sharing:BudgetIsAGuess" in str(warning.entry.data)
 
 
-def test_describe_takes_only_a_note() -> None:
+def test_set_allocation_takes_only_an_allocation_note() -> None:
     fleet_ = Fleet()
     service = fleet_.service("Emb", 1, 2048)
-    with pytest.raises(ServiceError, match="note must be an AllocationNote"):
-        FleetPlan.of(fleet_.stack).describe(service, {"residency_mib": 1})  # type: ignore[arg-type]
+    with pytest.raises(ServiceError, match="allocation must be an AllocationNote"):
+        FleetPlan.of(fleet_.stack).set_allocation(service, {"residency_mib": 1})  # type: ignore[arg-type]
 
 
 def test_a_daemon_service_takes_its_share_of_every_host_from_the_plan() -> None:
@@ -263,9 +265,9 @@ def test_a_daemon_service_takes_its_share_of_every_host_from_the_plan() -> None:
 
 def test_on_one_gpu_hosts_a_group_needs_a_placement_expression_for_ecs_to_keep_it_apart() -> None:
     grouped = note(isolation_group="x", evidence=measured())
-    told = svc("a", 4096, note=grouped, kept_apart=True)
-    untold = svc("a", 4096, note=grouped)
-    other = svc("b", 4096, note=note(evidence=measured()))
+    told = svc("a", 4096, allocation=grouped, kept_apart=True)
+    untold = svc("a", 4096, allocation=grouped)
+    other = svc("b", 4096, allocation=note(evidence=measured()))
     assert ("IsolationNotEnforceable", "a") in _ids(assess([L4], [untold, other]))
     assert _ids(assess([L4], [told, other])) == []
     spec = _parse(BASE)  # the fleet file's services carry the app's expressions

@@ -273,3 +273,13 @@ def test_fleet_names_that_once_collided_with_construct_ids_synthesize() -> None:
     plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
     assert sorted(s["name"] for s in plan["services"]) == ["s", "s-logs"]
     assert [c["name"] for c in plan["capacities"]] == ["Cluster"] and len(stacks.services) == 1
+
+
+def test_a_fleet_file_refused_removes_the_plan_files_of_an_earlier_synth(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("gpu-fleet-plan.json", "gpu-fleet-plan.md"):
+        (out / name).write_text("{}")  # an earlier synth's plan, of another fleet
+    result = _run_app(tmp_path, 'name = "x"\n')
+    assert result.returncode == 1
+    assert not (out / "gpu-fleet-plan.json").exists() and not (out / "gpu-fleet-plan.md").exists()

@@ -35,7 +35,7 @@ MEASURED = AllocationNote(
 
 
 def svc(count: int, mib: int, *, cpu: int = 512, mem: int = 1024, name: str = "emb") -> ServiceInput:
-    return ServiceInput(name, "l4", TaskShape(cpu, mem, (mib,)), count, note=MEASURED)
+    return ServiceInput(name, "l4", TaskShape(cpu, mem, (mib,)), count, allocation=MEASURED)
 
 
 def test_a_fleet_that_fits_has_no_findings_and_derives_max_for_the_surge() -> None:
@@ -60,7 +60,7 @@ def test_error_task_larger_than_a_host() -> None:
 
 def test_error_desired_counts_past_max_instances() -> None:
     (finding,) = assess([replace(L4, max_instances=1)], [svc(4, 6000)]).errors
-    assert finding.kind == "capacity" and finding.subject == "l4"
+    assert finding.about == "capacity" and finding.subject == "l4"
     assert (
         "(emb 4 (desired count)) need 2 instances of g6.xlarge, more than max_instances 1 (1 task left unplaced)"
         in finding.message

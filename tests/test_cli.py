@@ -9,6 +9,7 @@ from xml.etree import ElementTree
 import pytest
 
 from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.core import plan_contract
 
 from conftest import THREE_MODELS
 
@@ -47,55 +48,8 @@ def test_plan_prints_a_table_for_the_example_fleet(capsys: pytest.CaptureFixture
 def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", EXAMPLE, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    assert set(plan_contract.paths(doc)) <= plan_contract.PATHS  # tests/test_docs.py holds the contract both ways
     assert set(doc) == {"capacities", "services", "outside_plan", "findings", "summary"}
-    assert set(doc["summary"]) == {
-        "instances",
-        "instance_lower_bound",
-        "gpus",
-        "gpu_lower_bound",
-        "whole_gpu_gpus",
-        "fits",
-        "cost",  # null without a prices file
-        "cost_note",  # what the cost is based on, or how to get prices
-    }
-    cap = doc["capacities"][0]
-    assert set(cap) == {
-        "name",
-        "kind",
-        "instance_type",
-        "instance_types",
-        "gpus_per_instance",
-        "ec2_gpu_memory_mib",
-        "ecs_gpu_memory_mib",
-        "gpu_margin_mib",
-        "gpu_memory_basis",
-        "gpu_memory_source",
-        "daemons",
-        "usable_gpu_memory_mib",
-        "host_cpu_units",
-        "host_memory_mib",
-        "min_instances",
-        "max_instances",
-        "surge_instances",
-        "instance_lower_bound",
-        "gpu_lower_bound",
-        "optimal",
-        "instances",
-    }
-    assert set(cap["instances"][0]) == {"count", "gpus", "cpu_units_used", "memory_mib_used", "tasks_without_gpu"}
-    assert set(cap["instances"][0]["gpus"][0]) == {"tasks", "used_gpu_memory_mib", "whole"}
-    assert set(cap["instances"][0]["gpus"][0]["tasks"][0]) == {"service", "tasks", "gpu_budget_mib", "containers"}
-    assert set(doc["services"][0]) == {
-        "name",
-        "capacity",
-        "tasks",
-        "count_source",
-        "max_percent",
-        "surge_tasks",
-        "placed",
-        "task",
-        "allocation",
-    }
     assert all(s["allocation"] is None for s in doc["services"])  # this fleet has no allocation notes
     assert {s["name"]: (s["tasks"], s["placed"]) for s in doc["services"]} == {
         "embedder": (4, 4),
@@ -117,10 +71,18 @@ def test_plan_svg_draws_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["plan", EXAMPLE, "--svg", str(svg)]) == 0
     root = ElementTree.fromstring(svg.read_text())
     texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert sum(1 for t in texts if t.startswith("instance ")) == 3
+    assert sum(1 for t in texts if " GPU " in t and t.startswith(("host ", "hosts "))) == 3
     titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
-    assert len(titles) == 8 and titles.count("embedder: 3072 MiB") == 4
+    assert titles.count("embedder: 3072 MiB") == 4 and sum(1 for t in titles if ": " in t and "MiB" in t) >= 8
     assert {"embedder", "reranker", "small-llm"} <= set(texts)  # the legend
+    # Each capacity says its maximum and the surge; each host group its CPU and memory; a caption the totals.
+    assert any(t.startswith("l4 (g6.2xlarge): 2 instances, max ") and "deployment surge needs" in t for t in texts)
+    assert any(t.startswith("CPU ") and "memory" in t for t in texts)
+    assert any(t.startswith("3 instances (lower bound 3)") for t in texts)
+    assert any(t.startswith("cost: no prices") for t in texts)
+    # Colours a converter can draw: hex, never hsl().
+    fills = {e.get("fill") for e in root.iter("{http://www.w3.org/2000/svg}rect")}
+    assert all(f and f.startswith("#") and len(f) == 7 for f in fills), fills
 
 
 def test_plan_exits_1_with_the_reason_when_the_fleet_does_not_fit(
@@ -159,3 +121,49 @@ def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
         executable="/bin/bash",
     )
     assert run.stdout.strip() == "{" and "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
+
+
+def test_plan_shows_draws_and_costs_a_plan_json_a_construct_app_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", EXAMPLE, "--json"]) == 0
+    made = tmp_path / "gpu-fleet-plan.json"
+    made.write_text(capsys.readouterr().out)
+    svg = tmp_path / "plan.svg"
+    assert main(["plan", str(made), "--svg", str(svg)]) == 0
+    out = capsys.readouterr().out
+    assert "l4 (g6.2xlarge): 2 instances, 2 GPUs used, max " in out and "fits: yes" in out and "cost: no prices" in out
+    root = ElementTree.fromstring(svg.read_text())
+    assert sum(1 for t in root.iter("{http://www.w3.org/2000/svg}text") if (t.text or "").endswith(" GPU 0")) == 3
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps(
+            {
+                "region": "us-east-1",
+                "retrieved_on": "2026-12-01",
+                "currency": "USD",
+                "on_demand_per_hour": {"g6.2xlarge": 0.98, "g6e.2xlarge": 2.24},
+                "source": "test",
+            }
+        )
+    )
+    assert main(["plan", str(made), "--prices", str(prices), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["cost"]["per_hour"] == round(2 * 0.98 + 2.24, 2)
+
+
+def test_plan_refuses_a_json_that_is_no_plan_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"capacities": [{"name": "x"}]}')
+    assert main(["plan", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a fleet plan" in err
+
+
+def test_help_is_plain_text_and_plan_help_names_diff(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "``" not in top
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    assert "plan diff OLD NEW" in capsys.readouterr().out

@@ -144,7 +144,7 @@ def test_write_round_trips_the_fleet_file_with_comments_intact() -> None:
     for comment in ("# The team's fleet", "# one L4", "# what happens on an MPS restart"):
         assert comment in edited
     spec = _spec(edited)
-    note = spec.services["embedder"].note
+    note = spec.services["embedder"].allocation
     assert note is not None and note.evidence is not None
     assert (note.evidence.peak_mib, note.evidence.measured_on, note.evidence.source) == (2300, day, "evaluate")
     assert spec.services["reranker"].gpu_budget_mib == 3392
@@ -285,7 +285,7 @@ def test_evaluate_judges_replans_and_writes(aws: Any, tmp_path: Path, capsys: py
     assert (doc["written"] == str(path) and "GPUs" in doc["replan"]["diff"]) or doc["replan"]["diff"]
     written = _spec(path.read_text())
     assert written.services["embedder"].gpu_budget_mib == 2560 and written.services["reranker"].gpu_budget_mib == 3392
-    evidence = written.services["embedder"].note.evidence  # type: ignore[union-attr]
+    evidence = written.services["embedder"].allocation.evidence  # type: ignore[union-attr]
     assert evidence is not None and evidence.peak_mib == 2300 and evidence.source == "evaluate"
     assert "# The team's fleet" in path.read_text()
 
@@ -392,7 +392,7 @@ def test_an_allocation_written_as_dotted_keys_gets_the_budget_and_a_note_not_a_r
         'acknowledge = { "ecs-gpu-sharing:MutableImageTag" = "test" }\nallocation.residency_mib = 1024\n'
         'allocation.peak_working_mib = 1024\nallocation.shared_failure = "callers retry"\n',
     )
-    assert _spec(dotted).services["embedder"].note is not None
+    assert _spec(dotted).services["embedder"].allocation is not None
     edited, notes = fleet_edit.apply(dotted, {"embedder": fleet_edit.Change(2560, {"measured_peak_mib": 2300})})
     assert _spec(edited).services["embedder"].gpu_budget_mib == 2560 and "as a table of its own" in notes[0]
 

@@ -197,3 +197,11 @@ def test_a_fleet_files_problems_come_in_one_round(tmp_path: Path) -> None:
     lines = str(error.value).splitlines()
     assert any("service.emb.desired_count" in line for line in lines)
     assert any("service.big.gpu_budget_mib" in line and "TaskExceedsGpuMemory" in line for line in lines)
+
+
+def test_a_mistyped_key_gets_a_did_you_mean(tmp_path: Path) -> None:
+    with pytest.raises(FleetSpecError, match=r"unknown key service.emb.gpu_budget_mb; did you mean gpu_budget_mib\?"):
+        _load(tmp_path, BASE.replace("gpu_budget_mib = 2048", "gpu_budget_mib = 2048\ngpu_budget_mb = 1"))
+    with pytest.raises(FleetSpecError) as error:
+        _load(tmp_path, BASE + "colour = 1\n")
+    assert "did you mean" not in str(error.value)  # nothing close: no guess

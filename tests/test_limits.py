@@ -284,12 +284,13 @@ def test_the_fleet_parser_refuses_one_past_each_limit_naming_the_key(
     assert f"over AWS's limit of {limit.number:,}" in message
 
 
-def test_the_readme_lists_every_limit_with_its_number() -> None:
+def test_the_rules_page_lists_every_limit_with_its_number_and_source() -> None:
     from conftest import REPO
 
-    readme = (REPO / "README.md").read_text()
+    rules_page = (REPO / "docs" / "rules.md").read_text()
     for limit in quotas.LIMITS:
-        assert f"| `{limit.rule_id.removeprefix(quotas.PREFIX)}` | {limit.number:,} |" in readme, limit.rule_id
+        row = next(line for line in rules_page.splitlines() if f"`{limit.rule_id}`" in line)
+        assert f"at most {limit.number:,} " in row and limit.source.split(",")[0] in row, limit.rule_id
 
 
 def test_a_derived_max_instances_is_held_to_the_clusters_instance_quota() -> None:

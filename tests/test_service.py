@@ -146,7 +146,7 @@ def test_plan_files_are_written_next_to_the_templates(fitting: dict[str, Any]) -
         for t in g["tasks"]
         if "Reranker" in t["service"]
     ]
-    assert reranker == [{"service": "Reranker", "tasks": 1, "gpu_budget_mib": 5000, "containers": 2}]
+    assert reranker == [{"service": "Reranker", "tasks": 1, "task_gpu_budget_mib": 5000, "containers": 2}]
     markdown = (fitting["dir"] / f"{PLAN_FILE}.md").read_text()
     assert "| L4 | g6.xlarge | 2 | 3 | 2 |" in markdown
 
@@ -337,3 +337,18 @@ def test_refuses_bad_options(kwargs: dict[str, Any], message: str) -> None:
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(100))
     with pytest.raises(ValueError, match=message):
         SharedGpuService(fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=td, **kwargs)
+
+
+def test_an_auto_scaling_maximum_above_ecs_tasks_per_service_fails_the_synth() -> None:
+    fleet = Fleet(max_instances=5000)
+    emb = fleet.service("Emb", 1, 1000)
+    emb.service.auto_scale_task_count(min_capacity=1, max_capacity=6000)
+    with pytest.raises(RuntimeError, match=r"\[ecs-gpu-sharing:TasksPerService\] it is planned at 6,000 tasks"):
+        fleet.synth()
+
+
+def test_an_auto_scaling_maximum_at_ecs_tasks_per_service_is_no_error() -> None:
+    fleet = Fleet()
+    emb = fleet.service("Emb", 1, 1000)
+    emb.service.auto_scale_task_count(min_capacity=1, max_capacity=5000)
+    fleet.synth()  # derives max_instances for 5,000 tasks; no TasksPerService

@@ -241,7 +241,10 @@ def test_refuses_mixing_whole_gpus_and_mps_in_one_task_at_synth() -> None:
     td = SharedGpuTaskDefinition(stack, "Td")
     td.add_container("whole", image=IMAGE, memory_limit_mib=128, gpu_count=1)
     td.add_container("shared", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
-    with pytest.raises(RuntimeError, match=r"Test/Td\] GPU containers mix whole GPUs \(whole: gpu_count=1\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Test/Td\] \[ecs-gpu-sharing:TaskMixesGpuOptions\] GPU containers mix whole GPUs \(whole: gpu_count=1\)",
+    ):
         _synth(stack)
 
 

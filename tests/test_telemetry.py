@@ -307,7 +307,7 @@ def test_the_daemon_survives_an_unreadable_proc(host: dict[str, Path], tmp_path:
     records = [json.loads(line) for line in batches[0]]
     (health,) = [r for r in records if "ProcErrors" in r]
     assert health["ProcErrors"] == 1 and "MpsHealthy" not in health  # unknown, not "down"
-    assert json.loads(log[0])["kind"] == "Proc"
+    assert json.loads(log[0])["source"] == "Proc"
 
 
 def test_the_daemon_survives_ecs_throttling(host: dict[str, Path]) -> None:
@@ -584,16 +584,16 @@ def test_managed_instances_hosts_may_not_write_the_evidence_either() -> None:
 
 
 def test_one_table_reads_a_stopped_task_for_evaluate_and_for_the_dashboards_filters() -> None:
-    from ecs_gpu_sharing.core.telemetry import CRASH, HOST_MEMORY, MPS, STOP_RULES, stop_kinds
+    from ecs_gpu_sharing.core.telemetry import CRASH, HOST_MEMORY, MPS, STOP_RULES, stop_causes
 
     killed = {
         "stoppedReason": "x",
         "stopCode": "EssentialContainerExited",
         "containers": [{"reason": "OutOfMemoryError"}],
     }
-    assert stop_kinds(killed) == {HOST_MEMORY, CRASH}
-    assert stop_kinds({"stoppedReason": "MPS control daemon not responding"}) == {MPS}
-    assert stop_kinds({"stoppedReason": "Scaling activity", "stopCode": "ServiceSchedulerInitiated"}) == set()
+    assert stop_causes(killed) == {HOST_MEMORY, CRASH}
+    assert stop_causes({"stoppedReason": "MPS control daemon not responding"}) == {MPS}
+    assert stop_causes({"stoppedReason": "Scaling activity", "stopCode": "ServiceSchedulerInitiated"}) == set()
     # Every rule's filter names the field and value the Python reading uses.
     for rule in STOP_RULES:
         assert rule.value in STOP_METRICS[rule.metric] and rule.field.split("[")[0] in STOP_METRICS[rule.metric]

@@ -34,12 +34,10 @@ def test_a_consumer_app_snapshots_round_trip_and_a_change_reads_as_a_diff(tmp_pa
     created = _pytest(app, "--snapshot-update")
     assert created.returncode == 0, created.stdout + created.stderr
     snapshots = sorted(p.name for p in (app / "__snapshots__" / "test_models_stack").iterdir())
-    assert snapshots == ["test_models_stack[plan].json", "test_models_stack[template].json"]
-    template = json.loads(
-        (app / "__snapshots__" / "test_models_stack" / "test_models_stack[template].json").read_text()
-    )
+    assert snapshots == ["test_plan[plan].json", "test_template[template].json"]
+    template = json.loads((app / "__snapshots__" / "test_models_stack" / "test_template[template].json").read_text())
     assert "BootstrapVersion" not in template.get("Parameters", {}) and "CDKMetadata" not in template["Resources"]
-    plan = json.loads((app / "__snapshots__" / "test_models_stack" / "test_models_stack[plan].json").read_text())
+    plan = json.loads((app / "__snapshots__" / "test_models_stack" / "test_plan[plan].json").read_text())
     assert [s["name"] for s in plan["services"]] == ["embedder"]
 
     again = _pytest(app)
@@ -49,6 +47,7 @@ def test_a_consumer_app_snapshots_round_trip_and_a_change_reads_as_a_diff(tmp_pa
     stack.write_text(stack.read_text().replace("gpu_budget_mib=4096", "gpu_budget_mib=6144"))
     changed = _pytest(app)
     assert changed.returncode == 1
+    assert "2 failed" in changed.stdout, changed.stdout  # the plan's diff is not hidden behind the template's
     # syrupy shows the changed line of the template, old and new, as a diff.
     diff = [" ".join(line.split()) for line in changed.stdout.splitlines()]
     assert 'E - "Memory": 4096' in diff and 'E + "Memory": 6144' in diff

@@ -41,6 +41,8 @@ def _catalog_show(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     svg = check_output_path(args.svg, what="SVG", option="--svg") if args.svg else None
+    if str(args.fleet).endswith(".json"):
+        return _plan_file(args, svg)
     spec = fleet.load(args.fleet)
     if spec.region is not None:
         from .regions import known_regions  # botocore's endpoint data: no call, no credentials
@@ -49,7 +51,7 @@ def _plan(args: argparse.Namespace) -> int:
     result = assess(*plan_inputs.from_fleet(spec))  # the builder the synth-time plan uses
     doc = plan_report.to_json(result, _plan_prices(args, spec))
     if svg is not None:
-        write_atomic(svg, plan_report.to_svg(result.steady, caption=cost.cost_lines(doc)[0]))
+        write_atomic(svg, plan_report.to_svg(doc))
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -62,15 +64,39 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
+    """A plan JSON already made (a construct app's cdk.out/gpu-fleet-plan.json): shown, drawn, costed again."""
+    doc = _read_plan(args.fleet)
+    try:
+        if args.prices:
+            doc = cost.add_cost(doc, cost.load_prices(args.prices))
+        lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
+        drawing = plan_report.to_svg(doc) if svg is not None else None
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise PlanError(
+            f"{args.fleet}: not a fleet plan ({type(error).__name__}: {error}); give a gpu-fleet-plan.json or the "
+            "output of plan --json"
+        ) from None
+    if svg is not None and drawing is not None:
+        write_atomic(svg, drawing)
+    print(json.dumps(doc, indent=2) if args.json else "\n".join(lines))
+    return 0 if doc.get("summary", {}).get("fits") else 1
+
+
+def _read_plan(path: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PlanError(f"{path}: cannot read the plan file ({error.strerror}); check the path") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise PlanError(f"{path}: not JSON; give a gpu-fleet-plan.json or the output of plan --json") from None
+    if not isinstance(doc, dict):
+        raise PlanError(f"{path}: not a fleet plan; give a gpu-fleet-plan.json or the output of plan --json")
+    return doc
+
+
 def _plan_diff(args: argparse.Namespace) -> int:
-    docs = []
-    for path in (args.old, args.new):
-        try:
-            docs.append(json.loads(Path(path).read_text(encoding="utf-8")))
-        except OSError as error:
-            raise PlanError(f"{path}: cannot read the plan file ({error.strerror}); check the path") from None
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            raise PlanError(f"{path}: not JSON; give a gpu-fleet-plan.json or the output of plan --json") from None
+    docs = [_read_plan(path) for path in (args.old, args.new)]
     for path, doc in zip((args.old, args.new), docs, strict=True):
         try:  # each file against itself first, so a malformed one is named
             plan_diff.diff(doc, doc, old_source=path, new_source=path)
@@ -308,7 +334,11 @@ def _verdict_table(verdicts: list[Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ecs-gpu-sharing", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="ecs-gpu-sharing",
+        description="Plan fleets of models sharing NVIDIA GPUs on Amazon ECS without synthesizing, compare plans, and "
+        "check a live account.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     cat = commands.add_parser("catalog", help="the GPU instance catalog").add_subparsers(
@@ -370,9 +400,15 @@ def build_parser() -> argparse.ArgumentParser:
     judging.set_defaults(func=_evaluate)
 
     planning = commands.add_parser(
-        "plan", help="plan a fleet file without synthesizing (plan diff OLD NEW: compare two plans)"
+        "plan",
+        help="plan a fleet file without synthesizing (plan diff OLD NEW: compare two plans)",
+        description="Plan a fleet file without synthesizing, or show, draw and cost a plan already made "
+        "(a construct app's cdk.out/gpu-fleet-plan.json). Exit 1 when the fleet does not fit.",
+        epilog="ecs-gpu-sharing plan diff OLD NEW [--markdown]: compare two plans (gpu-fleet-plan.json or plan --json "
+        "output); exit 1 when capacity, the surge, GPUs or cost grow, a service leaves the plan or a check newly "
+        "fails. See ecs-gpu-sharing plan diff --help.",
     )
-    planning.add_argument("fleet", help="the fleet file (fleet.toml)")
+    planning.add_argument("fleet", help="the fleet file (fleet.toml), or a plan JSON (gpu-fleet-plan.json)")
     planning.add_argument("--json", action="store_true", help="print the plan as JSON")
     planning.add_argument("--svg", metavar="FILE", help="also draw each instance's GPUs into FILE")
     planning.add_argument(

@@ -1,15 +1,25 @@
-"""A consumer's snapshot test: the gpu_snapshot fixture comes from the installed library's pytest plugin."""
+"""A consumer's snapshot tests: the gpu_snapshot fixture comes from the installed library's pytest plugin. The template
+and the plan are two tests, so a change to one never hides a change to the other."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import aws_cdk as cdk
+import pytest
 from models_stack import ModelsStack
 
 
-def test_models_stack(gpu_snapshot: Any) -> None:
+@pytest.fixture(scope="module")
+def app() -> cdk.App:
     app = cdk.App()
-    stack = ModelsStack(app, "Models")
-    assert gpu_snapshot(name="template") == stack
-    assert gpu_snapshot(name="plan") == app
+    ModelsStack(app, "Models")
+    return app
+
+
+def test_template(app: cdk.App, gpu_snapshot: Any) -> None:
+    assert gpu_snapshot(name="template") == app.node.find_child("Models")  # the normalized template
+
+
+def test_plan(app: cdk.App, gpu_snapshot: Any) -> None:
+    assert gpu_snapshot(name="plan") == app  # the GPU fleet plan

@@ -222,11 +222,11 @@ def discover(
     *,
     names: Mapping[IConstruct, str],
     stated_counts: Mapping[IConstruct, int],
-    notes: Mapping[IConstruct, AllocationNote] | None = None,
+    allocations: Mapping[IConstruct, AllocationNote] | None = None,
     acknowledged: Callable[[IConstruct], Mapping[str, str]] | None = None,
 ) -> Discovered:
     """Every GPU capacity and every service on one, as plan inputs (built by ``core.plan_inputs``); ``names``,
-    ``stated_counts`` and ``notes`` are keyed by the services' user-facing constructs; ``acknowledged`` gives the
+    ``stated_counts`` and ``allocations`` are keyed by the services' user-facing constructs; ``acknowledged`` gives the
     warnings accepted for a service's user-facing construct or a capacity construct."""
     acks = acknowledged or (lambda _: {})
     found = Discovered()
@@ -273,7 +273,7 @@ def discover(
             if isinstance(shape, TaskShape) and not shape.uses_gpu:
                 if props.get("schedulingStrategy") == "DAEMON":
                     # One task on every EC2 host of the cluster: what it takes is not there for the planned tasks.
-                    # Managed Instances hosts are assumed not to take EC2-launch-type tasks (README: known unknowns).
+                    # Managed Instances hosts are assumed not to take EC2-launch-type tasks (docs/known-unknowns.md).
                     # A daemon placed by instance type lands only on capacities with one of those types; daemons
                     # of one name are alternatives by instance type (GpuTelemetry: one per GPU count), so one host
                     # runs one of them.
@@ -333,7 +333,7 @@ def discover(
                 share,
                 max_percent=percent,
                 count_source=source,
-                note=(notes or {}).get(named),
+                allocation=(allocations or {}).get(named),
                 image=_gpu_image(construct),
                 acknowledged=acks(named),
                 kept_apart=_kept_apart(props),

@@ -54,7 +54,7 @@ class FleetPlan(Construct):
         self._capacities: list[PlannedCapacity] = []
         self._names: dict[IConstruct, str] = {}
         self._counts: dict[IConstruct, int] = {}
-        self._notes: dict[IConstruct, AllocationNote] = {}
+        self._allocations: dict[IConstruct, AllocationNote] = {}
         self._acks: dict[IConstruct, dict[str, str]] = {}
         self._allowed: dict[IConstruct, dict[str, str]] = {}  # task definition -> guard rule -> why it may
         self._judged: list[IConstruct] = []  # task definitions whose rendered template the guards read again
@@ -81,12 +81,13 @@ class FleetPlan(Construct):
             "tasks", tasks, low=0, high=MAX_TASKS_PER_SERVICE, owner=owner, error=ServiceError
         )
 
-    def describe(self, service: IConstruct, note: AllocationNote) -> None:
+    def set_allocation(self, service: IConstruct, allocation: AllocationNote) -> None:
         """Gives ``service`` (an ECS service, or the construct holding it as ``Service``) its allocation note: the
-        plan checks its budget against the note, keeps its isolation group apart, and shows the note."""
-        if not isinstance(note, AllocationNote):
-            raise ServiceError(f"{service.node.path}: note must be an AllocationNote, got {note!r}")
-        self._notes[service] = note
+        plan checks its budget against it, keeps its isolation group apart, and shows it. ``SharedGpuService`` and
+        ``SharedGpuManagedInstancesService`` take it as ``allocation=``."""
+        if not isinstance(allocation, AllocationNote):
+            raise ServiceError(f"{service.node.path}: allocation must be an AllocationNote, got {allocation!r}")
+        self._allocations[service] = allocation
 
     def acknowledge(self, scope: IConstruct, rule_id: str, reason: str) -> None:
         """Accepts a warning with a reason, for ``scope`` and everything in it: a service (a ``SharedGpuService``,
@@ -159,7 +160,7 @@ class FleetPlan(Construct):
             self._capacities,
             names=self._names,
             stated_counts=self._counts,
-            notes=self._notes,
+            allocations=self._allocations,
             acknowledged=self.acknowledged,
         )
         result = assess(
@@ -213,9 +214,15 @@ class FleetPlan(Construct):
 
     def _remove_stale_files(self) -> None:
         outdir = self._outdir()
+        if outdir is not None:
+            FleetPlan.remove_plan_files(outdir)
+
+    @staticmethod
+    def remove_plan_files(outdir: Path) -> None:
+        """Removes the plan files of an earlier synth from ``outdir``: for an app that fails before synthesis (a fleet
+        file refused), so no plan of another fleet is left to be read as this one's."""
         for suffix in (".json", ".md"):
-            if outdir is not None:
-                (outdir / f"{PLAN_FILE}{suffix}").unlink(missing_ok=True)
+            (Path(outdir) / f"{PLAN_FILE}{suffix}").unlink(missing_ok=True)
 
     def write(self, outdir: Path) -> None:
         """Writes the plan files (each atomically) and prints the summary; called once the app has synthesized."""

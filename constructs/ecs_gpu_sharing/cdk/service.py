@@ -144,7 +144,7 @@ def _register(service: Construct, name: str, planned_count: int | None, allocati
     if planned_count is not None:
         plan.plan_count(service, planned_count)
     if allocation is not None:
-        plan.describe(service, allocation)
+        plan.set_allocation(service, allocation)
 
 
 class SharedGpuManagedInstancesService(Construct):

@@ -35,6 +35,7 @@ from ..core.hardening import (
     writable_root_message,
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
+from ..core.rules import TASK_EXCEEDS_GPU_MEMORY, TASK_MIXES_GPU_OPTIONS
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
 
@@ -161,7 +162,7 @@ class _MpsContainers:
         problems = []
         if self._shares and self._whole_gpu:
             problems.append(
-                "GPU containers mix whole GPUs ("
+                f"[{TASK_MIXES_GPU_OPTIONS}] GPU containers mix whole GPUs ("
                 + ", ".join(f"{name}: gpu_count={n}" for name, n in self._whole_gpu)
                 + ") and MPS shares ("
                 + ", ".join(f"{name}: {share}" for name, share in self._shares)
@@ -172,9 +173,9 @@ class _MpsContainers:
         if self._shares and self._usable is not None and need > self._usable:
             parts = " + ".join(f"{name} {share.gpu_budget_mib}" for name, share in self._shares)
             problems.append(
-                f"the MPS containers of one task share one GPU, but their budgets add up to {need} MiB "
-                f"({parts}), more than the {self._usable} MiB usable on one GPU (usable_gpu_memory_mib); lower "
-                "the budgets, split the containers into separate task definitions, or use a larger GPU"
+                f"[{TASK_EXCEEDS_GPU_MEMORY}] the MPS containers of one task share one GPU, but their budgets add up "
+                f"to {need} MiB ({parts}), more than the {self._usable} MiB usable on one GPU (usable_gpu_memory_mib); "
+                "lower the budgets, split the containers into separate task definitions, or use a larger GPU"
             )
         return problems
 

@@ -94,10 +94,10 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
     services = {s["name"]: s for s in plan["services"]}
     shares: dict[str, float] = {}
     for cap in plan["capacities"]:
-        kind = cap["instance_type"]
-        price = prices.on_demand_per_hour.get(kind)
+        itype = cap["instance_type"]
+        price = prices.on_demand_per_hour.get(itype)
         if price is None:
-            missing.append(kind)
+            missing.append(itype)
             cap["cost"] = None
             continue
         instances = sum(int(g["count"]) for g in cap["instances"])
@@ -106,7 +106,7 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
         total_hour += per_hour
         total_max_hour += most * price
         cap["cost"] = {
-            "instance_type": kind,
+            "instance_type": itype,
             "on_demand_per_hour": price,
             "per_hour": _money(per_hour),
             "per_month": _money(per_hour * HOURS_PER_MONTH),
@@ -123,7 +123,7 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
                     mib = (
                         int(cap["usable_gpu_memory_mib"])
                         if gpu["whole"]
-                        else int(t["gpu_budget_mib"]) * int(t["tasks"])
+                        else int(t["task_gpu_budget_mib"]) * int(t["tasks"])
                     )
                     held[t["service"]] = held.get(t["service"], 0) + mib * int(group["count"])
         for name, mib in held.items():

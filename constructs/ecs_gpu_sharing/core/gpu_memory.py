@@ -71,7 +71,7 @@ REGISTERED: dict[tuple[str, int], RegisteredMemory] = _load_table()
 
 
 def readme_rows() -> list[str]:
-    """The README's table of per-model figures, from the data file (a test keeps the README in step)."""
+    """The table of per-model figures in docs/constructs.md, from the data file (a test keeps the page in step)."""
     doc = json.loads(files(__package__).joinpath("data", DATA_FILE).read_text(encoding="utf-8"))
     rows = []
     for m in doc["models"]:

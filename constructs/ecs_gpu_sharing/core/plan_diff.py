@@ -88,7 +88,7 @@ def _capacity_figures(cap: dict[str, Any]) -> dict[str, int]:
 
 def _errors(doc: dict[str, Any]) -> set[str]:
     return {
-        f"{f.get('rule_id')} {f.get('kind')} {f.get('subject')}: {f.get('message')}"
+        f"{f.get('rule_id')} {f.get('about')} {f.get('subject')}: {f.get('message')}"
         for f in doc.get("findings", [])
         if f.get("level") == "error"
     }

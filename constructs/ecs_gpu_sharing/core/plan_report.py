@@ -1,23 +1,25 @@
 """Renders a fleet assessment: the JSON contract, Markdown, a terminal table, an SVG and a short summary.
 
-Pure Python. The JSON shape is a contract (README, "Planning without synth"); change it only with a version note.
+Pure Python. The JSON shape is a contract (``core.plan_contract``, docs/plan-json.md); change it only with a version
+note.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import colorsys
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
 from .allocation import headroom
-from .cost import Prices, add_cost
-from .planner import MANAGED_INSTANCES, CapacityPlan, Plan, ServiceInput
+from .cost import Prices, add_cost, cost_lines
+from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput
 from .rules import Assessment
 
 
-def _note_json(s: ServiceInput) -> dict[str, Any] | None:
+def _allocation_json(s: ServiceInput) -> dict[str, Any] | None:
     """A service's allocation note with its headroom: budget less need, and budget less the measured peak."""
-    note = s.note
+    note = s.allocation
     if note is None:
         return None
     evidence = note.evidence
@@ -43,9 +45,9 @@ def _note_json(s: ServiceInput) -> dict[str, Any] | None:
     }
 
 
-def note_line(s: ServiceInput) -> str | None:
+def allocation_line(s: ServiceInput) -> str | None:
     """One line about a service's allocation note, for the table, the Markdown and the SVG."""
-    note = s.note
+    note = s.allocation
     if note is None:
         return None
     budget = s.task_gpu_budget_mib
@@ -90,7 +92,7 @@ def to_json(assessment: Assessment, prices: Prices | None = None) -> dict[str, A
                     "gpu_budgets_mib": list(s.shape.gpu_budgets_mib),
                     "whole_gpus": s.whole_gpus,
                 },
-                "allocation": _note_json(s),
+                "allocation": _allocation_json(s),
             }
             for s in plan.services
         ],
@@ -99,7 +101,7 @@ def to_json(assessment: Assessment, prices: Prices | None = None) -> dict[str, A
             {
                 "rule_id": f.rule_id,
                 "level": str(f.level),
-                "kind": f.kind,
+                "about": f.about,
                 "subject": f.subject,
                 "message": f.message,
                 "acknowledged": f.acknowledged,
@@ -128,7 +130,7 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
         "instance_types": list(cap.instance_types or (cap.instance_type,)),
         "gpus_per_instance": cap.gpus_per_instance,
         "ec2_gpu_memory_mib": cap.ec2_gpu_memory_mib,
-        "ecs_gpu_memory_mib": cap.ecs_gpu_memory_mib,
+        "registered_gpu_memory_mib": cap.registered_gpu_memory_mib,
         "gpu_margin_mib": cap.gpu_margin_mib,
         "gpu_memory_basis": cap.gpu_memory_basis,
         "gpu_memory_source": cap.gpu_memory_source,
@@ -151,7 +153,7 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
                             {
                                 "service": name,
                                 "tasks": n,
-                                "gpu_budget_mib": shapes[name].task_gpu_budget_mib,
+                                "task_gpu_budget_mib": shapes[name].task_gpu_budget_mib,
                                 "containers": shapes[name].clients,
                             }
                             for name, n in gpu.tasks
@@ -205,8 +207,8 @@ def memory_line(c: CapacityPlan) -> str:
     """Where a capacity's per-GPU figure comes from: measured, the table (with its source), or the fallback."""
     cap = c.capacity
     return (
-        f"{cap.name}: {cap.usable_gpu_memory_mib} MiB usable per GPU = {cap.ecs_gpu_memory_mib} MiB as ECS registers "
-        f"it ({cap.gpu_memory_basis}: {cap.gpu_memory_source}) - {cap.gpu_margin_mib} MiB margin; EC2 lists "
+        f"{cap.name}: {cap.usable_gpu_memory_mib} MiB usable per GPU = {cap.registered_gpu_memory_mib} MiB as ECS "
+        f"registers it ({cap.gpu_memory_basis}: {cap.gpu_memory_source}) - {cap.gpu_margin_mib} MiB margin; EC2 lists "
         f"{cap.ec2_gpu_memory_mib} MiB"
     )
 
@@ -221,7 +223,14 @@ def summary_lines(assessment: Assessment) -> list[str]:
     for name, n in sorted(assessment.max_instances.items()):
         surge = assessment.surge.capacity(name).instance_count
         lines.append(f"GPU fleet plan: {name}: max instances {n}, deployment surge needs {surge}")
-    lines.extend(f"GPU fleet plan: {f}" for f in assessment.findings)
+    # Each finding is printed once, by the CDK CLI on its construct (errors fail the synth; an acknowledged warning is
+    # hidden there): here only their count, so a synth does not print every warning twice.
+    warned, accepted = len(assessment.warnings), sum(1 for f in assessment.findings if f.acknowledged is not None)
+    if warned or accepted:
+        lines.append(
+            f"GPU fleet plan: {_count(warned, 'warning')}, {accepted} acknowledged (each on its construct in the synth "
+            "output; all in gpu-fleet-plan.md)"
+        )
     return lines
 
 
@@ -236,23 +245,29 @@ def _instance_label(c: CapacityPlan, index: int) -> str:
 
 
 def to_table(assessment: Assessment) -> str:
-    """One row per GPU of each group of identical instances (``0-11`` is instances 0 to 11, all alike)."""
+    """Per group of identical hosts (``hosts``: how many), one row per GPU, one row of the tasks without a GPU, and
+    one row of what a host's tasks take of its CPU and memory (where those bind, free GPU memory is no waste)."""
     plan = assessment.steady
-    rows = ["capacity  instances  gpu  used MiB / usable  tasks"]
+    rows = ["capacity   hosts  gpu   used MiB / usable  tasks"]
     for c in plan.capacities:
-        for i, group in enumerate(c.instances):
-            label = _instance_label(c, i)
+        cap = c.capacity
+        for group in c.instances:
+            hosts = f"{group.count}x"
             for g, gpu in enumerate(group.gpus):
                 names = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in gpu.tasks) or "(idle)"
                 if gpu.whole:
                     names += " (whole GPU)"
                 rows.append(
-                    f"{c.capacity.name:<9} {label:>9}  {g:>3}  "
-                    f"{gpu.used_gpu_memory_mib:>8} / {c.capacity.usable_gpu_memory_mib:<6}  {names}"
+                    f"{cap.name:<9} {hosts:>6}  {g:>3}  {gpu.used_gpu_memory_mib:>9} / {cap.usable_gpu_memory_mib:<7} "
+                    f"{names}"
                 )
             if group.tasks_without_gpu:
                 names = ", ".join(f"{name} x{n}" for name, n in group.tasks_without_gpu)
-                rows.append(f"{c.capacity.name:<9} {label:>9}    -         (no GPU)        {names}")
+                rows.append(f"{cap.name:<9} {hosts:>6}    -  (no GPU)            {names}")
+            rows.append(
+                f"{cap.name:<9} {hosts:>6}  host  CPU {group.cpu_units_used} / {cap.host_cpu_units} units, memory "
+                f"{group.memory_mib_used} / {cap.host_memory_mib} MiB"
+            )
     rows.append("")
     rows.extend(capacity_line(c) for c in plan.capacities)
     rows.extend(memory_line(c) for c in plan.capacities)
@@ -262,7 +277,7 @@ def to_table(assessment: Assessment) -> str:
         f"(lower bound {plan.gpu_lower_bound}), "
         f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
     )
-    rows.extend(f"note: {line}" for s in plan.services if (line := note_line(s)))
+    rows.extend(f"note: {line}" for s in plan.services if (line := allocation_line(s)))
     rows.extend(str(f) for f in assessment.findings)
     return "\n".join(rows)
 
@@ -305,7 +320,7 @@ def to_markdown(
     out += [f"- {line}" for c in plan.capacities if (line := types_line(c))]
     for o in assessment.outside:
         out.append(f"| {o.name} | {o.capacity} | ? | outside the plan: {o.reason} | - | - |")
-    notes = [f"- {line}" for s in plan.services if (line := note_line(s))]
+    notes = [f"- {line}" for s in plan.services if (line := allocation_line(s))]
     if notes:
         out += ["", "## Allocation notes", "", *notes]
     if cost_lines is not None:
@@ -316,55 +331,127 @@ def to_markdown(
 
 
 def _colours(names: list[str]) -> dict[str, str]:
-    # Hues a golden angle apart, in service order: neighbours differ, the same fleet always looks the same.
-    return {name: f"hsl({round(i * 137.508) % 360}, 60%, 50%)" for i, name in enumerate(names)}
+    """Hues a golden angle apart, in service order (neighbours differ; the same fleet always looks the same), written
+    as hex: some SVG converters draw ``hsl()`` black."""
+    out = {}
+    for i, name in enumerate(names):
+        r, g, b = colorsys.hls_to_rgb((i * 137.508 % 360) / 360, 0.5, 0.6)
+        out[name] = f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+    return out
 
 
-def to_svg(plan: Plan, *, caption: str | None = None) -> str:
-    """Each group of identical instances' GPUs as bars, filled by their tasks in proportion to GPU memory; a
-    ``caption`` (such as the plan's cost) is written under them."""
+def _share_bar(x: int, y: int, width: int, used: int, total: int, label: str) -> list[str]:
+    filled = width * min(used, total) / total if total else 0
+    return [
+        f'<rect x="{x}" y="{y}" width="{width}" height="6" fill="#eeeeee" stroke="#999999"/>',
+        f'<rect x="{x}" y="{y}" width="{filled:.1f}" height="6" fill="#555555"><title>{escape(label)}</title></rect>',
+    ]
+
+
+def to_svg(doc: Mapping[str, Any]) -> str:
+    """A plan JSON (``to_json``, a ``gpu-fleet-plan.json`` included) drawn: each group of identical hosts' GPUs as
+    bars, filled by their tasks in proportion to GPU memory, with two thin bars for the CPU and memory one host's tasks
+    take (where those bind, free GPU memory is no waste); per capacity its instances, maximum and the deployment
+    surge's need; a caption with the totals and the cost (or how to get prices)."""
     bar_w, bar_h, gap, label_w = 360, 18, 6, 190
-    colour = _colours([s.name for s in plan.services])
-    budget = {s.name: s.task_gpu_budget_mib for s in plan.services}
-    tip = {s.name: f"; {line}" if (line := note_line(s)) else "" for s in plan.services}
+    services = {s["name"]: s for s in doc.get("services", [])}
+    colour = _colours(list(services))
     rows: list[str] = []
     y = 10
-    for c in plan.capacities:
-        usable = c.capacity.usable_gpu_memory_mib
+    for cap in doc.get("capacities", []):
+        usable = int(cap["usable_gpu_memory_mib"])
+        instances = sum(int(g["count"]) for g in cap["instances"])
+        most = cap.get("max_instances")
         rows.append(
-            f'<text x="4" y="{y + 12}" font-weight="bold">'
-            f"{escape(c.capacity.name)} ({escape(c.capacity.instance_type)})</text>"
+            f'<text x="4" y="{y + 12}" font-weight="bold">{escape(cap["name"])} ({escape(cap["instance_type"])}): '
+            f"{_count(instances, 'instance')}, max {most if most is not None else 'none'}, "
+            f"deployment surge needs {cap['surge_instances']}</text>"
         )
         y += bar_h + gap
-        for i, group in enumerate(c.instances):
-            label = _instance_label(c, i)
-            plural = "instances" if group.count > 1 else "instance"
-            for g, gpu in enumerate(group.gpus):
+        first = 0
+        for group in cap["instances"]:
+            count = int(group["count"])
+            label = str(first) if count == 1 else f"{first}-{first + count - 1}"
+            first += count
+            plural = "hosts" if count > 1 else "host"
+            for g, gpu in enumerate(group["gpus"]):
                 rows.append(f'<text x="14" y="{y + 13}">{plural} {label} GPU {g}</text>')
-                rows.append(f'<rect x="{label_w}" y="{y}" width="{bar_w}" height="{bar_h}" fill="#eee" stroke="#999"/>')
+                rows.append(
+                    f'<rect x="{label_w}" y="{y}" width="{bar_w}" height="{bar_h}" fill="#eeeeee" stroke="#999999"/>'
+                )
                 x = float(label_w)
-                for name, n in gpu.tasks:
-                    for _ in range(n):
-                        w = bar_w if gpu.whole else bar_w * budget[name] / usable
+                for t in gpu["tasks"]:
+                    name, budget = t["service"], int(t["task_gpu_budget_mib"])
+                    for _ in range(int(t["tasks"])):
+                        w = bar_w if gpu["whole"] else bar_w * budget / usable
+                        title = escape(f"{name}: {budget} MiB{_allocation_tip(services.get(name))}")
                         rows.append(
-                            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour[name]}" '
-                            f'stroke="#fff"><title>{escape(name)}: {budget[name]} MiB{escape(tip[name])}</title></rect>'
+                            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" '
+                            f'fill="{colour.get(name, "#888888")}" stroke="#ffffff"><title>{title}</title></rect>'
                         )
                         x += w
                 rows.append(
-                    f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_gpu_memory_mib} / {usable} MiB</text>'
+                    f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu["used_gpu_memory_mib"]} / {usable} MiB</text>'
                 )
                 y += bar_h + gap
+            used_cpu, used_mem = int(group["cpu_units_used"]), int(group["memory_mib_used"])
+            cpu = f"CPU {used_cpu} / {cap['host_cpu_units']} units"
+            memory = f"memory {used_mem} / {cap['host_memory_mib']} MiB"
+            half = bar_w // 2 - 4
+            rows.append(f'<text x="14" y="{y + 6}" font-size="10">{plural} {label}: CPU, memory</text>')
+            rows += _share_bar(label_w, y, half, used_cpu, int(cap["host_cpu_units"]), cpu)
+            rows += _share_bar(label_w + bar_w // 2 + 4, y, half, used_mem, int(cap["host_memory_mib"]), memory)
+            rows.append(
+                f'<text x="{label_w + bar_w + 8}" y="{y + 6}" font-size="10">{escape(cpu)}; {escape(memory)}</text>'
+            )
+            y += 6 + 2 * gap
         y += gap
     for name, fill in colour.items():  # the legend
         rows.append(f'<rect x="14" y="{y}" width="{bar_h}" height="{bar_h}" fill="{fill}"/>')
         rows.append(f'<text x="{14 + bar_h + 6}" y="{y + 13}">{escape(name)}</text>')
         y += bar_h + gap
-    if caption:
-        rows.append(f'<text x="4" y="{y + 13}">{escape(caption)}</text>')
+    summary = doc.get("summary", {})
+    lines = [
+        f"{summary.get('instances')} instances (lower bound {summary.get('instance_lower_bound')}), "
+        f"{summary.get('gpus')} GPUs; fits: {'yes' if summary.get('fits') else 'no'}. A proof that a placement exists, "
+        "not where ECS puts tasks.",
+        cost_lines(doc)[0],
+    ]
+    for line in lines:
+        rows.append(f'<text x="4" y="{y + 13}">{escape(line)}</text>')
         y += bar_h + gap
-    width = label_w + bar_w + 160
+    width = label_w + bar_w + 330
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 10}" '
-        'font-family="sans-serif" font-size="12">\n' + "\n".join(rows) + "\n</svg>\n"
+        'font-family="sans-serif" font-size="12">\n<title>GPU fleet plan</title>\n' + "\n".join(rows) + "\n</svg>\n"
     )
+
+
+def doc_summary(doc: Mapping[str, Any]) -> list[str]:
+    """A plan JSON in a few lines: per capacity its instances, GPUs, maximum and surge; the totals; the findings."""
+    lines = []
+    for cap in doc.get("capacities", []):
+        instances = sum(int(g["count"]) for g in cap["instances"])
+        gpus = sum(int(g["count"]) * sum(1 for gpu in g["gpus"] if gpu["tasks"]) for g in cap["instances"])
+        lines.append(
+            f"{cap['name']} ({cap['instance_type']}): {_count(instances, 'instance')}, {_count(gpus, 'GPU')} used, "
+            f"max {cap.get('max_instances')}, deployment surge needs {cap.get('surge_instances')}"
+        )
+    summary = doc.get("summary", {})
+    lines.append(
+        f"total: {summary.get('instances')} instances (lower bound {summary.get('instance_lower_bound')}), "
+        f"{summary.get('gpus')} GPUs; fits: {'yes' if summary.get('fits') else 'no'}"
+    )
+    for f in doc.get("findings", []):
+        verdict = f"acknowledged: {f['acknowledged']}" if f.get("acknowledged") else f"{f['level']}: {f['message']}"
+        lines.append(f"[{f['rule_id']}] {f['about']} {f['subject']}: {verdict}")
+    return lines
+
+
+def _allocation_tip(service: Mapping[str, Any] | None) -> str:
+    note = (service or {}).get("allocation")
+    if not note:
+        return ""
+    evidence = note.get("evidence")
+    measured = f", measured peak {evidence['peak_mib']} MiB" if evidence else ", not measured (a guess)"
+    return f"; needs {note['need_mib']} MiB, headroom {note['headroom_mib']} MiB{measured}"

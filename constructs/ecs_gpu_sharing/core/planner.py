@@ -54,7 +54,7 @@ class CapacityInput:
     host_memory_mib: int  # what one host offers to tasks
     max_instances: int | None = None
     min_instances: int = 0
-    ecs_gpu_memory_mib: int = 0  # one GPU as ECS registers it (0: taken as the usable figure)
+    registered_gpu_memory_mib: int = 0  # one GPU as ECS registers it (0: taken as the usable figure)
     gpu_margin_mib: int = 0
     gpu_memory_basis: str = "given"  # measured, table, fallback: how sure the ECS figure is
     gpu_memory_source: str = ""
@@ -74,18 +74,18 @@ class ServiceInput:
     tasks: int  # the largest count the service runs outside a deployment
     max_percent: int = 200  # the deployment's maximum percent, as the service states it
     count_source: str = "desired count"  # where ``tasks`` comes from, for the reader of a plan
-    note: AllocationNote | None = None  # why the budget is what it is; its isolation group keeps it apart
+    allocation: AllocationNote | None = None  # why the budget is what it is; its isolation group keeps it apart
     image: str | None = None  # the GPU container's image, when known (evidence names the image it was measured on)
     acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this service
     kept_apart: bool = False  # ECS is told to keep it off other isolation groups' hosts (memberOf task:group)
 
     @property
     def isolation_group(self) -> str:
-        return self.note.isolation_group if self.note is not None else ""
+        return self.allocation.isolation_group if self.allocation is not None else ""
 
     @property
     def isolate_host(self) -> bool:
-        return self.note is not None and self.note.isolate_host
+        return self.allocation is not None and self.allocation.isolate_host
 
     @property
     def cpu_units(self) -> int:
@@ -235,7 +235,7 @@ def _gpu_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
     return (
         f"one task needs {service.task_gpu_budget_mib} MiB of GPU memory on one GPU, more than the "
         f"{capacity.usable_gpu_memory_mib} MiB usable on a {capacity.instance_type} GPU "
-        f"({capacity.ecs_gpu_memory_mib or capacity.usable_gpu_memory_mib} MiB as ECS registers it "
+        f"({capacity.registered_gpu_memory_mib or capacity.usable_gpu_memory_mib} MiB as ECS registers it "
         f"({capacity.gpu_memory_basis}), less a {capacity.gpu_margin_mib} MiB margin)"
     )
 

@@ -47,7 +47,7 @@ class Subject:
 def fleet_subjects(spec: FleetSpec) -> dict[str, Subject]:
     """A fleet file's services as subjects (each task has one GPU container)."""
     return {
-        name: Subject(name, s.gpu_budget_mib, s.note.need_mib if s.note is not None else 0, s.memory_mib)
+        name: Subject(name, s.gpu_budget_mib, s.allocation.need_mib if s.allocation is not None else 0, s.memory_mib)
         for name, s in spec.services.items()
     }
 

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from . import container_guards, hardening, quotas
 from .allocation import digest_of
+from .markdown import table
 from .mps import MAX_CLIENTS_PER_GPU
 from .planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
 
@@ -50,7 +51,7 @@ class OutsideService:
 class NameClash:
     """Two constructs of one kind that would carry the same name in the plan."""
 
-    kind: str  # "service" or "capacity"
+    about: str  # "service" or "capacity"
     name: str
     paths: tuple[str, ...]
 
@@ -61,8 +62,8 @@ class Finding:
 
     rule_id: str
     level: Level
-    kind: str  # "service" or "capacity"
-    subject: str
+    about: str  # what the subject is: "service" or "capacity"
+    subject: str  # its name in the plan
     message: str
     acknowledged: str | None = None  # the reason a warning was accepted for its service
 
@@ -72,8 +73,8 @@ class Finding:
 
     def __str__(self) -> str:
         if self.acknowledged is not None:
-            return f"acknowledged [{self.rule_id}]: {self.kind} {self.subject}: {self.acknowledged}"
-        return f"{self.level} [{self.rule_id}]: {self.kind} {self.subject}: {self.message}"
+            return f"acknowledged [{self.rule_id}]: {self.about} {self.subject}: {self.acknowledged}"
+        return f"{self.level} [{self.rule_id}]: {self.about} {self.subject}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Context:
         return [s for s in self.services if s.capacity == capacity]
 
 
-# A rule yields (subject, message) pairs; the table adds the id, level and kind.
+# A rule yields (subject, message) pairs; the table adds the id, level and what the subject is.
 Check = Callable[[Context], Iterable[tuple[str, str]]]
 
 
@@ -100,7 +101,7 @@ Check = Callable[[Context], Iterable[tuple[str, str]]]
 class Rule:
     rule_id: str
     level: Level
-    subject: str  # what its findings are about: "service", "capacity", "container", "task definition", "stack"
+    about: str  # what its findings are about: "service", "capacity", "container", "task definition", "stack"
     explanation: str
     check: Check | None  # the plan's rules; the others are checked where ``source`` says
     source: Source = Source.PLAN
@@ -189,6 +190,20 @@ def derived_max_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
+def tasks_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
+    """A service's largest count within ECS's tasks per service (the fleet file's keys are bounded by it; a construct's
+    auto scaling maximum is not)."""
+    limit = quotas.TASKS_PER_SERVICE.number
+    for s in ctx.services:
+        if s.tasks > limit:
+            yield (
+                s.name,
+                f"it is planned at {s.tasks:,} tasks ({s.count_source}), more than ECS's {limit:,} tasks per service "
+                f"({quotas.TASKS_PER_SERVICE.source}); lower its auto scaling maximum or desired count, or split it "
+                "into several services",
+            )
+
+
 def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         unknown = sorted({o.name for o in ctx.outside if o.capacity == name})
@@ -203,7 +218,7 @@ def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
 
 def budget_below_need(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
-        note = s.note
+        note = s.allocation
         if note is not None and s.clients and s.task_gpu_budget_mib < note.need_mib:
             yield (
                 s.name,
@@ -215,9 +230,9 @@ def budget_below_need(ctx: Context) -> Iterator[tuple[str, str]]:
 
 def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
-        if not s.clients or (s.note is not None and s.note.evidence is not None):
+        if not s.clients or (s.allocation is not None and s.allocation.evidence is not None):
             continue
-        what = "no allocation note" if s.note is None else "an allocation note without evidence"
+        what = "no allocation note" if s.allocation is None else "an allocation note without evidence"
         yield (
             s.name,
             f"its GPU budget of {s.task_gpu_budget_mib} MiB is a guess ({what}): run it under its real request mix "
@@ -229,7 +244,7 @@ def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
 
 def evidence_older_than_image(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
-        evidence = s.note.evidence if s.note is not None else None
+        evidence = s.allocation.evidence if s.allocation is not None else None
         if evidence is None or evidence.image is None:
             continue
         measured, running = digest_of(evidence.image), digest_of(s.image)
@@ -279,7 +294,7 @@ def isolation_not_enforceable(ctx: Context) -> Iterator[tuple[str, str]]:
 def _clashes(kind: str) -> Check:
     def check(ctx: Context) -> Iterator[tuple[str, str]]:
         for c in ctx.clashes:
-            if c.kind == kind:
+            if c.about == kind:
                 yield (
                     c.name,
                     f"{len(c.paths)} {kind}s carry the name {c.name!r} ({', '.join(c.paths)}); plans are keyed by "
@@ -302,8 +317,17 @@ PLAN_RULES: tuple[Rule, ...] = (
         quotas.INSTANCES_PER_CLUSTER.rule_id,
         Level.ERROR,
         "capacity",
-        "a derived max_instances is held to ECS's container instances per cluster, as a given one is",
+        f"at most {quotas.INSTANCES_PER_CLUSTER.number:,} {quotas.INSTANCES_PER_CLUSTER.what} "
+        f"({quotas.INSTANCES_PER_CLUSTER.source}): a derived max_instances is held to it, as a given one is",
         derived_max_over_quota,
+    ),
+    Rule(
+        quotas.TASKS_PER_SERVICE.rule_id,
+        Level.ERROR,
+        "service",
+        f"at most {quotas.TASKS_PER_SERVICE.number:,} {quotas.TASKS_PER_SERVICE.what} "
+        f"({quotas.TASKS_PER_SERVICE.source}): a service's largest count (its auto scaling maximum) is held to it",
+        tasks_over_quota,
     ),
     Rule(
         "ecs-gpu-sharing:MaxInstancesUnknown",
@@ -386,12 +410,13 @@ PLAN_RULES: tuple[Rule, ...] = (
 )
 
 UNVERIFIED_INSTANCE_FAMILY = "ecs-gpu-sharing:UnverifiedInstanceFamily"
+TASK_EXCEEDS_GPU_MEMORY = TASK_RULES[0].rule_id  # also judged alone by a task definition given usable_gpu_memory_mib
 TASK_MIXES_GPU_OPTIONS = "ecs-gpu-sharing:TaskMixesGpuOptions"
 RULE_FAILED = "ecs-gpu-sharing:RuleFailed"
 
 
-def _elsewhere(rule_id: str, level: Level, subject: str, source: Source, explanation: str) -> Rule:
-    return Rule(rule_id, level, subject, explanation, None, source)
+def _elsewhere(rule_id: str, level: Level, about: str, source: Source, explanation: str) -> Rule:
+    return Rule(rule_id, level, about, explanation, None, source)
 
 
 _TD, _W, _E = Source.TASK_DEFINITION, Level.WARNING, Level.ERROR
@@ -487,7 +512,8 @@ OTHER_RULES: tuple[Rule, ...] = (
             limit.rule_id, _E, "stack", Source.TEMPLATE, f"at most {limit.number:,} {limit.what} ({limit.source})"
         )
         for limit in quotas.LIMITS
-        if limit.rule_id != quotas.INSTANCES_PER_CLUSTER.rule_id  # a plan rule as well: the plan derives maxima
+        # plan rules as well: the plan derives maxima, and counts a construct's auto scaling maximum
+        if limit.rule_id not in (quotas.INSTANCES_PER_CLUSTER.rule_id, quotas.TASKS_PER_SERVICE.rule_id)
     ),
     _elsewhere(
         quotas.DUPLICATE_RULE_ID,
@@ -515,7 +541,7 @@ _OWNED_BY = {"service": ("service", "container", "task definition"), "capacity":
 
 def acknowledgeable(kind: str) -> frozenset[str]:
     """Warning ids a service (its containers and task definition included) or a capacity may acknowledge."""
-    return frozenset(r.rule_id for r in RULES if r.level is Level.WARNING and r.subject in _OWNED_BY[kind])
+    return frozenset(r.rule_id for r in RULES if r.level is Level.WARNING and r.about in _OWNED_BY[kind])
 
 
 TASK_ALONE_RULES = frozenset({*(r.rule_id for r in TASK_RULES), BUDGET_BELOW_NEED})
@@ -529,7 +555,7 @@ def task_alone_findings(capacities: Iterable[CapacityInput], services: Iterable[
     none = Plan([], [], {}, {})
     ctx = Context(caps, [s for s in services if s.capacity in caps], [], [], [], none, none)
     return [
-        Finding(rule.rule_id, rule.level, rule.subject, subject, message)
+        Finding(rule.rule_id, rule.level, rule.about, subject, message)
         for rule in PLAN_RULES
         if rule.rule_id in TASK_ALONE_RULES and rule.check is not None
         for subject, message in rule.check(ctx)
@@ -558,8 +584,9 @@ class Assessment:
         """Warnings not acknowledged."""
         return [f for f in self.findings if not f.error and f.acknowledged is None]
 
-    def about(self, kind: str, subject: str) -> list[Finding]:
-        return [f for f in self.findings if f.kind == kind and f.subject == subject]
+    def about(self, what: str, subject: str) -> list[Finding]:
+        """The findings about one service or capacity (``what``: "service" or "capacity") by its name."""
+        return [f for f in self.findings if f.about == what and f.subject == subject]
 
 
 def assess(
@@ -599,8 +626,8 @@ def assess(
                 )
             continue
         for subject, message in found:
-            ack = acks.get((rule.subject, subject, rule.rule_id)) if rule.level is Level.WARNING else None
-            findings.append(Finding(rule.rule_id, rule.level, rule.subject, subject, message, acknowledged=ack))
+            ack = acks.get((rule.about, subject, rule.rule_id)) if rule.level is Level.WARNING else None
+            findings.append(Finding(rule.rule_id, rule.level, rule.about, subject, message, acknowledged=ack))
     max_instances = {
         name: cap.max_instances
         if cap.max_instances is not None
@@ -609,3 +636,23 @@ def assess(
         if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
     }
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside))
+
+
+def markdown() -> str:
+    """``docs/rules.md``: every rule of the table, with its id, level, subject and where it is checked."""
+    lines = [
+        "# Rules",
+        "",
+        "Generated from `ecs_gpu_sharing.core.rules.RULES` by `make docs`; do not edit. An error fails `cdk synth`",
+        "(or `ecs-gpu-sharing plan`, or the fleet file's parse) naming the construct or key and the numbers; a",
+        "warning can be acknowledged with a reason: `FleetPlan.of(scope).acknowledge(construct, rule_id, reason)` in",
+        "a CDK app, an `acknowledge` table in the fleet file (`[service.<name>]` for service, container and task",
+        "definition warnings, `[capacity.<name>]` for capacity warnings). The reason then shows in the synth output's",
+        "place and in the plan files.",
+        "",
+        *table(
+            ("rule id", "level", "about", "checked by", "what it holds"),
+            ((f"`{r.rule_id}`", r.level, r.about, r.source, r.explanation) for r in RULES),
+        ),
+    ]
+    return "\n".join(lines) + "\n"

@@ -55,10 +55,10 @@ FILTERED_CONTAINERS = 4  # a metric filter pattern cannot iterate: it reads the 
 
 @dataclass(frozen=True)
 class StopRule:
-    """One kind of stop, read from ECS's "Task State Change" event: ``evaluate`` reads it in Python
-    (``stop_kinds``), the dashboard counts it with a CloudWatch Logs metric filter (``filter_pattern``)."""
+    """One cause of stop, read from ECS's "Task State Change" event: ``evaluate`` reads it in Python
+    (``stop_causes``), the dashboard counts it with a CloudWatch Logs metric filter (``filter_pattern``)."""
 
-    kind: str
+    cause: str
     metric: str  # the dashboard's metric name
     field: str  # a field of the event's detail; "containers[].reason" reads each container's reason
     value: str
@@ -87,16 +87,16 @@ STOP_RULES = (
 
 
 def stop_metric_filters() -> dict[str, str]:
-    """Metric name -> the CloudWatch Logs filter pattern that counts its stops (the rules of one kind or'ed)."""
+    """Metric name -> the CloudWatch Logs filter pattern that counts its stops (the rules of one cause or'ed)."""
     out: dict[str, list[str]] = {}
     for rule in STOP_RULES:
         out.setdefault(rule.metric, []).append(rule.filter_pattern())
     return {metric: " || ".join(patterns) for metric, patterns in out.items()}
 
 
-def stop_kinds(detail: Mapping[str, Any]) -> set[str]:
+def stop_causes(detail: Mapping[str, Any]) -> set[str]:
     """What an ECS "Task State Change" event of a stopped task says about why it stopped (none, or several)."""
-    return {rule.kind for rule in STOP_RULES if rule.matches(detail)}
+    return {rule.cause for rule in STOP_RULES if rule.matches(detail)}
 
 
 @dataclass
@@ -120,10 +120,10 @@ def count_stops(messages: Iterable[str]) -> dict[str, StopCounts]:
         if not group.startswith("service:"):
             continue
         counts = out.setdefault(group.split(":", 1)[1], StopCounts())
-        kinds = stop_kinds(detail)
-        counts.host_memory += HOST_MEMORY in kinds
-        counts.mps += MPS in kinds
-        counts.crash += CRASH in kinds
+        causes = stop_causes(detail)
+        counts.host_memory += HOST_MEMORY in causes
+        counts.mps += MPS in causes
+        counts.crash += CRASH in causes
         if detail.get("stoppedReason"):
             counts.reasons = (*counts.reasons, str(detail["stoppedReason"]))
     return out

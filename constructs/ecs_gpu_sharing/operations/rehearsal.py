@@ -11,7 +11,7 @@ CREATE_COMPLETE. The rehearsal therefore never trusts the stack status: for each
 - ``not checked``: neither; the report lists these, with why.
 
 A security group rule declared twice fails the rehearsal, as EC2 would fail the deploy. What a rehearsal cannot
-show (IAM evaluation, real placement on GPUs, the AMI's behaviour) is in the README.
+show (IAM evaluation, real placement on GPUs, the AMI's behaviour) is in docs/app.md.
 """
 
 # This module completes moto (an emulator) at run time: it replaces methods of moto's models and registers models
@@ -446,7 +446,7 @@ MODEL_GAPS = (
     "moto resolves an SSM-typed parameter's previous value again on update, though it holds the resolved value: "
     "a value that names no parameter is kept as it is",
 )
-"""Where the rehearsal completes moto itself; the README lists them. None makes a resource the template lacks."""
+"""Where the rehearsal completes moto itself; docs/app.md lists them. None makes a resource the template lacks."""
 
 
 def _scope_change_sets() -> None:

@@ -4,6 +4,7 @@ limit and what to do. Pure Python; it plans nothing (``core.plan_inputs.from_fle
 from __future__ import annotations
 
 import datetime
+import difflib
 import re
 import stat
 import tomllib
@@ -80,19 +81,23 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
     for name in table:
         if name not in known:
             shown = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else repr(name)
-            problems.add(f"unknown key {where}{shown}; the keys here are: {', '.join(known)}")
+            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? " if close else ""
+            problems.add(f"unknown key {where}{shown}; {hint}the keys here are: {', '.join(known)}")
     for key in keys:
         if key.name not in table:
             if key.required:
-                problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.kind]}): {key.doc}")
+                problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.value_type]}): {key.doc}")
             continue
         value: Any = table[key.name]
         if (
-            (isinstance(value, bool) and key.kind is not bool)
-            or not isinstance(value, key.kind)
-            or (key.kind is datetime.date and isinstance(value, datetime.datetime))
+            (isinstance(value, bool) and key.value_type is not bool)
+            or not isinstance(value, key.value_type)
+            or (key.value_type is datetime.date and isinstance(value, datetime.datetime))
         ):
-            problems.add(f"{where}{key.name} must be {_TYPE_NAMES[key.kind]}, got {value!r} ({type(value).__name__})")
+            problems.add(
+                f"{where}{key.name} must be {_TYPE_NAMES[key.value_type]}, got {value!r} ({type(value).__name__})"
+            )
             continue
         if (
             isinstance(value, int)
@@ -305,7 +310,7 @@ def _services(
             task_role_statements=tuple(_build(Statement, STATEMENT, t) for t in good.get("task_role_statements", ())),
             tags=tags,
             acknowledge=acknowledge,
-            note=note,
+            allocation=note,
         )
     return services
 
@@ -811,7 +816,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     for finding in findings:
         key = _RULE_KEYS.get(finding.rule_id, "")
         problems.add(
-            f"{finding.kind}.{finding.subject}{'.' + key if key else ''}: {finding.message} [{finding.rule_id}]"
+            f"{finding.about}.{finding.subject}{'.' + key if key else ''}: {finding.message} [{finding.rule_id}]"
         )
     problems.raise_if_any()
     return spec

@@ -42,7 +42,7 @@ class Key:
     """One key of the fleet file: its type, whether it is required, its range or pattern, and what it means."""
 
     name: str
-    kind: type
+    value_type: type  # str, int, bool, list, dict, datetime.date
     required: bool
     doc: str
     low: int | None = None
@@ -51,8 +51,8 @@ class Key:
     pattern: re.Pattern[str] | None = None
     example: str = ""
     default: Any = None
-    table: tuple[Key, ...] | None = None  # a table's keys (kind dict), or each item's (kind list of tables)
-    items: type | None = None  # the kind of each item of a list, when not a table
+    table: tuple[Key, ...] | None = None  # a table's keys (a dict), or each item's (a list of tables)
+    items: type | None = None  # the type of each item of a list, when not a table
     field: str = ""  # the spec attribute the key fills, when not its own name
 
     @property
@@ -65,7 +65,7 @@ class Key:
         """The value of a key left out: its default, else nothing of its kind (an empty list or table, or None)."""
         if self.default is not None:
             return self.default
-        return () if self.kind is list else {} if self.kind is dict else None
+        return () if self.value_type is list else {} if self.value_type is dict else None
 
 
 TOP = (
@@ -447,7 +447,6 @@ SERVICE = (
         False,
         "the allocation note: why the budget is what it is ([service.<name>.allocation])",
         table=ALLOCATION,
-        field="note",
     ),
     Key(
         "model_cache_path",

@@ -144,7 +144,7 @@ class ServiceSpec:
     task_role_statements: tuple[Statement, ...]
     tags: Mapping[str, str]
     acknowledge: Mapping[str, str]  # warning id -> reason
-    note: AllocationNote | None
+    allocation: AllocationNote | None
 
     @property
     def largest_count(self) -> tuple[int, str]:
@@ -223,11 +223,11 @@ class FleetSpec:
 
 
 def _group(s: ServiceSpec) -> str:
-    return s.note.isolation_group if s.note is not None else ""
+    return s.allocation.isolation_group if s.allocation is not None else ""
 
 
 def _isolates(s: ServiceSpec) -> bool:
-    return s.note is not None and s.note.isolate_host
+    return s.allocation is not None and s.allocation.isolate_host
 
 
 MAX_PLACEMENT_EXPRESSION = 2000  # characters, ECS's limit for a placement constraint's expression

@@ -90,28 +90,28 @@ def stderr_line(line: str) -> None:
 
 
 class Health:
-    """Failures by kind: counted for the window, logged once when a kind starts failing and once when it ends."""
+    """Failures by source: counted for the window, logged once when a source starts failing and once when it ends."""
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self._log = log
         self.counts: Counter[str] = Counter()
         self.failing: set[str] = set()
 
-    def fail(self, kind: str, error: BaseException) -> None:
-        self.counts[kind] += 1
-        if kind not in self.failing:
-            self.failing.add(kind)
+    def fail(self, source: str, error: BaseException) -> None:
+        self.counts[source] += 1
+        if source not in self.failing:
+            self.failing.add(source)
             message = f"{type(error).__name__}: {error}"
-            self._log(json.dumps({"level": "error", "kind": kind, "message": message[:1000]}))
+            self._log(json.dumps({"level": "error", "source": source, "message": message[:1000]}))
 
-    def ok(self, kind: str) -> None:
-        if kind in self.failing:
-            self.failing.discard(kind)
-            self._log(json.dumps({"level": "info", "kind": kind, "message": "recovered"}))
+    def ok(self, source: str) -> None:
+        if source in self.failing:
+            self.failing.discard(source)
+            self._log(json.dumps({"level": "info", "source": source, "message": "recovered"}))
 
     def figures(self, nvml_available: bool) -> dict[str, float]:
         """The window's health metrics, and a new window."""
-        out: dict[str, float] = {f"{kind}Errors": self.counts[kind] for kind in (NVML, PROC, ECS, PUBLISH)}
+        out: dict[str, float] = {f"{source}Errors": self.counts[source] for source in (NVML, PROC, ECS, PUBLISH)}
         out["NvmlAvailable"] = 1 if nvml_available else 0
         self.counts = Counter()
         return out
@@ -324,7 +324,7 @@ def main() -> int:  # pragma: no cover - runs on a GPU host; its parts are teste
             cluster, task_arn = _own_task()
             break
         except Exception as error:
-            log(json.dumps({"level": "error", "kind": "Metadata", "message": str(error)[:1000]}))
+            log(json.dumps({"level": "error", "source": "Metadata", "message": str(error)[:1000]}))
             time.sleep(10)
     ecs = boto3.client("ecs", config=config)
     instance, ec2_id = "", task_arn.rsplit("/", 1)[-1]
@@ -334,7 +334,7 @@ def main() -> int:  # pragma: no cover - runs on a GPU host; its parts are teste
         described = ecs.describe_container_instances(cluster=cluster, containerInstances=[instance])
         ec2_id = described["containerInstances"][0].get("ec2InstanceId", ec2_id)
     except Exception as error:  # the records then name the host by the daemon's task id
-        log(json.dumps({"level": "error", "kind": ECS, "message": str(error)[:1000]}))
+        log(json.dumps({"level": "error", "source": ECS, "message": str(error)[:1000]}))
     daemon = Daemon(
         nvml=None,
         connect=_connect_nvml,

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Writes the generated reference pages (``make docs``): each from the one table it documents. A test fails when a
+committed page differs from what this writes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ecs_gpu_sharing.core import plan_contract, rules
+from ecs_gpu_sharing.core.fleet import json_schema
+from ecs_gpu_sharing.core.fleet.schema import reference_markdown
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pages() -> dict[Path, str]:
+    """Each generated file and what it should hold."""
+    return {
+        REPO / "docs" / "fleet-file.md": reference_markdown(),
+        REPO / "docs" / "rules.md": rules.markdown(),
+        REPO / "docs" / "plan-json.md": plan_contract.markdown(),
+        REPO / "fleet.schema.json": json.dumps(json_schema(), indent=2) + "\n",
+    }
+
+
+def main() -> int:
+    for path, text in pages().items():
+        path.parent.mkdir(exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path.relative_to(REPO)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
