@@ -420,7 +420,8 @@ def to_svg(doc: Mapping[str, Any]) -> str:
     for line in lines:
         rows.append(f'<text x="4" y="{y + 13}">{escape(line)}</text>')
         y += bar_h + gap
-    width = label_w + bar_w + 330
+    # Wide enough for the longest caption line (about 6.6 px a character at 12 px sans-serif).
+    width = max(label_w + bar_w + 330, *(int(len(line) * 6.6) + 10 for line in lines))
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 10}" '
         'font-family="sans-serif" font-size="12">\n<title>GPU fleet plan</title>\n' + "\n".join(rows) + "\n</svg>\n"
