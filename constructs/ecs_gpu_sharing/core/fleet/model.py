@@ -209,6 +209,8 @@ class FleetSpec:
             if cap.kind == MANAGED_INSTANCES:
                 continue  # no placement expressions there: the IsolationNotEnforceable warning says so
             on = [s for s in self.services.values() if s.capacity == cap.name]
+            if len({_group(s) for s in on}) < 2:
+                continue  # one group: nothing to keep apart (and no pairwise look at thousands of services)
             for s in on:
                 apart = [
                     o
