@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing import PlanError
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
-from ecs_gpu_sharing.core.plan_inputs import capacity_input
+from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
 from ecs_gpu_sharing.core.planner import CapacityInput, GpuLoad, Plan, ServiceInput, bin_lower_bound, plan
 from ecs_gpu_sharing.core.shape import TaskShape
 
@@ -280,3 +280,65 @@ def task_problems_of(service: ServiceInput, capacity: CapacityInput) -> list[obj
     from ecs_gpu_sharing.core.planner import task_problems
 
     return list(task_problems(service, capacity))
+
+
+# --- host CPU and memory bind: FFD in the binding order, and the small-fleet search -------------------------
+
+
+def _svc(name: str, tasks: int, cpu: int, mem: int, budgets: tuple[int, ...], cap: str) -> ServiceInput:
+    return service_input(name, cap, TaskShape(cpu, mem, budgets), tasks, count_source="desired count")
+
+
+def test_where_host_memory_and_cpu_bind_the_binding_order_packs_pairs_that_gpu_order_misses() -> None:
+    # On g6.xlarge (4 vCPU, 15401 MiB), a's tasks pair with b's (CPU 4096, memory 10624) but b's never with b's:
+    # ordered by GPU budget, first-fit pairs a with a and leaves every b alone (10 hosts); 7 is the optimum.
+    one = capacity_input("l4", host_facts(["g6.xlarge"]))
+    services = [_svc("a", 7, 2048, 1536, (4352, 4352), "l4"), _svc("b", 7, 2048, 9088, (2048, 2048), "l4")]
+    result = plan([one], services)
+    assert result.instances == 7 and result.capacity("l4").optimal
+
+
+def test_a_small_fleet_is_searched_for_fewer_hosts_than_first_fit_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecs_gpu_sharing.core import planner as planner_module
+
+    l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
+    services = [
+        _svc("a", 6, 2048, 11648, (2176, 2176), "l40s"),
+        _svc("b", 4, 512, 12800, (1024,), "l40s"),
+    ]
+    assert plan([l40s], services).instances == 2  # the search finds the two-host placement
+    monkeypatch.setattr(planner_module, "SEARCH_TASKS", 0)
+    assert plan([l40s], services).instances == 3  # first-fit, in every order, needs three
+
+
+def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecs_gpu_sharing.core import planner as planner_module
+
+    l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
+    services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
+    monkeypatch.setattr(planner_module, "SEARCH_STEPS", 1)
+    assert plan([l40s], services).instances == 3
+
+
+def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meets_it_on_small_fleets() -> None:
+    import random
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import host_lp
+        import small_fleets
+    finally:
+        sys.path.pop(0)
+    rng = random.Random(5)
+    checked = 0
+    while checked < 12:
+        cap, services = small_fleets.fleet(rng)
+        result = plan([cap], services)
+        if not result.fits:
+            continue
+        checked += 1
+        best = small_fleets.optimum(cap, services, result.instances)
+        bound = host_lp.host_bound(cap, services)
+        assert best is not None and bound.converged
+        assert result.instance_lower_bound <= best and bound.bound <= best <= result.instances
+        assert result.instances == best, (cap.instance_type, services)

@@ -600,7 +600,27 @@ class _OpenGpu:
     whole: bool = False
 
 
-def _ffd_hosts(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> list[_Host]:
+# FFD's orders: by GPU budget first (where GPU memory binds), or by the host resource that binds (host memory, CPU),
+# so the largest items of the binding dimension go first, as first-fit decreasing needs.
+FFD_ORDERS: dict[str, Callable[[ServiceInput], tuple[int, ...]]] = {
+    "gpu": lambda s: (-s.whole_gpus, -s.task_gpu_budget_mib, -s.cpu_units, -s.memory_mib),
+    "memory": lambda s: (-s.whole_gpus, -s.memory_mib, -s.task_gpu_budget_mib, -s.cpu_units),
+    "cpu": lambda s: (-s.whole_gpus, -s.cpu_units, -s.task_gpu_budget_mib, -s.memory_mib),
+}
+
+
+def _normalized(s: ServiceInput, capacity: CapacityInput) -> tuple[float, float, float]:
+    """One task's share of a GPU's memory, a host's CPU and a host's memory."""
+    return (
+        s.task_gpu_budget_mib / capacity.usable_gpu_memory_mib,
+        s.cpu_units / capacity.host_cpu_units,
+        s.memory_mib / capacity.host_memory_mib,
+    )
+
+
+def _ffd_hosts(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], ordering: str = "gpu"
+) -> list[_Host]:
     """First-fit decreasing, task by task, over GPUs and hosts together: each task (largest first: whole GPUs, GPU
     budget, CPU, memory) goes to the first GPU in opening order with its memory and clients and whose host still
     has its CPU and memory; else to an idle GPU of the first open host with room; else to a new host. Where host CPU
@@ -613,9 +633,12 @@ def _ffd_hosts(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, in
     gpus: list[_OpenGpu] = []
     without: list[dict[str, int]] = []
     tasks = [(s, n, s.isolation_group) for group in groups for s, n in group if n]
-    tasks.sort(
-        key=lambda t: (-t[0].whole_gpus, -t[0].task_gpu_budget_mib, -t[0].cpu_units, -t[0].memory_mib, t[0].name)
-    )
+    if ordering in FFD_ORDERS:
+        sort_key = FFD_ORDERS[ordering]
+        tasks.sort(key=lambda t: (*sort_key(t[0]), t[0].name))
+    else:  # "dominant" (the largest share of any one resource) or "sum" (the shares added), largest first
+        pick = max if ordering == "dominant" else sum
+        tasks.sort(key=lambda t: (-t[0].whole_gpus, -pick(_normalized(t[0], capacity)), t[0].name))
     open_mps: list[int] = []  # GPUs that may still take an MPS task, in opening order
     idle_hosts: deque[int] = deque()  # hosts that had an idle GPU, in opening order
     # smallest[i]: the least GPU memory, clients, CPU and memory of any MPS task from the (i+1)-th service on.
@@ -831,12 +854,19 @@ def _lower_bounds(
     gpu_lb = whole + max(
         bin_lower_bound(sizes, capacity.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU), lp_bound
     )
-    cpu = sum(s.cpu_units * n for s, n in tasks)
-    mem = sum(s.memory_mib * n for s, n in tasks)
+    # Each host is a bin of CPU units and a bin of memory: Martello and Toth's L2 on each (it counts the tasks too
+    # large to share a host with each other, which a sum over hosts does not).
+    cpu_sizes: dict[int, int] = {}
+    mem_sizes: dict[int, int] = {}
+    for s, n in tasks:
+        if s.cpu_units:
+            cpu_sizes[s.cpu_units] = cpu_sizes.get(s.cpu_units, 0) + n
+        if s.memory_mib:
+            mem_sizes[s.memory_mib] = mem_sizes.get(s.memory_mib, 0) + n
     host_lb = max(
         math.ceil(gpu_lb / capacity.gpus_per_instance),
-        math.ceil(cpu / capacity.host_cpu_units),
-        math.ceil(mem / capacity.host_memory_mib),
+        bin_lower_bound(cpu_sizes, capacity.host_cpu_units),
+        bin_lower_bound(mem_sizes, capacity.host_memory_mib),
     )
     shapes = {s.shape for s, n in tasks if n}
     if len(shapes) == 1:
@@ -961,10 +991,136 @@ def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInpu
     # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
     # and answers in time where GPU memory binds, as for a million small tasks).
     if best is None or _ffd_may_help(capacity, groups, _size(best)[0]):
-        ffd = _ffd_hosts(capacity, groups)
-        if best is None or _size(ffd) < _size(best):
-            best = ffd
+        for ordering in _ffd_orders(capacity, groups):
+            ffd = _ffd_hosts(capacity, groups, ordering)
+            if best is None or _size(ffd) < _size(best):
+                best = ffd
+    # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
+    assert best is not None
+    while (fewer := _search_hosts(capacity, groups, _size(best)[0] - 1)) is not None:
+        best = fewer
     return best, bound
+
+
+SEARCH_TASKS = 40  # fleets of at most this many tasks (one isolation group, no whole GPUs) get the exact search
+SEARCH_STEPS = 20_000  # placements the search tries before it gives up (the plan found so far stands)
+
+
+def _search_hosts(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], hosts: int
+) -> list[_Host] | None:
+    """A placement of a small fleet's tasks on at most ``hosts`` hosts, by depth-first search with symmetry cuts
+    (identical tasks go in order; of the idle GPUs of a host only the first is tried; a new host is one choice), or
+    ``None`` when there is none or the search ran out of steps. Where host CPU, host memory and GPU memory all bind,
+    first-fit in any order can miss a packing a person would see (two tasks that only fit together)."""
+    pairs = [(s, n) for group in groups for s, n in group if n]
+    if hosts < 1 or len(groups) != 1 or sum(n for _, n in pairs) > SEARCH_TASKS or any(s.whole_gpus for s, _ in pairs):
+        return None
+    if sum(s.cpu_units * n for s, n in pairs) > hosts * capacity.host_cpu_units:
+        return None
+    if sum(s.memory_mib * n for s, n in pairs) > hosts * capacity.host_memory_mib:
+        return None
+    tasks = sorted((s for s, n in pairs for _ in range(n)), key=lambda s: (-max(_normalized(s, capacity)), s.name))
+    g = capacity.gpus_per_instance
+    cpu: list[int] = []
+    mem: list[int] = []
+    room: list[list[int]] = []  # per host, per GPU: memory left
+    clients: list[list[int]] = []
+    held: list[list[dict[str, int]]] = []  # per host, per GPU: tasks by service
+    without: list[dict[str, int]] = []
+    steps = 0
+
+    def place(i: int, last: tuple[int, int]) -> bool:
+        nonlocal steps
+        if i == len(tasks):
+            return True
+        steps += 1
+        if steps > SEARCH_STEPS:
+            return False
+        s = tasks[i]
+        start = last if i and tasks[i - 1] is s else (0, -1)  # identical tasks: no earlier place than the last one
+        for h in range(start[0], len(cpu)):
+            if cpu[h] < s.cpu_units or mem[h] < s.memory_mib:
+                continue
+            slots = [-1] if not s.clients else range(g)
+            tried_idle = False
+            for gpu in slots:
+                if (h, gpu) < start:
+                    continue
+                if gpu >= 0:
+                    if room[h][gpu] < s.task_gpu_budget_mib or clients[h][gpu] < s.clients:
+                        continue
+                    if not held[h][gpu]:
+                        if tried_idle:
+                            continue
+                        tried_idle = True
+                if _put(h, gpu, s, 1) and place(i + 1, (h, gpu)):
+                    return True
+                _put(h, gpu, s, -1)
+                if steps > SEARCH_STEPS:
+                    return False
+        if len(cpu) < hosts:
+            cpu.append(capacity.host_cpu_units)
+            mem.append(capacity.host_memory_mib)
+            room.append([capacity.usable_gpu_memory_mib] * g)
+            clients.append([MAX_CLIENTS_PER_GPU] * g)
+            held.append([{} for _ in range(g)])
+            without.append({})
+            h = len(cpu) - 1
+            if _put(h, 0 if s.clients else -1, s, 1) and place(i + 1, (h, 0 if s.clients else -1)):
+                return True
+            for column in (cpu, mem, room, clients, held, without):
+                column.pop()
+        return False
+
+    def _put(h: int, gpu: int, s: ServiceInput, k: int) -> bool:
+        cpu[h] -= s.cpu_units * k
+        mem[h] -= s.memory_mib * k
+        where = without[h] if gpu < 0 else held[h][gpu]
+        where[s.name] = where.get(s.name, 0) + k
+        if not where[s.name]:
+            del where[s.name]
+        if gpu >= 0:
+            room[h][gpu] -= s.task_gpu_budget_mib * k
+            clients[h][gpu] -= s.clients * k
+        return True
+
+    if not place(0, (0, -1)):
+        return None
+    out: dict[tuple[object, ...], _Host] = {}
+    for h in range(len(cpu)):
+        loads = [
+            GpuLoad(
+                tasks=tuple(sorted(held[h][gpu].items())),
+                used_gpu_memory_mib=capacity.usable_gpu_memory_mib - room[h][gpu],
+                clients=MAX_CLIENTS_PER_GPU - clients[h][gpu],
+            )
+            for gpu in range(g)
+            if held[h][gpu]
+        ]
+        used_cpu, used_mem = capacity.host_cpu_units - cpu[h], capacity.host_memory_mib - mem[h]
+        key = (tuple(loads), used_cpu, used_mem, tuple(sorted(without[h].items())))
+        if key in out:
+            out[key].count += 1
+        else:
+            out[key] = _Host(1, loads, used_cpu, used_mem, dict(without[h]))
+    return list(out.values())
+
+
+def _ffd_orders(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> list[str]:
+    """FFD by GPU budget, and by each host resource: every order for a small fleet; past it, by each host resource whose
+    total is within 25% of the binding one's (the order that sorts the binding dimension first packs it best)."""
+    pairs = [(s, n) for group in groups for s, n in group]
+    need = {
+        "gpu": sum(s.task_gpu_budget_mib * n for s, n in pairs)
+        / (capacity.usable_gpu_memory_mib * capacity.gpus_per_instance or 1),
+        "cpu": sum(s.cpu_units * n for s, n in pairs) / capacity.host_cpu_units,
+        "memory": sum(s.memory_mib * n for s, n in pairs) / capacity.host_memory_mib,
+    }
+    if sum(n for _, n in pairs) <= FFD_ALWAYS_TASKS:
+        return ["gpu", "memory", "cpu", "dominant", "sum"]  # cheap here: every order, the best kept
+    most = max(need.values())
+    return ["gpu", *(o for o in ("memory", "cpu") if need[o] * 1.25 >= most)]
 
 
 def _ffd_may_help(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], staged: int) -> bool:
