@@ -26,8 +26,9 @@ deploy: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) deploy --all --no-notices $(if $(FLEET),-c fleet=$(FLEET))
 
 # Deploys fleets into moto's AWS emulator on loopback and accounts for every resource (no AWS account needed).
-# By default: the example fleet and its edit (deployed as an update), the platform fleet and a 120-service fleet.
-REHEARSE ?= fleet.toml --update fleet.toml=tests/fleets/example-edited.toml tests/fleets/platform.toml tests/fleets/wide.toml
+# By default: the example fleet and its edit (deployed as an update), the platform fleet, a 120-service fleet and a fleet
+# with an ECS Managed Instances capacity.
+REHEARSE ?= fleet.toml --update fleet.toml=tests/fleets/example-edited.toml tests/fleets/platform.toml tests/fleets/wide.toml tests/fleets/managed-instances.toml
 rehearse: $(PY_STAMP) $(NODE_STAMP)
 	$(PY) scripts/rehearse.py $(REHEARSE)
 

@@ -188,7 +188,41 @@ def _lower(item: Mapping[str, Any]) -> dict[str, Any]:
     return {k[0].lower() + k[1:]: v for k, v in item.items()}
 
 
+def _camel(value: Any) -> Any:
+    """CloudFormation's PascalCase property names, all the way down, as the API's camelCase."""
+    if isinstance(value, Mapping):
+        return {k[0].lower() + k[1:]: _camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    return value
+
+
+def _managed_instances_provider(
+    c: Callable[[str], Any], props: dict[str, Any], name: str
+) -> tuple[str, dict[str, Any]]:
+    """A Managed Instances capacity provider: the request is checked against botocore's ECS model (moto would take
+    it and fail: it models Auto Scaling group providers only), then the provider is held in moto's ECS backend under
+    its name, so the cluster association and the services that name it deploy (MODEL_GAPS)."""
+    from botocore.validate import ParamValidator
+    from moto.ecs.models import CapacityProvider, ecs_backends
+
+    request = {"name": name, "managedInstancesProvider": _camel(props["ManagedInstancesProvider"])}
+    if props.get("ClusterName"):
+        request["cluster"] = props["ClusterName"]
+    shape = c("ecs").meta.service_model.operation_model("CreateCapacityProvider").input_shape
+    report = ParamValidator().validate(request, shape)
+    if report.has_errors():  # as CloudFormation reports a request ECS refuses: the deploy fails, saying why
+        from moto.cloudformation.exceptions import ValidationError
+
+        raise ValidationError(message=f"CreateCapacityProvider {name}: {report.generate_report()}")
+    backend = ecs_backends[ACCOUNT][REGION]
+    backend.capacity_providers[name] = CapacityProvider(ACCOUNT, REGION, name, {}, None)
+    return name, {}
+
+
 def _capacity_provider(c: Callable[[str], Any], props: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
+    if "ManagedInstancesProvider" in props:
+        return _managed_instances_provider(c, props, name)
     provider = props["AutoScalingGroupProvider"]
     scaling = provider.get("ManagedScaling") or {}
     c("ecs").create_capacity_provider(
@@ -445,6 +479,8 @@ MODEL_GAPS = (
     "looked up within the stack named, ChangeSetNotFound when it has none, as CloudFormation does",
     "moto resolves an SSM-typed parameter's previous value again on update, though it holds the resolved value: "
     "a value that names no parameter is kept as it is",
+    "moto models Auto Scaling group capacity providers only: a Managed Instances provider's request is checked against "
+    "botocore's ECS model, and the provider is held in moto's ECS backend by name",
 )
 """Where the rehearsal completes moto itself; docs/app.md lists them. None makes a resource the template lacks."""
 
