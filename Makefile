@@ -36,7 +36,7 @@ rehearse: $(PY_STAMP) $(NODE_STAMP)
 # at 100,000, the whole command's time, and the small fleets against their exact optimum (HiGHS, a dev dependency).
 bench: $(PY_STAMP)
 	$(PY) benchmarks/plan_benchmark.py --sizes 1000,10000 --no-cli
-	$(PY) benchmarks/plan_benchmark.py --sizes 100000 --no-ffd --no-lp
+	$(PY) benchmarks/plan_benchmark.py --sizes 100000 --no-ffd
 	$(PY) benchmarks/small_fleets.py
 
 docs: $(PY_STAMP)  # the reference pages generated from their tables: docs/fleet-file.md, rules.md, plan-json.md
