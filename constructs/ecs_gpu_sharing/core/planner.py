@@ -1020,6 +1020,9 @@ def _search_hosts(
         return None
     if sum(s.memory_mib * n for s, n in pairs) > hosts * capacity.host_memory_mib:
         return None
+    gpus_held = hosts * capacity.gpus_per_instance
+    if sum(s.task_gpu_budget_mib * n for s, n in pairs) > gpus_held * capacity.usable_gpu_memory_mib:
+        return None  # fewer hosts than GPU memory alone needs: nothing to search
     tasks = sorted((s for s, n in pairs for _ in range(n)), key=lambda s: (-max(_normalized(s, capacity)), s.name))
     g = capacity.gpus_per_instance
     cpu: list[int] = []
