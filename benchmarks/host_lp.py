@@ -37,7 +37,7 @@ class HostBound:
     rounded: int  # hosts of a feasible plan: the LP's patterns rounded down, the rest by first-fit decreasing
 
 
-def _new() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
     """A silent HiGHS (its banner goes to the process's stdout when the first one is made: kept off the table)."""
     saved = os.dup(1)
     try:
@@ -58,7 +58,7 @@ def _price(
     """The host pattern of the highest dual value (a MILP): a count per service, and the most any pattern can be worth
     (the MILP's dual bound: the pattern's own value when it was solved to optimality)."""
     gpus = cap.gpus_per_instance
-    h = _new()
+    h = new_highs()
     h.setOptionValue("time_limit", limit)
     h.setOptionValue("mip_rel_gap", 1e-6)
     n = len(services)
@@ -87,7 +87,7 @@ def _price(
         lower.append(0)
         upper.append(1)
     index = {key: k for k, key in enumerate(names)}
-    rows: list[tuple[dict[int, float], float, float]] = []
+    rows: list[Row] = []
     host_cpu = {index[("x", i, -1)]: float(s.cpu_units) for i, s in enumerate(services) if s.cpu_units}
     rows.append((host_cpu, -_INF, float(cap.host_cpu_units)))
     host_mem = {index[("x", i, -1)]: float(s.memory_mib) for i, s in enumerate(services) if s.memory_mib}
@@ -111,26 +111,10 @@ def _price(
     for g in range(gpus - 1):  # symmetry: GPUs in use come first
         rows.append(({index[("z", -1, g)]: 1.0, index[("z", -1, g + 1)]: -1.0}, 0.0, _INF))
     lp.num_col_ = len(names)
-    lp.num_row_ = len(rows)
     lp.col_cost_ = np.array(cost, dtype=float)
     lp.col_lower_ = np.array(lower, dtype=float)
     lp.col_upper_ = np.array(upper, dtype=float)
-    lp.row_lower_ = np.array([r[1] for r in rows], dtype=float)
-    lp.row_upper_ = np.array([r[2] for r in rows], dtype=float)
-    starts, idx, vals = [0], [], []
-    by_col: list[list[tuple[int, float]]] = [[] for _ in names]
-    for r, (row, _, _) in enumerate(rows):
-        for c, v in row.items():
-            by_col[c].append((r, v))
-    for col in by_col:
-        for r, v in col:
-            idx.append(r)
-            vals.append(v)
-        starts.append(len(idx))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
-    lp.a_matrix_.index_ = np.array(idx, dtype=np.int32)
-    lp.a_matrix_.value_ = np.array(vals, dtype=float)
+    set_rows(lp, rows, len(names))
     lp.integrality_ = [highspy.HighsVarType.kInteger] * len(names)
     h.passModel(lp)
     h.run()
@@ -139,6 +123,31 @@ def _price(
     pattern = [round(values[index[("x", i, -1)]]) for i in range(len(services))]
     found = sum(d * a for d, a in zip(duals, pattern, strict=True))
     return pattern, max(found, -h.getInfo().mip_dual_bound)
+
+
+Row = tuple[dict[int, float], float, float]  # (column -> coefficient, lower, upper)
+
+
+def set_rows(lp: highspy.HighsLp, rows: list[Row], columns: int) -> None:
+    """The rows of ``lp``, each a sparse map of its columns' coefficients with its bounds, as HiGHS's column-wise
+    matrix."""
+    lp.num_row_ = len(rows)
+    lp.row_lower_ = np.array([float(r[1]) for r in rows])
+    lp.row_upper_ = np.array([float(r[2]) for r in rows])
+    by_col: list[list[tuple[int, float]]] = [[] for _ in range(columns)]
+    for r, (row, _, _) in enumerate(rows):
+        for c, v in row.items():
+            by_col[c].append((r, v))
+    starts, index, value = [0], [], []
+    for col in by_col:
+        for r, v in col:
+            index.append(r)
+            value.append(v)
+        starts.append(len(index))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
+    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.array(value, dtype=float)
 
 
 def _cap_per_host(s: ServiceInput, cap: CapacityInput) -> int:
@@ -159,7 +168,7 @@ class _Master:
     """The covering LP over host patterns, kept in one HiGHS model: each new pattern is one more column."""
 
     def __init__(self, demand: list[int]) -> None:
-        self.h = _new()
+        self.h = new_highs()
         for d in demand:
             self.h.addRow(float(d), _INF, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import highspy
 import numpy as np
 from ffd import ffd
-from host_lp import _new
+from host_lp import Row, new_highs, set_rows
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
@@ -61,7 +61,7 @@ def optimum(cap: CapacityInput, services: Sequence[ServiceInput], upper: int, se
             var(("z", h, g, 0), 0.0, 1.0)
             for i, s in enumerate(services):
                 var(("y", h, g, i), 0.0, float(s.tasks))
-    rows: list[tuple[dict[int, float], float, float]] = []
+    rows: list[Row] = []
     for i, s in enumerate(services):  # every task placed
         rows.append(({key[("y", h, g, i)]: 1.0 for h in range(upper) for g in range(gpus)}, s.tasks, s.tasks))
     for h in range(upper):
@@ -82,28 +82,13 @@ def optimum(cap: CapacityInput, services: Sequence[ServiceInput], upper: int, se
         if h + 1 < upper:  # symmetry: hosts in use come first
             rows.append(({key[("u", h, 0, 0)]: 1.0, key[("u", h + 1, 0, 0)]: -1.0}, 0.0, _INF))
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = len(cols), len(rows)
+    lp.num_col_ = len(cols)
     lp.col_cost_ = np.array([c[0] for c in cols])
     lp.col_lower_ = np.array([c[1] for c in cols])
     lp.col_upper_ = np.array([c[2] for c in cols])
-    lp.row_lower_ = np.array([float(r[1]) for r in rows])
-    lp.row_upper_ = np.array([float(r[2]) for r in rows])
-    by_col: list[list[tuple[int, float]]] = [[] for _ in cols]
-    for r, (row, _, _) in enumerate(rows):
-        for c, v in row.items():
-            by_col[c].append((r, v))
-    starts, index, value = [0], [], []
-    for col in by_col:
-        for r, v in col:
-            index.append(r)
-            value.append(v)
-        starts.append(len(index))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
-    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.array(value)
+    set_rows(lp, rows, len(cols))
     lp.integrality_ = [highspy.HighsVarType.kInteger] * len(cols)
-    solver = _new()
+    solver = new_highs()
     solver.setOptionValue("time_limit", seconds)
     solver.passModel(lp)
     solver.run()

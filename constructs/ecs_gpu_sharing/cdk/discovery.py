@@ -25,12 +25,11 @@ from ..core.allocation import AllocationNote
 from ..core.capacity_facts import HostFacts
 from ..core.errors import GpuSharingError
 from ..core.plan_inputs import HostShare, capacity_input, service_input
-from ..core.planner import MANAGED_INSTANCES, CapacityInput, ServiceInput
+from ..core.planner import ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES, CapacityInput, ServiceInput
 from ..core.rules import NameClash, OutsideService
 from ..core.shape import TaskShape, containers_from_cloudformation, task_shape
 from ..core.tokens import describe
 
-ECS_DEFAULT_MAX_PERCENT = 200  # ECS's deploymentConfiguration.maximumPercent for a replica service left unset
 ECS_DEFAULT_DESIRED_COUNT = 1  # what ECS starts a new replica service with when DesiredCount is left out
 
 

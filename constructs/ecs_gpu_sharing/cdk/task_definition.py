@@ -35,7 +35,8 @@ from ..core.hardening import (
     writable_root_message,
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
-from ..core.rules import TASK_EXCEEDS_GPU_MEMORY, TASK_MIXES_GPU_OPTIONS
+from ..core.planner import TASK_EXCEEDS_GPU_MEMORY
+from ..core.rules import TASK_MIXES_GPU_OPTIONS
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
 

@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from .allocation import AllocationNote
 from .capacity_facts import HostFacts
 from .fleet import FleetSpec
-from .planner import EC2, CapacityInput, ServiceInput
+from .planner import EC2, ECS_DEFAULT_MAX_PERCENT, CapacityInput, ServiceInput
 from .shape import TaskShape
 from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME
-
-DEFAULT_MAX_PERCENT = 200  # ECS's deploymentConfiguration.maximumPercent for a replica service left unset
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,7 @@ def service_input(
     tasks: int,
     *,
     count_source: str,
-    max_percent: int = DEFAULT_MAX_PERCENT,
+    max_percent: int = ECS_DEFAULT_MAX_PERCENT,
     allocation: AllocationNote | None = None,
     image: str | None = None,
     acknowledged: Mapping[str, str] | None = None,

@@ -41,6 +41,11 @@ MANAGED_INSTANCES = "managed-instances"
 KINDS = (EC2, MANAGED_INSTANCES)
 
 
+ECS_DEFAULT_MAX_PERCENT = 200
+"""ECS's deploymentConfiguration.maximumPercent for a replica service that leaves it unset."""
+TASK_EXCEEDS_GPU_MEMORY = "ecs-gpu-sharing:TaskExceedsGpuMemory"
+
+
 @dataclass(frozen=True)
 class CapacityInput:
     """What the planner needs of one capacity."""
@@ -72,7 +77,7 @@ class ServiceInput:
     capacity: str
     shape: TaskShape
     tasks: int  # the largest count the service runs outside a deployment
-    max_percent: int = 200  # the deployment's maximum percent, as the service states it
+    max_percent: int = ECS_DEFAULT_MAX_PERCENT  # the deployment's maximum percent, as the service states it
     count_source: str = "desired count"  # where ``tasks`` comes from, for the reader of a plan
     allocation: AllocationNote | None = None  # why the budget is what it is; its isolation group keeps it apart
     image: str | None = None  # the GPU container's image, when known (evidence names the image it was measured on)
@@ -288,7 +293,7 @@ class TaskRule:
 
 TASK_RULES: tuple[TaskRule, ...] = (
     TaskRule(
-        "ecs-gpu-sharing:TaskExceedsGpuMemory",
+        TASK_EXCEEDS_GPU_MEMORY,
         "a task's MPS containers all land on one GPU, so their budgets must fit one GPU's usable memory",
         "lower the GPU budgets, or move the service to a capacity with larger GPUs",
         _gpu_memory,
@@ -1114,14 +1119,14 @@ def _ffd_orders(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, i
     """FFD by GPU budget, and by each host resource: every order for a small fleet; past it, by each host resource whose
     total is within 25% of the binding one's (the order that sorts the binding dimension first packs it best)."""
     pairs = [(s, n) for group in groups for s, n in group]
-    need = {
+    if sum(n for _, n in pairs) <= FFD_ALWAYS_TASKS:
+        return ["gpu", "memory", "cpu", "dominant", "sum"]  # cheap here: every order, the best kept
+    need = {  # hosts each resource alone needs
         "gpu": sum(s.task_gpu_budget_mib * n for s, n in pairs)
         / (capacity.usable_gpu_memory_mib * capacity.gpus_per_instance or 1),
         "cpu": sum(s.cpu_units * n for s, n in pairs) / capacity.host_cpu_units,
         "memory": sum(s.memory_mib * n for s, n in pairs) / capacity.host_memory_mib,
     }
-    if sum(n for _, n in pairs) <= FFD_ALWAYS_TASKS:
-        return ["gpu", "memory", "cpu", "dominant", "sum"]  # cheap here: every order, the best kept
     most = max(need.values())
     return ["gpu", *(o for o in ("memory", "cpu") if need[o] * 1.25 >= most)]
 

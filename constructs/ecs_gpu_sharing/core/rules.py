@@ -410,7 +410,6 @@ PLAN_RULES: tuple[Rule, ...] = (
 )
 
 UNVERIFIED_INSTANCE_FAMILY = "ecs-gpu-sharing:UnverifiedInstanceFamily"
-TASK_EXCEEDS_GPU_MEMORY = TASK_RULES[0].rule_id  # also judged alone by a task definition given usable_gpu_memory_mib
 TASK_MIXES_GPU_OPTIONS = "ecs-gpu-sharing:TaskMixesGpuOptions"
 RULE_FAILED = "ecs-gpu-sharing:RuleFailed"
 
