@@ -9,7 +9,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 import ecs_gpu_sharing.core.fleet as fleet_file
-from ecs_gpu_sharing import AwsLimitsChecks, FleetPlan, known_regions
+from ecs_gpu_sharing import FleetPlan, known_regions
 from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, FleetSpec, ServiceSpec
 
 from .cluster import ClusterStack
@@ -62,8 +62,9 @@ def build_app(
     if prices is not None and app.node.try_get_context(FleetPlan.PRICES_CONTEXT) is None:
         app.node.set_context(FleetPlan.PRICES_CONTEXT, str(prices))  # the plan files show the fleet's cost
     # cdk-nag's AwsSolutions pack runs at every synth; acknowledgments sit next to the resources they concern.
-    # AWS's limits (resources per stack, rules per balancer, duplicate security group rules, ...) over every template.
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), AwsLimitsChecks())
+    # AWS's limits and the rules its services enforce at deploy run on every template too: the fleet plan (which every
+    # GPU capacity brings) checks them once the templates are written (core.service_rules).
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     env = cdk.Environment(account=spec.account, region=spec.region) if spec.account else None
     network = None if spec.vpc_id else NetworkStack(app, f"{spec.name}-network", env=env)
     cluster = ClusterStack(
@@ -103,6 +104,7 @@ def build_app(
                 isolation=isolation,
                 service_names={name: spec.ecs_service_name(name) for name in isolated},
                 services=[s for s in services if s.name in members],
+                proxy_memory_mib=spec.proxy_memory_mib,
                 env=env,
             )
         )

@@ -44,7 +44,8 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 class ServicesStack(Stack):
     """One shard of the fleet's services: per service a task definition, a log group, the service, and its route,
-    scaling and permissions."""
+    scaling and permissions. ``proxy_memory_mib``: the Service Connect proxy's memory in each task, for the whole
+    namespace (``FleetSpec.proxy_memory_mib``)."""
 
     def __init__(
         self,
@@ -58,6 +59,7 @@ class ServicesStack(Stack):
         priorities: Mapping[str, int] | None = None,
         isolation: Mapping[str, str] | None = None,
         service_names: Mapping[str, str] | None = None,
+        proxy_memory_mib: int,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
@@ -66,7 +68,8 @@ class ServicesStack(Stack):
             # One scope per service: its constructs' ids cannot collide with another service's ("s", "s-logs").
             scope = Construct(self, spec.name)
             capacity = capacities[spec.capacity]
-            task = _task_definition(scope, spec, capacity, cluster.default_cloud_map_namespace is not None)
+            connect = cluster.default_cloud_map_namespace is not None
+            task = _task_definition(scope, spec, capacity, connect, proxy_memory_mib)
             _containers(scope, spec, task)
             _task_role(scope, spec, task)
             service = _service(
@@ -104,22 +107,25 @@ class ServicesStack(Stack):
 
 
 def _task_definition(
-    scope: Construct, spec: ServiceSpec, capacity: GpuCapacity | GpuManagedInstancesCapacity, service_connect: bool
+    scope: Construct,
+    spec: ServiceSpec,
+    capacity: GpuCapacity | GpuManagedInstancesCapacity,
+    service_connect: bool,
+    proxy_memory_mib: int,
 ) -> SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition:
     task: SharedGpuTaskDefinition | SharedGpuManagedInstancesTaskDefinition
+    # Task-level figures hold the Service Connect proxy, when the cluster has a namespace: Managed Instances always
+    # takes them, and on EC2 ECS requires task-level memory of a service with Service Connect (core.service_rules).
+    shape = spec.shape("", service_connect=service_connect, proxy_memory_mib=proxy_memory_mib)
     if isinstance(capacity, GpuManagedInstancesCapacity):
         # Managed Instances tasks run in awsvpc mode, with task-level CPU and memory.
         task = SharedGpuManagedInstancesTaskDefinition(
-            scope,
-            "Task",
-            network_mode=ecs.NetworkMode.AWS_VPC,
-            # Task-level figures hold the Service Connect proxy, when the cluster has a namespace.
-            cpu=str(spec.shape("", service_connect=service_connect).cpu_units),
-            memory_mib=str(spec.shape("", service_connect=service_connect).memory_mib),
+            scope, "Task", network_mode=ecs.NetworkMode.AWS_VPC, cpu=shape.cpu_units, memory_mib=shape.memory_mib
         )
     else:
         mode = ecs.NetworkMode.AWS_VPC if spec.network_mode == AWSVPC else ecs.NetworkMode.BRIDGE
-        task = SharedGpuTaskDefinition(scope, "Task", network_mode=mode)
+        figures = {"cpu": shape.cpu_units, "memory_mib": shape.memory_mib} if service_connect else {}
+        task = SharedGpuTaskDefinition(scope, "Task", network_mode=mode, **figures)
     for path in spec.writable_paths:
         task.add_volume(name=scratch_volume_name(path))
     if spec.model_cache_path:

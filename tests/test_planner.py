@@ -342,3 +342,59 @@ def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meet
         assert best is not None and bound.converged
         assert result.instance_lower_bound <= best and bound.bound <= best <= result.instances
         assert result.instances == best, (cap.instance_type, services)
+
+
+# --- network interfaces of awsvpc tasks (#29) -----------------------------------------------------------------------
+
+G6E_XLARGE = capacity_input("l40s1", host_facts(["g6e.xlarge"]))  # 1 GPU, 4 network interfaces: 3 for tasks
+
+
+def _awsvpc(name: str, count: int, cap: str = "l40s1", budget: int = 2048) -> ServiceInput:
+    return ServiceInput(name, cap, TaskShape(256, 1024, (budget,), network_interfaces=1), count)
+
+
+def test_each_host_keeps_one_interface_and_each_awsvpc_task_takes_one() -> None:
+    assert G6E_XLARGE.task_network_interfaces == 3  # EC2's MaximumNetworkInterfaces 4, less the host's own
+
+
+def test_awsvpc_tasks_are_planned_by_network_interface() -> None:
+    """12 awsvpc tasks on g6e.xlarge fit one GPU by memory, but each host has 3 interfaces for tasks: 4 hosts."""
+    result = plan([G6E_XLARGE], [_awsvpc("small", 12)])
+    cap = result.capacity("l40s1")
+    assert cap.instance_count == 4 and cap.instance_lower_bound == 4 and result.fits
+    bridge = plan([G6E_XLARGE], [svc("small", 12, 2048, mem=1024, cap="l40s1")])
+    assert bridge.capacity("l40s1").instance_count == 1  # the same tasks in bridge mode share the host's interface
+
+
+def test_interfaces_bind_with_other_limits_and_bridge_tasks_fill_the_rest() -> None:
+    result = plan([G6E_XLARGE], [_awsvpc("a", 4), svc("b", 6, 2048, mem=1024, cap="l40s1")])
+    groups = result.capacity("l40s1").instances
+    assert sum(g.count for g in groups) == 2
+    for g in groups:
+        assert sum(k for gpu in g.gpus for name, k in gpu.tasks if name == "a") <= 3
+
+
+@settings(max_examples=40, deadline=None)
+@given(shapes, st.lists(st.booleans(), min_size=8, max_size=8), st.sampled_from(["g6e.xlarge", "g6.12xlarge"]))
+def test_no_host_holds_more_awsvpc_tasks_than_its_interfaces(
+    drawn: list[tuple[int, list[int], int, int, str, int]], awsvpc: list[bool], instance_type: str
+) -> None:
+    cap = capacity_input("c", host_facts([instance_type]))
+    services = [
+        ServiceInput(
+            s.name, "c", TaskShape(s.cpu_units, s.memory_mib, s.shape.gpu_budgets_mib, s.whole_gpus, int(v)), s.tasks
+        )
+        for s, v in zip(_services(drawn), awsvpc, strict=False)
+    ]
+    result = plan([cap], services)
+    by_name = {s.name: s for s in services}
+    for group in result.capacity("c").instances:
+        tasks: dict[str, int] = dict(group.tasks_without_gpu)
+        for gpu in group.gpus:
+            for name, k in gpu.tasks:
+                tasks[name] = tasks.get(name, 0) + (k if not gpu.whole else 1)
+        for name in {n for gpu in group.gpus if gpu.whole for n, _ in gpu.tasks}:
+            tasks[name] //= max(by_name[name].whole_gpus, 1)
+        assert sum(by_name[n].network_interfaces * k for n, k in tasks.items()) <= cap.task_network_interfaces
+    placed = sum(g.count for g in result.capacity("c").instances)
+    assert placed >= result.capacity("c").instance_lower_bound or not result.fits

@@ -27,7 +27,13 @@ from ..core.errors import GpuSharingError
 from ..core.plan_inputs import HostShare, capacity_input, service_input
 from ..core.planner import ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES, CapacityInput, ServiceInput
 from ..core.rules import NameClash, OutsideService
-from ..core.shape import TaskShape, containers_from_cloudformation, task_shape
+from ..core.shape import (
+    SERVICE_CONNECT_PROXY_MEMORY_MIB,
+    TaskShape,
+    containers_from_cloudformation,
+    service_connect_proxy_memory_mib,
+    task_shape,
+)
 from ..core.tokens import describe
 
 ECS_DEFAULT_DESIRED_COUNT = 1  # what ECS starts a new replica service with when DesiredCount is left out
@@ -141,7 +147,30 @@ def _scaling_max(service: ecs.BaseService) -> Any:
     return _resolve(service, cfn.max_capacity) if isinstance(cfn, appscaling.CfnScalableTarget) else None
 
 
-def _shape(service: ecs.BaseService, owner: str, service_connect: bool = False) -> TaskShape | str:
+def _connects(props: Mapping[str, Any]) -> bool:
+    connect = props.get("serviceConnectConfiguration")
+    return isinstance(connect, dict) and connect.get("enabled") is True
+
+
+def _proxy_memory_mib(
+    resolved: Mapping[ecs.BaseService, Mapping[str, Any]], stated_counts: Mapping[IConstruct, int]
+) -> int:
+    """The Service Connect proxy's memory in each task: more once the services with Service Connect, all taken as one
+    namespace (at most what the app's namespaces hold), pass 100 or run more than 2,000 tasks at their largest."""
+    services = tasks = 0
+    for construct, props in resolved.items():
+        if not _connects(props):
+            continue
+        services += 1
+        named = user_construct(construct)
+        counted = _largest_count(construct, props, stated_counts.get(named))
+        tasks += counted[0] if isinstance(counted, tuple) else 0
+    return service_connect_proxy_memory_mib(services, tasks)
+
+
+def _shape(
+    service: ecs.BaseService, owner: str, service_connect: bool = False, proxy_memory_mib: int = 0
+) -> TaskShape | str:
     """The task's shape, or why it cannot be read (as a reason for the outside-plan warning)."""
     td = service.task_definition
     if not isinstance(td, ecs.TaskDefinition):
@@ -159,6 +188,8 @@ def _shape(service: ecs.BaseService, owner: str, service_connect: bool = False) 
         task_cpu_units=props.get("cpu"),
         task_memory_mib=props.get("memory"),
         service_connect=service_connect,
+        proxy_memory_mib=proxy_memory_mib or SERVICE_CONNECT_PROXY_MEMORY_MIB,
+        awsvpc=props.get("networkMode") == "awsvpc",
     )
 
 
@@ -238,13 +269,15 @@ def discover(
             found.clashes.append(NameClash("capacity", name, tuple(c.node.path for c in same)))
     reserved: dict[str, list[HostShare]] = {}  # capacity -> the daemons on each of its hosts
     seen: dict[str, list[str]] = {}
-    for construct in root.node.find_all():
-        if not isinstance(construct, ecs.BaseService):
-            continue
+    resolved = {
+        construct: _resolve(construct, construct.node.default_child._cfn_properties)  # type: ignore[union-attr]
+        for construct in root.node.find_all()
+        if isinstance(construct, ecs.BaseService)
+    }
+    proxy_memory = _proxy_memory_mib(resolved, stated_counts)
+    for construct, props in resolved.items():
         named = user_construct(construct)
         name = names.get(named) or named.node.id
-        cfn = construct.node.default_child
-        props = _resolve(construct, cfn._cfn_properties)  # type: ignore[union-attr]
         items = _strategy_items(construct, props)
         on: list[tuple[PlannedCapacity, int | None]] = []  # (capacity, strategy index; None: EC2 launch type)
         if items is None:
@@ -261,8 +294,7 @@ def discover(
         owner = named.node.path
         try:
             # ECS adds a Service Connect proxy to each task of a service that turns it on.
-            connect = props.get("serviceConnectConfiguration")
-            shape = _shape(construct, owner, isinstance(connect, dict) and connect.get("enabled") is True)
+            shape = _shape(construct, owner, _connects(props), proxy_memory)
         except GpuSharingError as error:
             found.shape_errors.append((name, str(error)))
             found.services_by_name.setdefault(name, []).append(named)

@@ -38,6 +38,7 @@ class HostFacts:
     host_cpu_units: int  # what one host offers to tasks
     host_memory_mib: int  # what one host offers to tasks
     unverified: tuple[str, ...]  # instance types whose family the launch did not name, with the reason
+    task_network_interfaces: int = 0  # awsvpc tasks one host takes: its interfaces less the host's own (0: unknown)
 
     @property
     def ec2_gpu_memory_mib(self) -> int:
@@ -124,4 +125,14 @@ def host_facts(
         host_cpu_units=min(r.vcpus for r in records) * CPU_UNITS_PER_VCPU,
         host_memory_mib=memory - host_reserve,
         unverified=tuple(f"{r.instance_type}: {r.reason}" for r in records if r.support is Support.UNVERIFIED),
+        task_network_interfaces=task_network_interfaces(records),
     )
+
+
+def task_network_interfaces(records: Sequence[GpuInstanceType]) -> int:
+    """The awsvpc tasks one host of the smallest type takes: each needs an elastic network interface of its own, and
+    the host keeps its primary one (Amazon ECS Developer Guide, "Amazon ECS task networking options for EC2": "each
+    task ... receives its own elastic network interface"; "Amazon EC2 instance types ... maximum network
+    interfaces"). Without ENI trunking, which this plan does not assume. 0 when EC2's figure is not known."""
+    known = [r.max_network_interfaces for r in records if r.max_network_interfaces > 0]
+    return max(min(known) - 1, 0) if len(known) == len(records) else 0

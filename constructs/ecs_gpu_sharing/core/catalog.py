@@ -51,6 +51,7 @@ class GpuInstanceType:
     architectures: tuple[str, ...]
     support: Support
     reason: str
+    max_network_interfaces: int = 0  # EC2's NetworkInfo.MaximumNetworkInterfaces (0: not known)
 
     @property
     def usable(self) -> bool:
@@ -123,6 +124,7 @@ def record_from_description(item: Mapping[str, Any]) -> GpuInstanceType | None:
         architectures=arches,
         support=support,
         reason=reason,
+        max_network_interfaces=int(item.get("NetworkInfo", {}).get("MaximumNetworkInterfaces") or 0),
     )
 
 

@@ -59,6 +59,7 @@ def capacity_input(
         gpu_memory_source=facts.gpu_memory.source,
         daemons=tuple(d.name for d in shares),
         acknowledged=tuple(sorted((acknowledged or {}).items())),
+        task_network_interfaces=facts.task_network_interfaces,
     )
 
 
@@ -114,7 +115,7 @@ def from_fleet(spec: FleetSpec) -> tuple[list[CapacityInput], list[ServiceInput]
         service_input(
             s.name,
             s.capacity,
-            s.shape(spec.source, service_connect=connect),
+            s.shape(spec.source, service_connect=connect, proxy_memory_mib=spec.proxy_memory_mib),
             s.largest_count[0],
             count_source=s.largest_count[1],
             allocation=s.allocation,

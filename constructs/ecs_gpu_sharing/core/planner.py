@@ -67,6 +67,7 @@ class CapacityInput:
     instance_types: tuple[str, ...] = ()  # all allowed; the figures are the smallest's (``instance_type``)
     daemons: tuple[str, ...] = ()  # daemon services whose one task per host the host figures already leave out
     acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this capacity
+    task_network_interfaces: int = 0  # awsvpc tasks one host takes (its interfaces less its own; 0: not limited)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,10 @@ class ServiceInput:
     @property
     def whole_gpus(self) -> int:
         return self.shape.whole_gpus
+
+    @property
+    def network_interfaces(self) -> int:
+        return self.shape.network_interfaces
 
     @property
     def task_gpu_budget_mib(self) -> int:
@@ -517,6 +522,7 @@ class _Unit:
     mem: int
     count: int
     without_gpu: Tasks = ()
+    enis: int = 0  # the network interfaces its awsvpc tasks take
 
 
 @dataclass
@@ -526,6 +532,7 @@ class _Host:
     cpu: int = 0
     mem: int = 0
     without_gpu: dict[str, int] = field(default_factory=dict)
+    enis: int = 0
 
 
 def _copies(host: _Host, unit: _Unit, cap: CapacityInput) -> int:
@@ -535,6 +542,8 @@ def _copies(host: _Host, unit: _Unit, cap: CapacityInput) -> int:
         k = min(k, (cap.host_cpu_units - host.cpu) // unit.cpu)
     if unit.mem:
         k = min(k, (cap.host_memory_mib - host.mem) // unit.mem)
+    if unit.enis:
+        k = min(k, (_eni_room(cap) - host.enis) // unit.enis)
     return max(k, 0)
 
 
@@ -542,6 +551,7 @@ def _add(host: _Host, unit: _Unit, k: int) -> None:
     host.gpus.extend(unit.gpus * k)
     host.cpu += unit.cpu * k
     host.mem += unit.mem * k
+    host.enis += unit.enis * k
     for name, n in unit.without_gpu:
         host.without_gpu[name] = host.without_gpu.get(name, 0) + n * k
 
@@ -552,7 +562,8 @@ def _pack_hosts(units: list[_Unit], cap: CapacityInput) -> list[_Host]:
     g = cap.gpus_per_instance
 
     def weight(u: _Unit) -> tuple[float, int]:
-        return (max(len(u.gpus) / g, u.cpu / cap.host_cpu_units, u.mem / cap.host_memory_mib), u.cpu + u.mem)
+        share = max(len(u.gpus) / g, u.cpu / cap.host_cpu_units, u.mem / cap.host_memory_mib, u.enis / _eni_room(cap))
+        return (share, u.cpu + u.mem)
 
     for unit in sorted(units, key=weight, reverse=True):
         n = unit.count
@@ -574,7 +585,7 @@ def _pack_hosts(units: list[_Unit], cap: CapacityInput) -> list[_Host]:
             split = []
             for count, copies in ((full, k), (1 if rest else 0, rest)):
                 if count:
-                    twin = _Host(count, list(host.gpus), host.cpu, host.mem, dict(host.without_gpu))
+                    twin = _Host(count, list(host.gpus), host.cpu, host.mem, dict(host.without_gpu), host.enis)
                     _add(twin, unit, copies)
                     split.append(twin)
             host.count -= full + (1 if rest else 0)
@@ -614,6 +625,14 @@ FFD_ORDERS: dict[str, Callable[[ServiceInput], tuple[int, ...]]] = {
 }
 
 
+UNLIMITED = 1 << 62
+
+
+def _eni_room(capacity: CapacityInput) -> int:
+    """The awsvpc tasks one host takes (its network interfaces less its own); unlimited where not known."""
+    return capacity.task_network_interfaces or UNLIMITED
+
+
 def _normalized(s: ServiceInput, capacity: CapacityInput) -> tuple[float, float, float]:
     """One task's share of a GPU's memory, a host's CPU and a host's memory."""
     return (
@@ -634,6 +653,7 @@ def _ffd_hosts(
     g = capacity.gpus_per_instance
     cpu_left: list[int] = []
     mem_left: list[int] = []
+    eni_left: list[int] = []  # per host, the awsvpc tasks it still takes
     idle: list[list[int]] = []  # per host, its idle GPUs (indexes into gpus)
     gpus: list[_OpenGpu] = []
     without: list[dict[str, int]] = []
@@ -662,6 +682,7 @@ def _ffd_hosts(
             idle_hosts.append(h)
         cpu_left.append(capacity.host_cpu_units)
         mem_left.append(capacity.host_memory_mib)
+        eni_left.append(_eni_room(capacity))
         idle.append([])
         without.append({})
         for _ in range(g):
@@ -670,11 +691,16 @@ def _ffd_hosts(
         return h
 
     def fits_host(h: int, s: ServiceInput, k: int = 1) -> bool:
-        return cpu_left[h] >= s.cpu_units * k and mem_left[h] >= s.memory_mib * k
+        return (
+            cpu_left[h] >= s.cpu_units * k
+            and mem_left[h] >= s.memory_mib * k
+            and eni_left[h] >= s.network_interfaces * k
+        )
 
     def take_host(h: int, s: ServiceInput, k: int) -> None:
         cpu_left[h] -= s.cpu_units * k
         mem_left[h] -= s.memory_mib * k
+        eni_left[h] -= s.network_interfaces * k
 
     def host_copies(h: int, s: ServiceInput) -> int:
         k = 1 << 62
@@ -682,6 +708,8 @@ def _ffd_hosts(
             k = min(k, cpu_left[h] // s.cpu_units)
         if s.memory_mib:
             k = min(k, mem_left[h] // s.memory_mib)
+        if s.network_interfaces:
+            k = min(k, eni_left[h] // s.network_interfaces)
         return k
 
     for s, n, group in tasks:
@@ -768,11 +796,12 @@ def _ffd_hosts(
     for h, loads in enumerate(per_host):
         cpu = capacity.host_cpu_units - cpu_left[h]
         mem = capacity.host_memory_mib - mem_left[h]
+        enis = _eni_room(capacity) - eni_left[h]
         key = (tuple(loads), cpu, mem, tuple(sorted(without[h].items())))
         if key in hosts:
             hosts[key].count += 1
         else:
-            hosts[key] = _Host(1, list(loads), cpu, mem, dict(without[h]))
+            hosts[key] = _Host(1, list(loads), cpu, mem, dict(without[h]), enis)
     return list(hosts.values())
 
 
@@ -872,6 +901,7 @@ def _lower_bounds(
         math.ceil(gpu_lb / capacity.gpus_per_instance),
         bin_lower_bound(cpu_sizes, capacity.host_cpu_units),
         bin_lower_bound(mem_sizes, capacity.host_memory_mib),
+        math.ceil(sum(s.network_interfaces * n for s, n in tasks) / _eni_room(capacity)),
     )
     shapes = {s.shape for s, n in tasks if n}
     if len(shapes) == 1:
@@ -895,6 +925,8 @@ def _per_host(shape: TaskShape, cap: CapacityInput) -> int:
         k = min(k, cap.host_cpu_units // shape.cpu_units)
     if shape.memory_mib:
         k = min(k, cap.host_memory_mib // shape.memory_mib)
+    if shape.network_interfaces:
+        k = min(k, _eni_room(cap) // shape.network_interfaces)
     return max(k, 1)
 
 
@@ -959,6 +991,12 @@ def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInpu
     candidates: list[list[list[tuple[GpuLoad, int, int, int]]]] = []
     others: list[_Unit] = []
     bound = 0
+    enis = {s.name: s.network_interfaces for group in groups for s, _ in group}
+    room = _eni_room(capacity)
+
+    def load_enis(load: GpuLoad) -> int:
+        return sum(enis[name] * k for name, k in load.tasks)
+
     for group in groups:
         items = [
             _Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
@@ -968,9 +1006,11 @@ def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInpu
         for s, n in group:
             if s.whole_gpus:
                 load = GpuLoad(tasks=((s.name, 1),), whole=True)
-                others.append(_Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n))
+                others.append(_Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n, enis=s.network_interfaces))
             elif not s.clients:
-                others.append(_Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),)))
+                others.append(
+                    _Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),), enis=s.network_interfaces)
+                )
         if not items:
             continue
         solution = _lp_solution(items, capacity)
@@ -985,17 +1025,19 @@ def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInpu
     # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
     for i in range(max((len(c) for c in candidates), default=1)):
         gpus = [
-            _Unit([load], cpu, mem, count)
+            _Unit([load], cpu, mem, count, enis=load_enis(load))
             for packed in candidates
             for load, cpu, mem, count in packed[min(i, len(packed) - 1)]
         ]
+        if any(u.enis > room for u in gpus):
+            continue  # a GPU filled with more awsvpc tasks than a host has interfaces for: FFD places them
         hosts = _pack_hosts(gpus + others, capacity)
         if best is None or _size(hosts) < _size(best):
             best = hosts
     # Tasks first-fit onto GPUs and hosts together: better where host CPU or memory binds. It builds hosts one by
     # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
     # and answers in time where GPU memory binds, as for a million small tasks).
-    if best is None or _ffd_may_help(capacity, groups, _size(best)[0]):
+    if best is None or _ffd_may_help(capacity, groups, _size(best)[0]) or _enis_may_bind(capacity, groups):
         for ordering in _ffd_orders(capacity, groups):
             ffd = _ffd_hosts(capacity, groups, ordering)
             if best is None or _size(ffd) < _size(best):
@@ -1005,6 +1047,11 @@ def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInpu
     while (fewer := _search_hosts(capacity, groups, _size(best)[0] - 1)) is not None:
         best = fewer
     return best, bound
+
+
+def _enis_may_bind(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> bool:
+    """Whether the hosts' network interfaces can limit the plan: awsvpc tasks on a type whose count is known."""
+    return bool(capacity.task_network_interfaces) and any(s.network_interfaces for g in groups for s, _ in g)
 
 
 SEARCH_TASKS = 40  # fleets of at most this many tasks (one isolation group, no whole GPUs) get the exact search
@@ -1032,6 +1079,7 @@ def _search_hosts(
     g = capacity.gpus_per_instance
     cpu: list[int] = []
     mem: list[int] = []
+    eni: list[int] = []  # per host: the awsvpc tasks it still takes
     room: list[list[int]] = []  # per host, per GPU: memory left
     clients: list[list[int]] = []
     held: list[list[dict[str, int]]] = []  # per host, per GPU: tasks by service
@@ -1048,7 +1096,7 @@ def _search_hosts(
         s = tasks[i]
         start = last if i and tasks[i - 1] is s else (0, -1)  # identical tasks: no earlier place than the last one
         for h in range(start[0], len(cpu)):
-            if cpu[h] < s.cpu_units or mem[h] < s.memory_mib:
+            if cpu[h] < s.cpu_units or mem[h] < s.memory_mib or eni[h] < s.network_interfaces:
                 continue
             slots = [-1] if not s.clients else range(g)
             tried_idle = False
@@ -1070,6 +1118,7 @@ def _search_hosts(
         if len(cpu) < hosts:
             cpu.append(capacity.host_cpu_units)
             mem.append(capacity.host_memory_mib)
+            eni.append(_eni_room(capacity))
             room.append([capacity.usable_gpu_memory_mib] * g)
             clients.append([MAX_CLIENTS_PER_GPU] * g)
             held.append([{} for _ in range(g)])
@@ -1077,13 +1126,14 @@ def _search_hosts(
             h = len(cpu) - 1
             if _put(h, 0 if s.clients else -1, s, 1) and place(i + 1, (h, 0 if s.clients else -1)):
                 return True
-            for column in (cpu, mem, room, clients, held, without):
+            for column in (cpu, mem, eni, room, clients, held, without):
                 column.pop()
         return False
 
     def _put(h: int, gpu: int, s: ServiceInput, k: int) -> bool:
         cpu[h] -= s.cpu_units * k
         mem[h] -= s.memory_mib * k
+        eni[h] -= s.network_interfaces * k
         where = without[h] if gpu < 0 else held[h][gpu]
         where[s.name] = where.get(s.name, 0) + k
         if not where[s.name]:
@@ -1111,7 +1161,7 @@ def _search_hosts(
         if key in out:
             out[key].count += 1
         else:
-            out[key] = _Host(1, loads, used_cpu, used_mem, dict(without[h]))
+            out[key] = _Host(1, loads, used_cpu, used_mem, dict(without[h]), _eni_room(capacity) - eni[h])
     return list(out.values())
 
 

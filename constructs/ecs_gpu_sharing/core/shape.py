@@ -39,6 +39,7 @@ class TaskShape:
     memory_mib: int
     gpu_budgets_mib: tuple[int, ...] = ()  # one per MPS container, all on the task's one GPU
     whole_gpus: int = 0
+    network_interfaces: int = 0  # 1 in the awsvpc network mode: the task's own elastic network interface
 
     @property
     def task_gpu_budget_mib(self) -> int:
@@ -78,6 +79,17 @@ SERVICE_CONNECT_PROXY_MEMORY_MIB = 64
 suggests adding 256 CPU units and at least 64 MiB to the task (Amazon ECS Developer Guide, Service Connect). The
 plan counts them in every such task."""
 
+LARGE_NAMESPACE_SERVICES = 100
+LARGE_NAMESPACE_TASKS = 2000
+LARGE_NAMESPACE_PROXY_EXTRA_MIB = 128
+"""The same page: the proxy needs 128 MiB more once its namespace holds more than 100 services or 2,000 tasks."""
+
+
+def service_connect_proxy_memory_mib(services: int, tasks: int) -> int:
+    """The proxy's memory in each task, for a namespace of ``services`` services running ``tasks`` tasks at most."""
+    large = services > LARGE_NAMESPACE_SERVICES or tasks > LARGE_NAMESPACE_TASKS
+    return SERVICE_CONNECT_PROXY_MEMORY_MIB + (LARGE_NAMESPACE_PROXY_EXTRA_MIB if large else 0)
+
 
 def task_shape(
     containers: Sequence[ContainerFacts],
@@ -86,6 +98,8 @@ def task_shape(
     task_cpu_units: Any = None,
     task_memory_mib: Any = None,
     service_connect: bool = False,
+    proxy_memory_mib: int = SERVICE_CONNECT_PROXY_MEMORY_MIB,
+    awsvpc: bool = False,
 ) -> TaskShape:
     """The shape of one task; refuses tokens and expressions in any figure the plan counts, naming the field.
 
@@ -93,7 +107,7 @@ def task_shape(
     when given, must already hold it)."""
     cpu_sum = memory_sum = whole = 0
     if service_connect:
-        cpu_sum, memory_sum = SERVICE_CONNECT_PROXY_CPU_UNITS, SERVICE_CONNECT_PROXY_MEMORY_MIB
+        cpu_sum, memory_sum = SERVICE_CONNECT_PROXY_CPU_UNITS, proxy_memory_mib
     budgets: list[int] = []
     for c in containers:
         where = f"container {c.name}"
@@ -112,6 +126,7 @@ def task_shape(
         memory_mib=memory if memory is not None else memory_sum,
         gpu_budgets_mib=tuple(budgets),
         whole_gpus=whole,
+        network_interfaces=1 if awsvpc else 0,
     )
 
 

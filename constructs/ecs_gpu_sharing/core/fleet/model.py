@@ -11,7 +11,13 @@ from ..allocation import AllocationNote
 from ..capacity_facts import HostFacts
 from ..mps import MpsShare
 from ..planner import MANAGED_INSTANCES
-from ..shape import ContainerFacts, TaskShape, task_shape
+from ..shape import (
+    SERVICE_CONNECT_PROXY_MEMORY_MIB,
+    ContainerFacts,
+    TaskShape,
+    service_connect_proxy_memory_mib,
+    task_shape,
+)
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
 MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
@@ -157,9 +163,11 @@ class ServiceSpec:
     def share(self) -> MpsShare:
         return MpsShare(self.gpu_budget_mib, self.max_compute_percent)
 
-    def shape(self, source: str, *, service_connect: bool = False) -> TaskShape:
+    def shape(
+        self, source: str, *, service_connect: bool = False, proxy_memory_mib: int = SERVICE_CONNECT_PROXY_MEMORY_MIB
+    ) -> TaskShape:
         """The task's shape, through the same road as a CDK task definition's; with ``service_connect`` (the fleet
-        names a namespace), the proxy ECS adds to each task is counted."""
+        names a namespace), the proxy ECS adds to each task is counted (``FleetSpec.proxy_memory_mib``)."""
         containers = [
             ContainerFacts(name=c_name, cpu_units=cpu, memory_mib=memory, gpu_budget_mib=budget)
             for c_name, cpu, memory, budget in [
@@ -167,7 +175,13 @@ class ServiceSpec:
                 *((c.name, c.cpu_units, c.memory_mib, c.gpu_budget_mib) for c in self.sidecars),
             ]
         ]
-        return task_shape(containers, owner=f"{source}: service.{self.name}", service_connect=service_connect)
+        return task_shape(
+            containers,
+            owner=f"{source}: service.{self.name}",
+            service_connect=service_connect,
+            proxy_memory_mib=proxy_memory_mib,
+            awsvpc=self.network_mode == AWSVPC,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,6 +207,14 @@ class FleetSpec:
             return None
         given = Path(self.prices)
         return given if given.is_absolute() else Path(self.source).parent / given
+
+    @property
+    def proxy_memory_mib(self) -> int:
+        """The Service Connect proxy's memory in each task: every service of a fleet with a namespace is in it, at its
+        largest count."""
+        return service_connect_proxy_memory_mib(
+            len(self.services), sum(s.largest_count[0] for s in self.services.values())
+        )
 
     def ecs_service_name(self, service: str) -> str:
         """The ECS service name the app gives a service that placement expressions must name."""
