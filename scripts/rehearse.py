@@ -136,6 +136,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
         )
         for line in seeded:
             print(f"  seeded: {line}")
+        problems += _service_rules(templates)
         _run(
             emulator,
             str(CDK),
@@ -199,6 +200,17 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
     return problems
 
 
+def _service_rules(templates: dict[str, Any]) -> list[str]:
+    """What the real services would refuse in these templates (core.service_rules), checked before the deploy, since
+    moto lets it through; each finding is a problem."""
+    from ecs_gpu_sharing.core.service_rules import check_all
+
+    found = [f"AWS would refuse: {v}" for v in check_all(templates)]
+    for line in found:
+        print(f"  PROBLEM: {line}")
+    return found
+
+
 def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> list[str]:
     """A team's own CDK app (a folder with cdk.json): deployed, accounted for and destroyed."""
     from ecs_gpu_sharing.operations import rehearsal
@@ -213,6 +225,7 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
         + rehearsal.seed_container_images(out)
     ):
         print(f"  seeded: {line}")
+    found = _service_rules(templates)
     _run(
         emulator, str(CDK), "deploy", "--all", "--app", str(out), "--require-approval", "never", "--no-notices", log=log
     )
@@ -222,7 +235,7 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
         if verbose or check.status == rehearsal.NOT_CHECKED:
             print(f"    {check}")
     destroyed = _run(emulator, str(CDK), "destroy", "--all", "--force", "--app", str(out), log=log, check=False)
-    problems = list(report.problems)
+    problems = found + list(report.problems)
     if destroyed.returncode != 0:
         problems.append(
             f"cdk destroy --all exited {destroyed.returncode}; left in the emulator: {_leftovers(emulator)}"
@@ -341,6 +354,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as tmp, Emulator() as emulator:
         work = Path(tmp)
         print(f"rehearsal: moto {_moto_version()} at {emulator.endpoint}; full log in rehearsal.log")
+        from ecs_gpu_sharing.core.service_rules import SERVICE_RULES
+        from ecs_gpu_sharing.operations import rehearsal
+
+        for line in rehearsal.empty_account(emulator.client):
+            print(f"rehearsal: a new account has no {line}: removed")
+        print(
+            "rehearsal: what AWS refuses and moto does not, checked on the templates before each deploy "
+            "(docs/aws-rules.md): " + ", ".join(r.rule_id.removeprefix("ecs-gpu-sharing:") for r in SERVICE_RULES)
+        )
         _run(
             emulator, str(CDK), "bootstrap", "aws://123456789012/us-east-1", "--no-notices", log=work / "rehearsal.log"
         )

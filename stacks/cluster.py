@@ -18,6 +18,9 @@ from ecs_gpu_sharing.core.fleet import MANAGED_INSTANCES, CapacitySpec, LoadBala
 
 from .ingress import Balancer, build_load_balancers, open_host_ports
 
+AUTO_SCALING_SERVICE_ROLE = "AWSServiceRoleForAutoScaling"
+"""The role Auto Scaling acts as (EC2 Auto Scaling User Guide, "Service-linked roles for Amazon EC2 Auto Scaling")."""
+
 # What Vpc.from_lookup returns while its lookup is not in the context yet.
 LOOKUP_PLACEHOLDER_VPC = "vpc-12345"
 
@@ -70,21 +73,26 @@ class ClusterStack(Stack):
                 conditions={"StringEquals": {"aws:SourceAccount": self.account}},
             )
         )
+        # Auto Scaling publishes the groups' notifications as its service-linked role, which an account has only once
+        # its first Auto Scaling group exists; KMS refuses a key policy naming a principal that does not exist
+        # (MalformedPolicyDocumentException). So the statement names the account, which always exists, and admits
+        # only that role by its ARN (aws:PrincipalArn is matched at request time, not resolved when the key is made).
         self.topic_key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AutoScalingNotifications",
-                principals=[
-                    iam.ArnPrincipal(
-                        self.format_arn(
+                principals=[iam.AccountRootPrincipal()],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={
+                    "ArnEquals": {
+                        "aws:PrincipalArn": self.format_arn(
                             service="iam",
                             region="",
                             resource="role",
-                            resource_name="aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling",
+                            resource_name=f"aws-service-role/autoscaling.amazonaws.com/{AUTO_SCALING_SERVICE_ROLE}",
                         )
-                    )
-                ],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
+                    }
+                },
             )
         )
         self.scaling_events = sns.Topic(self, "ScalingEvents", enforce_ssl=True, master_key=self.topic_key)
@@ -129,7 +137,13 @@ class ClusterStack(Stack):
         # The GPU telemetry daemon on every EC2 GPU host (daemon services do not run on Managed Instances).
         ec2_capacities = [c for c in self.capacities.values() if isinstance(c, GpuCapacity)]
         self.telemetry = (
-            GpuTelemetry(self, GpuTelemetry.DEFAULT_ID, cluster=self.cluster, capacities=ec2_capacities)
+            GpuTelemetry(
+                self,
+                GpuTelemetry.DEFAULT_ID,
+                cluster=self.cluster,
+                capacities=ec2_capacities,
+                alarm_topic=self.scaling_events,
+            )
             if telemetry and ec2_capacities
             else None
         )

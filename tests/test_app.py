@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 from syrupy.assertion import SnapshotAssertion
+from test_rehearsal import _rehearse
 
+from ecs_gpu_sharing.core.service_rules import check_all
 from ecs_gpu_sharing.testing import normalize_template
 from stacks.fleet_app import build_app
 
@@ -43,6 +45,43 @@ def test_network_has_private_subnets_in_two_azs_and_flow_logs(synthesized: dict[
     network.resource_count_is("AWS::EC2::NatGateway", 1)
     assert len(network.find_resources("AWS::EC2::Subnet", {"Properties": {"MapPublicIpOnLaunch": False}})) == 2
     network.has_resource_properties("AWS::EC2::FlowLog", {"TrafficType": "ALL"})
+
+
+def test_service_connect_task_definitions_carry_task_memory_and_cpu(synthesized: dict[str, Any]) -> None:
+    """ECS requires task-level memory of an EC2 task definition whose service uses Service Connect: the containers'
+    sum plus the proxy's share (64 MiB, 256 CPU units), as the plan counts it."""
+    services = synthesized["templates"]["models-services-1"]["Resources"]
+    tasks = {k: r["Properties"] for k, r in services.items() if r["Type"] == "AWS::ECS::TaskDefinition"}
+    assert tasks
+    for props in tasks.values():
+        containers = props["ContainerDefinitions"]
+        memory = sum(c.get("MemoryReservation", c.get("Memory", 0)) for c in containers)
+        cpu = sum(c.get("Cpu", 0) for c in containers)
+        assert (props["Memory"], props["Cpu"]) == (str(memory + 64), str(cpu + 256))
+
+
+def test_the_topic_keys_policy_names_no_principal_that_may_not_exist(synthesized: dict[str, Any]) -> None:
+    (key,) = [
+        r["Properties"]["KeyPolicy"]
+        for r in synthesized["templates"]["models-cluster"]["Resources"].values()
+        if r["Type"] == "AWS::KMS::Key"
+    ]
+    principals = json.dumps([s["Principal"] for s in key["Statement"]])
+    assert "role/" not in principals  # the account and services only
+    (auto_scaling,) = [s for s in key["Statement"] if s.get("Sid") == "AutoScalingNotifications"]
+    assert "AWSServiceRoleForAutoScaling" in json.dumps(auto_scaling["Condition"]["ArnEquals"]["aws:PrincipalArn"])
+
+
+def test_the_example_breaks_no_rule_aws_enforces(synthesized: dict[str, Any]) -> None:
+    assert [str(v) for v in check_all(synthesized["templates"])] == []
+
+
+def test_the_example_cluster_key_deploys_into_a_new_account(synthesized: dict[str, Any]) -> None:
+    """The cluster stack's key, as synthesized, into the rehearsal's account, which has no service-linked roles."""
+    resources = synthesized["templates"]["models-cluster"]["Resources"]
+    (key_id,) = [k for k, r in resources.items() if r["Type"] == "AWS::KMS::Key"]
+    out = _rehearse({key_id: resources[key_id]})
+    assert out["error"] is None and out["problems"] == [], out
 
 
 def test_cluster_has_container_insights_and_both_capacities(synthesized: dict[str, Any]) -> None:

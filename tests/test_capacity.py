@@ -97,6 +97,67 @@ def test_user_data_joins_the_cluster_with_gpu_support_and_imds_blocked(g6: dict[
     assert "echo ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config" in text
     assert "echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config" in text
     assert "echo ECS_CLUSTER=<ref> >> /etc/ecs/ecs.config" in text
+    # AWS's second barrier for bridge-mode containers, beside the hop limit: no route to IMDS from docker's bridge.
+    assert "iptables -I DOCKER-USER 1 -i docker+ -d 169.254.169.254/32 -j DROP" in text
+    assert "iptables-save > /etc/sysconfig/iptables && systemctl enable iptables" in text
+
+
+def _roll(min_instances: int, max_instances: int | None, services: int = 0) -> tuple[dict[str, Any], list[str]]:
+    """The group's sizes and roll, and the warnings, of a capacity with ``services`` one-task services on it."""
+    from ecs_gpu_sharing import MpsShare, SharedGpuService, SharedGpuTaskDefinition
+
+    app = new_app()
+    stack = cdk.Stack(app, "Roll")
+    cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
+    capacity = GpuCapacity(
+        stack,
+        "L4",
+        cluster=cluster,
+        instance_types=["g6.xlarge"],
+        min_instances=min_instances,
+        max_instances=max_instances,
+    )
+    for i in range(services):
+        task = SharedGpuTaskDefinition(stack, f"T{i}")
+        task.add_container(
+            "m",
+            image=ecs.ContainerImage.from_registry("r/m@sha256:" + "0" * 64),
+            memory_limit_mib=8192,
+            gpu=MpsShare(16000),
+            user="1000",
+            readonly_root_filesystem=True,
+        )
+        SharedGpuService(stack, f"S{i}", cluster=cluster, capacity=capacity, task_definition=task, desired_count=1)
+    assembly = app.synth()
+    artifact = assembly.get_stack_by_name("Roll")
+    (group,) = [r for r in artifact.template["Resources"].values() if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    warnings = [m.entry.data for m in artifact.messages if "RollTakesHostOutOfService" in str(m.entry.data)]
+    return group, warnings
+
+
+@pytest.mark.parametrize(
+    ("min_instances", "max_instances", "services", "sizes", "in_service"),
+    [
+        (0, None, 0, ("0", "1"), 0),  # nothing to keep: a roll may replace the one host
+        (2, None, 0, ("2", "3"), 2),  # derived above the minimum, so a roll keeps every minimum host in service
+        (2, None, 3, ("2", "6"), 2),  # the surge of three one-GPU tasks at 200% needs 6: the minimum is below it
+        (2, 4, 0, ("2", "4"), 2),
+        (2, 2, 0, ("2", "2"), 1),  # a given max equal to the min: the roll keeps one fewer in service (a warning)
+    ],
+)
+def test_a_roll_keeps_fewer_instances_in_service_than_max_size(
+    min_instances: int, max_instances: int | None, services: int, sizes: tuple[str, str], in_service: int
+) -> None:
+    """CloudFormation launches a replacement only below MaxSize: MinInstancesInService must be less than it."""
+    group, warnings = _roll(min_instances, max_instances, services)
+    assert (group["Properties"]["MinSize"], group["Properties"]["MaxSize"]) == sizes
+    assert group["UpdatePolicy"]["AutoScalingRollingUpdate"]["MinInstancesInService"] == in_service
+    assert in_service < int(sizes[1])
+    if max_instances is not None and max_instances == min_instances:
+        (warning,) = warnings
+        assert "raise max_instances to 3" in str(warning)
+    else:
+        assert warnings == []
 
 
 def test_group_spans_the_private_subnets_with_the_instance_type(g6: dict[str, Any]) -> None:

@@ -120,3 +120,29 @@ def test_a_managed_instances_provider_the_api_would_refuse_fails_the_rehearsal()
     bad = {"VCpuCount": {"Min": "four"}, "MemoryMiB": {"Min": 16384}}  # botocore's model wants an integer
     out = _rehearse({"Provider": _managed_instances_provider(bad)})
     assert "CreateCapacityProvider" in str(out["error"]) and "Invalid type" in str(out["error"]), out
+
+
+def _key(principal: Any, condition: dict[str, Any] | None = None) -> dict[str, Any]:
+    statement: dict[str, Any] = {"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}
+    if condition:
+        statement["Condition"] = condition
+    return {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": {"Version": "2012-10-17", "Statement": [statement]}}}
+
+
+SERVICE_LINKED = (
+    "arn:aws:iam::123456789012:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+)
+
+
+def test_a_key_policy_naming_a_role_the_new_account_lacks_fails_as_kms_would() -> None:
+    # The rehearsal's account starts as a new account does: no Auto Scaling group yet, so no service-linked role.
+    out = _rehearse({"Key": _key(SERVICE_LINKED)})
+    assert "MalformedPolicyDocumentException" in str(out["error"]) and "AWSServiceRoleForAutoScaling" in str(
+        out["error"]
+    ), out
+
+
+def test_a_key_policy_naming_the_account_with_a_principal_arn_condition_goes_through() -> None:
+    condition = {"ArnEquals": {"aws:PrincipalArn": SERVICE_LINKED}}
+    out = _rehearse({"Key": _key("arn:aws:iam::123456789012:root", condition)})
+    assert out["error"] is None and out["problems"] == [], out

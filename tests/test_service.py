@@ -92,7 +92,9 @@ def fitting() -> dict[str, Any]:
     return {"fleet": fleet, "dir": Path(assembly.directory), "template": Template.from_json(artifact.template)}
 
 
-def test_service_runs_on_the_capacity_provider_with_mps_constraint_and_rollback(fitting: dict[str, Any]) -> None:
+def test_service_runs_on_the_capacity_provider_with_rollback_and_no_member_of(fitting: dict[str, Any]) -> None:
+    """The provider keeps the service on the capacity's hosts, all on a sharing AMI: a memberOf constraint would add
+    nothing and can stop managed scaling from launching the first host ("Amazon ECS managed scaling behavior")."""
     fitting["template"].has_resource_properties(
         "AWS::ECS::Service",
         {
@@ -100,9 +102,7 @@ def test_service_runs_on_the_capacity_provider_with_mps_constraint_and_rollback(
             "CapacityProviderStrategy": [
                 {"CapacityProvider": {"Ref": Match.string_like_regexp("L4Provider")}, "Weight": 1}
             ],
-            "PlacementConstraints": [
-                {"Type": "memberOf", "Expression": "attribute:ecs.capability.gpu-sharing-mps exists"}
-            ],
+            "PlacementConstraints": Match.absent(),
             "DeploymentConfiguration": {
                 "DeploymentCircuitBreaker": {"Enable": True, "Rollback": True},
                 "MaximumPercent": 200,

@@ -7,7 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ecs as ecs
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 from syrupy.assertion import SnapshotAssertion
 
 from ecs_gpu_sharing import (
@@ -286,11 +286,24 @@ def test_refuses_usable_gpu_memory_mib_token() -> None:
         SharedGpuTaskDefinition(stack, "Td", usable_gpu_memory_mib=token)  # type: ignore[arg-type]
 
 
-def test_is_an_ec2_task_definition_and_refuses_task_level_options() -> None:
+def test_is_an_ec2_task_definition_with_optional_task_level_figures() -> None:
+    """ECS takes task-level cpu and memory on EC2 (and requires memory with Service Connect): they are rendered, and
+    the plan counts them instead of the containers' sum."""
     td = SharedGpuTaskDefinition(_stack(), "Td")
     assert isinstance(td, ecs.Ec2TaskDefinition)
-    with pytest.raises(TaskDefinitionError, match=r"Test/Td: cpu is not an option here: an EC2 task definition"):
-        SharedGpuTaskDefinition(_stack(), "Td", cpu="2048")
+    stack = _stack()
+    SharedGpuTaskDefinition(stack, "Td", cpu=2048, memory_mib="4096").add_container(
+        "a", image=IMAGE, memory_limit_mib=512, gpu=MpsShare(100)
+    )
+    Template.from_stack(stack).has_resource_properties("AWS::ECS::TaskDefinition", {"Cpu": "2048", "Memory": "4096"})
+    with pytest.raises(
+        TaskDefinitionError, match=r"Test/Td: task-level memory_mib must be a whole number >= 1, got 'x'"
+    ):
+        SharedGpuTaskDefinition(_stack(), "Td", memory_mib="x")
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: task-level cpu is a CDK token"):
+        SharedGpuTaskDefinition(_stack(), "Td", cpu=cdk.Aws.ACCOUNT_ID)
+    with pytest.raises(TaskDefinitionError, match=r"Test/Td: compatibility is not an option here"):
+        SharedGpuTaskDefinition(_stack(), "Td", compatibility=ecs.Compatibility.EC2)
 
 
 def test_managed_instances_variant_has_that_compatibility_and_refuses_task_level_tokens() -> None:
@@ -338,7 +351,6 @@ def _docker_volume(scope: cdk.Stack, td: Any) -> None:
     ("setup", "message"),
     [
         (_shared_memory, r"container a: linux_parameters sharedMemorySize is not valid on ECS Managed Instances"),
-        (_tmpfs, r"container b: linux_parameters tmpfs is not valid on ECS Managed Instances"),
         (_docker_volume, r"DockerVolumeConfiguration is not supported for tasks running on Managed Instances"),
     ],
 )
@@ -350,6 +362,24 @@ def test_managed_instances_refuses_what_aws_does_not_accept_there(setup: Any, me
     with pytest.raises(RuntimeError, match=message):  # aws-ecs refuses a Docker volume as it is added
         setup(stack, td)
         _synth(stack)
+
+
+def test_managed_instances_takes_tmpfs() -> None:
+    """tmpfs is valid on Managed Instances since 2026-01-06 (AWS What's New); sharedMemorySize still is not."""
+    stack = _stack()
+    td = SharedGpuManagedInstancesTaskDefinition(
+        stack, "Td", network_mode=ecs.NetworkMode.AWS_VPC, cpu="1024", memory_mib="2048"
+    )
+    _tmpfs(stack, td)
+    _synth(stack)
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::ECS::TaskDefinition",
+        {
+            "ContainerDefinitions": [
+                Match.object_like({"LinuxParameters": Match.object_like({"Tmpfs": Match.any_value()})})
+            ]
+        },
+    )
 
 
 # --- guards on the final task definition (#22, section 1) ---------------------------------------------------------

@@ -548,7 +548,8 @@ def test_stopped_tasks_are_counted_by_task_group(deployed: dict[str, Any]) -> No
 
 def test_an_alarm_fires_when_the_peak_nears_the_budget(deployed: dict[str, Any]) -> None:
     t = deployed["template"]
-    (alarm,) = t.find_resources("AWS::CloudWatch::Alarm").values()
+    alarms = t.find_resources("AWS::CloudWatch::Alarm").values()
+    (alarm,) = [a for a in alarms if "Metrics" in a["Properties"]]
     assert alarm["Properties"]["Threshold"] == 1843  # 90% of 2048 MiB
     (metric,) = alarm["Properties"]["Metrics"]
     stat = metric["MetricStat"]
@@ -560,6 +561,24 @@ def test_an_alarm_fires_when_the_peak_nears_the_budget(deployed: dict[str, Any])
     (dashboard,) = t.find_resources("AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     assert "budget 2048 MiB" in body and "GpuMemoryP99MiB" in body and "OomStops" in body
+
+
+def test_undelivered_stopped_task_events_raise_an_alarm(deployed: dict[str, Any]) -> None:
+    """EventBridge drops what it cannot deliver silently: its FailedInvocations metric for the rule is watched."""
+    t = deployed["template"]
+    (rule_id,) = t.find_resources("AWS::Events::Rule")
+    t.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/Events",
+            "MetricName": "FailedInvocations",
+            "Dimensions": [{"Name": "RuleName", "Value": {"Ref": rule_id}}],
+            "Threshold": 0,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "TreatMissingData": "notBreaching",
+        },
+    )
+    assert deployed["telemetry"].stopped_tasks_delivery_alarm is not None
 
 
 def test_a_dashboard_refuses_more_services_than_its_widgets_allow() -> None:

@@ -20,6 +20,7 @@ from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
 from ..core.planner import EC2
 from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
+from ..core.rules import roll_in_service
 from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
@@ -72,6 +73,18 @@ ECS_CONFIG = (
     "ECS_AWSVPC_BLOCK_IMDS=true",
     # No privileged containers on hosts that share GPUs between tenants' models.
     "ECS_DISABLE_PRIVILEGED=true",
+)
+
+
+# A second barrier beside the hop limit, for bridge-mode containers: AWS's own rule, in Docker's DOCKER-USER chain
+# (Amazon ECS Developer Guide, "Amazon ECS task IAM role", blocking containers' access to the instance metadata).
+# The chain is made first if Docker has not yet started (Docker keeps an existing chain's rules), and the rule is
+# saved so it survives a reboot. Task roles are unaffected: their credentials come from 169.254.170.2.
+IMDS_BLOCK = (
+    "iptables -N DOCKER-USER 2>/dev/null || true",
+    "iptables -C DOCKER-USER -i docker+ -d 169.254.169.254/32 -j DROP 2>/dev/null || "
+    "iptables -I DOCKER-USER 1 -i docker+ -d 169.254.169.254/32 -j DROP",
+    "dnf install -y iptables-services && iptables-save > /etc/sysconfig/iptables && systemctl enable iptables",
 )
 
 
@@ -189,8 +202,10 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
     :param name: the capacity's name in the fleet plan; the construct id by default. Unique within the app.
     :param min_instances: instances kept running; 0 by default (scale from zero).
     :param max_instances: the most instances; when left out, the fleet plan derives it so that every service
-        on the capacity, at its largest count, fits during a deployment's surge (``max(min_instances, 1)`` when
-        nothing runs on the capacity).
+        on the capacity, at its largest count, fits during a deployment's surge, and above ``min_instances`` (at
+        least 1), so a host roll keeps every minimum host in service. A given ``max_instances`` equal to
+        ``min_instances`` makes a roll keep one host fewer in service (``RollTakesHostOutOfService``, a warning):
+        CloudFormation launches a replacement only below MaxSize.
     :param gpu_margin_mib: per-GPU memory plans keep free below what ECS registers, for the MPS server, which
         lives outside every container's limit (256 MiB by default).
     :param ecs_gpu_memory_mib: one GPU's memory as your cluster's ECS registers it (``totalMemoryInMiB`` in
@@ -273,7 +288,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         self.connections = ec2.Connections(security_groups=[security_group])
         cluster.connections.add_security_group(security_group)
         user_data = ec2.UserData.for_linux()
-        user_data.add_commands(*(f"echo {line} >> /etc/ecs/ecs.config" for line in ECS_CONFIG))
+        user_data.add_commands(*(f"echo {line} >> /etc/ecs/ecs.config" for line in ECS_CONFIG), *IMDS_BLOCK)
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
@@ -323,7 +338,8 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             # signal); ECS managed draining (below) moves each old host's tasks to the others before it goes.
             update_policy=autoscaling.UpdatePolicy.rolling_update(
                 max_batch_size=1,
-                min_instances_in_service=self._min_instances,
+                # Below MaxSize, which a plan may derive: resolved at synth (core.rules.roll_in_service).
+                min_instances_in_service=cdk.Lazy.number(_RollInService(self)),
                 wait_on_resource_signals=True,
                 pause_time=cdk.Duration.minutes(ROLL_SIGNAL_MINUTES),
                 suspend_processes=list(ROLL_SUSPENDED),
@@ -429,7 +445,11 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
 
     @staticmethod
     def mps_placement_constraints() -> list[ecs.PlacementConstraint]:
-        """Keeps MPS tasks on hosts whose ECS agent advertises GPU sharing (``ecs.capability.gpu-sharing-mps``)."""
+        """Keeps MPS tasks on hosts whose ECS agent advertises GPU sharing (``ecs.capability.gpu-sharing-mps``).
+
+        ``SharedGpuService`` does not add it: a service on this capacity's provider runs only on its hosts, all on a
+        sharing AMI, and a ``memberOf`` constraint can stop managed scaling from launching the first host ("Amazon
+        ECS managed scaling behavior"). For a service placed some other way, on a cluster with other hosts."""
         return [ecs.PlacementConstraint.member_of(MPS_HOSTS_EXPRESSION)]
 
     @property
@@ -459,6 +479,15 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
     def host_memory_mib(self) -> int:
         """Memory (MiB) one instance offers to tasks."""
         return self.facts.host_memory_mib
+
+
+@jsii.implements(cdk.IStableNumberProducer)
+class _RollInService:
+    def __init__(self, capacity: GpuCapacity) -> None:
+        self._capacity = capacity
+
+    def produce(self) -> int:
+        return roll_in_service(self._capacity.min_instances, self._capacity.max_instances)
 
 
 @jsii.implements(cdk.IStableNumberProducer)

@@ -27,8 +27,9 @@ from ..core.files import write_atomic
 from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
-from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess
+from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
+from .limits import template_violations
 
 PLAN_FILE = "gpu-fleet-plan"
 PRICES_CONTEXT = "ecs-gpu-sharing:prices"
@@ -184,7 +185,7 @@ class FleetPlan(Construct):
                 f"{capacity.node.path}: max_instances is derived from the fleet plan when the app synthesizes; "
                 "read it after app.synth(), or give max_instances"
             )
-        return self.assessment.max_instances.get(capacity.plan_name, max(capacity.min_instances, 1))
+        return self.assessment.max_instances.get(capacity.plan_name, derived_max_instances(0, capacity.min_instances))
 
     def _service_findings(self, construct: IConstruct) -> list[str]:
         _ = self.assessment  # computes the plan, and the names discovery found, once
@@ -333,6 +334,8 @@ class _WritePlan:
             )
             for path, logical, line in self._plan.rendered_guard_violations(list(context.template_paths))
         ]
+        # AWS's limits and the rules its services enforce at deploy, on every template of the app.
+        violations.extend(template_violations(list(context.template_paths)))
         if violations:
             return cdk.PolicyValidationPluginReport(success=False, violations=violations)
         outdir = self._plan._outdir()

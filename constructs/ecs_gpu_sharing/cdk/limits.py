@@ -1,7 +1,9 @@
-"""``AwsLimitsChecks``: AWS's limits (``core.quotas``) checked over every synthesized template, at ``cdk synth``.
+"""``AwsLimitsChecks``: AWS's limits (``core.quotas``) and its service-side rules (``core.service_rules``) checked
+over every synthesized template, at ``cdk synth``.
 
 A policy-validation plugin, like cdk-nag's packs: it sees the templates of every stack at once, so it also finds a
-security group rule that two stacks declare. Add it once per app::
+security group rule that two stacks declare. An app with a GPU capacity runs the same checks already (``FleetPlan``);
+an app without one adds the plugin once::
 
     cdk.Validations.of(app).add_plugins(AwsLimitsChecks())
 """
@@ -14,14 +16,14 @@ from pathlib import Path
 import aws_cdk as cdk
 import jsii
 
-from ..core import quotas
-from ..core.template_limits import check_templates
+from ..core.service_rules import check_all, rule_ids
 
 
 @jsii.implements(cdk.IPolicyValidationPlugin)
 class AwsLimitsChecks:
     """Fails the synth, naming the stack, the resource and the number, when a template breaks one of AWS's limits
-    listed in ``core.quotas`` (or repeats a security group rule, which EC2 refuses)."""
+    listed in ``core.quotas``, repeats a security group rule (which EC2 refuses), or breaks a rule the real services
+    enforce at deploy (``core.service_rules``)."""
 
     @property
     def name(self) -> str:
@@ -33,23 +35,28 @@ class AwsLimitsChecks:
 
     @property
     def rule_ids(self) -> list[str] | None:
-        return [*(limit.rule_id for limit in quotas.LIMITS), quotas.DUPLICATE_RULE_ID]
+        return rule_ids()
 
     def validate(self, context: cdk.IPolicyValidationContext) -> cdk.PolicyValidationPluginReport:
-        paths = {Path(p).name.removesuffix(".template.json"): p for p in context.template_paths}
-        templates = {name: json.loads(Path(path).read_text()) for name, path in paths.items()}
-        violations = [
-            cdk.PolicyViolation(
-                rule_name=v.rule_id,
-                description=v.message,
-                violating_resources=[
-                    cdk.PolicyViolatingResource(
-                        locations=[v.logical_id or "Resources"],
-                        resource_logical_id=v.logical_id or v.stack,
-                        template_path=paths[v.stack],
-                    )
-                ],
-            )
-            for v in check_templates(templates)
-        ]
+        violations = template_violations(list(context.template_paths))
         return cdk.PolicyValidationPluginReport(success=not violations, violations=violations)
+
+
+def template_violations(template_paths: list[str]) -> list[cdk.PolicyViolation]:
+    """What ``core.service_rules.check_all`` finds in the written templates, as policy violations."""
+    paths = {Path(p).name.removesuffix(".template.json"): p for p in template_paths}
+    templates = {name: json.loads(Path(path).read_text()) for name, path in paths.items()}
+    return [
+        cdk.PolicyViolation(
+            rule_name=v.rule_id,
+            description=v.message,
+            violating_resources=[
+                cdk.PolicyViolatingResource(
+                    locations=[v.logical_id or "Resources"],
+                    resource_logical_id=v.logical_id or v.stack,
+                    template_path=paths.get(v.stack, template_paths[0] if template_paths else ""),
+                )
+            ],
+        )
+        for v in check_all(templates)
+    ]

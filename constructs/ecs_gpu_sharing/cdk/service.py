@@ -21,14 +21,16 @@ from .managed_capacity import GpuManagedInstancesCapacity
 class SharedGpuService(Construct):
     """An EC2 service on a GPU capacity's provider, planned with every other service on that capacity.
 
-    The service runs only on instances whose ECS agent advertises ``ecs.capability.gpu-sharing-mps``
-    (a placement constraint, for MPS tasks), rolls back a failed deployment (circuit breaker), and deploys
+    The service runs on the capacity's provider only, whose hosts all run a GPU AMI release that shares GPUs (so no
+    ``memberOf`` constraint is added: AWS's "Amazon ECS managed scaling behavior" recommends none but
+    ``distinctInstance``, since others can stop scale-out from zero), rolls back a failed deployment (circuit breaker),
+    and deploys
     with minimum healthy 100% and maximum 200% unless told otherwise. It is planned at its largest count:
     ``planned_count`` when given, else the larger of ``desired_count`` and the task auto scaling maximum
     (``.service.auto_scale_task_count(max_capacity=...)``).
 
     Any other ECS service on the capacity (a plain ``Ec2Service``, an aws-ecs-patterns service) is planned too;
-    this construct adds the placement constraint and defaults.
+    this construct adds the capacity's provider strategy and defaults.
 
     :param desired_count: tasks to run; may be a token (a ``CfnParameter``), which the plan cannot count: then
         give ``planned_count`` or a task auto scaling maximum.
@@ -78,9 +80,6 @@ class SharedGpuService(Construct):
         _register(self, id_ if name is None else name, planned_count, allocation)
         self.task_definition = task_definition
         self.capacity = capacity
-        constraints = list(kwargs.pop("placement_constraints", None) or [])
-        if getattr(task_definition, "mps_shares", ()):
-            constraints.extend(GpuCapacity.mps_placement_constraints())
         self.service = ecs.Ec2Service(
             self,
             "Service",
@@ -91,7 +90,6 @@ class SharedGpuService(Construct):
             max_healthy_percent=high,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
             capacity_provider_strategies=capacity.capacity_provider_strategies(),
-            placement_constraints=constraints or None,
             **kwargs,
         )
         # The provider must be associated with the cluster before the service names it; aws-ecs creates that

@@ -203,20 +203,57 @@ class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):
     It is an ``aws_ecs.Ec2TaskDefinition``: pass it to ``Ec2Service`` or to aws-ecs-patterns' EC2 patterns.
 
     :param usable_gpu_memory_mib: the usable memory of one GPU this task will run on, for a standalone check.
+    :param cpu: task-level CPU units (optional on EC2; the fit plan then counts it instead of the containers' sum).
+    :param memory_mib: task-level memory in MiB. Optional on EC2, but ECS requires it of a service with Service
+        Connect ("On Amazon EC2, task memory is optional, but it is required for Service Connect", Amazon ECS
+        Developer Guide): give the containers' sum plus the proxy's 64 MiB there (and cpu: their sum plus 256), or the
+        synth fails (``ServiceConnectNeedsTaskMemory``).
     :param kwargs: every other option of ``aws_ecs.Ec2TaskDefinition``.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, usable_gpu_memory_mib: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        usable_gpu_memory_mib: int | None = None,
+        cpu: int | str | None = None,
+        memory_mib: int | str | None = None,
+        **kwargs: Any,
+    ) -> None:
         owner = f"{scope.node.path}/{id_}"
         _refuse(
             owner,
             kwargs,
-            ("compatibility", "cpu", "memory_mib"),
-            "an EC2 task definition has no task-level cpu or memory and is EC2-only; set cpu and memory per "
-            "container, and use SharedGpuManagedInstancesTaskDefinition for ECS Managed Instances",
+            ("compatibility",),
+            "a SharedGpuTaskDefinition is EC2-only; use SharedGpuManagedInstancesTaskDefinition for ECS Managed "
+            "Instances",
         )
+        figures = {key: _task_figure(owner, key, value) for key, value in (("cpu", cpu), ("memory_mib", memory_mib))}
         super().__init__(scope, id_, **kwargs)
+        resource = self.node.default_child
+        assert isinstance(resource, ecs.CfnTaskDefinition)
+        # aws-ecs's Ec2TaskDefinition takes no task-level figures; ECS's RegisterTaskDefinition takes both on EC2.
+        if figures["cpu"] is not None:
+            resource.cpu = figures["cpu"]
+        if figures["memory_mib"] is not None:
+            resource.memory = figures["memory_mib"]
         self._init_mps(owner, usable_gpu_memory_mib)
+
+
+def _task_figure(owner: str, key: str, value: int | str | None) -> str | None:
+    """A task-level figure as CloudFormation writes it (a digit string); a token or a non-number is refused."""
+    if value is None:
+        return None
+    if is_token(value):
+        raise TaskDefinitionError(
+            f"{owner}: task-level {key} is {describe(value)}; the fit plan counts it at synth, so give the literal "
+            "value (a number, or a string such as '1024')"
+        )
+    text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    if not text.isdigit() or int(text) < 1:
+        raise TaskDefinitionError(f"{owner}: task-level {key} must be a whole number >= 1, got {value!r}")
+    return str(int(text))
 
 
 class SharedGpuManagedInstancesTaskDefinition(_MpsContainers, ecs.TaskDefinition):
@@ -231,11 +268,8 @@ class SharedGpuManagedInstancesTaskDefinition(_MpsContainers, ecs.TaskDefinition
         owner = f"{scope.node.path}/{id_}"
         _refuse(owner, kwargs, ("compatibility",), "this task definition is for ECS Managed Instances")
         for key in ("cpu", "memory_mib"):
-            if is_token(kwargs.get(key)):
-                raise TaskDefinitionError(
-                    f"{owner}: task-level {key} is {describe(kwargs[key])}; the fit plan counts it at synth, so "
-                    "give the literal value (a string such as '1024')"
-                )
+            if key in kwargs:
+                kwargs[key] = _task_figure(owner, key, kwargs[key])
         super().__init__(scope, id_, compatibility=ecs.Compatibility.MANAGED_INSTANCES, **kwargs)
         self._init_mps(owner, usable_gpu_memory_mib)
 

@@ -116,6 +116,8 @@ class GpuTelemetry(Construct):
         among their instance types.
     :param image: the daemon's image; built from the library's Dockerfile (a CDK asset) by default.
     :param sample_seconds: how often it samples NVML; :param publish_seconds: how often it publishes a window.
+    :param alarm_topic: where the alarm on undelivered stopped-task events (``stopped_tasks_delivery_alarm``)
+        notifies, if anywhere.
     """
 
     DEFAULT_ID = DAEMON_NAME
@@ -132,6 +134,7 @@ class GpuTelemetry(Construct):
         sample_seconds: int = 5,
         publish_seconds: int = 60,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        alarm_topic: sns.ITopic | None = None,
     ) -> None:
         groups = gpu_count_groups(capacities, f"{scope.node.path}/{id_}")
         super().__init__(scope, id_)
@@ -227,6 +230,30 @@ class GpuTelemetry(Construct):
             ),
             targets=[_LogGroupTarget(self.stopped_tasks)],
         )
+        # EventBridge drops what it cannot deliver without a word (a log group policy gone, say): then the stopped-task
+        # counts read zero, as on a healthy fleet. Its own metric (AWS/Events FailedInvocations, per rule; Amazon
+        # EventBridge User Guide, "Monitoring Amazon EventBridge") says so.
+        self.stopped_tasks_delivery_alarm = cloudwatch.Alarm(
+            self,
+            "StoppedTasksDeliveryFails",
+            metric=cloudwatch.Metric(
+                namespace="AWS/Events",
+                metric_name="FailedInvocations",
+                dimensions_map={"RuleName": rule.rule_name},
+                statistic="Sum",
+                period=cdk.Duration.minutes(5),
+            ),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=(
+                "EventBridge could not deliver ECS stopped-task events to the stopped-tasks log group: the GPU "
+                "dashboard's stop counts (OOM, MPS failures) are incomplete until it is fixed"
+            ),
+        )
+        if alarm_topic is not None:
+            self.stopped_tasks_delivery_alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
         logs.CfnResourcePolicy(
             self,
             "StoppedTasksPolicy",

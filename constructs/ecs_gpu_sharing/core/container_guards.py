@@ -78,12 +78,13 @@ def _violations(task: Mapping[str, Any]) -> Iterator[str]:
 
 
 def managed_instances_refusals(task_properties: Mapping[str, Any]) -> list[str]:
-    """What AWS lists as not valid on ECS Managed Instances and a container can still carry: sharedMemorySize and
-    tmpfs (aws-ecs itself refuses the third, dockerVolumeConfiguration, when the volume is added)."""
+    """What AWS lists as not valid on ECS Managed Instances and a container can still carry: sharedMemorySize (aws-ecs
+    itself refuses dockerVolumeConfiguration when the volume is added). tmpfs is valid there since 2026-01-06 (AWS
+    What's New, "Amazon ECS Managed Instances now supports tmpfs mounts")."""
     return [
         f"container {_get(container, 'name')}: linux_parameters {key} is not valid on ECS Managed Instances; "
         "remove it, or run the container on an EC2 capacity (SharedGpuTaskDefinition)"
         for container in _get(task_properties, "containerDefinitions") or []
-        for key in ("sharedMemorySize", "tmpfs")
+        for key in ("sharedMemorySize",)
         if _get(_get(container, "linuxParameters") or {}, key) is not None
     ]

@@ -59,6 +59,13 @@ CAPACITY_PROVIDERS_PER_CLUSTER = Limit(
     f"{_ECS}: capacity providers per cluster, 20 (not adjustable)",
 )
 TASKS_PER_SERVICE = Limit(f"{PREFIX}TasksPerService", 5000, "tasks in one service", f"{_ECS}: tasks per service, 5,000")
+SERVICE_CONNECT_TASKS_PER_SERVICE = Limit(
+    f"{PREFIX}ServiceConnectTasksPerService",
+    1000,
+    "tasks in one service with Service Connect",
+    f"{_ECS}: tasks per service using Service Connect or service discovery, 1,000 (an AWS Cloud Map quota: "
+    "instances per service)",
+)
 SERVICES_PER_CLUSTER = Limit(
     f"{PREFIX}ServicesPerCluster", 5000, "services in one cluster", f"{_ECS}: services per cluster, 5,000 (adjustable)"
 )

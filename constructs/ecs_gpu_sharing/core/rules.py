@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from . import container_guards, hardening, quotas
+from . import container_guards, hardening, quotas, service_rules
 from .allocation import digest_of
 from .markdown import table
 from .mps import MAX_CLIENTS_PER_GPU
@@ -201,6 +201,38 @@ def tasks_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
                 f"it is planned at {s.tasks:,} tasks ({s.count_source}), more than ECS's {limit:,} tasks per service "
                 f"({quotas.TASKS_PER_SERVICE.source}); lower its auto scaling maximum or desired count, or split it "
                 "into several services",
+            )
+
+
+ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
+
+
+def roll_in_service(min_instances: int, max_instances: int) -> int:
+    """The hosts a rolling replacement keeps in service (MinInstancesInService): every ``min_instances`` host, unless
+    that is not below MaxSize. CloudFormation needs it below MaxSize ("UpdatePolicy attribute",
+    AutoScalingRollingUpdate: "This value must be less than the MaxSize of the Auto Scaling group"), to launch a
+    replacement beside them."""
+    return max(0, min(min_instances, max_instances - 1))
+
+
+def derived_max_instances(surge_instances: int, min_instances: int) -> int:
+    """max_instances when none is given: the deployment surge's instances, at least one, and above ``min_instances``
+    when there is a minimum, so a host roll keeps every minimum host in service (``roll_in_service``)."""
+    return max(surge_instances, min_instances + 1 if min_instances else 1)
+
+
+def roll_takes_host_out(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        if cap.kind == MANAGED_INSTANCES or cap.max_instances is None or cap.min_instances == 0:
+            continue
+        keep = roll_in_service(cap.min_instances, cap.max_instances)
+        if keep < cap.min_instances:
+            yield (
+                name,
+                f"max_instances {cap.max_instances} equals min_instances {cap.min_instances}, so a host roll (a new "
+                f"AMI or instance type) keeps {keep} of them in service while it replaces one: CloudFormation "
+                "launches a replacement only below MaxSize; raise max_instances to "
+                f"{cap.min_instances + 1}, or acknowledge the dip",
             )
 
 
@@ -393,6 +425,14 @@ PLAN_RULES: tuple[Rule, ...] = (
         surge_does_not_fit,
     ),
     Rule(
+        ROLL_TAKES_HOST_OUT,
+        Level.WARNING,
+        "capacity",
+        "a host roll keeps min_instances hosts in service only when max_instances is above min_instances "
+        "(CloudFormation launches each replacement below MaxSize)",
+        roll_takes_host_out,
+    ),
+    Rule(
         "ecs-gpu-sharing:MpsClientLimit",
         Level.WARNING,
         "service",
@@ -521,6 +561,10 @@ OTHER_RULES: tuple[Rule, ...] = (
         Source.TEMPLATE,
         "EC2 refuses a security group rule that already exists, and CloudFormation fails the stack",
     ),
+    *(
+        _elsewhere(r.rule_id, _E, "stack", Source.TEMPLATE, f"{r.requirement}, as {r.service} enforces it at deploy")
+        for r in service_rules.SERVICE_RULES
+    ),
     _elsewhere(
         RULE_FAILED,
         _E,
@@ -630,7 +674,7 @@ def assess(
     max_instances = {
         name: cap.max_instances
         if cap.max_instances is not None
-        else max(surge.capacity(name).instance_count, cap.min_instances, 1)
+        else derived_max_instances(surge.capacity(name).instance_count, cap.min_instances)
         for name, cap in caps.items()
         if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
     }

@@ -459,6 +459,47 @@ ADAPTED_IDS: dict[tuple[str, str], str] = {}
 """(stack id, logical id) -> physical id of every resource an adapter made, for the account."""
 
 
+def empty_account(clients: Callable[[str], Any]) -> list[str]:
+    """Makes the emulated account a new account: no default VPC (moto makes one in each region; a fleet must not lean
+    on it) and no service-linked roles (AWS makes each with a service's first use). Returns what it removed."""
+    ec2 = clients("ec2")
+    removed = []
+    for vpc in ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]:
+        vpc_id = vpc["VpcId"]
+        for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]:
+            ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+        for gateway in ec2.describe_internet_gateways(Filters=[{"Name": "attachment.vpc-id", "Values": [vpc_id]}])[
+            "InternetGateways"
+        ]:
+            ec2.detach_internet_gateway(InternetGatewayId=gateway["InternetGatewayId"], VpcId=vpc_id)
+            ec2.delete_internet_gateway(InternetGatewayId=gateway["InternetGatewayId"])
+        ec2.delete_vpc(VpcId=vpc_id)
+        removed.append(f"default VPC {vpc_id}")
+    iam = clients("iam")
+    for role in iam.list_roles(PathPrefix="/aws-service-role/")["Roles"]:
+        iam.delete_role(RoleName=role["RoleName"])
+        removed.append(f"service-linked role {role['RoleName']}")
+    return removed
+
+
+def missing_key_policy_roles(policy: Any, *, account_id: str = ACCOUNT) -> list[str]:
+    """The IAM roles a key policy names as principals that the emulated account does not hold. KMS checks that every
+    principal of a key policy exists (MalformedPolicyDocumentException); moto does not, and its account starts as a
+    new account does, without service-linked roles (the Auto Scaling one appears with a first group)."""
+    from moto.iam.models import iam_backends
+
+    document = json.loads(policy) if isinstance(policy, str) else policy or {}
+    roles = {role.arn for role in iam_backends[account_id]["aws"].roles.values()}
+    missing = []
+    for statement in document.get("Statement") or []:
+        principal = statement.get("Principal")
+        names = principal.get("AWS") if isinstance(principal, dict) else None
+        for name in names if isinstance(names, list) else [names] if names else []:
+            if isinstance(name, str) and ":role/" in name and name not in roles:
+                missing.append(name)
+    return missing
+
+
 def _client(service: str) -> Any:
     import boto3
 
@@ -470,6 +511,9 @@ MODEL_GAPS = (
     "moto teaches no Fn::GetStackOutput: read from moto's stacks in the region",
     "moto's target group answers no Fn::GetAtt: TargetGroupFullName, TargetGroupName, LoadBalancerArns",
     "moto's KMS key from CloudFormation keeps its policy as a JSON object, not text: stored as text",
+    "moto's KMS takes a key policy naming a role that does not exist; KMS refuses it "
+    "(MalformedPolicyDocumentException): the rehearsal refuses it too, so a key policy naming a service-linked role "
+    "a new account lacks fails the deploy",
     "moto keeps an Auto Scaling group's scale-in-protected instances when the group is deleted; CloudFormation "
     "deletes a group with its instances (ForceDelete): they are terminated with it",
     "moto keeps a terminated instance's primary network interface and a deleted NAT gateway's interface, which "
@@ -550,6 +594,15 @@ def _fill_model_gaps() -> None:
         properties = cloudformation_json.get("Properties") or {}
         if isinstance(properties.get("KeyPolicy"), dict):
             properties["KeyPolicy"] = json.dumps(properties["KeyPolicy"])
+        account = args[0] if args else kwargs.get("account_id", ACCOUNT)
+        missing = missing_key_policy_roles(properties.get("KeyPolicy"), account_id=account)
+        if missing:  # as KMS refuses it: the deploy fails, naming the role
+            from moto.cloudformation.exceptions import ValidationError
+
+            raise ValidationError(
+                message=f"CreateKey {resource_name}: MalformedPolicyDocumentException: the policy names "
+                f"{', '.join(missing)}, which does not exist in the account (KMS checks every principal)"
+            )
         return create_key(cls, resource_name, cloudformation_json, *args, **kwargs)
 
     kms.Key.create_from_cloudformation_json = classmethod(key_from_cloudformation)

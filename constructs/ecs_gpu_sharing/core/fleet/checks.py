@@ -275,7 +275,8 @@ def _services(
                 "share the host's network and instance credentials between tenants"
             )
         if kind == MANAGED_INSTANCES and "shm_size_mib" in good:
-            # AWS lists sharedMemorySize (with tmpfs and dockerVolumeConfiguration) as not valid on Managed Instances.
+            # AWS lists sharedMemorySize (and dockerVolumeConfiguration) as not valid on Managed Instances; tmpfs is
+            # valid there since 2026-01-06 (AWS What's New).
             problems.add(
                 f"{where}shm_size_mib sets the container's sharedMemorySize, which ECS does not accept on Managed "
                 "Instances; remove it, or run the service on an EC2 capacity"
@@ -399,6 +400,18 @@ def _check_across(
                 problems.add(
                     f"service.{name} and service.{other} are one DNS name to Service Connect (names are not case "
                     "sensitive there); rename one"
+                )
+        cap = quotas.SERVICE_CONNECT_TASKS_PER_SERVICE
+        for svc in services.values():
+            count, source = svc.largest_count
+            if count > cap.number:
+                problems.add(
+                    cap.message(
+                        f"service.{svc.name} ({source})",
+                        count,
+                        "every service of a fleet with service_connect_namespace uses Service Connect: lower the "
+                        "count, split the service, or drop the namespace",
+                    )
                 )
     for lb in lbs.values():
         users = [svc for svc in services.values() if svc.load_balancer == lb.name]

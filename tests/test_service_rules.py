@@ -1,0 +1,327 @@
+"""AWS's service-side rules (core.service_rules): each row passes on a template that keeps it and fails on one that
+breaks it, naming the resource; the table is complete and sourced; the plugin fails a construct app's synth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ecs_gpu_sharing.core import service_rules as sr
+from ecs_gpu_sharing.core.service_rules import SERVICE_RULES, check_service_rules
+
+Res = tuple[str, str, dict[str, Any]]
+
+
+def _stack(*resources: Res, attributes: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"Resources": {}}
+    for lid, kind, props in resources:
+        out["Resources"][lid] = {"Type": kind, "Properties": props, **(attributes or {}).get(lid, {})}
+    return out
+
+
+def _container(name: str = "model", **extra: Any) -> dict[str, Any]:
+    return {"Name": name, "Image": "x", "Memory": 1024, **extra}
+
+
+def _task(lid: str = "Td", *, mode: str | None = None, memory: Any = None, containers: Any = None, **extra: Any) -> Res:
+    props: dict[str, Any] = {"ContainerDefinitions": containers if containers is not None else [_container()]}
+    if mode:
+        props["NetworkMode"] = mode
+    if memory is not None:
+        props["Memory"] = memory
+    return lid, "AWS::ECS::TaskDefinition", {**props, **extra}
+
+
+def _service(lid: str = "Svc", td: str = "Td", **props: Any) -> Res:
+    return lid, "AWS::ECS::Service", {"TaskDefinition": {"Ref": td}, **props}
+
+
+_CONNECT = {"ServiceConnectConfiguration": {"Enabled": True, "Namespace": "ns"}}
+_NETWORK = {"NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": ["s"]}}}
+
+
+def _group(**props: Any) -> Res:
+    return "Asg", "AWS::AutoScaling::AutoScalingGroup", {"MinSize": "0", "MaxSize": "2", "LaunchTemplate": {}, **props}
+
+
+def _roll(**roll: Any) -> dict[str, dict[str, Any]]:
+    return {"Asg": {"UpdatePolicy": {"AutoScalingRollingUpdate": roll}}}
+
+
+def _provider(**config: Any) -> Res:
+    return (
+        "Cp",
+        "AWS::ECS::CapacityProvider",
+        {"AutoScalingGroupProvider": {"AutoScalingGroupArn": {"Ref": "Asg"}, **config}},
+    )
+
+
+def _lb_service(port: int, *, target_type: str | None, mode: str | None) -> dict[str, Any]:
+    group: dict[str, Any] = {"Port": 80, "Protocol": "HTTP"}
+    if target_type:
+        group["TargetType"] = target_type
+    return _stack(
+        _task(mode=mode, containers=[_container(PortMappings=[{"ContainerPort": 80}])]),
+        _service(
+            LoadBalancers=[{"ContainerName": "model", "ContainerPort": port, "TargetGroupArn": {"Ref": "Tg"}}],
+            **(_NETWORK if mode == "awsvpc" else {}),
+        ),
+        ("Tg", "AWS::ElasticLoadBalancingV2::TargetGroup", group),
+    )
+
+
+def _key(principal: Any) -> dict[str, Any]:
+    policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}]}
+    return _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": policy}), ("Role", "AWS::IAM::Role", {}))
+
+
+_SLR = {
+    "Fn::Join": [
+        "",
+        ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":role/aws-service-role/x/AWSSLR"],
+    ]
+}
+
+# rule id -> (templates that keep the rule, templates that break it)
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    sr.SERVICE_CONNECT_TASK_MEMORY: (
+        _stack(_task(memory="1088"), _service(**_CONNECT)),
+        _stack(_task(), _service(**_CONNECT)),
+    ),
+    sr.SERVICE_CONNECT_TASKS: (
+        _stack(_task(memory="1088"), _service(DesiredCount=1000, **_CONNECT)),
+        _stack(_task(memory="1088"), _service(DesiredCount=1001, **_CONNECT)),
+    ),
+    sr.AWSVPC_NETWORK_CONFIGURATION: (
+        _stack(_task(mode="awsvpc"), _service(**_NETWORK)),
+        _stack(_task(mode="awsvpc"), _service()),
+    ),
+    sr.NETWORK_CONFIGURATION_NOT_AWSVPC: (
+        _stack(_task(mode="bridge"), _service()),
+        _stack(_task(mode="bridge"), _service(**_NETWORK)),
+    ),
+    sr.TARGET_TYPE_MATCHES_NETWORK_MODE: (
+        _lb_service(80, target_type="ip", mode="awsvpc"),
+        _lb_service(80, target_type=None, mode="awsvpc"),
+    ),
+    sr.LOAD_BALANCER_CONTAINER: (
+        _lb_service(80, target_type=None, mode="bridge"),
+        _lb_service(8080, target_type=None, mode="bridge"),
+    ),
+    sr.AWSVPC_HOST_PORT: (
+        _stack(_task(mode="awsvpc", containers=[_container(PortMappings=[{"ContainerPort": 80, "HostPort": 80}])])),
+        _stack(_task(mode="awsvpc", containers=[_container(PortMappings=[{"ContainerPort": 80, "HostPort": 81}])])),
+    ),
+    sr.CONTAINER_MEMORY_ON_EC2: (
+        _stack(_task(containers=[{"Name": "a", "MemoryReservation": 64}])),
+        _stack(_task(containers=[{"Name": "a"}])),
+    ),
+    sr.MEMORY_RESERVATION_BELOW_LIMIT: (
+        _stack(_task(containers=[_container(MemoryReservation=1023)])),
+        _stack(_task(containers=[_container(MemoryReservation=1024)])),
+    ),
+    sr.ESSENTIAL_CONTAINER: (
+        _stack(_task(containers=[_container(Essential=True), _container("side", Essential=False)])),
+        _stack(_task(containers=[_container(Essential=False)])),
+    ),
+    sr.STRATEGY_WITH_LAUNCH_TYPE: (
+        _stack(_task(), _service(CapacityProviderStrategy=[{"CapacityProvider": "a", "Weight": 1}])),
+        _stack(_task(), _service(CapacityProviderStrategy=[{"CapacityProvider": "a"}], LaunchType="EC2")),
+    ),
+    sr.STRATEGY_ONE_BASE: (
+        _stack(
+            _task(),
+            _service(CapacityProviderStrategy=[{"CapacityProvider": "a", "Base": 1}, {"CapacityProvider": "b"}]),
+        ),
+        _stack(
+            _task(),
+            _service(
+                CapacityProviderStrategy=[{"CapacityProvider": "a", "Base": 1}, {"CapacityProvider": "b", "Base": 2}]
+            ),
+        ),
+    ),
+    sr.PROVIDER_NAME_PREFIX: (
+        _stack(("Cp", "AWS::ECS::CapacityProvider", {"Name": "models-l4"})),
+        _stack(("Cp", "AWS::ECS::CapacityProvider", {"Name": "ecs-l4"})),
+    ),
+    sr.TARGET_CAPACITY_RANGE: (
+        _stack(_provider(ManagedScaling={"Status": "ENABLED", "TargetCapacity": 100})),
+        _stack(_provider(ManagedScaling={"Status": "ENABLED", "TargetCapacity": 101})),
+    ),
+    sr.TERMINATION_PROTECTION: (
+        _stack(
+            _group(NewInstancesProtectedFromScaleIn=True),
+            _provider(ManagedScaling={"Status": "ENABLED"}, ManagedTerminationProtection="ENABLED"),
+        ),
+        _stack(_group(), _provider(ManagedScaling={"Status": "ENABLED"}, ManagedTerminationProtection="ENABLED")),
+    ),
+    sr.ROLL_BELOW_MAX_SIZE: (
+        _stack(_group(MinSize="2", MaxSize="3"), attributes=_roll(MinInstancesInService=2)),
+        _stack(_group(MinSize="2", MaxSize="2"), attributes=_roll(MinInstancesInService=2)),
+    ),
+    sr.GROUP_SIZES: (
+        _stack(_group(MinSize="1", MaxSize="1", DesiredCapacity="1")),
+        _stack(_group(MinSize="2", MaxSize="1")),
+    ),
+    sr.ROLL_PAUSE_TIME: (
+        _stack(_group(), attributes=_roll(PauseTime="PT1H")),
+        _stack(_group(), attributes=_roll(PauseTime="PT61M")),
+    ),
+    sr.GROUP_ONE_LAUNCH_SOURCE: (
+        _stack(_group()),
+        _stack(_group(MixedInstancesPolicy={})),
+    ),
+    sr.HEALTH_CHECK_TIMEOUT: (
+        _stack(
+            (
+                "Tg",
+                "AWS::ElasticLoadBalancingV2::TargetGroup",
+                {"HealthCheckTimeoutSeconds": 29, "HealthCheckIntervalSeconds": 30},
+            )
+        ),
+        _stack(
+            (
+                "Tg",
+                "AWS::ElasticLoadBalancingV2::TargetGroup",
+                {"HealthCheckTimeoutSeconds": 30, "HealthCheckIntervalSeconds": 30},
+            )
+        ),
+    ),
+    sr.ELB_NAME_LENGTH: (
+        _stack(("Tg", "AWS::ElasticLoadBalancingV2::TargetGroup", {"Name": "a" * 32})),
+        _stack(("Tg", "AWS::ElasticLoadBalancingV2::TargetGroup", {"Name": "a" * 33})),
+    ),
+    sr.LISTENER_RULE_PRIORITY: (
+        _stack(
+            ("R1", "AWS::ElasticLoadBalancingV2::ListenerRule", {"Priority": 1, "ListenerArn": {"Ref": "L"}}),
+            ("R2", "AWS::ElasticLoadBalancingV2::ListenerRule", {"Priority": 2, "ListenerArn": {"Ref": "L"}}),
+            ("L", "AWS::ElasticLoadBalancingV2::Listener", {}),
+        ),
+        _stack(
+            ("R1", "AWS::ElasticLoadBalancingV2::ListenerRule", {"Priority": 1, "ListenerArn": {"Ref": "L"}}),
+            ("R2", "AWS::ElasticLoadBalancingV2::ListenerRule", {"Priority": 1, "ListenerArn": {"Ref": "L"}}),
+            ("L", "AWS::ElasticLoadBalancingV2::Listener", {}),
+        ),
+    ),
+    sr.DEREGISTRATION_DELAY: (
+        _stack(
+            (
+                "Tg",
+                "AWS::ElasticLoadBalancingV2::TargetGroup",
+                {"TargetGroupAttributes": [{"Key": "deregistration_delay.timeout_seconds", "Value": "3600"}]},
+            )
+        ),
+        _stack(
+            (
+                "Tg",
+                "AWS::ElasticLoadBalancingV2::TargetGroup",
+                {"TargetGroupAttributes": [{"Key": "deregistration_delay.timeout_seconds", "Value": "3601"}]},
+            )
+        ),
+    ),
+    sr.ALARM_PERIOD: (
+        _stack(("A", "AWS::CloudWatch::Alarm", {"Period": 60, "EvaluationPeriods": 1440})),
+        _stack(("A", "AWS::CloudWatch::Alarm", {"Period": 90, "EvaluationPeriods": 1})),
+    ),
+    sr.ALARM_DATAPOINTS: (
+        _stack(("A", "AWS::CloudWatch::Alarm", {"DatapointsToAlarm": 3, "EvaluationPeriods": 3})),
+        _stack(("A", "AWS::CloudWatch::Alarm", {"DatapointsToAlarm": 4, "EvaluationPeriods": 3})),
+    ),
+    sr.RULE_TARGETS: (
+        _stack(("E", "AWS::Events::Rule", {"Targets": [{"Id": str(i)} for i in range(5)]})),
+        _stack(("E", "AWS::Events::Rule", {"Targets": [{"Id": str(i)} for i in range(6)]})),
+    ),
+    sr.LOG_RETENTION: (
+        _stack(("G", "AWS::Logs::LogGroup", {"RetentionInDays": 30})),
+        _stack(("G", "AWS::Logs::LogGroup", {"RetentionInDays": 31})),
+    ),
+    sr.KEY_POLICY_PRINCIPALS: (
+        _key(
+            [{"Fn::GetAtt": ["Role", "Arn"]}, {"Fn::Join": ["", ["arn:aws:iam::", {"Ref": "AWS::AccountId"}, ":root"]]}]
+        ),
+        _key(_SLR),
+    ),
+    sr.KEY_POLICY_SIZE: (
+        _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_768})),
+        _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_769})),
+    ),
+}
+
+
+def test_every_rule_has_a_case_and_the_table_has_at_least_twenty_sourced_rows() -> None:
+    assert set(CASES) == {r.rule_id for r in SERVICE_RULES}
+    assert len(SERVICE_RULES) >= 20
+    for rule in SERVICE_RULES:
+        assert rule.source and rule.requirement and rule.service, rule.rule_id
+        assert "'" in rule.source or '"' in rule.source or "," in rule.source, rule.rule_id  # a page or a sentence
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_rule_holds_at_its_bound(rule_id: str) -> None:
+    good, _ = CASES[rule_id]
+    assert [str(v) for v in check_service_rules({"s": good}) if v.rule_id == rule_id] == []
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_rule_fails_past_it_naming_the_resource(rule_id: str) -> None:
+    _, bad = CASES[rule_id]
+    found = [v for v in check_service_rules({"s": bad}) if v.rule_id == rule_id]
+    assert found, rule_id
+    assert all(v.logical_id in bad["Resources"] and v.message.startswith(f"[{rule_id}]") for v in found)
+
+
+def test_service_connect_message_gives_the_figures_to_set() -> None:
+    bad = _stack(
+        _task(containers=[_container(Cpu=512, Memory=2048), _container("side", Cpu=128, MemoryReservation=64)]),
+        _service(**_CONNECT),
+    )
+    (violation,) = [v for v in check_service_rules({"s": bad}) if v.rule_id == sr.SERVICE_CONNECT_TASK_MEMORY]
+    assert violation.logical_id == "Td"
+    assert "memory 2176, cpu 896" in violation.message  # 2048 + 64 + the proxy's 64; 512 + 128 + the proxy's 256
+
+
+def test_a_task_definition_in_another_stack_is_followed_through_its_output() -> None:
+    tasks = {
+        "Resources": dict([(_task()[0], {"Type": _task()[1], "Properties": _task()[2]})]),
+        "Outputs": {"TdArn": {"Value": {"Ref": "Td"}}},
+    }
+    services = _stack(
+        (
+            "Svc",
+            "AWS::ECS::Service",
+            {"TaskDefinition": {"Fn::GetStackOutput": {"StackName": "tasks", "OutputName": "TdArn"}}, **_CONNECT},
+        )
+    )
+    found = [
+        v
+        for v in check_service_rules({"tasks": tasks, "services": services})
+        if v.rule_id == sr.SERVICE_CONNECT_TASK_MEMORY
+    ]
+    assert [(v.stack, v.logical_id) for v in found] == [("tasks", "Td")]
+
+
+def test_a_managed_instances_task_is_not_held_to_the_ec2_rule() -> None:
+    td = _task(RequiresCompatibilities=["MANAGED_INSTANCES"])
+    assert not [
+        v
+        for v in check_service_rules({"s": _stack(td, _service(**_CONNECT))})
+        if v.rule_id == sr.SERVICE_CONNECT_TASK_MEMORY
+    ]
+
+
+def test_a_check_that_crashes_is_a_finding_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(ctx: Any) -> Any:
+        raise ValueError("boom")
+        yield  # pragma: no cover
+
+    rule = SERVICE_RULES[0]
+    monkeypatch.setattr(sr, "SERVICE_RULES", (sr.ServiceRule(rule.rule_id, "x", "y", "z", broken),))
+    (violation,) = check_service_rules({"s": _stack()})
+    assert "the check failed (ValueError: boom)" in violation.message
+
+
+def test_the_docs_page_lists_every_rule() -> None:
+    page = sr.markdown()
+    for rule in SERVICE_RULES:
+        assert f"`{rule.rule_id.removeprefix(sr.PREFIX)}`" in page
