@@ -33,11 +33,13 @@ rehearse: $(PY_STAMP) $(NODE_STAMP)
 	$(PY) scripts/rehearse.py $(REHEARSE)
 
 # docs/planning.md's tables: FFD and the host-level LP bound beside the planner up to 10,000 tasks, the planner alone
-# at 100,000, the whole command's time, and the small fleets against their exact optimum (HiGHS, a dev dependency).
+# at 100,000, the whole command's time, the small fleets against their exact optimum (HiGHS, a dev dependency), and
+# ECS's own placement replayed over the workloads (what it needs at a rollout's peak and keeps after it).
 bench: $(PY_STAMP)
 	$(PY) benchmarks/plan_benchmark.py --sizes 1000,10000 --no-cli
 	$(PY) benchmarks/plan_benchmark.py --sizes 100000 --no-ffd
 	$(PY) benchmarks/small_fleets.py
+	$(PY) benchmarks/placement_benchmark.py --sizes 200,1000,5000
 
 docs: $(PY_STAMP)  # the reference pages generated from their tables: docs/fleet-file.md, rules.md, plan-json.md
 	$(PY) scripts/docs.py

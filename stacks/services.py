@@ -26,6 +26,7 @@ from ecs_gpu_sharing import (
     SharedGpuManagedInstancesTaskDefinition,
     SharedGpuService,
     SharedGpuTaskDefinition,
+    placement_strategies,
 )
 from ecs_gpu_sharing.core.fleet import (
     AWSVPC,
@@ -268,6 +269,7 @@ def _service(
         desired_count=spec.desired_count,
         # Isolation groups: off the hosts of other groups' services, named so the expression can say which.
         placement_constraints=[ecs.PlacementConstraint.member_of(isolation)] if isolation else None,
+        placement_strategies=placement_strategies(spec.placement_strategy),
         service_name=service_name,
         allocation=spec.allocation,
         # awsvpc tasks get an interface in the private subnets and the service's own security group.

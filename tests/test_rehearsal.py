@@ -146,3 +146,27 @@ def test_a_key_policy_naming_the_account_with_a_principal_arn_condition_goes_thr
     condition = {"ArnEquals": {"aws:PrincipalArn": SERVICE_LINKED}}
     out = _rehearse({"Key": _key("arn:aws:iam::123456789012:root", condition)})
     assert out["error"] is None and out["problems"] == [], out
+
+
+def test_a_service_with_placement_strategies_deploys_with_them() -> None:
+    # CloudFormation writes PlacementStrategies; the ECS API (and moto behind the rehearsal's adapter) takes
+    # placementStrategy: the rehearsal failed the whole services stack on it until the adapter renamed it.
+    cluster = {"Type": "AWS::ECS::Cluster", "Properties": {}}
+    task = {
+        "Type": "AWS::ECS::TaskDefinition",
+        "Properties": {"ContainerDefinitions": [{"Name": "m", "Image": "i", "Memory": 512}], "Family": "f"},
+    }
+    service = {
+        "Type": "AWS::ECS::Service",
+        "Properties": {
+            "Cluster": {"Ref": "Cluster"},
+            "TaskDefinition": {"Ref": "Task"},
+            "DesiredCount": 1,
+            "PlacementStrategies": [
+                {"Type": "spread", "Field": "attribute:ecs.availability-zone"},
+                {"Type": "binpack", "Field": "MEMORY"},
+            ],
+        },
+    }
+    out = _rehearse({"Cluster": cluster, "Task": task, "Service": service})
+    assert out["error"] is None and out["problems"] == [], out

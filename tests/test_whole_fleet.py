@@ -133,7 +133,8 @@ def test_auto_scaling_maximum_is_planned_and_sizes_the_group(mixed: dict[str, An
     scaled = _services(mixed["plan"])["Scaled"]
     assert (scaled["tasks"], scaled["count_source"], scaled["surge_tasks"]) == (20, "auto scaling maximum", 40)
     l4 = mixed["plan"]["capacities"][0]
-    assert l4["max_instances"] == l4["surge_instances"] >= 14  # 40 surge tasks of 6000 MiB, 3 per 20840-MiB GPU
+    # 40 surge tasks of 6000 MiB, 3 per 20840-MiB GPU, packed; ECS's own placement may need more
+    assert l4["max_instances"] == l4["ecs_placement_instances"] >= l4["surge_instances"] >= 14
     mixed["template"].has_resource_properties(
         "AWS::AutoScaling::AutoScalingGroup", {"MaxSize": str(l4["max_instances"])}
     )

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .cdk.fleet_plan import FleetPlan
     from .cdk.limits import AwsLimitsChecks
     from .cdk.managed_capacity import GpuManagedInstancesCapacity
-    from .cdk.service import SharedGpuManagedInstancesService, SharedGpuService
+    from .cdk.service import SharedGpuManagedInstancesService, SharedGpuService, placement_strategies
     from .cdk.task_definition import SharedGpuManagedInstancesTaskDefinition, SharedGpuTaskDefinition
     from .cdk.telemetry import GpuFleetDashboard, GpuTelemetry
     from .regions import known_regions
@@ -46,6 +46,7 @@ _LAZY: dict[str, str] = {
     "GpuManagedInstancesCapacity": "managed_capacity",
     "SharedGpuService": "service",
     "SharedGpuManagedInstancesService": "service",
+    "placement_strategies": "service",
     "FleetPlan": "fleet_plan",
     "AwsLimitsChecks": "limits",
     "GpuTelemetry": "telemetry",
@@ -81,6 +82,7 @@ __all__ = [
     "SharedGpuTaskDefinition",
     "TaskDefinitionError",
     "known_regions",
+    "placement_strategies",
 ]
 
 

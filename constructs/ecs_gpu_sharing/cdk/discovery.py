@@ -21,6 +21,7 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
+from ..core import placement
 from ..core.allocation import AllocationNote
 from ..core.capacity_facts import HostFacts
 from ..core.errors import GpuSharingError
@@ -368,6 +369,7 @@ def discover(
                 image=_gpu_image(construct),
                 acknowledged=acks(named),
                 kept_apart=_kept_apart(props),
+                placement=placement.from_cloudformation(props.get("placementStrategies")),
             )
         )
     for name, same in sorted(by_name.items()):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import aws_ecs as ecs
@@ -11,6 +12,7 @@ from constructs import Construct
 from ..core.allocation import AllocationNote
 from ..core.errors import ServiceError, TaskDefinitionError
 from ..core.mps import require_int
+from ..core.placement import BINPACK_CPU, BINPACK_MEMORY, LIBRARY_STRATEGY, RANDOM, SPREAD_INSTANCE, SPREAD_ZONE
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.tokens import is_token
 from .capacity import GpuCapacity
@@ -24,10 +26,11 @@ class SharedGpuService(Construct):
     The service runs on the capacity's provider only, whose hosts all run a GPU AMI release that shares GPUs (so no
     ``memberOf`` constraint is added: AWS's "Amazon ECS managed scaling behavior" recommends none but
     ``distinctInstance``, since others can stop scale-out from zero), rolls back a failed deployment (circuit breaker),
-    and deploys
-    with minimum healthy 100% and maximum 200% unless told otherwise. It is planned at its largest count:
-    ``planned_count`` when given, else the larger of ``desired_count`` and the task auto scaling maximum
-    (``.service.auto_scale_task_count(max_capacity=...)``).
+    and deploys with minimum healthy 100% and maximum 200% unless told otherwise. Its tasks are placed spread over
+    Availability Zones, then on the host with the least memory left, unless ``placement_strategies`` is given; the
+    plan replays ECS's placement with the service's strategies (``core.placement``) and warns where they scatter.
+    It is planned at its largest count: ``planned_count`` when given, else the larger of ``desired_count`` and the task
+    auto scaling maximum (``.service.auto_scale_task_count(max_capacity=...)``).
 
     Any other ECS service on the capacity (a plain ``Ec2Service``, an aws-ecs-patterns service) is planned too;
     this construct adds the capacity's provider strategy and defaults.
@@ -80,6 +83,8 @@ class SharedGpuService(Construct):
         _register(self, id_ if name is None else name, planned_count, allocation)
         self.task_definition = task_definition
         self.capacity = capacity
+        if "placement_strategies" not in kwargs:
+            kwargs["placement_strategies"] = placement_strategies(LIBRARY_STRATEGY)
         self.service = ecs.Ec2Service(
             self,
             "Service",
@@ -95,6 +100,23 @@ class SharedGpuService(Construct):
         # The provider must be associated with the cluster before the service names it; aws-ecs creates that
         # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).
         self.service.node.add_dependency(cluster)
+
+
+def placement_strategies(parts: Sequence[str] = LIBRARY_STRATEGY) -> list[ecs.PlacementStrategy]:
+    """ECS placement strategies for the model's parts (``core.placement``: a preset's, say), in order; by default what
+    ``SharedGpuService`` sets: spread over Availability Zones, then the host with the least memory left. Give them to
+    any other service on a GPU capacity (an aws-ecs-patterns service, say) for the density the plan counts on."""
+    made = {
+        SPREAD_ZONE: lambda: ecs.PlacementStrategy.spread_across(ecs.BuiltInAttributes.AVAILABILITY_ZONE),
+        SPREAD_INSTANCE: ecs.PlacementStrategy.spread_across_instances,
+        BINPACK_MEMORY: ecs.PlacementStrategy.packed_by_memory,
+        BINPACK_CPU: ecs.PlacementStrategy.packed_by_cpu,
+        RANDOM: ecs.PlacementStrategy.randomly,
+    }
+    unknown = [p for p in parts if p not in made]
+    if unknown:
+        raise ServiceError(f"placement strategies {unknown} are not known; use {', '.join(made)}")
+    return [made[p]() for p in parts]
 
 
 def _checked(

@@ -89,7 +89,7 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
         plan["summary"]["cost"] = None
         plan["summary"]["cost_note"] = NO_PRICES
         return plan
-    total_hour = total_max_hour = 0.0
+    total_hour = total_max_hour = total_expected_hour = 0.0
     missing = []
     services = {s["name"]: s for s in plan["services"]}
     shares: dict[str, float] = {}
@@ -102,9 +102,12 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
             continue
         instances = sum(int(g["count"]) for g in cap["instances"])
         most = int(cap.get("max_instances") or instances)
+        # What ECS keeps running after a rollout (core.placement), where the model ran; else the plan's instances.
+        expected = int(cap.get("expected_instances") or instances)
         per_hour = instances * price
         total_hour += per_hour
         total_max_hour += most * price
+        total_expected_hour += expected * price
         cap["cost"] = {
             "instance_type": itype,
             "on_demand_per_hour": price,
@@ -112,6 +115,8 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
             "per_month": _money(per_hour * HOURS_PER_MONTH),
             "at_max_per_hour": _money(most * price),
             "at_max_per_month": _money(most * price * HOURS_PER_MONTH),
+            "expected_per_hour": _money(expected * price),
+            "expected_per_month": _money(expected * price * HOURS_PER_MONTH),
         }
         gpu_total = instances * int(cap["gpus_per_instance"]) * int(cap["usable_gpu_memory_mib"])
         if not gpu_total:
@@ -143,6 +148,8 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
         "per_month": _money(total_hour * HOURS_PER_MONTH),
         "at_max_per_hour": _money(total_max_hour),
         "at_max_per_month": _money(total_max_hour * HOURS_PER_MONTH),
+        "expected_per_hour": _money(total_expected_hour),
+        "expected_per_month": _money(total_expected_hour * HOURS_PER_MONTH),
         "unpriced_instance_types": sorted(set(missing)),
     }
     plan["summary"]["cost_note"] = (
@@ -161,6 +168,7 @@ def cost_lines(plan: Mapping[str, Any]) -> list[str]:
     cur = cost["currency"]
     lines = [
         f"cost: {cost['per_hour']:,.2f} {cur}/hour, {cost['per_month']:,.2f} {cur}/month at the plan; "
+        f"{cost['expected_per_month']:,.2f} {cur}/month at the instances ECS is expected to keep after a rollout; "
         f"{cost['at_max_per_hour']:,.2f} {cur}/hour, {cost['at_max_per_month']:,.2f} {cur}/month at max_instances "
         f"({summary['cost_note']})"
     ]
@@ -169,7 +177,8 @@ def cost_lines(plan: Mapping[str, Any]) -> list[str]:
         if c:
             lines.append(
                 f"  {cap['name']} ({c['instance_type']} at {c['on_demand_per_hour']:g} {cur}/h): "
-                f"{c['per_month']:,.2f} {cur}/month, {c['at_max_per_month']:,.2f} at the maximum"
+                f"{c['per_month']:,.2f} {cur}/month, {c['expected_per_month']:,.2f} as ECS is expected to run it, "
+                f"{c['at_max_per_month']:,.2f} at the maximum"
             )
     for service in plan.get("services", []):
         c = service.get("cost")

@@ -38,7 +38,17 @@ FIELDS: tuple[tuple[str, str], ...] = (
     (f"{_CAP}.daemons", "daemon services whose one task per host the host figures leave out"),
     (f"{_CAP}.min_instances", "instances kept running"),
     (f"{_CAP}.max_instances", "given, or derived so a deployment's surge fits; null on Managed Instances without one"),
-    (f"{_CAP}.surge_instances", "instances a rolling deployment's surge needs"),
+    (f"{_CAP}.surge_instances", "instances a rolling deployment's surge needs, as the plan packs it"),
+    (
+        f"{_CAP}.ecs_placement_instances",
+        "instances ECS's own placement needs at the peak of a fleet-wide rollout (core.placement); null where not "
+        "modelled (Managed Instances, a capacity whose tasks do not fit)",
+    ),
+    (
+        f"{_CAP}.expected_instances",
+        "instances ECS is expected to keep running after a rollout and scale-in of empty ones (the median replay); "
+        "null where not modelled",
+    ),
     (f"{_CAP}.instance_lower_bound", "no placement of these tasks uses fewer instances"),
     (f"{_CAP}.gpu_lower_bound", "no placement of these tasks uses fewer GPUs"),
     (f"{_CAP}.optimal", "the plan's instances equal the lower bound"),
@@ -64,6 +74,8 @@ FIELDS: tuple[tuple[str, str], ...] = (
     (f"{_CAP}.cost.per_month", "at the plan's instances, per month (730 hours)"),
     (f"{_CAP}.cost.at_max_per_hour", "at max_instances, per hour"),
     (f"{_CAP}.cost.at_max_per_month", "at max_instances, per month"),
+    (f"{_CAP}.cost.expected_per_hour", "at the instances ECS is expected to keep (the plan's, where not modelled)"),
+    (f"{_CAP}.cost.expected_per_month", "the same, per month"),
     ("services", "one entry per planned service"),
     (f"{_SVC}.name", "the service's name in the plan"),
     (f"{_SVC}.capacity", "the capacity it runs on"),
@@ -71,6 +83,11 @@ FIELDS: tuple[tuple[str, str], ...] = (
     (f"{_SVC}.count_source", "where the count comes from"),
     (f"{_SVC}.max_percent", "its deployment's maximum percent"),
     (f"{_SVC}.surge_tasks", "its tasks at the peak of a rolling deployment"),
+    (
+        f"{_SVC}.placement",
+        "its ECS placement strategies in order ([] is ECS's default: zones, then fewest tasks); null where not "
+        "modelled",
+    ),
     (f"{_SVC}.placed", "tasks the plan placed (less than tasks when they do not fit)"),
     (f"{_SVC}.task", "one task's shape"),
     (f"{_SVC}.task.cpu_units", "CPU units of one task"),
@@ -123,6 +140,8 @@ FIELDS: tuple[tuple[str, str], ...] = (
     (f"{_COST}.per_month", "at the plan, per month"),
     (f"{_COST}.at_max_per_hour", "at every capacity's max_instances, per hour"),
     (f"{_COST}.at_max_per_month", "at every capacity's max_instances, per month"),
+    (f"{_COST}.expected_per_hour", "at the instances ECS is expected to keep after a rollout, per hour"),
+    (f"{_COST}.expected_per_month", "the same, per month"),
     (f"{_COST}.unpriced_instance_types", "instance types the prices file has no price for"),
     ("summary.cost_note", "what the cost is based on, or how to get prices"),
 )

@@ -25,6 +25,15 @@ _FIGURES = (
 
 
 _COST, _COST_LABEL = "cost_cents_per_month", "cost (cents/month)"
+_EXPECTED_COST = "expected_cost_cents_per_month"
+# Compared only where both plans carry them: a plan without prices, or written before ECS's placement was modelled
+# (or for a capacity where it is not), has no figure to compare.
+_OPTIONAL = (
+    ("ecs_placement_instances", "instances as ECS places"),
+    ("expected_instances", "expected instances"),
+    (_COST, _COST_LABEL),
+    (_EXPECTED_COST, "expected cost (cents/month)"),
+)
 
 
 @dataclass(frozen=True)
@@ -74,8 +83,12 @@ def _capacity_figures(cap: dict[str, Any]) -> dict[str, int]:
     groups = cap.get("instances", [])
     cost = cap.get("cost")
     priced = {_COST: round(float(cost["per_month"]) * 100)} if isinstance(cost, dict) else {}
+    if isinstance(cost, dict) and cost.get("expected_per_month") is not None:
+        priced[_EXPECTED_COST] = round(float(cost["expected_per_month"]) * 100)
+    modelled = {k: int(cap[k]) for k in ("ecs_placement_instances", "expected_instances") if cap.get(k) is not None}
     return {
         **priced,
+        **modelled,
         "max_instances": int(cap.get("max_instances") or 0),
         "surge_instances": int(cap.get("surge_instances") or 0),
         "instances": sum(int(g.get("count", 1)) for g in groups),
@@ -111,11 +124,11 @@ def diff(old: Any, new: Any, *, old_source: str = "old", new_source: str = "new"
             label: Change(name, before[key] if before else None, after[key] if after else None)
             for key, label in _FIGURES
         }
-        # Cost is compared where both plans were costed (a plan without prices has no figure to compare).
-        if (before is None or _COST in before) and (after is None or _COST in after) and (before or after):
-            result.capacities[name][_COST_LABEL] = Change(
-                name, before[_COST] if before else None, after[_COST] if after else None
-            )
+        for key, label in _OPTIONAL:
+            if (before is None or key in before) and (after is None or key in after) and (before or after):
+                result.capacities[name][label] = Change(
+                    name, before[key] if before else None, after[key] if after else None
+                )
     old_tasks = {s["name"]: int(s.get("tasks", 0)) for s in old.get("services", [])}
     new_tasks = {s["name"]: int(s.get("tasks", 0)) for s in new.get("services", [])}
     result.services_added = sorted(set(new_tasks) - set(old_tasks))

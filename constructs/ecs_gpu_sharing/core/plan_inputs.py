@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .allocation import AllocationNote
 from .capacity_facts import HostFacts
 from .fleet import FleetSpec
+from .placement import LIBRARY_STRATEGY
 from .planner import EC2, ECS_DEFAULT_MAX_PERCENT, CapacityInput, ServiceInput
 from .shape import TaskShape
 from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME
@@ -75,6 +76,7 @@ def service_input(
     image: str | None = None,
     acknowledged: Mapping[str, str] | None = None,
     kept_apart: bool = False,
+    placement: tuple[str, ...] = LIBRARY_STRATEGY,
 ) -> ServiceInput:
     """A service as the planner sees it. ``kept_apart``: ECS is told to keep its tasks off the hosts of other
     isolation groups' services (a ``memberOf`` placement constraint on ``task:group``)."""
@@ -89,6 +91,7 @@ def service_input(
         image=image,
         acknowledged=tuple(sorted((acknowledged or {}).items())),
         kept_apart=kept_apart,
+        placement=tuple(placement),
     )
 
 
@@ -122,6 +125,7 @@ def from_fleet(spec: FleetSpec) -> tuple[list[CapacityInput], list[ServiceInput]
             image=s.image,
             acknowledged=s.acknowledge,
             kept_apart=s.name in apart,
+            placement=s.placement_strategy if spec.capacities[s.capacity].kind == EC2 else (),
         )
         for s in spec.services.values()
     ]

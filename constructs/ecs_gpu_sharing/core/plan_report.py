@@ -85,6 +85,7 @@ def to_json(assessment: Assessment, prices: Prices | None = None) -> dict[str, A
                 "count_source": s.count_source,
                 "max_percent": s.max_percent,
                 "surge_tasks": assessment.surge.counts[s.name],
+                "placement": list(s.placement) if s.capacity in assessment.placement else None,
                 "placed": plan.placed[s.name],
                 "task": {
                     "cpu_units": s.cpu_units,
@@ -122,6 +123,7 @@ def to_json(assessment: Assessment, prices: Prices | None = None) -> dict[str, A
 
 def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
     cap = c.capacity
+    placed = assessment.placement.get(cap.name)
     shapes = {s.name: s.shape for s in assessment.steady.services}
     return {
         "name": cap.name,
@@ -141,6 +143,8 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
         "min_instances": cap.min_instances,
         "max_instances": assessment.max_instances.get(cap.name),
         "surge_instances": assessment.surge.capacity(cap.name).instance_count,
+        "ecs_placement_instances": placed.needed if placed else None,
+        "expected_instances": placed.expected_after_rollout if placed else None,
         "instance_lower_bound": c.instance_lower_bound,
         "gpu_lower_bound": c.gpu_lower_bound,
         "optimal": c.optimal,
@@ -170,6 +174,19 @@ def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
             for group in c.instances
         ],
     }
+
+
+def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
+    """max_instances, what the packing's surge needs, what ECS's own placement needs and keeps after a rollout."""
+    surge = assessment.surge.capacity(name).instance_count
+    line = f"max instances {max_instances}, deployment surge needs {surge}"
+    placed = assessment.placement.get(name)
+    if placed is not None:
+        line += (
+            f" packed, {placed.needed} as ECS places it; {_count(placed.expected_after_rollout, 'instance')} "
+            "expected after a rollout"
+        )
+    return line
 
 
 def _count(n: int, noun: str) -> str:
@@ -221,8 +238,7 @@ def summary_lines(assessment: Assessment) -> list[str]:
         if c.capacity.gpu_memory_basis != "table"
     ]
     for name, n in sorted(assessment.max_instances.items()):
-        surge = assessment.surge.capacity(name).instance_count
-        lines.append(f"GPU fleet plan: {name}: max instances {n}, deployment surge needs {surge}")
+        lines.append(f"GPU fleet plan: {name}: {sizing_line(assessment, name, n)}")
     # Each finding is printed once, by the CDK CLI on its construct (errors fail the synth; an acknowledged warning is
     # hidden there): here only their count, so a synth does not print every warning twice.
     warned, accepted = len(assessment.warnings), sum(1 for f in assessment.findings if f.acknowledged is not None)
@@ -289,19 +305,22 @@ def to_markdown(
     out = [
         f"# {title}",
         "",
-        "A proof that a placement exists and a capacity estimate, not where ECS will put tasks.",
+        "A proof that a placement exists and a capacity estimate; where ECS's own placement was replayed "
+        "(core.placement), the instances it needs at a rollout's peak and keeps after it.",
         "",
     ]
     out += [
-        "| capacity | instance type | instances | max instances | GPUs used "
-        "| GPU memory used / usable (MiB) | whole-GPU equivalent |"
+        "| capacity | instance type | instances | max instances | as ECS places (peak) | expected after a rollout "
+        "| GPUs used | GPU memory used / usable (MiB) | whole-GPU equivalent |"
     ]
-    out += ["| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    out += ["| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in plan.capacities:
         usable = c.instance_count * c.capacity.gpus_per_instance * c.capacity.usable_gpu_memory_mib
+        placed = assessment.placement.get(c.capacity.name)
         out.append(
             f"| {c.capacity.name} | {c.capacity.instance_type} | {c.instance_count} | "
-            f"{assessment.max_instances.get(c.capacity.name, '-')} | {c.gpus_used} | "
+            f"{assessment.max_instances.get(c.capacity.name, '-')} | {placed.needed if placed else '-'} | "
+            f"{placed.expected_after_rollout if placed else '-'} | {c.gpus_used} | "
             f"{c.used_gpu_memory_mib} / {usable} | "
             f"{c.whole_gpu_gpus} |"
         )
@@ -365,7 +384,13 @@ def to_svg(doc: Mapping[str, Any]) -> str:
         rows.append(
             f'<text x="4" y="{y + 12}" font-weight="bold">{escape(cap["name"])} ({escape(cap["instance_type"])}): '
             f"{_count(instances, 'instance')}, max {most if most is not None else 'none'}, "
-            f"deployment surge needs {cap['surge_instances']}</text>"
+            f"deployment surge needs {cap['surge_instances']}"
+            + (
+                f", {cap['ecs_placement_instances']} as ECS places it"
+                if cap.get("ecs_placement_instances") is not None
+                else ""
+            )
+            + "</text>"
         )
         y += bar_h + gap
         first = 0
@@ -437,6 +462,12 @@ def doc_summary(doc: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"{cap['name']} ({cap['instance_type']}): {_count(instances, 'instance')}, {_count(gpus, 'GPU')} used, "
             f"max {cap.get('max_instances')}, deployment surge needs {cap.get('surge_instances')}"
+            + (
+                f" packed, {cap['ecs_placement_instances']} as ECS places it, {cap['expected_instances']} expected "
+                "after a rollout"
+                if cap.get("ecs_placement_instances") is not None
+                else ""
+            )
         )
     summary = doc.get("summary", {})
     lines.append(

@@ -32,6 +32,7 @@ from . import cutting_stock
 from .allocation import AllocationNote
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
+from .placement import LIBRARY_STRATEGY
 from .shape import TaskShape
 
 EC2 = "ec2"
@@ -84,6 +85,7 @@ class ServiceInput:
     image: str | None = None  # the GPU container's image, when known (evidence names the image it was measured on)
     acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this service
     kept_apart: bool = False  # ECS is told to keep it off other isolation groups' hosts (memberOf task:group)
+    placement: tuple[str, ...] = LIBRARY_STRATEGY  # its ECS placement strategies in order; () is ECS's default
 
     @property
     def isolation_group(self) -> str:

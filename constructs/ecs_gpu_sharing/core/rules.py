@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from . import container_guards, hardening, quotas, service_rules
 from .allocation import digest_of
 from .markdown import table
 from .mps import MAX_CLIENTS_PER_GPU
+from .placement import DEFAULT_PRESET, CapacityPlacement, place_capacity, scatters, strategy_label
 from .planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, TaskRule, plan
 
 
@@ -88,6 +89,7 @@ class Context:
     shape_errors: list[tuple[str, str]]  # (service, why its task shape cannot be planned)
     steady: Plan
     surge: Plan
+    placement: dict[str, CapacityPlacement] = field(default_factory=dict)  # ECS's own placement, by EC2 capacity
 
     def on(self, capacity: str) -> list[ServiceInput]:
         return [s for s in self.services if s.capacity == capacity]
@@ -147,6 +149,50 @@ def surge_does_not_fit(ctx: Context) -> Iterator[tuple[str, str]]:
                 f"a rolling deployment's surge (largest count x maximum percent / 100: {surges}) needs {need} "
                 f"instances of {cap.instance_type}, more than max_instances {cap.max_instances}: deployments will "
                 f"wait for capacity; raise max_instances to {need}, or lower the services' maximum percent",
+            )
+
+
+PLACEMENT_NEEDS_MORE = "ecs-gpu-sharing:EcsPlacementNeedsMoreInstances"
+DEPLOYMENT_CANNOT_START = "ecs-gpu-sharing:DeploymentCannotStart"
+PLACEMENT_SCATTERS = "ecs-gpu-sharing:PlacementScatters"
+
+
+def ecs_placement_needs_more(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        found = ctx.placement.get(name)
+        if found is None or cap.max_instances is None or ctx.steady.capacity(name).unplaced:
+            continue
+        packing = ctx.surge.capacity(name).instance_count
+        if packing <= cap.max_instances < found.needed:  # past the packing, SurgeDoesNotFit says it
+            yield (
+                name,
+                f"ECS's own placement needs {found.needed} instances of {cap.instance_type} at the peak of a "
+                f"fleet-wide rollout (the worst of {found.replays} replays of its strategies, GPU choice and arrival "
+                f"order; the plan's packing needs {packing}), more than max_instances {cap.max_instances}: up to "
+                f"{found.waiting_at_max} new tasks would wait; raise max_instances to {found.needed}",
+            )
+
+
+def deployment_cannot_start(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        found = ctx.placement.get(name)
+        for service in found.blocked if found is not None and cap.max_instances is not None else ():
+            yield (
+                service,
+                f"at max_instances {cap.max_instances}, ECS finds no room for one new task of it once the fleet is "
+                "placed: a deployment of it alone cannot start (minimum healthy 100% stops no task first); raise "
+                "max_instances, or lower the service's minimum healthy percent",
+            )
+
+
+def placement_scatters(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        if s.capacity in ctx.placement and scatters(s.placement):
+            yield (
+                s.name,
+                f"its placement strategy ({strategy_label(s.placement)}) does not pack: ECS leaves its tasks on more "
+                f"instances than the plan counts, and scale-in removes only empty ones; use {DEFAULT_PRESET} (the "
+                "default), or acknowledge",
             )
 
 
@@ -425,6 +471,29 @@ PLAN_RULES: tuple[Rule, ...] = (
         surge_does_not_fit,
     ),
     Rule(
+        PLACEMENT_NEEDS_MORE,
+        Level.WARNING,
+        "capacity",
+        "ECS places task by task with the services' strategies: at the peak of a fleet-wide rollout it may need more "
+        "instances than the plan's packing; max_instances should hold what it needs (core.placement)",
+        ecs_placement_needs_more,
+    ),
+    Rule(
+        DEPLOYMENT_CANNOT_START,
+        Level.WARNING,
+        "service",
+        "a deployment with minimum healthy 100% starts a new task before it stops an old one: there must be room for "
+        "one at max_instances",
+        deployment_cannot_start,
+    ),
+    Rule(
+        PLACEMENT_SCATTERS,
+        Level.WARNING,
+        "service",
+        "a placement strategy that does not end in binpack spreads tasks over more instances than the plan counts",
+        placement_scatters,
+    ),
+    Rule(
         ROLL_TAKES_HOST_OUT,
         Level.WARNING,
         "capacity",
@@ -615,8 +684,9 @@ class Assessment:
     steady: Plan
     surge: Plan
     findings: tuple[Finding, ...]
-    max_instances: dict[str, int]  # given, or derived so the surge fits
+    max_instances: dict[str, int]  # given, or derived so the surge fits, as packed and as ECS would place it
     outside: tuple[OutsideService, ...] = ()
+    placement: dict[str, CapacityPlacement] = field(default_factory=dict)  # ECS's own placement, by EC2 capacity
 
     @property
     def errors(self) -> list[Finding]:
@@ -647,10 +717,28 @@ def assess(
     steady = plan(caps.values(), svcs)
     # The surge is planned without the bound: the answer says how many instances a deployment needs.
     surge = plan([replace(c, max_instances=None) for c in caps.values()], svcs, surge=True)
-    ctx = Context(caps, svcs, list(outside), list(clashes), list(shape_errors), steady, surge)
+    findings = []
+    placement: dict[str, CapacityPlacement] = {}
+    for cap in caps.values():
+        if cap.kind == MANAGED_INSTANCES or steady.capacity(cap.name).unplaced:
+            continue  # AWS places there; a capacity whose tasks do not fit already fails
+        try:
+            packed = (surge.capacity(cap.name).instance_count, steady.capacity(cap.name).instance_count)
+            placement[cap.name] = place_capacity(cap, svcs, packed)
+        except Exception as error:  # the model's bug is reported as a finding, never a crash
+            findings.append(
+                Finding(
+                    RULE_FAILED,
+                    Level.ERROR,
+                    "capacity",
+                    cap.name,
+                    f"the model of ECS's placement failed ({type(error).__name__}: {error}); report this with the "
+                    "plan's inputs",
+                )
+            )
+    ctx = Context(caps, svcs, list(outside), list(clashes), list(shape_errors), steady, surge, placement)
     acks = {("service", s.name, rule_id): reason for s in svcs for rule_id, reason in s.acknowledged}
     acks.update({("capacity", c.name, rule_id): reason for c in caps.values() for rule_id, reason in c.acknowledged})
-    findings = []
     for rule in PLAN_RULES:
         assert rule.check is not None
         try:
@@ -674,11 +762,14 @@ def assess(
     max_instances = {
         name: cap.max_instances
         if cap.max_instances is not None
-        else derived_max_instances(surge.capacity(name).instance_count, cap.min_instances)
+        else derived_max_instances(
+            max(surge.capacity(name).instance_count, placement[name].needed if name in placement else 0),
+            cap.min_instances,
+        )
         for name, cap in caps.items()
         if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
     }
-    return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside))
+    return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside), placement)
 
 
 def markdown() -> str:

@@ -400,6 +400,8 @@ def _api_shape(value: Any, *, key: str = "") -> Any:
 
 def _ecs_service(c: Callable[[str], Any], props: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
     request = _api_shape({k: v for k, v in props.items() if k not in ("ServiceName",)})
+    if "placementStrategies" in request:  # CloudFormation's plural is the API's placementStrategy (botocore's model)
+        request["placementStrategy"] = request.pop("placementStrategies")
     for key in ("desiredCount", "healthCheckGracePeriodSeconds"):
         if key in request:
             request[key] = int(request[key])

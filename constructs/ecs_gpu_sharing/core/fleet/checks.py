@@ -281,6 +281,11 @@ def _services(
                 f"{where}shm_size_mib sets the container's sharedMemorySize, which ECS does not accept on Managed "
                 "Instances; remove it, or run the service on an EC2 capacity"
             )
+        if kind == MANAGED_INSTANCES and "placement" in good:
+            problems.add(
+                f"{where}placement chooses ECS placement strategies, which Managed Instances does not take from the "
+                "app (AWS places its tasks); remove it, or run the service on an EC2 capacity"
+            )
         if kind == MANAGED_INSTANCES and "model_cache_path" in good:
             problems.add(
                 f"{where}model_cache_path is a Docker volume, which ECS supports only on EC2 instances, not on Managed "

@@ -11,6 +11,7 @@ from typing import Any
 from ..allocation import EVIDENCE_SOURCES
 from ..ami_release import DEFAULT_AMI_RELEASE
 from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
+from ..placement import DEFAULT_PRESET, PRESETS
 from ..planner import EC2, KINDS, MANAGED_INSTANCES
 from ..quotas import MAX_INSTANCES_PER_CLUSTER, MAX_TASKS_PER_SERVICE
 from .model import APPLICATION, AWSVPC, BRIDGE, NETWORK
@@ -432,6 +433,17 @@ SERVICE = (
         "bridge (EC2's default) or awsvpc (a network interface per task; always on Managed Instances)",
         pattern=re.compile(f"^({BRIDGE}|{AWSVPC})$", re.ASCII),
         example=AWSVPC,
+    ),
+    Key(
+        "placement",
+        str,
+        False,
+        "how ECS picks the host for each task (EC2 capacities): spread-zones-binpack-memory (spread over Availability "
+        "Zones, then the host with the least memory left: the density the plan counts on), binpack-memory, "
+        "spread-zones-binpack-cpu, spread-instances, ecs-default (no strategy: zones, then fewest tasks) or random",
+        pattern=re.compile(f"^({'|'.join(PRESETS)})$", re.ASCII),
+        default=DEFAULT_PRESET,
+        example="binpack-memory",
     ),
     Key(
         "sidecar",

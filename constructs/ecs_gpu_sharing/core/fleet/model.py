@@ -10,6 +10,7 @@ from pathlib import Path
 from ..allocation import AllocationNote
 from ..capacity_facts import HostFacts
 from ..mps import MpsShare
+from ..placement import PRESETS
 from ..planner import MANAGED_INSTANCES
 from ..shape import (
     SERVICE_CONNECT_PROXY_MEMORY_MIB,
@@ -141,6 +142,7 @@ class ServiceSpec:
     health_check_path: str
     listener_port: int | None
     network_mode: str
+    placement: str  # a name of core.placement.PRESETS
     sidecars: tuple[SidecarSpec, ...]
     model_cache_path: str | None
     user: str | None
@@ -158,6 +160,11 @@ class ServiceSpec:
         if self.max_tasks is not None and self.max_tasks > self.desired_count:
             return self.max_tasks, "auto scaling maximum"
         return self.desired_count, "desired count"
+
+    @property
+    def placement_strategy(self) -> tuple[str, ...]:
+        """The ECS placement strategies its ``placement`` names, in order (empty: ECS's default)."""
+        return PRESETS[self.placement]
 
     @property
     def share(self) -> MpsShare:

@@ -1,0 +1,478 @@
+"""ECS's own placement, as a model. Pure Python.
+
+The planner proves that *a* packing of every task exists; ECS does not use it. ECS places task by task, with the
+service's placement strategies, picks a GPU in a host by a rule AWS does not document, and cluster auto scaling adds
+instances only for tasks it cannot place, up to the group's MaxSize. This module replays that over a capacity, so the
+plan can size MaxSize for what ECS will do and say how many instances a team will really keep running.
+
+Sources (Amazon ECS Developer Guide unless named):
+- "Amazon ECS task placement strategies": ``binpack`` places on the instance with the least of the named resource
+  (memory, cpu) that still fits; ``spread`` places evenly over the values of a field (``instanceId``, or an attribute
+  such as ``attribute:ecs.availability-zone``); ``random`` at random; strategies apply in order, each breaking the
+  previous one's ties.
+- Amazon ECS API Reference, CreateService (the service scheduler): with no strategy, the scheduler balances the service
+  over Availability Zones, then picks the instance with the fewest tasks of that service.
+- "Amazon ECS cluster auto scaling": instances are launched for tasks that cannot be placed (PROVISIONING), up to the
+  Auto Scaling group's MaxSize; scale-in removes only instances that run no task other than daemons.
+- "Rolling update" (deploymentConfiguration): with minimum healthy 100%, ECS starts new tasks up to maximum percent of
+  the count before it stops old ones.
+- Amazon ECS API Reference, NvidiaMpsAllocation: ECS assigns "a GPU that has at least the specified amount of memory
+  available"; which one, when several have room, is not stated.
+
+Where AWS is silent the model takes the worst of the plausible rules, and says so (docs/placement.md): the GPU chosen
+inside a host (first-, best- or worst-fit by free memory), the order among instances a strategy leaves tied, and the
+order services and their tasks arrive in (several seeded orders, deterministic). Instances are launched into the
+Availability Zone with the fewest of them (Auto Scaling's balancing), over ``ZONES`` zones: the capacity's subnets span
+at least two.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .mps import MAX_CLIENTS_PER_GPU
+
+if TYPE_CHECKING:  # the planner's inputs carry this module's strategies, so it imports this module
+    from .planner import CapacityInput, ServiceInput
+
+SPREAD_ZONE = "spread(attribute:ecs.availability-zone)"
+SPREAD_INSTANCE = "spread(instanceId)"
+BINPACK_MEMORY = "binpack(memory)"
+BINPACK_CPU = "binpack(cpu)"
+RANDOM = "random"
+
+LIBRARY_STRATEGY: tuple[str, ...] = (SPREAD_ZONE, BINPACK_MEMORY)
+"""What the library sets on every shared-GPU service unless told otherwise: AWS's own example of spreading for
+availability and packing for density ("Example Amazon ECS task placement strategies")."""
+
+ECS_DEFAULT_STRATEGY: tuple[str, ...] = (SPREAD_ZONE, SPREAD_INSTANCE)
+"""What ECS does for a service with no strategy (CreateService: the service scheduler's default logic)."""
+
+PRESETS: dict[str, tuple[str, ...]] = {
+    "spread-zones-binpack-memory": LIBRARY_STRATEGY,
+    "binpack-memory": (BINPACK_MEMORY,),
+    "spread-zones-binpack-cpu": (SPREAD_ZONE, BINPACK_CPU),
+    "spread-instances": (SPREAD_ZONE, SPREAD_INSTANCE),
+    "ecs-default": (),
+    "random": (RANDOM,),
+}
+"""The fleet file's ``placement`` names; ``ecs-default`` sets no strategy (ECS spreads over zones, then instances)."""
+DEFAULT_PRESET = "spread-zones-binpack-memory"
+
+
+def from_cloudformation(strategies: object) -> tuple[str, ...]:
+    """A service's resolved ``PlacementStrategies`` (camel- or Pascal-case keys) as the model's parts, in order."""
+    out = []
+    for item in strategies if isinstance(strategies, list) else []:
+        entry = {k[:1].lower() + k[1:]: v for k, v in item.items()} if isinstance(item, dict) else {}
+        kind, on = str(entry.get("type", "")), str(entry.get("field", ""))
+        if kind == "random":
+            out.append(RANDOM)
+        elif kind == "spread" and on.lower() in ("instanceid", "host"):
+            out.append(SPREAD_INSTANCE)
+        elif kind == "binpack":
+            out.append(BINPACK_CPU if on.lower() == "cpu" else BINPACK_MEMORY)
+        else:
+            out.append(f"{kind}({on})")
+    return tuple(out)
+
+
+ZONES = 2
+GPU_RULES = ("first-fit", "best-fit", "worst-fit")
+ORDERS = ("smallest-first", "host-memory-first", "shuffled", "interleaved")
+"""Arrival orders, service by service unless interleaved. Smallest GPU budgets first is the adversarial one (small
+tasks open GPUs over many hosts that large ones then cannot use); a shuffle and an interleave stand for the rest."""
+LARGE_TASKS = 1_000  # past this many tasks on a capacity, the two orders that needed the most in tests only
+REPLAYED_TASKS = 2_000
+"""Past this many tasks on a capacity, the replays run on the fleet scaled down to it (every service in proportion,
+at least one task) and their ratios over the scaled fleet's packing are applied to the full fleet's packing: the time
+stays bounded (docs/planning.md), and what waits at a given max_instances is judged by that estimate."""
+
+
+def strategy_label(strategy: Sequence[str]) -> str:
+    """How a plan shows a strategy: its parts in order, or ECS's default when it has none."""
+    return ", ".join(strategy) if strategy else "none (ECS default: " + ", ".join(ECS_DEFAULT_STRATEGY) + ")"
+
+
+def scatters(strategy: Sequence[str]) -> bool:
+    """Whether a strategy leaves tasks spread over more instances than they need: its last word, after the zones are
+    balanced, is not a binpack (ECS's default spreads over instances; random places anywhere)."""
+    effective = tuple(strategy) or ECS_DEFAULT_STRATEGY
+    packing = [part for part in effective if part != SPREAD_ZONE]
+    return not packing or not packing[0].startswith("binpack(")
+
+
+@dataclass(eq=False)
+class _Host:
+    zone: int
+    cpu: int
+    mem: int
+    eni: int
+    room: list[int]  # per GPU: MPS memory left (0 when held whole)
+    clients: list[int]
+    idle: list[bool]  # per GPU: holds nothing (a whole-GPU task needs idle GPUs)
+    count: dict[str, int] = field(default_factory=dict)  # tasks by service
+    groups: dict[str, int] = field(default_factory=dict)  # tasks by isolation group
+    tasks: int = 0
+    largest_room: int = 0  # the most MPS memory left on one GPU
+
+
+@dataclass(frozen=True)
+class _Need:
+    """What one task of a service takes, read once (the properties of ServiceInput are computed)."""
+
+    cpu: int
+    mem: int
+    eni: int
+    size: int  # its MPS budget on one GPU (0: none)
+    clients: int
+    whole: int
+    apart: bool
+    group: str
+
+    @staticmethod
+    def of(s: ServiceInput) -> _Need:
+        mps = bool(s.clients) and not s.whole_gpus
+        return _Need(
+            s.cpu_units,
+            s.memory_mib,
+            s.network_interfaces,
+            s.task_gpu_budget_mib if mps else 0,
+            s.clients if mps else 0,
+            s.whole_gpus,
+            s.kept_apart,
+            s.isolation_group,
+        )
+
+
+@dataclass(eq=False)
+class _Task:
+    service: ServiceInput
+    host: _Host
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One replay: the most instances it ran at once, tasks left waiting at the limit, instances kept after."""
+
+    peak: int
+    waiting: int  # tasks that found no room, at the limit, steady or during the rollout
+    after: int  # instances running once the rollout is over and empty ones are scaled in
+
+
+class _Replay:
+    def __init__(
+        self, cap: CapacityInput, services: Sequence[ServiceInput], gpu_rule: str, rng: random.Random, limit: int
+    ) -> None:
+        self.cap, self.rule, self.rng, self.limit = cap, gpu_rule, rng, limit
+        self.hosts: list[_Host] = []
+        self.open: list[_Host] = []  # hosts that may still take the smallest task
+        self.live: dict[str, deque[_Task]] = {s.name: deque() for s in services}
+        self.needs = {s.name: _Need.of(s) for s in services}
+        self.peak = 0
+        mps = [s for s in services if s.clients and not s.whole_gpus]
+        self.smallest = (
+            min((s.cpu_units for s in services), default=0),
+            min((s.memory_mib for s in services), default=0),
+            min((s.network_interfaces for s in services), default=0),
+            min((s.task_gpu_budget_mib for s in mps), default=0) if len(mps) == len(services) else 0,
+        )
+        self.zone_tasks: dict[str, list[int]] = {s.name: [0] * ZONES for s in services}
+        for _ in range(cap.min_instances):
+            self._launch()
+
+    def _launch(self) -> _Host:
+        counts = [0] * ZONES
+        for h in self.hosts:
+            counts[h.zone] += 1
+        g = self.cap.gpus_per_instance
+        host = _Host(
+            zone=counts.index(min(counts)),
+            cpu=self.cap.host_cpu_units,
+            mem=self.cap.host_memory_mib,
+            eni=self.cap.task_network_interfaces or 1 << 30,
+            room=[self.cap.usable_gpu_memory_mib] * g,
+            clients=[MAX_CLIENTS_PER_GPU] * g,
+            idle=[True] * g,
+            largest_room=self.cap.usable_gpu_memory_mib if g else 0,
+        )
+        self.hosts.append(host)
+        self.open.append(host)
+        self.peak = max(self.peak, len(self.hosts))
+        return host
+
+    def _gpus(self, host: _Host, need: _Need) -> tuple[int, ...] | None:
+        """The GPUs ECS gives one task on ``host`` under this replay's rule; ``None`` when none has room."""
+        if need.whole:
+            idle = [i for i, free in enumerate(host.idle) if free]
+            return tuple(idle[: need.whole]) if len(idle) >= need.whole else None
+        if not need.clients:
+            return ()
+        size, clients = need.size, need.clients
+        fitting = [i for i, room in enumerate(host.room) if room >= size and host.clients[i] >= clients]
+        if not fitting:
+            return None
+        if self.rule == "best-fit":
+            return (min(fitting, key=lambda i: (host.room[i], i)),)
+        if self.rule == "worst-fit":
+            return (min(fitting, key=lambda i: (-host.room[i], i)),)
+        return (fitting[0],)
+
+    def _fits(self, host: _Host, need: _Need) -> bool:
+        if host.cpu < need.cpu or host.mem < need.mem or host.eni < need.eni or host.largest_room < need.size:
+            return False
+        if need.apart and any(g != need.group for g, n in host.groups.items() if n):
+            return False  # its memberOf expression keeps it off hosts of other isolation groups
+        if need.whole:
+            return sum(host.idle) >= need.whole
+        if need.clients:
+            return any(r >= need.size and c >= need.clients for r, c in zip(host.room, host.clients, strict=True))
+        return True
+
+    def _choose(self, rough: list[_Host], s: ServiceInput, need: _Need) -> _Host | None:
+        """The host the strategies pick among those that fit, or ``None``. Each strategy breaks the previous one's ties,
+        so the pick is the least of a key per host, in the strategies' order; hosts are checked in that order, and
+        the full check runs only until the least key that fits is known. ECS's own ties go to the replay's seed."""
+        strategy = s.placement or ECS_DEFAULT_STRATEGY
+        cut = strategy.index(RANDOM) if RANDOM in strategy else len(strategy)
+        per_zone = self.zone_tasks[s.name]
+
+        def key(h: _Host) -> tuple[int, ...]:
+            out = []
+            for part in strategy[:cut]:
+                if part == SPREAD_ZONE:
+                    out.append(per_zone[h.zone])
+                elif part == SPREAD_INSTANCE:
+                    out.append(h.count.get(s.name, 0))
+                elif part == BINPACK_MEMORY:
+                    out.append(h.mem)
+                elif part == BINPACK_CPU:
+                    out.append(h.cpu)
+                # a spread over another attribute (an instance type, say) has one value on a capacity: no effect
+            return tuple(out)
+
+        if cut < len(strategy):  # random from here on: among every host that fits, at the least key
+            fitting = [h for h in rough if self._fits(h, need)]
+            if not fitting:
+                return None
+            low = min(key(h) for h in fitting)
+            return self.rng.choice([h for h in fitting if key(h) == low])
+        # Ties go to the first fitting host from a seeded starting point (the sort is stable).
+        start = self.rng.randrange(len(rough)) if len(rough) > 1 else 0
+        turned = rough[start:] + rough[:start]
+        for _, _, h in sorted((key(h), i, h) for i, h in enumerate(turned)):
+            if self._fits(h, need):
+                return h
+        return None
+
+    def place(self, s: ServiceInput) -> bool:
+        """One task of ``s``, as ECS would place it; a new instance when none has room and the limit allows."""
+        need = self.needs[s.name]
+        cpu, mem, eni, size = need.cpu, need.mem, need.eni, need.size
+        rough = [
+            h
+            for h in self.open
+            if h.cpu >= cpu and h.mem >= mem and h.eni >= eni and h.largest_room >= size  # no call for most
+        ]
+        host = self._choose(rough, s, need)
+        if host is None:
+            if len(self.hosts) >= self.limit:
+                return False
+            host = self._launch()
+            if not self._fits(host, need):
+                return False  # larger than a host: the plan's task rules report it
+        gpus = self._gpus(host, need)
+        assert gpus is not None
+        self._take(host, s, gpus, 1)
+        self.live[s.name].append(_Task(s, host, gpus))
+        self._close(host)
+        return True
+
+    def _take(self, host: _Host, s: ServiceInput, gpus: tuple[int, ...], k: int) -> None:
+        need = self.needs[s.name]
+        host.cpu -= need.cpu * k
+        host.mem -= need.mem * k
+        host.eni -= need.eni * k
+        host.count[s.name] = host.count.get(s.name, 0) + k
+        host.groups[need.group] = host.groups.get(need.group, 0) + k
+        host.tasks += k
+        self.zone_tasks[s.name][host.zone] += k
+        for i in gpus:
+            if need.whole:
+                host.idle[i] = k < 0
+                host.room[i] = self.cap.usable_gpu_memory_mib if k < 0 else 0
+            else:
+                host.room[i] -= need.size * k
+                host.clients[i] -= need.clients * k
+                host.idle[i] = host.room[i] == self.cap.usable_gpu_memory_mib
+        if gpus:
+            host.largest_room = max(host.room)
+
+    def _close(self, host: _Host) -> None:
+        cpu, mem, eni, budget = self.smallest
+        if host.cpu < cpu or host.mem < mem or host.eni < eni or host.largest_room < budget:
+            self.open.remove(host)
+
+    def stop_oldest(self, s: ServiceInput) -> None:
+        self._stop(s, self.live[s.name].popleft())
+
+    def stop_newest(self, s: ServiceInput) -> None:
+        self._stop(s, self.live[s.name].pop())
+
+    def _stop(self, s: ServiceInput, task: _Task) -> None:
+        self._take(task.host, s, task.gpus, -1)
+        if task.host not in self.open:
+            self.open.append(task.host)
+
+    def scale_in(self) -> int:
+        """Instances left once empty ones are removed (never below min_instances)."""
+        busy = sum(1 for h in self.hosts if h.tasks)
+        return max(busy, self.cap.min_instances)
+
+
+def _arrivals(requests: list[tuple[ServiceInput, int]], order: str, rng: random.Random) -> list[ServiceInput]:
+    """The order tasks ask to be placed (``ORDERS``)."""
+    ranked = list(requests)
+    if order == "smallest-first":
+        ranked.sort(key=lambda r: (r[0].task_gpu_budget_mib, r[0].memory_mib, r[0].cpu_units, r[0].name))
+    elif order == "host-memory-first":
+        ranked.sort(key=lambda r: (r[0].memory_mib, r[0].cpu_units, r[0].task_gpu_budget_mib, r[0].name))
+    else:
+        rng.shuffle(ranked)
+    tasks = [s for s, n in ranked for _ in range(n)]
+    if order == "interleaved":
+        rng.shuffle(tasks)
+    return tasks
+
+
+def replay(cap: CapacityInput, services: Sequence[ServiceInput], gpu_rule: str, order: str, limit: int) -> Outcome:
+    """The steady fleet placed, then a fleet-wide rolling deployment (every service at once, in waves of its maximum
+    percent), then scale-in of empty instances, under one GPU rule and one arrival order (ties broken by a generator
+    seeded from the order, so a replay is deterministic)."""
+    rng = random.Random(ORDERS.index(order))
+    run = _Replay(cap, services, gpu_rule, rng, limit)
+    waiting = sum(0 if run.place(s) else 1 for s in _arrivals([(s, s.tasks) for s in services], order, rng))
+    left = {s.name: len(run.live[s.name]) for s in services}  # old tasks still to replace
+    while any(left.values()):
+        wave: list[tuple[ServiceInput, int]] = []
+        for s in services:
+            batch = s.tasks * (s.max_percent - 100) // 100 if s.max_percent > 100 else 0
+            wave.append((s, min(max(batch, 1), left[s.name]) if left[s.name] else 0))
+        started: dict[str, int] = {}
+        stop_first = [s for s, n in wave if n and s.max_percent <= 100]
+        for s in stop_first:  # a maximum of 100%: ECS stops a task before it starts its replacement
+            run.stop_oldest(s)
+        for s in _arrivals([(s, n) for s, n in wave], order, rng):
+            if run.place(s):
+                started[s.name] = started.get(s.name, 0) + 1
+            else:
+                waiting += 1
+        for s, _ in wave:
+            done = started.get(s.name, 0)
+            for _ in range(done if s.max_percent > 100 else 0):
+                run.stop_oldest(s)
+            left[s.name] -= done if s.max_percent > 100 else (1 if s in stop_first else 0)
+        if not started:
+            break  # no service can move: the rollout is stuck at the limit
+    return Outcome(run.peak, waiting, run.scale_in())
+
+
+@dataclass(frozen=True)
+class CapacityPlacement:
+    """What ECS's placement needs of a capacity, over every replay."""
+
+    capacity: str
+    needed: int  # the least MaxSize at which every replay places every task, steady and during the rollout
+    expected_after_rollout: int  # instances ECS keeps after a rollout and scale-in (the median replay)
+    replays: int
+    waiting_at_max: int  # the most tasks any replay leaves waiting at the given max_instances (0 when none given)
+    blocked: tuple[str, ...]  # services whose own deployment cannot start one new task at the given max_instances
+    scaled_from: int = 0  # the capacity's tasks when the replays ran on a scaled-down fleet (REPLAYED_TASKS), else 0
+
+
+def _runs(tasks: int, gpus: int) -> list[tuple[str, str]]:
+    rules = GPU_RULES if gpus > 1 else GPU_RULES[:1]  # one GPU a host: the rule cannot matter
+    orders = ORDERS if tasks <= LARGE_TASKS else ORDERS[:2]
+    return [(rule, order) for rule in rules for order in orders]
+
+
+def place_capacity(
+    cap: CapacityInput, services: Iterable[ServiceInput], packed: tuple[int, int] | None = None
+) -> CapacityPlacement:
+    """Replays ECS over the capacity's services: with no instance limit (how many ECS needs), and at the given
+    ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan's
+    instances for the surge and the steady fleet, when the caller has them (a large fleet's estimate scales them)."""
+    mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
+    total = sum(s.tasks for s in mine)
+    if total > REPLAYED_TASKS:
+        return _scaled(cap, mine, total, packed)
+    return _replayed(cap, mine, total)
+
+
+def _replayed(cap: CapacityInput, mine: Sequence[ServiceInput], total: int) -> CapacityPlacement:
+    runs = _runs(total, cap.gpus_per_instance)
+    free = [replay(cap, mine, rule, order, 1 << 30) for rule, order in runs]
+    needed = max((o.peak for o in free), default=0)
+    afters = sorted(o.after for o in free)
+    waiting = 0
+    blocked: list[str] = []
+    if cap.max_instances is not None and mine:
+        waiting = max(replay(cap, mine, rule, order, cap.max_instances).waiting for rule, order in runs)
+        blocked = _blocked(cap, mine, cap.max_instances)
+    return CapacityPlacement(
+        cap.name,
+        max(needed, cap.min_instances),
+        afters[len(afters) // 2] if afters else cap.min_instances,
+        len(runs),
+        waiting,
+        tuple(blocked),
+    )
+
+
+def _scaled(
+    cap: CapacityInput, services: Sequence[ServiceInput], total: int, packed: tuple[int, int] | None
+) -> CapacityPlacement:
+    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks, their ratios applied to the full packing."""
+    from dataclasses import replace
+
+    from .planner import plan  # here: the planner's inputs import this module's strategies
+
+    small = [replace(s, tasks=max(1, round(s.tasks * REPLAYED_TASKS / total))) for s in services]
+    free = replace(cap, max_instances=None, min_instances=0)
+    found = _replayed(free, small, sum(s.tasks for s in small))  # many one-task services stay above the mark
+
+    def instances(fleet: Sequence[ServiceInput], surge: bool) -> int:
+        return plan([free], list(fleet), surge=surge).capacity(cap.name).instance_count
+
+    full_surge, full_steady = packed or (instances(services, True), instances(services, False))
+    needed = math.ceil(full_surge * found.needed / max(instances(small, True), 1))
+    after = math.ceil(full_steady * found.expected_after_rollout / max(instances(small, False), 1))
+    needed = max(needed, full_surge, cap.min_instances)
+    waiting = 0 if cap.max_instances is None or cap.max_instances >= needed else sum(s.surge_count() for s in services)
+    return CapacityPlacement(
+        cap.name, needed, max(after, full_steady, cap.min_instances), found.replays, waiting, (), scaled_from=total
+    )
+
+
+def _blocked(cap: CapacityInput, services: Sequence[ServiceInput], limit: int) -> list[str]:
+    """Services that, deployed alone from the steady fleet at ``limit`` instances, cannot start one new task: with
+    minimum healthy 100% nothing then moves (worst over the GPU rules, the adversarial order)."""
+    out = set()
+    for rule in GPU_RULES if cap.gpus_per_instance > 1 else GPU_RULES[:1]:
+        run = _Replay(cap, services, rule, random.Random(0), limit)
+        for s in _arrivals([(s, s.tasks) for s in services], ORDERS[0], run.rng):
+            run.place(s)
+        for s in services:
+            if s.max_percent <= 100:
+                continue  # it stops a task first: its deployment always moves
+            if run.place(s):
+                run.stop_newest(s)
+            else:
+                out.add(s.name)
+    return sorted(out)

@@ -1,0 +1,221 @@
+"""The model of ECS's own placement (core.placement): hand-computed cases, the rules built on it, and how the plan and
+the templates carry the services' placement strategies (#30)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Match, Template
+
+from ecs_gpu_sharing import FleetSpecError
+from ecs_gpu_sharing.core import placement as P
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.fleet import load
+from ecs_gpu_sharing.core.plan_inputs import capacity_input, from_fleet
+from ecs_gpu_sharing.core.planner import ServiceInput, plan
+from ecs_gpu_sharing.core.rules import DEPLOYMENT_CANNOT_START, PLACEMENT_NEEDS_MORE, PLACEMENT_SCATTERS, assess
+from ecs_gpu_sharing.core.shape import TaskShape
+
+from conftest import new_app
+
+L4X4 = capacity_input("l4x4", host_facts(["g6.12xlarge"]))  # 4 GPUs of 22307 usable MiB
+L4 = capacity_input("l4", host_facts(["g6.2xlarge"]))  # 1 GPU
+
+
+def svc(name: str, tasks: int, budget: int, cap: str = "l4x4", **kw: Any) -> ServiceInput:
+    return ServiceInput(name, cap, TaskShape(256, 1024, (budget,)), tasks, placement=P.LIBRARY_STRATEGY, **kw)
+
+
+def test_worst_fit_gpu_choice_needs_one_more_host_than_the_packing() -> None:
+    """8 small tasks (1000 MiB) arrive before 2 large ones (21000 MiB). Packed, each large task shares a GPU with a
+    small one and the rest share a third GPU: one host. A GPU chosen worst-fit (most room first) takes the small
+    tasks two to a GPU on all four, leaving 20307 MiB on each: no GPU takes a large task, and ECS launches a host."""
+    services = [svc("small", 8, 1000, max_percent=100), svc("large", 2, 21000, max_percent=100)]
+    assert plan([L4X4], services).capacity("l4x4").instance_count == 1
+    assert P.replay(L4X4, services, "first-fit", "smallest-first", 1 << 30).peak == 1
+    assert P.replay(L4X4, services, "worst-fit", "smallest-first", 1 << 30).peak == 2
+    found = P.place_capacity(L4X4, services)
+    assert found.needed == 2  # the worst of the plausible GPU rules: AWS does not say which GPU it picks
+
+
+def test_a_one_service_deployment_is_blocked_at_a_tight_max_size() -> None:
+    """Two tasks that each need a whole L4's memory on two one-GPU hosts: at max_instances 2 a deployment finds no
+    room for one new task, and with minimum healthy 100% it never stops an old one first."""
+    cap = replace(L4, max_instances=2)
+    services = [svc("llm", 2, 20000, cap="l4")]
+    found = P.place_capacity(cap, services)
+    assert found.blocked == ("llm",) and found.needed == 4
+    assessment = assess([cap], services)
+    ids = {f.rule_id for f in assessment.findings}
+    assert DEPLOYMENT_CANNOT_START in ids
+    assert PLACEMENT_NEEDS_MORE not in ids  # the packing's surge does not fit either: SurgeDoesNotFit says so
+    assert "ecs-gpu-sharing:SurgeDoesNotFit" in ids
+    roomy = P.place_capacity(replace(L4, max_instances=3), services)
+    assert roomy.blocked == ()  # one host of room: the deployment moves, one task at a time
+
+
+def test_a_given_max_between_the_packing_and_ecs_warns_with_the_figure() -> None:
+    services = [svc("small", 8, 1000, max_percent=100), svc("large", 2, 21000, max_percent=100)]
+    tight = assess([replace(L4X4, max_instances=1)], services)
+    (finding,) = [f for f in tight.findings if f.rule_id == PLACEMENT_NEEDS_MORE]
+    assert "needs 2 instances" in finding.message and "raise max_instances to 2" in finding.message
+    assert tight.placement["l4x4"].waiting_at_max > 0
+    roomy = assess([replace(L4X4, max_instances=2)], services)
+    assert PLACEMENT_NEEDS_MORE not in {f.rule_id for f in roomy.findings}
+
+
+def test_a_derived_max_holds_what_ecs_needs_and_nothing_waits_there() -> None:
+    services = [svc("small", 8, 1000), svc("large", 2, 21000), svc("mid", 5, 9000)]
+    assessment = assess([L4X4], services)
+    derived = assessment.max_instances["l4x4"]
+    assert derived >= assessment.placement["l4x4"].needed >= assessment.surge.capacity("l4x4").instance_count
+    at_derived = P.place_capacity(replace(L4X4, max_instances=derived), services)
+    assert at_derived.waiting_at_max == 0 and at_derived.blocked == ()
+
+
+def test_a_strategy_that_scatters_warns_and_keeps_more_instances() -> None:
+    small = [ServiceInput(f"s{i}", "l4", TaskShape(256, 1024, (2000,)), 6, placement=()) for i in range(4)]
+    packing = [replace(s, placement=P.LIBRARY_STRATEGY) for s in small]
+    scattering = assess([L4], small)  # no strategy: ECS's default spreads over instances
+    packed = assess([L4], packing)
+    assert {f.subject for f in scattering.findings if f.rule_id == PLACEMENT_SCATTERS} == {s.name for s in small}
+    assert not [f for f in packed.findings if f.rule_id == PLACEMENT_SCATTERS]
+    assert (
+        scattering.placement["l4"].expected_after_rollout
+        >= packed.placement["l4"].expected_after_rollout
+        >= packed.steady.capacity("l4").instance_count
+    )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "scatters"),
+    [
+        (P.LIBRARY_STRATEGY, False),
+        ((P.BINPACK_MEMORY,), False),
+        ((P.SPREAD_ZONE, P.BINPACK_CPU), False),
+        ((), True),
+        ((P.SPREAD_ZONE, P.SPREAD_INSTANCE), True),
+        ((P.RANDOM,), True),
+        ((P.SPREAD_ZONE,), True),
+    ],
+)
+def test_which_strategies_scatter(strategy: tuple[str, ...], scatters: bool) -> None:
+    assert P.scatters(strategy) is scatters
+
+
+def test_spread_over_zones_balances_a_service_over_two_zones() -> None:
+    """With spread over zones first, a service's tasks alternate between the zones of the hosts running (ECS spreads
+    over the instances it has; it does not launch one to balance), even when one host could take them all."""
+    services = [svc("s", 4, 2000, cap="l4", max_percent=100)]
+    run = P._Replay(replace(L4, min_instances=2), services, "first-fit", random.Random(0), 1 << 30)
+    for _ in range(4):
+        run.place(services[0])
+    assert run.zone_tasks["s"] == [2, 2] and len(run.hosts) == 2
+    alone = P._Replay(L4, services, "first-fit", random.Random(0), 1 << 30)
+    for _ in range(4):
+        alone.place(services[0])
+    assert alone.zone_tasks["s"] == [4, 0] and len(alone.hosts) == 1
+
+
+def test_the_model_is_deterministic() -> None:
+    services = [svc("a", 7, 3000), svc("b", 5, 7000), svc("c", 3, 15000)]
+    assert P.place_capacity(L4X4, services) == P.place_capacity(L4X4, list(reversed(services)))
+
+
+def test_strategies_read_from_cloudformation() -> None:
+    written = [
+        {"Type": "spread", "Field": "attribute:ecs.availability-zone"},
+        {"type": "binpack", "field": "MEMORY"},
+        {"Type": "spread", "Field": "instanceId"},
+        {"Type": "random"},
+        {"Type": "binpack", "Field": "CPU"},
+    ]
+    assert P.from_cloudformation(written) == (
+        P.SPREAD_ZONE,
+        P.BINPACK_MEMORY,
+        P.SPREAD_INSTANCE,
+        P.RANDOM,
+        P.BINPACK_CPU,
+    )
+    assert P.from_cloudformation(None) == ()
+
+
+# --- the fleet file and the templates -------------------------------------------------------------------------------
+
+FLEET = """
+name = "p"
+[capacity.l4]
+instance_types = ["g6.2xlarge"]
+[service.a]
+capacity = "l4"
+image = "public.ecr.aws/x/a:1"
+desired_count = 2
+cpu_units = 512
+memory_mib = 2048
+gpu_budget_mib = 4096
+"""
+
+
+def _fleet(tmp_path: Path, text: str) -> Any:
+    path = tmp_path / "f.toml"
+    path.write_text(text)
+    return load(path)
+
+
+def test_the_fleet_file_names_a_preset_and_the_plan_carries_it(tmp_path: Path) -> None:
+    default = _fleet(tmp_path, FLEET)
+    assert default.services["a"].placement_strategy == P.LIBRARY_STRATEGY
+    _, services = from_fleet(_fleet(tmp_path, FLEET + 'placement = "ecs-default"\n'))
+    assert services[0].placement == ()
+    with pytest.raises(FleetSpecError, match=r"service\.a\.placement"):
+        _fleet(tmp_path, FLEET + 'placement = "tightest"\n')
+
+
+def _service_template(**kwargs: Any) -> Template:
+    from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1))
+    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.2xlarge"])
+    task = SharedGpuTaskDefinition(stack, "T")
+    task.add_container(
+        "m",
+        image=ecs.ContainerImage.from_registry("r/m@sha256:" + "0" * 64),
+        memory_limit_mib=1024,
+        gpu=MpsShare(2048),
+        user="1000",
+        readonly_root_filesystem=True,
+    )
+    SharedGpuService(stack, "Svc", cluster=cluster, capacity=capacity, task_definition=task, desired_count=2, **kwargs)
+    app.synth()
+    return Template.from_stack(stack)
+
+
+def test_a_shared_gpu_service_spreads_over_zones_then_packs_by_memory() -> None:
+    _service_template().has_resource_properties(
+        "AWS::ECS::Service",
+        {
+            "PlacementStrategies": [
+                {"Type": "spread", "Field": "attribute:ecs.availability-zone"},
+                {"Type": "binpack", "Field": "MEMORY"},
+            ]
+        },
+    )
+
+
+def test_the_strategies_can_be_overridden() -> None:
+    _service_template(placement_strategies=[ecs.PlacementStrategy.packed_by_cpu()]).has_resource_properties(
+        "AWS::ECS::Service", {"PlacementStrategies": [{"Type": "binpack", "Field": "CPU"}]}
+    )
+    _service_template(placement_strategies=[]).has_resource_properties(
+        "AWS::ECS::Service",
+        {"PlacementStrategies": Match.exact([])},  # none: ECS's default, and a warning
+    )
