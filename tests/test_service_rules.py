@@ -321,6 +321,14 @@ def test_a_check_that_crashes_is_a_finding_not_an_exception(monkeypatch: pytest.
     assert "the check failed (ValueError: boom)" in violation.message
 
 
+def test_a_role_named_by_arn_that_may_exist_is_not_refused() -> None:
+    """Only a service-linked role is known to be missing from a new account; an imported role's ARN may well exist."""
+    imported = "arn:aws:iam::123456789012:role/team-deployer"
+    assert not [v for v in check_service_rules({"s": _key(imported)}) if v.rule_id == sr.KEY_POLICY_PRINCIPALS]
+    linked = "arn:aws:iam::123456789012:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    assert [v for v in check_service_rules({"s": _key(linked)}) if v.rule_id == sr.KEY_POLICY_PRINCIPALS]
+
+
 def test_the_docs_page_lists_every_rule() -> None:
     page = sr.markdown()
     for rule in SERVICE_RULES:

@@ -561,7 +561,9 @@ def log_retention(ctx: Templates) -> Iterator[Finding]:
 KEY_POLICY_PRINCIPALS = f"{PREFIX}KeyPolicyNamesNoMissingPrincipal"
 KEY_POLICY_SIZE = f"{PREFIX}KeyPolicySize"
 
-_ROLE_ARN = re.compile(r":iam::[^:]*:role/")
+# A service-linked role: AWS makes it with the service's first use in an account, so a new account lacks it. Another
+# role named by ARN may well exist (an imported one): the templates cannot tell, so only these are refused.
+_SERVICE_LINKED_ROLE = re.compile(r":iam::[^:]*:role/aws-service-role/")
 
 
 def _flat(value: Any) -> str:
@@ -598,7 +600,7 @@ def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
                 if ctx.target(name, key.stack) is not None:
                     continue  # a role of the templates: CloudFormation creates it before the key
                 arn = _flat(name)
-                if _ROLE_ARN.search(arn):
+                if _SERVICE_LINKED_ROLE.search(arn):
                     yield (
                         key,
                         (
@@ -840,7 +842,8 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         KEY_POLICY_PRINCIPALS,
         "AWS KMS",
-        "a key policy names no IAM role that may not exist when the key is created",
+        "a key policy names no service-linked role as a principal (a new account has none until the service's first "
+        "use)",
         "AWS KMS Developer Guide, 'Key policies in AWS KMS' (principals): a principal in a key policy must exist, or "
         "CreateKey and PutKeyPolicy fail with MalformedPolicyDocumentException; the Auto Scaling service-linked role "
         "is created with an account's first Auto Scaling group (EC2 Auto Scaling User Guide, 'Service-linked roles')",
