@@ -124,6 +124,23 @@ def test_spread_over_zones_balances_a_service_over_two_zones() -> None:
     assert alone.zone_tasks["s"] == [4, 0] and len(alone.hosts) == 1
 
 
+def test_a_large_capacity_is_replayed_scaled_down_and_says_so() -> None:
+    """Past REPLAYED_TASKS tasks the replays run on the fleet in proportion; the ratios scale the full packing, and the
+    synth's line says the figure is an estimate."""
+    from ecs_gpu_sharing.core.plan_report import sizing_line
+
+    services = [svc("a", 1500, 3000), svc("b", 1000, 7000), svc("c", 500, 15000)]
+    assessment = assess([L4X4], services)
+    found = assessment.placement["l4x4"]
+    assert found.scaled_from == 3000
+    assert found.needed >= assessment.surge.capacity("l4x4").instance_count
+    assert found.expected_after_rollout >= assessment.steady.capacity("l4x4").instance_count
+    line = sizing_line(assessment, "l4x4", assessment.max_instances["l4x4"])
+    assert "estimated from replays of the fleet scaled from 3,000 tasks to 2,000" in line
+    small = [replace(s, tasks=s.tasks // 10) for s in services]
+    assert P.place_capacity(L4X4, small).scaled_from == 0  # 300 tasks: replayed whole
+
+
 def test_the_model_is_deterministic() -> None:
     services = [svc("a", 7, 3000), svc("b", 5, 7000), svc("c", 3, 15000)]
     assert P.place_capacity(L4X4, services) == P.place_capacity(L4X4, list(reversed(services)))

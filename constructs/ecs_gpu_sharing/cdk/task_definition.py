@@ -252,7 +252,10 @@ def _task_figure(owner: str, key: str, value: int | str | None) -> str | None:
         )
     text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
     if not text.isdigit() or int(text) < 1:
-        raise TaskDefinitionError(f"{owner}: task-level {key} must be a whole number >= 1, got {value!r}")
+        raise TaskDefinitionError(
+            f"{owner}: task-level {key} must be a whole number >= 1, got {value!r}; give a number such as 4096, or "
+            "leave it out on EC2 without Service Connect"
+        )
     return str(int(text))
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .mps import MAX_CLIENTS_PER_GPU
+from .shape import camel_keys
 
 if TYPE_CHECKING:  # the planner's inputs carry this module's strategies, so it imports this module
     from .planner import CapacityInput, ServiceInput
@@ -69,7 +70,7 @@ def from_cloudformation(strategies: object) -> tuple[str, ...]:
     """A service's resolved ``PlacementStrategies`` (camel- or Pascal-case keys) as the model's parts, in order."""
     out = []
     for item in strategies if isinstance(strategies, list) else []:
-        entry = {k[:1].lower() + k[1:]: v for k, v in item.items()} if isinstance(item, dict) else {}
+        entry = camel_keys(item)
         kind, on = str(entry.get("type", "")), str(entry.get("field", ""))
         if kind == "random":
             out.append(RANDOM)

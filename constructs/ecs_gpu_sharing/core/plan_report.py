@@ -13,6 +13,7 @@ from typing import Any
 
 from .allocation import headroom
 from .cost import Prices, add_cost, cost_lines
+from .placement import REPLAYED_TASKS
 from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput
 from .rules import Assessment
 
@@ -186,6 +187,10 @@ def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
             f" packed, {placed.needed} as ECS places it; {_count(placed.expected_after_rollout, 'instance')} "
             "expected after a rollout"
         )
+        if placed.scaled_from:
+            line += (
+                f" (estimated from replays of the fleet scaled from {placed.scaled_from:,} tasks to {REPLAYED_TASKS:,})"
+            )
     return line
 
 

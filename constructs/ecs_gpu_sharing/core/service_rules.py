@@ -20,8 +20,8 @@ from typing import Any
 
 from . import quotas
 from .markdown import table
-from .shape import SERVICE_CONNECT_PROXY_CPU_UNITS, SERVICE_CONNECT_PROXY_MEMORY_MIB
-from .template_limits import Violation, check_templates
+from .shape import SERVICE_CONNECT_PROXY_CPU_UNITS, SERVICE_CONNECT_PROXY_MEMORY_MIB, camel_keys
+from .template_limits import Violation, check_templates, output_value
 
 PREFIX = quotas.PREFIX
 Template = Mapping[str, Any]
@@ -68,16 +68,8 @@ class Templates:
         if key == "Fn::GetAtt":
             name = arg[0] if isinstance(arg, list) and arg else str(arg).split(".", 1)[0]
             return self._by_id.get((stack, str(name)))
-        if key == "Fn::GetStackOutput" and isinstance(arg, Mapping):
-            source = str(arg.get("StackName"))
-            output = (self.templates.get(source, {}).get("Outputs") or {}).get(str(arg.get("OutputName")))
-            return None if output is None else self.target(output.get("Value"), source)
-        if key == "Fn::ImportValue":
-            for name, template in self.templates.items():
-                for output in (template.get("Outputs") or {}).values():
-                    if output.get("Export", {}).get("Name") == arg:
-                        return self.target(output.get("Value"), name)
-        return None
+        exported = output_value(value, self.templates)
+        return None if exported is None else self.target(exported[1], exported[0])
 
 
 Finding = tuple[Resource, str]  # the resource and what is wrong with it, with what to do
@@ -105,13 +97,9 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _lower(item: Any) -> dict[str, Any]:
-    return {k[:1].lower() + k[1:]: v for k, v in item.items()} if isinstance(item, Mapping) else {}
-
-
 def _containers(task: Resource) -> list[dict[str, Any]]:
     containers = task.props.get("ContainerDefinitions")
-    return [_lower(c) for c in containers] if isinstance(containers, list) else []
+    return [camel_keys(c) for c in containers] if isinstance(containers, list) else []
 
 
 def _compatibilities(task: Resource) -> set[str]:
@@ -130,9 +118,21 @@ def _network_mode(task: Resource) -> str:
     return mode if isinstance(mode, str) else "bridge"
 
 
-def _service_task(ctx: Templates, service: Resource) -> Resource | None:
-    task = ctx.target(service.props.get("TaskDefinition"), service.stack)
-    return task if task is not None and task.kind == "AWS::ECS::TaskDefinition" else None
+def _services(ctx: Templates) -> Iterator[tuple[Resource, Resource]]:
+    """Each ECS service with the task definition it runs, where the templates hold it (imported ones are skipped)."""
+    for service in ctx.of_type("AWS::ECS::Service"):
+        task = ctx.target(service.props.get("TaskDefinition"), service.stack)
+        if task is not None and task.kind == "AWS::ECS::TaskDefinition":
+            yield service, task
+
+
+def _reserved(task: Resource) -> tuple[int, int]:
+    """The containers' CPU units and memory as ECS reserves them on EC2: each container's reservation, else its limit
+    (the same reading as ``core.shape.task_shape``; a token counts as nothing here)."""
+    containers = _containers(task)
+    cpu = sum(_int(c.get("cpu")) or 0 for c in containers)
+    memory = sum(_int(c.get("memoryReservation", c.get("memory"))) or 0 for c in containers)
+    return cpu, memory
 
 
 def _service_connect(service: Resource) -> bool:
@@ -160,20 +160,16 @@ TERMINATION_PROTECTION = f"{PREFIX}TerminationProtectionNeedsScaleInProtection"
 
 
 def service_connect_task_memory(ctx: Templates) -> Iterator[Finding]:
-    for service in ctx.of_type("AWS::ECS::Service"):
-        task = _service_task(ctx, service)
-        if not _service_connect(service) or task is None or not _on_ec2(task):
-            continue
-        if task.props.get("Memory") is None:
-            containers = _containers(task)
-            memory = sum(_int(c.get("memoryReservation", c.get("memory"))) or 0 for c in containers)
-            cpu = sum(_int(c.get("cpu")) or 0 for c in containers)
+    for service, task in _services(ctx):
+        if _service_connect(service) and _on_ec2(task) and task.props.get("Memory") is None:
+            cpu, memory = _reserved(task)
             yield (
                 task,
                 f"service {service.logical_id} uses Service Connect and this EC2 task definition has no task-level "
                 "memory (container limits alone are not supported with Service Connect); set the task's memory and "
-                f"cpu to the containers' sum plus the proxy's share: memory {memory + SERVICE_CONNECT_PROXY_MEMORY_MIB}"
-                f", cpu {cpu + SERVICE_CONNECT_PROXY_CPU_UNITS} (SharedGpuTaskDefinition(memory_mib=..., cpu=...))",
+                "cpu to at least the containers' sum plus the proxy's share (128 MiB more past 100 services or 2,000 "
+                f"tasks in the namespace): memory {memory + SERVICE_CONNECT_PROXY_MEMORY_MIB}, cpu "
+                f"{cpu + SERVICE_CONNECT_PROXY_CPU_UNITS} (SharedGpuTaskDefinition(memory_mib=..., cpu=...))",
             )
 
 
@@ -208,10 +204,7 @@ def _scaled_service(ctx: Templates, target: Resource) -> Resource | None:
 
 
 def awsvpc_network_configuration(ctx: Templates) -> Iterator[Finding]:
-    for service in ctx.of_type("AWS::ECS::Service"):
-        task = _service_task(ctx, service)
-        if task is None:
-            continue
+    for service, task in _services(ctx):
         has = isinstance((service.props.get("NetworkConfiguration") or {}).get("AwsvpcConfiguration"), Mapping)
         if _network_mode(task) == "awsvpc" and not has:
             yield (
@@ -222,9 +215,8 @@ def awsvpc_network_configuration(ctx: Templates) -> Iterator[Finding]:
 
 
 def network_configuration_not_awsvpc(ctx: Templates) -> Iterator[Finding]:
-    for service in ctx.of_type("AWS::ECS::Service"):
-        task = _service_task(ctx, service)
-        if task is not None and _network_mode(task) != "awsvpc" and service.props.get("NetworkConfiguration"):
+    for service, task in _services(ctx):
+        if _network_mode(task) != "awsvpc" and service.props.get("NetworkConfiguration"):
             yield (
                 service,
                 (
@@ -235,13 +227,10 @@ def network_configuration_not_awsvpc(ctx: Templates) -> Iterator[Finding]:
 
 
 def target_type_matches_network_mode(ctx: Templates) -> Iterator[Finding]:
-    for service in ctx.of_type("AWS::ECS::Service"):
-        task = _service_task(ctx, service)
-        if task is None:
-            continue
+    for service, task in _services(ctx):
         mode = _network_mode(task)
         for entry in service.props.get("LoadBalancers") or []:
-            group = ctx.target(_lower(entry).get("targetGroupArn"), service.stack)
+            group = ctx.target(camel_keys(entry).get("targetGroupArn"), service.stack)
             if group is None or group.kind != "AWS::ElasticLoadBalancingV2::TargetGroup":
                 continue
             kind = str(group.props.get("TargetType") or "instance")
@@ -257,16 +246,13 @@ def target_type_matches_network_mode(ctx: Templates) -> Iterator[Finding]:
 
 
 def load_balancer_container(ctx: Templates) -> Iterator[Finding]:
-    for service in ctx.of_type("AWS::ECS::Service"):
-        task = _service_task(ctx, service)
-        if task is None:
-            continue
+    for service, task in _services(ctx):
         ports = {
-            str(c.get("name")): {_int(_lower(p).get("containerPort")) for p in c.get("portMappings") or []}
+            str(c.get("name")): {_int(camel_keys(p).get("containerPort")) for p in c.get("portMappings") or []}
             for c in _containers(task)
         }
         for entry in service.props.get("LoadBalancers") or []:
-            lb = _lower(entry)
+            lb = camel_keys(entry)
             name, port = str(lb.get("containerName")), _int(lb.get("containerPort"))
             if name not in ports:
                 yield service, f"its load balancer names container {name}, which the task definition does not have"
@@ -286,7 +272,7 @@ def awsvpc_host_port(ctx: Templates) -> Iterator[Finding]:
             continue
         for c in _containers(task):
             for mapping in c.get("portMappings") or []:
-                m = _lower(mapping)
+                m = camel_keys(mapping)
                 host, container = _int(m.get("hostPort")), _int(m.get("containerPort"))
                 if host is not None and container is not None and host != container:
                     yield (
@@ -326,7 +312,7 @@ def memory_reservation_below_limit(ctx: Templates) -> Iterator[Finding]:
                     ),
                 )
         memory = _int(task.props.get("Memory"))
-        used = sum(_int(c.get("memoryReservation", c.get("memory"))) or 0 for c in _containers(task))
+        used = _reserved(task)[1]
         if memory is not None and used > memory:
             yield (
                 task,
@@ -343,7 +329,7 @@ def essential_container(ctx: Templates) -> Iterator[Finding]:
 
 def _strategies(service: Resource) -> list[dict[str, Any]]:
     value = service.props.get("CapacityProviderStrategy")
-    return [_lower(s) for s in value] if isinstance(value, list) else []
+    return [camel_keys(s) for s in value] if isinstance(value, list) else []
 
 
 def strategy_with_launch_type(ctx: Templates) -> Iterator[Finding]:
@@ -371,7 +357,7 @@ def provider_name_prefix(ctx: Templates) -> Iterator[Finding]:
 
 def target_capacity_range(ctx: Templates) -> Iterator[Finding]:
     for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
-        scaling = _lower(_lower(provider.props.get("AutoScalingGroupProvider")).get("managedScaling"))
+        scaling = camel_keys(camel_keys(provider.props.get("AutoScalingGroupProvider")).get("managedScaling"))
         target = _int(scaling.get("targetCapacity"))
         if target is not None and not 1 <= target <= 100:
             yield provider, f"managed scaling's target capacity is {target}; give a percent from 1 to 100"
@@ -379,10 +365,10 @@ def target_capacity_range(ctx: Templates) -> Iterator[Finding]:
 
 def termination_protection(ctx: Templates) -> Iterator[Finding]:
     for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
-        config = _lower(provider.props.get("AutoScalingGroupProvider"))
+        config = camel_keys(provider.props.get("AutoScalingGroupProvider"))
         if config.get("managedTerminationProtection") != "ENABLED":
             continue
-        if _lower(config.get("managedScaling")).get("status") != "ENABLED":
+        if camel_keys(config.get("managedScaling")).get("status") != "ENABLED":
             yield provider, "managed termination protection is on and managed scaling is off; turn managed scaling on"
         group = ctx.target(config.get("autoScalingGroupArn"), provider.stack)
         if group is not None and group.props.get("NewInstancesProtectedFromScaleIn") not in (True, "true"):
@@ -505,7 +491,7 @@ def listener_rule_priority(ctx: Templates) -> Iterator[Finding]:
 def deregistration_delay(ctx: Templates) -> Iterator[Finding]:
     for group in ctx.of_type("AWS::ElasticLoadBalancingV2::TargetGroup"):
         for attribute in group.props.get("TargetGroupAttributes") or []:
-            a = _lower(attribute)
+            a = camel_keys(attribute)
             value = _int(a.get("value"))
             if a.get("key") == "deregistration_delay.timeout_seconds" and value is not None and value > 3600:
                 yield group, f"its deregistration delay is {value} s; AWS allows 0 .. 3,600"

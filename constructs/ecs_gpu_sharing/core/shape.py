@@ -130,6 +130,12 @@ def task_shape(
     )
 
 
+def camel_keys(item: Any) -> dict[str, Any]:
+    """One level of a CloudFormation (PascalCase) or API (camelCase) object with camelCase keys; ``{}`` for a
+    non-object, so a malformed template reads as empty rather than failing."""
+    return {k[:1].lower() + k[1:]: v for k, v in item.items()} if isinstance(item, dict) else {}
+
+
 def containers_from_cloudformation(container_definitions: Any, *, owner: str) -> list[ContainerFacts]:
     """Container facts from a task definition's resolved ``ContainerDefinitions`` (camel- or Pascal-case keys).
 
@@ -142,11 +148,11 @@ def containers_from_cloudformation(container_definitions: Any, *, owner: str) ->
         )
     out = []
     for raw in container_definitions:
-        c = {k[:1].lower() + k[1:]: v for k, v in raw.items()} if isinstance(raw, dict) else {}
+        c = camel_keys(raw)
         whole: Any = None
         budget: Any = None
         for req in c.get("resourceRequirements") or []:
-            r = {k[:1].lower() + k[1:]: v for k, v in req.items()} if isinstance(req, dict) else {}
+            r = camel_keys(req)
             if r.get("type") != "GPU":
                 continue
             strategy = r.get("sharingStrategy") or r.get("SharingStrategy")

@@ -136,20 +136,31 @@ _BY_TYPE = {
 # --- duplicate security group rules ------------------------------------------------------------------------------
 
 
+def output_value(value: Any, templates: Mapping[str, Template]) -> tuple[str, Any] | None:
+    """What a cross-stack reference (``Fn::GetStackOutput``, ``Fn::ImportValue``) reads: the stack that exports it and
+    the output's value there; ``None`` for anything else, or an output the templates do not hold."""
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return None
+    ((key, arg),) = value.items()
+    if key == "Fn::GetStackOutput" and isinstance(arg, Mapping):
+        source = str(arg.get("StackName"))
+        output = (templates.get(source, {}).get("Outputs") or {}).get(str(arg.get("OutputName")))
+        return None if output is None else (source, output.get("Value"))
+    if key == "Fn::ImportValue":
+        for name, template in templates.items():
+            for output in (template.get("Outputs") or {}).values():
+                if output.get("Export", {}).get("Name") == arg:
+                    return name, output.get("Value")
+    return None
+
+
 def _canonical(value: Any, stack: str, templates: Mapping[str, Template]) -> Any:
     """A reference as one value wherever it is written: a cross-stack output read back to the value it exports."""
+    exported = output_value(value, templates)
+    if exported is not None:
+        return _canonical(exported[1], exported[0], templates)
     if isinstance(value, dict) and len(value) == 1:
         ((key, arg),) = value.items()
-        if key == "Fn::GetStackOutput" and isinstance(arg, dict):
-            source = str(arg.get("StackName"))
-            output = (templates.get(source, {}).get("Outputs") or {}).get(str(arg.get("OutputName")))
-            if output is not None:
-                return _canonical(output.get("Value"), source, templates)
-        if key == "Fn::ImportValue":
-            for name, template in templates.items():
-                for output in (template.get("Outputs") or {}).values():
-                    if output.get("Export", {}).get("Name") == arg:
-                        return _canonical(output.get("Value"), name, templates)
         if key in ("Ref", "Fn::GetAtt"):
             return json.dumps({"stack": stack, key: arg}, sort_keys=True)
     return json.dumps(value, sort_keys=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.shape import camel_keys
 from ..core.template_limits import duplicate_security_group_rules
 
 ACCOUNT = "123456789012"  # moto's account
@@ -184,10 +185,6 @@ def seed_container_images(assembly: Path, *, region: str = REGION) -> list[str]:
 Handler = Callable[[Callable[[str], Any], dict[str, Any], str], tuple[str, dict[str, Any]]]
 
 
-def _lower(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k[0].lower() + k[1:]: v for k, v in item.items()}
-
-
 def _camel(value: Any) -> Any:
     """CloudFormation's PascalCase property names, all the way down, as the API's camelCase."""
     if isinstance(value, Mapping):
@@ -231,7 +228,7 @@ def _capacity_provider(c: Callable[[str], Any], props: dict[str, Any], name: str
             "autoScalingGroupArn": provider["AutoScalingGroupArn"],
             "managedScaling": {
                 k: int(v) if k == "targetCapacity" else v
-                for k, v in _lower(scaling).items()
+                for k, v in camel_keys(scaling).items()
                 if k in ("status", "targetCapacity")
             },
             "managedTerminationProtection": provider.get("ManagedTerminationProtection", "DISABLED"),
@@ -243,7 +240,7 @@ def _capacity_provider(c: Callable[[str], Any], props: dict[str, Any], name: str
 
 def _associations(c: Callable[[str], Any], props: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
     strategy = [
-        {k: int(v) if k in ("base", "weight") else v for k, v in _lower(s).items()}
+        {k: int(v) if k in ("base", "weight") else v for k, v in camel_keys(s).items()}
         for s in props.get("DefaultCapacityProviderStrategy", [])
     ]
     c("ecs").put_cluster_capacity_providers(
@@ -345,7 +342,7 @@ def _alarm(c: Callable[[str], Any], props: dict[str, Any], name: str) -> tuple[s
 
 
 def _transformation(item: Mapping[str, Any]) -> dict[str, Any]:
-    out = _lower(item)
+    out = camel_keys(item)
     if "dimensions" in out:  # a list of {Key, Value} in CloudFormation, a map in the API
         out["dimensions"] = {d["Key"]: d["Value"] for d in out["dimensions"]}
     if "defaultValue" in out:
