@@ -101,8 +101,12 @@ class ServicesStack(Stack):
                 cdk.Tags.of(scope).add(key, value)
             for rule_id, reason in spec.acknowledge.items():
                 # The scope holds the service, its task definition and role: the one acknowledgment covers them
-                # in the synth output and in the plan files.
-                FleetPlan.of(scope).acknowledge(scope, rule_id, reason)
+                # in the synth output and in the plan files. An error the allow-list permits (TaskRoleEscalation)
+                # is an allowance, listed in the plan files with its reason.
+                if rule_id in FleetPlan.ALLOWABLE:
+                    FleetPlan.of(scope).allow(scope, rule_id, reason)
+                else:
+                    FleetPlan.of(scope).acknowledge(scope, rule_id, reason)
             self.services[spec.name] = service
             CfnOutput(scope, "ServiceName", value=service.service_name)
 

@@ -30,3 +30,9 @@ def repo() -> Path:
 # A fixed three-model fleet (the first example) that planner, CLI and operations tests plan against, so the
 # example fleet.toml can grow without rewriting them.
 THREE_MODELS = REPO / "tests" / "fleets" / "three-models.toml"
+
+
+def plan_only(doc: dict[str, Any]) -> dict[str, Any]:
+    """A plan document without what only a synth can know (the allow-list's allowances and what it could not judge,
+    read from the written templates): what the CLI and a synth must agree on."""
+    return {k: v for k, v in doc.items() if k not in ("allowances", "not_judged")}

@@ -49,7 +49,8 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["plan", EXAMPLE, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(plan_contract.paths(doc)) <= plan_contract.PATHS  # tests/test_docs.py holds the contract both ways
-    assert set(doc) == {"capacities", "services", "outside_plan", "findings", "summary"}
+    assert set(doc) == {"capacities", "services", "outside_plan", "allowances", "not_judged", "findings", "summary"}
+    assert doc["allowances"] == doc["not_judged"] == []  # read from written templates: a synth's
     assert all(s["allocation"] is None for s in doc["services"])  # this fleet has no allocation notes
     assert {s["name"]: (s["tasks"], s["placed"]) for s in doc["services"]} == {
         "embedder": (4, 4),

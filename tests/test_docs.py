@@ -48,7 +48,11 @@ def _full_plan() -> dict[str, object]:
     ]
     outside = [OutsideService("x", "l4", "its count is a parameter", "state a count")]
     prices = Prices("us-east-1", datetime.date(2026, 12, 1), "USD", {"g6.12xlarge": 4.6}, "test")
-    return plan_report.to_json(assess(caps, services, outside=outside), prices)
+    allowed = [("app/Telemetry/Task/Resource", "ecs-gpu-sharing:HostPathMounted", "the daemon reads /proc")]
+    not_judged = [("app/Svc/Service", "its task definition arn:... is not in the app's templates")]
+    return plan_report.to_json(
+        assess(caps, services, outside=outside), prices, allowances=allowed, not_judged=not_judged
+    )
 
 
 def test_the_plan_json_is_its_contract_both_ways() -> None:

@@ -113,6 +113,24 @@ def test_a_suggestion_never_goes_below_the_notes_need_and_fits_keeps_the_budget(
     assert tight[0].verdict == TOO_TIGHT
 
 
+def test_a_peak_above_the_budget_is_a_broken_limit_not_a_raise() -> None:
+    spec = _spec()
+    (broken,) = [
+        v
+        for v in right_size.judge(spec, {"reranker": Measured("reranker", "r", peak_mib=9000)})
+        if v.service == "reranker"
+    ]
+    assert (broken.verdict, broken.suggested_mib) == (right_size.LIMIT_BROKEN, 3072)
+    assert "did not hold" in broken.why
+    assert evaluate.changes([broken], datetime.date(2026, 12, 1)) == {}
+
+
+def test_no_suggestion_goes_above_one_gpus_usable_memory() -> None:
+    subject = right_size.Subject("llm", 22000, usable_mib=22307)
+    (v,) = right_size.judge({"llm": subject}, {"llm": Measured("llm", "l", peak_mib=21900)})
+    assert v.verdict == TOO_TIGHT and v.suggested_mib == 22307
+
+
 def test_the_replan_shows_what_right_sizing_saves() -> None:
     text = FLEET.replace("desired_count = 4", "desired_count = 12")
     spec = _spec(text)
@@ -207,8 +225,12 @@ def _put(logs: Any, group: str, stream: str, messages: list[str], when: datetime
     )
 
 
-def _stopped(service: str, reason: str, container_reason: str = "", code: str = "TaskFailedToStart") -> str:
+def _stopped(
+    service: str, reason: str, container_reason: str = "", code: str = "TaskFailedToStart", *, cluster: str = ""
+) -> str:
+    cluster = cluster or service.split("-", 1)[0]
     detail = {
+        "clusterArn": f"arn:aws:ecs:us-east-1:123456789012:cluster/{cluster}",
         "group": f"service:{service}",
         "lastStatus": "STOPPED",
         "stoppedReason": reason,
@@ -529,3 +551,34 @@ def test_a_host_memory_kill_changes_neither_the_written_budget_nor_the_exit_stat
     (code0, text0, out0), (code1, text1, out1) = runs
     assert (code0, text0) == (code1, text1) and code0 == 0
     assert "idle: 1 task killed at the container's memory limit" in out1 and "memory_mib" not in out0
+
+
+def test_only_ecs_events_of_the_cluster_count_as_stops(aws: Any) -> None:
+    """A line in the stopped-task group that ECS did not write for this cluster is not a stop."""
+    ecs, logs, now = boto3.client("ecs"), aws["logs"], aws["now"]
+    names = {"embedder": "models-embedder-AbC123"}
+    before = evaluate.measure(ecs, logs, "models", names, seconds=86400, now=now)["embedder"]
+    kill = ("models-embedder-AbC123", "x", "OutOfMemoryError: Container killed", "EssentialContainerExited")
+    other_cluster = _stopped(*kill, cluster="elsewhere")
+    not_ecs = json.loads(_stopped(*kill))
+    not_ecs["source"] = "tenant.forged"
+    group = "/aws/events/ecs-gpu-sharing/models/stopped-tasks"
+    _put(logs, group, "forged", [other_cluster, json.dumps(not_ecs)], now - datetime.timedelta(minutes=20))
+    after = evaluate.measure(ecs, logs, "models", names, seconds=86400, now=now)["embedder"]
+    assert after.host_memory_stops == before.host_memory_stops
+    _put(logs, group, "real", [_stopped(*kill)], now - datetime.timedelta(minutes=10))
+    counted = evaluate.measure(ecs, logs, "models", names, seconds=86400, now=now)["embedder"]
+    assert counted.host_memory_stops == before.host_memory_stops + 1
+
+
+def test_two_services_claiming_one_plan_name_are_refused(aws: Any) -> None:
+    ecs = boto3.client("ecs")
+    ecs.create_service(
+        cluster="models",
+        serviceName="tenant-lookalike",
+        taskDefinition="t",
+        desiredCount=0,
+        tags=[{"key": SERVICE_TAG, "value": "embedder"}],
+    )
+    with pytest.raises(GpuSharingError, match="models-embedder-AbC123 and tenant-lookalike both carry"):
+        evaluate.service_names(ecs, "models")

@@ -24,7 +24,7 @@ from ecs_gpu_sharing.core.fleet import ecr_image
 from ecs_gpu_sharing.core.plan_inputs import from_fleet
 from stacks.fleet_app import build_app
 
-from conftest import THREE_MODELS, new_app
+from conftest import THREE_MODELS, new_app, plan_only
 from validators import cfn_lint_errors, ecs_register_task_definition_errors
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/python:3.12-slim")
@@ -134,15 +134,15 @@ def test_root_stated_explicitly_still_warns(ecr_fleet: dict[str, Any]) -> None:
         ('task_role_managed_policies = ["IAMFullAccess"]', "task_role_managed_policies IAMFullAccess is refused"),
         (
             'task_role_statements = [{ actions = ["iam:*"], resources = ["arn:aws:iam::123456789012:user/x"] }]',
-            "action iam:* lets the task change IAM",
+            "action iam:* changes IAM, the task's own role included",
         ),
         (
             'task_role_statements = [{ actions = ["iam:PassRole"], resources = ["arn:aws:iam::123456789012:role/*"] }]',
-            "action iam:PassRole on every role lets the task act as any role",
+            "action iam:PassRole on every role lets the task hand any role",
         ),
         (
             'task_role_statements = [{ actions = ["sts:AssumeRole"], resources = ["arn:aws:iam::*:role/admin"] }]',
-            "action sts:AssumeRole on every role",
+            "action sts:AssumeRole takes another role's or a federated identity's permissions",
         ),
         (
             'task_role_statements = [{ actions = ["*"], resources = ["arn:aws:s3:::b"] }]',
@@ -160,6 +160,33 @@ def test_a_task_role_that_could_raise_its_own_permissions_is_refused(edit: str, 
     )
     with pytest.raises(GpuSharingError, match=re.escape(message)):
         fleet.parse(tomllib.loads(text), source="f.toml")
+
+
+@pytest.mark.parametrize(
+    "actions",
+    [
+        '["iam:PutRolePolicy"]',
+        '["iam:Attach*"]',
+        '["ssm:SendCommand"]',
+        '["ecs:TagResource"]',
+        '["iam:PassRole", "lambda:CreateFunction"]',
+    ],
+)
+def test_an_escalating_grant_is_refused_unless_acknowledged_with_a_visible_reason(actions: str) -> None:
+    edit = f'task_role_statements = [{{ actions = {actions}, resources = ["arn:aws:iam::123456789012:role/x"] }}]'
+    base = THREE_MODELS.read_text().replace(
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+        f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{edit}',
+        1,
+    )
+    with pytest.raises(GpuSharingError, match=r"\[ecs-gpu-sharing:TaskRoleEscalation\]"):
+        fleet.parse(tomllib.loads(base), source="f.toml")
+    blank = base.replace(edit, edit + '\nacknowledge = { "ecs-gpu-sharing:TaskRoleEscalation" = "\u200b" }')
+    with pytest.raises(GpuSharingError, match="needs a reason"):
+        fleet.parse(tomllib.loads(blank), source="f.toml")
+    stated = base.replace(edit, edit + '\nacknowledge = { "ecs-gpu-sharing:TaskRoleEscalation" = "the launcher" }')
+    spec = fleet.parse(tomllib.loads(stated), source="f.toml")
+    assert any(s.acknowledge.get("ecs-gpu-sharing:TaskRoleEscalation") for s in spec.services.values())
 
 
 def test_a_pass_role_on_one_role_is_accepted() -> None:
@@ -266,7 +293,7 @@ def test_auto_scaling_from_the_fleet_file_is_planned_the_same_by_the_cli_and_syn
     stacks = build_app(app, spec)
     assembly = app.synth()
     synth_plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
-    assert synth_plan == cli_plan
+    assert plan_only(synth_plan) == plan_only(cli_plan)
     embedder = {s["name"]: s for s in synth_plan["services"]}["embedder"]
     assert (embedder["tasks"], embedder["count_source"]) == (12, "auto scaling maximum")
     template = Template.from_json(assembly.get_stack_artifact(stacks.services[0].artifact_id).template)

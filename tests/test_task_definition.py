@@ -453,8 +453,8 @@ def _namespace(key: str) -> Any:
             _capability(ecs.Capability.SYS_PTRACE),
             r"\[ecs-gpu-sharing:HostCapability\] container model adds capability SYS_PTRACE",
         ),
-        (_namespace("pid_mode"), r"\[ecs-gpu-sharing:HostNamespace\] the task's pidMode is host"),
-        (_namespace("ipc_mode"), r"\[ecs-gpu-sharing:HostNamespace\] the task's ipcMode is host"),
+        (_namespace("pid_mode"), r"\[ecs-gpu-sharing:HostNamespace\] the task's pidMode is 'host'"),
+        (_namespace("ipc_mode"), r"\[ecs-gpu-sharing:HostNamespace\] the task's ipcMode is 'host'"),
     ],
 )
 def test_a_guard_walked_around_after_add_container_fails_synth(build: Any, rule: str) -> None:
@@ -464,17 +464,24 @@ def test_a_guard_walked_around_after_add_container_fails_synth(build: Any, rule:
         _synth(stack)
 
 
-def test_a_harmless_capability_and_device_pass() -> None:
+def test_a_default_capability_added_back_passes_and_any_device_is_refused() -> None:
     stack = _stack()
     td = SharedGpuTaskDefinition(stack, "Td")
     linux = ecs.LinuxParameters(stack, "L")
     model = td.add_container(
         "model", image=IMAGE, memory_limit_mib=1024, gpu=MpsShare(gpu_budget_mib=1024), linux_parameters=linux
     )
+    linux.drop_capabilities(ecs.Capability.ALL)
     linux.add_capabilities(ecs.Capability.NET_BIND_SERVICE)
-    linux.add_devices(ecs.Device(host_path="/dev/fuse"))
     model.add_environment("MODEL_ID", "bge-small")
     _synth(stack)
+    refused = _stack()
+    td = SharedGpuTaskDefinition(refused, "Td")
+    linux = ecs.LinuxParameters(refused, "L")
+    td.add_container("model", image=IMAGE, memory_limit_mib=1024, gpu=MpsShare(1024), linux_parameters=linux)
+    linux.add_devices(ecs.Device(host_path="/dev/fuse"))
+    with pytest.raises(RuntimeError, match=r"\[ecs-gpu-sharing:DeviceMapped\] container model maps the host device"):
+        _synth(refused)
 
 
 # Any task definition a service runs in a cluster with a GPU capacity is judged the same way, not only shared ones.
@@ -514,7 +521,9 @@ def test_a_plain_privileged_task_on_gpu_hosts_is_refused_and_one_elsewhere_is_no
     stack = _stack()
     td, _ = _plain_on_gpu_cluster(stack)
     td.node.default_child.add_property_override("ContainerDefinitions.0.Privileged", True)  # type: ignore[union-attr]
-    with pytest.raises(RuntimeError, match=r"\[ecs-gpu-sharing:PrivilegedContainer\] container agent is privileged"):
+    with pytest.raises(
+        RuntimeError, match=r"\[ecs-gpu-sharing:PrivilegedContainer\] \S+: container agent is privileged \(True\)"
+    ):
         _synth(stack)
     elsewhere = _stack()
     _, (container, _linux) = _plain_on_gpu_cluster(elsewhere, gpu_cluster=False)
@@ -522,21 +531,30 @@ def test_a_plain_privileged_task_on_gpu_hosts_is_refused_and_one_elsewhere_is_no
     _synth(elsewhere)
 
 
-def test_only_a_guard_rule_with_a_reason_can_be_allowed() -> None:
+@pytest.mark.parametrize(
+    ("rule", "reason"),
+    [
+        ("ecs-gpu-sharing:BudgetIsAGuess", "no"),
+        ("ecs-gpu-sharing:GpuDeviceMapped", " "),
+        ("ecs-gpu-sharing:GpuDeviceMapped", "\u200b"),
+        ("ecs-gpu-sharing:GpuDeviceMapped", "\u00a0\u3000"),
+    ],
+)
+def test_only_an_allow_list_rule_with_a_visible_reason_can_be_allowed(rule: str, reason: str) -> None:
     stack = _stack()
     td, _ = _plain_on_gpu_cluster(stack)
-    with pytest.raises(ValueError, match="allow takes a guard rule id"):
-        FleetPlan.of(stack).allow(td, "ecs-gpu-sharing:BudgetIsAGuess", "no")
-    with pytest.raises(ValueError, match="allow takes a guard rule id"):
-        FleetPlan.of(stack).allow(td, "ecs-gpu-sharing:GpuDeviceMapped", " ")
+    with pytest.raises(ValueError, match="allow takes a rule id of the allow-list"):
+        FleetPlan.of(stack).allow(td, rule, reason)
 
 
 def test_an_escape_hatch_is_judged_in_the_written_template() -> None:
     """add_property_override is applied when the template is written: the guards read that template again."""
     stack = _stack()
     td, _ = _mps_task(stack)
-    td.node.default_child.add_property_override("ContainerDefinitions.0.Privileged", True)  # type: ignore[union-attr]
-    with pytest.raises(RuntimeError, match=r"ecs-gpu-sharing:PrivilegedContainer"):
+    td.node.default_child.add_property_override("ContainerDefinitions.0.Privileged", "true")  # type: ignore[union-attr]
+    with pytest.raises(
+        RuntimeError, match=r"\[ecs-gpu-sharing:PrivilegedContainer\] \S+: container model is privileged"
+    ):
         _synth(stack)
 
 

@@ -131,10 +131,11 @@ def host(tmp_path: Path) -> dict[str, Path]:
         (proc / str(pid)).mkdir(parents=True)
         (proc / str(pid) / "cgroup").write_text(f"0::/ecs.slice/docker-{cid}.scope\n")
         (proc / str(pid) / "comm").write_text("python3\n")
-    for pid, comm in ((900, "nvidia-cuda-mps-control"), (901, "nvidia-cuda-mps-server")):
+    for pid, name in ((900, "nvidia-cuda-mps-control"), (901, "nvidia-cuda-mps-server")):
         (proc / str(pid)).mkdir()
         (proc / str(pid) / "cgroup").write_text("0::/system.slice/nvidia-mps.service\n")
-        (proc / str(pid) / "comm").write_text(comm + "\n")
+        (proc / str(pid) / "comm").write_text(name[:15] + "\n")  # what the kernel keeps: nvidia-cuda-mps
+        (proc / str(pid) / "cmdline").write_bytes(f"/usr/bin/{name}\0-d\0".encode())
     return {"proc": proc}
 
 
@@ -253,9 +254,12 @@ def test_merging_prefers_a_known_figure() -> None:
 
 
 def test_mps_is_down_without_its_control_process(host: dict[str, Path]) -> None:
+    """The kernel truncates the control daemon's name to 15 characters, which the server's name shares: the command
+    line tells them apart."""
+    assert (host["proc"] / "900" / "comm").read_text().strip() == "nvidia-cuda-mps"
     assert mps_up(host["proc"])
     (host["proc"] / "900" / "comm").write_text("bash\n")
-    assert not mps_up(host["proc"])
+    assert not mps_up(host["proc"]), "the server alone (same 15 characters) is not the control daemon"
     with pytest.raises(OSError):
         mps_up(host["proc"] / "missing")
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core import catalog, cost, fleet, plan_diff, plan_inputs, plan_report
+from .core import catalog, cost, fleet, plan_contract, plan_diff, plan_inputs, plan_report, text
 from .core.errors import GpuSharingError, PlanError
-from .core.files import check_output_path, write_atomic
+from .core.files import check_output_path, read_json, write_atomic
 from .core.rules import assess
 
 
@@ -40,7 +40,8 @@ def _catalog_show(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    svg = check_output_path(args.svg, what="SVG", option="--svg") if args.svg else None
+    inputs = (args.fleet, getattr(args, "prices", None))
+    svg = check_output_path(args.svg, what="SVG", option="--svg", inputs=inputs) if args.svg else None
     if str(args.fleet).endswith(".json"):
         return _plan_file(args, svg)
     spec = fleet.load(args.fleet)
@@ -79,19 +80,19 @@ def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
         ) from None
     if svg is not None and drawing is not None:
         write_atomic(svg, drawing)
-    print(json.dumps(doc, indent=2) if args.json else "\n".join(lines))
+    print(json.dumps(doc, indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
     return 0 if doc.get("summary", {}).get("fits") else 1
 
 
 def _read_plan(path: str) -> dict[str, Any]:
+    wanted = "give a gpu-fleet-plan.json or the output of plan --json"
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise PlanError(f"{path}: cannot read the plan file ({error.strerror}); check the path") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise PlanError(f"{path}: not JSON; give a gpu-fleet-plan.json or the output of plan --json") from None
+        doc = read_json(path, what="plan")
+    except GpuSharingError as error:
+        raise PlanError(f"{error}; {wanted}") from None
     if not isinstance(doc, dict):
-        raise PlanError(f"{path}: not a fleet plan; give a gpu-fleet-plan.json or the output of plan --json")
+        raise PlanError(f"{path}: not a fleet plan; {wanted}")
+    plan_contract.check(doc, source=path)
     return doc
 
 
@@ -211,13 +212,9 @@ def _evaluate_subjects(args: argparse.Namespace, ecs: Any) -> tuple[Any, dict[st
         subjects = right_size.fleet_subjects(spec)
         return spec, subjects, {n: names[n] for n in subjects if n in names}, f"fleet file {args.fleet}"
     if args.plan:
-        wanted = "give the gpu-fleet-plan.json that cdk synth wrote"
-        try:
-            doc = json.loads(Path(args.plan).read_text(encoding="utf-8"))
-        except OSError as error:
-            raise GpuSharingError(f"--plan {args.plan}: {error.strerror}; {wanted}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            raise GpuSharingError(f"--plan {args.plan}: not JSON; {wanted}") from None
+        doc = read_json(args.plan, what="plan", option="--plan")
+        if isinstance(doc, dict):
+            plan_contract.check(doc, source=f"--plan {args.plan}")
         subjects = right_size.plan_subjects(doc, source=f"--plan {args.plan}")
         names = evaluate.service_names(ecs, args.cluster)
         return None, subjects, {n: names[n] for n in subjects if n in names}, f"synth plan {args.plan}"
@@ -237,7 +234,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     spec, subjects, names, source = _evaluate_subjects(args, ecs)
     if args.write:
         check_output_path(str(args.fleet), what="fleet file", option="--write")
-    text = Path(args.fleet).read_text(encoding="utf-8") if args.write else ""
+    fleet_text = Path(args.fleet).read_text(encoding="utf-8") if args.write else ""
     now = datetime.datetime.now(datetime.UTC)
     measured = evaluate.measure(ecs, client("logs", args.region), args.cluster, names, seconds=seconds, now=now)
     verdicts = right_size.judge(subjects, measured, args.margin_percent)
@@ -250,7 +247,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     notes: list[str] = []
     if args.write:
         path = Path(args.fleet)
-        edited, notes = fleet_edit.apply(text, evaluate.changes(verdicts, now.date()), source=str(path))
+        edited, notes = fleet_edit.apply(fleet_text, evaluate.changes(verdicts, now.date()), source=str(path))
         write_atomic(path, edited)
     if args.json:
         doc = {
@@ -272,7 +269,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(f"judged: {source}")
-        print(_verdict_table(verdicts))
+        print(text.terminal(_verdict_table(verdicts)))
         print()
         if change is not None:
             print(plan_diff.to_text(change))
@@ -282,7 +279,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"note: {note}")
         if args.write:
             print(f"wrote {args.fleet}")
-    return 1 if any(v.verdict == right_size.TOO_TIGHT for v in verdicts) else 0
+    return 1 if any(v.verdict in (right_size.TOO_TIGHT, right_size.LIMIT_BROKEN) for v in verdicts) else 0
 
 
 def _verdict_json(v: Any) -> dict[str, Any]:
@@ -463,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except GpuSharingError as error:
         for line in str(error).splitlines():
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {text.terminal(line)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader left (`plan --json | head`): what it read was whole, nothing else is wrong. Python would report

@@ -21,7 +21,7 @@ from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
 from ..core.planner import EC2
 from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
 from ..core.rules import roll_in_service
-from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX
+from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
 
@@ -170,8 +170,9 @@ class PlannedGpuCapacity:
 
 
 def evidence_write_denial(stack: cdk.Stack) -> iam.PolicyStatement:
-    """Denies a host role writing the telemetry daemon's evidence log groups (``core.telemetry``): the hosts write
-    containers' logs with their role, and only the daemon's task role may write what ``evaluate`` reads."""
+    """Denies a host role writing what ``evaluate`` reads: the telemetry daemon's evidence log groups and the
+    stopped-task log groups (``core.telemetry``). The hosts write containers' logs with their role; only the daemon's
+    task role may write the evidence, and only EventBridge the stopped tasks."""
     return iam.PolicyStatement(
         effect=iam.Effect.DENY,
         actions=["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -179,9 +180,10 @@ def evidence_write_denial(stack: cdk.Stack) -> iam.PolicyStatement:
             stack.format_arn(
                 service="logs",
                 resource="log-group",
-                resource_name=f"{EVIDENCE_LOG_GROUP_PREFIX}*",
+                resource_name=f"{prefix}*",
                 arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
             )
+            for prefix in (EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX)
         ],
     )
 

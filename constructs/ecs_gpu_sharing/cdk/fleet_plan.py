@@ -21,13 +21,16 @@ from constructs import Construct, IConstruct, IValidation
 
 from ..core import cost, plan_report
 from ..core.allocation import AllocationNote
-from ..core.container_guards import GUARD_RULES, guard_violations
+from ..core.container_guards import GUARD_RULES, guard_violations, rule_of
 from ..core.errors import CapacityError, PlanError, ServiceError
+from ..core.escalation import TASK_ROLE_ESCALATION
 from ..core.files import write_atomic
 from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
+from ..core.tenancy import CAPACITY_METADATA, TASK_DEFINITION_NOT_READABLE, Judgement, judge
+from ..core.text import visible
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
 from .limits import template_violations
 
@@ -57,8 +60,8 @@ class FleetPlan(Construct):
         self._counts: dict[IConstruct, int] = {}
         self._allocations: dict[IConstruct, AllocationNote] = {}
         self._acks: dict[IConstruct, dict[str, str]] = {}
-        self._allowed: dict[IConstruct, dict[str, str]] = {}  # task definition -> guard rule -> why it may
-        self._judged: list[IConstruct] = []  # task definitions whose rendered template the guards read again
+        self._allowed: dict[IConstruct, dict[str, str]] = {}  # scope -> allow-list rule -> why it may
+        self._judgement: Judgement | None = None  # the written templates, judged (core.tenancy)
         self._assessment: Assessment | None = None
         self._discovered: Discovered | None = None
         self._sealed = False  # set when synthesis starts: inputs no longer change, the plan is computed once
@@ -68,6 +71,11 @@ class FleetPlan(Construct):
 
     def add_capacity(self, capacity: PlannedCapacity) -> None:
         self._capacities.append(capacity)
+        provider = getattr(capacity, "capacity_provider", None)
+        for resource in provider.node.find_all() if provider is not None else []:
+            if isinstance(resource, ecs.CfnCapacityProvider):
+                # How the written templates tell a GPU capacity's provider (core.tenancy), whoever names it.
+                resource.add_metadata(CAPACITY_METADATA, capacity.plan_name)
         capacity.node.add_validation(_Findings(self, "capacity", capacity))
 
     def name_service(self, service: IConstruct, name: str) -> None:
@@ -100,8 +108,8 @@ class FleetPlan(Construct):
         if rule is None or rule.level is not Level.WARNING:
             known = ", ".join(sorted(acknowledgeable("service") | acknowledgeable("capacity")))
             raise ServiceError(f"{owner}: {rule_id!r} is not a warning that can be acknowledged; these can: {known}")
-        if not isinstance(reason, str) or not reason.strip():
-            raise ServiceError(f"{owner}: acknowledging {rule_id} needs a reason (a non-empty string)")
+        if not visible(reason):
+            raise ServiceError(f"{owner}: acknowledging {rule_id} needs a reason (a string with visible characters)")
         self._acks.setdefault(scope, {})[rule_id] = reason
         cdk.Annotations.of(scope).acknowledge_warning(rule_id, reason)
 
@@ -112,39 +120,53 @@ class FleetPlan(Construct):
             out.update(self._acks.get(scope, {}))
         return out
 
-    def allow(self, task_definition: IConstruct, rule_id: str, reason: str) -> None:
-        """Lets ``task_definition`` break one container guard (``core.container_guards``) for ``reason``: for the
-        library's own daemon, which maps the GPU device files to read NVML. Not for models: a guard keeps a tenant
-        within its MPS budget."""
-        if rule_id not in GUARD_RULES or not reason.strip():
+    ALLOWABLE = (*GUARD_RULES, TASK_ROLE_ESCALATION, TASK_DEFINITION_NOT_READABLE)
+    """The rules ``allow`` can permit: the allow-list over task definitions, task-role escalation, and a service on
+    a GPU capacity whose task definition the app does not hold."""
+
+    def allow(self, scope: IConstruct, rule_id: str, reason: str) -> None:
+        """Permits ``scope`` (a task definition, a service or pattern, or any construct holding them) to break one
+        rule of the allow-list on GPU hosts (``FleetPlan.ALLOWABLE``), for ``reason``; the plan files list every
+        allowance with its reason. The one way to permit it: the library's telemetry daemon is allowed its GPU device
+        files and two read-only host paths this way. Think twice for a model: a guard keeps a tenant within its share
+        of a host other teams use."""
+        owner = getattr(getattr(scope, "node", None), "path", repr(scope))
+        if rule_id not in self.ALLOWABLE or not visible(reason):
             raise ServiceError(
-                f"{task_definition.node.path}: allow takes a guard rule id ({', '.join(GUARD_RULES)}) and a reason, "
-                f"got {rule_id!r} and {reason!r}; name the one guard the task definition may break, and why"
+                f"{owner}: allow takes a rule id of the allow-list ({', '.join(self.ALLOWABLE)}) and a reason with "
+                f"visible characters, got {rule_id!r} and {reason!r}; name the one rule it may break, and why"
             )
-        self._allowed.setdefault(task_definition, {})[rule_id] = reason
+        self._allowed.setdefault(scope, {})[rule_id] = reason
 
-    def judge_rendered(self, task_definition: IConstruct) -> None:
-        """Reads ``task_definition`` again in the written template, where property overrides have been applied."""
-        if task_definition not in self._judged:
-            self._judged.append(task_definition)
-
-    def rendered_guard_violations(self, template_paths: list[str]) -> list[tuple[str, str, str]]:
-        """(template path, logical id, line) for every guard a judged task definition breaks as written, escape
-        hatches included (``add_property_override``)."""
-        by_file = {Path(p).name: p for p in template_paths}
-        out = []
-        for task in self._judged:
-            stack = cdk.Stack.of(task)
-            path = by_file.get(stack.template_file)
-            if path is None or task.node.default_child is None:
-                continue
-            logical = stack.get_logical_id(task.node.default_child)  # type: ignore[arg-type]
-            resource = json.loads(Path(path).read_text()).get("Resources", {}).get(logical, {})
-            allowed = self._allowed.get(task, {})
-            for line in guard_violations(resource.get("Properties", {})):
-                if not any(line.startswith(f"[{rule}]") for rule in allowed):
-                    out.append((path, logical, f"{task.node.path}: {line} (as written in the template)"))
+    def allowed_rules(self, construct: IConstruct) -> dict[str, str]:
+        """The allow-list rules ``construct`` may break: its own allowances and those of every scope above it."""
+        out: dict[str, str] = {}
+        for scope in construct.node.scopes:
+            out.update(self._allowed.get(scope, {}))
         return out
+
+    def _allowed_resources(self) -> dict[tuple[str, str], dict[str, str]]:
+        """Each allowance as the written templates name its resources: every CloudFormation resource in the scope,
+        and, for a service in it, its task definition and task role."""
+        out: dict[tuple[str, str], dict[str, str]] = {}
+        for scope, rules in self._allowed.items():
+            resources = [c for c in scope.node.find_all() if isinstance(c, cdk.CfnResource)]
+            for service in (c for c in scope.node.find_all() if isinstance(c, ecs.BaseService)):
+                task = service.task_definition
+                if isinstance(task, ecs.TaskDefinition):
+                    resources.extend(c for c in task.node.find_all() if isinstance(c, cdk.CfnResource))
+            for resource in resources:
+                stack = cdk.Stack.of(resource)
+                key = (stack.template_file.removesuffix(".template.json"), stack.get_logical_id(resource))
+                out.setdefault(key, {}).update(rules)
+        return out
+
+    def judge_templates(self, template_paths: list[str]) -> Judgement:
+        """The written templates judged (``core.tenancy``): every service on a GPU capacity, however it was built."""
+        paths = {Path(p).name.removesuffix(".template.json"): p for p in template_paths}
+        templates = {name: json.loads(Path(path).read_text()) for name, path in paths.items()}
+        self._judgement = judge(templates, self._allowed_resources())
+        return self._judgement
 
     def capacity_name_taken(self, name: str) -> bool:
         return any(c.plan_name == name for c in self._capacities)
@@ -232,12 +254,17 @@ class FleetPlan(Construct):
         result = self.assessment
         given = self.node.try_get_context(PRICES_CONTEXT)
         prices = cost.load_prices(given) if isinstance(given, str) and given else None
-        doc = plan_report.to_json(result, prices)
+        judged = self._judgement or Judgement()
+        not_judged = [(n.path, n.reason) for n in judged.not_judged]
+        doc = plan_report.to_json(result, prices, allowances=judged.allowed, not_judged=not_judged)
         lines = cost.cost_lines(doc)
         outdir.mkdir(parents=True, exist_ok=True)
         write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(doc, indent=1) + "\n")
-        write_atomic(outdir / f"{PLAN_FILE}.md", plan_report.to_markdown(result, cost_lines=lines))
-        for line in [*plan_report.summary_lines(result), lines[0]]:
+        markdown = plan_report.to_markdown(result, cost_lines=lines)
+        markdown += plan_report.allow_list_markdown(judged.allowed, not_judged)
+        write_atomic(outdir / f"{PLAN_FILE}.md", markdown)
+        notes = [f"not judged: {path}: {why}" for path, why in not_judged]
+        for line in [*plan_report.summary_lines(result), *notes, lines[0]]:
             print(line if line.startswith("GPU fleet plan") else f"GPU fleet plan: {line}", file=sys.stderr)
 
 
@@ -268,12 +295,11 @@ class _Guards:
             return []
         resource = self._task_definition.node.default_child
         rendered = cdk.Stack.of(self._task_definition).resolve(resource._cfn_properties)  # type: ignore[union-attr]
-        allowed = self._plan._allowed.get(self._task_definition, {})
-        self._plan.judge_rendered(self._task_definition)
+        allowed = self._plan.allowed_rules(self._task_definition)
         return [
             f"{line} (it runs on the GPU hosts of this cluster)"
             for line in guard_violations(rendered)
-            if not any(line.startswith(f"[{rule}]") for rule in allowed)
+            if rule_of(line) not in allowed
         ]
 
 
@@ -323,16 +349,23 @@ class _WritePlan:
         return None
 
     def validate(self, context: cdk.IPolicyValidationContext) -> cdk.PolicyValidationPluginReport:
-        # The guards once more over what was written: an escape hatch (add_property_override) is seen only here.
+        # The allow-list over what was written, for every service on a GPU capacity however it was built: escape
+        # hatches, L1 resources, imported clusters and other stacks are seen only here.
+        judgement = self._plan.judge_templates(list(context.template_paths))
+        paths = {Path(p).name.removesuffix(".template.json"): p for p in context.template_paths}
         violations = [
             cdk.PolicyViolation(
-                rule_name=line.split("]", 1)[0].split("[", 1)[-1],
-                description=line,
+                rule_name=v.rule_id,
+                description=v.message,
                 violating_resources=[
-                    cdk.PolicyViolatingResource(locations=[logical], resource_logical_id=logical, template_path=path)
+                    cdk.PolicyViolatingResource(
+                        locations=[v.logical_id or "Resources"],
+                        resource_logical_id=v.logical_id or v.stack,
+                        template_path=paths.get(v.stack, ""),
+                    )
                 ],
             )
-            for path, logical, line in self._plan.rendered_guard_violations(list(context.template_paths))
+            for v in judgement.violations
         ]
         # AWS's limits and the rules its services enforce at deploy, on every template of the app.
         violations.extend(template_violations(list(context.template_paths)))

@@ -16,7 +16,13 @@ import jsii
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IValidation
 
-from ..core.container_guards import guard_violations, managed_instances_refusals
+from ..core.container_guards import (
+    MPS_ENVIRONMENT_IN_COMMAND,
+    guard_violations,
+    managed_instances_refusals,
+    mps_variables_in_command,
+    rule_of,
+)
 from ..core.errors import TaskDefinitionError
 from ..core.hardening import (
     MANAGED_POLICY_ON_TASK_ROLE,
@@ -37,6 +43,7 @@ from ..core.hardening import (
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
 from ..core.planner import TASK_EXCEEDS_GPU_MEMORY
 from ..core.rules import TASK_MIXES_GPU_OPTIONS
+from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
 
@@ -72,6 +79,9 @@ class _MpsContainers:
         )
         self._acknowledged = False
         self.node.add_validation(_SharedGpuRules(self))  # type: ignore[attr-defined]
+        FleetPlan.of(self)  # type: ignore[arg-type]  # its plugin judges the written template (escape hatches)
+        resource = self.node.default_child  # type: ignore[attr-defined]
+        resource.add_metadata(SHARED_TASK_METADATA, True)
         cdk.Validations.of(self.node.default_child).acknowledge(  # type: ignore[attr-defined]
             cdk.Acknowledgment(
                 id="AwsSolutions::AwsSolutions-ECS2",
@@ -295,9 +305,11 @@ class _SharedGpuRules:
         # The final task definition, whatever was added after add_container, resolved once for both rule sets.
         resource = task.node.default_child  # type: ignore[attr-defined]
         rendered = cdk.Stack.of(resource).resolve(resource._cfn_properties)
-        problems.extend(guard_violations(rendered))
+        allowed = FleetPlan.of(task).allowed_rules(task)  # type: ignore[arg-type]
+        problems.extend(line for line in guard_violations(rendered) if rule_of(line) not in allowed)
         _hardening_warnings(task, rendered)
-        FleetPlan.of(task).judge_rendered(task)  # type: ignore[arg-type]  # overrides are seen in the template
+        for line in mps_variables_in_command(rendered):
+            cdk.Annotations.of(task).add_warning_v2(MPS_ENVIRONMENT_IN_COMMAND, line)  # type: ignore[arg-type]
         if isinstance(task, SharedGpuManagedInstancesTaskDefinition):
             problems.extend(managed_instances_refusals(rendered))
         return problems

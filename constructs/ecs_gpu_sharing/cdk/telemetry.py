@@ -58,7 +58,7 @@ from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
 from ..core import catalog
-from ..core.container_guards import GPU_DEVICE_MAPPED
+from ..core.container_guards import GPU_DEVICE_MAPPED, HOST_PATH
 from ..core.errors import ServiceError
 from ..core.mps import MPS_HOSTS_EXPRESSION
 from ..core.planner import EC2
@@ -209,6 +209,12 @@ class GpuTelemetry(Construct):
                 GPU_DEVICE_MAPPED,
                 "the telemetry daemon opens the GPU device files for NVML only (read-only figures, no CUDA context, "
                 "no GPU memory); it runs the library's own image",
+            )
+            plan.allow(
+                task,
+                HOST_PATH,
+                f"the telemetry daemon reads the host's /proc and {NVML_LIBRARY}, both mounted read-only: NVML names "
+                "processes by host PID, and the library must match the host's driver",
             )
             self.task_definitions[gpus] = task
             self.services[gpus] = service

@@ -13,6 +13,7 @@ import datetime
 from dataclasses import dataclass
 
 from .errors import GpuSharingError
+from .text import visible
 
 EVIDENCE_SOURCES = ("evaluate", "load-test", "profiling")
 
@@ -45,7 +46,7 @@ class AllocationNote:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise GpuSharingError(f"AllocationNote: {name} must be a whole number of MiB >= 0, got {value!r}")
-        if not isinstance(self.shared_failure, str) or not self.shared_failure.strip():
+        if not visible(self.shared_failure):
             raise GpuSharingError(
                 "AllocationNote: shared_failure must say what happens when the MPS server or the host restarts "
                 "(for example 'requests fail until the task restarts; clients retry')"

@@ -10,7 +10,6 @@ the capacity's planned instances have, times the capacity's cost (a task without
 from __future__ import annotations
 
 import datetime
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GpuSharingError
+from .files import read_json
 
 HOURS_PER_MONTH = 730
 REFRESH = "ecs-gpu-sharing prices refresh --region REGION --output prices.json"
@@ -67,14 +67,9 @@ def parse_prices(doc: Any, *, source: str) -> Prices:
 
 def load_prices(path: str | Path) -> Prices:
     p = Path(path)
-    try:
-        if not p.is_file():
-            raise GpuSharingError(f"{p}: no such prices file; {NO_PRICES}")
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise GpuSharingError(f"{p}: cannot read the prices file ({error.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise GpuSharingError(f"{p}: not JSON; write it again with `{REFRESH}`") from None
+    if not p.exists():
+        raise GpuSharingError(f"{p}: no such prices file; {NO_PRICES}")
+    doc = read_json(p, what=f"prices file (write it again with `{REFRESH}`)")
     return parse_prices(doc, source=str(p))
 
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .errors import GpuSharingError
 
 
-def check_output_path(path: str | Path, *, what: str, option: str) -> Path:
-    """``path`` as a file this command may write; refuses a folder, or a folder that does not exist, before any
-    work is done. ``option`` names the command-line option for the message."""
+def check_output_path(path: str | Path, *, what: str, option: str, inputs: Sequence[str | Path | None] = ()) -> Path:
+    """``path`` as a file this command may write; refuses, before any work is done, a folder, a folder that does not
+    exist, a target that is not a regular file (a device, a pipe, a socket: replacing it would break what uses it), and
+    one of the command's ``inputs`` (the fleet or prices file it reads). ``option`` names the command-line option."""
     p = Path(path)
     if p.is_dir():
         raise GpuSharingError(f"{option} {p}: is a folder; give the path of the {what} file to write")
@@ -21,6 +26,11 @@ def check_output_path(path: str | Path, *, what: str, option: str) -> Path:
         raise GpuSharingError(f"{option} {p}: the folder {parent} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK):
         raise GpuSharingError(f"{option} {p}: the folder {parent} is not writable; choose another path")
+    if p.exists() and not p.is_file():
+        raise GpuSharingError(f"{option} {p}: not a regular file (a device, pipe or socket); choose another path")
+    for given in inputs:
+        if given is not None and Path(given).exists() and p.exists() and os.path.samefile(p, given):
+            raise GpuSharingError(f"{option} {p}: is the file this command reads ({given}); choose another path")
     return p
 
 
@@ -59,3 +69,68 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+MAX_INPUT_BYTES = 64 * 2**20
+"""The most an input file (a plan JSON, prices, a layout, a catalog) may hold: far above any real one, so a device or a
+runaway file is refused before it is read into memory."""
+
+
+def read_input(path: str | Path, *, what: str, option: str = "", max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """An input file's text: a regular file (a link to one is one) of at most ``max_bytes``, in UTF-8. A pipe, socket
+    or device (``/dev/zero``) would block or fill the memory; each is one ``GpuSharingError`` line naming ``option``
+    and what to give instead."""
+    p = Path(path)
+    where = f"{option} {p}" if option else str(p)
+    try:
+        status = p.stat()
+        if stat.S_ISDIR(status.st_mode):
+            raise GpuSharingError(f"{where}: is a folder; give the path of the {what} file")
+        if not stat.S_ISREG(status.st_mode):
+            raise GpuSharingError(f"{where}: not a regular file (a pipe, socket or device); give the {what} file")
+        if status.st_size > max_bytes:
+            raise GpuSharingError(
+                f"{where}: {status.st_size} bytes, more than a {what} file may hold ({max_bytes // 2**20} MiB)"
+            )
+        with p.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise GpuSharingError(f"{where}: no such file; check the path of the {what} file") from None
+    except OSError as error:
+        raise GpuSharingError(f"{where}: cannot read the {what} file ({error.strerror})") from None
+    if len(data) > max_bytes:
+        raise GpuSharingError(f"{where}: more than a {what} file may hold ({max_bytes // 2**20} MiB)")
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        raise GpuSharingError(f"{where}: not UTF-8 text (byte {error.start}); give the {what} file") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def parse_json(text: str, *, where: str, what: str) -> Any:
+    """JSON with finite numbers only: ``Infinity``, ``NaN`` and ``1e400`` (which Python reads as infinity) are one
+    ``GpuSharingError`` line, as is nesting deep enough to exhaust the parser."""
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as error:
+        raise GpuSharingError(f"{where}: not JSON ({error.msg}, line {error.lineno}); give the {what}") from None
+    except ValueError as error:
+        raise GpuSharingError(f"{where}: {error}; give the {what} as written") from None
+    except RecursionError:
+        raise GpuSharingError(f"{where}: nested too deep to be a {what}") from None
+
+
+def read_json(path: str | Path, *, what: str, option: str = "", max_bytes: int = MAX_INPUT_BYTES) -> Any:
+    """``read_input`` then ``parse_json``."""
+    where = f"{option} {path}" if option else str(path)
+    return parse_json(read_input(path, what=what, option=option, max_bytes=max_bytes), where=where, what=what)

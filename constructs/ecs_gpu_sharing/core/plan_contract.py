@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .errors import PlanError
 from .markdown import table
 
 _CAP = "capacities[]"
@@ -118,6 +119,16 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("outside_plan[].name", "the service's name"),
     ("outside_plan[].capacity", "the capacity it runs on"),
     ("outside_plan[].reason", "why the plan cannot count it"),
+    ("allowances", "what FleetPlan.allow permitted on a GPU host, each with its reason ([] from the CLI)"),
+    ("allowances[].resource", "the construct path of the resource permitted"),
+    ("allowances[].rule_id", "the allow-list rule it may break"),
+    ("allowances[].reason", "why, as given"),
+    (
+        "not_judged",
+        "resources on (or maybe on) a GPU capacity the allow-list could not read, and why ([] from the CLI)",
+    ),
+    ("not_judged[].resource", "the construct path of the service or task definition"),
+    ("not_judged[].reason", "what could not be read"),
     ("findings", "every rule's verdict (docs/rules.md)"),
     ("findings[].rule_id", "the rule's id"),
     ("findings[].level", "error or warning"),
@@ -173,3 +184,62 @@ def markdown() -> str:
         *table(("field", "meaning"), ((f"`{path}`", meaning) for path, meaning in FIELDS)),
     ]
     return "\n".join(lines) + "\n"
+
+
+# Figures a reader divides by or counts with: a plan written by the library never has them out of range, so one that
+# does was edited or forged, and is refused in one line rather than dividing by zero.
+POSITIVE = frozenset(
+    {
+        f"{_CAP}.usable_gpu_memory_mib",
+        f"{_CAP}.registered_gpu_memory_mib",
+        f"{_CAP}.gpus_per_instance",
+        f"{_CAP}.host_cpu_units",
+        f"{_CAP}.host_memory_mib",
+    }
+)
+NON_NEGATIVE = frozenset(
+    {
+        f"{_GROUP}.count",
+        f"{_GPU}.used_gpu_memory_mib",
+        f"{_GPU}.tasks[].tasks",
+        f"{_GPU}.tasks[].task_gpu_budget_mib",
+        f"{_SVC}.tasks",
+        f"{_SVC}.placed",
+        f"{_SVC}.surge_tasks",
+        f"{_SVC}.task.gpu_budgets_mib[]",
+        f"{_SVC}.task.memory_mib",
+        f"{_SVC}.task.cpu_units",
+        f"{_CAP}.surge_instances",
+        f"{_CAP}.min_instances",
+    }
+)
+NULLABLE = frozenset(
+    {f"{_CAP}.max_instances", f"{_CAP}.ecs_placement_instances", f"{_CAP}.expected_instances"}
+)  # whole numbers from 0, or null where not modelled
+LARGEST = 10**9  # no figure of a plan comes near it
+
+
+def _values(doc: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(doc, Mapping):
+        for key, value in doc.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            yield path, value
+            yield from _values(value, path)
+    elif isinstance(doc, list):
+        for item in doc:
+            yield f"{prefix}[]", item
+            yield from _values(item, f"{prefix}[]")
+
+
+def check(doc: Mapping[str, Any], *, source: str) -> None:
+    """Refuses, in one ``PlanError`` line, a plan document whose counts and GPU figures are not whole numbers in
+    range (``usable_gpu_memory_mib: 0``, a negative count, ``1e300``)."""
+    for path, value in _values(doc):
+        low = 1 if path in POSITIVE else 0 if path in NON_NEGATIVE or path in NULLABLE else None
+        if low is None or (value is None and path in NULLABLE):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= LARGEST:
+            raise PlanError(
+                f"{source}: {path} is {value!r}, not a whole number from {low} to {LARGEST}; give a plan as the "
+                "library wrote it (gpu-fleet-plan.json or plan --json), unedited"
+            )

@@ -9,9 +9,11 @@ plan, or a check newly fails; CI can ask for a review then (exit status 1).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import text
 from .errors import PlanError
 
 # (key in a capacity's summary, label): the figures compared per capacity; more of any is growth.
@@ -175,7 +177,7 @@ def to_text(d: PlanDiff) -> str:
     labels = _labels(d)
     rows = [f"{'capacity':<16}" + "".join(f"{label:<28}" for label in labels)]
     for name, figures in d.capacities.items():
-        rows.append(f"{name:<16}" + "".join(f"{cell:<28}" for cell in _cells(figures, labels)))
+        rows.append(f"{text.one_line(name):<16}" + "".join(f"{text.one_line(c):<28}" for c in _cells(figures, labels)))
     rows += _lists(d, bullet="")
     rows.append("grew: yes (review the capacity and services above)" if d.grew else "grew: no")
     return "\n".join(row.rstrip() for row in rows)
@@ -187,9 +189,9 @@ def to_markdown(d: PlanDiff) -> str:
     out.append("| capacity | " + " | ".join(labels) + " |")
     out.append("| --- |" + " ---: |" * len(labels))
     for name, figures in d.capacities.items():
-        out.append(f"| {name} | " + " | ".join(_cells(figures, labels)) + " |")
+        out.append(f"| {text.markdown(name)} | " + " | ".join(text.markdown(c) for c in _cells(figures, labels)) + " |")
     out.append("")
-    out += _lists(d, bullet="- ")
+    out += _lists(d, bullet="- ", show=text.markdown)
     out.append("")
     out.append(
         "**Capacity grows, a service left the plan or a check newly fails: please review.**"
@@ -199,16 +201,18 @@ def to_markdown(d: PlanDiff) -> str:
     return "\n".join(out) + "\n"
 
 
-def _lists(d: PlanDiff, *, bullet: str) -> list[str]:
+def _lists(d: PlanDiff, *, bullet: str, show: Callable[[Any], str] = text.one_line) -> list[str]:
+    """The changes as lines; every value read from a plan file goes through ``show`` (escaped for where it lands: a
+    name from a forged file must not start a line, a heading or a link in a PR comment, or move a terminal)."""
     rows = []
     if d.services_added:
-        rows.append(f"{bullet}services added: {', '.join(d.services_added)}")
+        rows.append(f"{bullet}services added: {', '.join(show(n) for n in d.services_added)}")
     for name in d.services_removed:
-        rows.append(f"{bullet}service {name} left the plan: {d.left_plan.get(name, 'not in the new plan')}")
+        rows.append(f"{bullet}service {show(name)} left the plan: {show(d.left_plan.get(name, 'not in the new plan'))}")
     for c in d.tasks_changed:
-        rows.append(f"{bullet}service {c.name}: tasks {_cell(c)}")
+        rows.append(f"{bullet}service {show(c.name)}: tasks {show(_cell(c))}")
     for name, (before, after) in d.budgets_changed.items():
-        rows.append(f"{bullet}service {name}: GPU budgets (MiB) {before} -> {after}")
-    rows += [f"{bullet}newly failing: {e}" for e in d.newly_failing]
-    rows += [f"{bullet}no longer failing: {e}" for e in d.no_longer_failing]
+        rows.append(f"{bullet}service {show(name)}: GPU budgets (MiB) {show(before)} -> {show(after)}")
+    rows += [f"{bullet}newly failing: {show(e)}" for e in d.newly_failing]
+    rows += [f"{bullet}no longer failing: {show(e)}" for e in d.no_longer_failing]
     return rows

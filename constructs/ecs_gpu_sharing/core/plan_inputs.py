@@ -112,13 +112,14 @@ def from_fleet(spec: FleetSpec) -> tuple[list[CapacityInput], list[ServiceInput]
         )
         for cap in spec.capacities.values()
     ]
-    apart = spec.host_isolation()
+    apart = spec.host_isolation_lengths()  # who is kept apart: the expressions themselves are not needed here
     connect = spec.service_connect_namespace is not None
+    proxy = spec.proxy_memory_mib  # once: it sums over every service
     services = [
         service_input(
             s.name,
             s.capacity,
-            s.shape(spec.source, service_connect=connect, proxy_memory_mib=spec.proxy_memory_mib),
+            s.shape(spec.source, service_connect=connect, proxy_memory_mib=proxy),
             s.largest_count[0],
             count_source=s.largest_count[1],
             allocation=s.allocation,

@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from . import text
 from .allocation import headroom
 from .cost import Prices, add_cost, cost_lines
+from .markdown import table
 from .placement import REPLAYED_TASKS
 from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput
 from .rules import Assessment
@@ -72,9 +74,16 @@ def allocation_line(s: ServiceInput) -> str | None:
     return "; ".join(parts)
 
 
-def to_json(assessment: Assessment, prices: Prices | None = None) -> dict[str, Any]:
+def to_json(
+    assessment: Assessment,
+    prices: Prices | None = None,
+    *,
+    allowances: Sequence[tuple[str, str, str]] = (),
+    not_judged: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
     """The plan as JSON: the same for ``ecs-gpu-sharing plan --json`` and ``cdk.out/gpu-fleet-plan.json``; with
-    ``prices``, what it costs (``core.cost``), else how to get prices."""
+    ``prices``, what it costs (``core.cost``), else how to get prices. A synth adds the allow-list's allowances
+    (resource, rule id, reason) and what it could not judge (resource, reason)."""
     plan = assessment.steady
     doc = {
         "capacities": [_capacity_json(c, assessment) for c in plan.capacities],
@@ -99,6 +108,8 @@ def to_json(assessment: Assessment, prices: Prices | None = None) -> dict[str, A
             for s in plan.services
         ],
         "outside_plan": [{"name": o.name, "capacity": o.capacity, "reason": o.reason} for o in assessment.outside],
+        "allowances": [{"resource": r, "rule_id": rule, "reason": why} for r, rule, why in allowances],
+        "not_judged": [{"resource": r, "reason": why} for r, why in not_judged],
         "findings": [
             {
                 "rule_id": f.rule_id,
@@ -388,10 +399,10 @@ def to_svg(doc: Mapping[str, Any]) -> str:
         most = cap.get("max_instances")
         rows.append(
             f'<text x="4" y="{y + 12}" font-weight="bold">{escape(cap["name"])} ({escape(cap["instance_type"])}): '
-            f"{_count(instances, 'instance')}, max {most if most is not None else 'none'}, "
-            f"deployment surge needs {cap['surge_instances']}"
+            f"{_count(instances, 'instance')}, max {escape(str(most)) if most is not None else 'none'}, "
+            f"deployment surge needs {escape(str(cap['surge_instances']))}"
             + (
-                f", {cap['ecs_placement_instances']} as ECS places it"
+                f", {escape(str(cap['ecs_placement_instances']))} as ECS places it"
                 if cap.get("ecs_placement_instances") is not None
                 else ""
             )
@@ -492,3 +503,24 @@ def _allocation_tip(service: Mapping[str, Any] | None) -> str:
     evidence = note.get("evidence")
     measured = f", measured peak {evidence['peak_mib']} MiB" if evidence else ", not measured (a guess)"
     return f"; needs {note['need_mib']} MiB, headroom {note['headroom_mib']} MiB{measured}"
+
+
+def allow_list_markdown(allowances: Sequence[tuple[str, str, str]], not_judged: Sequence[tuple[str, str]]) -> str:
+    """The plan file's section on the allow-list: every allowance with its reason, and what could not be judged."""
+    if not allowances and not not_judged:
+        return ""
+    lines = ["", "## Allowed on GPU hosts", ""]
+    if allowances:
+        lines += table(
+            ("resource", "rule", "reason"),
+            (
+                (text.markdown(r), f"`{rule.removeprefix('ecs-gpu-sharing:')}`", text.markdown(why))
+                for r, rule, why in allowances
+            ),
+        )
+    else:
+        lines.append("Nothing beyond the allow-list.")
+    if not_judged:
+        lines += ["", "Not judged (the templates do not hold what they would need):", ""]
+        lines += [f"- {text.markdown(r)}: {text.markdown(why)}" for r, why in not_judged]
+    return "\n".join(lines) + "\n"

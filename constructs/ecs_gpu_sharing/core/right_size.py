@@ -26,6 +26,7 @@ TOO_TIGHT = "too tight"
 FITS = "fits"
 TOO_LOOSE = "too loose"
 NO_DATA = "no data"
+LIMIT_BROKEN = "limit broken"  # a peak above the budget: MPS did not hold it, and a higher budget is no answer
 
 DEFAULT_MARGIN_PERCENT = 10
 TIGHT_RATIO = 0.95  # a peak at 95% of the budget or more leaves no room for the next request's growth
@@ -42,12 +43,19 @@ class Subject:
     budget_mib: int
     need_mib: int = 0
     memory_mib: int | None = None
+    usable_mib: int | None = None  # one GPU's usable memory on its capacity: no suggestion goes above it
 
 
 def fleet_subjects(spec: FleetSpec) -> dict[str, Subject]:
     """A fleet file's services as subjects (each task has one GPU container)."""
     return {
-        name: Subject(name, s.gpu_budget_mib, s.allocation.need_mib if s.allocation is not None else 0, s.memory_mib)
+        name: Subject(
+            name,
+            s.gpu_budget_mib,
+            s.allocation.need_mib if s.allocation is not None else 0,
+            s.memory_mib,
+            spec.capacities[s.capacity].facts.usable_gpu_memory_mib if s.capacity in spec.capacities else None,
+        )
         for name, s in spec.services.items()
     }
 
@@ -55,6 +63,10 @@ def fleet_subjects(spec: FleetSpec) -> dict[str, Subject]:
 def plan_subjects(plan: Mapping[str, Any], *, source: str = "the plan") -> dict[str, Subject]:
     """A synth plan's (``gpu-fleet-plan.json``) MPS services as subjects: each task's budgets summed."""
     out = {}
+    usable: dict[str, int] = {}
+    for cap in (plan.get("capacities") if isinstance(plan, Mapping) else None) or []:
+        if isinstance(cap, Mapping) and isinstance(cap.get("usable_gpu_memory_mib"), int):
+            usable[str(cap.get("name"))] = cap["usable_gpu_memory_mib"]
     services = plan.get("services") if isinstance(plan, Mapping) else None
     if not isinstance(services, list):
         raise GpuSharingError(f"{source}: no services list; give the gpu-fleet-plan.json that cdk synth wrote")
@@ -68,7 +80,8 @@ def plan_subjects(plan: Mapping[str, Any], *, source: str = "the plan") -> dict[
         except (KeyError, TypeError, ValueError, AttributeError):
             raise GpuSharingError(f"{source}: a service entry is malformed: {str(item)[:200]}") from None
         if budgets:
-            out[name] = Subject(name, sum(budgets), need, int(memory) if isinstance(memory, int) else None)
+            memory_mib = int(memory) if isinstance(memory, int) else None
+            out[name] = Subject(name, sum(budgets), need, memory_mib, usable.get(str(item.get("capacity"))))
     return out
 
 
@@ -126,9 +139,11 @@ def judge(
 ) -> list[Verdict]:
     """A verdict and a suggested budget per service (a fleet file's, or the given subjects).
 
-    The suggestion is the measured peak plus ``margin_percent``, rounded up to 64 MiB, and never below what the
-    service's allocation note says it needs. A service whose peak reached 95% of its budget is too tight (its peak
-    is capped by the budget itself, so the suggestion is the budget plus the margin at least); a suggestion at 70%
+    The suggestion is the measured peak plus ``margin_percent``, rounded up to 64 MiB, never below what the
+    service's allocation note says it needs and never above one GPU's usable memory. A peak above the budget is a
+    broken limit, reported, never a reason to raise the budget. A service whose peak reached 95% of its budget is too
+    tight (its peak is capped by the budget itself, so the suggestion is the budget plus the margin at least); a
+    suggestion at 70%
     of the budget or less is too loose. Tasks killed for host memory add a memory advice and change no GPU figure.
     """
     if isinstance(subjects, FleetSpec):
@@ -143,9 +158,19 @@ def judge(
             why = "no GPU memory measured in the window (is the telemetry daemon running, and the service?)"
             out.append(Verdict(name, budget, m, NO_DATA, budget, why, advice))
             continue
+        if m.peak_mib > budget:
+            why = (
+                f"peak {m.peak_mib} MiB is above the {budget} MiB budget: MPS's pinned-memory limit did not hold the "
+                "task (docs/security.md); find out how before any budget changes"
+            )
+            out.append(Verdict(name, budget, m, LIMIT_BROKEN, budget, why, advice))
+            continue
         suggested = max(_round_up(m.peak_mib * factor), subject.need_mib)
+        ceiling = subject.usable_mib
         if m.peak_mib >= budget * TIGHT_RATIO:
             suggested = max(suggested, _round_up(budget * factor))
+            if ceiling is not None and suggested > ceiling:
+                suggested = max(budget, ceiling)  # one task's budget is at most one GPU's usable memory
             why = f"peak {m.peak_mib} MiB is {100 * m.peak_mib / budget:.0f}% of the {budget} MiB budget"
             out.append(Verdict(name, budget, m, TOO_TIGHT, suggested, why, advice))
         elif suggested <= budget * LOOSE_RATIO:

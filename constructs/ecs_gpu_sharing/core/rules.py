@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from . import container_guards, hardening, quotas, service_rules
+from . import container_guards, escalation, hardening, quotas, service_rules, tenancy
 from .allocation import digest_of
 from .markdown import table
 from .mps import MAX_CLIENTS_PER_GPU
@@ -536,42 +536,46 @@ OTHER_RULES: tuple[Rule, ...] = (
         _TD,
         "ECS takes one GPU option for all GPU containers of a task: MPS budgets or whole GPUs, not both",
     ),
+    *(_elsewhere(g.rule_id, _E, g.about, _TD, g.explanation) for g in container_guards.GUARDS),
     _elsewhere(
-        container_guards.GPU_STEERING_ENVIRONMENT,
+        tenancy.TASK_DEFINITION_NOT_READABLE,
         _E,
-        "container",
-        _TD,
-        "no container on a GPU host may set NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES or CUDA_MPS_*: they "
-        "choose GPUs and MPS limits past ECS's assignment",
+        "service",
+        Source.TEMPLATE,
+        "a service on a GPU capacity runs a task definition the app's templates do not hold: what it runs cannot be "
+        "judged by the allow-list (FleetPlan.allow permits it, with a reason)",
     ),
     _elsewhere(
-        container_guards.GPU_DEVICE_MAPPED,
+        tenancy.SERVICE_NAME_CLAIMED,
         _E,
-        "container",
-        _TD,
-        "no container on a GPU host may map /dev/nvidia* devices (the library's telemetry daemon is allowed, "
-        "FleetPlan.allow)",
+        "service",
+        Source.TEMPLATE,
+        "two services carry one plan name in the ecs-gpu-sharing:service tag, by which evaluate finds a plan's "
+        "service: only the library sets it",
     ),
     _elsewhere(
-        container_guards.PRIVILEGED_CONTAINER,
-        _E,
-        "container",
-        _TD,
-        "no container on a GPU host may run privileged: it would see every GPU and the host's devices",
-    ),
-    _elsewhere(
-        container_guards.HOST_CAPABILITY,
-        _E,
-        "container",
-        _TD,
-        "no container on a GPU host may add SYS_ADMIN, SYS_PTRACE or ALL",
-    ),
-    _elsewhere(
-        container_guards.HOST_NAMESPACE,
+        escalation.TASK_ROLE_ESCALATION,
         _E,
         "task definition",
+        Source.TEMPLATE,
+        "a task role on a GPU capacity may not change IAM, assume roles, pass a role to a service that runs code, run "
+        "SSM commands, tag or act as the ECS agent, or write the evidence and stopped-task log groups "
+        "(core.escalation); FleetPlan.allow, or the fleet file's acknowledge, permits it with a reason",
+    ),
+    _elsewhere(
+        escalation.TASK_ROLE_REFUSED_POLICY,
+        _E,
+        "task definition",
+        Source.TEMPLATE,
+        "AdministratorAccess, PowerUserAccess and IAMFullAccess never go on a task role on a GPU capacity",
+    ),
+    _elsewhere(
+        container_guards.MPS_ENVIRONMENT_IN_COMMAND,
+        _W,
+        "container",
         _TD,
-        "no task on a GPU host may share the host's pid or ipc namespace",
+        "a command or entry point that sets or unsets CUDA_MPS_* (or the visible devices) changes what MPS holds the "
+        "process to, where no guard can judge it",
     ),
     _elsewhere(
         hardening.MUTABLE_IMAGE_TAG,

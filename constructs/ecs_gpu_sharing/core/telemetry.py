@@ -19,6 +19,10 @@ DAEMON_CPU_UNITS = 128
 DAEMON_MEMORY_MIB = 192
 DAEMON_NAME = "Telemetry"  # its name in plans: the GpuTelemetry construct's id in the app
 
+SERVICE_TAG = "ecs-gpu-sharing:service"
+"""The tag on each planned ECS service naming it in the plan: ``evaluate`` and ``cluster status`` find services by
+it, so only the library sets it (``core.tenancy`` refuses a second claim; ``core.escalation``, ecs:TagResource)."""
+
 EVIDENCE_LOG_GROUP_PREFIX = "/ecs-gpu-sharing/evidence/"
 STOPPED_TASKS_LOG_GROUP_PREFIX = "/aws/events/ecs-gpu-sharing/"  # EventBridge writes only under /aws/events/
 EVIDENCE_MARKER = "GpuMemoryPeakMiB"  # a term in every per-service evidence record (FilterLogEvents' pattern)
@@ -107,8 +111,10 @@ class StopCounts:
     reasons: tuple[str, ...] = ()
 
 
-def count_stops(messages: Iterable[str]) -> dict[str, StopCounts]:
-    """Stopped tasks per ECS service name, from the stopped-task log group's events (EventBridge's JSON)."""
+def count_stops(messages: Iterable[str], cluster_arn: str | None = None) -> dict[str, StopCounts]:
+    """Stopped tasks per ECS service name, from the stopped-task log group's events (EventBridge's JSON). Only ECS's
+    own events count (``source`` ``aws.ecs``) and, given ``cluster_arn``, only the cluster's: a line that anything else
+    managed to write there is not evidence."""
     out: dict[str, StopCounts] = {}
     for message in messages:
         try:
@@ -116,6 +122,8 @@ def count_stops(messages: Iterable[str]) -> dict[str, StopCounts]:
             detail = event["detail"]
             group = str(detail.get("group", ""))
         except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if event.get("source") != "aws.ecs" or (cluster_arn is not None and detail.get("clusterArn") != cluster_arn):
             continue
         if not group.startswith("service:"):
             continue

@@ -9,8 +9,8 @@ from typing import Any
 
 from ..core import catalog
 from ..core.catalog import GpuInstanceType
-from ..core.errors import CatalogError
-from ..core.files import check_output_path, write_atomic
+from ..core.errors import CatalogError, GpuSharingError
+from ..core.files import check_output_path, read_input, write_atomic
 
 
 def fetch(ec2_client: Any) -> list[GpuInstanceType]:
@@ -56,8 +56,8 @@ def read_existing(output: Path) -> dict[str, GpuInstanceType]:
     if not output.exists():
         return {}
     try:
-        return catalog.parse(output.read_text(encoding="utf-8"))
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return catalog.parse(read_input(output, what="catalog", option="--output"))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, GpuSharingError):
         raise CatalogError(
             f"--output {output}: is not a GPU catalog file; give a new path, or the catalog to replace"
         ) from None

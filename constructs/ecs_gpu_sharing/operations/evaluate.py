@@ -22,7 +22,7 @@ from typing import Any
 from ..core.errors import GpuSharingError
 from ..core.fleet import CONTAINER_NAME, SERVICE_TAG
 from ..core.fleet_edit import Change
-from ..core.right_size import Measured, Subject, Verdict
+from ..core.right_size import LIMIT_BROKEN, Measured, Subject, Verdict
 from ..core.shape import containers_from_cloudformation
 from ..core.telemetry import (
     EVIDENCE_MARKER,
@@ -67,11 +67,35 @@ def _cluster_name(cluster: str) -> str:
     return cluster.rsplit("/", 1)[-1]
 
 
+def _cluster_arn(ecs: Any, cluster: str) -> str:
+    """The cluster's ARN, which ECS's own stopped-task events carry (``detail.clusterArn``)."""
+    if cluster.startswith("arn:"):
+        return cluster
+    with aws_errors(f"reading cluster {cluster}"):
+        found = ecs.describe_clusters(clusters=[cluster]).get("clusters") or []
+    if not found:
+        raise GpuSharingError(f"cluster {cluster}: not found in this account and region; check --cluster and --region")
+    return str(found[0]["clusterArn"])
+
+
 def service_names(ecs: Any, cluster: str) -> dict[str, str]:
-    """Tag (plan or fleet name) -> ECS service name, for the cluster's services that carry the service tag."""
+    """Tag (plan or fleet name) -> ECS service name, for the cluster's services that carry the service tag. Two
+    services that claim one name are refused: a budget judged, or written, against the wrong one would be worse than
+    none (synth refuses a second tag, ServiceNameClaimedTwice, but a tag can be added outside the app)."""
     with aws_errors(f"reading the services of cluster {cluster}"):
         _, services = read(ecs, cluster)
-    return {s.fleet_service: s.name for s in services if s.fleet_service}
+    out: dict[str, str] = {}
+    for s in services:
+        if not s.fleet_service:
+            continue
+        if s.fleet_service in out:
+            raise GpuSharingError(
+                f"cluster {cluster}: services {out[s.fleet_service]} and {s.name} both carry {SERVICE_TAG}="
+                f"{s.fleet_service}; evaluate cannot tell which is the plan's. Remove the tag from the one the "
+                "platform did not deploy (and find out who could tag it: ecs:TagResource is refused on task roles)"
+            )
+        out[s.fleet_service] = s.name
+    return out
 
 
 def task_definition_subjects(ecs: Any, cluster: str) -> tuple[dict[str, Subject], dict[str, str]]:
@@ -145,7 +169,7 @@ def measure(
     stopped_group = stopped_tasks_log_group(short)
     with aws_errors(f"reading the stopped tasks ({stopped_group})"):
         try:
-            stops = count_stops(_messages(logs, stopped_group, start, now, ""))
+            stops = count_stops(_messages(logs, stopped_group, start, now, ""), _cluster_arn(ecs, cluster))
         except logs.exceptions.ResourceNotFoundException:
             stops = {}
     figures = service_figures(evidence, short)
@@ -172,11 +196,12 @@ def measure(
 
 
 def changes(verdicts: list[Verdict], today: datetime.date) -> dict[str, Change]:
-    """What ``--write`` records: every measured service's suggested budget and its evidence."""
+    """What ``--write`` records: every measured service's suggested budget and its evidence. A broken limit (a peak
+    above the budget) writes nothing: it is reported, not taken as a measure of what the service needs."""
     out = {}
     for v in verdicts:
         m = v.measured
-        if m.peak_mib is None:
+        if m.peak_mib is None or v.verdict == LIMIT_BROKEN:
             continue
         out[v.service] = Change(
             gpu_budget_mib=v.suggested_mib,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..hardening import MANAGED_POLICY_ON_TASK_ROLE
 from ..planner import EC2, MANAGED_INSTANCES
+from ..telemetry import SERVICE_TAG
 from .checks import check_region, load, parse
 from .keys import ALLOCATION, CAPACITY, LOAD_BALANCER, METRIC, SERVICE, SIDECAR, STATEMENT, TOP, Key
 from .model import (
@@ -21,7 +22,6 @@ from .model import (
     MAX_FLEET_FILE_BYTES,
     MAX_PLACEMENT_EXPRESSION,
     NETWORK,
-    SERVICE_TAG,
     CapacitySpec,
     EcrImage,
     FleetSpec,

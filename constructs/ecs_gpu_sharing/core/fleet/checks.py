@@ -17,11 +17,12 @@ from ..allocation import AllocationNote, Evidence
 from ..ami_release import DEFAULT_AMI_RELEASE, check_release
 from ..capacity_facts import host_facts
 from ..errors import FleetSpecError, GpuSharingError
+from ..escalation import TASK_ROLE_ESCALATION, escalations, refused_managed_policy
 from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
-from ..hardening import escalating_policy, escalating_statement
 from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from ..planner import EC2, MANAGED_INSTANCES
 from ..rules import acknowledgeable, task_alone_findings
+from ..text import visible
 from .keys import _ENV_NAME, _NAME, _TYPE_NAMES, CAPACITY, LOAD_BALANCER, METRIC, SERVICE, SIDECAR, STATEMENT, TOP, Key
 from .model import (
     APPLICATION,
@@ -59,6 +60,9 @@ def _build(cls: Callable[..., _Spec], keys: tuple[Key, ...], values: Mapping[str
         raise TypeError(f"fleet key table and {getattr(cls, '__name__', cls)} disagree: {error}") from None
 
 
+MAX_PROBLEMS_SHOWN = 100  # a file of thousands of mistakes is shown its first hundred, and how many more
+
+
 class _Problems:
     """Every problem of one file, collected so they are reported at once."""
 
@@ -71,7 +75,11 @@ class _Problems:
 
     def raise_if_any(self) -> None:
         if self.lines:
-            raise FleetSpecError("\n".join(dict.fromkeys(self.lines)))
+            lines = list(dict.fromkeys(self.lines))
+            if len(lines) > MAX_PROBLEMS_SHOWN:
+                rest = len(lines) - MAX_PROBLEMS_SHOWN
+                lines = [*lines[:MAX_PROBLEMS_SHOWN], f"{self.source}: and {rest} more problems; fix these first"]
+            raise FleetSpecError("\n".join(lines))
 
 
 def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys: tuple[Key, ...]) -> dict[str, Any]:
@@ -520,6 +528,8 @@ def _acknowledgments(problems: _Problems, where: str, kind: str, table: Mapping[
     """A table's acknowledgments: each a warning about this kind of subject (``service``, ``capacity``)."""
     out = {}
     mine, other = acknowledgeable(kind), acknowledgeable("capacity" if kind == "service" else "service")
+    if kind == "service":
+        mine = mine | {TASK_ROLE_ESCALATION}  # an error on the task role, permitted with a reason (FleetPlan.allow)
     for rule_id, reason in table.items():
         if rule_id in other:
             there = "[capacity.<name>] table the service runs on" if kind == "service" else "[service.<name>] tables"
@@ -529,8 +539,8 @@ def _acknowledgments(problems: _Problems, where: str, kind: str, table: Mapping[
                 f"{where}acknowledge {rule_id!r} is not a {kind} warning that can be acknowledged; these can: "
                 f"{', '.join(sorted(mine))}"
             )
-        elif not isinstance(reason, str) or not reason.strip():
-            problems.add(f"{where}acknowledge.{rule_id!r} needs a reason (a non-empty string)")
+        elif not visible(reason):
+            problems.add(f"{where}acknowledge.{rule_id!r} needs a reason (a string with visible characters)")
         else:
             out[rule_id] = reason
     return out
@@ -716,21 +726,28 @@ def _bucket_problem(name: str) -> str | None:
 
 
 def _check_task_role(problems: _Problems, where: str, good: Mapping[str, Any]) -> None:
-    """A model's task role may not reach the account or IAM: no escalating managed policy, no statement that lets
-    the task change its own permissions, no empty statement."""
+    """A model's task role may not reach the account or IAM: no administrator managed policy, no grant that lets the
+    task raise its own permissions or reach other tenants (``core.escalation``) unless the service acknowledges
+    ``TaskRoleEscalation`` with a reason, no empty statement."""
     for name in good.get("task_role_managed_policies", ()):
-        why = escalating_policy(name)
+        why = refused_managed_policy(name)
         if why is not None:
             problems.add(f"{where}task_role_managed_policies {name} is refused: {why}")
+    documents = []
     for i, statement in enumerate(good.get("task_role_statements", ())):
         at = f"{where}task_role_statements[{i}]"
         actions, resources = statement.get("actions", []), statement.get("resources", [])
         if not actions or not resources:
             problems.add(f"{at}: actions and resources must each name at least one; an empty list grants nothing")
             continue
-        why = escalating_statement(actions, resources)
-        if why is not None:
-            problems.add(f"{at} is refused: {why}; name the actions and resources the model needs")
+        documents.append({"Effect": "Allow", "Action": list(actions), "Resource": list(resources)})
+    if visible(good.get("acknowledge", {}).get(TASK_ROLE_ESCALATION)):
+        return
+    for why in escalations(documents):
+        problems.add(
+            f"{where}task_role_statements: {why} [{TASK_ROLE_ESCALATION}]; name the actions and resources the model "
+            f"needs, or acknowledge {TASK_ROLE_ESCALATION} with a reason"
+        )
 
 
 def _strings(problems: _Problems, where: str, values: list[Any]) -> tuple[str, ...]:
@@ -814,14 +831,16 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     spec = _build(
         FleetSpec, TOP, top, capacities=capacities, services=services, load_balancers=load_balancers, source=source
     )
-    for name, expression in spec.host_isolation().items():
-        if len(expression) > MAX_PLACEMENT_EXPRESSION:
-            problems.add(
-                f"service.{name}.allocation.isolation_group: keeping it off the hosts of other groups' services "
-                f"takes a placement expression of {len(expression)} characters, more than ECS's "
-                f"{MAX_PLACEMENT_EXPRESSION}; put fewer services in other groups on its capacity, or give the groups "
-                "capacities of their own"
-            )
+    too_long = {n: size for n, size in spec.host_isolation_lengths().items() if size > MAX_PLACEMENT_EXPRESSION}
+    if too_long:
+        names = sorted(too_long)
+        shown = ", ".join(f"service.{n}" for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        problems.add(
+            f"{shown}: allocation.isolation_group: keeping each off the hosts of other groups' services takes a "
+            f"placement expression of up to {max(too_long.values())} characters, more than ECS's "
+            f"{MAX_PLACEMENT_EXPRESSION}; put fewer services in other groups on the capacity, or give the groups "
+            "capacities of their own"
+        )
     # A task that can never fit its capacity (or whose budget is below its note) is refused with the rest, naming the
     # key to edit: the rule table's checks of one task alone, which need no plan.
     from ..plan_inputs import from_fleet  # builds on this package: imported when used

@@ -497,7 +497,8 @@ SERVICE = (
         "acknowledge",
         dict,
         False,
-        "warning id -> the reason it is accepted for this service, such as ecs-gpu-sharing:MutableImageTag",
+        "warning id -> the reason it is accepted for this service, such as ecs-gpu-sharing:MutableImageTag; also "
+        "ecs-gpu-sharing:TaskRoleEscalation, which lets task_role_statements grant what core.escalation refuses",
     ),
 )
 _TYPE_NAMES = {

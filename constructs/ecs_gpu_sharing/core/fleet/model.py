@@ -20,7 +20,6 @@ from ..shape import (
     task_shape,
 )
 
-SERVICE_TAG = "ecs-gpu-sharing:service"
 MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
 """Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
 
@@ -247,10 +246,50 @@ class FleetSpec:
                     if _group(o) != _group(s) and (_isolates(s) or _isolates(o) or cap.facts.gpus_per_instance == 1)
                 ]
                 if apart:
-                    out[s.name] = " and ".join(
-                        f"not(task:group == service:{self.ecs_service_name(o.name)})" for o in apart
-                    )
+                    out[s.name] = _JOIN.join(_term(self.ecs_service_name(o.name)) for o in apart)
         return out
+
+    def host_isolation_lengths(self) -> dict[str, int]:
+        """The length of each expression ``host_isolation`` would write, without writing any: linear in the services
+        (a fleet of thousands of groups is checked in time; the expressions themselves grow with the square)."""
+        out: dict[str, int] = {}
+        for cap in self.capacities.values():
+            if cap.kind == MANAGED_INSTANCES:
+                continue
+            on = [s for s in self.services.values() if s.capacity == cap.name]
+            if len({_group(s) for s in on}) < 2:
+                continue
+            size = {s.name: len(_term(self.ecs_service_name(s.name))) for s in on}
+            every: dict[str, list[int]] = {}  # group -> [count, length] of all its services
+            isolating: dict[str, list[int]] = {}  # group -> [count, length] of those that ask for separate hosts
+            for s in on:
+                for table, wanted in ((every, True), (isolating, _isolates(s))):
+                    if wanted:
+                        entry = table.setdefault(_group(s), [0, 0])
+                        entry[0] += 1
+                        entry[1] += size[s.name]
+            totals = {
+                name: [sum(v[0] for v in t.values()), sum(v[1] for v in t.values())]
+                for name, t in (("every", every), ("isolating", isolating))
+            }
+            for s in on:
+                table, total = (
+                    (every, totals["every"])
+                    if _isolates(s) or cap.facts.gpus_per_instance == 1
+                    else (isolating, totals["isolating"])
+                )
+                own = table.get(_group(s), [0, 0])
+                count, length = total[0] - own[0], total[1] - own[1]
+                if count:
+                    out[s.name] = length + len(_JOIN) * (count - 1)
+        return out
+
+
+_JOIN = " and "
+
+
+def _term(ecs_name: str) -> str:
+    return f"not(task:group == service:{ecs_name})"
 
 
 def _group(s: ServiceSpec) -> str:

@@ -71,17 +71,29 @@ def read_gpus(nvml: Any) -> list[GpuSample]:
     return out
 
 
+MPS_CONTROL = "nvidia-cuda-mps-control"
+COMM_LENGTH = 15  # the kernel keeps a task's name in TASK_COMM_LEN (16) bytes with its NUL: 15 characters
+
+
 def mps_up(proc: Path) -> bool:
-    """Whether the host's MPS control daemon runs: a process named ``nvidia-cuda-mps-control`` in the host's /proc
-    (its pipe folder is not mounted: see ``GpuTelemetry``). Raises ``OSError`` when /proc cannot be listed."""
+    """Whether the host's MPS control daemon runs: a process of the host's /proc whose name the kernel truncated from
+    ``nvidia-cuda-mps-control`` (``comm`` holds 15 characters, ``nvidia-cuda-mps``, which the MPS server's name shares)
+    and whose command line names the control daemon (its pipe folder is not mounted: see ``GpuTelemetry``). Raises
+    ``OSError`` when /proc cannot be listed."""
     for entry in os.scandir(proc):
         if not entry.name.isdigit():
             continue
         try:
-            if (Path(entry.path) / "comm").read_text().strip() == "nvidia-cuda-mps-control":
-                return True
+            if (Path(entry.path) / "comm").read_text().strip() != MPS_CONTROL[:COMM_LENGTH]:
+                continue
         except OSError:
             continue  # the process ended, or hides its comm
+        try:
+            argv0 = (Path(entry.path) / "cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+        except OSError:
+            return True  # the name matches and the command line is hidden: the server runs only under the daemon
+        if os.path.basename(argv0) == MPS_CONTROL:
+            return True
     return False
 
 

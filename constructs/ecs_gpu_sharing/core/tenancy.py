@@ -1,0 +1,294 @@
+"""Every service on a GPU capacity, found in the written templates however it was built, and what it may do there.
+Pure Python: templates in, findings out.
+
+A GPU capacity's provider carries the metadata ``ecs-gpu-sharing:capacity`` (``FleetPlan`` writes it). A service
+is on a GPU capacity when its capacity provider strategy names such a provider (by reference, across stacks, or by
+its literal name), or when it uses the EC2 launch type or its cluster's default strategy on a cluster that holds one
+(referenced, or named literally); L1 resources, imported clusters and other stacks of the app are found the same way
+as the library's own constructs. A service that may be on one (its cluster or provider cannot be told from the
+templates) is judged too: an allow-list holds what it cannot rule out.
+
+For each such service: its task definition is judged by ``core.container_guards`` as written (escape hatches
+included), its task role's policies, inline, managed and attached (``add_to_task_role_policy``,
+``Policy.attach_to_role``, ``Grant.add_to_principal`` all land as ``AWS::IAM::Policy`` resources naming the role),
+by ``core.escalation``; a plan service name claimed twice by the ``ecs-gpu-sharing:service`` tag is refused. What
+cannot be read is listed as not judged, with why; a task definition the templates do not hold, on a GPU capacity,
+is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .container_guards import guard_violations, rule_of
+from .escalation import TASK_ROLE_ESCALATION, TASK_ROLE_REFUSED_POLICY, escalations, refused_managed_policy
+from .hardening import managed_policies
+from .service_rules import Resource, Templates
+from .telemetry import SERVICE_TAG
+from .template_limits import Violation
+
+CAPACITY_METADATA = "ecs-gpu-sharing:capacity"
+SHARED_TASK_METADATA = "ecs-gpu-sharing:shared-gpu"  # a task definition made to share a GPU: judged wherever it runs
+TASK_DEFINITION_NOT_READABLE = "ecs-gpu-sharing:TaskDefinitionNotReadable"
+SERVICE_NAME_CLAIMED = "ecs-gpu-sharing:ServiceNameClaimedTwice"
+FARGATE_PROVIDERS = frozenset({"FARGATE", "FARGATE_SPOT"})
+
+Key = tuple[str, str]  # (stack, logical id)
+Allowed = Mapping[Key, Mapping[str, str]]  # resource -> rule id -> reason
+
+
+@dataclass(frozen=True)
+class NotJudged:
+    stack: str
+    logical_id: str
+    path: str
+    reason: str
+
+
+@dataclass
+class Judgement:
+    violations: list[Violation] = field(default_factory=list)
+    not_judged: list[NotJudged] = field(default_factory=list)
+    allowed: list[tuple[str, str, str]] = field(default_factory=list)  # (resource path, rule id, reason) used
+    judged_services: int = 0
+
+
+def cdk_path(resource: Resource) -> str:
+    """The construct path CDK records for a resource, else stack/logical id."""
+    path = (resource.attributes.get("Metadata") or {}).get("aws:cdk:path")
+    return str(path) if isinstance(path, str) else f"{resource.stack}/{resource.logical_id}"
+
+
+class _Capacities:
+    """The GPU capacity providers and the clusters that hold them."""
+
+    def __init__(self, ctx: Templates) -> None:
+        self.ctx = ctx
+        self.providers: dict[Key, str] = {}  # provider resource -> capacity name
+        self.provider_names: dict[str, str] = {}  # literal provider name -> capacity name
+        for r in ctx.of_type("AWS::ECS::CapacityProvider"):
+            name = (r.attributes.get("Metadata") or {}).get(CAPACITY_METADATA)
+            if isinstance(name, str):
+                self.providers[(r.stack, r.logical_id)] = name
+                if isinstance(r.props.get("Name"), str):
+                    self.provider_names[r.props["Name"]] = name
+        self.clusters: set[Key] = set()
+        self.cluster_names: set[str] = set()
+        for r in ctx.of_type("AWS::ECS::ClusterCapacityProviderAssociations"):
+            if any(self.provider(p, r.stack) for p in r.props.get("CapacityProviders") or []):
+                self._add_cluster(r.props.get("Cluster"), r.stack)
+        for r in ctx.of_type("AWS::ECS::Cluster"):
+            if any(self.provider(p, r.stack) for p in r.props.get("CapacityProviders") or []):
+                self.clusters.add((r.stack, r.logical_id))
+        for (stack, logical), _ in self.providers.items():
+            resource = ctx.target({"Ref": logical}, stack)
+            if resource is not None and resource.props.get("ClusterName") is not None:  # Managed Instances
+                self._add_cluster(resource.props["ClusterName"], stack)
+        self.unnamed = False  # a GPU cluster whose name CloudFormation makes up: a literal name may be it
+        for key in list(self.clusters):
+            resource = ctx.target({"Ref": key[1]}, key[0])
+            name = resource.props.get("ClusterName") if resource is not None else None
+            if isinstance(name, str):
+                self.cluster_names.add(name)
+            else:
+                self.unnamed = True
+
+    def _add_cluster(self, value: Any, stack: str) -> None:
+        target = self.ctx.target(value, stack)
+        if target is not None:
+            self.clusters.add((target.stack, target.logical_id))
+        elif isinstance(value, str):
+            self.cluster_names.add(value.rsplit("/", 1)[-1])
+
+    def provider(self, value: Any, stack: str) -> str | None:
+        """The GPU capacity a provider reference or name names, or ``None``."""
+        target = self.ctx.target(value, stack)
+        if target is not None:
+            return self.providers.get((target.stack, target.logical_id))
+        return self.provider_names.get(value) if isinstance(value, str) else None
+
+    def cluster(self, value: Any, stack: str) -> str:
+        """``gpu``, ``other`` or ``unknown`` for a service's cluster as written (absent: the account's default)."""
+        if value is None:
+            value = "default"
+        target = self.ctx.target(value, stack)
+        if target is not None:
+            if target.kind != "AWS::ECS::Cluster":
+                return "unknown"
+            return "gpu" if (target.stack, target.logical_id) in self.clusters else "other"
+        if isinstance(value, str):
+            if value.rsplit("/", 1)[-1] in self.cluster_names:
+                return "gpu"
+            return "unknown" if self.unnamed else "other"
+        return "unknown"
+
+
+def placement(caps: _Capacities, service: Resource) -> tuple[str, str] | None:
+    """(``gpu``, capacity) when the service runs on a GPU capacity, (``maybe``, why) when the templates cannot rule it
+    out, ``None`` when it does not."""
+    props = service.props
+    cluster = caps.cluster(props.get("Cluster"), service.stack)
+    strategy = props.get("CapacityProviderStrategy")
+    if isinstance(strategy, list) and strategy:
+        unknown = []
+        for item in strategy:
+            given = item.get("CapacityProvider") if isinstance(item, Mapping) else None
+            found = caps.provider(given, service.stack)
+            if found is not None:
+                return "gpu", f"GPU capacity {found}"
+            if isinstance(given, str) and given in FARGATE_PROVIDERS:
+                continue
+            if caps.ctx.target(given, service.stack) is None:
+                unknown.append(given)
+        if unknown and cluster != "other":
+            return "maybe", f"its capacity provider {_show(unknown[0])} cannot be told apart from a GPU capacity's"
+        return None
+    launch = props.get("LaunchType")
+    if launch in ("FARGATE", "EXTERNAL"):
+        return None
+    if cluster == "gpu":
+        if launch == "EC2":
+            return "gpu", "the EC2 hosts of a cluster with a GPU capacity"
+        return "gpu", "the default capacity provider strategy of a cluster with a GPU capacity"
+    if cluster == "unknown":
+        return "maybe", f"its cluster {_show(props.get('Cluster'))} cannot be told apart from a GPU capacity's cluster"
+    return None
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)[:120]
+
+
+def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str]]:
+    """Every policy document that applies to ``role`` as the templates hold it, and its AWS managed policy names."""
+    docs: list[Any] = [p.get("PolicyDocument") for p in role.props.get("Policies") or [] if isinstance(p, Mapping)]
+    arns = role.props.get("ManagedPolicyArns") or []
+    names = managed_policies(arns)
+    for arn in arns if isinstance(arns, list) else []:
+        managed = ctx.target(arn, role.stack)
+        if managed is not None and managed.kind == "AWS::IAM::ManagedPolicy":
+            docs.append(managed.props.get("PolicyDocument"))
+    for kind, key in (
+        ("AWS::IAM::Policy", "Roles"),
+        ("AWS::IAM::ManagedPolicy", "Roles"),
+        ("AWS::IAM::RolePolicy", "RoleName"),
+    ):
+        for policy in ctx.of_type(kind):
+            named = policy.props.get(key)
+            for value in named if isinstance(named, list) else [named]:
+                target = ctx.target(value, policy.stack)
+                if target is not None and (target.stack, target.logical_id) == (role.stack, role.logical_id):
+                    docs.append(policy.props.get("PolicyDocument"))
+                    break
+    return docs, names
+
+
+def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = None) -> Judgement:
+    """Judges every service on a GPU capacity in ``templates`` (stack name -> template); ``allowed`` permits findings
+    on a resource by rule id, with the reason the plan lists."""
+    ctx = Templates(templates)
+    caps = _Capacities(ctx)
+    out = Judgement()
+    seen: set[Key] = set()
+    for shared in sorted(ctx.of_type("AWS::ECS::TaskDefinition"), key=lambda r: (r.stack, r.logical_id)):
+        if (shared.attributes.get("Metadata") or {}).get(SHARED_TASK_METADATA):
+            seen.add((shared.stack, shared.logical_id))
+            _judge_task(ctx, out, allowed or {}, shared, "a shared-GPU task definition")
+    if not caps.providers:
+        out.violations.extend(_claimed_twice(ctx))
+        return out
+    for service in sorted(ctx.of_type("AWS::ECS::Service"), key=lambda r: (r.stack, r.logical_id)):
+        where = placement(caps, service)
+        if where is None:
+            continue
+        state, detail = where
+        task = ctx.target(service.props.get("TaskDefinition"), service.stack)
+        if task is None or task.kind != "AWS::ECS::TaskDefinition":
+            _unreadable_task(out, allowed or {}, service, state, detail)
+            continue
+        out.judged_services += 1
+        if (task.stack, task.logical_id) not in seen:
+            seen.add((task.stack, task.logical_id))
+            on = detail if state == "gpu" else f"what may be a GPU host ({detail})"
+            _judge_task(ctx, out, allowed or {}, task, f"service {cdk_path(service)} runs it on {on}")
+    out.violations.extend(_claimed_twice(ctx))
+    return out
+
+
+def _unreadable_task(out: Judgement, allowed: Allowed, service: Resource, state: str, detail: str) -> None:
+    reason = (
+        f"its task definition {_show(service.props.get('TaskDefinition'))} is not in the app's templates, so what it "
+        "runs cannot be judged"
+    )
+    if state == "maybe":
+        out.not_judged.append(NotJudged(service.stack, service.logical_id, cdk_path(service), f"{detail}; {reason}"))
+        return
+    message = (
+        f"service {cdk_path(service)} runs on {detail}, but {reason}; define the task definition in the "
+        "app, or allow it with a reason (FleetPlan.allow)"
+    )
+    _add(out, allowed, [service], TASK_DEFINITION_NOT_READABLE, message)
+
+
+def _judge_task(ctx: Templates, out: Judgement, allowed: Allowed, task: Resource, runs: str) -> None:
+    """The allow-list over the task definition, then its task role's policies."""
+    for line in guard_violations(task.props):
+        rule = rule_of(line)
+        _add(out, allowed, [task], rule, f"{cdk_path(task)}: {line.removeprefix(f'[{rule}] ')} ({runs})")
+    written = task.props.get("TaskRoleArn")
+    if written is None:
+        return
+    role = ctx.target(written, task.stack)
+    if role is None or role.kind != "AWS::IAM::Role":
+        why = f"its task role {_show(written)} is not in the app's templates, so its policies cannot be judged"
+        out.not_judged.append(NotJudged(task.stack, task.logical_id, cdk_path(task), why))
+        return
+    docs, names = _role_documents(ctx, role)
+    subject = f"{cdk_path(role)}: the task role of {cdk_path(task)}"
+    for name in names:
+        refused = refused_managed_policy(name)
+        if refused is not None:
+            text = f"[{TASK_ROLE_REFUSED_POLICY}] {subject} has the AWS managed policy {refused}"
+            out.violations.append(Violation(TASK_ROLE_REFUSED_POLICY, role.stack, role.logical_id, text))
+    for why in escalations(docs):
+        message = (
+            f"{subject} ({runs}): {why}; name the actions and resources the task needs, or allow "
+            f"{TASK_ROLE_ESCALATION} with a reason (FleetPlan.allow)"
+        )
+        _add(out, allowed, [role, task], TASK_ROLE_ESCALATION, message)
+
+
+def _add(out: Judgement, allowed: Allowed, subjects: list[Resource], rule_id: str, message: str) -> None:
+    for subject in subjects:
+        reason = allowed.get((subject.stack, subject.logical_id), {}).get(rule_id)
+        if reason is not None:
+            entry = (cdk_path(subject), rule_id, reason)
+            if entry not in out.allowed:
+                out.allowed.append(entry)
+            return
+    first = subjects[0]
+    text = message if message.startswith("[") else f"[{rule_id}] {message}"
+    out.violations.append(Violation(rule_id, first.stack, first.logical_id, text))
+
+
+def _claimed_twice(ctx: Templates) -> Iterator[Violation]:
+    """Two services that carry one plan name in the service tag: ``evaluate`` could not tell which is the plan's."""
+    claims: dict[str, list[Resource]] = defaultdict(list)
+    for service in ctx.of_type("AWS::ECS::Service"):
+        for tag in service.props.get("Tags") or []:
+            if isinstance(tag, Mapping) and tag.get("Key") == SERVICE_TAG:
+                claims[json.dumps(tag.get("Value"))].append(service)
+    for value, services in sorted(claims.items()):
+        for extra in services[1:]:
+            yield Violation(
+                SERVICE_NAME_CLAIMED,
+                extra.stack,
+                extra.logical_id,
+                f"[{SERVICE_NAME_CLAIMED}] {cdk_path(extra)} carries {SERVICE_TAG}={json.loads(value)}, the name of "
+                f"{cdk_path(services[0])} in the plan; evaluate finds a plan's service by this tag, so only the "
+                "library sets it: remove the tag",
+            )

@@ -1,0 +1,129 @@
+"""A determined tenant on the construct road: what aws-cdk-lib lets them write, synthesized, meets the allow-list.
+
+Each case builds the same small app (a VPC, a cluster, one GPU capacity) and one way around the guards: an escape
+hatch, L1 resources, an imported cluster, a grant on the task role. The judgement comes from the written templates
+(core.tenancy), so each is found however it was built; ``FleetPlan.allow`` with a reason is the one way through, and
+the plan file lists it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+
+from ecs_gpu_sharing import FleetPlan, GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+
+from conftest import new_app
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/x/model@sha256:" + "0" * 64)
+
+
+def _app() -> tuple[cdk.App, cdk.Stack, ecs.Cluster, GpuCapacity]:
+    app = new_app()
+    stack = cdk.Stack(app, "Gpu")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    cluster = ecs.Cluster(stack, "Cluster", vpc=vpc)
+    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    return app, stack, cluster, capacity
+
+
+def _plain_task(scope: Any, id_: str = "Tenant") -> ecs.Ec2TaskDefinition:
+    task = ecs.Ec2TaskDefinition(scope, id_)
+    task.add_container("app", image=IMAGE, memory_limit_mib=256, user="1000", readonly_root_filesystem=True)
+    return task
+
+
+def _refused(app: cdk.App, rule: str) -> str:
+    with pytest.raises(RuntimeError) as raised:
+        app.synth()
+    message = str(raised.value)
+    assert f"[ecs-gpu-sharing:{rule}]" in message, message[:2000]
+    return message
+
+
+def test_host_network_by_an_escape_hatch_on_a_plain_task_is_refused() -> None:
+    app, stack, cluster, capacity = _app()
+    task = _plain_task(stack)
+    ecs.Ec2Service(
+        stack,
+        "Svc",
+        cluster=cluster,
+        task_definition=task,
+        capacity_provider_strategies=capacity.capacity_provider_strategies(),
+    )
+    task.node.default_child.add_property_override("NetworkMode", "host")  # type: ignore[union-attr]
+    _refused(app, "NetworkModeNotAllowed")
+
+
+def test_l1_resources_on_the_capacity_provider_are_judged() -> None:
+    app, stack, cluster, capacity = _app()
+    task = ecs.CfnTaskDefinition(
+        stack,
+        "L1Task",
+        container_definitions=[
+            ecs.CfnTaskDefinition.ContainerDefinitionProperty(name="x", image="x@sha256:" + "0" * 64, memory=64)
+        ],
+    )
+    task.add_property_override("ContainerDefinitions.0.Privileged", "true")
+    ecs.CfnService(
+        stack,
+        "L1Service",
+        cluster=cluster.cluster_name,
+        task_definition=task.ref,
+        capacity_provider_strategy=[
+            ecs.CfnService.CapacityProviderStrategyItemProperty(
+                capacity_provider=capacity.capacity_provider.capacity_provider_name
+            )
+        ],
+    )
+    _refused(app, "PrivilegedContainer")
+
+
+def test_a_service_in_an_imported_cluster_in_another_stack_is_judged() -> None:
+    app, _, cluster, _capacity = _app()
+    tenant = cdk.Stack(app, "Tenant")
+    imported = ecs.Cluster.from_cluster_attributes(
+        tenant, "Same", cluster_name="whatever-the-gpu-cluster-is-called", vpc=cluster.vpc, security_groups=[]
+    )
+    task = _plain_task(tenant)
+    task.add_volume(name="docker", host=ecs.Host(source_path="/var/run/docker.sock"))
+    ecs.Ec2Service(tenant, "Svc", cluster=imported, task_definition=task, daemon=True)
+    message = _refused(app, "HostPathMounted")
+    assert "/var/run/docker.sock" in message and "cannot be told apart" in message
+
+
+def _escalating_service() -> tuple[cdk.App, SharedGpuService]:
+    app, stack, cluster, capacity = _app()
+    task = SharedGpuTaskDefinition(stack, "Task")
+    task.add_container(
+        "model", image=IMAGE, memory_limit_mib=2048, gpu=MpsShare(4096), user="1000", readonly_root_filesystem=True
+    )
+    service = SharedGpuService(
+        stack, "Model", cluster=cluster, task_definition=task, capacity=capacity, desired_count=1
+    )
+    task.add_to_task_role_policy(iam.PolicyStatement(actions=["iam:PassRole"], resources=["*"]))
+    task.add_to_task_role_policy(iam.PolicyStatement(actions=["ecs:RunTask"], resources=["*"]))
+    return app, service
+
+
+def test_a_task_role_grant_that_escalates_is_refused_on_the_construct_road() -> None:
+    app, _ = _escalating_service()
+    message = _refused(app, "TaskRoleEscalation")
+    assert "runs code under another role" in message
+
+
+def test_an_allowance_with_a_reason_lets_it_through_and_the_plan_lists_it() -> None:
+    app, service = _escalating_service()
+    FleetPlan.of(service).allow(service, "ecs-gpu-sharing:TaskRoleEscalation", "the batch launcher starts jobs")
+    assembly = app.synth()
+    plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
+    assert {"rule_id": "ecs-gpu-sharing:TaskRoleEscalation", "reason": "the batch launcher starts jobs"} in [
+        {k: a[k] for k in ("rule_id", "reason")} for a in plan["allowances"]
+    ]
+    assert "the batch launcher starts jobs" in (Path(assembly.directory) / "gpu-fleet-plan.md").read_text()

@@ -1,0 +1,206 @@
+"""Every reader and writer as careful as the fleet loader: regular files only, a size limit, finite numbers in range,
+one clear line otherwise; writers that refuse a device, a pipe or the command's own input; text escaped for where it
+lands; reasons that say something."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.core import plan_diff, text
+from ecs_gpu_sharing.core.errors import GpuSharingError
+from ecs_gpu_sharing.core.files import check_output_path, parse_json, read_input
+
+FLEETS = Path(__file__).parent / "fleets"
+
+
+def _plan_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["plan", str(FLEETS / "platform.toml"), "--json"]) in (0, 1)
+    return dict(json.loads(capsys.readouterr().out))
+
+
+def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise TimeoutError("the reader blocked")
+
+
+def test_a_fifo_as_a_plan_is_refused_without_blocking(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "plan.json"
+    os.mkfifo(fifo)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(20)
+    try:
+        err = _error(capsys, ["plan", str(fifo)])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert "not a regular file" in err
+    err = _error(capsys, ["plan", "diff", str(fifo), str(fifo)])
+    assert "not a regular file" in err and len(err.splitlines()) == 1
+
+
+def test_a_device_as_a_plan_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "not a regular file" in _error(capsys, ["plan", "diff", "/dev/zero", "/dev/zero"])
+
+
+@pytest.mark.parametrize("number", ["Infinity", "-Infinity", "NaN", "1e400"])
+def test_a_number_json_does_not_allow_is_one_line(number: str) -> None:
+    with pytest.raises(GpuSharingError, match=r"p.json: .*(not a number JSON allows|out of range)"):
+        parse_json(f'{{"x": {number}}}', where="p.json", what="plan")
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("capacities", 0, "usable_gpu_memory_mib"), 0),
+        (("capacities", 0, "usable_gpu_memory_mib"), -1),
+        (("capacities", 0, "usable_gpu_memory_mib"), 1e300),
+        (("capacities", 0, "max_instances"), "<script>"),
+        (("services", 0, "tasks"), -3),
+    ],
+)
+def test_figures_out_of_range_in_a_plan_file_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], path: tuple[Any, ...], value: Any
+) -> None:
+    doc = _plan_json(tmp_path, capsys)
+    target: Any = doc
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(doc))
+    for argv in (["plan", str(forged)], ["plan", str(forged), "--svg", str(tmp_path / "p.svg")]):
+        err = _error(capsys, argv)
+        assert f"{path[-1]} is {value!r}" in err and len(err.splitlines()) == 1
+
+
+def test_a_big_input_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2048)
+    with pytest.raises(GpuSharingError, match="more than a plan file may hold"):
+        read_input(big, what="plan", max_bytes=1024)
+
+
+def test_a_writer_refuses_a_device_a_fifo_and_its_own_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(GpuSharingError, match="not a regular file"):
+        check_output_path("/dev/null", what="SVG", option="--svg")
+    fifo = tmp_path / "out.svg"
+    os.mkfifo(fifo)
+    with pytest.raises(GpuSharingError, match="not a regular file"):
+        check_output_path(fifo, what="SVG", option="--svg")
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text((FLEETS / "platform.toml").read_text())
+    before = fleet.read_text()
+    err = _error(capsys, ["plan", str(fleet), "--svg", str(fleet)])
+    assert "is the file this command reads" in err
+    assert fleet.read_text() == before
+
+
+def test_a_forged_name_cannot_forge_a_line_in_a_pr_comment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _plan_json(tmp_path, capsys)
+    new = json.loads(json.dumps(old))
+    new["services"][0]["name"] = "x\n\n**Nothing grew.** [approve](https://evil.example) <img src=x>"
+    d = plan_diff.diff(old, new, old_source="old", new_source="new")
+    markdown = plan_diff.to_markdown(d)
+    assert "\n**Nothing grew.**" not in markdown and "[approve](" not in markdown and " <img" not in markdown
+    assert "\\[approve\\]" in markdown and "\\<img" in markdown
+    new["services"][0]["name"] = "y\x1b[2J"
+    assert "\x1b" not in plan_diff.to_text(plan_diff.diff(old, new, old_source="old", new_source="new"))
+
+
+@pytest.mark.parametrize("reason", ["", " ", "\u200b", "\u00a0", "\u3000\u200d", "\t\n", "\u2800", "\u3164"])
+def test_a_reason_of_blanks_is_no_reason(reason: str) -> None:
+    assert not text.visible(reason)
+
+
+@pytest.mark.parametrize("reason", ["x", " ok ", "理由", "✓"])
+def test_a_reason_with_a_visible_character_is_one(reason: str) -> None:
+    assert text.visible(reason)
+
+
+def _isolated_fleet(services: int, gpus: str, seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+    lines = ['name = "iso"', "", "[capacity.one]", f'instance_types = ["{gpus}"]', ""]
+    for i in range(services):
+        lines += [
+            f"[service.s{i}]",
+            'capacity = "one"',
+            'image = "public.ecr.aws/x/y@sha256:' + "0" * 64 + '"',
+            "desired_count = 1",
+            "cpu_units = 256",
+            "memory_mib = 512",
+            "gpu_budget_mib = 1024",
+        ]
+        if rng.random() < 0.8:
+            lines += [
+                f"[service.s{i}.allocation]",
+                "residency_mib = 256",
+                "peak_working_mib = 256",
+                'shared_failure = "retry"',
+                f'isolation_group = "g{rng.randrange(4)}"',
+                f"isolate_host = {'true' if rng.random() < 0.3 else 'false'}",
+            ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("gpus", ["g6.2xlarge", "g6.12xlarge"])
+def test_isolation_lengths_are_the_expressions_lengths(seed: int, gpus: str) -> None:
+    """The linear count of each placement expression's length matches the expressions the app writes."""
+    import tomllib
+
+    from ecs_gpu_sharing.core import fleet
+
+    spec = fleet.parse(tomllib.loads(_isolated_fleet(12, gpus, seed)), source="iso.toml")
+    assert spec.host_isolation_lengths() == {name: len(e) for name, e in spec.host_isolation().items()}
+
+
+def test_thousands_of_problems_are_shown_a_hundred_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = ['name = "unk"', "[capacity.l4]", 'instance_types = ["g6.2xlarge"]', *(f"k{i} = 1" for i in range(3000))]
+    path = tmp_path / "fleet.toml"
+    path.write_text("\n".join(body))
+    err = _error(capsys, ["plan", str(path)])
+    lines = err.splitlines()
+    assert len(lines) == 101 and lines[-1].endswith("more problems; fix these first")
+
+
+def test_five_thousand_isolation_groups_on_one_gpu_hosts_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "fleet.toml"
+    lines = ['name = "iso"', "[capacity.l4]", 'instance_types = ["g6.2xlarge"]']
+    for i in range(5000):
+        lines += [
+            f"[service.s{i}]",
+            'capacity = "l4"',
+            'image = "public.ecr.aws/x/y@sha256:' + "0" * 64 + '"',
+            "desired_count = 1",
+            "cpu_units = 256",
+            "memory_mib = 512",
+            "gpu_budget_mib = 1024",
+            f"[service.s{i}.allocation]",
+            "residency_mib = 256",
+            "peak_working_mib = 256",
+            'shared_failure = "r"',
+            f'isolation_group = "g{i}"',
+        ]
+    path.write_text("\n".join(lines))
+    err = _error(capsys, ["plan", str(path)])
+    assert "and 4997 more: allocation.isolation_group" in err and len(err.splitlines()) == 1

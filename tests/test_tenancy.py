@@ -1,0 +1,257 @@
+"""Every service on a GPU capacity found in the written templates, however it was built (core.tenancy), and the
+task-role escalation classification (core.escalation). Pure Python: the templates are CloudFormation as CDK writes
+it, made by hand here; tests/test_guards_app.py synthesizes the same attacks through aws-cdk-lib."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from ecs_gpu_sharing.core import container_guards as guards
+from ecs_gpu_sharing.core import escalation, tenancy
+from ecs_gpu_sharing.core.fleet import SERVICE_TAG
+
+PRIVILEGED_TASK = {
+    "Type": "AWS::ECS::TaskDefinition",
+    "Properties": {"ContainerDefinitions": [{"Name": "x", "Image": "i", "Memory": 64, "Privileged": "true"}]},
+}
+
+
+def _cluster_stack() -> dict[str, Any]:
+    return {
+        "Resources": {
+            "Cluster": {"Type": "AWS::ECS::Cluster", "Properties": {}},
+            "Provider": {
+                "Type": "AWS::ECS::CapacityProvider",
+                "Properties": {"AutoScalingGroupProvider": {}},
+                "Metadata": {tenancy.CAPACITY_METADATA: "l4", "aws:cdk:path": "c/L4/Provider/Provider"},
+            },
+            "Other": {"Type": "AWS::ECS::CapacityProvider", "Properties": {"AutoScalingGroupProvider": {}}},
+            "Assoc": {
+                "Type": "AWS::ECS::ClusterCapacityProviderAssociations",
+                "Properties": {"Cluster": {"Ref": "Cluster"}, "CapacityProviders": [{"Ref": "Provider"}]},
+            },
+            "Cpu": {"Type": "AWS::ECS::Cluster", "Properties": {}},
+        },
+        "Outputs": {
+            "ProviderOut": {"Value": {"Ref": "Provider"}, "Export": {"Name": "c:Provider"}},
+            "ClusterOut": {"Value": {"Ref": "Cluster"}},
+        },
+    }
+
+
+def _service(**props: Any) -> dict[str, Any]:
+    return {"Type": "AWS::ECS::Service", "Properties": {"TaskDefinition": {"Ref": "Task"}, **props}}
+
+
+def _app(service: dict[str, Any], task: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    tenant = {"Resources": {"Svc": service, "Task": copy.deepcopy(task or PRIVILEGED_TASK), **extra}}
+    return {"c": _cluster_stack(), "tenant": tenant}
+
+
+def _rules(templates: dict[str, Any], allowed: Any = None) -> list[str]:
+    return [v.rule_id for v in tenancy.judge(templates, allowed).violations]
+
+
+ON_GPU = [
+    pytest.param(
+        {"CapacityProviderStrategy": [{"CapacityProvider": {"Fn::ImportValue": "c:Provider"}}]}, id="import-value"
+    ),
+    pytest.param(
+        {
+            "CapacityProviderStrategy": [
+                {"CapacityProvider": {"Fn::GetStackOutput": {"StackName": "c", "OutputName": "ProviderOut"}}}
+            ]
+        },
+        id="stack-output",
+    ),
+    pytest.param(
+        {"Cluster": {"Fn::GetStackOutput": {"StackName": "c", "OutputName": "ClusterOut"}}, "LaunchType": "EC2"},
+        id="ec2-launch-type-on-the-gpu-cluster",
+    ),
+    pytest.param(
+        {"Cluster": {"Fn::GetStackOutput": {"StackName": "c", "OutputName": "ClusterOut"}}},
+        id="the-cluster-default-strategy",
+    ),
+    pytest.param({"Cluster": "my-cluster", "LaunchType": "EC2"}, id="imported-cluster-by-name"),
+    pytest.param({"Cluster": "my-cluster", "CapacityProviderStrategy": [{"CapacityProvider": "gpu"}]}, id="by-name"),
+]
+
+
+@pytest.mark.parametrize("props", ON_GPU)
+def test_a_service_on_a_gpu_capacity_is_judged_however_it_names_it(props: dict[str, Any]) -> None:
+    assert _rules(_app(_service(**props))) == [guards.PRIVILEGED_CONTAINER]
+
+
+NOT_ON_GPU = [
+    pytest.param({"LaunchType": "FARGATE", "Cluster": "my-cluster"}, id="fargate"),
+    pytest.param({"CapacityProviderStrategy": [{"CapacityProvider": "FARGATE_SPOT"}]}, id="fargate-spot"),
+]
+
+
+@pytest.mark.parametrize("props", NOT_ON_GPU)
+def test_a_service_elsewhere_is_not_judged(props: dict[str, Any]) -> None:
+    assert _rules(_app(_service(**props))) == []
+
+
+def test_a_service_whose_provider_cannot_be_told_apart_is_judged() -> None:
+    props = {"Cluster": {"Fn::ImportValue": "nothing"}, "CapacityProviderStrategy": [{"CapacityProvider": "x"}]}
+    assert _rules(_app(_service(**props))) == [guards.PRIVILEGED_CONTAINER]
+
+
+def test_a_service_in_another_cluster_of_the_app_is_not_judged() -> None:
+    templates = _app(_service(LaunchType="EC2", Cluster={"Ref": "Cpu"}))
+    templates["c"]["Resources"].update(templates.pop("tenant")["Resources"])
+    assert _rules(templates) == []
+
+
+def test_a_service_on_a_named_cluster_elsewhere_is_not_judged() -> None:
+    templates = _app(_service(LaunchType="EC2", Cluster="batch"))
+    templates["c"]["Resources"]["Cluster"]["Properties"]["ClusterName"] = "gpu"
+    assert _rules(templates) == []
+    templates["tenant"]["Resources"]["Svc"]["Properties"]["Cluster"] = "arn:aws:ecs:us-east-1:1:cluster/gpu"
+    assert _rules(templates) == [guards.PRIVILEGED_CONTAINER]
+
+
+def test_an_app_without_a_gpu_capacity_judges_nothing() -> None:
+    templates = _app(_service(LaunchType="EC2"))
+    del templates["c"]["Resources"]["Provider"]["Metadata"]
+    assert _rules(templates) == []
+
+
+def test_a_task_definition_the_app_does_not_hold_is_refused_on_a_gpu_capacity() -> None:
+    service = _service(CapacityProviderStrategy=[{"CapacityProvider": {"Fn::ImportValue": "c:Provider"}}])
+    service["Properties"]["TaskDefinition"] = "arn:aws:ecs:us-east-1:1:task-definition/x:1"
+    assert _rules(_app(service)) == [tenancy.TASK_DEFINITION_NOT_READABLE]
+    allowed = {("tenant", "Svc"): {tenancy.TASK_DEFINITION_NOT_READABLE: "the platform's own agent"}}
+    judged = tenancy.judge(_app(service), allowed)
+    assert judged.violations == [] and judged.allowed == [
+        ("tenant/Svc", tenancy.TASK_DEFINITION_NOT_READABLE, "the platform's own agent")
+    ]
+
+
+def test_an_allowance_permits_its_rule_on_its_resource_only() -> None:
+    templates = _app(_service(LaunchType="EC2", Cluster="x"))
+    assert _rules(templates, {("tenant", "Task"): {guards.PRIVILEGED_CONTAINER: "a reason"}}) == []
+    assert _rules(templates, {("tenant", "Task"): {guards.HOST_PATH: "a reason"}}) == [guards.PRIVILEGED_CONTAINER]
+    assert _rules(templates, {("tenant", "Svc"): {guards.PRIVILEGED_CONTAINER: "a reason"}}) == [
+        guards.PRIVILEGED_CONTAINER
+    ]
+
+
+def _role_app(statement: dict[str, Any], *, inline: bool = False) -> dict[str, Any]:
+    task = {
+        "Type": "AWS::ECS::TaskDefinition",
+        "Properties": {"ContainerDefinitions": [], "TaskRoleArn": {"Fn::GetAtt": ["Role", "Arn"]}},
+    }
+    doc = {"Version": "2012-10-17", "Statement": [statement]}
+    role: dict[str, Any] = {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {}}}
+    extra = {"Role": role}
+    if inline:
+        role["Properties"]["Policies"] = [{"PolicyName": "p", "PolicyDocument": doc}]
+    else:
+        extra["Policy"] = {
+            "Type": "AWS::IAM::Policy",
+            "Properties": {"PolicyDocument": doc, "Roles": [{"Ref": "Role"}]},
+        }
+    return _app(_service(LaunchType="EC2", Cluster="x"), task, **extra)
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_an_escalating_grant_on_a_task_role_is_refused_wherever_it_is_attached(inline: bool) -> None:
+    templates = _role_app({"Effect": "Allow", "Action": "iam:PutRolePolicy", "Resource": "*"}, inline=inline)
+    (violation,) = tenancy.judge(templates).violations
+    assert violation.rule_id == escalation.TASK_ROLE_ESCALATION and violation.logical_id == "Role"
+    assert "changes IAM" in violation.message
+
+
+def test_an_administrator_managed_policy_is_refused_and_cannot_be_allowed() -> None:
+    templates = _role_app({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"})
+    templates["tenant"]["Resources"]["Role"]["Properties"]["ManagedPolicyArns"] = [
+        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/AdministratorAccess"]]}
+    ]
+    allowed = {
+        ("tenant", "Role"): {escalation.TASK_ROLE_ESCALATION: "x"},
+        ("tenant", "Task"): {escalation.TASK_ROLE_ESCALATION: "x"},
+    }
+    assert _rules(templates, allowed) == [escalation.TASK_ROLE_REFUSED_POLICY]
+
+
+def test_two_services_claiming_one_plan_name_are_refused() -> None:
+    tagged = _service(LaunchType="FARGATE", Tags=[{"Key": SERVICE_TAG, "Value": "chat"}])
+    templates = _app(tagged, Copy=copy.deepcopy(tagged))
+    (violation,) = tenancy.judge(templates).violations
+    assert violation.rule_id == tenancy.SERVICE_NAME_CLAIMED and "chat" in violation.message
+
+
+# --- the classification -------------------------------------------------------------------------------------------
+
+ESCALATING = [
+    (["iam:PutRolePolicy"], ["*"]),
+    (["iam:AttachRolePolicy"], ["arn:aws:iam::123456789012:role/task"]),
+    (["IAM:put*"], ["*"]),
+    (["iam:*"], ["*"]),
+    (["sts:*"], ["*"]),
+    (["sts:AssumeRole"], ["arn:aws:iam::123456789012:role/admin"]),
+    (["ssm:SendCommand"], ["*"]),
+    (["ssm:Start*"], ["*"]),
+    (["ecs:TagResource"], ["*"]),
+    (["ecs:PutAttributes"], ["*"]),
+    (["ecs:Submit*"], ["*"]),
+    (["ecs:ExecuteCommand"], ["*"]),
+    (["logs:PutLogEvents"], ["*"]),
+    (["logs:PutLogEvents"], ["arn:aws:logs:us-east-1:123456789012:log-group:/ecs-gpu-sharing/evidence/*"]),
+    (["logs:*"], ["arn:aws:logs:*:*:log-group:/aws/events/ecs-gpu-sharing/prod/stopped-tasks:*"]),
+    (["iam:PassRole", "lambda:CreateFunction"], ["*"]),
+    (["*"], ["*"]),
+    (["s?s:AssumeRole"], ["*"]),
+]
+
+
+@pytest.mark.parametrize(("actions", "resources"), ESCALATING)
+def test_escalating_grants_are_found(actions: list[str], resources: list[str]) -> None:
+    assert escalation.escalations([{"Statement": [{"Effect": "Allow", "Action": actions, "Resource": resources}]}])
+
+
+HARMLESS = [
+    (["s3:GetObject"], ["*"]),
+    (["iam:GetRole", "iam:ListRoles"], ["*"]),
+    (["sts:GetCallerIdentity"], ["*"]),
+    (["iam:PassRole"], ["arn:aws:iam::123456789012:role/x"]),
+    (["logs:PutLogEvents"], ["arn:aws:logs:us-east-1:123456789012:log-group:/my/app:*"]),
+    (["ecs:DescribeServices", "ssm:GetParameter"], ["*"]),
+]
+
+
+@pytest.mark.parametrize(("actions", "resources"), HARMLESS)
+def test_harmless_grants_pass(actions: list[str], resources: list[str]) -> None:
+    assert (
+        escalation.escalations([{"Statement": [{"Effect": "Allow", "Action": actions, "Resource": resources}]}]) == []
+    )
+
+
+def test_pass_role_escalates_with_a_code_runner_in_another_policy_of_the_role() -> None:
+    one = {"Statement": [{"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"}]}
+    two = {"Statement": [{"Effect": "Allow", "Action": "ecs:RunTask", "Resource": "*"}]}
+    assert any("runs code under another role" in why for why in escalation.escalations([one, two]))
+
+
+def test_not_action_and_deny_are_read() -> None:
+    allow_all_but = {"Statement": [{"Effect": "Allow", "NotAction": "s3:*", "Resource": "*"}]}
+    deny = {"Statement": [{"Effect": "Deny", "Action": "iam:*", "Resource": "*"}]}
+    assert escalation.escalations([allow_all_but]) and escalation.escalations([deny]) == []
+
+
+def test_the_action_list_is_what_botocore_names() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "escalation_actions.py"
+    spec = importlib.util.spec_from_file_location("escalation_actions", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert json.loads(module.OUT.read_text()) == module.build(), "run scripts/escalation_actions.py"
