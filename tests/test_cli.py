@@ -84,6 +84,38 @@ def test_plan_svg_draws_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[
     # Colours a converter can draw: hex, never hsl().
     fills = {e.get("fill") for e in root.iter("{http://www.w3.org/2000/svg}rect")}
     assert all(f and f.startswith("#") and len(f) == 7 for f in fills), fills
+    # Each bar wide enough carries its service's name (or its start), in white on the service's colour.
+    labels = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("fill") == "#ffffff"]
+    assert "embedder" in labels or any(label.startswith("embed") for label in labels)
+
+
+def test_a_services_colour_follows_its_name_not_its_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A service inserted before another leaves the other's colour as it was: screenshots of two versions compare."""
+    first, second = tmp_path / "a.svg", tmp_path / "b.svg"
+    edited = tmp_path / "fleet.toml"
+    text = Path(EXAMPLE).read_text()
+    edited.write_text(
+        text.replace("[service.embedder]", "[service.aaa-first]\n" + _service_body(text) + "\n[service.embedder]", 1)
+    )
+    assert main(["plan", EXAMPLE, "--svg", str(first)]) == 0
+    main(["plan", str(edited), "--svg", str(second)])
+
+    def fill_of(path: Path, name: str) -> str:
+        root = ElementTree.fromstring(path.read_text())
+        for rect in root.iter("{http://www.w3.org/2000/svg}rect"):
+            title = rect.find("{http://www.w3.org/2000/svg}title")
+            if title is not None and (title.text or "").startswith(f"{name}:"):
+                return str(rect.get("fill"))
+        raise AssertionError(name)
+
+    assert fill_of(first, "reranker") == fill_of(second, "reranker")
+
+
+def _service_body(text: str) -> str:
+    """The first service table's keys (for a copy under another name)."""
+    start = text.index("[service.")
+    body = text[text.index("\n", start) + 1 :]
+    return body[: body.index("\n[")]
 
 
 def test_plan_exits_1_with_the_reason_when_the_fleet_does_not_fit(

@@ -497,3 +497,47 @@ def test_impaired_accelerated_compute_shows_ecss_reason_and_assumes_no_cause() -
     inst = cluster_status.InstanceStatus("arn", "i-1", "g6.xlarge", "1.108.3", True, "IMPAIRED", "")
     (problem,) = cluster_status.problems_of([inst], [])
     assert problem == "instance i-1: ACCELERATED_COMPUTE health is IMPAIRED: ECS gave no reason"
+
+
+def test_cluster_status_names_a_plan_service_claimed_twice() -> None:
+    spec = fleet.load(REPO / "fleet.toml")
+    services = [
+        cluster_status.ServiceStatus(name="models-embedder-x", desired=2, running=2, fleet_service="embedder"),
+        cluster_status.ServiceStatus(name="tenant-lookalike", desired=2, running=2, fleet_service="embedder"),
+    ]
+    problems = cluster_status.problems_of([], services, spec)
+    assert any(
+        p.startswith("fleet service embedder: claimed by 2 services (models-embedder-x, tenant-lookalike)")
+        for p in problems
+    )
+
+
+def test_an_answer_that_is_not_aws_is_one_line_without_its_markup() -> None:
+    ecs = boto3.client("ecs", region_name="us-east-1")
+    with Stubber(ecs) as stub:
+        stub.add_client_error(
+            "list_services",
+            service_error_code="",
+            service_message="<html><body>502 Bad Gateway</body></html>",
+            http_status_code=502,
+        )
+        with pytest.raises(aws.AwsOperationError) as raised, aws.aws_errors("reading the services of cluster models"):
+            ecs.list_services(cluster="models")
+    message = str(raised.value)
+    assert "HTTP 502 with no AWS error" in message and "<html" not in message and "\n" not in message
+
+
+def test_a_missing_cluster_says_what_to_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "t",
+        "AWS_SECRET_ACCESS_KEY": "t",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    with mock_aws():
+        ecs = boto3.client("ecs", region_name="us-east-1")
+        with (
+            pytest.raises(aws.AwsOperationError, match=r"ClusterNotFoundException.*check the name and the region"),
+            aws.aws_errors("reading the services of cluster nowhere"),
+        ):
+            ecs.list_services(cluster="nowhere")

@@ -204,3 +204,23 @@ def test_five_thousand_isolation_groups_on_one_gpu_hosts_are_one_line(
     path.write_text("\n".join(lines))
     err = _error(capsys, ["plan", str(path)])
     assert "and 4997 more: allocation.isolation_group" in err and len(err.splitlines()) == 1
+
+
+def test_a_refused_load_balancer_is_reported_once_not_for_every_service(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import REPO
+
+    fleet = tmp_path / "fleet.toml"
+    text = (
+        (REPO / "fleet.toml")
+        .read_text()
+        .replace(
+            '[load_balancer.internal]             # internal to the VPC; HTTP (give certificate_arn for HTTPS)\ntype = "application"',
+            '[load_balancer.internal]\ntype = "gateway"',
+            1,
+        )
+    )
+    fleet.write_text(text)
+    err = _error(capsys, ["plan", str(fleet)])
+    assert "load_balancer.internal" in err and "which is not defined" not in err

@@ -170,3 +170,51 @@ def test_a_service_with_placement_strategies_deploys_with_them() -> None:
     }
     out = _rehearse({"Cluster": cluster, "Task": task, "Service": service})
     assert out["error"] is None and out["problems"] == [], out
+
+
+UPDATE_SCRIPT = """
+import json, os, socket, sys
+sock = socket.socket(); sock.bind(("localhost", 0)); port = sock.getsockname()[1]; sock.close()
+os.environ.update({"AWS_ENDPOINT_URL": f"http://localhost:{port}", "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/nonexistent"})
+import boto3
+from moto.server import ThreadedMotoServer
+from ecs_gpu_sharing.operations import rehearsal
+rehearsal.install_adapters()
+server = ThreadedMotoServer(ip_address="localhost", port=port, verbose=False); server.start()
+client = lambda service: boto3.client(service, region_name="us-east-1")
+first, second = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+cfn = client("cloudformation")
+cfn.create_stack(StackName="s", TemplateBody=json.dumps(first))
+error = None
+try:
+    cfn.update_stack(StackName="s", TemplateBody=json.dumps(second))
+except Exception as e:
+    error = str(e)
+print(json.dumps({"error": error, "problems": rehearsal.current_task_definitions(client, {"s": second})}))
+server.stop()
+"""
+
+
+def _task(image: str, budget: int) -> dict[str, Any]:
+    mps = {"Type": "GPU", "SharingStrategy": {"NvidiaMps": {"Memory": budget}}}
+    container = {"Name": "model", "Image": image, "Memory": 1024, "ResourceRequirements": [mps]}
+    return {
+        "Resources": {"Task": {"Type": "AWS::ECS::TaskDefinition", "Properties": {"ContainerDefinitions": [container]}}}
+    }
+
+
+def test_an_edited_shared_gpu_task_definition_deploys_as_an_update() -> None:
+    """moto's update path skipped the key conversion its create path does (MODEL_GAPS); the budget and image edits a
+    team makes most often must deploy, and the emulator must then hold the edited revision."""
+    result = subprocess.run(
+        [sys.executable, "-c", UPDATE_SCRIPT, json.dumps(_task("x:1", 2048)), json.dumps(_task("x:2", 2560))],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"error": None, "problems": []}

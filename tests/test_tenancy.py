@@ -255,3 +255,73 @@ def test_the_action_list_is_what_botocore_names() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert json.loads(module.OUT.read_text()) == module.build(), "run scripts/escalation_actions.py"
+
+
+def test_a_scheduled_task_on_the_gpu_cluster_is_judged() -> None:
+    rule = {
+        "Type": "AWS::Events::Rule",
+        "Properties": {
+            "ScheduleExpression": "rate(1 hour)",
+            "Targets": [
+                {
+                    "Arn": {"Fn::GetStackOutput": {"StackName": "c", "OutputName": "ClusterOut"}},
+                    "Id": "t",
+                    "EcsParameters": {"TaskDefinitionArn": {"Ref": "Task"}, "LaunchType": "EC2"},
+                }
+            ],
+        },
+    }
+    templates = {"c": _cluster_stack(), "tenant": {"Resources": {"Rule": rule, "Task": copy.deepcopy(PRIVILEGED_TASK)}}}
+    assert _rules(templates) == [guards.PRIVILEGED_CONTAINER]
+    schedule = {
+        "Type": "AWS::Scheduler::Schedule",
+        "Properties": {
+            "Target": {
+                "Arn": "my-cluster",
+                "EcsParameters": {
+                    "TaskDefinitionArn": {"Ref": "Task"},
+                    "CapacityProviderStrategy": [{"CapacityProvider": {"Fn::ImportValue": "c:Provider"}}],
+                },
+            }
+        },
+    }
+    templates["tenant"]["Resources"] = {"Schedule": schedule, "Task": copy.deepcopy(PRIVILEGED_TASK)}
+    assert _rules(templates) == [guards.PRIVILEGED_CONTAINER]
+
+
+def test_a_task_set_of_an_external_service_is_judged_and_the_service_is_not_refused() -> None:
+    service = _service(CapacityProviderStrategy=[{"CapacityProvider": {"Fn::ImportValue": "c:Provider"}}])
+    service["Properties"]["DeploymentController"] = {"Type": "EXTERNAL"}
+    del service["Properties"]["TaskDefinition"]
+    task_set = {
+        "Type": "AWS::ECS::TaskSet",
+        "Properties": {
+            "Cluster": "my-cluster",
+            "Service": {"Ref": "Svc"},
+            "TaskDefinition": {"Ref": "Task"},
+            "LaunchType": "EC2",
+        },
+    }
+    assert _rules(_app(service, TaskSet=task_set)) == [guards.PRIVILEGED_CONTAINER]
+
+
+def test_a_task_role_written_as_an_arn_is_refused_on_a_gpu_capacity() -> None:
+    task = {
+        "Type": "AWS::ECS::TaskDefinition",
+        "Properties": {"ContainerDefinitions": [], "TaskRoleArn": "arn:aws:iam::123456789012:role/Admin"},
+    }
+    on_gpu = _service(CapacityProviderStrategy=[{"CapacityProvider": {"Fn::ImportValue": "c:Provider"}}])
+    assert _rules(_app(on_gpu, task)) == [tenancy.TASK_ROLE_NOT_READABLE]
+    maybe = tenancy.judge(_app(_service(LaunchType="EC2", Cluster="x"), task))
+    assert maybe.violations == [] and "task role" in maybe.not_judged[0].reason
+
+
+def test_a_log_configuration_naming_the_evidence_group_is_refused() -> None:
+    task = copy.deepcopy(PRIVILEGED_TASK)
+    container = task["Properties"]["ContainerDefinitions"][0]
+    del container["Privileged"]
+    container["LogConfiguration"] = {
+        "LogDriver": "awslogs",
+        "Options": {"awslogs-group": "/ecs-gpu-sharing/evidence/models", "awslogs-region": "us-east-1"},
+    }
+    assert _rules(_app(_service(LaunchType="EC2", Cluster="x"), task)) == [guards.EVIDENCE_LOGS]

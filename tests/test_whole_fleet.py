@@ -357,8 +357,9 @@ def test_two_capacities_with_one_name_are_refused_when_built() -> None:
 
 def test_plan_count_is_checked() -> None:
     a = App()
+    task = a.task("CountedTask")
     with pytest.raises(ServiceError, match="tasks must be an integer from 0 to 5000"):
-        FleetPlan.of(a.stack).plan_count(a.stack, -1)
+        FleetPlan.of(a.stack).plan_count(task, -1)
 
 
 # --- plan files -------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -164,7 +164,7 @@ def _proxy_memory_mib(
             continue
         services += 1
         named = user_construct(construct)
-        counted = _largest_count(construct, props, stated_counts.get(named))
+        counted = _largest_count(construct, props, _by(stated_counts, construct, named))
         tasks += counted[0] if isinstance(counted, tuple) else 0
     return service_connect_proxy_memory_mib(services, tasks)
 
@@ -247,6 +247,20 @@ def _max_percent(props: Mapping[str, Any]) -> int | str:
     return value if isinstance(value, int) else f"its deployment maximum percent is {describe(value)}"
 
 
+_T = TypeVar("_T")
+
+
+def _by(table: Mapping[IConstruct, _T], service: ecs.BaseService, named: IConstruct) -> _T | None:
+    """A service's entry, kept under its user-facing construct or under the task definition it runs."""
+    found = table.get(named)
+    return found if found is not None else table.get(service.task_definition)
+
+
+def _task_acks(acks: Callable[[IConstruct], Mapping[str, str]], service: ecs.BaseService) -> Mapping[str, str]:
+    task = service.task_definition
+    return acks(task) if isinstance(task, ecs.TaskDefinition) else {}
+
+
 def discover(
     root: IConstruct,
     capacities: Iterable[PlannedCapacity],
@@ -278,7 +292,7 @@ def discover(
     proxy_memory = _proxy_memory_mib(resolved, stated_counts)
     for construct, props in resolved.items():
         named = user_construct(construct)
-        name = names.get(named) or named.node.id
+        name = _by(names, construct, named) or named.node.id
         items = _strategy_items(construct, props)
         on: list[tuple[PlannedCapacity, int | None]] = []  # (capacity, strategy index; None: EC2 launch type)
         if items is None:
@@ -331,7 +345,7 @@ def discover(
             problems.append(shape)
         if props.get("schedulingStrategy") == "DAEMON":
             problems.append("it is a daemon service (one task per host), which the plan does not count")
-        count = _largest_count(construct, props, stated_counts.get(named))
+        count = _largest_count(construct, props, _by(stated_counts, construct, named))
         if isinstance(count, str):
             problems.append(count)
         percent = _max_percent(props)
@@ -365,9 +379,9 @@ def discover(
                 share,
                 max_percent=percent,
                 count_source=source,
-                allocation=(allocations or {}).get(named),
+                allocation=_by(allocations or {}, construct, named),
                 image=_gpu_image(construct),
-                acknowledged=acks(named),
+                acknowledged={**_task_acks(acks, construct), **acks(named)},
                 kept_apart=_kept_apart(props),
                 placement=placement.from_cloudformation(props.get("placementStrategies")),
             )

@@ -29,7 +29,13 @@ from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
-from ..core.tenancy import CAPACITY_METADATA, TASK_DEFINITION_NOT_READABLE, Judgement, judge
+from ..core.tenancy import (
+    CAPACITY_METADATA,
+    TASK_DEFINITION_NOT_READABLE,
+    TASK_ROLE_NOT_READABLE,
+    Judgement,
+    judge,
+)
 from ..core.text import visible
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
 from .limits import template_violations
@@ -78,25 +84,47 @@ class FleetPlan(Construct):
                 resource.add_metadata(CAPACITY_METADATA, capacity.plan_name)
         capacity.node.add_validation(_Findings(self, "capacity", capacity))
 
+    @staticmethod
+    def _service_handle(given: Any, method: str) -> IConstruct:
+        """The construct a service's plan entries are kept under, from any handle a team holds: an ECS service (a
+        pattern's ``.service`` included: its entries go to the pattern, the name the plan shows), the construct holding
+        one as ``Service`` (a pattern, a ``SharedGpuService``), or a task definition (for every service that runs it).
+        Anything else is refused: never a silent no-op."""
+        if isinstance(given, ecs.BaseService):
+            return user_construct(given)
+        if isinstance(given, ecs.TaskDefinition):
+            return given
+        node = getattr(given, "node", None)
+        if node is not None and isinstance(node.try_find_child("Service"), ecs.BaseService):
+            return given  # type: ignore[no-any-return]
+        where = node.path if node is not None else repr(given)
+        raise ServiceError(
+            f"{where}: FleetPlan.{method} takes a service: an ECS service, an aws-ecs-patterns service or its "
+            f".service, a SharedGpuService, or the task definition they run; got {type(given).__name__}"
+        )
+
     def name_service(self, service: IConstruct, name: str) -> None:
-        """Names ``service`` (a service construct, or the L3 construct that holds it) in the plan."""
-        self._names[service] = name
+        """Names ``service`` (any handle ``_service_handle`` takes) in the plan."""
+        self._names[self._service_handle(service, "name_service")] = name
 
     def plan_count(self, service: IConstruct, tasks: int) -> None:
-        """Plans ``service`` (an ECS service, or the construct holding it as ``Service``) at ``tasks`` tasks,
-        the count to use when its own count is a deploy-time value (a ``CfnParameter``, say)."""
-        owner = service.node.path
-        self._counts[service] = require_int(
-            "tasks", tasks, low=0, high=MAX_TASKS_PER_SERVICE, owner=owner, error=ServiceError
+        """Plans ``service`` (an ECS service, a pattern or its ``.service``, a ``SharedGpuService``, or the task
+        definition they run) at ``tasks`` tasks, the count to use when its own count is a deploy-time value (a
+        ``CfnParameter``, say)."""
+        handle = self._service_handle(service, "plan_count")
+        self._counts[handle] = require_int(
+            "tasks", tasks, low=0, high=MAX_TASKS_PER_SERVICE, owner=handle.node.path, error=ServiceError
         )
 
     def set_allocation(self, service: IConstruct, allocation: AllocationNote) -> None:
-        """Gives ``service`` (an ECS service, or the construct holding it as ``Service``) its allocation note: the
-        plan checks its budget against it, keeps its isolation group apart, and shows it. ``SharedGpuService`` and
-        ``SharedGpuManagedInstancesService`` take it as ``allocation=``."""
+        """Gives ``service`` (an ECS service, a pattern or its ``.service``, a ``SharedGpuService``, or the task
+        definition they run) its allocation note: the plan checks its budget against it, keeps its isolation group
+        apart, and shows it. ``SharedGpuService`` and ``SharedGpuManagedInstancesService`` take it as
+        ``allocation=``."""
+        handle = self._service_handle(service, "set_allocation")
         if not isinstance(allocation, AllocationNote):
-            raise ServiceError(f"{service.node.path}: allocation must be an AllocationNote, got {allocation!r}")
-        self._allocations[service] = allocation
+            raise ServiceError(f"{handle.node.path}: allocation must be an AllocationNote, got {allocation!r}")
+        self._allocations[handle] = allocation
 
     def acknowledge(self, scope: IConstruct, rule_id: str, reason: str) -> None:
         """Accepts a warning with a reason, for ``scope`` and everything in it: a service (a ``SharedGpuService``,
@@ -110,8 +138,11 @@ class FleetPlan(Construct):
             raise ServiceError(f"{owner}: {rule_id!r} is not a warning that can be acknowledged; these can: {known}")
         if not visible(reason):
             raise ServiceError(f"{owner}: acknowledging {rule_id} needs a reason (a string with visible characters)")
-        self._acks.setdefault(scope, {})[rule_id] = reason
-        cdk.Annotations.of(scope).acknowledge_warning(rule_id, reason)
+        # A pattern's .service: its findings are reported on the pattern, so the acknowledgment goes there too.
+        held = user_construct(scope) if isinstance(scope, ecs.BaseService) else scope
+        for target in dict.fromkeys((scope, held)):
+            self._acks.setdefault(target, {})[rule_id] = reason
+            cdk.Annotations.of(target).acknowledge_warning(rule_id, reason)
 
     def acknowledged(self, construct: IConstruct) -> dict[str, str]:
         """The warnings accepted for ``construct``: its own acknowledgments and those of every scope above it."""
@@ -120,7 +151,7 @@ class FleetPlan(Construct):
             out.update(self._acks.get(scope, {}))
         return out
 
-    ALLOWABLE = (*GUARD_RULES, TASK_ROLE_ESCALATION, TASK_DEFINITION_NOT_READABLE)
+    ALLOWABLE = (*GUARD_RULES, TASK_ROLE_ESCALATION, TASK_DEFINITION_NOT_READABLE, TASK_ROLE_NOT_READABLE)
     """The rules ``allow`` can permit: the allow-list over task definitions, task-role escalation, and a service on
     a GPU capacity whose task definition the app does not hold."""
 

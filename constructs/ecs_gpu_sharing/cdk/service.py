@@ -80,7 +80,6 @@ class SharedGpuService(Construct):
             "SharedGpuService",
         )
         super().__init__(scope, id_)
-        _register(self, id_ if name is None else name, planned_count, allocation)
         self.task_definition = task_definition
         self.capacity = capacity
         if "placement_strategies" not in kwargs:
@@ -97,6 +96,7 @@ class SharedGpuService(Construct):
             capacity_provider_strategies=capacity.capacity_provider_strategies(),
             **kwargs,
         )
+        _register(self, id_ if name is None else name, planned_count, allocation)  # its Service exists now
         # The provider must be associated with the cluster before the service names it; aws-ecs creates that
         # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).
         self.service.node.add_dependency(cluster)
@@ -216,7 +216,6 @@ class SharedGpuManagedInstancesService(Construct):
             "SharedGpuManagedInstancesService",
         )
         super().__init__(scope, id_)
-        _register(self, id_ if name is None else name, planned_count, allocation)
         self.task_definition = task_definition
         self.capacity = capacity
         self.service = ecs.FargateService(
@@ -231,5 +230,6 @@ class SharedGpuManagedInstancesService(Construct):
             capacity_provider_strategies=capacity.capacity_provider_strategies(),
             **kwargs,
         )
+        _register(self, id_ if name is None else name, planned_count, allocation)  # its Service exists now
         # As for SharedGpuService: the provider's association with the cluster must exist before the service.
         self.service.node.add_dependency(cluster)

@@ -17,6 +17,7 @@ paths that way.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections.abc import Iterator, Mapping
@@ -25,6 +26,7 @@ from typing import Any
 
 from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from .shape import camel_keys
+from .telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 
 PREFIX = "ecs-gpu-sharing:"
 GPU_STEERING_ENVIRONMENT = f"{PREFIX}GpuSteeringEnvironment"
@@ -38,6 +40,7 @@ HOST_PATH = f"{PREFIX}HostPathMounted"
 SECURITY_OPTION = f"{PREFIX}SecurityOptionSet"
 UNKNOWN_PROPERTY = f"{PREFIX}TaskPropertyNotAllowed"
 MPS_ENVIRONMENT_IN_COMMAND = f"{PREFIX}MpsVariableInCommand"
+EVIDENCE_LOGS = f"{PREFIX}EvidenceLogGroupNamed"
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,12 @@ GUARDS: tuple[Guard, ...] = (
         "container",
         "no container on a GPU host sets NVIDIA_*, CUDA_VISIBLE_DEVICES or CUDA_MPS_* in environment or secrets: "
         "they choose GPUs and MPS limits past ECS's assignment",
+    ),
+    Guard(
+        EVIDENCE_LOGS,
+        "container",
+        "no container's log configuration names the evidence or stopped-task log groups: what evaluate believes is "
+        "written by the telemetry daemon and EventBridge alone",
     ),
     Guard(
         UNKNOWN_PROPERTY,
@@ -307,6 +316,13 @@ def _container(container: Mapping[str, Any]) -> Iterator[str]:
                     f"[{GPU_STEERING_ENVIRONMENT}] {where}: {kind} {variable} would steer the GPU: "
                     f"{GPU_ENVIRONMENT_REASON}"
                 )
+    logging = json.dumps([container.get("logConfiguration"), container.get("firelensConfiguration")])
+    if EVIDENCE_LOG_GROUP_PREFIX in logging or STOPPED_TASKS_LOG_GROUP_PREFIX in logging:
+        yield (
+            f"[{EVIDENCE_LOGS}] {where}: its log configuration names {EVIDENCE_LOG_GROUP_PREFIX}... or "
+            f"{STOPPED_TASKS_LOG_GROUP_PREFIX}...: those hold what evaluate believes, written by the telemetry daemon "
+            "and EventBridge alone; log to the service's own group"
+        )
     privileged = container.get("privileged")
     if not _falsy(privileged):
         yield (

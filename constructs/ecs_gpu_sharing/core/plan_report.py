@@ -7,6 +7,7 @@ note.
 from __future__ import annotations
 
 import colorsys
+import hashlib
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -260,8 +261,8 @@ def summary_lines(assessment: Assessment) -> list[str]:
     warned, accepted = len(assessment.warnings), sum(1 for f in assessment.findings if f.acknowledged is not None)
     if warned or accepted:
         lines.append(
-            f"GPU fleet plan: {_count(warned, 'warning')}, {accepted} acknowledged (each on its construct in the synth "
-            "output; all in gpu-fleet-plan.md)"
+            f"GPU fleet plan: the fit plan's own {_count(warned, 'warning')} and {accepted} acknowledged (each on its "
+            "construct in the synth output, beside the task definitions' own warnings; all in gpu-fleet-plan.md)"
         )
     return lines
 
@@ -304,8 +305,9 @@ def to_table(assessment: Assessment) -> str:
     rows.extend(capacity_line(c) for c in plan.capacities)
     rows.extend(memory_line(c) for c in plan.capacities)
     rows.extend(line for c in plan.capacities if (line := types_line(c)))
+    rows.extend(f"{name}: {sizing_line(assessment, name, n)}" for name, n in sorted(assessment.max_instances.items()))
     rows.append(
-        f"total: {plan.instances} instances (lower bound {plan.instance_lower_bound}), {plan.gpus} GPUs "
+        f"total: {_count(plan.instances, 'instance')} (lower bound {plan.instance_lower_bound}), {plan.gpus} GPUs "
         f"(lower bound {plan.gpu_lower_bound}), "
         f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
     )
@@ -365,14 +367,19 @@ def to_markdown(
     return "\n".join(out) + "\n"
 
 
+def colour_of(name: str) -> str:
+    """A service's colour, from its name alone: the same in every version of a fleet and every drawing, so two
+    screenshots of a plan can be compared (the bars also carry the name). Written as hex: some SVG converters draw
+    ``hsl()`` black."""
+    digest = hashlib.sha256(name.encode()).digest()
+    hue = int.from_bytes(digest[:2], "big") / 65536
+    lightness = 0.42 + (digest[2] % 3) * 0.08  # three lightnesses, so two close hues still differ
+    r, g, b = colorsys.hls_to_rgb(hue, lightness, 0.6)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
 def _colours(names: list[str]) -> dict[str, str]:
-    """Hues a golden angle apart, in service order (neighbours differ; the same fleet always looks the same), written
-    as hex: some SVG converters draw ``hsl()`` black."""
-    out = {}
-    for i, name in enumerate(names):
-        r, g, b = colorsys.hls_to_rgb((i * 137.508 % 360) / 360, 0.5, 0.6)
-        out[name] = f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
-    return out
+    return {name: colour_of(name) for name in names}
 
 
 def _share_bar(x: int, y: int, width: int, used: int, total: int, label: str) -> list[str]:
@@ -430,6 +437,13 @@ def to_svg(doc: Mapping[str, Any]) -> str:
                             f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" '
                             f'fill="{colour.get(name, "#888888")}" stroke="#ffffff"><title>{title}</title></rect>'
                         )
+                        fits = int((w - 4) / 6)  # characters that fit the bar at 10 px
+                        if fits >= 3:
+                            shown = name if len(name) <= fits else name[: fits - 1] + "…"
+                            rows.append(
+                                f'<text x="{x + 2:.1f}" y="{y + 13}" font-size="10" fill="#ffffff">'
+                                f"{escape(shown)}</text>"
+                            )
                         x += w
                 rows.append(
                     f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu["used_gpu_memory_mib"]} / {usable} MiB</text>'
@@ -453,8 +467,9 @@ def to_svg(doc: Mapping[str, Any]) -> str:
         y += bar_h + gap
     summary = doc.get("summary", {})
     lines = [
-        f"{summary.get('instances')} instances (lower bound {summary.get('instance_lower_bound')}), "
-        f"{summary.get('gpus')} GPUs; fits: {'yes' if summary.get('fits') else 'no'}. A proof that a placement exists, "
+        f"{_count(int(summary.get('instances') or 0), 'instance')} "
+        f"(lower bound {summary.get('instance_lower_bound')}), {summary.get('gpus')} GPUs; "
+        f"fits: {'yes' if summary.get('fits') else 'no'}. A proof that a placement exists, "
         "not where ECS puts tasks.",
         cost_lines(doc)[0],
     ]
@@ -487,8 +502,9 @@ def doc_summary(doc: Mapping[str, Any]) -> list[str]:
         )
     summary = doc.get("summary", {})
     lines.append(
-        f"total: {summary.get('instances')} instances (lower bound {summary.get('instance_lower_bound')}), "
-        f"{summary.get('gpus')} GPUs; fits: {'yes' if summary.get('fits') else 'no'}"
+        f"total: {_count(int(summary.get('instances') or 0), 'instance')} (lower bound "
+        f"{summary.get('instance_lower_bound')}), {summary.get('gpus')} GPUs; "
+        f"fits: {'yes' if summary.get('fits') else 'no'}"
     )
     for f in doc.get("findings", []):
         verdict = f"acknowledged: {f['acknowledged']}" if f.get("acknowledged") else f"{f['level']}: {f['message']}"

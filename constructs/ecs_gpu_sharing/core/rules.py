@@ -313,10 +313,8 @@ def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
         what = "no allocation note" if s.allocation is None else "an allocation note without evidence"
         yield (
             s.name,
-            f"its GPU budget of {s.task_gpu_budget_mib} MiB is a guess ({what}): run it under its real request mix "
-            "with the telemetry daemon (GpuTelemetry), then `ecs-gpu-sharing evaluate --cluster CLUSTER` with "
-            "`--fleet FLEET --write` (fleet files: records the evidence) or `--plan cdk.out/gpu-fleet-plan.json` "
-            "(construct apps: give the evidence in an AllocationNote), or acknowledge the warning with a reason",
+            f"its GPU budget of {s.task_gpu_budget_mib} MiB is a guess ({what}): measure it with evaluate (how: "
+            "BudgetIsAGuess in docs/rules.md), or acknowledge the warning with a reason",
         )
 
 
@@ -446,7 +444,10 @@ PLAN_RULES: tuple[Rule, ...] = (
         "ecs-gpu-sharing:BudgetIsAGuess",
         Level.WARNING,
         "service",
-        "a GPU budget without measured evidence is a guess the plan trusts",
+        "a GPU budget without measured evidence is a guess the plan trusts. Run the service under its real request mix "
+        "with the telemetry daemon (GpuTelemetry), then `ecs-gpu-sharing evaluate --cluster CLUSTER` with `--fleet "
+        "FLEET --write` (a fleet file: records the evidence) or `--plan cdk.out/gpu-fleet-plan.json` (a construct "
+        "app: give the evidence in an AllocationNote)",
         budget_is_a_guess,
     ),
     Rule(
@@ -544,6 +545,14 @@ OTHER_RULES: tuple[Rule, ...] = (
         Source.TEMPLATE,
         "a service on a GPU capacity runs a task definition the app's templates do not hold: what it runs cannot be "
         "judged by the allow-list (FleetPlan.allow permits it, with a reason)",
+    ),
+    _elsewhere(
+        tenancy.TASK_ROLE_NOT_READABLE,
+        _E,
+        "task definition",
+        Source.TEMPLATE,
+        "a task definition on a GPU capacity whose task role the app's templates do not hold (an ARN written as "
+        "text): its policies cannot be judged (FleetPlan.allow permits it, with a reason)",
     ),
     _elsewhere(
         tenancy.SERVICE_NAME_CLAIMED,

@@ -35,6 +35,7 @@ CAPACITY_METADATA = "ecs-gpu-sharing:capacity"
 SHARED_TASK_METADATA = "ecs-gpu-sharing:shared-gpu"  # a task definition made to share a GPU: judged wherever it runs
 TASK_DEFINITION_NOT_READABLE = "ecs-gpu-sharing:TaskDefinitionNotReadable"
 SERVICE_NAME_CLAIMED = "ecs-gpu-sharing:ServiceNameClaimedTwice"
+TASK_ROLE_NOT_READABLE = "ecs-gpu-sharing:TaskRoleNotReadable"
 FARGATE_PROVIDERS = frozenset({"FARGATE", "FARGATE_SPOT"})
 
 Key = tuple[str, str]  # (stack, logical id)
@@ -127,12 +128,77 @@ class _Capacities:
         return "unknown"
 
 
-def placement(caps: _Capacities, service: Resource) -> tuple[str, str] | None:
-    """(``gpu``, capacity) when the service runs on a GPU capacity, (``maybe``, why) when the templates cannot rule it
+@dataclass(frozen=True)
+class Runner:
+    """Whatever runs a task definition on a cluster, as written: a service, a task set, a scheduled task (an
+    EventBridge rule's or an EventBridge Scheduler schedule's ECS target)."""
+
+    resource: Resource
+    what: str  # "service", "task set", "scheduled task"
+    cluster: Any
+    launch_type: Any
+    strategy: Any
+    task_definition: Any
+
+
+def runners(ctx: Templates) -> Iterator[Runner]:
+    """Every service, task set and scheduled ECS task of the templates."""
+    for service in ctx.of_type("AWS::ECS::Service"):
+        p = service.props
+        external = (p.get("DeploymentController") or {}).get("Type") == "EXTERNAL"
+        if external and p.get("TaskDefinition") is None:
+            continue  # its task sets name the task definitions, and are judged themselves
+        yield Runner(
+            service,
+            "service",
+            p.get("Cluster"),
+            p.get("LaunchType"),
+            p.get("CapacityProviderStrategy"),
+            p.get("TaskDefinition"),
+        )
+    for task_set in ctx.of_type("AWS::ECS::TaskSet"):
+        p = task_set.props
+        yield Runner(
+            task_set,
+            "task set",
+            p.get("Cluster"),
+            p.get("LaunchType"),
+            p.get("CapacityProviderStrategy"),
+            p.get("TaskDefinition"),
+        )
+    for rule in ctx.of_type("AWS::Events::Rule"):
+        for target in rule.props.get("Targets") or []:
+            ecs = target.get("EcsParameters") if isinstance(target, Mapping) else None
+            if isinstance(ecs, Mapping):
+                yield Runner(
+                    rule,
+                    "scheduled task",
+                    target.get("Arn"),
+                    ecs.get("LaunchType"),
+                    ecs.get("CapacityProviderStrategy"),
+                    ecs.get("TaskDefinitionArn"),
+                )
+    for schedule in ctx.of_type("AWS::Scheduler::Schedule"):
+        target = schedule.props.get("Target") or {}
+        ecs = target.get("EcsParameters") if isinstance(target, Mapping) else None
+        if isinstance(ecs, Mapping):
+            yield Runner(
+                schedule,
+                "scheduled task",
+                target.get("Arn"),
+                ecs.get("LaunchType"),
+                ecs.get("CapacityProviderStrategy"),
+                ecs.get("TaskDefinitionArn"),
+            )
+
+
+def placement(caps: _Capacities, runner: Runner) -> tuple[str, str] | None:
+    """(``gpu``, where) when the runner runs on a GPU capacity, (``maybe``, why) when the templates cannot rule it
     out, ``None`` when it does not."""
-    props = service.props
-    cluster = caps.cluster(props.get("Cluster"), service.stack)
-    strategy = props.get("CapacityProviderStrategy")
+    service = runner.resource
+    props = {"Cluster": runner.cluster, "LaunchType": runner.launch_type}
+    cluster = caps.cluster(runner.cluster, service.stack)
+    strategy = runner.strategy
     if isinstance(strategy, list) and strategy:
         unknown = []
         for item in strategy:
@@ -201,41 +267,46 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
     if not caps.providers:
         out.violations.extend(_claimed_twice(ctx))
         return out
-    for service in sorted(ctx.of_type("AWS::ECS::Service"), key=lambda r: (r.stack, r.logical_id)):
-        where = placement(caps, service)
+    for runner in sorted(runners(ctx), key=lambda r: (r.resource.stack, r.resource.logical_id)):
+        where = placement(caps, runner)
         if where is None:
             continue
         state, detail = where
-        task = ctx.target(service.props.get("TaskDefinition"), service.stack)
+        task = ctx.target(runner.task_definition, runner.resource.stack)
         if task is None or task.kind != "AWS::ECS::TaskDefinition":
-            _unreadable_task(out, allowed or {}, service, state, detail)
+            _unreadable_task(out, allowed or {}, runner, state, detail)
             continue
         out.judged_services += 1
         if (task.stack, task.logical_id) not in seen:
             seen.add((task.stack, task.logical_id))
             on = detail if state == "gpu" else f"what may be a GPU host ({detail})"
-            _judge_task(ctx, out, allowed or {}, task, f"service {cdk_path(service)} runs it on {on}")
+            runs = f"{runner.what} {cdk_path(runner.resource)} runs it on {on}"
+            _judge_task(ctx, out, allowed or {}, task, runs, sure=state == "gpu")
     out.violations.extend(_claimed_twice(ctx))
     return out
 
 
-def _unreadable_task(out: Judgement, allowed: Allowed, service: Resource, state: str, detail: str) -> None:
+def _unreadable_task(out: Judgement, allowed: Allowed, runner: Runner, state: str, detail: str) -> None:
+    service = runner.resource
     reason = (
-        f"its task definition {_show(service.props.get('TaskDefinition'))} is not in the app's templates, so what it "
+        f"its task definition {_show(runner.task_definition)} is not in the app's templates, so what it "
         "runs cannot be judged"
     )
     if state == "maybe":
         out.not_judged.append(NotJudged(service.stack, service.logical_id, cdk_path(service), f"{detail}; {reason}"))
         return
     message = (
-        f"service {cdk_path(service)} runs on {detail}, but {reason}; define the task definition in the "
+        f"{runner.what} {cdk_path(service)} runs on {detail}, but {reason}; define the task definition in the "
         "app, or allow it with a reason (FleetPlan.allow)"
     )
     _add(out, allowed, [service], TASK_DEFINITION_NOT_READABLE, message)
 
 
-def _judge_task(ctx: Templates, out: Judgement, allowed: Allowed, task: Resource, runs: str) -> None:
-    """The allow-list over the task definition, then its task role's policies."""
+def _judge_task(
+    ctx: Templates, out: Judgement, allowed: Allowed, task: Resource, runs: str, *, sure: bool = True
+) -> None:
+    """The allow-list over the task definition, then its task role's policies; a role the templates do not hold is
+    refused where the task surely runs on a GPU host (``sure``), listed as not judged where it only may."""
     for line in guard_violations(task.props):
         rule = rule_of(line)
         _add(out, allowed, [task], rule, f"{cdk_path(task)}: {line.removeprefix(f'[{rule}] ')} ({runs})")
@@ -245,7 +316,11 @@ def _judge_task(ctx: Templates, out: Judgement, allowed: Allowed, task: Resource
     role = ctx.target(written, task.stack)
     if role is None or role.kind != "AWS::IAM::Role":
         why = f"its task role {_show(written)} is not in the app's templates, so its policies cannot be judged"
-        out.not_judged.append(NotJudged(task.stack, task.logical_id, cdk_path(task), why))
+        if sure:
+            message = f"{cdk_path(task)}: {why} ({runs}); give it a role of the app, or allow it with a reason"
+            _add(out, allowed, [task], TASK_ROLE_NOT_READABLE, message)
+        else:
+            out.not_judged.append(NotJudged(task.stack, task.logical_id, cdk_path(task), why))
         return
     docs, names = _role_documents(ctx, role)
     subject = f"{cdk_path(role)}: the task role of {cdk_path(task)}"

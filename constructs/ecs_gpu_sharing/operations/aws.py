@@ -23,6 +23,12 @@ RETRIES = Config(connect_timeout=5, read_timeout=15, retries={"mode": "standard"
 _ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnrecognizedClientException"}
 _THROTTLED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"}
 _EXPIRED = {"ExpiredToken", "ExpiredTokenException", "RequestExpired"}
+_NOT_FOUND = {"ClusterNotFoundException", "ResourceNotFoundException", "ServiceNotFoundException", "NotFound"}
+
+
+def _one_line(text: str, most: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else flat[: most - 1] + "…"
 
 
 def require_known_region(name: str, where: str = "") -> None:
@@ -69,17 +75,27 @@ def aws_errors(doing: str) -> Iterator[None]:
             "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
         ) from None
     except botocore.exceptions.ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "Unknown")
-        message = error.response.get("Error", {}).get("Message", "")
+        code = str(error.response.get("Error", {}).get("Code", "") or "")
+        message = _one_line(str(error.response.get("Error", {}).get("Message", "") or ""))
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if not code or code.isdigit() or message.lstrip().startswith("<"):
+            # Not an AWS answer (an HTML page of a proxy, or of another endpoint): say so, not its markup.
+            raise AwsOperationError(
+                f"{doing}: the endpoint answered HTTP {status or code or '?'} with no AWS error; check "
+                "AWS_ENDPOINT_URL, the region and any proxy"
+            ) from None
         if code in _ACCESS_DENIED:
             hint = "grant the caller this permission, or use credentials that have it"
         elif code in _THROTTLED:
             hint = "AWS kept throttling after retries; wait and run again"
         elif code in _EXPIRED:
             hint = "the credentials have expired; refresh them"
+        elif code in _NOT_FOUND:
+            hint = "check the name and the region (--region)"
         else:
-            hint = "see the AWS message above"
-        raise AwsOperationError(f"{doing}: {code}: {message}; {hint}") from None
+            hint = "what AWS said is above; correct the request, or the account, and run again"
+        said = f"{code}: {message}" if message else code
+        raise AwsOperationError(f"{doing}: {said}; {hint}") from None
     except botocore.exceptions.EndpointConnectionError as error:
         endpoint = error.kwargs.get("endpoint_url", "the AWS endpoint")
         raise AwsOperationError(f"{doing}: cannot reach {endpoint}; check the network and region") from None

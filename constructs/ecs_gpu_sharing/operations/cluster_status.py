@@ -174,10 +174,20 @@ def problems_of(
                         f"{where}: {gpu.allocated_mib} MiB allocated, past the plan's {memory.usable_mib} MiB usable "
                         f"per GPU (its {memory.margin_mib} MiB margin is taken): lower budgets, or raise gpu_margin_mib"
                     )
-        by_tag = {s.fleet_service: s for s in services if s.fleet_service}
+        claims: dict[str, list[ServiceStatus]] = {}
+        for s in services:
+            if s.fleet_service:
+                claims.setdefault(s.fleet_service, []).append(s)
+        by_tag = {name: found[0] for name, found in claims.items()}
         for spec in fleet.services.values():
             found = by_tag.get(spec.name)
-            if found is None:
+            if len(claims.get(spec.name, [])) > 1:
+                problems.append(
+                    f"fleet service {spec.name}: claimed by {len(claims[spec.name])} services ("
+                    + ", ".join(s.name for s in claims[spec.name])
+                    + f") tagged {SERVICE_TAG}={spec.name}; only the platform's may carry it: find who tagged the rest"
+                )
+            elif found is None:
                 problems.append(
                     f"fleet service {spec.name}: not found in the cluster (no service tagged {SERVICE_TAG}={spec.name})"
                 )

@@ -522,6 +522,9 @@ MODEL_GAPS = (
     "looked up within the stack named, ChangeSetNotFound when it has none, as CloudFormation does",
     "moto resolves an SSM-typed parameter's previous value again on update, though it holds the resolved value: "
     "a value that names no parameter is kept as it is",
+    "moto's task definition update reads ContainerDefinitions and Volumes as CloudFormation writes them (PascalCase), "
+    "where its create path turns them into the API's camelCase first; an edited task definition then fails "
+    "registration (SharingStrategy must have one and only one member set): the update turns them first too",
     "moto models Auto Scaling group capacity providers only: a Managed Instances provider's request is checked against "
     "botocore's ECS model, and the provider is held in moto's ECS backend by name",
 )
@@ -554,6 +557,31 @@ def _scope_change_sets() -> None:
         setattr(CloudFormationResponse, method, scoped)
 
 
+def _task_definition_update() -> None:
+    """moto's TaskDefinition update with the key conversion its create path does (MODEL_GAPS)."""
+    from moto.core.utils import pascal_to_camelcase, remap_nested_keys
+    from moto.ecs.models import TaskDefinition
+
+    update = TaskDefinition.update_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+    if getattr(update, "_camel_keys", False):
+        return
+
+    def converted(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        # moto calls it by keyword (original_resource=, new_resource_name=, cloudformation_json=, ...)
+        given = kwargs.get("cloudformation_json", args[2] if len(args) > 2 else None) or {}
+        properties = dict(given.get("Properties") or {})
+        for key in ("ContainerDefinitions", "Volumes"):
+            if key in properties:
+                properties[key] = remap_nested_keys(properties[key], pascal_to_camelcase)
+        changed = {**given, "Properties": properties}
+        if "cloudformation_json" in kwargs:
+            return update(cls, *args, **{**kwargs, "cloudformation_json": changed})
+        return update(cls, *args[:2], changed, *args[3:], **kwargs)
+
+    converted._camel_keys = True  # type: ignore[attr-defined]
+    TaskDefinition.update_from_cloudformation_json = classmethod(converted)  # type: ignore[method-assign,assignment]
+
+
 def _fill_model_gaps() -> None:
     _scope_change_sets()
     from moto.cloudformation.parsing import ResourceMap
@@ -567,6 +595,7 @@ def _fill_model_gaps() -> None:
         return parse_ssm(self, value, value_type)
 
     ResourceMap.parse_ssm_parameter = parse_ssm_parameter
+    _task_definition_update()
     from moto.elbv2.models import FakeTargetGroup
     from moto.kms import models as kms
 
@@ -864,6 +893,47 @@ def _ingress_held(clients: Callable[[str], Any], props: Mapping[str, Any], physi
     return False
 
 
+def _written(containers: Any) -> dict[str, tuple[Any, Any]]:
+    """Each container's image and MPS budget as a task definition states them (PascalCase or camelCase)."""
+    out = {}
+    for raw in containers if isinstance(containers, list) else []:
+        c = {str(k).lower(): v for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+        budget = None
+        for req in c.get("resourcerequirements") or []:
+            text = json.dumps(req)
+            match = re.search(r'"[Mm]emory": "?(\d+)', text)
+            budget = int(match.group(1)) if match else budget
+        out[str(c.get("name"))] = (c.get("image"), budget)
+    return out
+
+
+def current_task_definitions(clients: Callable[[str], Any], templates: Mapping[str, Any]) -> list[str]:
+    """Where a deployed task definition is not what its template says (a literal image, an MPS budget): after an
+    update, the emulator must hold the edited revision, as ECS would (an update that changes no task definition
+    proves nothing)."""
+    problems = []
+    for stack, template in templates.items():
+        _, physical = _stack_resources(clients, stack)
+        for logical_id, resource in (template.get("Resources") or {}).items():
+            if resource.get("Type") != "AWS::ECS::TaskDefinition" or logical_id not in physical:
+                continue
+            wanted = _written((resource.get("Properties") or {}).get("ContainerDefinitions"))
+            held = clients("ecs").describe_task_definition(taskDefinition=physical[logical_id])["taskDefinition"]
+            found = _written(held.get("containerDefinitions"))
+            for name, (image, budget) in wanted.items():
+                got_image, got_budget = found.get(name, (None, None))
+                if isinstance(image, str) and image != got_image:
+                    problems.append(
+                        f"{stack}/{logical_id}: container {name} runs {got_image}, the template says {image}"
+                    )
+                if budget is not None and budget != got_budget:
+                    problems.append(
+                        f"{stack}/{logical_id}: container {name} has an MPS budget of {got_budget} MiB, the template "
+                        f"says {budget}"
+                    )
+    return problems
+
+
 def account(clients: Callable[[str], Any], templates: Mapping[str, Any]) -> Report:
     """Accounts for every resource of every deployed template (see the module's docstring). A resource is never
     counted unless the emulator holds it."""
@@ -922,4 +992,8 @@ def account(clients: Callable[[str], Any], templates: Mapping[str, Any]) -> Repo
             else:
                 report.checks.append(ResourceCheck(stack, logical_id, kind, NOT_CHECKED, f"listed but {why}"))
                 report.problems.append(f"{stack}/{logical_id} ({kind}): listed by CloudFormation but {why}")
+    try:
+        report.problems.extend(current_task_definitions(clients, templates))
+    except Exception as error:  # a failed read-back is a finding, not a crash
+        report.problems.append(f"task definitions could not be read back ({type(error).__name__}: {error})")
     return report

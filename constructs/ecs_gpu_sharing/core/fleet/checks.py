@@ -249,8 +249,10 @@ def _services(
     capacities: Mapping[str, CapacitySpec],
     declared: Sequence[str],
     load_balancers: Mapping[str, LoadBalancerSpec],
+    declared_balancers: Collection[str] = (),
 ) -> dict[str, ServiceSpec]:
-    """The services; one on a capacity that is declared but broken is left out (its capacity's problem says why)."""
+    """The services; one on a capacity that is declared but broken is left out (its capacity's problem says why), and
+    one naming a balancer that is declared but refused is not reported again (the balancer's problem says why)."""
     services: dict[str, ServiceSpec] = {}
     for name, table in _named_tables(problems, "service", tables):
         where = f"service.{name}."
@@ -299,7 +301,7 @@ def _services(
                 f"{where}model_cache_path is a Docker volume, which ECS supports only on EC2 instances, not on Managed "
                 "Instances; remove it (writable_paths gives per-task scratch space)"
             )
-        _check_exposure(problems, where, good, load_balancers)
+        _check_exposure(problems, where, good, load_balancers, declared_balancers)
         sidecars = _sidecars(problems, where, good.get("sidecar", []))
         _check_paths(problems, where, good)
         _check_task_role(problems, where, good)
@@ -330,7 +332,11 @@ def _services(
 
 
 def _check_exposure(
-    problems: _Problems, where: str, good: Mapping[str, Any], load_balancers: Mapping[str, LoadBalancerSpec]
+    problems: _Problems,
+    where: str,
+    good: Mapping[str, Any],
+    load_balancers: Mapping[str, LoadBalancerSpec],
+    declared_balancers: Collection[str] = (),
 ) -> None:
     """How a service is reached: its load balancer exists, and its keys fit that balancer's type."""
     name = good.get("load_balancer")
@@ -341,6 +347,8 @@ def _check_exposure(
         for key in routing:
             problems.add(f"{where}{key} needs load_balancer (the [load_balancer.<name>] that routes to the service)")
         return
+    if name not in load_balancers and name in declared_balancers:
+        return  # declared and refused: its own problem is reported, not this one again
     if name not in load_balancers:
         problems.add(
             f"{where}load_balancer names {name!r}, which is not defined; defined load balancers: "
@@ -819,7 +827,15 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
         problems.add("no [capacity.<name>] table; a fleet needs at least one capacity")
     declared = [name for name in top.get("capacity", {}) if isinstance(name, str) and _NAME.fullmatch(name)]
     load_balancers = _load_balancers(problems, top.get("load_balancer", {}))
-    services = _services(problems, top.get("service", {}), capacities, declared, load_balancers)
+    balancers = top.get("load_balancer", {})
+    services = _services(
+        problems,
+        top.get("service", {}),
+        capacities,
+        declared,
+        load_balancers,
+        set(balancers) if isinstance(balancers, Mapping) else set(),
+    )
     _check_shared_balancers(problems, top.get("service", {}), services, load_balancers)
     _check_across(problems, top, services, load_balancers)
     _check_aws_limits(problems, capacities, services, load_balancers)

@@ -1,0 +1,64 @@
+"""A refusal on the construct road in a few lines: the construct path, rule id, numbers and fix, without the
+JavaScript and Python stack that jsii puts around it.
+
+The library refuses bad input in two places: in a constructor (a ``GpuSharingError``, raised in the app's own
+Python) and when the app synthesizes (CDK's validation: the construct validations and the fleet plan's policy
+plugin, which jsii raises as a ``RuntimeError`` from a ``JavaScriptError``). Loading the constructs installs a
+``sys.excepthook`` that prints either as its own lines and nothing else when it ends the program; every other
+exception, and every error that is caught, is left as it was. ``ECS_GPU_SHARING_TRACEBACK=1`` shows the whole trace.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from types import TracebackType
+
+from ..core.errors import GpuSharingError
+
+_INSTALLED = "_ecs_gpu_sharing_hook"
+
+
+def refusal_lines(error: BaseException) -> list[str] | None:
+    """The lines to print for a refusal, or ``None`` for an error that is not one."""
+    if isinstance(error, GpuSharingError):
+        return [f"error: {line}" for line in str(error).splitlines() if line.strip()]
+    text = str(error)
+    if not isinstance(error, RuntimeError) or "alidation" not in text.split("\n", 1)[0]:
+        return None
+    if "Validation failed with the following errors" in text:  # construct validations: one line per error
+        return [f"error: {line.strip()}" for line in text.splitlines()[1:] if line.strip()]
+    if text.startswith("ValidationFailed"):  # the policy report: its ERROR entries, without warnings or advice
+        lines, keep = [], False
+        for line in text.removeprefix("ValidationFailed: ").splitlines():
+            if line.startswith(("ERROR", "WARNING", "A copy of this report")):
+                keep = line.startswith("ERROR")
+                if keep:
+                    lines.append(f"error: {line.removeprefix('ERROR ').strip()}")
+            elif keep and line.strip() and not line.strip().startswith("Acknowledge with"):
+                lines.append(f"  at {line.strip()}")
+        if lines:
+            return lines
+        copy = text.split("A copy of this report can be found in:", 1)
+        where = f" (a copy: {copy[1].strip()})" if len(copy) > 1 else ""
+        return [f"error: the synth failed the checks reported above{where}"]  # CDK printed the report itself
+    return None
+
+
+def install() -> None:
+    """Installs the hook once, in front of whatever hook was there."""
+    previous: Callable[..., None] = sys.excepthook
+    if getattr(previous, _INSTALLED, False):
+        return
+
+    def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+        lines = None if os.environ.get("ECS_GPU_SHARING_TRACEBACK") else refusal_lines(error)
+        if lines is None:
+            previous(kind, error, trace)
+            return
+        print("\n".join(lines), file=sys.stderr)
+        print("(ECS_GPU_SHARING_TRACEBACK=1 shows the whole trace)", file=sys.stderr)
+
+    setattr(hook, _INSTALLED, True)
+    sys.excepthook = hook
