@@ -82,6 +82,8 @@ class ServicesStack(Stack):
                 isolation=(isolation or {}).get(spec.name),
                 service_name=(service_names or {}).get(spec.name),
             )
+            if spec.evidence is not None:  # measured, without an allocation note ([service.<name>.evidence])
+                FleetPlan.of(scope).set_evidence(service, spec.evidence)
             group = None
             if spec.load_balancer is not None:
                 group = expose(

@@ -166,12 +166,22 @@ def test_write_round_trips_the_fleet_file_with_comments_intact() -> None:
     assert note is not None and note.evidence is not None
     assert (note.evidence.peak_mib, note.evidence.measured_on, note.evidence.source) == (2300, day, "evaluate")
     assert spec.services["reranker"].gpu_budget_mib == 3392
-    assert notes == [
-        "service.reranker: no [service.reranker.allocation] table, so the evidence is not recorded; add one "
-        "(residency_mib, peak_working_mib, shared_failure) as a table of its own and run again"
-    ]
+    # A service without an allocation note gets its evidence in a table of its own: no longer a guess, and what
+    # evaluate cannot know (the note) is said, not invented.
+    reranker = spec.services["reranker"]
+    assert reranker.allocation is None and reranker.evidence is not None
+    assert (reranker.evidence.peak_mib, reranker.evidence.measured_on) == (3000, day)
+    (note_line,) = notes
+    assert note_line.startswith("service.reranker: the evidence is recorded in [service.reranker.evidence]")
+    assert "left unset" in note_line
+    from ecs_gpu_sharing.core.plan_inputs import from_fleet
+    from ecs_gpu_sharing.core.rules import assess
+
+    guesses = [f.subject for f in assess(*from_fleet(spec)).findings if f.rule_id.endswith("BudgetIsAGuess")]
+    assert "reranker" not in guesses and "embedder" not in guesses
     # Everything else is as it was.
     before, after = tomllib.loads(FLEET), tomllib.loads(edited)
+    after["service"]["reranker"].pop("evidence")
     for doc in (before, after):
         for name in ("embedder", "reranker"):
             doc["service"][name].pop("gpu_budget_mib")
@@ -417,6 +427,7 @@ def test_an_allocation_written_as_dotted_keys_gets_the_budget_and_a_note_not_a_r
     assert _spec(dotted).services["embedder"].allocation is not None
     edited, notes = fleet_edit.apply(dotted, {"embedder": fleet_edit.Change(2560, {"measured_peak_mib": 2300})})
     assert _spec(edited).services["embedder"].gpu_budget_mib == 2560 and "as a table of its own" in notes[0]
+    assert _spec(edited).services["embedder"].evidence is None
 
 
 # --- a construct-built app: --plan, and the task definitions themselves ------------------------------------------
@@ -582,3 +593,15 @@ def test_two_services_claiming_one_plan_name_are_refused(aws: Any) -> None:
     )
     with pytest.raises(GpuSharingError, match="models-embedder-AbC123 and tenant-lookalike both carry"):
         evaluate.service_names(ecs, "models")
+
+
+@pytest.mark.parametrize(
+    ("table", "refusal"),
+    [
+        ("[service.reranker.evidence]\nmeasured_p99_mib = 2000\n", "measured_peak_mib and measured_on go together"),
+        ("[service.embedder.evidence]\nmeasured_peak_mib = 2000\nmeasured_on = 2026-11-30\n", "move it there"),
+    ],
+)
+def test_an_evidence_table_needs_its_peak_and_day_and_no_note_beside_it(table: str, refusal: str) -> None:
+    with pytest.raises(FleetSpecError, match=refusal):
+        _spec(FLEET + "\n" + table)

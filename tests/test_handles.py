@@ -72,3 +72,18 @@ def test_anything_else_is_refused_in_one_line() -> None:
     for method, args in (("set_allocation", (NEEDS_MORE,)), ("plan_count", (3,)), ("name_service", ("x",))):
         with pytest.raises(ServiceError, match=rf"Handles/Bucket: FleetPlan.{method} takes a service"):
             getattr(FleetPlan.of(pattern), method)(bucket, *args)
+
+
+def test_evidence_without_a_note_makes_a_budget_measured_not_a_guess() -> None:
+    import datetime
+
+    from ecs_gpu_sharing import Evidence
+
+    app, pattern, _ = _pattern()
+    FleetPlan.of(pattern).set_evidence(
+        pattern.service, Evidence(peak_mib=7000, measured_on=datetime.date(2026, 11, 30), source="evaluate")
+    )
+    plan = json.loads((Path(app.synth().directory) / "gpu-fleet-plan.json").read_text())
+    (chat,) = plan["services"]
+    assert chat["allocation"] is None and chat["evidence"]["peak_mib"] == 7000
+    assert not [f for f in plan["findings"] if f["rule_id"] == "ecs-gpu-sharing:BudgetIsAGuess"]

@@ -22,7 +22,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
 from ..core import placement
-from ..core.allocation import AllocationNote
+from ..core.allocation import AllocationNote, Evidence
 from ..core.capacity_facts import HostFacts
 from ..core.errors import GpuSharingError
 from ..core.plan_inputs import HostShare, capacity_input, service_input
@@ -268,6 +268,7 @@ def discover(
     names: Mapping[IConstruct, str],
     stated_counts: Mapping[IConstruct, int],
     allocations: Mapping[IConstruct, AllocationNote] | None = None,
+    evidence: Mapping[IConstruct, Evidence] | None = None,
     acknowledged: Callable[[IConstruct], Mapping[str, str]] | None = None,
 ) -> Discovered:
     """Every GPU capacity and every service on one, as plan inputs (built by ``core.plan_inputs``); ``names``,
@@ -380,6 +381,7 @@ def discover(
                 max_percent=percent,
                 count_source=source,
                 allocation=_by(allocations or {}, construct, named),
+                evidence=_by(evidence or {}, construct, named),
                 image=_gpu_image(construct),
                 acknowledged={**_task_acks(acks, construct), **acks(named)},
                 kept_apart=_kept_apart(props),

@@ -20,7 +20,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IConstruct, IValidation
 
 from ..core import cost, plan_report
-from ..core.allocation import AllocationNote
+from ..core.allocation import AllocationNote, Evidence
 from ..core.container_guards import GUARD_RULES, guard_violations, rule_of
 from ..core.errors import CapacityError, PlanError, ServiceError
 from ..core.escalation import TASK_ROLE_ESCALATION
@@ -65,6 +65,7 @@ class FleetPlan(Construct):
         self._names: dict[IConstruct, str] = {}
         self._counts: dict[IConstruct, int] = {}
         self._allocations: dict[IConstruct, AllocationNote] = {}
+        self._evidence: dict[IConstruct, Evidence] = {}
         self._acks: dict[IConstruct, dict[str, str]] = {}
         self._allowed: dict[IConstruct, dict[str, str]] = {}  # scope -> allow-list rule -> why it may
         self._judgement: Judgement | None = None  # the written templates, judged (core.tenancy)
@@ -125,6 +126,14 @@ class FleetPlan(Construct):
         if not isinstance(allocation, AllocationNote):
             raise ServiceError(f"{handle.node.path}: allocation must be an AllocationNote, got {allocation!r}")
         self._allocations[handle] = allocation
+
+    def set_evidence(self, service: IConstruct, evidence: Evidence) -> None:
+        """Gives ``service`` (any handle ``set_allocation`` takes) what was measured of it when it has no allocation
+        note (with a note, give the evidence in the note): its budget is then no longer a guess."""
+        handle = self._service_handle(service, "set_evidence")
+        if not isinstance(evidence, Evidence):
+            raise ServiceError(f"{handle.node.path}: evidence must be an Evidence, got {evidence!r}")
+        self._evidence[handle] = evidence
 
     def acknowledge(self, scope: IConstruct, rule_id: str, reason: str) -> None:
         """Accepts a warning with a reason, for ``scope`` and everything in it: a service (a ``SharedGpuService``,
@@ -215,6 +224,7 @@ class FleetPlan(Construct):
             names=self._names,
             stated_counts=self._counts,
             allocations=self._allocations,
+            evidence=self._evidence,
             acknowledged=self.acknowledged,
         )
         result = assess(

@@ -1,8 +1,9 @@
 """Editing a fleet file in place, line by line, so its comments and layout stay. Pure Python.
 
 Only two things are written: a service's ``gpu_budget_mib``, and the evidence keys of its
-``[service.<name>.allocation]`` table. The edited text is parsed again, and refused unless exactly those values
-changed.
+``[service.<name>.allocation]`` table, or, for a service without one, of its ``[service.<name>.evidence]`` table
+(created after the service's table when it is missing). The edited text is parsed again, and refused unless exactly
+those values changed.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ def apply(text: str, changes: Mapping[str, Change], *, source: str = "<fleet>") 
     """The fleet file's text with ``changes`` written, and notes on what could not be written (evidence of a
     service without an allocation table). Refuses a result that changed anything else."""
     lines = text.split("\n")
+    parsed = tomllib.loads(text)
     notes = []
-    recorded: set[str] = set()
+    recorded: dict[str, str] = {}  # service -> the table its evidence went into
     for service, change in changes.items():
         sections = {path: (s, e) for path, s, e in _sections(lines)}
         if ("service", service) not in sections:
@@ -81,25 +83,37 @@ def apply(text: str, changes: Mapping[str, Change], *, source: str = "<fleet>") 
         start, end = sections[("service", service)]
         _set(lines, start, end, "gpu_budget_mib", change.gpu_budget_mib)
         sections = {path: (s, e) for path, s, e in _sections(lines)}
-        allocation = sections.get(("service", service, "allocation"))
-        if allocation is None:
+        table = "allocation"
+        if ("service", service, "allocation") not in sections and "allocation" in parsed["service"][service]:
             notes.append(
-                f"service.{service}: no [service.{service}.allocation] table, so the evidence is not recorded; add "
-                "one (residency_mib, peak_working_mib, shared_failure) as a table of its own and run again"
+                f"service.{service}: its allocation is written as dotted keys, not a [service.{service}.allocation] "
+                "table, so the evidence is not recorded; write the note as a table of its own and run again"
             )
             continue
-        recorded.add(service)
+        if ("service", service, "allocation") not in sections:
+            table = "evidence"
+            if ("service", service, "evidence") not in sections:
+                _, end = sections[("service", service)]
+                while end > 0 and not lines[end - 1].strip():
+                    end -= 1  # after the service's last line, before the blank lines that end its table
+                lines[end:end] = ["", f"[service.{service}.evidence]"]
+            notes.append(
+                f"service.{service}: the evidence is recorded in [service.{service}.evidence]; what evaluate cannot "
+                f"measure (the model's residency, its peak working memory, what a restart does to it) is left unset: "
+                f"write them in a [service.{service}.allocation] table and move the evidence there"
+            )
+        recorded[service] = table
         for key, value in change.evidence.items():
             if value is None:
                 continue
-            start, end = {path: (s, e) for path, s, e in _sections(lines)}[("service", service, "allocation")]
+            start, end = {path: (s, e) for path, s, e in _sections(lines)}[("service", service, table)]
             _set(lines, start, end, key, value)
     edited = "\n".join(lines)
     _verify(text, edited, changes, recorded, source)
     return edited, notes
 
 
-def _verify(before: str, after: str, changes: Mapping[str, Change], recorded: set[str], source: str) -> None:
+def _verify(before: str, after: str, changes: Mapping[str, Change], recorded: Mapping[str, str], source: str) -> None:
     """The edit changed exactly the budgets and evidence asked for: anything else is a bug, and nothing is written."""
     try:
         new = tomllib.loads(after)
@@ -112,6 +126,7 @@ def _verify(before: str, after: str, changes: Mapping[str, Change], recorded: se
         table = expected["service"][service]
         table["gpu_budget_mib"] = change.gpu_budget_mib
         if service in recorded:
-            table["allocation"].update({k: v for k, v in change.evidence.items() if v is not None})
+            written = {k: v for k, v in change.evidence.items() if v is not None}
+            table.setdefault(recorded[service], {}).update(written)
     if new != expected:
         raise FleetSpecError(f"{source}: editing the fleet file would change more than the budgets; nothing written")

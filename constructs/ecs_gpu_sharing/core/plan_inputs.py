@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .allocation import AllocationNote
+from .allocation import AllocationNote, Evidence
 from .capacity_facts import HostFacts
 from .fleet import FleetSpec
 from .placement import LIBRARY_STRATEGY
@@ -73,6 +73,7 @@ def service_input(
     count_source: str,
     max_percent: int = ECS_DEFAULT_MAX_PERCENT,
     allocation: AllocationNote | None = None,
+    evidence: Evidence | None = None,
     image: str | None = None,
     acknowledged: Mapping[str, str] | None = None,
     kept_apart: bool = False,
@@ -88,6 +89,7 @@ def service_input(
         max_percent=max_percent,
         count_source=count_source,
         allocation=allocation,
+        evidence=evidence,
         image=image,
         acknowledged=tuple(sorted((acknowledged or {}).items())),
         kept_apart=kept_apart,
@@ -123,6 +125,7 @@ def from_fleet(spec: FleetSpec) -> tuple[list[CapacityInput], list[ServiceInput]
             s.largest_count[0],
             count_source=s.largest_count[1],
             allocation=s.allocation,
+            evidence=s.evidence,
             image=s.image,
             acknowledged=s.acknowledge,
             kept_apart=s.name in apart,

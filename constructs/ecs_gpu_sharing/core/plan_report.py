@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from . import text
-from .allocation import headroom
+from .allocation import Evidence, headroom
 from .cost import Prices, add_cost, cost_lines
 from .markdown import table
 from .placement import REPLAYED_TASKS
@@ -26,7 +26,6 @@ def _allocation_json(s: ServiceInput) -> dict[str, Any] | None:
     note = s.allocation
     if note is None:
         return None
-    evidence = note.evidence
     return {
         "residency_mib": note.residency_mib,
         "peak_working_mib": note.peak_working_mib,
@@ -36,16 +35,20 @@ def _allocation_json(s: ServiceInput) -> dict[str, Any] | None:
         "shared_failure": note.shared_failure,
         "isolation_group": note.isolation_group or None,
         "isolate_host": note.isolate_host,
-        "evidence": None
-        if evidence is None
-        else {
-            "peak_mib": evidence.peak_mib,
-            "p99_mib": evidence.p99_mib,
-            "measured_on": evidence.measured_on.isoformat(),
-            "source": evidence.source,
-            "image": evidence.image,
-            "headroom_mib": headroom(s.task_gpu_budget_mib, evidence.peak_mib),
-        },
+        "evidence": _evidence_json(s, note.evidence),
+    }
+
+
+def _evidence_json(s: ServiceInput, evidence: Evidence | None) -> dict[str, Any] | None:
+    if evidence is None:
+        return None
+    return {
+        "peak_mib": evidence.peak_mib,
+        "p99_mib": evidence.p99_mib,
+        "measured_on": evidence.measured_on.isoformat(),
+        "source": evidence.source,
+        "image": evidence.image,
+        "headroom_mib": headroom(s.task_gpu_budget_mib, evidence.peak_mib),
     }
 
 
@@ -105,6 +108,7 @@ def to_json(
                     "whole_gpus": s.whole_gpus,
                 },
                 "allocation": _allocation_json(s),
+                "evidence": _evidence_json(s, s.measured),
             }
             for s in plan.services
         ],

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import cutting_stock
-from .allocation import AllocationNote
+from .allocation import AllocationNote, Evidence
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
 from .placement import LIBRARY_STRATEGY
@@ -86,6 +86,12 @@ class ServiceInput:
     acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this service
     kept_apart: bool = False  # ECS is told to keep it off other isolation groups' hosts (memberOf task:group)
     placement: tuple[str, ...] = LIBRARY_STRATEGY  # its ECS placement strategies in order; () is ECS's default
+    evidence: Evidence | None = None  # what was measured, for a service without an allocation note
+
+    @property
+    def measured(self) -> Evidence | None:
+        """What was measured of the service: its note's evidence, or its own."""
+        return self.allocation.evidence if self.allocation is not None and self.allocation.evidence else self.evidence
 
     @property
     def isolation_group(self) -> str:

@@ -308,7 +308,7 @@ def budget_below_need(ctx: Context) -> Iterator[tuple[str, str]]:
 
 def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
-        if not s.clients or (s.allocation is not None and s.allocation.evidence is not None):
+        if not s.clients or s.measured is not None:
             continue
         what = "no allocation note" if s.allocation is None else "an allocation note without evidence"
         yield (
@@ -320,7 +320,7 @@ def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
 
 def evidence_older_than_image(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
-        evidence = s.allocation.evidence if s.allocation is not None else None
+        evidence = s.measured
         if evidence is None or evidence.image is None:
             continue
         measured, running = digest_of(evidence.image), digest_of(s.image)

@@ -307,6 +307,12 @@ def _services(
         _check_task_role(problems, where, good)
         acknowledge = _acknowledgments(problems, where, "service", good.get("acknowledge", {}))
         note = _note(problems, f"{where}allocation.", good.get("allocation"))
+        evidence = _evidence(problems, f"{where}evidence.", good.get("evidence"))
+        if "evidence" in good and "allocation" in good:
+            problems.add(
+                f"{where}evidence and {where}allocation: with an allocation note, its evidence goes in the allocation "
+                "table (measured_peak_mib, measured_on, ...); move it there"
+            )
         _check_service_values(problems, where, good, note)
         tags = _tags(problems, where, good.get("tags", {}))
         if len(problems.lines) > before:
@@ -327,6 +333,7 @@ def _services(
             tags=tags,
             acknowledge=acknowledge,
             allocation=note,
+            evidence=evidence,
         )
     return services
 
@@ -457,21 +464,31 @@ def _check_across(
                 )
 
 
+def _evidence(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> Evidence | None:
+    """Evidence from an allocation or evidence table: a peak and the day of it, together."""
+    if table is None:
+        return None
+    if ("measured_peak_mib" in table) != ("measured_on" in table) or (
+        where.endswith("evidence.") and "measured_peak_mib" not in table
+    ):
+        problems.add(f"{where}measured_peak_mib and measured_on go together: evidence is a peak and the day of it")
+        return None
+    if "measured_peak_mib" not in table:
+        return None
+    return Evidence(
+        peak_mib=table["measured_peak_mib"],
+        measured_on=table["measured_on"],
+        source=table.get("evidence_source", "evaluate"),
+        p99_mib=table.get("measured_p99_mib"),
+        image=table.get("measured_image"),
+    )
+
+
 def _note(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> AllocationNote | None:
     """The allocation note; evidence needs its peak and its day together."""
     if table is None or not {"residency_mib", "peak_working_mib", "shared_failure"} <= set(table):
         return None  # a missing key is a problem already
-    evidence = None
-    if ("measured_peak_mib" in table) != ("measured_on" in table):
-        problems.add(f"{where}measured_peak_mib and measured_on go together: evidence is a peak and the day of it")
-    elif "measured_peak_mib" in table:
-        evidence = Evidence(
-            peak_mib=table["measured_peak_mib"],
-            measured_on=table["measured_on"],
-            source=table.get("evidence_source", "evaluate"),
-            p99_mib=table.get("measured_p99_mib"),
-            image=table.get("measured_image"),
-        )
+    evidence = _evidence(problems, where, table)
     if table.get("isolate_host") and "isolation_group" not in table:
         problems.add(f"{where}isolate_host needs isolation_group (the group to keep on hosts of its own)")
         return None

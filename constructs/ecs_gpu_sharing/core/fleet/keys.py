@@ -230,6 +230,30 @@ SIDECAR = (
     Key("environment", dict, False, "environment variables (strings); not NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*"),
     Key("essential", bool, False, "the task stops when this container stops", default=False),
 )
+EVIDENCE = (
+    Key("measured_peak_mib", int, False, "evidence: the highest GPU memory measured", low=0, high=1048576),
+    Key("measured_p99_mib", int, False, "evidence: the 99th percentile of GPU memory measured", low=0, high=1048576),
+    Key("measured_on", datetime.date, False, "evidence: the day it was measured (a TOML date)"),
+    Key(
+        "measured_image",
+        str,
+        False,
+        "evidence: the image it was measured on, name@sha256:digest",
+        pattern=re.compile(r"^\S+@sha256:[0-9a-f]{64}$", re.ASCII),
+        example="my-registry/embedder@sha256:<64 hex digits>",
+    ),
+    Key(
+        "evidence_source",
+        str,
+        False,
+        "evidence: " + ", ".join(EVIDENCE_SOURCES),
+        pattern=re.compile("^(" + "|".join(EVIDENCE_SOURCES) + ")$", re.ASCII),
+        example="load-test",
+        default="evaluate",
+    ),
+)
+"""What was measured: in an allocation table beside the note, or as a service's own [service.<name>.evidence]
+table (what evaluate --write creates where there is no note). Declared once, used in both."""
 ALLOCATION = (
     Key("residency_mib", int, True, "GPU memory the model keeps resident (weights, state)", low=0, high=1048576),
     Key(
@@ -259,26 +283,7 @@ ALLOCATION = (
         example="tenant-a",
     ),
     Key("isolate_host", bool, False, "with isolation_group: nor a host", default=False),
-    Key("measured_peak_mib", int, False, "evidence: the highest GPU memory measured", low=0, high=1048576),
-    Key("measured_p99_mib", int, False, "evidence: the 99th percentile of GPU memory measured", low=0, high=1048576),
-    Key("measured_on", datetime.date, False, "evidence: the day it was measured (a TOML date)"),
-    Key(
-        "measured_image",
-        str,
-        False,
-        "evidence: the image it was measured on, name@sha256:digest",
-        pattern=re.compile(r"^\S+@sha256:[0-9a-f]{64}$", re.ASCII),
-        example="my-registry/embedder@sha256:<64 hex digits>",
-    ),
-    Key(
-        "evidence_source",
-        str,
-        False,
-        "evidence: " + ", ".join(EVIDENCE_SOURCES),
-        pattern=re.compile("^(" + "|".join(EVIDENCE_SOURCES) + ")$", re.ASCII),
-        example="load-test",
-        default="evaluate",
-    ),
+    *EVIDENCE,
 )
 SERVICE = (
     Key("capacity", str, True, "a [capacity.<name>] of this file"),
@@ -459,6 +464,14 @@ SERVICE = (
         False,
         "the allocation note: why the budget is what it is ([service.<name>.allocation])",
         table=ALLOCATION,
+    ),
+    Key(
+        "evidence",
+        dict,
+        False,
+        "what was measured, for a service without an allocation note ([service.<name>.evidence], written by "
+        "evaluate --write; with a note, the evidence goes in the allocation table)",
+        table=EVIDENCE,
     ),
     Key(
         "model_cache_path",

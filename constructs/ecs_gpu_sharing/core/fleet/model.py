@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..allocation import AllocationNote
+from ..allocation import AllocationNote, Evidence
 from ..capacity_facts import HostFacts
 from ..mps import MpsShare
 from ..placement import PRESETS
@@ -152,6 +152,7 @@ class ServiceSpec:
     tags: Mapping[str, str]
     acknowledge: Mapping[str, str]  # warning id -> reason
     allocation: AllocationNote | None
+    evidence: Evidence | None  # what was measured, for a service without a note ([service.<name>.evidence])
 
     @property
     def largest_count(self) -> tuple[int, str]:
