@@ -200,3 +200,21 @@ def test_help_is_plain_text_and_plan_help_names_diff(capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         main(["plan", "--help"])
     assert "plan diff OLD NEW" in capsys.readouterr().out
+
+
+def test_findings_read_the_same_from_a_fleet_file_and_from_its_plan_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import REPO
+
+    def finding_lines(text: str) -> list[str]:
+        return sorted(line for line in text.splitlines() if line.startswith(("warning [", "error [", "acknowledged [")))
+
+    fleet = str(REPO / "fleet.toml")
+    assert main(["plan", fleet]) == 0
+    from_fleet = finding_lines(capsys.readouterr().out)
+    assert main(["plan", fleet, "--json"]) == 0
+    doc = tmp_path / "plan.json"
+    doc.write_text(capsys.readouterr().out)
+    assert main(["plan", str(doc)]) == 0
+    assert from_fleet and finding_lines(capsys.readouterr().out) == from_fleet

@@ -18,7 +18,7 @@ from .cost import Prices, add_cost, cost_lines
 from .markdown import table
 from .placement import REPLAYED_TASKS
 from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput
-from .rules import Assessment
+from .rules import Assessment, finding_line
 
 
 def _allocation_json(s: ServiceInput) -> dict[str, Any] | None:
@@ -511,8 +511,16 @@ def doc_summary(doc: Mapping[str, Any]) -> list[str]:
         f"fits: {'yes' if summary.get('fits') else 'no'}"
     )
     for f in doc.get("findings", []):
-        verdict = f"acknowledged: {f['acknowledged']}" if f.get("acknowledged") else f"{f['level']}: {f['message']}"
-        lines.append(f"[{f['rule_id']}] {f['about']} {f['subject']}: {verdict}")
+        lines.append(
+            finding_line(
+                str(f["rule_id"]),
+                str(f["level"]),
+                str(f["about"]),
+                str(f["subject"]),
+                str(f["message"]),
+                None if f.get("acknowledged") is None else str(f["acknowledged"]),
+            )
+        )
     return lines
 
 

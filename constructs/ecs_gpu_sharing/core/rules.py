@@ -73,9 +73,14 @@ class Finding:
         return self.level is Level.ERROR
 
     def __str__(self) -> str:
-        if self.acknowledged is not None:
-            return f"acknowledged [{self.rule_id}]: {self.about} {self.subject}: {self.acknowledged}"
-        return f"{self.level} [{self.rule_id}]: {self.about} {self.subject}: {self.message}"
+        return finding_line(self.rule_id, str(self.level), self.about, self.subject, self.message, self.acknowledged)
+
+
+def finding_line(rule_id: str, level: str, about: str, subject: str, message: str, acknowledged: str | None) -> str:
+    """One finding on one line, the same from a fleet file's plan and from a plan JSON read back."""
+    if acknowledged is not None:
+        return f"acknowledged [{rule_id}]: {about} {subject}: {acknowledged}"
+    return f"{level} [{rule_id}]: {about} {subject}: {message}"
 
 
 @dataclass(frozen=True)
