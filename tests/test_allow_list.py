@@ -126,6 +126,7 @@ ALLOWED = [
     {"c__Environment": [{"Name": "MODEL_ID", "Value": "x"}, {"Name": "cuda_visible_devices", "Value": "0"}]},
     {"task__Volumes": [{"Name": "scratch"}]},
     {"task__Volumes": [{"Name": "scratch", "Host": {}}]},
+    {"task__Volumes": [{"Name": "scratch", "Host": {"SourcePath": ""}}]},
     {"task__Volumes": [{"Name": "cache", "DockerVolumeConfiguration": {"Scope": "shared", "Driver": "local"}}]},
     {"task__Volumes": [{"Name": "efs", "EFSVolumeConfiguration": {"FilesystemId": "fs-1"}}]},
     {"task__Volumes": [{"Name": "ebs", "ConfiguredAtLaunch": True}]},
@@ -176,3 +177,18 @@ def test_a_command_that_changes_mps_variables_warns() -> None:
     (line,) = guards.mps_variables_in_command(task)
     assert "container model" in line and "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" in line
     assert guards.mps_variables_in_command(_task(c__Command=["python", "serve.py"])) == []
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"task__ContainerDefinitions": {"Fn::If": ["C", [], []]}},
+        {"task__Volumes": {"Ref": "Volumes"}},
+        {"c__Environment": {"Fn::If": ["C", [{"Name": "CUDA_VISIBLE_DEVICES", "Value": "0"}], []]}},
+    ],
+)
+def test_a_list_written_as_a_deploy_time_value_is_refused(changes: dict[str, Any]) -> None:
+    task = _task(**{k: v for k, v in changes.items() if k != "task__ContainerDefinitions"})
+    if "task__ContainerDefinitions" in changes:
+        task["ContainerDefinitions"] = changes["task__ContainerDefinitions"]
+    assert guards.UNKNOWN_PROPERTY in _rules(task)

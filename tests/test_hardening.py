@@ -170,10 +170,15 @@ def test_a_task_role_that_could_raise_its_own_permissions_is_refused(edit: str, 
         '["ssm:SendCommand"]',
         '["ecs:TagResource"]',
         '["iam:PassRole", "lambda:CreateFunction"]',
+        "managed AmazonSSMFullAccess",
     ],
 )
 def test_an_escalating_grant_is_refused_unless_acknowledged_with_a_visible_reason(actions: str) -> None:
-    edit = f'task_role_statements = [{{ actions = {actions}, resources = ["arn:aws:iam::123456789012:role/x"] }}]'
+    edit = (
+        'task_role_managed_policies = ["AmazonSSMFullAccess"]'
+        if actions.startswith("managed")
+        else f'task_role_statements = [{{ actions = {actions}, resources = ["arn:aws:iam::123456789012:role/x"] }}]'
+    )
     base = THREE_MODELS.read_text().replace(
         'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
         f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{edit}',

@@ -325,3 +325,41 @@ def test_a_log_configuration_naming_the_evidence_group_is_refused() -> None:
         "Options": {"awslogs-group": "/ecs-gpu-sharing/evidence/models", "awslogs-region": "us-east-1"},
     }
     assert _rules(_app(_service(LaunchType="EC2", Cluster="x"), task)) == [guards.EVIDENCE_LOGS]
+
+
+def test_a_second_provider_over_the_gpu_group_is_the_gpu_capacity() -> None:
+    templates = _app(_service(CapacityProviderStrategy=[{"CapacityProvider": {"Ref": "Mine"}}]))
+    cluster = templates["c"]["Resources"]
+    cluster["Group"] = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {"MaxSize": "1", "MinSize": "0"}}
+    cluster["Provider"]["Properties"]["AutoScalingGroupProvider"] = {"AutoScalingGroupArn": {"Ref": "Group"}}
+    templates["c"]["Outputs"]["GroupOut"] = {"Value": {"Ref": "Group"}, "Export": {"Name": "c:Group"}}
+    templates["tenant"]["Resources"]["Mine"] = {
+        "Type": "AWS::ECS::CapacityProvider",
+        "Properties": {"AutoScalingGroupProvider": {"AutoScalingGroupArn": {"Fn::ImportValue": "c:Group"}}},
+    }
+    assert _rules(templates) == [guards.PRIVILEGED_CONTAINER]
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/AmazonSSMFullAccess"]]},
+        "arn:aws:iam::123456789012:policy/team-wide",
+    ],
+)
+def test_a_managed_policy_whose_grants_cannot_be_read_is_refused(arn: Any) -> None:
+    templates = _role_app({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"})
+    templates["tenant"]["Resources"]["Role"]["Properties"]["ManagedPolicyArns"] = [arn]
+    (violation,) = tenancy.judge(templates).violations
+    assert violation.rule_id == escalation.TASK_ROLE_ESCALATION and "cannot be judged" in violation.message
+    read_only = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/AmazonS3ReadOnlyAccess"]]}
+    templates["tenant"]["Resources"]["Role"]["Properties"]["ManagedPolicyArns"] = [read_only]
+    assert tenancy.judge(templates).violations == []
+
+
+def test_a_policy_naming_the_task_role_by_its_literal_name_is_read() -> None:
+    templates = _role_app({"Effect": "Allow", "Action": "iam:CreateAccessKey", "Resource": "*"})
+    resources = templates["tenant"]["Resources"]
+    resources["Role"]["Properties"]["RoleName"] = "model-task"
+    resources["Policy"]["Properties"]["Roles"] = ["model-task"]
+    assert _rules(templates) == [escalation.TASK_ROLE_ESCALATION]

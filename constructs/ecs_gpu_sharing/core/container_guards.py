@@ -243,6 +243,13 @@ def _unknown(where: str, keys: Any, neutral: frozenset[str], judged: frozenset[s
         )
 
 
+def _unreadable(where: str, key: str, value: Any) -> str:
+    return (
+        f"[{UNKNOWN_PROPERTY}] {where}: {key} is {json.dumps(value)[:80]}, not a list the allow-list can read at synth "
+        "(a deploy-time value); write it literally, or allow it with a reason (FleetPlan.allow)"
+    )
+
+
 def guard_violations(task_properties: Mapping[str, Any]) -> list[str]:
     """Every allow-list rule the task definition breaks, one line each: rule id, where, what, and the fix."""
     return list(_violations(_keys(task_properties, TASK_NEUTRAL, TASK_JUDGED, NOT_ALLOWED)))
@@ -269,6 +276,9 @@ def _violations(task: Mapping[str, Any]) -> Iterator[str]:
                 "with (ipc) every process on the host, other tenants' models and the MPS server among them; leave it "
                 "unset (or task)"
             )
+    for key in ("volumes", "containerDefinitions"):
+        if task.get(key) is not None and not isinstance(task.get(key), list):
+            yield _unreadable("the task definition", key, task.get(key))
     volumes = task.get("volumes")
     for raw in volumes if isinstance(volumes, list) else []:
         yield from _volume(_keys(raw, VOLUME_NEUTRAL, VOLUME_JUDGED, NOT_ALLOWED))
@@ -284,7 +294,7 @@ def _volume(volume: Mapping[str, Any]) -> Iterator[str]:
     host = volume.get("host")
     if host is not None:
         source = camel_keys(host).get("sourcePath") if isinstance(host, Mapping) else host
-        if source is not None:
+        if source is not None and source != "":  # an empty source path is a volume Docker manages
             shown = normal_path(source) if isinstance(source, str) else repr(source)
             yield (
                 f"[{HOST_PATH}] {where} mounts the host path {shown}"
@@ -309,6 +319,8 @@ def _container(container: Mapping[str, Any]) -> Iterator[str]:
     yield from _unknown(where, container, CONTAINER_NEUTRAL, CONTAINER_JUDGED)
     for kind in ("environment", "secrets"):
         items = container.get(kind)
+        if items is not None and not isinstance(items, list):
+            yield _unreadable(where, kind, items)
         for item in items if isinstance(items, list) else []:
             variable = str(camel_keys(item).get("name"))
             if GPU_ENVIRONMENT.match(variable):  # names are case-sensitive: cuda_visible_devices steers nothing

@@ -246,6 +246,18 @@ def _few(names: Sequence[str], most: int = 3) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
+def unread_managed_policy(name: str) -> str | None:
+    """Why an AWS managed policy cannot be let through unread, or ``None`` for a read-only one: its statements are not
+    in the templates, and a policy that writes (``AmazonSSMFullAccess`` has ``ssm:SendCommand``,
+    ``AmazonECS_FullAccess`` has ``iam:PassRole`` and ``ecs:TagResource``) may hold any of the classes above."""
+    if name in REFUSED_MANAGED_POLICIES or "ReadOnly" in name:
+        return None
+    return (
+        f"the AWS managed policy {name} is not read-only and its statements are not in the templates, so what it "
+        "grants cannot be judged; name the actions and resources instead"
+    )
+
+
 def refused_managed_policy(name: str) -> str | None:
     """Why an AWS managed policy may never go on a task role, or ``None``."""
     if name in REFUSED_MANAGED_POLICIES:

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .container_guards import guard_violations, rule_of
-from .escalation import TASK_ROLE_ESCALATION, TASK_ROLE_REFUSED_POLICY, escalations, refused_managed_policy
+from .escalation import (
+    TASK_ROLE_ESCALATION,
+    TASK_ROLE_REFUSED_POLICY,
+    escalations,
+    refused_managed_policy,
+    unread_managed_policy,
+)
 from .hardening import managed_policies
 from .service_rules import Resource, Templates
 from .telemetry import SERVICE_TAG
@@ -71,12 +77,23 @@ class _Capacities:
         self.ctx = ctx
         self.providers: dict[Key, str] = {}  # provider resource -> capacity name
         self.provider_names: dict[str, str] = {}  # literal provider name -> capacity name
+        groups: dict[str, str] = {}  # a GPU capacity's Auto Scaling group, as written -> capacity name
         for r in ctx.of_type("AWS::ECS::CapacityProvider"):
             name = (r.attributes.get("Metadata") or {}).get(CAPACITY_METADATA)
             if isinstance(name, str):
                 self.providers[(r.stack, r.logical_id)] = name
                 if isinstance(r.props.get("Name"), str):
                     self.provider_names[r.props["Name"]] = name
+                group = self._group(r)
+                if group is not None:
+                    groups[group] = name
+        # Another provider over a GPU capacity's Auto Scaling group is that capacity too, whoever wrote it.
+        for r in ctx.of_type("AWS::ECS::CapacityProvider"):
+            group = self._group(r)
+            if (r.stack, r.logical_id) not in self.providers and group in groups:
+                self.providers[(r.stack, r.logical_id)] = groups[group]
+                if isinstance(r.props.get("Name"), str):
+                    self.provider_names[r.props["Name"]] = groups[group]
         self.clusters: set[Key] = set()
         self.cluster_names: set[str] = set()
         for r in ctx.of_type("AWS::ECS::ClusterCapacityProviderAssociations"):
@@ -97,6 +114,16 @@ class _Capacities:
                 self.cluster_names.add(name)
             else:
                 self.unnamed = True
+
+    def _group(self, provider: Resource) -> str | None:
+        """The Auto Scaling group a provider scales, as one comparable value (references followed)."""
+        value = (provider.props.get("AutoScalingGroupProvider") or {}).get("AutoScalingGroupArn")
+        if value is None:
+            return None
+        target = self.ctx.target(value, provider.stack)
+        if target is not None:
+            return f"{target.stack}/{target.logical_id}"
+        return json.dumps(value, sort_keys=True)
 
     def _add_cluster(self, value: Any, stack: str) -> None:
         target = self.ctx.target(value, stack)
@@ -247,7 +274,10 @@ def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str
             named = policy.props.get(key)
             for value in named if isinstance(named, list) else [named]:
                 target = ctx.target(value, policy.stack)
-                if target is not None and (target.stack, target.logical_id) == (role.stack, role.logical_id):
+                by_name = isinstance(value, str) and value == role.props.get("RoleName")  # a literal role name
+                if by_name or (
+                    target is not None and (target.stack, target.logical_id) == (role.stack, role.logical_id)
+                ):
                     docs.append(policy.props.get("PolicyDocument"))
                     break
     return docs, names
@@ -329,7 +359,16 @@ def _judge_task(
         if refused is not None:
             text = f"[{TASK_ROLE_REFUSED_POLICY}] {subject} has the AWS managed policy {refused}"
             out.violations.append(Violation(TASK_ROLE_REFUSED_POLICY, role.stack, role.logical_id, text))
-    for why in escalations(docs):
+    unread = [w for name in names if (w := unread_managed_policy(name)) is not None]
+    arns = role.props.get("ManagedPolicyArns") or []
+    for arn in arns if isinstance(arns, list) else [arns]:
+        held = ctx.target(arn, role.stack)
+        if managed_policies([arn]) or (held is not None and held.kind == "AWS::IAM::ManagedPolicy"):
+            continue
+        unread.append(
+            f"the managed policy {_show(arn)} is not in the app's templates, so what it grants cannot be judged"
+        )
+    for why in [*escalations(docs), *unread]:
         message = (
             f"{subject} ({runs}): {why}; name the actions and resources the task needs, or allow "
             f"{TASK_ROLE_ESCALATION} with a reason (FleetPlan.allow)"

@@ -17,7 +17,7 @@ from ..allocation import AllocationNote, Evidence
 from ..ami_release import DEFAULT_AMI_RELEASE, check_release
 from ..capacity_facts import host_facts
 from ..errors import FleetSpecError, GpuSharingError
-from ..escalation import TASK_ROLE_ESCALATION, escalations, refused_managed_policy
+from ..escalation import TASK_ROLE_ESCALATION, escalations, refused_managed_policy, unread_managed_policy
 from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from ..planner import EC2, MANAGED_INSTANCES
@@ -768,7 +768,8 @@ def _check_task_role(problems: _Problems, where: str, good: Mapping[str, Any]) -
         documents.append({"Effect": "Allow", "Action": list(actions), "Resource": list(resources)})
     if visible(good.get("acknowledge", {}).get(TASK_ROLE_ESCALATION)):
         return
-    for why in escalations(documents):
+    unread = [w for name in good.get("task_role_managed_policies", ()) if (w := unread_managed_policy(name))]
+    for why in [*escalations(documents), *unread]:
         problems.add(
             f"{where}task_role_statements: {why} [{TASK_ROLE_ESCALATION}]; name the actions and resources the model "
             f"needs, or acknowledge {TASK_ROLE_ESCALATION} with a reason"

@@ -389,7 +389,7 @@ SERVICE = (
         "task_role_managed_policies",
         list,
         False,
-        "AWS managed policies for the task role, by name",
+        "AWS managed policies for the task role, by name; one not read-only needs TaskRoleEscalation acknowledged",
         items=str,
         pattern=re.compile(r"^[A-Za-z0-9+=,.@_/-]{1,128}$", re.ASCII),
         example="AmazonBedrockReadOnly",
