@@ -34,5 +34,7 @@ THREE_MODELS = REPO / "tests" / "fleets" / "three-models.toml"
 
 def plan_only(doc: dict[str, Any]) -> dict[str, Any]:
     """A plan document without what only a synth can know (the allow-list's allowances and what it could not judge,
-    read from the written templates): what the CLI and a synth must agree on."""
-    return {k: v for k, v in doc.items() if k not in ("allowances", "not_judged")}
+    read from the written templates; each service's stack and logical id): what the CLI and a synth must agree on."""
+    out = {k: v for k, v in doc.items() if k not in ("allowances", "not_judged")}
+    out["services"] = [{k: v for k, v in s.items() if k != "deployed_as"} for s in doc.get("services", [])]
+    return out

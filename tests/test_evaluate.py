@@ -470,14 +470,25 @@ def _deploy_like_cloudformation(consumer: dict[str, Any]) -> str:
         ],
         memory="4096",
     )
-    name = f"Models-{logical}-Xy12"
-    ecs.create_service(
-        cluster="consumer",
-        serviceName=name,
-        taskDefinition="emb",
-        desiredCount=0,
-        tags=[{"key": t["Key"], "value": t["Value"]} for t in tags],
-    )
+    # Deployed by CloudFormation, in a stack of the template's name: the stack records the service's ARN, which
+    # evaluate --plan reads (services[].deployed_as) instead of trusting the tag alone.
+    body = {
+        "Resources": {
+            logical: {
+                "Type": "AWS::ECS::Service",
+                "Properties": {"Cluster": "consumer", "TaskDefinition": "emb", "DesiredCount": 0, "Tags": tags},
+            }
+        }
+    }
+    cfn = boto3.client("cloudformation")
+    cfn.create_stack(StackName="Models", TemplateBody=json.dumps(body))
+    arn = cfn.describe_stack_resource(StackName="Models", LogicalResourceId=logical)["StackResourceDetail"][
+        "PhysicalResourceId"
+    ]
+    name = arn.rsplit("/", 1)[-1]
+    held = ecs.describe_services(cluster="consumer", services=[name], include=["TAGS"])["services"][0]
+    if not held.get("tags"):  # moto's CloudFormation may leave the tags out: as ECS would have them
+        ecs.tag_resource(resourceArn=held["serviceArn"], tags=[{"key": t["Key"], "value": t["Value"]} for t in tags])
     now = datetime.datetime.now(datetime.UTC)
     _put(
         boto3.client("logs"),
@@ -499,6 +510,27 @@ def test_a_construct_app_is_judged_from_its_synth_plan(
     (embedder,) = doc["services"]
     assert (embedder["service"], embedder["ecs_service"], embedder["budget_mib"]) == ("embedder", name, 4096)
     assert (embedder["peak_mib"], embedder["verdict"], embedder["suggested_mib"]) == (1500, TOO_LOOSE, 1664)
+
+
+def test_a_service_claiming_a_plan_name_it_was_not_deployed_as_is_refused(
+    aws: Any, consumer: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plan's service is found by what its stack recorded; a look-alike carrying its tag, with the real service's
+    tag removed (as ecs:UntagResource outside the app could), is named and refused, not judged in its place."""
+    name = _deploy_like_cloudformation(consumer)
+    ecs = boto3.client("ecs")
+    real = ecs.describe_services(cluster="consumer", services=[name])["services"][0]["serviceArn"]
+    ecs.untag_resource(resourceArn=real, tagKeys=[SERVICE_TAG])
+    ecs.create_service(
+        cluster="consumer",
+        serviceName="lookalike",
+        taskDefinition="emb",
+        desiredCount=0,
+        tags=[{"key": SERVICE_TAG, "value": "embedder"}],
+    )
+    assert main(["evaluate", "--cluster", "consumer", "--plan", str(consumer["plan"])]) == 1
+    err = capsys.readouterr().err
+    assert f"service lookalike carries {SERVICE_TAG}=embedder, but stack Models deployed embedder as {name}" in err
 
 
 def test_a_construct_app_is_judged_from_its_task_definitions_without_a_plan(

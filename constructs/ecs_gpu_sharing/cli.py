@@ -198,6 +198,7 @@ def _evaluate_subjects(args: argparse.Namespace, ecs: Any) -> tuple[Any, dict[st
     """The fleet spec (or None), what is judged, name -> ECS service name, and a word on the source."""
     from .core import right_size
     from .operations import evaluate
+    from .operations.aws import client
 
     if args.fleet and args.plan:
         raise GpuSharingError("evaluate: give --fleet or --plan, not both (or neither, to judge task definitions)")
@@ -216,7 +217,9 @@ def _evaluate_subjects(args: argparse.Namespace, ecs: Any) -> tuple[Any, dict[st
         if isinstance(doc, dict):
             plan_contract.check(doc, source=f"--plan {args.plan}")
         subjects = right_size.plan_subjects(doc, source=f"--plan {args.plan}")
-        names = evaluate.service_names(ecs, args.cluster)
+        names = evaluate.deployed_names(
+            client("cloudformation", args.region), doc, evaluate.service_names(ecs, args.cluster)
+        )
         return None, subjects, {n: names[n] for n in subjects if n in names}, f"synth plan {args.plan}"
     subjects, names = evaluate.task_definition_subjects(ecs, args.cluster)
     return None, subjects, names, f"the task definitions of cluster {args.cluster}"

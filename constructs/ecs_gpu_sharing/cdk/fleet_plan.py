@@ -288,6 +288,23 @@ class FleetPlan(Construct):
         for suffix in (".json", ".md"):
             (Path(outdir) / f"{PLAN_FILE}{suffix}").unlink(missing_ok=True)
 
+    def _deployed_as(self) -> dict[str, tuple[str, str]]:
+        """Each planned service's stack and logical id: what CloudFormation records of it, which no tenant can
+        claim (a tag can be copied; ``evaluate --plan`` reads the service's ARN from the stack)."""
+        assert self._discovered is not None
+        out: dict[str, tuple[str, str]] = {}
+        for name, owners in self._discovered.services_by_name.items():
+            found = [
+                c
+                for owner in owners
+                for c in (owner, *owner.node.children)
+                if isinstance(c, ecs.BaseService) and isinstance(c.node.default_child, cdk.CfnResource)
+            ]
+            if len(found) == 1:
+                stack = cdk.Stack.of(found[0])
+                out[name] = (stack.stack_name, stack.get_logical_id(found[0].node.default_child))  # type: ignore[arg-type]
+        return out
+
     def write(self, outdir: Path) -> None:
         """Writes the plan files (each atomically) and prints the summary; called once the app has synthesized."""
         if not self._capacities:
@@ -297,7 +314,9 @@ class FleetPlan(Construct):
         prices = cost.load_prices(given) if isinstance(given, str) and given else None
         judged = self._judgement or Judgement()
         not_judged = [(n.path, n.reason) for n in judged.not_judged]
-        doc = plan_report.to_json(result, prices, allowances=judged.allowed, not_judged=not_judged)
+        doc = plan_report.to_json(
+            result, prices, allowances=judged.allowed, not_judged=not_judged, deployed_as=self._deployed_as()
+        )
         lines = cost.cost_lines(doc)
         outdir.mkdir(parents=True, exist_ok=True)
         write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(doc, indent=1) + "\n")

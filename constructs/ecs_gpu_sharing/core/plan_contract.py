@@ -118,6 +118,12 @@ FIELDS: tuple[tuple[str, str], ...] = (
     (f"{_SVC}.evidence.source", "how it was measured (evaluate, load-test, ...)"),
     (f"{_SVC}.evidence.image", "the image it was measured on, or null"),
     (f"{_SVC}.evidence.headroom_mib", "the task's GPU budget less the measured peak"),
+    (
+        f"{_SVC}.deployed_as",
+        "the ECS service as its stack records it, which evaluate reads from CloudFormation; null from the CLI",
+    ),
+    (f"{_SVC}.deployed_as.stack", "the stack's name"),
+    (f"{_SVC}.deployed_as.logical_id", "the service's logical id in that stack"),
     (f"{_SVC}.cost", "with prices: its share of its capacity's cost by GPU memory held; null without"),
     (f"{_SVC}.cost.per_hour", "its share per hour"),
     (f"{_SVC}.cost.per_month", "its share per month"),

@@ -84,6 +84,7 @@ def to_json(
     *,
     allowances: Sequence[tuple[str, str, str]] = (),
     not_judged: Sequence[tuple[str, str]] = (),
+    deployed_as: Mapping[str, tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The plan as JSON: the same for ``ecs-gpu-sharing plan --json`` and ``cdk.out/gpu-fleet-plan.json``; with
     ``prices``, what it costs (``core.cost``), else how to get prices. A synth adds the allow-list's allowances
@@ -109,6 +110,11 @@ def to_json(
                 },
                 "allocation": _allocation_json(s),
                 "evidence": _evidence_json(s, s.measured),
+                "deployed_as": (
+                    {"stack": deployed_as[s.name][0], "logical_id": deployed_as[s.name][1]}
+                    if deployed_as and s.name in deployed_as
+                    else None
+                ),
             }
             for s in plan.services
         ],

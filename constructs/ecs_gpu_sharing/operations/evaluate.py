@@ -98,6 +98,32 @@ def service_names(ecs: Any, cluster: str) -> dict[str, str]:
     return out
 
 
+def deployed_names(cloudformation: Any, plan: Mapping[str, Any], tagged: Mapping[str, str]) -> dict[str, str]:
+    """Plan name -> ECS service name, from what each service's stack records (``services[].deployed_as`` of a synth
+    plan): CloudFormation's physical id of an ``AWS::ECS::Service`` is its ARN, which no tenant can claim the way a tag
+    can be copied. A service tagged with a plan name but not the one its stack deployed is refused; a plan without
+    the field (an older one) falls back to the tags."""
+    out = dict(tagged)
+    for item in plan.get("services") or []:
+        where = item.get("deployed_as") if isinstance(item, Mapping) else None
+        if not isinstance(where, Mapping):
+            continue
+        name, stack, logical = str(item.get("name")), str(where.get("stack")), str(where.get("logical_id"))
+        with aws_errors(f"reading service {name} from stack {stack} ({logical})"):
+            found = cloudformation.describe_stack_resource(StackName=stack, LogicalResourceId=logical)
+        arn = str(found["StackResourceDetail"].get("PhysicalResourceId") or "")
+        deployed = arn.rsplit("/", 1)[-1]
+        if not deployed:
+            raise GpuSharingError(f"stack {stack} holds no deployed service {logical} for {name}; deploy it first")
+        if name in tagged and tagged[name] != deployed:
+            raise GpuSharingError(
+                f"service {tagged[name]} carries {SERVICE_TAG}={name}, but stack {stack} deployed {name} as "
+                f"{deployed}: another service claims its name; remove the tag from {tagged[name]}"
+            )
+        out[name] = deployed
+    return out
+
+
 def task_definition_subjects(ecs: Any, cluster: str) -> tuple[dict[str, Subject], dict[str, str]]:
     """Every service of the cluster whose task definition has MPS budgets, as a subject named by its tag (or its
     ECS name without one), with that name -> ECS service name."""
