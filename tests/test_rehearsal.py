@@ -14,7 +14,7 @@ from typing import Any
 
 from conftest import REPO
 
-SCRIPT = """
+EMULATOR = """
 import json, os, socket, sys
 sock = socket.socket(); sock.bind(("localhost", 0)); port = sock.getsockname()[1]; sock.close()
 os.environ.update({"AWS_ENDPOINT_URL": f"http://localhost:{port}", "AWS_ACCESS_KEY_ID": "testing",
@@ -25,6 +25,12 @@ from ecs_gpu_sharing.operations import rehearsal
 rehearsal.install_adapters()
 server = ThreadedMotoServer(ip_address="localhost", port=port, verbose=False); server.start()
 client = lambda service: boto3.client(service, region_name="us-east-1")
+"""
+"""A moto server on a free port of loopback, with the rehearsal's adapters, and ``client`` for it."""
+
+SCRIPT = (
+    EMULATOR
+    + """
 template = json.loads(sys.argv[1])
 vpc = client("ec2").create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
 body = json.dumps(template).replace("VPC_ID", vpc)
@@ -38,6 +44,7 @@ print(json.dumps({"error": error, "problems": report.problems,
     "checks": {c.logical_id: [c.status, c.detail] for c in report.checks}}))
 server.stop()
 """
+)
 
 
 def _rehearse(resources: dict[str, Any]) -> dict[str, Any]:
@@ -172,17 +179,9 @@ def test_a_service_with_placement_strategies_deploys_with_them() -> None:
     assert out["error"] is None and out["problems"] == [], out
 
 
-UPDATE_SCRIPT = """
-import json, os, socket, sys
-sock = socket.socket(); sock.bind(("localhost", 0)); port = sock.getsockname()[1]; sock.close()
-os.environ.update({"AWS_ENDPOINT_URL": f"http://localhost:{port}", "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/nonexistent"})
-import boto3
-from moto.server import ThreadedMotoServer
-from ecs_gpu_sharing.operations import rehearsal
-rehearsal.install_adapters()
-server = ThreadedMotoServer(ip_address="localhost", port=port, verbose=False); server.start()
-client = lambda service: boto3.client(service, region_name="us-east-1")
+UPDATE_SCRIPT = (
+    EMULATOR
+    + """
 first, second = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 cfn = client("cloudformation")
 cfn.create_stack(StackName="s", TemplateBody=json.dumps(first))
@@ -194,6 +193,7 @@ except Exception as e:
 print(json.dumps({"error": error, "problems": rehearsal.current_task_definitions(client, {"s": second})}))
 server.stop()
 """
+)
 
 
 def _task(image: str, budget: int) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
+from ..core.service_rules import check_all
 from ..core.tenancy import (
     CAPACITY_METADATA,
     TASK_DEFINITION_NOT_READABLE,
@@ -38,7 +40,7 @@ from ..core.tenancy import (
 )
 from ..core.text import visible
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
-from .limits import template_violations
+from .limits import WrittenTemplates
 
 PLAN_FILE = "gpu-fleet-plan"
 PRICES_CONTEXT = "ecs-gpu-sharing:prices"
@@ -201,10 +203,8 @@ class FleetPlan(Construct):
                 out.setdefault(key, {}).update(rules)
         return out
 
-    def judge_templates(self, template_paths: list[str]) -> Judgement:
+    def judge_templates(self, templates: Mapping[str, Any]) -> Judgement:
         """The written templates judged (``core.tenancy``): every service on a GPU capacity, however it was built."""
-        paths = {Path(p).name.removesuffix(".template.json"): p for p in template_paths}
-        templates = {name: json.loads(Path(path).read_text()) for name, path in paths.items()}
         self._judgement = judge(templates, self._allowed_resources())
         return self._judgement
 
@@ -411,24 +411,10 @@ class _WritePlan:
     def validate(self, context: cdk.IPolicyValidationContext) -> cdk.PolicyValidationPluginReport:
         # The allow-list over what was written, for every service on a GPU capacity however it was built: escape
         # hatches, L1 resources, imported clusters and other stacks are seen only here.
-        judgement = self._plan.judge_templates(list(context.template_paths))
-        paths = {Path(p).name.removesuffix(".template.json"): p for p in context.template_paths}
-        violations = [
-            cdk.PolicyViolation(
-                rule_name=v.rule_id,
-                description=v.message,
-                violating_resources=[
-                    cdk.PolicyViolatingResource(
-                        locations=[v.logical_id or "Resources"],
-                        resource_logical_id=v.logical_id or v.stack,
-                        template_path=paths.get(v.stack, ""),
-                    )
-                ],
-            )
-            for v in judgement.violations
-        ]
+        written = WrittenTemplates(list(context.template_paths))  # read once, for both
+        judgement = self._plan.judge_templates(written.templates)
         # AWS's limits and the rules its services enforce at deploy, on every template of the app.
-        violations.extend(template_violations(list(context.template_paths)))
+        violations = written.policy_violations([*judgement.violations, *check_all(written.templates)])
         if violations:
             return cdk.PolicyValidationPluginReport(success=False, violations=violations)
         outdir = self._plan._outdir()

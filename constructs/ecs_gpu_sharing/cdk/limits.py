@@ -11,12 +11,14 @@ an app without one adds the plugin once::
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import aws_cdk as cdk
 import jsii
 
 from ..core.service_rules import check_all, rule_ids
+from ..core.template_limits import Violation
 
 
 @jsii.implements(cdk.IPolicyValidationPlugin)
@@ -42,21 +44,33 @@ class AwsLimitsChecks:
         return cdk.PolicyValidationPluginReport(success=not violations, violations=violations)
 
 
+class WrittenTemplates:
+    """The templates a synth wrote, read once: by stack (the file name without ``.template.json``), with their paths."""
+
+    def __init__(self, template_paths: list[str]) -> None:
+        self.paths = {Path(p).name.removesuffix(".template.json"): p for p in template_paths}
+        self.templates = {name: json.loads(Path(path).read_text()) for name, path in self.paths.items()}
+
+    def policy_violations(self, violations: Iterable[Violation]) -> list[cdk.PolicyViolation]:
+        """The core's violations as CDK's policy report shows them: rule, message, stack and resource."""
+        fallback = next(iter(self.paths.values()), "")
+        return [
+            cdk.PolicyViolation(
+                rule_name=v.rule_id,
+                description=v.message,
+                violating_resources=[
+                    cdk.PolicyViolatingResource(
+                        locations=[v.logical_id or "Resources"],
+                        resource_logical_id=v.logical_id or v.stack,
+                        template_path=self.paths.get(v.stack, fallback),
+                    )
+                ],
+            )
+            for v in violations
+        ]
+
+
 def template_violations(template_paths: list[str]) -> list[cdk.PolicyViolation]:
     """What ``core.service_rules.check_all`` finds in the written templates, as policy violations."""
-    paths = {Path(p).name.removesuffix(".template.json"): p for p in template_paths}
-    templates = {name: json.loads(Path(path).read_text()) for name, path in paths.items()}
-    return [
-        cdk.PolicyViolation(
-            rule_name=v.rule_id,
-            description=v.message,
-            violating_resources=[
-                cdk.PolicyViolatingResource(
-                    locations=[v.logical_id or "Resources"],
-                    resource_logical_id=v.logical_id or v.stack,
-                    template_path=paths.get(v.stack, template_paths[0] if template_paths else ""),
-                )
-            ],
-        )
-        for v in check_all(templates)
-    ]
+    written = WrittenTemplates(template_paths)
+    return written.policy_violations(check_all(written.templates))

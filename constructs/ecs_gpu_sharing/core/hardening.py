@@ -28,17 +28,6 @@ HARDENING_WARNINGS = (
 _SECRET_WORDS = frozenset({"SECRET", "SECRETS", "PASSWORD", "PASSWD", "TOKEN", "APIKEY", "CREDENTIAL", "CREDENTIALS"})
 _SECRET_PAIRS = frozenset({("API", "KEY"), ("PRIVATE", "KEY"), ("ACCESS", "KEY"), ("AUTH", "KEY")})
 
-# AWS managed policies that hand a model's task (what a tenant's code runs as) the whole account or IAM itself.
-ESCALATING_MANAGED_POLICIES = frozenset(
-    {
-        "AdministratorAccess",
-        "AdministratorAccess-Amplify",
-        "AdministratorAccess-AWSElasticBeanstalk",
-        "IAMFullAccess",
-        "PowerUserAccess",
-    }
-)
-
 
 def secret_looking(names: Iterable[str]) -> list[str]:
     """The names among ``names`` that look like they hold a secret (a token, a key, a password)."""
@@ -73,33 +62,6 @@ def managed_policies(arns: Any) -> list[str]:
     """The names of the AWS managed policies among a role's ``ManagedPolicyArns`` as resolved (strings, or the
     ``Fn::Join`` aws-iam writes for ``arn:${Partition}:iam::aws:policy/<name>``)."""
     return sorted(set(_MANAGED_POLICY.findall(json.dumps(arns)))) if arns else []
-
-
-def escalating_policy(name: str) -> str | None:
-    """Why an AWS managed policy may not go on a task role, or ``None``."""
-    if name in ESCALATING_MANAGED_POLICIES:
-        return (
-            f"{name} gives the model's code (and anyone who reaches it) the account or IAM itself; name the "
-            "actions and resources it needs in task_role_statements"
-        )
-    return None
-
-
-def escalating_statement(actions: Sequence[str], resources: Sequence[str]) -> str | None:
-    """Why an allow statement may not go on a task role (it lets the task raise its own permissions), or ``None``."""
-    # "*", or any role of the account ("arn:aws:iam::123456789012:role/*", "arn:aws:iam::*:role/x*"): every role.
-    everywhere = any(
-        r == "*" or (":role/" in r and r.endswith("*")) or r.startswith("arn:aws:iam::*") for r in resources
-    )
-    for action in actions:
-        service, _, verb = action.partition(":")
-        if action in ("*", "*:*") or service == "*":
-            return f"action {action} allows every action"
-        if service.lower() == "iam" and "*" in verb:
-            return f"action {action} lets the task change IAM, its own role included"
-        if everywhere and action.lower() in ("iam:passrole", "sts:assumerole"):
-            return f"action {action} on every role lets the task act as any role of the account"
-    return None
 
 
 def mutable_tag(image: str) -> str | None:

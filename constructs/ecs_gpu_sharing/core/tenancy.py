@@ -61,7 +61,6 @@ class Judgement:
     violations: list[Violation] = field(default_factory=list)
     not_judged: list[NotJudged] = field(default_factory=list)
     allowed: list[tuple[str, str, str]] = field(default_factory=list)  # (resource path, rule id, reason) used
-    judged_services: int = 0
 
 
 def cdk_path(resource: Resource) -> str:
@@ -195,35 +194,29 @@ def runners(ctx: Templates) -> Iterator[Runner]:
         )
     for rule in ctx.of_type("AWS::Events::Rule"):
         for target in rule.props.get("Targets") or []:
-            ecs = target.get("EcsParameters") if isinstance(target, Mapping) else None
-            if isinstance(ecs, Mapping):
-                yield Runner(
-                    rule,
-                    "scheduled task",
-                    target.get("Arn"),
-                    ecs.get("LaunchType"),
-                    ecs.get("CapacityProviderStrategy"),
-                    ecs.get("TaskDefinitionArn"),
-                )
+            yield from _scheduled(rule, target)
     for schedule in ctx.of_type("AWS::Scheduler::Schedule"):
-        target = schedule.props.get("Target") or {}
-        ecs = target.get("EcsParameters") if isinstance(target, Mapping) else None
-        if isinstance(ecs, Mapping):
-            yield Runner(
-                schedule,
-                "scheduled task",
-                target.get("Arn"),
-                ecs.get("LaunchType"),
-                ecs.get("CapacityProviderStrategy"),
-                ecs.get("TaskDefinitionArn"),
-            )
+        yield from _scheduled(schedule, schedule.props.get("Target"))
+
+
+def _scheduled(resource: Resource, target: Any) -> Iterator[Runner]:
+    """An EventBridge rule's or Scheduler schedule's ECS target: the cluster is its Arn, the rest its EcsParameters."""
+    ecs = target.get("EcsParameters") if isinstance(target, Mapping) else None
+    if isinstance(ecs, Mapping):
+        yield Runner(
+            resource,
+            "scheduled task",
+            target.get("Arn"),
+            ecs.get("LaunchType"),
+            ecs.get("CapacityProviderStrategy"),
+            ecs.get("TaskDefinitionArn"),
+        )
 
 
 def placement(caps: _Capacities, runner: Runner) -> tuple[str, str] | None:
     """(``gpu``, where) when the runner runs on a GPU capacity, (``maybe``, why) when the templates cannot rule it
     out, ``None`` when it does not."""
     service = runner.resource
-    props = {"Cluster": runner.cluster, "LaunchType": runner.launch_type}
     cluster = caps.cluster(runner.cluster, service.stack)
     strategy = runner.strategy
     if isinstance(strategy, list) and strategy:
@@ -240,7 +233,7 @@ def placement(caps: _Capacities, runner: Runner) -> tuple[str, str] | None:
         if unknown and cluster != "other":
             return "maybe", f"its capacity provider {_show(unknown[0])} cannot be told apart from a GPU capacity's"
         return None
-    launch = props.get("LaunchType")
+    launch = runner.launch_type
     if launch in ("FARGATE", "EXTERNAL"):
         return None
     if cluster == "gpu":
@@ -248,7 +241,7 @@ def placement(caps: _Capacities, runner: Runner) -> tuple[str, str] | None:
             return "gpu", "the EC2 hosts of a cluster with a GPU capacity"
         return "gpu", "the default capacity provider strategy of a cluster with a GPU capacity"
     if cluster == "unknown":
-        return "maybe", f"its cluster {_show(props.get('Cluster'))} cannot be told apart from a GPU capacity's cluster"
+        return "maybe", f"its cluster {_show(runner.cluster)} cannot be told apart from a GPU capacity's cluster"
     return None
 
 
@@ -256,15 +249,19 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)[:120]
 
 
-def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str]]:
-    """Every policy document that applies to ``role`` as the templates hold it, and its AWS managed policy names."""
+def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str], list[Any]]:
+    """Every policy document that applies to ``role`` as the templates hold it, its AWS managed policy names, and the
+    managed policies it names that are neither AWS's nor in the templates (what they grant cannot be read)."""
     docs: list[Any] = [p.get("PolicyDocument") for p in role.props.get("Policies") or [] if isinstance(p, Mapping)]
     arns = role.props.get("ManagedPolicyArns") or []
     names = managed_policies(arns)
-    for arn in arns if isinstance(arns, list) else []:
+    elsewhere = []
+    for arn in arns if isinstance(arns, list) else [arns]:
         managed = ctx.target(arn, role.stack)
         if managed is not None and managed.kind == "AWS::IAM::ManagedPolicy":
             docs.append(managed.props.get("PolicyDocument"))
+        elif not managed_policies([arn]):
+            elsewhere.append(arn)
     for kind, key in (
         ("AWS::IAM::Policy", "Roles"),
         ("AWS::IAM::ManagedPolicy", "Roles"),
@@ -280,7 +277,7 @@ def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str
                 ):
                     docs.append(policy.props.get("PolicyDocument"))
                     break
-    return docs, names
+    return docs, names, elsewhere
 
 
 def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = None) -> Judgement:
@@ -306,7 +303,6 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
         if task is None or task.kind != "AWS::ECS::TaskDefinition":
             _unreadable_task(out, allowed or {}, runner, state, detail)
             continue
-        out.judged_services += 1
         if (task.stack, task.logical_id) not in seen:
             seen.add((task.stack, task.logical_id))
             on = detail if state == "gpu" else f"what may be a GPU host ({detail})"
@@ -352,7 +348,7 @@ def _judge_task(
         else:
             out.not_judged.append(NotJudged(task.stack, task.logical_id, cdk_path(task), why))
         return
-    docs, names = _role_documents(ctx, role)
+    docs, names, elsewhere = _role_documents(ctx, role)
     subject = f"{cdk_path(role)}: the task role of {cdk_path(task)}"
     for name in names:
         refused = refused_managed_policy(name)
@@ -360,14 +356,10 @@ def _judge_task(
             text = f"[{TASK_ROLE_REFUSED_POLICY}] {subject} has the AWS managed policy {refused}"
             out.violations.append(Violation(TASK_ROLE_REFUSED_POLICY, role.stack, role.logical_id, text))
     unread = [w for name in names if (w := unread_managed_policy(name)) is not None]
-    arns = role.props.get("ManagedPolicyArns") or []
-    for arn in arns if isinstance(arns, list) else [arns]:
-        held = ctx.target(arn, role.stack)
-        if managed_policies([arn]) or (held is not None and held.kind == "AWS::IAM::ManagedPolicy"):
-            continue
-        unread.append(
-            f"the managed policy {_show(arn)} is not in the app's templates, so what it grants cannot be judged"
-        )
+    unread += [
+        f"the managed policy {_show(arn)} is not in the app's templates, so what it grants cannot be judged"
+        for arn in elsewhere
+    ]
     for why in [*escalations(docs), *unread]:
         message = (
             f"{subject} ({runs}): {why}; name the actions and resources the task needs, or allow "

@@ -1,9 +1,8 @@
-"""Text that crosses a trust line: reasons that must say something, and values shown on a terminal, in Markdown or
-in SVG, escaped for where they land. Pure Python."""
+"""Text that crosses a trust line: reasons that must say something, and values shown on a terminal or in Markdown,
+escaped for where they land (the SVG escapes its own with ``html.escape``). Pure Python."""
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from typing import Any
@@ -50,9 +49,3 @@ def markdown(value: Any) -> str:
     forged from it."""
     text = one_line(value)
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-
-
-def xml(value: Any) -> str:
-    """``value`` as XML text or attribute content (SVG): markup characters escaped, controls removed."""
-    text = "".join(ch for ch in str(value) if ch in "\t\n" or unicodedata.category(ch) != "Cc")
-    return html.escape(text, quote=True)

@@ -111,7 +111,10 @@ def deployed_names(cloudformation: Any, plan: Mapping[str, Any], tagged: Mapping
         name, stack, logical = str(item.get("name")), str(where.get("stack")), str(where.get("logical_id"))
         with aws_errors(f"reading service {name} from stack {stack} ({logical})"):
             found = cloudformation.describe_stack_resource(StackName=stack, LogicalResourceId=logical)
-        arn = str(found["StackResourceDetail"].get("PhysicalResourceId") or "")
+        # The physical id of an AWS::ECS::Service is its ARN (Ref returns it; the resource schema's primary identifier
+        # is ServiceArn with Cluster), arn:aws:ecs:REGION:ACCOUNT:service/CLUSTER/NAME; a compound id is read the same.
+        physical = str(found["StackResourceDetail"].get("PhysicalResourceId") or "")
+        arn = next((part for part in physical.split("|") if ":service/" in part), physical)
         deployed = arn.rsplit("/", 1)[-1]
         if not deployed:
             raise GpuSharingError(f"stack {stack} holds no deployed service {logical} for {name}; deploy it first")

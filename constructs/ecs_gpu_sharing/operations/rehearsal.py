@@ -566,17 +566,13 @@ def _task_definition_update() -> None:
     if getattr(update, "_camel_keys", False):
         return
 
-    def converted(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        # moto calls it by keyword (original_resource=, new_resource_name=, cloudformation_json=, ...)
-        given = kwargs.get("cloudformation_json", args[2] if len(args) > 2 else None) or {}
-        properties = dict(given.get("Properties") or {})
+    def converted(cls: Any, *, cloudformation_json: Any, **kwargs: Any) -> Any:
+        # moto's CloudFormation calls it by keyword (parsing.parse_and_update_resource)
+        properties = dict(cloudformation_json.get("Properties") or {})
         for key in ("ContainerDefinitions", "Volumes"):
             if key in properties:
                 properties[key] = remap_nested_keys(properties[key], pascal_to_camelcase)
-        changed = {**given, "Properties": properties}
-        if "cloudformation_json" in kwargs:
-            return update(cls, *args, **{**kwargs, "cloudformation_json": changed})
-        return update(cls, *args[:2], changed, *args[3:], **kwargs)
+        return update(cls, cloudformation_json={**cloudformation_json, "Properties": properties}, **kwargs)
 
     converted._camel_keys = True  # type: ignore[attr-defined]
     TaskDefinition.update_from_cloudformation_json = classmethod(converted)  # type: ignore[method-assign,assignment]
