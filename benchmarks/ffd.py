@@ -84,14 +84,26 @@ def ffd(cap: CapacityInput, services: Sequence[ServiceInput]) -> tuple[int, int]
             tree.set(g, -1)  # idle GPUs are opened explicitly, not by first fit
         return h
 
+    # Tasks of one service come one after another, and what a GPU or host has left only shrinks, so a GPU or host
+    # passed over for a task is passed over for the rest of its service: each scan resumes where the last one stopped.
+    scan = {"gpu": 0, "host": 0}
+
     def host_with_idle(count: int, cpu: int, mem: int) -> int:
-        with_idle[:] = [h for h in with_idle if host_idle[h]]
-        for h in with_idle:
+        at = scan["host"]
+        while at < len(with_idle):
+            h = with_idle[at]
             if len(host_idle[h]) >= count and host_cpu[h] >= cpu and host_mem[h] >= mem:
+                scan["host"] = at
                 return h
+            at += 1
+        scan["host"] = len(with_idle)
         return new_host()
 
+    current = None
     for s in tasks:
+        if s.name != current:
+            current = s.name
+            scan["gpu"] = scan["host"] = 0
         cpu, mem = s.cpu_units, s.memory_mib
         if s.whole_gpus:
             h = host_with_idle(s.whole_gpus, cpu, mem)
@@ -99,7 +111,7 @@ def ffd(cap: CapacityInput, services: Sequence[ServiceInput]) -> tuple[int, int]
                 used.add(host_idle[h].pop())
         elif s.clients:
             size, clients = s.task_gpu_budget_mib, s.clients
-            g = tree.first_at_least(size, 0)
+            g = tree.first_at_least(size, scan["gpu"])
             while g >= 0:
                 h = gpu_host[g]
                 if gpu_clients[g] + clients <= MAX_CLIENTS_PER_GPU and host_cpu[h] >= cpu and host_mem[h] >= mem:
@@ -107,9 +119,11 @@ def ffd(cap: CapacityInput, services: Sequence[ServiceInput]) -> tuple[int, int]
                 if host_cpu[h] < min_cpu or host_mem[h] < min_mem:
                     tree.set(g, -1)
                 g = tree.first_at_least(size, g + 1)
+            scan["gpu"] = max(g, 0) if g >= 0 else scan["gpu"]
             if g < 0:
                 h = host_with_idle(1, cpu, mem)
                 g = host_idle[h].pop()
+                scan["gpu"] = min(scan["gpu"], g)  # an idle GPU opened below the scan's place
             h = gpu_host[g]
             used.add(g)
             gpu_room[g] -= size

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import highspy
 import numpy as np
 from ffd import ffd
+from fleet_generator import generate
 from host_lp import Row, new_highs, set_rows
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
@@ -101,12 +102,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fleets", type=int, default=400)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--generated",
+        action="store_true",
+        help="fleets of 4-30 tasks from fleet_generator.py (held-out seeds 1000 on: 1, 4 and 8 GPUs a host, sidecars, "
+        "whole GPUs, each resource binding)",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     judged = optimal = unproven = worse_than_ffd = better_than_ffd = 0
     worst = 1.0
-    for _ in range(args.fleets):
-        cap, services = fleet(rng)
+    for n in range(args.fleets):
+        if args.generated:
+            drawn = generate(1000 + n, 4 + n % 27)
+            cap, services = drawn.capacity, drawn.services
+        else:
+            cap, services = fleet(rng)
         planned = plan([cap], services)
         if not planned.fits:
             continue  # a task that fits no host: not a packing question
@@ -123,8 +134,9 @@ def main() -> None:
         optimal += mine == best
         worst = max(worst, mine / best)
     proven = judged - unproven
+    source = "generated, seeds 1000 on" if args.generated else f"seed {args.seed}"
     print(
-        f"{judged} small fleets (seed {args.seed}; {args.fleets - judged} drawn with a task no host holds left out): "
+        f"{judged} small fleets ({source}; {args.fleets - judged} drawn with a task no host holds left out): "
         f"the planner is optimal on {optimal} of the {proven} whose "
         f"optimum the MILP proved ({100 * optimal / max(proven, 1):.1f}%), at most {worst:.3f}x the optimum; "
         f"against first-fit decreasing: better on {better_than_ffd}, worse on {worse_than_ffd}",

@@ -181,6 +181,11 @@ def test_plans_never_exceed_a_gpu_or_a_host(
     caps = [CapacityInput(**{**c.__dict__, "max_instances": bound}) for c in (L4, L40S)]
     services = _services(drawn)
     result = plan(caps, services)
+    _assert_valid(result, services, bound)
+
+
+def _assert_valid(result: Plan, services: list[ServiceInput], bound: int | None = None) -> None:
+    """No GPU or host over its limits, every task placed once or reported unplaced, no plan below its bounds."""
     by_name = {s.name: s for s in services}
     seen: dict[str, int] = {}
     for cap in result.capacities:
@@ -205,6 +210,9 @@ def test_plans_never_exceed_a_gpu_or_a_host(
                     by_name[name].whole_gpus, 1
                 )
             assert group.cpu_units_used == sum(by_name[n].cpu_units * k for n, k in on_host.items())
+            assert group.memory_mib_used == sum(by_name[n].memory_mib * k for n, k in on_host.items())
+            for gpu in group.gpus:  # no GPU holds two isolation groups
+                assert len({by_name[n].isolation_group for n, _ in gpu.tasks}) <= 1
             for name, k in on_host.items():
                 seen[name] = seen.get(name, 0) + k * group.count
         for u in cap.unplaced:
@@ -306,9 +314,25 @@ def test_a_small_fleet_is_searched_for_fewer_hosts_than_first_fit_finds(monkeypa
         _svc("a", 6, 2048, 11648, (2176, 2176), "l40s"),
         _svc("b", 4, 512, 12800, (1024,), "l40s"),
     ]
+    monkeypatch.setattr(planner_module, "HOST_LP_TASKS", 0)  # the host-level LP finds it too: this is the search's
     assert plan([l40s], services).instances == 2  # the search finds the two-host placement
     monkeypatch.setattr(planner_module, "SEARCH_TASKS", 0)
     assert plan([l40s], services).instances == 3  # first-fit, in every order, needs three
+
+
+def test_the_host_level_lp_finds_what_first_fit_misses_and_proves_it_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#32: the LP's patterns pair a's tasks with b's where first-fit in every order needs a third host; its bound
+    (Farley's, from the LP) says two is the optimum."""
+    from ecs_gpu_sharing.core import planner as planner_module
+
+    l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
+    services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
+    monkeypatch.setattr(planner_module, "SEARCH_TASKS", 0)
+    result = plan([l40s], services)
+    _assert_valid(result, services)
+    assert result.instances == 2 and result.capacity("l40s").optimal
+    monkeypatch.setattr(planner_module, "HOST_LP_TASKS", 0)
+    assert plan([l40s], services).instances == 3
 
 
 def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,7 +341,25 @@ def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeyp
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
     monkeypatch.setattr(planner_module, "SEARCH_STEPS", 1)
+    monkeypatch.setattr(planner_module, "HOST_LP_TASKS", 0)
     assert plan([l40s], services).instances == 3
+
+
+def test_generated_fleets_plan_within_every_limit_and_never_above_first_fit_decreasing() -> None:
+    """#32: fleets from the benchmark's generator (tuning seeds, 300 tasks: small enough for the suite), where host
+    CPU, host memory or GPU memory binds, with sidecars and whole-GPU tasks, on 1-, 4- and 8-GPU hosts."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import fleet_generator
+    finally:
+        sys.path.pop(0)
+    ffd = _benchmark_ffd()
+    for seed in range(8):
+        fleet = fleet_generator.generate(seed, 300)
+        result = plan([fleet.capacity], fleet.services)
+        _assert_valid(result, fleet.services)
+        hosts, _ = ffd(fleet.capacity, fleet.services)  # type: ignore[operator]
+        assert result.fits and result.instances <= hosts, fleet.label
 
 
 def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meets_it_on_small_fleets() -> None:

@@ -23,12 +23,11 @@ the most that fit a host) say how far from optimal a plan can be; a plan at its 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import cutting_stock
+from . import cutting_stock, host_lp
 from .allocation import AllocationNote, Evidence
 from .errors import PlanError
 from .mps import MAX_CLIENTS_PER_GPU
@@ -673,7 +672,7 @@ def _ffd_hosts(
         pick = max if ordering == "dominant" else sum
         tasks.sort(key=lambda t: (-t[0].whole_gpus, -pick(_normalized(t[0], capacity)), t[0].name))
     open_mps: list[int] = []  # GPUs that may still take an MPS task, in opening order
-    idle_hosts: deque[int] = deque()  # hosts that had an idle GPU, in opening order
+    idle_hosts: list[int] = []  # hosts that had an idle GPU, in opening order
     # smallest[i]: the least GPU memory, clients, CPU and memory of any MPS task from the (i+1)-th service on.
     never = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
     smallest = [never] * (len(tasks) + 1)
@@ -747,6 +746,7 @@ def _ffd_hosts(
         else:
             size, clients = s.task_gpu_budget_mib, s.clients
             at = 0
+            scan = 0
             while n:
                 placed = False
                 while at < len(open_mps):
@@ -763,10 +763,12 @@ def _ffd_hosts(
                     at += 1
                 if placed:
                     continue
-                while idle_hosts and not idle[idle_hosts[0]]:
-                    idle_hosts.popleft()  # hosts whose GPUs are all open leave the front (the rest on the way)
-                found = next((x for x in idle_hosts if idle[x] and fits_host(x, s)), None)
-                host = found if found is not None else new_host()
+                # The first host with an idle GPU and room for s. A host passed over stays so for the rest of s's
+                # tasks (its idle GPUs and its room only shrink), so the scan resumes where it stopped: linear in
+                # hosts per service, not per GPU opened.
+                while scan < len(idle_hosts) and not (idle[idle_hosts[scan]] and fits_host(idle_hosts[scan], s)):
+                    scan += 1
+                host = idle_hosts[scan] if scan < len(idle_hosts) else new_host()
                 index = idle[host].pop(0)
                 gpus[index].group = group
                 open_mps.append(index)
@@ -786,7 +788,7 @@ def _ffd_hosts(
         if len(idle_hosts) > 64:
             # Hosts out of CPU or memory for the smallest MPS task still to come keep their idle GPUs idle.
             _, _, cpu, mem = smallest[position]
-            idle_hosts = deque(h for h in idle_hosts if idle[h] and cpu_left[h] >= cpu and mem_left[h] >= mem)
+            idle_hosts = [h for h in idle_hosts if idle[h] and cpu_left[h] >= cpu and mem_left[h] >= mem]
         position += 1
     hosts: dict[tuple[Any, ...], _Host] = {}
     per_host: list[list[GpuLoad]] = [[] for _ in cpu_left]
@@ -949,10 +951,12 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
             fitting.append((service, count))
     best: list[_Host] = []
     lp_bound = 0
+    partition_hosts = 0  # the partitions' own host bounds added up: no host holds two partitions
     for partition in _partitions(fitting):
-        hosts, bound = _pack_partition(capacity, partition)
+        hosts, bound, host_bound = _pack_partition(capacity, partition)
         best.extend(hosts)
         lp_bound += bound
+        partition_hosts += host_bound
     groups = [
         InstanceGroup(
             count=h.count,
@@ -970,6 +974,7 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
             Unplaced(name, n, f"no room within max_instances={capacity.max_instances}") for name, n in over.items()
         )
     gpu_lb, host_lb = _lower_bounds(capacity, fitting, lp_bound)
+    host_lb = max(host_lb, partition_hosts)
     whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
     return CapacityPlan(
         capacity=capacity,
@@ -993,9 +998,98 @@ def _partitions(fitting: list[tuple[ServiceInput, int]]) -> list[list[list[tuple
     return alone + ([shared] if shared else [])
 
 
-def _pack_partition(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> tuple[list[_Host], int]:
-    """Hosts for tasks that may share hosts, each isolation group on GPUs of its own; and the LP's bound on the
-    GPUs of their MPS tasks (0 where the LP was not run)."""
+def _pack_partition(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]
+) -> tuple[list[_Host], int, int]:
+    """Hosts for tasks that may share hosts, each isolation group on GPUs of its own; the GPU cutting-stock LP's bound
+    on the GPUs of their MPS tasks (0 where it was not run); and a bound on their hosts."""
+    best, gpu_bound = _pack_staged(capacity, groups)
+    flat = [pair for group in groups for pair in group]
+    host_bound = _lower_bounds(capacity, flat)[1]
+    if _size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
+        planned, lp_bound = _pack_host_lp(capacity, groups)
+        host_bound = max(host_bound, lp_bound)
+        if planned is not None and _size(planned) < _size(best):
+            best = planned
+    # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
+    while _size(best)[0] > host_bound and (fewer := _search_hosts(capacity, groups, _size(best)[0] - 1)) is not None:
+        best = fewer
+    return best, gpu_bound, host_bound
+
+
+HOST_LP_TASKS = (
+    20_000  # a partition of at most this many tasks gets the host-level LP (when its plan is above its bound)
+)
+
+
+def _pack_host_lp(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]
+) -> tuple[list[_Host] | None, int]:
+    """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing; and the LP's bound."""
+    pairs = [(s, n) for group in groups for s, n in group if n]
+    items = [
+        host_lp.Item(
+            name=s.name,
+            group=s.isolation_group,
+            size=s.task_gpu_budget_mib if s.clients and not s.whole_gpus else 0,
+            clients=s.clients,
+            whole=s.whole_gpus,
+            cpu=s.cpu_units,
+            mem=s.memory_mib,
+            enis=s.network_interfaces,
+            demand=n,
+        )
+        for s, n in pairs
+    ]
+    spec = host_lp.HostSpec(
+        capacity.gpus_per_instance,
+        capacity.usable_gpu_memory_mib,
+        capacity.host_cpu_units,
+        capacity.host_memory_mib,
+        _eni_room(capacity),
+    )
+    solution = host_lp.solve(items, spec)
+    if not solution.hosts:
+        return None, solution.bound
+    hosts = [_lp_host(p, k, pairs) for p, k in solution.hosts]
+    left = {s.name: n for (s, _), n in zip(pairs, solution.rest, strict=True)}
+    rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
+    rest = [group for group in rest if group]
+    if rest:
+        packed = [_ffd_hosts(capacity, rest, order) for order in _ffd_orders(capacity, rest)]
+        hosts += sorted(packed, key=_size)[0]
+    return hosts, solution.bound
+
+
+def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int]]) -> _Host:
+    """One of the LP's patterns as ``count`` identical hosts."""
+    services = [s for s, _ in pairs]
+    gpus = []
+    for tasks, whole in p.gpus:
+        named = tuple(sorted((services[i].name, k) for i, k in tasks))
+        if whole:
+            gpus.append(GpuLoad(tasks=named, whole=True))
+        else:
+            gpus.append(
+                GpuLoad(
+                    tasks=named,
+                    used_gpu_memory_mib=sum(services[i].task_gpu_budget_mib * k for i, k in tasks),
+                    clients=sum(services[i].clients * k for i, k in tasks),
+                )
+            )
+    return _Host(
+        count,
+        gpus,
+        cpu=sum(services[i].cpu_units * a for i, a in enumerate(p.counts)),
+        mem=sum(services[i].memory_mib * a for i, a in enumerate(p.counts)),
+        without_gpu={services[i].name: k for i, k in p.no_gpu},
+        enis=sum(services[i].network_interfaces * a for i, a in enumerate(p.counts)),
+    )
+
+
+def _pack_staged(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> tuple[list[_Host], int]:
+    """The staged packings (GPUs filled, then hosts) and first-fit decreasing over GPUs and hosts: the plan with the
+    fewest hosts; and the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run)."""
     candidates: list[list[list[tuple[GpuLoad, int, int, int]]]] = []
     others: list[_Unit] = []
     bound = 0

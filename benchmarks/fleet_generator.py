@@ -1,0 +1,114 @@
+"""Random realistic fleets for the planner's benchmark: one per (seed, size), so no fixed regime can be tuned for.
+
+Each fleet draws, from its seed:
+
+- a host: 1, 4 or 8 GPUs (L4, L40S or H100; small or large hosts of each count), one capacity;
+- a mix of budgets: each service is an embedder (1-15% of a GPU's usable memory), a mid-size model (15-45%) or an LLM
+  (45-97%), by weights drawn per fleet; a share of the services (0-60%, per fleet) carries one or two GPU sidecars of
+  256-2,048 MiB beside its model, and a few (0-10%) hold whole GPUs;
+- the binding resource: GPU memory, host CPU, host memory, or each service its own. A task's CPU and memory are its GPU
+  share of the host times a factor, 1.1-2.5 for the resource meant to bind and 0.15-0.8 for the others, so the
+  resource chosen runs out first (mostly: FFD's and the planner's packings decide the rest);
+- the services: 1,000 tasks in 10-60 services, 10,000 in 50-200, 100,000 in 100-200, under 100 in 1-6 (other sizes:
+  a task per 20-100),
+  counts log-uniform (a few large services, many small), every service at least one task.
+
+Seeds 0-99 are the tuning seeds, 1,000-1,099 are held out: the planner's figures are reported on the held-out ones.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
+from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+from ecs_gpu_sharing.core.shape import TaskShape
+
+HOSTS = {
+    1: ("g6.2xlarge", "g6e.2xlarge", "g6.16xlarge"),
+    4: ("g6.12xlarge", "g6e.12xlarge", "g6e.24xlarge"),
+    8: ("g6.48xlarge", "g6e.48xlarge", "p5.48xlarge"),
+}
+BINDING = ("gpu", "cpu", "memory", "each")
+FAMILIES = {"embedder": (0.01, 0.15), "mid": (0.15, 0.45), "llm": (0.45, 0.97)}
+TUNING = range(0, 100)
+HELD_OUT = range(1000, 1100)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    seed: int
+    tasks: int
+    capacity: CapacityInput
+    services: list[ServiceInput]
+    binding: str
+    sidecar_share: float
+
+    @property
+    def label(self) -> str:
+        return f"seed {self.seed}: {self.capacity.instance_type}, {len(self.services)} services, {self.binding} binds"
+
+
+def _service_count(tasks: int, rng: random.Random) -> int:
+    if tasks < 100:  # a small fleet: a few services
+        return rng.randint(1, min(6, tasks))
+    if tasks == 1000:
+        return rng.randint(10, 60)
+    if tasks == 10_000:
+        return rng.randint(50, 200)
+    if tasks == 100_000:
+        return rng.randint(100, 200)
+    return max(1, min(tasks, tasks // rng.randint(20, 100)))
+
+
+def _counts(tasks: int, services: int, rng: random.Random) -> list[int]:
+    """``services`` counts of at least one that add up to ``tasks``, log-uniform weights."""
+    weights = [math.exp(rng.uniform(0, math.log(200))) for _ in range(services)]
+    spare = tasks - services
+    counts = [1 + int(spare * w / sum(weights)) for w in weights]
+    for i in range(tasks - sum(counts)):
+        counts[i % services] += 1
+    return counts
+
+
+def _factor(rng: random.Random, binds: bool) -> float:
+    return rng.uniform(1.1, 2.5) if binds else rng.uniform(0.15, 0.8)
+
+
+def generate(seed: int, tasks: int) -> Fleet:
+    rng = random.Random(seed * 1_000_003 + tasks)
+    gpus = rng.choice(sorted(HOSTS))
+    cap = capacity_input("gpu", host_facts([rng.choice(HOSTS[gpus])]))
+    binding = rng.choice(BINDING)
+    mix = [rng.random() ** 2 for _ in FAMILIES]
+    sidecar_share = rng.uniform(0, 0.6)
+    whole_share = rng.choice([0.0, 0.0, rng.uniform(0, 0.1)])
+    usable = cap.usable_gpu_memory_mib
+    services = []
+    for i, count in enumerate(_counts(tasks, _service_count(tasks, rng), rng)):
+        family = rng.choices(list(FAMILIES), weights=mix)[0]
+        low, high = FAMILIES[family]
+        budget = max(256, int(usable * rng.uniform(low, high)) // 256 * 256)
+        whole = 1 if rng.random() < whole_share else 0
+        containers: tuple[int, ...] = ()
+        if not whole:
+            sidecars = (
+                [rng.randint(1, 8) * 256 for _ in range(rng.randint(1, 2))] if rng.random() < sidecar_share else []
+            )
+            model = max(256, budget - sum(sidecars))
+            containers = (model, *sidecars)
+        share = (sum(containers) / usable if containers else 1.0) / gpus  # of the host's GPU memory
+        heavy = rng.choice(("gpu", "cpu", "memory")) if binding == "each" else binding
+        cpu = share * cap.host_cpu_units * _factor(rng, heavy == "cpu")
+        memory = share * cap.host_memory_mib * _factor(rng, heavy == "memory")
+        shape = TaskShape(
+            min(cap.host_cpu_units, max(128, round(cpu / 128) * 128)),
+            min(cap.host_memory_mib, max(256, round(memory / 128) * 128)),
+            containers,
+            whole_gpus=whole,
+        )
+        services.append(service_input(f"s{i:04d}", cap.name, shape, count, count_source="generator"))
+    return Fleet(seed, tasks, cap, services, binding, sidecar_share)

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The planner on generated fleets (``fleet_generator.py``): the distribution of planner / bound, next to FFD.
+
+Usage: python benchmarks/generated_benchmark.py [--sizes 1000,10000] [--fleets 50] [--seeds held-out|tuning]
+                                                 [--lp-bound] [--lp-seconds 20]
+
+For each size, plans ``--fleets`` fleets of the chosen seeds (tuning: 0-99, held out: 1000-1099; the planner's
+figures are reported on the held-out ones) and prints the median, 95th percentile and worst of planner / bound and
+FFD / bound, where the bound is the plan's own lower bound (Martello-Toth's L2 per resource and, where the host-level
+LP ran, its Farley bound) or, with ``--lp-bound``, the larger of that and the benchmark's own host-level LP bound
+(``host_lp.py``: exact pricing by a MILP; converged or Farley's, within ``--lp-seconds`` of pricing a fleet). Then
+the planner's time per fleet (median, worst), as a ratio to a reference run of fixed work timed in the same run,
+and the worst fleets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from ffd import ffd
+from fleet_generator import HELD_OUT, TUNING, Fleet, generate
+
+from ecs_gpu_sharing.core.planner import plan
+
+
+def reference_seconds() -> float:
+    """Fixed pure-Python work (sorting a million pseudo-random integers, best of three): timings divided by it can be
+    compared across machines and runs."""
+    best = float("inf")
+    for _ in range(3):
+        values = [(i * 2_654_435_761) % 1_000_003 for i in range(1_000_000)]
+        start = time.perf_counter()
+        values.sort()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _lp_bound(fleet: Fleet, seconds: float) -> int:
+    from host_lp import host_bound  # HiGHS, exact pricing: the benchmark's own, written apart from the library's
+
+    return host_bound(fleet.capacity, fleet.services, pricing_seconds=seconds / 10, ffd_hosts=0).bound
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--fleets", type=int, default=50)
+    parser.add_argument("--seeds", choices=("held-out", "tuning"), default="held-out")
+    parser.add_argument("--lp-bound", action="store_true", help="also the benchmark's host-level LP bound (slow)")
+    parser.add_argument("--lp-seconds", type=float, default=20.0)
+    parser.add_argument("--worst", type=int, default=3, help="worst fleets listed per size")
+    parser.add_argument("--only", default="", help="these seeds only (comma-separated)")
+    args = parser.parse_args()
+    seeds = list(HELD_OUT if args.seeds == "held-out" else TUNING)[: args.fleets]
+    if args.only:
+        seeds = [int(s) for s in args.only.split(",")]
+    reference = reference_seconds()
+    print(f"reference run: {reference:.3f} s; seeds {seeds[0]}-{seeds[-1]} ({args.seeds})\n")
+    print(
+        "| tasks | fleets | planner/bound median | p95 | worst | FFD/bound median | p95 | worst | planner > FFD "
+        "| optimal | plan s median | worst | worst / reference |"
+    )
+    print("| ---: " * 13 + "|")
+    worst_rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        ratios, ffd_ratios, times, rows = [], [], [], []
+        above_ffd = optimal = 0
+        for seed in seeds:
+            fleet = generate(seed, size)
+            start = time.perf_counter()
+            result = plan([fleet.capacity], fleet.services)
+            seconds = time.perf_counter() - start
+            assert result.fits, fleet.label
+            bound = result.instance_lower_bound
+            if args.lp_bound and result.instances > bound:  # a plan at its own bound needs no other
+                bound = max(bound, _lp_bound(fleet, args.lp_seconds))
+            hosts, _ = ffd(fleet.capacity, fleet.services)
+            ratios.append(result.instances / bound)
+            ffd_ratios.append(hosts / bound)
+            times.append(seconds)
+            above_ffd += result.instances > hosts
+            optimal += result.instances == bound
+            rows.append((result.instances / bound, fleet.label, result.instances, bound, hosts, seconds))
+        print(
+            f"| {size:,} | {len(seeds)} | {statistics.median(ratios):.3f} | {_quantile(ratios, 0.95):.3f} "
+            f"| {max(ratios):.3f} | {statistics.median(ffd_ratios):.3f} | {_quantile(ffd_ratios, 0.95):.3f} "
+            f"| {max(ffd_ratios):.3f} | {above_ffd} | {optimal} | {statistics.median(times):.2f} | {max(times):.2f} "
+            f"| {max(times) / reference:.0f} |",
+            flush=True,
+        )
+        worst_rows += [(size, *row) for row in sorted(rows, reverse=True)[: args.worst]]
+    print("\nworst fleets:")
+    for size, ratio, label, hosts, bound, ffd_hosts, seconds in worst_rows:
+        line = f"- {size:,} tasks, {label}: {hosts} instances, bound {bound} ({ratio:.3f}), FFD {ffd_hosts}"
+        print(f"{line}, {seconds:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
