@@ -46,7 +46,10 @@ def fleet(rng: random.Random) -> tuple[CapacityInput, list[ServiceInput]]:
 
 
 def optimum(cap: CapacityInput, services: Sequence[ServiceInput], upper: int, seconds: float = 20.0) -> int | None:
-    """The fewest hosts that hold every task (``upper``: hosts of a known plan), or None when not proven in time."""
+    """The fewest hosts that hold every task (``upper``: hosts of a known plan), or None when not proven in time (or
+    a task holds more than one GPU whole, which this model does not place)."""
+    if any(s.whole_gpus > 1 for s in services):
+        return None
     gpus = cap.gpus_per_instance
     cols: list[tuple[float, float, float, bool]] = []  # (cost, lower, upper, integer)
     key: dict[tuple[str, int, int, int], int] = {}
@@ -73,10 +76,17 @@ def optimum(cap: CapacityInput, services: Sequence[ServiceInput], upper: int, se
         mem[key[("u", h, 0, 0)]] = -float(cap.host_memory_mib)
         rows.append((mem, -_INF, 0.0))
         for g in range(gpus):
-            gpu = {key[("y", h, g, i)]: float(s.task_gpu_budget_mib) for i, s in enumerate(services)}
+            # A whole-GPU task (one GPU) takes all of its GPU's memory and clients: nothing else shares it.
+            gpu = {
+                key[("y", h, g, i)]: float(cap.usable_gpu_memory_mib if s.whole_gpus else s.task_gpu_budget_mib)
+                for i, s in enumerate(services)
+            }
             gpu[key[("z", h, g, 0)]] = -float(cap.usable_gpu_memory_mib)
             rows.append((gpu, -_INF, 0.0))
-            clients = {key[("y", h, g, i)]: float(s.clients) for i, s in enumerate(services)}
+            clients = {
+                key[("y", h, g, i)]: float(MAX_CLIENTS_PER_GPU if s.whole_gpus else s.clients)
+                for i, s in enumerate(services)
+            }
             clients[key[("z", h, g, 0)]] = -float(MAX_CLIENTS_PER_GPU)
             rows.append((clients, -_INF, 0.0))
             rows.append(({key[("z", h, g, 0)]: 1.0, key[("u", h, 0, 0)]: -1.0}, -_INF, 0.0))

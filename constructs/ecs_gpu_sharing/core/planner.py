@@ -610,6 +610,7 @@ def _pack_hosts(units: list[_Unit], cap: CapacityInput) -> list[_Host]:
     return hosts
 
 
+PRUNE_EVERY = 8  # services between two prunings of first-fit's open GPUs when the smallest task to come stays the same
 FFD_ALWAYS_TASKS = 20_000  # up to this many tasks FFD always runs beside the staged plan
 
 
@@ -682,6 +683,7 @@ def _ffd_hosts(
         smallest[i] = tuple(min(a, b) for a, b in zip(own, smallest[i + 1], strict=True))  # type: ignore[assignment]
     smallest = [*smallest[1:], never]
     position = 0
+    pruned_for = never
 
     def new_host() -> int:
         h = len(cpu_left)
@@ -745,13 +747,22 @@ def _ffd_hosts(
                 n -= k
         else:
             size, clients = s.task_gpu_budget_mib, s.clients
+            need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
             at = 0
             scan = 0
             while n:
                 placed = False
                 while at < len(open_mps):
                     gpu = gpus[open_mps[at]]
-                    if gpu.group == group and gpu.room >= size and gpu.clients >= clients and fits_host(gpu.host, s):
+                    h = gpu.host
+                    if (
+                        gpu.room >= size
+                        and mem_left[h] >= need_mem
+                        and cpu_left[h] >= need_cpu
+                        and gpu.clients >= clients
+                        and eni_left[h] >= need_eni
+                        and gpu.group == group
+                    ):
                         k = min(n, gpu.room // size, gpu.clients // clients, host_copies(gpu.host, s))
                         gpu.room -= k * size
                         gpu.clients -= k * clients
@@ -773,9 +784,11 @@ def _ffd_hosts(
                 gpus[index].group = group
                 open_mps.append(index)
                 at = len(open_mps) - 1
-        if len(open_mps) > 64:
+        if len(open_mps) > 64 and (smallest[position] != pruned_for or position % PRUNE_EVERY == 0):
             # GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
-            # memory) are skipped from now on.
+            # memory) are skipped from now on. Pruning changes no placement, only what the scans look at: it runs when
+            # the smallest task to come changes, and every PRUNE_EVERY services.
+            pruned_for = smallest[position]
             size, clients, cpu, mem = smallest[position]
             open_mps = [
                 i
