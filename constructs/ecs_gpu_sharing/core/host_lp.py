@@ -32,7 +32,7 @@ ROUNDING_PASSES = 6  # LP solves over what is left, before the rest goes to the 
 BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
 EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
 EXACT_CALLS = 30  # exact pricings in the first column generation, on one-GPU hosts
-KNAPSACK_UNITS = 2048  # a GPU's memory in the bound's knapsack, at most (sizes rounded down to fit: still a bound)
+KNAPSACK_UNITS = 1024  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 
 @dataclass(frozen=True)
@@ -608,10 +608,11 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
     return best
 
 
-def solve(items: Sequence[Item], host: HostSpec, *, exact_calls: int | None = None) -> Solution:
-    """A plan of whole-host patterns for ``items`` (the rest left to the caller) and the LP's lower bound.
-    ``exact_calls``: MILP pricings when the greedy finds no pattern (by default EXACT_CALLS on one-GPU hosts, where
-    the MILP is small and the greedy weakest, and none on others)."""
+def solve(items: Sequence[Item], host: HostSpec, *, beat: int = 0, exact_calls: int | None = None) -> Solution:
+    """A plan of whole-host patterns for ``items`` (the rest left to the caller) and the LP's lower bound. ``beat``:
+    the hosts of a plan the caller has; where the LP's value already needs as many, no plan is rounded from it (a
+    rounding never does better than the LP it rounds). ``exact_calls``: MILP pricings when the greedy finds no pattern
+    (by default EXACT_CALLS on one-GPU hosts, where the MILP is small and the greedy weakest, and none on others)."""
     if exact_calls is None:
         exact_calls = EXACT_CALLS if host.gpus == 1 else 0
     demand = [it.demand for it in items]
@@ -626,6 +627,8 @@ def solve(items: Sequence[Item], host: HostSpec, *, exact_calls: int | None = No
     bound = math.ceil(farley - 1e-6)
     left = list(demand)
     hosts: list[tuple[Pattern, int]] = []
+    if beat and math.ceil(value - 1e-6) >= beat:
+        return Solution(bound, value, hosts, left)
     for _ in range(ROUNDING_PASSES):
         taken = False
         for j in sorted(range(len(x)), key=lambda j: (-x[j], j)):

@@ -1020,7 +1020,7 @@ def _pack_partition(
     flat = [pair for group in groups for pair in group]
     host_bound = _lower_bounds(capacity, flat)[1]
     if _size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
-        planned, lp_bound = _pack_host_lp(capacity, groups)
+        planned, lp_bound = _pack_host_lp(capacity, groups, _size(best)[0])
         host_bound = max(host_bound, lp_bound)
         if planned is not None and _size(planned) < _size(best):
             best = planned
@@ -1036,9 +1036,10 @@ HOST_LP_TASKS = (
 
 
 def _pack_host_lp(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], beat: int
 ) -> tuple[list[_Host] | None, int]:
-    """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing; and the LP's bound."""
+    """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
+    cannot beat ``beat`` hosts); and the LP's bound."""
     pairs = [(s, n) for group in groups for s, n in group if n]
     items = [
         host_lp.Item(
@@ -1061,7 +1062,7 @@ def _pack_host_lp(
         capacity.host_memory_mib,
         _eni_room(capacity),
     )
-    solution = host_lp.solve(items, spec)
+    solution = host_lp.solve(items, spec, beat=beat)
     if not solution.hosts:
         return None, solution.bound
     hosts = [_lp_host(p, k, pairs) for p, k in solution.hosts]
