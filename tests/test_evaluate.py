@@ -637,3 +637,126 @@ def test_two_services_claiming_one_plan_name_are_refused(aws: Any) -> None:
 def test_an_evidence_table_needs_its_peak_and_day_and_no_note_beside_it(table: str, refusal: str) -> None:
     with pytest.raises(FleetSpecError, match=refusal):
         _spec(FLEET + "\n" + table)
+
+
+# --- one budget: a task with GPU sidecars is judged by its task's sum on every road (#34) ---------------------
+
+SIDECAR_FLEET = """name = "models"
+
+[capacity.l4]
+instance_types = ["g6.2xlarge"]
+
+[service.chat]
+capacity = "l4"
+image = "repo/chat@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+desired_count = 2
+cpu_units = 1024
+memory_mib = 4096
+gpu_budget_mib = 6144
+
+[[service.chat.sidecar]]
+name = "guard"
+image = "repo/guard@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+cpu_units = 512
+memory_mib = 2048
+gpu_budget_mib = 2048
+"""
+
+
+def _chat_task_definition(ecs: Any) -> None:
+    """The chat service as ECS runs it: two MPS containers on one GPU, tagged with the plan's name."""
+    ecs.register_task_definition(
+        family="chat",
+        containerDefinitions=[
+            {
+                "name": name,
+                "image": "x",
+                "memory": memory,
+                "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": budget}}}],
+            }
+            for name, memory, budget in ((CONTAINER_NAME, 4096, 6144), ("guard", 2048, 2048))
+        ],
+    )
+    ecs.create_service(
+        cluster="models",
+        serviceName="models-chat-XyZ",
+        taskDefinition="chat",
+        desiredCount=0,
+        tags=[{"key": SERVICE_TAG, "value": "chat"}],
+    )
+
+
+def test_a_task_with_a_gpu_sidecar_gets_one_verdict_from_the_fleet_the_plan_and_the_task_definition(
+    aws: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon measures the task (model and sidecar together): a 7,200 MiB peak of an 8,192 MiB task fits, on
+    every road. Judged by the model container's 6,144 it would read as a broken limit."""
+    fleet_file = tmp_path / "fleet.toml"
+    fleet_file.write_text(SIDECAR_FLEET)
+    main(["plan", str(fleet_file), "--json"])
+    plan_doc = json.loads(capsys.readouterr().out)
+    _chat_task_definition(boto3.client("ecs"))
+    by_task_definition, _ = evaluate.task_definition_subjects(boto3.client("ecs"), "models")
+    roads = {
+        "fleet": right_size.fleet_subjects(_spec(SIDECAR_FLEET))["chat"],
+        "plan": right_size.plan_subjects(plan_doc)["chat"],
+        "task definition": by_task_definition["chat"],
+    }
+    measured = {"chat": Measured("chat", "models-chat-XyZ", peak_mib=7200, p99_mib=7000)}
+    verdicts = {road: right_size.judge({"chat": s}, measured)[0] for road, s in roads.items()}
+    assert {road: s.budget_mib for road, s in roads.items()} == dict.fromkeys(roads, 8192)
+    assert {(v.verdict, v.budget_mib) for v in verdicts.values()} == {(FITS, 8192)}, verdicts
+
+
+def _chat_measured(model: int, guard: int | None) -> Measured:
+    containers = ((CONTAINER_NAME, model),) + ((("guard", guard),) if guard is not None else ())
+    return Measured("chat", "models-chat-XyZ", peak_mib=model + (guard or 0), containers=containers)
+
+
+def test_write_splits_a_sidecar_tasks_suggestion_by_container() -> None:
+    """Model 3,000 MiB and sidecar 1,000 MiB of 6,144 + 2,048: the model's own peak plus the margin is written for
+    the model container; the sidecar keeps its budget (--write edits only the model's)."""
+    spec = _spec(SIDECAR_FLEET)
+    (v,) = right_size.judge(spec, {"chat": _chat_measured(3000, 1000)})
+    assert (v.verdict, v.budget_mib, v.suggested_mib) == (TOO_LOOSE, 8192, 3328 + 2048)
+    assert (v.write_mib, v.refusal) == (3328, None)
+    assert evaluate.changes([v], datetime.date(2026, 12, 1))["chat"].gpu_budget_mib == 3328
+    after = right_size.resized(spec, [v]).services["chat"]
+    assert (after.gpu_budget_mib, after.sidecars[0].gpu_budget_mib) == (3328, 2048)
+
+
+@pytest.mark.parametrize(
+    ("guard", "refusal"),
+    [
+        (None, "the evidence has no peak of its own for guard"),  # records without the container: cannot split
+        (2000, "sidecar guard peaked at 2000 MiB of its 2048 MiB budget"),  # the sidecar itself is tight
+    ],
+)
+def test_write_refuses_a_sidecar_task_it_cannot_split_and_names_the_sidecar(guard: int | None, refusal: str) -> None:
+    (v,) = right_size.judge(_spec(SIDECAR_FLEET), {"chat": _chat_measured(3000, guard)})
+    assert v.write_mib is None and v.refusal is not None and refusal in v.refusal
+    assert "guard" in v.refusal
+    assert evaluate.changes([v], datetime.date(2026, 12, 1)) == {}
+
+
+def test_the_daemons_records_give_each_containers_peak_and_the_tasks_sum() -> None:
+    from ecs_gpu_sharing.core.telemetry import service_figures
+
+    windows = {
+        Owner("models-chat-XyZ", CONTAINER_NAME, "arn:task/1"): Window([2900] * 99 + [3000], [40] * 100),
+        Owner("models-chat-XyZ", "guard", "arn:task/1"): Window([900] * 99 + [1000], [40] * 100),
+    }
+    lines = [json.dumps(r) for r in window_records(0, "models", "i-0abc", windows, [], True)]
+    figures = service_figures(lines, "models")["models-chat-XyZ"]
+    assert figures.peak_mib == 4000 and dict(figures.containers) == {CONTAINER_NAME: 3000, "guard": 1000}
+
+
+def test_evidence_in_a_fleet_file_is_held_to_the_tasks_budget_with_its_sidecars() -> None:
+    ok = SIDECAR_FLEET.replace(
+        "gpu_budget_mib = 6144\n",
+        "gpu_budget_mib = 6144\n\n[service.chat.evidence]\nmeasured_peak_mib = 7200\nmeasured_on = 2026-11-20\n",
+    )
+    assert _spec(ok).services["chat"].evidence is not None  # 7,200 of the task's 8,192: a figure this task can show
+    over = ok.replace("measured_peak_mib = 7200", "measured_peak_mib = 8500")
+    with pytest.raises(FleetSpecError, match="measured_peak_mib 8500 is above the task's GPU budget 8192"):
+        _spec(over)

@@ -304,6 +304,8 @@ def _verdict_json(v: Any) -> dict[str, Any]:
         "suggested_mib": v.suggested_mib,
         "why": v.why,
         "memory_advice": v.memory_advice,
+        "write_mib": v.write_mib,
+        "write_refused": v.refusal,
     }
 
 
@@ -330,6 +332,7 @@ def _verdict_table(verdicts: list[Any]) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines += [f"{v.service}: {v.why}" for v in verdicts]
     lines += [f"{v.service}: {v.memory_advice}" for v in verdicts if v.memory_advice]
+    lines += [f"{v.service}: --write leaves it alone: {v.refusal}" for v in verdicts if v.refusal]
     return "\n".join(lines)
 
 

@@ -537,7 +537,8 @@ def _knapsack(
     step = 0
     for size in sizes:
         step = math.gcd(step, size)
-    unit = step if step and room // step <= KNAPSACK_UNITS else max(1, math.ceil(room / KNAPSACK_UNITS))
+    most = KNAPSACK_UNITS * (2 if bound else 1)  # a bound is computed every BOUND_EVERY rounds: finer, tighter
+    unit = step if step and room // step <= most else max(1, math.ceil(room / most))
     units = room // unit if not bound else math.ceil(room / unit)
     weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
     best = np.zeros(units + 1)

@@ -19,7 +19,7 @@ from typing import Any
 
 from . import plan_inputs
 from .errors import GpuSharingError
-from .fleet import FleetSpec
+from .fleet import CONTAINER_NAME, FleetSpec
 from .rules import Assessment, assess
 
 TOO_TIGHT = "too tight"
@@ -36,28 +36,34 @@ ROUND_MIB = 64
 
 @dataclass(frozen=True)
 class Subject:
-    """What a service's budget is judged by: its task's GPU budget (MiB), its allocation note's need (0: none) and
-    its task's host memory (MiB; ``None`` when unknown)."""
+    """What a service's budget is judged by: its task's GPU budget (MiB: every MPS container's, summed, as the daemon
+    measures the task), its allocation note's need (0: none) and its task's host memory (MiB; ``None`` when
+    unknown). ``sidecars``: the GPU sidecars' budgets within the task's (a fleet file's; ``--write`` sets only the
+    model container's budget, so a suggestion is split by container)."""
 
     name: str
     budget_mib: int
     need_mib: int = 0
     memory_mib: int | None = None
     usable_mib: int | None = None  # one GPU's usable memory on its capacity: no suggestion goes above it
+    sidecars: tuple[tuple[str, int], ...] = ()  # (container, MPS budget MiB) of the GPU sidecars
+    container: str = CONTAINER_NAME  # the model container, whose budget --write sets
 
 
 def fleet_subjects(spec: FleetSpec) -> dict[str, Subject]:
-    """A fleet file's services as subjects (each task has one GPU container)."""
-    return {
-        name: Subject(
+    """A fleet file's services as subjects: the task's budget is the model container's and its GPU sidecars'."""
+    out = {}
+    for name, s in spec.services.items():
+        sidecars = tuple((c.name, c.gpu_budget_mib) for c in s.sidecars if c.gpu_budget_mib)
+        out[name] = Subject(
             name,
-            s.gpu_budget_mib,
+            s.gpu_budget_mib + sum(budget for _, budget in sidecars),
             s.allocation.need_mib if s.allocation is not None else 0,
             s.memory_mib,
             spec.capacities[s.capacity].facts.usable_gpu_memory_mib if s.capacity in spec.capacities else None,
+            sidecars,
         )
-        for name, s in spec.services.items()
-    }
+    return out
 
 
 def plan_subjects(plan: Mapping[str, Any], *, source: str = "the plan") -> dict[str, Subject]:
@@ -99,6 +105,7 @@ class Measured:
     crash_stops: int = 0
     recent_stop_reasons: tuple[str, ...] = ()  # ECS's stoppedReason of tasks stopped in the last hour
     image: str | None = None  # the running image, name@sha256:digest
+    containers: tuple[tuple[str, int], ...] = ()  # each GPU container's own peak (MiB); peak_mib is their sum
 
 
 @dataclass(frozen=True)
@@ -107,9 +114,11 @@ class Verdict:
     budget_mib: int
     measured: Measured
     verdict: str
-    suggested_mib: int
+    suggested_mib: int  # for the task (all its MPS containers)
     why: str
     memory_advice: str | None = None  # tasks killed for host memory: what to raise instead
+    write_mib: int | None = None  # the model container's budget --write sets (the task's less its GPU sidecars')
+    refusal: str | None = None  # why --write leaves this service alone, when it does
 
     @property
     def headroom_mib(self) -> int | None:
@@ -165,26 +174,57 @@ def judge(
             )
             out.append(Verdict(name, budget, m, LIMIT_BROKEN, budget, why, advice))
             continue
-        suggested = max(_round_up(m.peak_mib * factor), subject.need_mib)
+        sidecar_mib = sum(budget for _, budget in subject.sidecars)
+        model_peak = dict(m.containers).get(subject.container) if subject.sidecars else None
+        if model_peak is not None:  # the model's own peak and margin; the sidecars keep their budgets
+            suggested = max(_round_up(model_peak * factor) + sidecar_mib, subject.need_mib)
+        else:
+            suggested = max(_round_up(m.peak_mib * factor), subject.need_mib)
         ceiling = subject.usable_mib
         if m.peak_mib >= budget * TIGHT_RATIO:
             suggested = max(suggested, _round_up(budget * factor))
             if ceiling is not None and suggested > ceiling:
                 suggested = max(budget, ceiling)  # one task's budget is at most one GPU's usable memory
             why = f"peak {m.peak_mib} MiB is {100 * m.peak_mib / budget:.0f}% of the {budget} MiB budget"
-            out.append(Verdict(name, budget, m, TOO_TIGHT, suggested, why, advice))
+            verdict = TOO_TIGHT
         elif suggested <= budget * LOOSE_RATIO:
             share = 100 * suggested / budget
             why = f"peak {m.peak_mib} MiB plus {margin_percent}% is {suggested} MiB, {share:.0f}% of the budget"
-            out.append(Verdict(name, budget, m, TOO_LOOSE, suggested, why, advice))
+            verdict = TOO_LOOSE
         else:
-            out.append(Verdict(name, budget, m, FITS, budget, f"peak {m.peak_mib} MiB of {budget} MiB", advice))
+            verdict, suggested, why = FITS, budget, f"peak {m.peak_mib} MiB of {budget} MiB"
+        write, refusal = _split(subject, m, suggested)
+        out.append(Verdict(name, budget, m, verdict, suggested, why, advice, write, refusal))
     return out
 
 
+def _split(subject: Subject, m: Measured, suggested: int) -> tuple[int | None, str | None]:
+    """The model container's budget for a task's suggestion (the task's less its GPU sidecars'), or why there is none:
+    the records give no peak of a container's own, or a sidecar is tight in its own budget (which --write, writing
+    only the model container's, cannot raise)."""
+    if not subject.sidecars:
+        return suggested, None
+    names = ", ".join(name for name, _ in subject.sidecars)
+    peaks = dict(m.containers)
+    missing = [c for c in (subject.container, *(name for name, _ in subject.sidecars)) if c not in peaks]
+    if missing:
+        return None, (
+            f"its task has GPU sidecars ({names}) and the evidence has no peak of its own for {', '.join(missing)}: "
+            f"the {suggested} MiB suggested for the task cannot be split by container; set the budgets by hand"
+        )
+    for name, budget in subject.sidecars:
+        if peaks[name] >= budget * TIGHT_RATIO:
+            return None, (
+                f"sidecar {name} peaked at {peaks[name]} MiB of its {budget} MiB budget: raise that sidecar's "
+                f"gpu_budget_mib by hand (--write sets only the {subject.container} container's budget)"
+            )
+    return suggested - sum(budget for _, budget in subject.sidecars), None
+
+
 def resized(spec: FleetSpec, verdicts: list[Verdict]) -> FleetSpec:
-    """The fleet with each judged service's budget replaced by its suggestion (fitting ones keep theirs)."""
-    budgets = {v.service: v.suggested_mib for v in verdicts}
+    """The fleet with each judged service's model-container budget replaced by what --write would set (fitting ones,
+    and tasks whose suggestion cannot be split, keep theirs)."""
+    budgets = {v.service: v.write_mib for v in verdicts if v.write_mib is not None}
     services = {
         name: replace(s, gpu_budget_mib=budgets.get(name, s.gpu_budget_mib)) for name, s in spec.services.items()
     }

@@ -147,13 +147,15 @@ class ServiceFigures:
     peak_mib: int
     p99_mib: int
     utilization_percent: float
+    containers: tuple[tuple[str, int], ...] = ()  # each GPU container's own peak (MiB), by container name
 
 
 def service_figures(messages: Iterable[str], cluster_name: str) -> dict[str, ServiceFigures]:
     """Per ECS service, from the daemon's per-service records of ``cluster_name`` (others, and malformed ones, are
     skipped): each container's highest peak and highest p99 over hosts and windows, summed over the task's GPU
     containers (for one GPU container, its own figures; for several, an upper bound, as their peaks may not
-    coincide), and the mean utilization of their GPUs."""
+    coincide), the mean utilization of their GPUs, and each container's own peak (what ``evaluate --write`` splits a
+    task's suggestion by)."""
     peaks: dict[tuple[str, str], int] = {}
     p99s: dict[tuple[str, str], int] = {}
     utils: dict[str, list[float]] = {}
@@ -179,5 +181,6 @@ def service_figures(messages: Iterable[str], cluster_name: str) -> dict[str, Ser
             sum(peaks[k] for k in keys),
             sum(p99s[k] for k in keys),
             round(sum(utils[service]) / len(utils[service]), 1),
+            tuple(sorted((k[1], peaks[k]) for k in keys)),
         )
     return out

@@ -146,6 +146,8 @@ def task_definition_subjects(ecs: Any, cluster: str) -> tuple[dict[str, Subject]
                     continue  # no MPS budget to judge
                 memory = task.get("memory")
                 subjects[name] = Subject(name, sum(budgets), 0, int(memory) if str(memory).isdigit() else None)
+                # The task's budget is the sum of its MPS containers' (the daemon measures the task); which one is the
+                # model is not known here, and --write needs a fleet file, so no split is recorded.
                 names[name] = raw["serviceName"]
     return subjects, names
 
@@ -215,6 +217,7 @@ def measure(
             peak_mib=got.peak_mib if got else None,
             p99_mib=got.p99_mib if got else None,
             utilization_percent=got.utilization_percent if got else None,
+            containers=got.containers if got else (),
             host_memory_stops=counts.host_memory,
             mps_stops=counts.mps,
             crash_stops=counts.crash,
@@ -225,15 +228,17 @@ def measure(
 
 
 def changes(verdicts: list[Verdict], today: datetime.date) -> dict[str, Change]:
-    """What ``--write`` records: every measured service's suggested budget and its evidence. A broken limit (a peak
-    above the budget) writes nothing: it is reported, not taken as a measure of what the service needs."""
+    """What ``--write`` records: every measured service's model-container budget (the task's suggestion less its GPU
+    sidecars' budgets) and its evidence. A broken limit (a peak above the budget) writes nothing: it is reported, not
+    taken as a measure of what the service needs; nor does a task with GPU sidecars whose suggestion cannot be split
+    by container (``Verdict.refusal``)."""
     out = {}
     for v in verdicts:
         m = v.measured
-        if m.peak_mib is None or v.verdict == LIMIT_BROKEN:
-            continue
+        if m.peak_mib is None or v.verdict == LIMIT_BROKEN or v.write_mib is None:
+            continue  # no figure, a broken limit, or a task whose suggestion cannot be split (v.refusal says why)
         out[v.service] = Change(
-            gpu_budget_mib=v.suggested_mib,
+            gpu_budget_mib=v.write_mib,
             evidence={
                 "measured_peak_mib": m.peak_mib,
                 "measured_p99_mib": m.p99_mib,

@@ -313,7 +313,7 @@ def _services(
                 f"{where}evidence and {where}allocation: with an allocation note, its evidence goes in the allocation "
                 "table (measured_peak_mib, measured_on, ...); move it there"
             )
-        _check_service_values(problems, where, good, note)
+        _check_service_values(problems, where, good, note, evidence)
         tags = _tags(problems, where, good.get("tags", {}))
         if len(problems.lines) > before:
             continue
@@ -676,7 +676,11 @@ _HEALTH_CHECK_FIRST = ("CMD", "CMD-SHELL", "NONE")  # what ECS's healthCheck.com
 
 
 def _check_service_values(
-    problems: _Problems, where: str, good: Mapping[str, Any], note: AllocationNote | None
+    problems: _Problems,
+    where: str,
+    good: Mapping[str, Any],
+    note: AllocationNote | None,
+    own_evidence: Evidence | None = None,
 ) -> None:
     """Values each well-formed on its own that ECS, Docker or the note's own figures contradict."""
     shm, memory = good.get("shm_size_mib"), good.get("memory_mib")
@@ -720,19 +724,23 @@ def _check_service_values(
         for key, value in (metric.get("dimensions") or {}).items():
             if not isinstance(value, str) or not value:
                 problems.add(f"{where}scale_on_metric.dimensions.{key} must be a non-empty string, got {value!r}")
-    evidence = note.evidence if note is not None else None
+    evidence, at = (note.evidence, f"{where}allocation.") if note is not None else (own_evidence, f"{where}evidence.")
     if evidence is not None:
-        at = f"{where}allocation."
         if evidence.measured_on > datetime.date.today() + datetime.timedelta(days=1):
             problems.add(f"{at}measured_on {evidence.measured_on} is in the future; give the day it was measured")
         if evidence.p99_mib is not None and evidence.p99_mib > evidence.peak_mib:
             problems.add(f"{at}measured_p99_mib {evidence.p99_mib} is above measured_peak_mib {evidence.peak_mib}")
+        # The daemon measures the task, so a peak is held to the task's budget: the model's and its GPU sidecars'.
         budget = good.get("gpu_budget_mib")
-        if isinstance(budget, int) and evidence.peak_mib > budget:
-            problems.add(
-                f"{at}measured_peak_mib {evidence.peak_mib} is above the service's gpu_budget_mib {budget}, which "
-                "MPS enforces: the figure cannot come from this budget; measure again, or raise the budget"
-            )
+        sidecars = [t.get("gpu_budget_mib") for t in good.get("sidecar", []) if isinstance(t, Mapping)]
+        if isinstance(budget, int) and all(isinstance(b, int) or b is None for b in sidecars):
+            task = budget + sum(b for b in sidecars if isinstance(b, int))
+            if evidence.peak_mib > task:
+                problems.add(
+                    f"{at}measured_peak_mib {evidence.peak_mib} is above the task's GPU budget {task} (gpu_budget_mib "
+                    "and its sidecars'), which MPS enforces: the figure cannot come from these budgets; measure again, "
+                    "or raise the budget"
+                )
 
 
 def _bucket_problem(name: str) -> str | None:
