@@ -23,8 +23,9 @@ from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet, fleet_edit, right_size
 from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG
 from ecs_gpu_sharing.core.right_size import FITS, NO_DATA, TOO_LOOSE, TOO_TIGHT, Measured
+from ecs_gpu_sharing.core.telemetry import METRIC_NAMESPACE as NAMESPACE
 from ecs_gpu_sharing.operations import evaluate
-from ecs_gpu_sharing.operations.telemetry.sampling import NAMESPACE, Owner, Window, window_records
+from ecs_gpu_sharing.operations.telemetry.sampling import Owner, Window, window_records
 
 from conftest import REPO
 
@@ -222,7 +223,7 @@ def _evidence_lines(figures: dict[str, tuple[int, int, int]], cluster: str = "mo
         Owner(service, CONTAINER_NAME, f"arn:task/{service}"): Window([p99] * 99 + [peak], [util] * 100)
         for service, (peak, p99, util) in figures.items()
     }
-    return [json.dumps(r) for r in window_records(0, cluster, "i-0abc", windows, [], True)]
+    return [json.dumps(r) for r in window_records(0, cluster, "i-0abc", windows, [], True, namespace=NAMESPACE)]
 
 
 def _put(logs: Any, group: str, stream: str, messages: list[str], when: datetime.datetime) -> None:
@@ -746,7 +747,7 @@ def test_the_daemons_records_give_each_containers_peak_and_the_tasks_sum() -> No
         Owner("models-chat-XyZ", CONTAINER_NAME, "arn:task/1"): Window([2900] * 99 + [3000], [40] * 100),
         Owner("models-chat-XyZ", "guard", "arn:task/1"): Window([900] * 99 + [1000], [40] * 100),
     }
-    lines = [json.dumps(r) for r in window_records(0, "models", "i-0abc", windows, [], True)]
+    lines = [json.dumps(r) for r in window_records(0, "models", "i-0abc", windows, [], True, namespace=NAMESPACE)]
     figures = service_figures(lines, "models")["models-chat-XyZ"]
     assert figures.peak_mib == 4000 and dict(figures.containers) == {CONTAINER_NAME: 3000, "guard": 1000}
 

@@ -143,7 +143,7 @@ def test_deep_toml_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
         ),
         (
             _embedder("") + NOTE + "measured_peak_mib = 4000\nmeasured_on = 2026-11-01\n",
-            "measured_peak_mib 4000 is above the service's gpu_budget_mib 3072",
+            "measured_peak_mib 4000 is above the task's GPU budget 3072",
         ),
         (
             _embedder("") + NOTE.replace("callers retry", "x" * 1_000_000),

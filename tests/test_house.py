@@ -193,3 +193,93 @@ def test_a_rule_that_crashes_becomes_a_finding_not_a_crash(monkeypatch: pytest.M
     (failed,) = [f for f in result.findings if f.rule_id == rules.RULE_FAILED]
     assert failed.error and failed.subject == "l4"
     assert "rule ecs-gpu-sharing:SurgeDoesNotFit failed" in failed.message and "ZeroDivisionError" in failed.message
+
+
+# --- layers (#34): core imports neither cdk nor operations; cdk does not import operations; no import cycle -------
+
+PACKAGE = REPO / "constructs" / "ecs_gpu_sharing"
+LAYERS = {  # a module under the key may not import anything under these
+    "ecs_gpu_sharing.core": ("ecs_gpu_sharing.cdk", "ecs_gpu_sharing.operations", "ecs_gpu_sharing.cli"),
+    "ecs_gpu_sharing.cdk": ("ecs_gpu_sharing.operations", "ecs_gpu_sharing.cli"),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _library_imports(path: Path, *, top_level_only: bool = False) -> set[str]:
+    """The library modules ``path`` imports, relative imports resolved (``top_level_only``: not inside a function or
+    an ``if TYPE_CHECKING`` block, which run later or never)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes: list[ast.AST] = []
+    if top_level_only:
+        stack: list[ast.AST] = list(tree.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            nodes.append(node)
+            stack.extend(ast.iter_child_nodes(node))
+    else:
+        nodes = list(ast.walk(tree))
+    out = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" for a in node.names]
+            out.update(n for n in [target, *names] if n.startswith("ecs_gpu_sharing"))
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("ecs_gpu_sharing"))
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    return {m for m in out if m in modules}
+
+
+def test_the_layers_hold() -> None:
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        for layer, forbidden in LAYERS.items():
+            if module == layer or module.startswith(f"{layer}."):
+                wrong += [f"{module} imports {m}" for m in _library_imports(path) if m.startswith(forbidden)]
+    assert not wrong, wrong
+
+
+def test_no_library_module_imports_itself_back_at_load_time() -> None:
+    graph = {_module_name(p): _library_imports(p, top_level_only=True) for p in PACKAGE.rglob("*.py")}
+
+    def parents(m: str) -> set[str]:  # importing a.b.c loads a and a.b first
+        parts = m.split(".")
+        return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+    cycles = []
+    for start in sorted(graph):
+        seen, stack = set(), [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(graph.get(node, set()) - parents(node)):
+                if nxt == start:
+                    cycles.append(" -> ".join([*path, nxt]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    assert not cycles, cycles[:5]
+
+
+def test_the_layer_walk_sees_a_relative_import_across_layers(tmp_path: Path) -> None:
+    stray = PACKAGE / "core" / "_stray_layer_for_test.py"
+    stray.write_text("from ..operations import evaluate\n")
+    try:
+        assert "ecs_gpu_sharing.operations.evaluate" in _library_imports(stray)
+    finally:
+        stray.unlink()

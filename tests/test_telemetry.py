@@ -18,9 +18,9 @@ from botocore.stub import Stubber
 
 from ecs_gpu_sharing import GpuCapacity, GpuManagedInstancesCapacity
 from ecs_gpu_sharing.cdk.telemetry import DAEMON_IMAGE_DIR, STOP_METRICS, GpuFleetDashboard, GpuTelemetry
+from ecs_gpu_sharing.core.telemetry import METRIC_NAMESPACE as NAMESPACE
 from ecs_gpu_sharing.operations.telemetry.daemon import Daemon, LogSink, TaskDirectory, mps_up, read_gpus
 from ecs_gpu_sharing.operations.telemetry.sampling import (
-    NAMESPACE,
     Owner,
     Window,
     container_id_from_cgroup,
@@ -65,7 +65,7 @@ def test_records_are_embedded_metric_format_with_every_dimension_present() -> No
     owner1 = Owner("models-embedder", "model", ARN + "1")
     owner2 = Owner("models-embedder", "model", ARN + "2")
     windows = {owner1: Window([100, 300], [20, 40]), owner2: Window([200] * 99 + [900], [10] * 100)}
-    records = window_records(1_700_000_000_000, CLUSTER, "i-0abc", windows, [], mps_up=True)
+    records = window_records(1_700_000_000_000, CLUSTER, "i-0abc", windows, [], mps_up=True, namespace=NAMESPACE)
     service, health = records
     for record in records:
         (directive,) = record["_aws"]["CloudWatchMetrics"]
@@ -183,6 +183,7 @@ def _daemon(nvml: Any, client: Any, proc: Path, batches: list[list[str]], **kwar
         sink=kwargs.pop("sink", lambda lines: batches.append(list(lines))),
         log=log.append,
         clock=lambda: float(next(clock)),
+        namespace=NAMESPACE,
         **kwargs,
     )
 

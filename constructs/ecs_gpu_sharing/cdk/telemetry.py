@@ -66,6 +66,7 @@ from ..core.telemetry import (
     DAEMON_CPU_UNITS,
     DAEMON_MEMORY_MIB,
     DAEMON_NAME,
+    METRIC_NAMESPACE,
     NVML_LIBRARY,
     NVML_MOUNT_DIR,
     evidence_log_group,
@@ -73,14 +74,13 @@ from ..core.telemetry import (
     stop_metric_filters,
     stopped_tasks_log_group,
 )
-from ..operations.telemetry import sampling
 from .fleet_plan import FleetPlan
 
 if TYPE_CHECKING:
     from .capacity import GpuCapacity
 
 DAEMON_IMAGE_DIR = Path(__file__).resolve().parent.parent / "operations" / "telemetry"
-NAMESPACE = sampling.NAMESPACE
+NAMESPACE = METRIC_NAMESPACE
 MAX_DASHBOARD_WIDGETS = 500  # CloudWatch's limit per dashboard
 MAX_SERVICES_PER_DASHBOARD = (MAX_DASHBOARD_WIDGETS - 1) // 3  # three widgets each, and the MPS health row
 # metric name -> CloudWatch Logs filter pattern over the ECS "Task State Change" event of a stopped task, from the
@@ -174,6 +174,7 @@ class GpuTelemetry(Construct):
                 linux_parameters=linux,
                 environment={
                     "CLUSTER": cluster_name,
+                    "METRIC_NAMESPACE": NAMESPACE,
                     "EVIDENCE_LOG_GROUP": self.evidence.log_group_name,
                     "SAMPLE_SECONDS": str(sample_seconds),
                     "PUBLISH_SECONDS": str(publish_seconds),

@@ -18,6 +18,9 @@ from typing import Any
 DAEMON_CPU_UNITS = 128
 DAEMON_MEMORY_MIB = 192
 DAEMON_NAME = "Telemetry"  # its name in plans: the GpuTelemetry construct's id in the app
+METRIC_NAMESPACE = "EcsGpuSharing"
+"""The CloudWatch namespace of the daemon's metrics: the construct gives it to the daemon (``METRIC_NAMESPACE`` in its
+environment; the daemon's image holds its own folder only, not this package) and draws the dashboard from it."""
 
 SERVICE_TAG = "ecs-gpu-sharing:service"
 """The tag on each planned ECS service naming it in the plan: ``evaluate`` and ``cluster status`` find services by

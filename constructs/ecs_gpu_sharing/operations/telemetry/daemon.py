@@ -210,8 +210,10 @@ class Daemon:
         log: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
         connect: Callable[[], Any] | None = None,
+        namespace: str,
     ) -> None:
         self.nvml, self.directory, self.cluster, self.instance = nvml, directory, cluster, instance
+        self.namespace = namespace  # CloudWatch's, for the metrics: the construct sets it (METRIC_NAMESPACE)
         self.proc, self.sink, self.clock, self.connect = proc, sink, clock, connect
         self.health = Health(log or stderr_line)
         self.windows: dict[Owner, Window] = {}
@@ -268,6 +270,7 @@ class Daemon:
                 self.last,
                 self._mps(),
                 self.health.figures(self.nvml is not None),
+                namespace=self.namespace,
             )
             self.pending.extend(json.dumps(r, separators=(",", ":")) for r in records)
             if len(self.pending) > MAX_PENDING_LINES:
@@ -352,6 +355,7 @@ def main() -> int:  # pragma: no cover - runs on a GPU host; its parts are teste
         connect=_connect_nvml,
         directory=TaskDirectory(ecs, cluster, instance),
         cluster=os.environ.get("CLUSTER", cluster.rsplit("/", 1)[-1]),
+        namespace=os.environ["METRIC_NAMESPACE"],
         instance=ec2_id,
         proc=Path(os.environ.get("HOST_PROC", "/host/proc")),
         sink=LogSink(

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-NAMESPACE = "EcsGpuSharing"
 MIB = 1024 * 1024
 
 # A container's runtime id (64 hex digits) in a cgroup path: ".../docker-<id>.scope" (systemd driver) or
@@ -90,7 +89,7 @@ def emf(
     dimensions: Sequence[Sequence[str]],
     values: Mapping[str, str],
     metrics: Mapping[str, tuple[float, str]],
-    namespace: str = NAMESPACE,
+    namespace: str,
 ) -> dict[str, Any]:
     """One CloudWatch embedded-metric-format record: dimension values and metric values as top-level members."""
     return {
@@ -130,6 +129,8 @@ def window_records(
     gpus: Sequence[GpuSample],
     mps_up: bool | None,
     health: Mapping[str, float] | None = None,
+    *,
+    namespace: str,
 ) -> list[dict[str, Any]]:
     """The records of one publishing window: per service and container (the peak of any one task's container, the
     p99 over all their samples), per GPU, and the host's health: MPS (left out when it could not be told) and the
@@ -153,6 +154,7 @@ def window_records(
                     "GpuMemoryP99MiB": (w.p99, "Megabytes"),
                     "GpuUtilizationPercent": (max(w.utilization, default=0), "Percent"),
                 },
+                namespace=namespace,
             )
         )
     for gpu in gpus:
@@ -165,6 +167,7 @@ def window_records(
                     "GpuMemoryUsedMiB": (gpu.memory_used_mib, "Megabytes"),
                     "GpuUtilizationPercent": (gpu.utilization, "Percent"),
                 },
+                namespace=namespace,
             )
         )
     host: dict[str, tuple[float, str]] = {name: (value, "Count") for name, value in sorted((health or {}).items())}
@@ -177,6 +180,7 @@ def window_records(
                 [["Cluster"], ["Cluster", "InstanceId"]],
                 {"Cluster": cluster, "InstanceId": instance},
                 host,
+                namespace=namespace,
             )
         )
     return records
