@@ -32,7 +32,7 @@ ROUNDING_PASSES = 6  # LP solves over what is left, before the rest goes to the 
 BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
 EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
 EXACT_CALLS = 30  # exact pricings in the first column generation, on one-GPU hosts
-KNAPSACK_UNITS = 1024  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
+KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 
 @dataclass(frozen=True)
