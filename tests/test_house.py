@@ -283,3 +283,30 @@ def test_the_layer_walk_sees_a_relative_import_across_layers(tmp_path: Path) -> 
         assert "ecs_gpu_sharing.operations.evaluate" in _library_imports(stray)
     finally:
         stray.unlink()
+
+
+def _rule_id_literals() -> dict[str, list[str]]:
+    """Where each rule id of the table is written as a whole string constant in the library, the app and stacks."""
+    ids = {rule.rule_id for rule in RULES}
+    files = [*PACKAGE.rglob("*.py"), *(REPO / "stacks").glob("*.py"), REPO / "app.py"]
+    found: dict[str, list[str]] = {}
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in ids:
+                found.setdefault(node.value, []).append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_no_rule_id_is_written_twice() -> None:
+    """#34: a rule id is a symbol, declared once; every other use names the symbol."""
+    twice = {rule: where for rule, where in _rule_id_literals().items() if len(where) > 1}
+    assert not twice, twice
+
+
+def test_the_literal_walk_finds_a_second_spelling() -> None:
+    stray = PACKAGE / "core" / "_stray_rule_id_for_test.py"
+    stray.write_text('X = "ecs-gpu-sharing:TaskExceedsGpuMemory"\n')
+    try:
+        assert len(_rule_id_literals()["ecs-gpu-sharing:TaskExceedsGpuMemory"]) == 2
+    finally:
+        stray.unlink()

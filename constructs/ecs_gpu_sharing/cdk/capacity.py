@@ -20,12 +20,12 @@ from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
 from ..core.planner import EC2
 from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
-from ..core.rules import roll_in_service
+from ..core.rules import UNVERIFIED_INSTANCE_FAMILY, roll_in_service
 from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
 
-UNVERIFIED_FAMILY_WARNING = "ecs-gpu-sharing:UnverifiedInstanceFamily"
+UNVERIFIED_FAMILY_WARNING = UNVERIFIED_INSTANCE_FAMILY
 ROLL_SIGNAL_MINUTES = 20
 """How long a rolling replacement waits for a new host to signal that its ECS agent registered (PauseTime with
 WaitOnResourceSignals); no signal in that time fails the update, and CloudFormation rolls it back."""

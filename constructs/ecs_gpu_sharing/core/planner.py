@@ -44,6 +44,10 @@ KINDS = (EC2, MANAGED_INSTANCES)
 ECS_DEFAULT_MAX_PERCENT = 200
 """ECS's deploymentConfiguration.maximumPercent for a replica service that leaves it unset."""
 TASK_EXCEEDS_GPU_MEMORY = "ecs-gpu-sharing:TaskExceedsGpuMemory"
+TASK_EXCEEDS_MPS_CLIENTS = "ecs-gpu-sharing:TaskExceedsMpsClients"
+TASK_EXCEEDS_GPUS = "ecs-gpu-sharing:TaskExceedsGpus"
+TASK_EXCEEDS_HOST_CPU = "ecs-gpu-sharing:TaskExceedsHostCpu"
+TASK_EXCEEDS_HOST_MEMORY = "ecs-gpu-sharing:TaskExceedsHostMemory"
 
 
 @dataclass(frozen=True)
@@ -311,25 +315,25 @@ TASK_RULES: tuple[TaskRule, ...] = (
         _gpu_memory,
     ),
     TaskRule(
-        "ecs-gpu-sharing:TaskExceedsMpsClients",
+        TASK_EXCEEDS_MPS_CLIENTS,
         f"NVIDIA MPS accepts at most {MAX_CLIENTS_PER_GPU} clients per GPU; each MPS container is one at least",
         "split the containers over several task definitions",
         _clients,
     ),
     TaskRule(
-        "ecs-gpu-sharing:TaskExceedsGpus",
+        TASK_EXCEEDS_GPUS,
         "a task's whole GPUs must all be on one host",
         "use an instance type with more GPUs",
         _whole_gpus,
     ),
     TaskRule(
-        "ecs-gpu-sharing:TaskExceedsHostCpu",
+        TASK_EXCEEDS_HOST_CPU,
         "a task's CPU units must fit what one host offers to tasks",
         "lower the task's CPU, or use a larger instance type",
         _host_cpu,
     ),
     TaskRule(
-        "ecs-gpu-sharing:TaskExceedsHostMemory",
+        TASK_EXCEEDS_HOST_MEMORY,
         "a task's memory must fit what one host offers to tasks",
         "lower the task's memory, or use a larger instance type",
         _host_memory,

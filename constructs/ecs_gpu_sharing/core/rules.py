@@ -36,6 +36,9 @@ class Source(StrEnum):
 
 
 BUDGET_BELOW_NEED = "ecs-gpu-sharing:BudgetBelowNeed"
+SURGE_WARNING = "ecs-gpu-sharing:SurgeDoesNotFit"
+CLIENT_LIMIT_WARNING = "ecs-gpu-sharing:MpsClientLimit"
+OUTSIDE_PLAN_WARNING = "ecs-gpu-sharing:ServiceOutsidePlan"
 
 
 @dataclass(frozen=True)
@@ -470,7 +473,7 @@ PLAN_RULES: tuple[Rule, ...] = (
         isolation_not_enforceable,
     ),
     Rule(
-        "ecs-gpu-sharing:SurgeDoesNotFit",
+        SURGE_WARNING,
         Level.WARNING,
         "capacity",
         "a rolling deployment runs up to maximum percent of the tasks at once; they should fit max_instances",
@@ -508,7 +511,7 @@ PLAN_RULES: tuple[Rule, ...] = (
         roll_takes_host_out,
     ),
     Rule(
-        "ecs-gpu-sharing:MpsClientLimit",
+        CLIENT_LIMIT_WARNING,
         Level.WARNING,
         "service",
         f"ECS places by GPU memory only; budgets so small that more than {MAX_CLIENTS_PER_GPU} fit on a GPU can "
@@ -516,7 +519,7 @@ PLAN_RULES: tuple[Rule, ...] = (
         mps_client_limit,
     ),
     Rule(
-        "ecs-gpu-sharing:ServiceOutsidePlan",
+        OUTSIDE_PLAN_WARNING,
         Level.WARNING,
         "service",
         "a service on a GPU capacity whose count or task shape the plan cannot read is outside the fit proof",
@@ -690,11 +693,6 @@ def task_alone_findings(capacities: Iterable[CapacityInput], services: Iterable[
         if rule.rule_id in TASK_ALONE_RULES and rule.check is not None
         for subject, message in rule.check(ctx)
     ]
-
-
-SURGE_WARNING = "ecs-gpu-sharing:SurgeDoesNotFit"
-CLIENT_LIMIT_WARNING = "ecs-gpu-sharing:MpsClientLimit"
-OUTSIDE_PLAN_WARNING = "ecs-gpu-sharing:ServiceOutsidePlan"
 
 
 @dataclass(frozen=True)

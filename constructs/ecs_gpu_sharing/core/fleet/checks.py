@@ -20,8 +20,8 @@ from ..errors import FleetSpecError, GpuSharingError
 from ..escalation import TASK_ROLE_ESCALATION, escalations, refused_managed_policy, unread_managed_policy
 from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
-from ..planner import EC2, MANAGED_INSTANCES
-from ..rules import acknowledgeable, task_alone_findings
+from ..planner import EC2, MANAGED_INSTANCES, TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_CPU, TASK_EXCEEDS_HOST_MEMORY
+from ..rules import BUDGET_BELOW_NEED, acknowledgeable, task_alone_findings
 from ..text import visible
 from .keys import _ENV_NAME, _NAME, _TYPE_NAMES, CAPACITY, LOAD_BALANCER, METRIC, SERVICE, SIDECAR, STATEMENT, TOP, Key
 from .model import (
@@ -815,10 +815,10 @@ def _secrets(problems: _Problems, where: str, secrets: Mapping[str, Any], env: M
 
 # Which fleet-file key a fit rule's finding is about, so the message names what to edit.
 _RULE_KEYS = {  # the key to edit when a task alone breaks a rule
-    "ecs-gpu-sharing:TaskExceedsGpuMemory": "gpu_budget_mib",
-    "ecs-gpu-sharing:TaskExceedsHostCpu": "cpu_units",
-    "ecs-gpu-sharing:TaskExceedsHostMemory": "memory_mib",
-    "ecs-gpu-sharing:BudgetBelowNeed": "gpu_budget_mib",
+    TASK_EXCEEDS_GPU_MEMORY: "gpu_budget_mib",
+    TASK_EXCEEDS_HOST_CPU: "cpu_units",
+    TASK_EXCEEDS_HOST_MEMORY: "memory_mib",
+    BUDGET_BELOW_NEED: "gpu_budget_mib",
 }
 
 
