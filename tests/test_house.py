@@ -310,3 +310,11 @@ def test_the_literal_walk_finds_a_second_spelling() -> None:
         assert len(_rule_id_literals()["ecs-gpu-sharing:TaskExceedsGpuMemory"]) == 2
     finally:
         stray.unlink()
+
+
+def test_one_helper_reads_cloudformation_properties() -> None:
+    """#34: aws-cdk-lib's private _cfn_properties is read in cdk/rendered.py alone."""
+    readers = sorted(
+        str(p.relative_to(REPO)) for p in PACKAGE.rglob("*.py") if "_cfn_properties" in p.read_text(encoding="utf-8")
+    )
+    assert readers == ["constructs/ecs_gpu_sharing/cdk/rendered.py"]

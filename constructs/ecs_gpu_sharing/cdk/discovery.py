@@ -36,6 +36,7 @@ from ..core.shape import (
     task_shape,
 )
 from ..core.tokens import describe
+from .rendered import rendered_properties
 
 ECS_DEFAULT_DESIRED_COUNT = 1  # what ECS starts a new replica service with when DesiredCount is left out
 
@@ -176,7 +177,7 @@ def _shape(
     td = service.task_definition
     if not isinstance(td, ecs.TaskDefinition):
         return f"its task definition ({type(td).__name__}) is imported, so its containers cannot be read"
-    props = _resolve(td, td.node.default_child._cfn_properties)  # type: ignore[union-attr]
+    props = rendered_properties(td)
     containers = containers_from_cloudformation(props.get("containerDefinitions"), owner=owner)
     shares = dict(getattr(td, "mps_shares", ()))  # SharedGpuTaskDefinition writes its budgets as overrides
     if shares:
@@ -218,7 +219,7 @@ def _gpu_image(service: ecs.BaseService) -> str | None:
     td = service.task_definition
     if not isinstance(td, ecs.TaskDefinition):
         return None
-    props = _resolve(td, td.node.default_child._cfn_properties)  # type: ignore[union-attr]
+    props = rendered_properties(td)
     shares = dict(getattr(td, "mps_shares", ()))  # SharedGpuTaskDefinition writes its budgets as overrides
     for c in props.get("containerDefinitions") or []:
         if not isinstance(c, dict) or not (c.get("resourceRequirements") or c.get("name") in shares):
@@ -286,7 +287,7 @@ def discover(
     reserved: dict[str, list[HostShare]] = {}  # capacity -> the daemons on each of its hosts
     seen: dict[str, list[str]] = {}
     resolved = {
-        construct: _resolve(construct, construct.node.default_child._cfn_properties)  # type: ignore[union-attr]
+        construct: rendered_properties(construct)
         for construct in root.node.find_all()
         if isinstance(construct, ecs.BaseService)
     }

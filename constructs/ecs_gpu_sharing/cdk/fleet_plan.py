@@ -41,6 +41,7 @@ from ..core.tenancy import (
 from ..core.text import visible
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
 from .limits import WrittenTemplates
+from .rendered import rendered_properties
 
 PLAN_FILE = "gpu-fleet-plan"
 PRICES_CONTEXT = "ecs-gpu-sharing:prices"
@@ -353,8 +354,7 @@ class _Guards:
         gpu_clusters = [c.cluster for c in self._plan._capacities]
         if not any(any(s.cluster is c for c in gpu_clusters) for s in self.services):
             return []
-        resource = self._task_definition.node.default_child
-        rendered = cdk.Stack.of(self._task_definition).resolve(resource._cfn_properties)  # type: ignore[union-attr]
+        rendered = rendered_properties(self._task_definition)
         allowed = self._plan.allowed_rules(self._task_definition)
         return [
             f"{line} (it runs on the GPU hosts of this cluster)"

@@ -46,6 +46,7 @@ from ..core.rules import TASK_MIXES_GPU_OPTIONS
 from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
+from .rendered import rendered_properties
 
 # aws-cdk-lib's synth-time template check uses a schema that predates SharingStrategy.
 SCHEMA_RULES_PREDATING_MPS = ("CloudFormation-Validate::F3002", "CloudFormation-Validate::F3003")
@@ -303,8 +304,7 @@ class _SharedGpuRules:
                     )
         problems = task.gpu_rule_violations()
         # The final task definition, whatever was added after add_container, resolved once for both rule sets.
-        resource = task.node.default_child  # type: ignore[attr-defined]
-        rendered = cdk.Stack.of(resource).resolve(resource._cfn_properties)
+        rendered = rendered_properties(task)  # type: ignore[arg-type]
         allowed = FleetPlan.of(task).allowed_rules(task)  # type: ignore[arg-type]
         problems.extend(line for line in guard_violations(rendered) if rule_of(line) not in allowed)
         _hardening_warnings(task, rendered)

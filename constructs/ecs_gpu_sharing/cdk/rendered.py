@@ -1,0 +1,20 @@
+"""The one reader of a construct's CloudFormation properties as they will be written.
+
+aws-cdk-lib keeps an L1 resource's properties in ``_cfn_properties`` (private: its own renderer reads them), with
+escape-hatch overrides applied only when the template is written. Checks that must see what a team's code set after
+the construct was made (``add_container``, ``add_property_override`` excepted, which the written-template checks
+see) read them here, resolved in their stack, so a change in aws-cdk-lib's internals is fixed in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import IConstruct
+
+
+def rendered_properties(construct: IConstruct) -> Any:
+    """The resolved CloudFormation properties of ``construct``'s L1 resource (its default child, or itself)."""
+    resource = construct.node.default_child or construct
+    return cdk.Stack.of(construct).resolve(resource._cfn_properties)  # type: ignore[attr-defined]
