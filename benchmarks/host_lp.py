@@ -14,13 +14,13 @@ Only capacities without isolation groups are bounded here (the benchmark's workl
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import highspy
 import numpy as np
 
+from ecs_gpu_sharing.core.host_lp import new_highs as library_highs
 from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
 from ecs_gpu_sharing.core.plan_inputs import service_input
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
@@ -38,18 +38,9 @@ class HostBound:
 
 
 def new_highs() -> highspy.Highs:
-    """A silent HiGHS (its banner goes to the process's stdout when the first one is made: kept off the table)."""
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            h = highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    return h
+    """A silent single-threaded HiGHS: the library's (its first model's banner kept off standard output)."""
+    solver: highspy.Highs = library_highs()
+    return solver
 
 
 def _price(

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from ecs_gpu_sharing.core import host_lp
-from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, _eni_room, plan
+from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem, plan
 
 from conftest import REPO
 
@@ -20,27 +20,8 @@ finally:
     sys.path.pop(0)
 
 
-def _items(services: list[ServiceInput]) -> list[host_lp.Item]:
-    return [
-        host_lp.Item(
-            s.name,
-            s.isolation_group,
-            s.task_gpu_budget_mib if s.clients and not s.whole_gpus else 0,
-            s.clients,
-            s.whole_gpus,
-            s.cpu_units,
-            s.memory_mib,
-            s.network_interfaces,
-            s.tasks,
-        )
-        for s in services
-    ]
-
-
-def _host(cap: CapacityInput) -> host_lp.HostSpec:
-    return host_lp.HostSpec(
-        cap.gpus_per_instance, cap.usable_gpu_memory_mib, cap.host_cpu_units, cap.host_memory_mib, _eni_room(cap)
-    )
+def _problem(cap: CapacityInput, services: list[ServiceInput]) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
+    return lp_problem(cap, [(s, s.tasks) for s in services])
 
 
 def test_the_bound_on_a_patterns_worth_is_never_below_the_exact_best_pattern() -> None:
@@ -51,7 +32,7 @@ def test_the_bound_on_a_patterns_worth_is_never_below_the_exact_best_pattern() -
     for seed in range(6):
         fleet = fleet_generator.generate(seed, 60)
         services = [s for s in fleet.services if not s.whole_gpus][:8]
-        items, host = _items(services), _host(fleet.capacity)
+        items, host = _problem(fleet.capacity, services)
         for _ in range(3):
             duals = [rng.uniform(0, 0.5) for _ in items]
             prices = [rng.choice([0.0, rng.uniform(0, 1e-4)]) for _ in range(5)]
@@ -72,15 +53,15 @@ def test_the_lp_bound_is_never_above_the_exact_optimum_of_small_fleets() -> None
             continue
         best = small_fleets.optimum(cap, services, result.instances)
         assert best is not None
-        solution = host_lp.solve(_items(services), _host(cap))
+        solution = host_lp.solve(*_problem(cap, services))
         assert solution.bound <= best <= result.instances, (cap.instance_type, services)
         checked += 1
 
 
 def test_the_lp_leaves_no_task_out_and_no_task_twice() -> None:
     fleet = fleet_generator.generate(2, 1000)  # one L4 a host, each resource binding some services: the LP wins here
-    items = _items(fleet.services)
-    solution = host_lp.solve(items, _host(fleet.capacity))
+    items, host = _problem(fleet.capacity, fleet.services)
+    solution = host_lp.solve(items, host)
     placed = [sum(p.counts[i] * k for p, k in solution.hosts) + solution.rest[i] for i in range(len(items))]
     assert placed == [it.demand for it in items]
     assert solution.bound > 0 and sum(k for _, k in solution.hosts) > 0
@@ -88,6 +69,6 @@ def test_the_lp_leaves_no_task_out_and_no_task_twice() -> None:
 
 def test_highs_prints_nothing_on_standard_output() -> None:
     """HiGHS writes a banner to file descriptor 1 when its first model is made; `plan --json` prints JSON there."""
-    code = "from ecs_gpu_sharing.core import host_lp; host_lp._highs(); host_lp._highs(); print('only this')"
+    code = "from ecs_gpu_sharing.core import host_lp; host_lp.new_highs(); host_lp.new_highs(); print('only this')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == "only this\n"

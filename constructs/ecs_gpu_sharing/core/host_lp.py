@@ -90,6 +90,19 @@ def per_host(it: Item, host: HostSpec) -> int:
     return max(k, 0)
 
 
+def _use(it: Item, host: HostSpec) -> tuple[float, float, float, float, float]:
+    """What one task takes of each row of the pricing LP: GPUs (a whole-GPU task's, or its share of one GPU's memory),
+    GPUs by MPS clients, CPU units, memory, network interfaces."""
+    gpu = it.whole if it.whole else it.size / host.usable
+    clients = it.whole if it.whole else it.clients / MAX_CLIENTS_PER_GPU if it.size else 0.0
+    return (gpu, clients, float(it.cpu), float(it.mem), float(it.enis))
+
+
+def _capacity(host: HostSpec) -> tuple[float, float, float, float, float]:
+    """What one host has of each row of the pricing LP (``_use``)."""
+    return (float(host.gpus), float(host.gpus), float(host.cpu), float(host.mem), float(min(host.enis, 1 << 30)))
+
+
 def _shares(it: Item, host: HostSpec) -> tuple[float, ...]:
     gpu = (it.whole / host.gpus) if it.whole else (it.size / (host.usable * host.gpus) if host.gpus else 0.0)
     return (gpu, it.cpu / host.cpu, it.mem / host.mem, it.enis / host.enis if host.enis else 0.0)
@@ -162,7 +175,7 @@ class _Builder:
         return Pattern(tuple(self.counts), gpus, tuple(sorted(self.no_gpu.items())))
 
 
-def _orders(items: Sequence[Item], host: HostSpec, prices: Sequence[float]) -> list[list[int]]:
+def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> list[list[int]]:
     """Items with a positive price, by price over their weight, one order per way of weighing the host's resources."""
     shares = [_shares(it, host) for it in items]
     used = [r for r in range(4) if any(s[r] for s in shares)]
@@ -170,12 +183,12 @@ def _orders(items: Sequence[Item], host: HostSpec, prices: Sequence[float]) -> l
     ways: list[tuple[float, ...]] = [tuple(1.0 if r == u else 0.0 for r in range(4)) for u in used]
     ways.append(tuple(1.0 if r in used else 0.0 for r in range(4)))
     ways.append(tuple(total))  # each resource by how much of it the fleet needs
-    live = [i for i, p in enumerate(prices) if p > 1e-9]
+    live = [i for i, d in enumerate(duals) if d > 1e-9]
     orders = []
     for w in ways:
         weight = [sum(a * b for a, b in zip(s, w, strict=True)) for s in shares]
-        orders.append(sorted(live, key=lambda i: (-prices[i] / max(weight[i], 1e-12), i)))
-    orders.append(sorted(live, key=lambda i: (-prices[i] / max(max(shares[i]), 1e-12), i)))  # dominant share
+        orders.append(sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i)))
+    orders.append(sorted(live, key=lambda i: (-duals[i] / max(max(shares[i]), 1e-12), i)))  # dominant share
     return orders
 
 
@@ -216,7 +229,7 @@ def _restrict(p: Pattern, left: Sequence[int], items: Sequence[Item]) -> Pattern
 _BANNER_SHOWN = False
 
 
-def _highs():  # type: ignore[no-untyped-def]
+def new_highs():  # type: ignore[no-untyped-def]
     """A silent HiGHS. HiGHS prints a banner to the process's standard output when the first model is made; that would
     corrupt ``plan --json``, so the first is made with file descriptor 1 pointed at /dev/null. Imported here, not at the
     top: HiGHS and numpy take 0.3 s to import, and most plans never need them."""
@@ -250,22 +263,15 @@ class _Pricing:
     from above; its solution and its prices for the host's resources guide the greedy."""
 
     def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
+        import highspy
         import numpy as np
 
         self.np = np
-        self.h = _highs()
-        self.h.changeObjectiveSense(highspy_sense())
+        self.h = new_highs()
+        self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         n = len(items)
-        rows: list[tuple[list[float], float]] = [
-            ([it.whole if it.whole else it.size / host.usable for it in items], float(host.gpus)),
-            (
-                [it.whole if it.whole else it.clients / MAX_CLIENTS_PER_GPU if it.size else 0.0 for it in items],
-                float(host.gpus),
-            ),
-            ([float(it.cpu) for it in items], float(host.cpu)),
-            ([float(it.mem) for it in items], float(host.mem)),
-            ([float(it.enis) for it in items], float(min(host.enis, 1 << 30))),
-        ]
+        use = [_use(it, host) for it in items]
+        rows = [([u[r] for u in use], cap) for r, cap in enumerate(_capacity(host))]
         for _ in range(n):
             self.h.addCol(0.0, 0.0, 0.0, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
         for coefficients, cap in rows:
@@ -299,7 +305,7 @@ class _Exact:
         self.np = np
         self.items = items
         self.host = host
-        self.h = _highs()
+        self.h = new_highs()
         self.h.setOptionValue("mip_max_nodes", EXACT_NODES)
         self.h.setOptionValue("mip_rel_gap", 1e-4)
         # A small knapsack: HiGHS's root work (presolve, symmetry, feasibility jump) costs more than it saves here.
@@ -383,12 +389,6 @@ class _Exact:
         return b.pattern(), info.mip_dual_bound
 
 
-def highspy_sense():  # type: ignore[no-untyped-def]
-    import highspy
-
-    return highspy.ObjSense.kMaximize
-
-
 class _Master:
     """min sum(x) with sum(x_p * counts_p) >= demand: one HiGHS model, a column per pattern."""
 
@@ -398,7 +398,7 @@ class _Master:
 
         self.np = np
         self.inf = highspy.kHighsInf
-        self.h = _highs()
+        self.h = new_highs()
         self.patterns: list[Pattern] = []
         self.seen: set[tuple[int, ...]] = set()
         for d in demand:
@@ -483,12 +483,8 @@ def _candidates(
 ) -> list[Pattern]:
     """Hosts the greedy builds at these duals: in each order of ``_orders``, in the order the pricing LP's host
     prices give, and the pricing LP's own counts rounded down, then filled in that order."""
-    shares = [_shares(it, host) for it in items]
     live = [i for i, d in enumerate(duals) if d > 1e-9]
-    clients = [it.whole if it.whole else it.clients / MAX_CLIENTS_PER_GPU if it.size else 0.0 for it in items]
-    use = [
-        (s[0] * host.gpus, c, it.cpu, it.mem, it.enis) for s, c, it in zip(shares, clients, items, strict=True)
-    ]  # what a task takes of each of the pricing LP's rows
+    use = [_use(it, host) for it in items]
     weight = [sum(p * u for p, u in zip(prices, row, strict=True)) for row in use]
     priced = sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i))
     found = [_build(items, host, order, caps) for order in [*_orders(items, host, duals), priced]]
@@ -580,12 +576,8 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
     these. Kept whole: one GPU's memory (MPS tasks of any group, no client limit; the best GPU on every GPU, or a share
     of a whole-GPU task), the host's CPU, the host's memory."""
     caps = [per_host(it, host) for it in items]
-    clients = [it.whole if it.whole else it.clients / MAX_CLIENTS_PER_GPU if it.size else 0.0 for it in items]
-    use = [
-        (it.whole if it.whole else it.size / host.usable, c, it.cpu, it.mem, it.enis)
-        for it, c in zip(items, clients, strict=True)
-    ]
-    capacity = (host.gpus, host.gpus, host.cpu, host.mem, min(host.enis, 1 << 30))
+    use = [_use(it, host) for it in items]
+    capacity = _capacity(host)
     best = math.inf
     for row in (0, 2, 3):
         lam = [p if r != row else 0.0 for r, p in enumerate(prices)]

@@ -1045,6 +1045,24 @@ def _pack_host_lp(
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
     cannot beat ``beat`` hosts); and the LP's bound."""
     pairs = [(s, n) for group in groups for s, n in group if n]
+    items, spec = lp_problem(capacity, pairs)
+    solution = host_lp.solve(items, spec, beat=beat)
+    if not solution.hosts:
+        return None, solution.bound
+    hosts = [_lp_host(p, k, pairs) for p, k in solution.hosts]
+    left = {s.name: n for (s, _), n in zip(pairs, solution.rest, strict=True)}
+    rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
+    rest = [group for group in rest if group]
+    if rest:
+        packed = [_ffd_hosts(capacity, rest, order) for order in _ffd_orders(capacity, rest)]
+        hosts += sorted(packed, key=_size)[0]
+    return hosts, solution.bound
+
+
+def lp_problem(
+    capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]]
+) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
+    """The host-level LP's view of ``pairs`` (service, tasks to place) on ``capacity``."""
     items = [
         host_lp.Item(
             name=s.name,
@@ -1066,17 +1084,7 @@ def _pack_host_lp(
         capacity.host_memory_mib,
         _eni_room(capacity),
     )
-    solution = host_lp.solve(items, spec, beat=beat)
-    if not solution.hosts:
-        return None, solution.bound
-    hosts = [_lp_host(p, k, pairs) for p, k in solution.hosts]
-    left = {s.name: n for (s, _), n in zip(pairs, solution.rest, strict=True)}
-    rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
-    rest = [group for group in rest if group]
-    if rest:
-        packed = [_ffd_hosts(capacity, rest, order) for order in _ffd_orders(capacity, rest)]
-        hosts += sorted(packed, key=_size)[0]
-    return hosts, solution.bound
+    return items, spec
 
 
 def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int]]) -> _Host:
