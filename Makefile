@@ -63,12 +63,11 @@ check: lint typecheck test
 setup: $(PY_STAMP) $(NODE_STAMP)
 
 $(PY_STAMP): pyproject.toml constraints.txt
-	@echo "set-up 1/2: Python packages into $(VENV) (once; about 3 minutes and 1.2 GB on a 2-core machine)"
+	@echo "set-up 1/2: Python packages into $(VENV) (once; about 20 seconds and 0.9 GB with uv)"
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check --progress-bar off -c constraints.txt -e ".[dev]" 2>&1 \
-		| awk '/^Collecting/ { n++; if (n % 20 == 0) printf "  %d packages found\n", n; fflush() } \
-			/^Installing collected/ { print "  installing " n " packages"; fflush() } \
-			/^(ERROR|error)/ { print }'
+	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt uv
+	$(PY) -m uv pip install --python $(PY) -c constraints.txt -e ".[dev]" 2>&1 \
+		| awk '/^(Resolved|Prepared|Installed|Uninstalled)/ { print "  " $$0; fflush() } /^(error|warning)/ { print }'
 	$(PY) -c "import aws_cdk, ecs_gpu_sharing"
 	touch $@
 
