@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 import pytest
 
 from ecs_gpu_sharing.cli import main
-from ecs_gpu_sharing.core import plan_contract
+from ecs_gpu_sharing.core import cost, plan_contract
 
 from conftest import THREE_MODELS
 
@@ -80,7 +80,7 @@ def test_plan_svg_draws_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert any(t.startswith("l4 (g6.2xlarge): 2 instances, max ") and "deployment surge needs" in t for t in texts)
     assert any(t.startswith("CPU ") and "memory" in t for t in texts)
     assert any(t.startswith("3 instances (lower bound 3)") for t in texts)
-    assert any(t.startswith("cost: no prices") for t in texts)
+    assert f"cost: {cost.NOT_PRICED}" in texts  # how to price it is said once, on the terminal
     # Colours a converter can draw: hex, never hsl().
     fills = {e.get("fill") for e in root.iter("{http://www.w3.org/2000/svg}rect")}
     assert all(f and f.startswith("#") and len(f) == 7 for f in fills), fills

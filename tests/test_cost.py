@@ -164,12 +164,21 @@ def test_a_plan_with_prices_carries_cost_in_json_table_markdown_and_svg(
     assert "USD/month at the plan" in svg.read_text()
 
 
-def test_without_prices_every_place_says_how_to_get_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_prices_a_command_says_how_to_get_them_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     main(["plan", str(THREE_MODELS), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["cost"] is None and "prices refresh --region" in doc["summary"]["cost_note"]
-    main(["plan", str(THREE_MODELS)])
-    assert "cost: no prices: run `ecs-gpu-sharing prices refresh" in capsys.readouterr().out
+    # The terminal says how, once; the picture it also wrote says only that it is not priced.
+    svg = tmp_path / "plan.svg"
+    main(["plan", str(THREE_MODELS), "--svg", str(svg)])
+    out = capsys.readouterr().out
+    assert out.count("prices refresh") == 1 and "cost: no prices: run `ecs-gpu-sharing prices refresh" in out
+    assert "prices refresh" not in svg.read_text() and f"cost: {cost.NOT_PRICED}" in svg.read_text()
+    # A plan JSON shown again: the same, once.
+    plan_json = tmp_path / "plan.json"
+    plan_json.write_text(json.dumps(doc))
+    main(["plan", str(plan_json), "--svg", str(svg)])
+    assert capsys.readouterr().out.count("prices refresh") == 1 and "prices refresh" not in svg.read_text()
 
 
 def test_an_instance_type_without_a_price_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,6 +22,8 @@ from .files import read_json
 HOURS_PER_MONTH = 730
 REFRESH = "ecs-gpu-sharing prices refresh --region REGION --output prices.json"
 NO_PRICES = f'no prices: run `{REFRESH}`, then give prices = "prices.json" in the fleet file or --prices'
+# What a plan's files (Markdown, SVG) say without prices: the how-to is printed once, by the command that made them.
+NOT_PRICED = "not priced (no prices given)"
 
 
 @dataclass(frozen=True)
@@ -154,12 +156,13 @@ def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
     return plan
 
 
-def cost_lines(plan: Mapping[str, Any]) -> list[str]:
-    """Plain-text lines of a plan JSON's cost (or how to get one), for the table, the summary and Markdown."""
+def cost_lines(plan: Mapping[str, Any], *, hint: bool = True) -> list[str]:
+    """Plain-text lines of a plan JSON's cost, for the table, the summary, Markdown and SVG. Without prices: how to
+    get them where ``hint`` (a command's terminal output, once), else only that it is not priced (its files)."""
     summary = plan.get("summary", {})
     cost = summary.get("cost")
     if not cost:
-        return [f"cost: {summary.get('cost_note', NO_PRICES)}"]
+        return [f"cost: {summary.get('cost_note', NO_PRICES) if hint else NOT_PRICED}"]
     cur = cost["currency"]
     lines = [
         f"cost: {cost['per_hour']:,.2f} {cur}/hour, {cost['per_month']:,.2f} {cur}/month at the plan; "

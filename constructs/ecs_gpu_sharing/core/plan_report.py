@@ -481,7 +481,7 @@ def to_svg(doc: Mapping[str, Any]) -> str:
         f"(lower bound {summary.get('instance_lower_bound')}), {summary.get('gpus')} GPUs; "
         f"fits: {'yes' if summary.get('fits') else 'no'}. A proof that a placement exists, "
         "not where ECS puts tasks.",
-        cost_lines(doc)[0],
+        cost_lines(doc, hint=False)[0],
     ]
     for line in lines:
         rows.append(f'<text x="4" y="{y + 13}">{escape(line)}</text>')
