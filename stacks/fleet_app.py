@@ -117,10 +117,7 @@ def build_app(
                     app,
                     f"{spec.name}-observability-{shard}",
                     cluster=cluster.cluster,
-                    services={
-                        name: (service, spec.services[name].shape(spec.source).task_gpu_budget_mib)
-                        for name, service in stack.services.items()
-                    },
+                    services=dict(stack.services),  # their budgets are read from the plan
                     alarm_topic=cluster.scaling_events,
                     env=env,
                 )

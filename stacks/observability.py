@@ -21,7 +21,7 @@ class ObservabilityStack(Stack):
         id_: str,
         *,
         cluster: ecs.ICluster,
-        services: Mapping[str, tuple[ecs.BaseService, int]],
+        services: Mapping[str, ecs.BaseService],
         alarm_topic: sns.ITopic | None,
         **kwargs: object,
     ) -> None:

@@ -16,7 +16,13 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
 
-from ecs_gpu_sharing import GpuCapacity, GpuManagedInstancesCapacity
+from ecs_gpu_sharing import (
+    GpuCapacity,
+    GpuManagedInstancesCapacity,
+    MpsShare,
+    SharedGpuService,
+    SharedGpuTaskDefinition,
+)
 from ecs_gpu_sharing.cdk.telemetry import DAEMON_IMAGE_DIR, STOP_METRICS, GpuFleetDashboard, GpuTelemetry
 from ecs_gpu_sharing.core.telemetry import METRIC_NAMESPACE as NAMESPACE
 from ecs_gpu_sharing.operations.telemetry.daemon import Daemon, LogSink, TaskDirectory, mps_up, read_gpus
@@ -414,12 +420,13 @@ def deployed() -> dict[str, Any]:
     one = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge", "g6.2xlarge"])
     four = GpuCapacity(stack, "L4x4", cluster=cluster, instance_types=["g6.12xlarge"])
     telemetry = GpuTelemetry(stack, "Telemetry", cluster=cluster, capacities=[one, four])
-    task = ecs.Ec2TaskDefinition(stack, "Task")
-    task.add_container(
-        "model", image=ecs.ContainerImage.from_registry("repo/x@sha256:" + "0" * 64), memory_limit_mib=512
-    )
-    service = ecs.Ec2Service(stack, "Emb", cluster=cluster, task_definition=task, min_healthy_percent=100)
-    GpuFleetDashboard(stack, "Dash", cluster=cluster, services={"embedder": (service, 2048)})
+    task = SharedGpuTaskDefinition(stack, "Task")
+    image = ecs.ContainerImage.from_registry("repo/x@sha256:" + "0" * 64)
+    task.add_container("model", image=image, memory_limit_mib=512, gpu=MpsShare(gpu_budget_mib=1536))
+    task.add_container("sidecar", image=image, memory_limit_mib=256, gpu=MpsShare(gpu_budget_mib=512))
+    service = SharedGpuService(stack, "Emb", cluster=cluster, capacity=one, task_definition=task, desired_count=2)
+    # The budget is the task's (both containers' shares), read from the plan; the service's handle is enough.
+    GpuFleetDashboard(stack, "Dash", cluster=cluster, services={"embedder": service.service})
     return {
         "template": Template.from_stack(stack),
         "telemetry": telemetry,
@@ -591,9 +598,30 @@ def test_a_dashboard_refuses_more_services_than_its_widgets_allow() -> None:
     stack = cdk.Stack(app, "S")
     cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=1, nat_gateways=0, subnet_configuration=[]))
     with pytest.raises(ValueError, match="more than a CloudWatch dashboard holds"):
-        GpuFleetDashboard(stack, "D", cluster=cluster, services={f"s{i}": (None, 1) for i in range(200)})  # type: ignore[misc]
+        GpuFleetDashboard(stack, "D", cluster=cluster, services={f"s{i}": None for i in range(200)})  # type: ignore[misc]
     with pytest.raises(ValueError, match="alarm_ratio must be in"):
         GpuFleetDashboard(stack, "E", cluster=cluster, services={}, alarm_ratio=1.5)
+
+
+def test_a_dashboard_takes_services_and_reads_their_budgets_from_the_plan_refusing_anything_else() -> None:
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1))
+    task = ecs.Ec2TaskDefinition(stack, "Task")
+    task.add_container("web", image=ecs.ContainerImage.from_registry("repo/web:1"), memory_limit_mib=512)
+    web = ecs.Ec2Service(stack, "Web", cluster=cluster, task_definition=task, min_healthy_percent=100)
+    # A budget given by hand could drift from the task definition's: the tuple form is refused, saying why.
+    with pytest.raises(ValueError, match=r"S/Tuple: services\['web'\] is a \(service, budget\) pair.*give the service"):
+        GpuFleetDashboard(stack, "Tuple", cluster=cluster, services={"web": (web, 2048)})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match=r"S/Def: services\['web'\] is a task definition.*give the service"):
+        GpuFleetDashboard(stack, "Def", cluster=cluster, services={"web": task})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match=r"S/Str: services\['web'\] must be a service.*got str"):
+        GpuFleetDashboard(stack, "Str", cluster=cluster, services={"web": "Web"})  # type: ignore[dict-item]
+    # A service the plan does not hold (no GPU capacity) has no budget: refused when the app synthesizes.
+    GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    GpuFleetDashboard(stack, "Dash", cluster=cluster, services={"web": web})
+    with pytest.raises(Exception, match=r"S/Dash: services\['web'\] \(S/Web\) is not in the GPU fleet plan"):
+        app.synth()
 
 
 def test_managed_instances_hosts_may_not_write_the_evidence_either() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -48,9 +49,28 @@ def test_a_consumer_app_snapshots_round_trip_and_a_change_reads_as_a_diff(tmp_pa
     changed = _pytest(app)
     assert changed.returncode == 1
     assert "2 failed" in changed.stdout, changed.stdout  # the plan's diff is not hidden behind the template's
-    # syrupy shows the changed line of the template, old and new, as a diff.
-    diff = [" ".join(line.split()) for line in changed.stdout.splitlines()]
-    assert 'E - "Memory": 4096' in diff and 'E + "Memory": 6144' in diff
+    # syrupy shows changed lines, old and new, not one changed string of thousands of characters.
+    shown = [" ".join(line.split()) for line in changed.stdout.splitlines() if line.startswith("E ")]
+    assert any("4096" in line for line in shown) and any("6144" in line for line in shown), changed.stdout
+    assert max(len(line) for line in changed.stdout.splitlines()) < 400
+
+    # What a reviewer reads in the pull request: the snapshot file's diff, one short line per changed figure. The
+    # task definition's memory, the dashboard's budget line (its body is shown as a document, the budget read from
+    # the plan) and the alarm's threshold (90%) each change on a line of their own.
+    old = (app / "__snapshots__" / "test_models_stack" / "test_template[template].json").read_text().splitlines()
+    updated = _pytest(app, "--snapshot-update")
+    assert updated.returncode == 0, updated.stdout
+    new = (app / "__snapshots__" / "test_models_stack" / "test_template[template].json").read_text().splitlines()
+    diff = [" ".join(line.split()) for line in difflib.unified_diff(old, new, lineterm="", n=0)][2:]
+    changes = [line.rstrip(",") for line in diff if line[:1] in "+-"]
+    for before, after in (
+        ('"Memory": 4096', '"Memory": 6144'),
+        ('"value": 4096', '"value": 6144'),
+        ('"Threshold": 3686', '"Threshold": 5529'),
+        ('"label": "budget 4096 MiB"', '"label": "budget 6144 MiB"'),
+    ):
+        assert f"- {before}" in changes and f"+ {after}" in changes, "\n".join(diff)
+    assert max(len(line) for line in changes) < 300, "\n".join(diff)
 
 
 def test_normalize_template_drops_what_churns() -> None:
@@ -64,3 +84,25 @@ def test_normalize_template_drops_what_churns() -> None:
         },
     }
     assert normalize_template(template) == {"Resources": {"Fn": {"Properties": {"Code": {"S3Key": "<asset-hash>"}}}}}
+
+
+def test_a_dashboard_body_is_shown_as_the_document_it_holds_with_deploy_time_values_in_place() -> None:
+    region = {"Ref": "AWS::Region"}
+    service = {"Fn::GetAtt": ["Svc", "Name"]}
+    body = {
+        "Fn::Join": [
+            "",
+            ['{"widgets":[{"properties":{"region":"', region, '","title":"svc ', service, '","value":2048}}]}'],
+        ]
+    }
+    template = {"Resources": {"D": {"Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardBody": body}}}}
+    shown = normalize_template(template)["Resources"]["D"]["Properties"]["DashboardBody"]
+    assert shown == {
+        "widgets": [{"properties": {"region": region, "title": {"Fn::Join": ["", ["svc ", service]]}, "value": 2048}}]
+    }
+    # A plain string body is parsed too; a body that is not JSON, or that spells a mark itself, is kept as it was.
+    plain = {"Resources": {"D": {"Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardBody": '{"a":1}'}}}}
+    assert normalize_template(plain)["Resources"]["D"]["Properties"]["DashboardBody"] == {"a": 1}
+    for kept in ("not json", {"Fn::Join": ["", ['{"a":"@@deploy-time-0@@', region, '"}']]}):
+        odd = {"Resources": {"D": {"Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardBody": kept}}}}
+        assert normalize_template(odd)["Resources"]["D"]["Properties"]["DashboardBody"] == kept

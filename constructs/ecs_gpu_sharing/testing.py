@@ -4,7 +4,10 @@ Installed with the library as a ``pytest11`` entry point, so pytest loads it wit
 installed it offers the ``gpu_snapshot`` fixture, syrupy's ``snapshot`` with a JSON extension that serializes
 
 - a ``Stack`` as its synthesized template, normalized: no bootstrap-version parameter and rule, no CDK metadata
-  resource or condition, asset hashes replaced by ``<asset-hash>`` (what changes when nothing real did);
+  resource or condition, asset hashes replaced by ``<asset-hash>`` (what changes when nothing real did), and a
+  CloudWatch dashboard's body shown as the JSON document it holds (CloudFormation takes it as one string, often an
+  ``Fn::Join`` around deploy-time values, which would make a changed budget line one changed line of 10,000
+  characters): each deploy-time value stays where it is, a whole string or an ``Fn::Join`` of its parts;
 - an ``App`` (or ``Stage``) as its GPU fleet plan (``gpu-fleet-plan.json``, written when it synthesizes);
 - anything else (a dict) as JSON.
 
@@ -42,7 +45,54 @@ def normalize_template(template: dict[str, Any]) -> dict[str, Any]:
     for key in ("Parameters", "Rules", "Conditions"):
         if key in doc and not doc[key]:
             del doc[key]
+    for resource in doc.get("Resources", {}).values():
+        properties = resource.get("Properties") if isinstance(resource, dict) else None
+        dashboard = resource.get("Type") == "AWS::CloudWatch::Dashboard"
+        if dashboard and isinstance(properties, dict) and "DashboardBody" in properties:
+            properties["DashboardBody"] = dashboard_document(properties["DashboardBody"])
     return dict(json.loads(_ASSET_HASH.sub("<asset-hash>", json.dumps(doc))))
+
+
+_MARK = re.compile(r"@@deploy-time-(\d+)@@")
+
+
+def dashboard_document(body: Any) -> Any:
+    """A dashboard body (a string, or an ``Fn::Join`` with "" of strings and deploy-time values) as the JSON it
+    holds, each deploy-time value in its place; the body as it was when it is not JSON."""
+    if isinstance(body, str):
+        parts: list[Any] = [body]
+    elif isinstance(body, dict) and list(body) == ["Fn::Join"] and body["Fn::Join"][0] == "":
+        parts = list(body["Fn::Join"][1])
+    else:
+        return body
+    if any(isinstance(p, str) and _MARK.search(p) for p in parts):
+        return body  # the body itself holds a mark's spelling: left as it is rather than misread
+    values = [p for p in parts if not isinstance(p, str)]
+    marked, n = [], 0
+    for part in parts:
+        if isinstance(part, str):
+            marked.append(part)
+        else:
+            marked.append(f"@@deploy-time-{n}@@")
+            n += 1
+    try:
+        document = json.loads("".join(marked))
+    except ValueError:
+        return body
+
+    def put_back(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: put_back(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [put_back(v) for v in node]
+        if not isinstance(node, str) or not _MARK.search(node):
+            return node
+        pieces = _MARK.split(node)
+        # split() alternates text and mark numbers: text, n, text, n, ..., text
+        joined = [values[int(p)] if i % 2 else p for i, p in enumerate(pieces) if i % 2 or p]
+        return joined[0] if len(joined) == 1 else {"Fn::Join": ["", joined]}
+
+    return put_back(document)
 
 
 def fleet_plan(app: Any) -> dict[str, Any]:

@@ -36,4 +36,4 @@ class ModelsStack(cdk.Stack):
         # The telemetry daemon on every GPU host, and a dashboard with an alarm per service; then
         # `ecs-gpu-sharing evaluate --cluster <name> --plan cdk.out/gpu-fleet-plan.json` judges the budgets.
         GpuTelemetry(self, "Telemetry", cluster=cluster, capacities=[l4])
-        GpuFleetDashboard(self, "Dashboard", cluster=cluster, services={"embedder": (embedder.service, 4096)})
+        GpuFleetDashboard(self, "Dashboard", cluster=cluster, services={"embedder": embedder})

@@ -239,6 +239,17 @@ class FleetPlan(Construct):
         self._remove_stale_files()
         return result
 
+    def planned_task_gpu_budget(self, service: IConstruct) -> int | None:
+        """The GPU budget (MiB) of one task of ``service`` (any handle ``set_allocation`` takes but a task
+        definition) as the plan holds it: every container's MPS share summed; None when the plan does not hold it.
+        Read when the app synthesizes (a dashboard's ``Lazy`` values), so it is the budget the plan was made with."""
+        handle = self._service_handle(service, "planned_task_gpu_budget")
+        _ = self.assessment
+        assert self._discovered is not None
+        names = {n for n, owners in self._discovered.services_by_name.items() if handle in owners}
+        budgets = [s.task_gpu_budget_mib for s in self._discovered.services if s.name in names]
+        return budgets[0] if len(budgets) == 1 else None
+
     def max_instances(self, capacity: PlannedCapacity) -> int:
         given = capacity.given_max_instances
         if given is not None:
@@ -321,7 +332,7 @@ class FleetPlan(Construct):
         lines = cost.cost_lines(doc)
         outdir.mkdir(parents=True, exist_ok=True)
         write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(doc, indent=1) + "\n")
-        markdown = plan_report.to_markdown(result, cost_lines=lines)
+        markdown = plan_report.to_markdown(result, cost_lines=cost.cost_lines(doc, hint=False))
         markdown += plan_report.allow_list_markdown(judged.allowed, not_judged)
         write_atomic(outdir / f"{PLAN_FILE}.md", markdown)
         notes = [f"not judged: {path}: {why}" for path, why in not_judged]

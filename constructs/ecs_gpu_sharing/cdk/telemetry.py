@@ -41,7 +41,7 @@ reads the evidence log group and the stopped-task log group instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,7 +55,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk.interfaces.aws_events import IRuleRef
-from constructs import Construct
+from constructs import Construct, IConstruct, IValidation
 
 from ..core import catalog
 from ..core.container_guards import GPU_DEVICE_MAPPED, HOST_PATH
@@ -383,7 +383,13 @@ class _LogGroupTarget:
 class GpuFleetDashboard(Construct):
     """A CloudWatch dashboard of the fleet's GPU services, and an alarm per service when its peak nears its budget.
 
-    :param services: service name in the plan -> (the ECS service, its task's GPU budget in MiB).
+    Each service's budget is read from the fleet plan when the app synthesizes: its task's GPU budget, every
+    container's MPS share summed (what the telemetry daemon measures), so a budget changed in the task definition
+    moves the dashboard's line, the alarm's threshold and its description with it.
+
+    :param services: the name each service is shown under (its name in the plan, for most) -> the service: an ECS
+        service, an aws-ecs-patterns service or its ``.service``, or a ``SharedGpuService``; it must be on a GPU
+        capacity (the plan holds it), which the synth checks.
     :param alarm_ratio: the share of the budget at which the alarm fires (0.9: at 90%).
     :param alarm_topic: where alarms notify, if anywhere.
     """
@@ -394,7 +400,7 @@ class GpuFleetDashboard(Construct):
         id_: str,
         *,
         cluster: ecs.ICluster,
-        services: Mapping[str, tuple[ecs.BaseService, int]],
+        services: Mapping[str, IConstruct],
         alarm_ratio: float = 0.9,
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
@@ -410,10 +416,14 @@ class GpuFleetDashboard(Construct):
                 f"CloudWatch dashboard holds ({MAX_DASHBOARD_WIDGETS}); give each dashboard at most "
                 f"{MAX_SERVICES_PER_DASHBOARD} services"
             )
+        ecs_services = {name: self._ecs_service(name, given) for name, given in services.items()}
+        plan = FleetPlan.of(self)
+        self.node.add_validation(_PlannedBudgets(self, plan, services))
         stack = cdk.Stack.of(self)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{stack.stack_name}-gpu")
         self.alarms: dict[str, cloudwatch.Alarm] = {}
-        for name, (service, budget) in sorted(services.items()):
+        for name, service in sorted(ecs_services.items()):
+            budget = _PlannedBudget(plan, services[name])
             dims = {"Cluster": cluster.cluster_name, "Service": service.service_name}
             peak = _metric("GpuMemoryPeakMiB", dims, "Maximum", f"{name} peak")
             p99 = _metric("GpuMemoryP99MiB", dims, "Maximum", f"{name} p99")
@@ -424,14 +434,16 @@ class GpuFleetDashboard(Construct):
                 self,
                 f"{name}-near-budget",
                 metric=peak,
-                threshold=int(budget * alarm_ratio),
+                threshold=cdk.Lazy.number(budget.share(alarm_ratio)),
                 evaluation_periods=3,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=(
-                    f"{name}: GPU memory peak at {int(alarm_ratio * 100)}% or more of its {budget} MiB budget for "
-                    "15 minutes; the next allocation past the budget fails (CUDA out of memory): raise the budget "
-                    "(ecs-gpu-sharing evaluate suggests one)"
+                alarm_description=cdk.Lazy.string(
+                    budget.text(
+                        f"{name}: GPU memory peak at {int(alarm_ratio * 100)}% or more of its {{budget}} MiB budget "
+                        "for 15 minutes; the next allocation past the budget fails (CUDA out of memory): raise the "
+                        "budget (ecs-gpu-sharing evaluate suggests one)"
+                    )
                 ),
             )
             if alarm_topic is not None:
@@ -441,7 +453,12 @@ class GpuFleetDashboard(Construct):
                 cloudwatch.GraphWidget(
                     title=f"{name}: GPU memory (MiB) against its budget",
                     left=[peak, p99],
-                    left_annotations=[cloudwatch.HorizontalAnnotation(value=budget, label=f"budget {budget} MiB")],
+                    left_annotations=[
+                        cloudwatch.HorizontalAnnotation(
+                            value=cdk.Lazy.number(budget.share(1)),
+                            label=cdk.Lazy.string(budget.text("budget {budget} MiB")),
+                        )
+                    ],
                     width=10,
                 ),
                 cloudwatch.GraphWidget(title=f"{name}: utilization of its GPUs (%)", left=[utilization], width=7),
@@ -449,6 +466,84 @@ class GpuFleetDashboard(Construct):
             )
         healthy = _metric("MpsHealthy", {"Cluster": cluster.cluster_name}, "Minimum", "MPS control daemon up (1)")
         self.dashboard.add_widgets(cloudwatch.GraphWidget(title="MPS health, lowest host", left=[healthy], width=24))
+
+    def _ecs_service(self, name: str, given: object) -> ecs.BaseService:
+        """The ECS service behind a handle, or a clear refusal naming what was given."""
+        where = f"{self.node.path}: services[{name!r}]"
+        if isinstance(given, tuple):
+            raise ServiceError(
+                f"{where} is a (service, budget) pair: the budget is read from the fleet plan (the task's MPS shares "
+                "summed), so it cannot drift from the task definition; give the service alone"
+            )
+        if isinstance(given, ecs.TaskDefinition):
+            raise ServiceError(
+                f"{where} is a task definition: a dashboard graphs a service's metrics; give the service that runs "
+                "it (an ECS service, an aws-ecs-patterns service or its .service, a SharedGpuService)"
+            )
+        if isinstance(given, ecs.BaseService):
+            return given
+        node = getattr(given, "node", None)
+        child = node.try_find_child("Service") if node is not None else None
+        if isinstance(child, ecs.BaseService):
+            return child
+        raise ServiceError(
+            f"{where} must be a service (an ECS service, an aws-ecs-patterns service or its .service, a "
+            f"SharedGpuService), got {type(given).__name__}"
+        )
+
+
+@jsii.implements(IValidation)
+class _PlannedBudgets:
+    """A dashboard's services must be in the plan: their budgets are read from it."""
+
+    def __init__(self, dashboard: GpuFleetDashboard, plan: FleetPlan, services: Mapping[str, IConstruct]) -> None:
+        self._dashboard, self._plan, self._services = dashboard, plan, dict(services)
+
+    def validate(self) -> list[str]:
+        return [
+            f"{self._dashboard.node.path}: services[{name!r}] ({given.node.path}) is not in the GPU fleet plan, so it "
+            "has no GPU budget to graph or alarm on; put it on a GpuCapacity (its capacity provider strategy), or "
+            "leave it out of the dashboard"
+            for name, given in sorted(self._services.items())
+            if self._plan.planned_task_gpu_budget(given) is None
+        ]
+
+
+class _PlannedBudget:
+    """One service's task GPU budget from the sealed plan, as the ``Lazy`` producers a dashboard needs."""
+
+    def __init__(self, plan: FleetPlan, service: IConstruct) -> None:
+        self._plan, self._service = plan, service
+
+    def mib(self) -> int:
+        # CDK resolves tokens (looking for cross-stack references) before it validates: a service the plan does
+        # not hold reads 0 here, and the dashboard's validation then fails the synth, naming it.
+        return self._plan.planned_task_gpu_budget(self._service) or 0
+
+    def share(self, ratio: float) -> cdk.IStableNumberProducer:
+        return _Number(lambda: int(self.mib() * ratio))
+
+    def text(self, template: str) -> cdk.IStableStringProducer:
+        return _String(lambda: template.format(budget=self.mib()))
+
+
+# One class per interface: jsii tells a producer's kind by the interface its class declares.
+@jsii.implements(cdk.IStableNumberProducer)
+class _Number:
+    def __init__(self, produce: Callable[[], int]) -> None:
+        self._produce = produce
+
+    def produce(self) -> int:
+        return self._produce()
+
+
+@jsii.implements(cdk.IStableStringProducer)
+class _String:
+    def __init__(self, produce: Callable[[], str]) -> None:
+        self._produce = produce
+
+    def produce(self) -> str:
+        return self._produce()
 
 
 def _metric(
