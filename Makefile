@@ -62,12 +62,14 @@ check: lint typecheck test
 
 setup: $(PY_STAMP) $(NODE_STAMP)
 
+# uv installs in seconds where pip took two minutes; --compile-bytecode as pip does: without it, where
+# PYTHONDONTWRITEBYTECODE is set, every process the tests start compiles aws_cdk again (5 s an import, not 1.5 s).
 $(PY_STAMP): pyproject.toml constraints.txt
-	@echo "set-up 1/2: Python packages into $(VENV) (once; about 20 seconds and 0.9 GB with uv)"
+	@echo "set-up 1/2: Python packages into $(VENV) (once; about 40 seconds and 1 GB with uv)"
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt uv
-	$(PY) -m uv pip install --python $(PY) -c constraints.txt -e ".[dev]" 2>&1 \
-		| awk '/^(Resolved|Prepared|Installed|Uninstalled)/ { print "  " $$0; fflush() } /^(error|warning)/ { print }'
+	$(PY) -m uv pip install --python $(PY) --compile-bytecode -c constraints.txt -e ".[dev]" 2>&1 \
+		| awk '/^(Resolved|Prepared|Installed|Uninstalled|Bytecode)/ { print "  " $$0; fflush() } /^(error|warning)/ { print }'
 	$(PY) -c "import aws_cdk, ecs_gpu_sharing"
 	touch $@
 
