@@ -307,41 +307,41 @@ def test_where_host_memory_and_cpu_bind_the_binding_order_packs_pairs_that_gpu_o
 
 
 def test_a_small_fleet_is_searched_for_fewer_hosts_than_first_fit_finds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ecs_gpu_sharing.core import planner as planner_module
+    from ecs_gpu_sharing.core.planner import packing, search
 
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     services = [
         _svc("a", 6, 2048, 11648, (2176, 2176), "l40s"),
         _svc("b", 4, 512, 12800, (1024,), "l40s"),
     ]
-    monkeypatch.setattr(planner_module, "HOST_LP_TASKS", 0)  # the host-level LP finds it too: this is the search's
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)  # the host-level LP finds it too: this is the search's
     assert plan([l40s], services).instances == 2  # the search finds the two-host placement
-    monkeypatch.setattr(planner_module, "SEARCH_TASKS", 0)
+    monkeypatch.setattr(search, "SEARCH_TASKS", 0)
     assert plan([l40s], services).instances == 3  # first-fit, in every order, needs three
 
 
 def test_the_host_level_lp_finds_what_first_fit_misses_and_proves_it_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
     """#32: the LP's patterns pair a's tasks with b's where first-fit in every order needs a third host; its bound
     (Farley's, from the LP) says two is the optimum."""
-    from ecs_gpu_sharing.core import planner as planner_module
+    from ecs_gpu_sharing.core.planner import packing, search
 
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
-    monkeypatch.setattr(planner_module, "SEARCH_TASKS", 0)
+    monkeypatch.setattr(search, "SEARCH_TASKS", 0)
     result = plan([l40s], services)
     _assert_valid(result, services)
     assert result.instances == 2 and result.capacity("l40s").optimal
-    monkeypatch.setattr(planner_module, "HOST_LP_TASKS", 0)
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
     assert plan([l40s], services).instances == 3
 
 
 def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ecs_gpu_sharing.core import planner as planner_module
+    from ecs_gpu_sharing.core.planner import packing, search
 
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
-    monkeypatch.setattr(planner_module, "SEARCH_STEPS", 1)
-    monkeypatch.setattr(planner_module, "HOST_LP_TASKS", 0)
+    monkeypatch.setattr(search, "SEARCH_STEPS", 1)
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
     assert plan([l40s], services).instances == 3
 
 

@@ -1,0 +1,83 @@
+"""The fit planner: a placement of a fleet's tasks on GPU hosts that ECS could realise. Pure Python.
+
+Rules (ECS GPU sharing: a task's MPS containers land on one GPU, ECS places by GPU memory only; NVIDIA MPS: 48
+clients per GPU): a task's MPS containers share one GPU; a GPU holds MPS tasks or whole-GPU tasks, never
+both; per GPU the MPS memory stays within the usable memory and the MPS clients (containers) within NVIDIA's
+48; per host the tasks' CPU units and memory stay within what the host offers to tasks.
+
+The plan proves that a placement exists and estimates capacity; it is not where ECS will put tasks (ECS places
+by its own strategy, task by task). It packs in two stages, by shape and in bulk, so its cost grows with the
+number of services, not of tasks:
+
+1. GPUs: the largest remaining task opens a GPU, and the rest of that GPU is filled as fully as memory allows
+   (an exact subset-sum over the remaining task shapes, on a bitset; a greedy fill when the exact one breaks the
+   client, CPU or memory limits). The GPU's contents are then repeated for as many GPUs as the counts allow.
+2. Hosts: GPU contents, whole-GPU tasks and tasks without a GPU are packed onto hosts first-fit decreasing, in
+   groups of identical hosts.
+
+Ties break on names, so the same input always gives the same plan. Lower bounds (GPUs: Martello and Toth's L2 on
+GPU memory and NVIDIA's client limit; instances: GPUs, CPU and memory; a fleet of one task shape: its count over
+the most that fit a host) say how far from optimal a plan can be; a plan at its bound is optimal.
+"""
+
+from __future__ import annotations
+
+from .ffd import FFD_ALWAYS_TASKS, PRUNE_EVERY
+from .gpus import bin_lower_bound
+from .model import (
+    EC2,
+    ECS_DEFAULT_MAX_PERCENT,
+    KINDS,
+    MANAGED_INSTANCES,
+    CapacityInput,
+    CapacityPlan,
+    GpuLoad,
+    InstanceGroup,
+    Plan,
+    ServiceInput,
+    Unplaced,
+)
+from .packing import HOST_LP_TASKS, lp_problem, plan
+from .search import SEARCH_STEPS, SEARCH_TASKS
+from .tasks import (
+    TASK_EXCEEDS_GPU_MEMORY,
+    TASK_EXCEEDS_GPUS,
+    TASK_EXCEEDS_HOST_CPU,
+    TASK_EXCEEDS_HOST_MEMORY,
+    TASK_EXCEEDS_MPS_CLIENTS,
+    TASK_RULES,
+    TaskProblem,
+    TaskRule,
+    task_problems,
+)
+
+__all__ = [
+    "EC2",
+    "ECS_DEFAULT_MAX_PERCENT",
+    "FFD_ALWAYS_TASKS",
+    "HOST_LP_TASKS",
+    "KINDS",
+    "MANAGED_INSTANCES",
+    "PRUNE_EVERY",
+    "SEARCH_STEPS",
+    "SEARCH_TASKS",
+    "TASK_EXCEEDS_GPUS",
+    "TASK_EXCEEDS_GPU_MEMORY",
+    "TASK_EXCEEDS_HOST_CPU",
+    "TASK_EXCEEDS_HOST_MEMORY",
+    "TASK_EXCEEDS_MPS_CLIENTS",
+    "TASK_RULES",
+    "CapacityInput",
+    "CapacityPlan",
+    "GpuLoad",
+    "InstanceGroup",
+    "Plan",
+    "ServiceInput",
+    "TaskProblem",
+    "TaskRule",
+    "Unplaced",
+    "bin_lower_bound",
+    "lp_problem",
+    "plan",
+    "task_problems",
+]

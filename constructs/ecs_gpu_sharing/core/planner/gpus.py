@@ -1,0 +1,248 @@
+"""Stage 1: filling GPUs with MPS tasks (exact subset-sum on a bitset, greedy, paired; the cutting-stock LP)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .. import cutting_stock
+from ..mps import MAX_CLIENTS_PER_GPU
+from .model import CapacityInput, GpuLoad
+
+
+def bin_lower_bound(sizes: dict[int, int], capacity: int) -> int:
+    """A lower bound on the bins of ``capacity`` that items of ``sizes`` (size -> count) need.
+
+    Martello and Toth's L2 bound, after rounding the capacity down to a multiple of the sizes' greatest
+    common divisor (no bin can use the remainder).
+    """
+    items = sorted((size, n) for size, n in sizes.items() if n > 0)
+    if not items:
+        return 0
+    g = 0
+    for size, _ in items:
+        g = math.gcd(g, size)
+    cap = capacity - capacity % g
+    total = sum(size * n for size, n in items)
+    best = math.ceil(total / cap)
+    thresholds = [0] + [size for size, _ in items if size * 2 <= cap]
+    for k in thresholds:
+        j1 = sum(n for size, n in items if size > cap - k)
+        j2 = [(size, n) for size, n in items if cap - k >= size > cap / 2]
+        j3 = sum(size * n for size, n in items if k <= size <= cap / 2)
+        n2 = sum(n for _, n in j2)
+        room2 = n2 * cap - sum(size * n for size, n in j2)
+        best = max(best, j1 + n2 + max(0, math.ceil((j3 - room2) / cap)))
+    return best
+
+
+@dataclass
+class Item:
+    """One service's MPS tasks still to place, with what one task takes."""
+
+    name: str
+    size: int  # GPU budget
+    clients: int
+    cpu: int
+    mem: int
+    left: int
+
+
+def _greedy_fill(items: list[Item], room: int, clients: int, cpu: int, mem: int, taken: dict[int, int]) -> int:
+    """Adds tasks largest first while every limit holds; returns the GPU memory added."""
+    used = 0
+    for i, it in enumerate(items):
+        avail = it.left - taken.get(i, 0)
+        if avail <= 0 or it.size > room:
+            continue
+        k = min(avail, room // it.size, clients // it.clients)
+        if it.cpu:
+            k = min(k, cpu // it.cpu)
+        if it.mem:
+            k = min(k, mem // it.mem)
+        if k > 0:
+            taken[i] = taken.get(i, 0) + k
+            room -= k * it.size
+            clients -= k * it.clients
+            cpu -= k * it.cpu
+            mem -= k * it.mem
+            used += k * it.size
+    return used
+
+
+def _exact_fill(items: list[Item], room: int, taken: dict[int, int]) -> dict[int, int] | None:
+    """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset)."""
+    candidates = [(i, it) for i, it in enumerate(items) if it.size <= room and it.left - taken.get(i, 0) > 0]
+    if not candidates:
+        return {}
+    step = 0
+    for _, it in candidates:
+        step = math.gcd(step, it.size)
+    cap = room // step
+    mask = (1 << (cap + 1)) - 1
+    reach = 1
+    history: list[tuple[int, int, int]] = []  # (reach before, item index, copies) per binary chunk
+    for i, it in candidates:
+        avail = min(it.left - taken.get(i, 0), room // it.size)
+        weight = it.size // step
+        chunk = 1
+        while avail > 0:
+            k = min(chunk, avail)
+            history.append((reach, i, k))
+            reach = (reach | (reach << (weight * k))) & mask
+            avail -= k
+            chunk *= 2
+    target = reach.bit_length() - 1
+    chosen: dict[int, int] = {}
+    for before, i, k in reversed(history):
+        if not (before >> target) & 1:
+            chosen[i] = chosen.get(i, 0) + k
+            target -= k * (items[i].size // step)
+    return chosen
+
+
+def _limits_hold(items: list[Item], contents: dict[int, int], cap: CapacityInput) -> bool:
+    return (
+        sum(items[i].clients * k for i, k in contents.items()) <= MAX_CLIENTS_PER_GPU
+        and sum(items[i].cpu * k for i, k in contents.items()) <= cap.host_cpu_units
+        and sum(items[i].mem * k for i, k in contents.items()) <= cap.host_memory_mib
+    )
+
+
+def _fill_greedy(items: list[Item], first: int, cap: CapacityInput) -> dict[int, int]:
+    """First-fit decreasing within the GPU: the largest remaining tasks that still fit, in order."""
+    it = items[first]
+    contents = {first: 1}
+    _greedy_fill(
+        items,
+        cap.usable_gpu_memory_mib - it.size,
+        MAX_CLIENTS_PER_GPU - it.clients,
+        cap.host_cpu_units - it.cpu,
+        cap.host_memory_mib - it.mem,
+        contents,
+    )
+    return contents
+
+
+def _fill_exact(items: list[Item], first: int, cap: CapacityInput, partner: bool = False) -> dict[int, int]:
+    """The GPU's memory filled as fully as the remaining tasks allow (after one largest partner, if asked);
+    the greedy fill when that breaks a client, CPU or memory limit, or fills less."""
+    contents = {first: 1}
+    room = cap.usable_gpu_memory_mib - items[first].size
+    if partner:
+        for i, other in enumerate(items):
+            if other.size <= room and other.left - contents.get(i, 0) > 0:
+                contents[i] = contents.get(i, 0) + 1
+                room -= other.size
+                break
+    for i, k in (_exact_fill(items, room, contents) or {}).items():
+        contents[i] = contents.get(i, 0) + k
+    greedy = _fill_greedy(items, first, cap)
+    used = sum(items[i].size * k for i, k in contents.items())
+    if _limits_hold(items, contents, cap) and used > sum(items[i].size * k for i, k in greedy.items()):
+        return contents
+    return greedy
+
+
+def _fill_paired(items: list[Item], first: int, cap: CapacityInput) -> dict[int, int]:
+    """A task larger than half a GPU takes its largest partner first; smaller ones fill exactly."""
+    big = items[first].size * 2 > cap.usable_gpu_memory_mib
+    return _fill_exact(items, first, cap, partner=big)
+
+
+# Each GPU-filling strategy packs well on some workloads and less well on others; the plan keeps the best.
+FILLS: tuple[Callable[[list[Item], int, CapacityInput], dict[int, int]], ...] = (
+    _fill_exact,
+    _fill_greedy,
+    _fill_paired,
+)
+
+
+def pack_gpus(
+    items: list[Item], cap: CapacityInput, fill: Callable[[list[Item], int, CapacityInput], dict[int, int]]
+) -> list[tuple[GpuLoad, int, int, int]]:
+    """Stage 1: MPS tasks onto GPUs, as (GPU contents, CPU units, memory, how many such GPUs)."""
+    groups = []
+    items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
+    first = 0
+    while first < len(items):
+        if items[first].left == 0:
+            first += 1
+            continue
+        contents = fill(items, first, cap)
+        repeat = min(items[i].left // k for i, k in contents.items())
+        for i, k in contents.items():
+            items[i].left -= k * repeat
+        order = sorted(contents.items())
+        load = GpuLoad(
+            tasks=tuple((items[i].name, k) for i, k in order),
+            used_gpu_memory_mib=sum(items[i].size * k for i, k in order),
+            clients=sum(items[i].clients * k for i, k in order),
+        )
+        groups.append((load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat))
+    return groups
+
+
+def lp_solution(items: list[Item], cap: CapacityInput) -> cutting_stock.Solution | None:
+    """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together)."""
+    demand: dict[tuple[int, int], int] = {}
+    for it in items:
+        demand[(it.size, it.clients)] = demand.get((it.size, it.clients), 0) + it.left
+    keys = sorted(demand)
+    return cutting_stock.solve(
+        [s for s, _ in keys],
+        [c for _, c in keys],
+        [demand[k] for k in keys],
+        cap.usable_gpu_memory_mib,
+        MAX_CLIENTS_PER_GPU,
+    )
+
+
+def pack_gpus_lp(
+    items: list[Item], cap: CapacityInput, solution: cutting_stock.Solution
+) -> list[tuple[GpuLoad, int, int, int]] | None:
+    """Stage 1 guided by the LP: its patterns, rounded down, filled with services of each size; the rest by the
+    exact fill. ``None`` when a GPU so filled would break a host's CPU or memory (the other fills handle that)."""
+    items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
+    keys = sorted({(it.size, it.clients) for it in items})
+    by_key = {k: [i for i, it in enumerate(items) if (it.size, it.clients) == k] for k in keys}
+    groups: list[tuple[GpuLoad, int, int, int]] = []
+    for pattern, value in sorted(solution.patterns, key=lambda p: (-p[1], p[0])):
+        copies = int(value + 1e-9)
+        while copies > 0:
+            contents: dict[int, int] = {}
+            repeat = copies
+            for key, k in zip(keys, pattern, strict=True):
+                if not k:
+                    continue
+                # The service of this size with the most tasks left fills the slots; a GPU may mix services.
+                need = k
+                for i in sorted(by_key[key], key=lambda i: -items[i].left):
+                    if need == 0:
+                        break
+                    take = min(need, items[i].left - contents.get(i, 0))
+                    if take > 0:
+                        contents[i] = contents.get(i, 0) + take
+                        need -= take
+                if need:
+                    repeat = 0
+                    break
+            if not repeat or not contents:
+                break
+            if not _limits_hold(items, contents, cap):
+                return None
+            repeat = min(repeat, *(items[i].left // k for i, k in contents.items()))
+            for i, k in contents.items():
+                items[i].left -= k * repeat
+            order = sorted(contents.items())
+            load = GpuLoad(
+                tasks=tuple((items[i].name, k) for i, k in order),
+                used_gpu_memory_mib=sum(items[i].size * k for i, k in order),
+                clients=sum(items[i].clients * k for i, k in order),
+            )
+            groups.append(
+                (load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat)
+            )
+            copies -= repeat
+    return groups + pack_gpus([it for it in items if it.left], cap, _fill_exact)

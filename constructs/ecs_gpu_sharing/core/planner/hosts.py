@@ -1,0 +1,170 @@
+"""Stage 2: GPU contents, whole-GPU tasks and GPU-less tasks onto hosts; the instance lower bounds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..mps import MAX_CLIENTS_PER_GPU
+from ..shape import TaskShape
+from .gpus import bin_lower_bound
+from .model import CapacityInput, GpuLoad, ServiceInput, Tasks
+
+UNLIMITED = 1 << 62
+
+
+def eni_room(capacity: CapacityInput) -> int:
+    """The awsvpc tasks one host takes (its network interfaces less its own); unlimited where not known."""
+    return capacity.task_network_interfaces or UNLIMITED
+
+
+@dataclass
+class Unit:
+    """Stage 2's item: something that takes GPU slots, CPU and memory on one host, ``count`` times."""
+
+    gpus: list[GpuLoad]  # the GPU slots it takes (empty for a task without a GPU)
+    cpu: int
+    mem: int
+    count: int
+    without_gpu: Tasks = ()
+    enis: int = 0  # the network interfaces its awsvpc tasks take
+
+
+@dataclass
+class Host:
+    count: int
+    gpus: list[GpuLoad]
+    cpu: int = 0
+    mem: int = 0
+    without_gpu: dict[str, int] = field(default_factory=dict)
+    enis: int = 0
+
+
+def _copies(host: Host, unit: Unit, cap: CapacityInput) -> int:
+    """How many copies of ``unit`` one host of ``host``'s kind still takes."""
+    k = (cap.gpus_per_instance - len(host.gpus)) // len(unit.gpus) if unit.gpus else unit.count
+    if unit.cpu:
+        k = min(k, (cap.host_cpu_units - host.cpu) // unit.cpu)
+    if unit.mem:
+        k = min(k, (cap.host_memory_mib - host.mem) // unit.mem)
+    if unit.enis:
+        k = min(k, (eni_room(cap) - host.enis) // unit.enis)
+    return max(k, 0)
+
+
+def _add(host: Host, unit: Unit, k: int) -> None:
+    host.gpus.extend(unit.gpus * k)
+    host.cpu += unit.cpu * k
+    host.mem += unit.mem * k
+    host.enis += unit.enis * k
+    for name, n in unit.without_gpu:
+        host.without_gpu[name] = host.without_gpu.get(name, 0) + n * k
+
+
+def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
+    """Stage 2: first-fit decreasing onto hosts, in groups of identical hosts."""
+    hosts: list[Host] = []
+    g = cap.gpus_per_instance
+
+    def weight(u: Unit) -> tuple[float, int]:
+        share = max(len(u.gpus) / g, u.cpu / cap.host_cpu_units, u.mem / cap.host_memory_mib, u.enis / eni_room(cap))
+        return (share, u.cpu + u.mem)
+
+    for unit in sorted(units, key=weight, reverse=True):
+        n = unit.count
+        at = 0
+        while n and at < len(hosts):
+            host = hosts[at]
+            k = _copies(host, unit, cap)
+            if not k:
+                at += 1
+                continue
+            full = n // k
+            if full >= host.count:
+                _add(host, unit, k)
+                n -= k * host.count
+                at += 1
+                continue
+            # Split the group: ``full`` hosts take k copies, one takes the rest, the others stay as they were.
+            rest = n - full * k
+            split = []
+            for count, copies in ((full, k), (1 if rest else 0, rest)):
+                if count:
+                    twin = Host(count, list(host.gpus), host.cpu, host.mem, dict(host.without_gpu), host.enis)
+                    _add(twin, unit, copies)
+                    split.append(twin)
+            host.count -= full + (1 if rest else 0)
+            hosts[at:at] = split
+            n = 0
+        if n:
+            per_host = _copies(Host(1, []), unit, cap)
+            full, rest = divmod(n, per_host)
+            for count, copies in ((full, per_host), (1 if rest else 0, rest)):
+                if count:
+                    group = Host(count, [])
+                    _add(group, unit, copies)
+                    hosts.append(group)
+        hosts = [h for h in hosts if h.count]
+    return hosts
+
+
+def plan_size(hosts: list[Host]) -> tuple[int, int]:
+    """Instances, then busy GPUs: what a better plan has fewer of."""
+    return sum(h.count for h in hosts), sum(h.count * len(h.gpus) for h in hosts)
+
+
+def lower_bounds(
+    capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]], lp_bound: int = 0
+) -> tuple[int, int]:
+    """Lower bounds on the GPUs and on the instances these (placeable) tasks need (``lp_bound``: the cutting-stock
+    LP's bound on the MPS tasks' GPUs, when it was computed)."""
+    mps = [(s, n) for s, n in tasks if s.clients]
+    whole = sum(s.whole_gpus * n for s, n in tasks if s.whole_gpus)
+    sizes: dict[int, int] = {}
+    for s, n in mps:
+        sizes[s.task_gpu_budget_mib] = sizes.get(s.task_gpu_budget_mib, 0) + n
+    clients = sum(s.clients * n for s, n in mps)
+    gpu_lb = whole + max(
+        bin_lower_bound(sizes, capacity.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU), lp_bound
+    )
+    # Each host is a bin of CPU units and a bin of memory: Martello and Toth's L2 on each (it counts the tasks too
+    # large to share a host with each other, which a sum over hosts does not).
+    cpu_sizes: dict[int, int] = {}
+    mem_sizes: dict[int, int] = {}
+    for s, n in tasks:
+        if s.cpu_units:
+            cpu_sizes[s.cpu_units] = cpu_sizes.get(s.cpu_units, 0) + n
+        if s.memory_mib:
+            mem_sizes[s.memory_mib] = mem_sizes.get(s.memory_mib, 0) + n
+    host_lb = max(
+        math.ceil(gpu_lb / capacity.gpus_per_instance),
+        bin_lower_bound(cpu_sizes, capacity.host_cpu_units),
+        bin_lower_bound(mem_sizes, capacity.host_memory_mib),
+        math.ceil(sum(s.network_interfaces * n for s, n in tasks) / eni_room(capacity)),
+    )
+    shapes = {s.shape for s, n in tasks if n}
+    if len(shapes) == 1:
+        # One task shape: no host holds more than per_host of them, so the count over it is a bound too.
+        (shape,) = shapes
+        per_host = _per_host(shape, capacity)
+        host_lb = max(host_lb, math.ceil(sum(n for _, n in tasks) / per_host))
+    return gpu_lb, host_lb
+
+
+def _per_host(shape: TaskShape, cap: CapacityInput) -> int:
+    """The most tasks of one shape that one host takes."""
+    if shape.whole_gpus:
+        k = cap.gpus_per_instance // shape.whole_gpus
+    elif shape.gpu_budgets_mib:
+        per_gpu = min(cap.usable_gpu_memory_mib // shape.task_gpu_budget_mib, MAX_CLIENTS_PER_GPU // shape.clients)
+        k = per_gpu * cap.gpus_per_instance
+    else:
+        k = 1 << 62
+    if shape.cpu_units:
+        k = min(k, cap.host_cpu_units // shape.cpu_units)
+    if shape.memory_mib:
+        k = min(k, cap.host_memory_mib // shape.memory_mib)
+    if shape.network_interfaces:
+        k = min(k, eni_room(cap) // shape.network_interfaces)
+    return max(k, 1)

@@ -1,0 +1,284 @@
+"""A capacity's plan: the strategies run and the best kept (staged, FFD, host-level LP, search); the fleet's plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .. import host_lp
+from ..errors import PlanError
+from .ffd import ffd_hosts, ffd_may_help, ffd_orders
+from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
+from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, plan_size
+from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
+from .search import search_hosts
+from .tasks import task_problems
+
+
+def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]]) -> CapacityPlan:
+    unplaced: list[Unplaced] = []
+    fitting = []
+    for service, count in tasks:
+        problems = task_problems(service, capacity)
+        if problems and count:
+            unplaced.append(Unplaced(service.name, count, "; ".join(map(str, problems))))
+        elif count:
+            fitting.append((service, count))
+    best: list[Host] = []
+    lp_bound = 0
+    partition_hosts = 0  # the partitions' own host bounds added up: no host holds two partitions
+    for partition in _partitions(fitting):
+        hosts, bound, host_bound = _pack_partition(capacity, partition)
+        best.extend(hosts)
+        lp_bound += bound
+        partition_hosts += host_bound
+    groups = [
+        InstanceGroup(
+            count=h.count,
+            gpus=h.gpus + [GpuLoad()] * (capacity.gpus_per_instance - len(h.gpus)),
+            cpu_units_used=h.cpu,
+            memory_mib_used=h.mem,
+            tasks_without_gpu=tuple(sorted(h.without_gpu.items())),
+        )
+        for h in best
+    ]
+    needed = sum(g.count for g in groups)
+    if capacity.max_instances is not None and needed > capacity.max_instances:
+        groups, over = _keep(groups, capacity.max_instances, {s.name: s.whole_gpus for s, _ in fitting if s.whole_gpus})
+        unplaced.extend(
+            Unplaced(name, n, f"no room within max_instances={capacity.max_instances}") for name, n in over.items()
+        )
+    gpu_lb, host_lb = lower_bounds(capacity, fitting, lp_bound)
+    host_lb = max(host_lb, partition_hosts)
+    whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
+    return CapacityPlan(
+        capacity=capacity,
+        instances=groups,
+        unplaced=sorted(unplaced, key=lambda u: (u.service, u.reason)),
+        instances_needed=needed,
+        gpu_lower_bound=gpu_lb,
+        instance_lower_bound=host_lb,
+        whole_gpu_gpus=whole_gpu,
+    )
+
+
+def _partitions(fitting: list[tuple[ServiceInput, int]]) -> list[list[list[tuple[ServiceInput, int]]]]:
+    """The tasks as host partitions (no host holds two), each a list of isolation groups (no GPU holds two): a
+    host-isolated group is a partition of its own; the other groups share hosts, on GPUs of their own."""
+    by_group: dict[str, list[tuple[ServiceInput, int]]] = {}
+    for s, n in fitting:
+        by_group.setdefault(s.isolation_group, []).append((s, n))
+    alone = [[g] for name, g in sorted(by_group.items()) if any(s.isolate_host for s, _ in g)]
+    shared = [g for name, g in sorted(by_group.items()) if not any(s.isolate_host for s, _ in g)]
+    return alone + ([shared] if shared else [])
+
+
+def _pack_partition(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]
+) -> tuple[list[Host], int, int]:
+    """Hosts for tasks that may share hosts, each isolation group on GPUs of its own; the GPU cutting-stock LP's bound
+    on the GPUs of their MPS tasks (0 where it was not run); and a bound on their hosts."""
+    best, gpu_bound = _pack_staged(capacity, groups)
+    flat = [pair for group in groups for pair in group]
+    host_bound = lower_bounds(capacity, flat)[1]
+    if plan_size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
+        planned, lp_bound = _pack_host_lp(capacity, groups, plan_size(best)[0])
+        host_bound = max(host_bound, lp_bound)
+        if planned is not None and plan_size(planned) < plan_size(best):
+            best = planned
+    # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
+    while (
+        plan_size(best)[0] > host_bound
+        and (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None
+    ):
+        best = fewer
+    return best, gpu_bound, host_bound
+
+
+HOST_LP_TASKS = (
+    20_000  # a partition of at most this many tasks gets the host-level LP (when its plan is above its bound)
+)
+
+
+def _pack_host_lp(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], beat: int
+) -> tuple[list[Host] | None, int]:
+    """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
+    cannot beat ``beat`` hosts); and the LP's bound."""
+    pairs = [(s, n) for group in groups for s, n in group if n]
+    items, spec = lp_problem(capacity, pairs)
+    solution = host_lp.solve(items, spec, beat=beat)
+    if not solution.hosts:
+        return None, solution.bound
+    hosts = [_lp_host(p, k, pairs) for p, k in solution.hosts]
+    left = {s.name: n for (s, _), n in zip(pairs, solution.rest, strict=True)}
+    rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
+    rest = [group for group in rest if group]
+    if rest:
+        packed = [ffd_hosts(capacity, rest, order) for order in ffd_orders(capacity, rest)]
+        hosts += sorted(packed, key=plan_size)[0]
+    return hosts, solution.bound
+
+
+def lp_problem(
+    capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]]
+) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
+    """The host-level LP's view of ``pairs`` (service, tasks to place) on ``capacity``."""
+    items = [
+        host_lp.Item(
+            name=s.name,
+            group=s.isolation_group,
+            size=s.task_gpu_budget_mib if s.clients and not s.whole_gpus else 0,
+            clients=s.clients,
+            whole=s.whole_gpus,
+            cpu=s.cpu_units,
+            mem=s.memory_mib,
+            enis=s.network_interfaces,
+            demand=n,
+        )
+        for s, n in pairs
+    ]
+    spec = host_lp.HostSpec(
+        capacity.gpus_per_instance,
+        capacity.usable_gpu_memory_mib,
+        capacity.host_cpu_units,
+        capacity.host_memory_mib,
+        eni_room(capacity),
+    )
+    return items, spec
+
+
+def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int]]) -> Host:
+    """One of the LP's patterns as ``count`` identical hosts."""
+    services = [s for s, _ in pairs]
+    gpus = []
+    for tasks, whole in p.gpus:
+        named = tuple(sorted((services[i].name, k) for i, k in tasks))
+        if whole:
+            gpus.append(GpuLoad(tasks=named, whole=True))
+        else:
+            gpus.append(
+                GpuLoad(
+                    tasks=named,
+                    used_gpu_memory_mib=sum(services[i].task_gpu_budget_mib * k for i, k in tasks),
+                    clients=sum(services[i].clients * k for i, k in tasks),
+                )
+            )
+    return Host(
+        count,
+        gpus,
+        cpu=sum(services[i].cpu_units * a for i, a in enumerate(p.counts)),
+        mem=sum(services[i].memory_mib * a for i, a in enumerate(p.counts)),
+        without_gpu={services[i].name: k for i, k in p.no_gpu},
+        enis=sum(services[i].network_interfaces * a for i, a in enumerate(p.counts)),
+    )
+
+
+def _pack_staged(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> tuple[list[Host], int]:
+    """The staged packings (GPUs filled, then hosts) and first-fit decreasing over GPUs and hosts: the plan with the
+    fewest hosts; and the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run)."""
+    candidates: list[list[list[tuple[GpuLoad, int, int, int]]]] = []
+    others: list[Unit] = []
+    bound = 0
+    enis = {s.name: s.network_interfaces for group in groups for s, _ in group}
+    room = eni_room(capacity)
+
+    def load_enis(load: GpuLoad) -> int:
+        return sum(enis[name] * k for name, k in load.tasks)
+
+    for group in groups:
+        items = [
+            Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
+            for s, n in group
+            if s.clients and not s.whole_gpus
+        ]
+        for s, n in group:
+            if s.whole_gpus:
+                load = GpuLoad(tasks=((s.name, 1),), whole=True)
+                others.append(Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n, enis=s.network_interfaces))
+            elif not s.clients:
+                others.append(
+                    Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),), enis=s.network_interfaces)
+                )
+        if not items:
+            continue
+        solution = lp_solution(items, capacity)
+        packed = [pack_gpus(items, capacity, fill) for fill in FILLS]
+        if solution is not None and solution.patterns:
+            bound += solution.bound
+            guided = pack_gpus_lp(items, capacity, solution)
+            if guided is not None:
+                packed.append(guided)
+        candidates.append(packed)
+    best: list[Host] | None = None
+    # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
+    for i in range(max((len(c) for c in candidates), default=1)):
+        gpus = [
+            Unit([load], cpu, mem, count, enis=load_enis(load))
+            for packed in candidates
+            for load, cpu, mem, count in packed[min(i, len(packed) - 1)]
+        ]
+        if any(u.enis > room for u in gpus):
+            continue  # a GPU filled with more awsvpc tasks than a host has interfaces for: FFD places them
+        hosts = pack_hosts(gpus + others, capacity)
+        if best is None or plan_size(hosts) < plan_size(best):
+            best = hosts
+    # Tasks first-fit onto GPUs and hosts together: better where host CPU or memory binds. It builds hosts one by
+    # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
+    # and answers in time where GPU memory binds, as for a million small tasks).
+    if best is None or ffd_may_help(capacity, groups, plan_size(best)[0]) or _enis_may_bind(capacity, groups):
+        for ordering in ffd_orders(capacity, groups):
+            ffd = ffd_hosts(capacity, groups, ordering)
+            if best is None or plan_size(ffd) < plan_size(best):
+                best = ffd
+    # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
+    assert best is not None
+    while (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None:
+        best = fewer
+    return best, bound
+
+
+def _enis_may_bind(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> bool:
+    """Whether the hosts' network interfaces can limit the plan: awsvpc tasks on a type whose count is known."""
+    return bool(capacity.task_network_interfaces) and any(s.network_interfaces for g in groups for s, _ in g)
+
+
+def _keep(groups: list[InstanceGroup], limit: int, whole: dict[str, int]) -> tuple[list[InstanceGroup], dict[str, int]]:
+    """The first ``limit`` instances, and the tasks of the rest, per service (``whole``: GPUs per whole-GPU task)."""
+    kept: list[InstanceGroup] = []
+    over: dict[str, int] = {}
+    room = limit
+    for g in groups:
+        stay = min(g.count, room)
+        room -= stay
+        if stay:
+            kept.append(InstanceGroup(stay, g.gpus, g.cpu_units_used, g.memory_mib_used, g.tasks_without_gpu))
+        gone = g.count - stay
+        if not gone:
+            continue
+        on_host: dict[str, int] = dict(g.tasks_without_gpu)
+        for gpu in g.gpus:
+            for name, n in gpu.tasks:
+                on_host[name] = on_host.get(name, 0) + n
+        for name, n in on_host.items():
+            over[name] = over.get(name, 0) + n // whole.get(name, 1) * gone
+    return kept, over
+
+
+def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False) -> Plan:
+    """Places every task of ``services`` (largest counts, or the deployment surge) on ``capacities``."""
+    caps = sorted(capacities, key=lambda c: c.name)
+    svcs = sorted(services, key=lambda s: s.name)
+    names = {c.name for c in caps}
+    for s in svcs:
+        if s.capacity not in names:
+            raise PlanError(
+                f"service {s.name!r} names capacity {s.capacity!r}, which is not among the planned capacities "
+                f"({', '.join(sorted(names))}); plan the capacity too"
+            )
+    counts = {s.name: s.surge_count() if surge else s.tasks for s in svcs}
+    results = [_plan_capacity(cap, [(s, counts[s.name]) for s in svcs if s.capacity == cap.name]) for cap in caps]
+    placed = dict(counts)
+    for c in results:
+        for u in c.unplaced:
+            placed[u.service] -= u.tasks
+    return Plan(capacities=results, services=svcs, placed=placed, counts=counts)

@@ -1,0 +1,128 @@
+"""Why one task can never fit a host of a capacity (the task rules the plan refuses a service by)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..mps import MAX_CLIENTS_PER_GPU
+from .model import CapacityInput, ServiceInput
+
+TASK_EXCEEDS_GPU_MEMORY = "ecs-gpu-sharing:TaskExceedsGpuMemory"
+TASK_EXCEEDS_MPS_CLIENTS = "ecs-gpu-sharing:TaskExceedsMpsClients"
+TASK_EXCEEDS_GPUS = "ecs-gpu-sharing:TaskExceedsGpus"
+TASK_EXCEEDS_HOST_CPU = "ecs-gpu-sharing:TaskExceedsHostCpu"
+TASK_EXCEEDS_HOST_MEMORY = "ecs-gpu-sharing:TaskExceedsHostMemory"
+
+
+@dataclass(frozen=True)
+class TaskProblem:
+    """Why one task can never fit a host, and what to do about it."""
+
+    rule_id: str
+    what: str
+    fix: str
+
+    def __str__(self) -> str:
+        return self.what
+
+
+def _gpu_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.task_gpu_budget_mib <= capacity.usable_gpu_memory_mib:
+        return None
+    return (
+        f"one task needs {service.task_gpu_budget_mib} MiB of GPU memory on one GPU, more than the "
+        f"{capacity.usable_gpu_memory_mib} MiB usable on a {capacity.instance_type} GPU "
+        f"({capacity.registered_gpu_memory_mib or capacity.usable_gpu_memory_mib} MiB as ECS registers it "
+        f"({capacity.gpu_memory_basis}), less a {capacity.gpu_margin_mib} MiB margin)"
+    )
+
+
+def _clients(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.clients <= MAX_CLIENTS_PER_GPU:
+        return None
+    return (
+        f"one task has {service.clients} MPS containers, more than the {MAX_CLIENTS_PER_GPU} clients "
+        "NVIDIA MPS accepts on one GPU"
+    )
+
+
+def _whole_gpus(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.whole_gpus <= capacity.gpus_per_instance:
+        return None
+    return (
+        f"one task holds {service.whole_gpus} whole GPUs, more than the {capacity.gpus_per_instance} "
+        f"of a {capacity.instance_type}"
+    )
+
+
+def _host_cpu(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.cpu_units <= capacity.host_cpu_units:
+        return None
+    return (
+        f"one task needs {service.cpu_units} CPU units, more than the {capacity.host_cpu_units} "
+        f"a {capacity.instance_type} offers to tasks"
+    )
+
+
+def _host_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    if service.memory_mib <= capacity.host_memory_mib:
+        return None
+    return (
+        f"one task needs {service.memory_mib} MiB of host memory, more than the "
+        f"{capacity.host_memory_mib} MiB a {capacity.instance_type} offers to tasks"
+    )
+
+
+@dataclass(frozen=True)
+class TaskRule:
+    """A rule one task must meet on one host, whatever else runs there."""
+
+    rule_id: str
+    explanation: str
+    fix: str
+    check: Callable[[ServiceInput, CapacityInput], str | None]
+
+
+TASK_RULES: tuple[TaskRule, ...] = (
+    TaskRule(
+        TASK_EXCEEDS_GPU_MEMORY,
+        "a task's MPS containers all land on one GPU, so their budgets must fit one GPU's usable memory",
+        "lower the GPU budgets, or move the service to a capacity with larger GPUs",
+        _gpu_memory,
+    ),
+    TaskRule(
+        TASK_EXCEEDS_MPS_CLIENTS,
+        f"NVIDIA MPS accepts at most {MAX_CLIENTS_PER_GPU} clients per GPU; each MPS container is one at least",
+        "split the containers over several task definitions",
+        _clients,
+    ),
+    TaskRule(
+        TASK_EXCEEDS_GPUS,
+        "a task's whole GPUs must all be on one host",
+        "use an instance type with more GPUs",
+        _whole_gpus,
+    ),
+    TaskRule(
+        TASK_EXCEEDS_HOST_CPU,
+        "a task's CPU units must fit what one host offers to tasks",
+        "lower the task's CPU, or use a larger instance type",
+        _host_cpu,
+    ),
+    TaskRule(
+        TASK_EXCEEDS_HOST_MEMORY,
+        "a task's memory must fit what one host offers to tasks",
+        "lower the task's memory, or use a larger instance type",
+        _host_memory,
+    ),
+)
+
+
+def task_problems(service: ServiceInput, capacity: CapacityInput) -> list[TaskProblem]:
+    """Why one task of ``service`` can never fit a host of ``capacity`` (empty when it can)."""
+    problems = []
+    for rule in TASK_RULES:
+        what = rule.check(service, capacity)
+        if what is not None:
+            problems.append(TaskProblem(rule.rule_id, what, rule.fix))
+    return problems
