@@ -49,7 +49,7 @@ class Emulator:
         self.server = ThreadedMotoServer(ip_address="localhost", port=self.port, verbose=False)
 
     def __enter__(self) -> Emulator:
-        from ecs_gpu_sharing.operations import rehearsal
+        import rehearsal  # scripts/rehearsal/, beside this script
 
         rehearsal.install_adapters()
         self.server.start()
@@ -112,8 +112,9 @@ def _synth(emulator: Emulator, fleet: Path, out: Path, log: Path, app: Path | No
 
 
 def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, verbose: bool) -> list[str]:
+    import rehearsal  # scripts/rehearsal/, beside this script
+
     from ecs_gpu_sharing.core import fleet as fleet_file
-    from ecs_gpu_sharing.operations import rehearsal
 
     problems: list[str] = []
     log = work / "rehearsal.log"
@@ -213,7 +214,7 @@ def _service_rules(templates: dict[str, Any]) -> list[str]:
 
 def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> list[str]:
     """A team's own CDK app (a folder with cdk.json): deployed, accounted for and destroyed."""
-    from ecs_gpu_sharing.operations import rehearsal
+    import rehearsal  # scripts/rehearsal/, beside this script
 
     log = work / "rehearsal.log"
     out = work / f"cdk.out.{app.name}"
@@ -354,8 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as tmp, Emulator() as emulator:
         work = Path(tmp)
         print(f"rehearsal: moto {_moto_version()} at {emulator.endpoint}; full log in rehearsal.log")
+        import rehearsal  # scripts/rehearsal/, beside this script
+
         from ecs_gpu_sharing.core.service_rules import SERVICE_RULES
-        from ecs_gpu_sharing.operations import rehearsal
 
         for line in rehearsal.empty_account(emulator.client):
             print(f"rehearsal: a new account has no {line}: removed")

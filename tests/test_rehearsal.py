@@ -8,6 +8,7 @@ whole rehearsal (the CDK CLI deploying both fleets) is `make rehearse`, which .c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -21,12 +22,14 @@ os.environ.update({"AWS_ENDPOINT_URL": f"http://localhost:{port}", "AWS_ACCESS_K
     "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/nonexistent"})
 import boto3
 from moto.server import ThreadedMotoServer
-from ecs_gpu_sharing.operations import rehearsal
+sys.path.insert(0, os.environ["REHEARSAL_SCRIPTS"])  # the rehearsal is a development tool beside scripts/rehearse.py
+import rehearsal
 rehearsal.install_adapters()
 server = ThreadedMotoServer(ip_address="localhost", port=port, verbose=False); server.start()
 client = lambda service: boto3.client(service, region_name="us-east-1")
 """
 """A moto server on a free port of loopback, with the rehearsal's adapters, and ``client`` for it."""
+EMULATOR_ENV = {**os.environ, "REHEARSAL_SCRIPTS": str(REPO / "scripts")}
 
 SCRIPT = (
     EMULATOR
@@ -51,6 +54,7 @@ def _rehearse(resources: dict[str, Any]) -> dict[str, Any]:
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT, json.dumps({"Resources": resources})],
         cwd=REPO,
+        env=EMULATOR_ENV,
         capture_output=True,
         text=True,
         timeout=120,
@@ -210,6 +214,7 @@ def test_an_edited_shared_gpu_task_definition_deploys_as_an_update() -> None:
     result = subprocess.run(
         [sys.executable, "-c", UPDATE_SCRIPT, json.dumps(_task("x:1", 2048)), json.dumps(_task("x:2", 2560))],
         cwd=REPO,
+        env=EMULATOR_ENV,
         capture_output=True,
         text=True,
         timeout=120,
