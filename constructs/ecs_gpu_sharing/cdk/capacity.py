@@ -267,6 +267,37 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         self.cluster = cluster
         self._plan = FleetPlan.of(self)
 
+        role, user_data = self._launch_template(cluster, path, root)
+        self.auto_scaling_group = self._group(cluster, subnets, notification_topic)
+        group_resource = self.auto_scaling_group.node.default_child
+        assert isinstance(group_resource, autoscaling.CfnAutoScalingGroup)
+        stack = cdk.Stack.of(self)
+        user_data.add_commands(
+            *registered_signal_commands(stack.stack_name, stack.get_logical_id(group_resource), stack.region)
+        )
+        self.capacity_provider = ecs.AsgCapacityProvider(
+            self,
+            "Provider",
+            auto_scaling_group=self.auto_scaling_group,
+            capacity_provider_name=capacity_provider_name,
+            enable_managed_scaling=True,
+            enable_managed_termination_protection=True,
+            enable_managed_draining=True,
+            target_capacity_percent=100,
+        )
+        cluster.add_asg_capacity_provider(self.capacity_provider)
+        self._plan.add_capacity(self)
+        self._acknowledge_nag_rules(role, notification_topic is None)
+        for note in self.facts.unverified:
+            cdk.Annotations.of(self).add_warning_v2(
+                UNVERIFIED_FAMILY_WARNING,
+                f"{note}; ECS GPU sharing should work, but AWS has not named this family: test before relying "
+                f"on it, then acknowledge '{UNVERIFIED_FAMILY_WARNING}'",
+            )
+
+    def _launch_template(self, cluster: ecs.Cluster, path: str, root: int) -> tuple[iam.Role, ec2.UserData]:
+        """The hosts' launch template (the pinned AMI, IMDSv2 only, an encrypted root volume), their role, their
+        security group, and the user data that writes ECS's settings."""
         role = iam.Role(
             self,
             "InstanceRole",
@@ -276,7 +307,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         )
         # The hosts write containers' logs (the awslogs driver) with this role, but never the telemetry daemon's
         # evidence: only the daemon's task role may write there, so no container can forge what evaluate reads.
-        role.add_to_policy(evidence_write_denial(cdk.Stack.of(scope)))
+        role.add_to_policy(evidence_write_denial(cdk.Stack.of(self)))
         security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -313,7 +344,13 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
                 )
             ],
         )
-        self.auto_scaling_group = autoscaling.AutoScalingGroup(
+        return role, user_data
+
+    def _group(
+        self, cluster: ecs.Cluster, subnets: ec2.SubnetSelection, notification_topic: sns.ITopic | None
+    ) -> autoscaling.AutoScalingGroup:
+        """The Auto Scaling group over the launch template, on demand, rolled one host at a time on a change."""
+        return autoscaling.AutoScalingGroup(
             self,
             "Group",
             vpc=cluster.vpc,
@@ -347,31 +384,6 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
                 suspend_processes=list(ROLL_SUSPENDED),
             ),
         )
-        group_resource = self.auto_scaling_group.node.default_child
-        assert isinstance(group_resource, autoscaling.CfnAutoScalingGroup)
-        stack = cdk.Stack.of(self)
-        user_data.add_commands(
-            *registered_signal_commands(stack.stack_name, stack.get_logical_id(group_resource), stack.region)
-        )
-        self.capacity_provider = ecs.AsgCapacityProvider(
-            self,
-            "Provider",
-            auto_scaling_group=self.auto_scaling_group,
-            capacity_provider_name=capacity_provider_name,
-            enable_managed_scaling=True,
-            enable_managed_termination_protection=True,
-            enable_managed_draining=True,
-            target_capacity_percent=100,
-        )
-        cluster.add_asg_capacity_provider(self.capacity_provider)
-        self._plan.add_capacity(self)
-        self._acknowledge_nag_rules(role, notification_topic is None)
-        for note in self.facts.unverified:
-            cdk.Annotations.of(self).add_warning_v2(
-                UNVERIFIED_FAMILY_WARNING,
-                f"{note}; ECS GPU sharing should work, but AWS has not named this family: test before relying "
-                f"on it, then acknowledge '{UNVERIFIED_FAMILY_WARNING}'",
-            )
 
     def _acknowledge_nag_rules(self, role: iam.Role, no_notifications: bool) -> None:
         """Acknowledges cdk-nag's AwsSolutions findings that this design accepts, each with its reason."""

@@ -262,6 +262,64 @@ def _task_acks(acks: Callable[[IConstruct], Mapping[str, str]], service: ecs.Bas
     return acks(task) if isinstance(task, ecs.TaskDefinition) else {}
 
 
+def _capacities_of(
+    construct: ecs.BaseService, items: list[Any] | None, caps: list[PlannedCapacity]
+) -> list[tuple[PlannedCapacity, int | None]]:
+    """The GPU capacities a service's tasks may land on: (capacity, its strategy index; None: EC2 launch type)."""
+    if items is None:
+        return [(c, None) for c in caps if c.cluster is construct.cluster]
+    return [
+        (c, i)
+        for i, (given, _, _) in enumerate(items)
+        for c in caps
+        if given is not None and _same_name(construct, given, c.provider_names)
+    ]
+
+
+def _reserve_for_daemon(
+    reserved: dict[str, list[HostShare]],
+    on: list[tuple[PlannedCapacity, int | None]],
+    name: str,
+    shape: TaskShape,
+    props: Mapping[str, Any],
+) -> None:
+    """A daemon of the EC2 launch type runs one task on every EC2 host of the cluster: what it takes is not there for
+    the planned tasks. Managed Instances hosts are assumed not to take EC2-launch-type tasks
+    (docs/known-unknowns.md). A daemon placed by instance type lands only on capacities with one of those types;
+    daemons of one name are alternatives by instance type (GpuTelemetry: one per GPU count), so one host runs one."""
+    types = _placed_instance_types(props)
+    for cap, _ in on:
+        if cap.kind == MANAGED_INSTANCES:
+            continue
+        if types is not None and not types & set(cap.facts.instance_types):
+            continue
+        daemons = reserved.setdefault(cap.plan_name, [])
+        if all(d.name != name for d in daemons):
+            daemons.append(HostShare(name, shape.cpu_units, shape.memory_mib))
+
+
+def _not_planned_because(
+    shape: TaskShape | str,
+    props: Mapping[str, Any],
+    count: tuple[int, str] | str,
+    percent: int | str,
+    on: list[tuple[PlannedCapacity, int | None]],
+) -> list[str]:
+    """Why a service on a GPU capacity cannot be planned (its values are deploy-time, it is a daemon, it spreads
+    over capacities): each is said, and it is reported as outside the plan."""
+    daemon = "it is a daemon service (one task per host), which the plan does not count"
+    problems = [shape] if isinstance(shape, str) else []
+    problems += [daemon] if props.get("schedulingStrategy") == "DAEMON" else []
+    problems += [p for p in (count, percent) if isinstance(p, str)]
+    if len({c.plan_name for c, _ in on}) > 1:
+        problems.append(
+            "its strategy spreads it over several GPU capacities ("
+            + ", ".join(sorted({c.plan_name for c, _ in on}))
+            + "), which the plan does not split"
+        )
+    return problems
+
+
 def discover(
     root: IConstruct,
     capacities: Iterable[PlannedCapacity],
@@ -296,16 +354,7 @@ def discover(
         named = user_construct(construct)
         name = _by(names, construct, named) or named.node.id
         items = _strategy_items(construct, props)
-        on: list[tuple[PlannedCapacity, int | None]] = []  # (capacity, strategy index; None: EC2 launch type)
-        if items is None:
-            on = [(c, None) for c in caps if c.cluster is construct.cluster]
-        else:
-            on = [
-                (c, i)
-                for i, (given, _, _) in enumerate(items)
-                for c in caps
-                if given is not None and _same_name(construct, given, c.provider_names)
-            ]
+        on = _capacities_of(construct, items, caps)
         if not on:
             continue
         owner = named.node.path
@@ -320,20 +369,7 @@ def discover(
             # EC2 launch type: a GPU task may land on these hosts, but their capacity provider does not scale for it.
             if isinstance(shape, TaskShape) and not shape.uses_gpu:
                 if props.get("schedulingStrategy") == "DAEMON":
-                    # One task on every EC2 host of the cluster: what it takes is not there for the planned tasks.
-                    # Managed Instances hosts are assumed not to take EC2-launch-type tasks (docs/known-unknowns.md).
-                    # A daemon placed by instance type lands only on capacities with one of those types; daemons
-                    # of one name are alternatives by instance type (GpuTelemetry: one per GPU count), so one host
-                    # runs one of them.
-                    types = _placed_instance_types(props)
-                    for cap, _ in on:
-                        if cap.kind == MANAGED_INSTANCES:
-                            continue
-                        if types is not None and not types & set(cap.facts.instance_types):
-                            continue
-                        daemons = reserved.setdefault(cap.plan_name, [])
-                        if all(d.name != name for d in daemons):
-                            daemons.append(HostShare(name, shape.cpu_units, shape.memory_mib))
+                    _reserve_for_daemon(reserved, on, name, shape, props)
                 continue
             reason = "it uses the EC2 launch type, so ECS may place its GPU tasks on these hosts without the capacity"
             fix = "give it this capacity's provider in capacity_provider_strategies"
@@ -342,23 +378,9 @@ def discover(
             continue
         seen.setdefault(name, []).append(owner)
         found.services_by_name.setdefault(name, []).append(named)
-        problems = []
-        if isinstance(shape, str):
-            problems.append(shape)
-        if props.get("schedulingStrategy") == "DAEMON":
-            problems.append("it is a daemon service (one task per host), which the plan does not count")
         count = _largest_count(construct, props, _by(stated_counts, construct, named))
-        if isinstance(count, str):
-            problems.append(count)
         percent = _max_percent(props)
-        if isinstance(percent, str):
-            problems.append(percent)
-        if len({c.plan_name for c, _ in on}) > 1:
-            problems.append(
-                "its strategy spreads it over several GPU capacities ("
-                + ", ".join(sorted({c.plan_name for c, _ in on}))
-                + "), which the plan does not split"
-            )
+        problems = _not_planned_because(shape, props, count, percent, on)
         if problems:
             fix = (
                 "state a count for planning (SharedGpuService(planned_count=...) or "
@@ -389,6 +411,21 @@ def discover(
                 placement=placement.from_cloudformation(props.get("placementStrategies")),
             )
         )
+    _add_capacities(found, by_name, reserved, acks)
+    for name, paths in sorted(seen.items()):
+        if len(paths) > 1:  # one name, two services: neither is planned, and the clash is reported
+            found.clashes.append(NameClash("service", name, tuple(paths)))
+            found.services = [s for s in found.services if s.name != name]
+    return found
+
+
+def _add_capacities(
+    found: Discovered,
+    by_name: Mapping[str, list[PlannedCapacity]],
+    reserved: Mapping[str, list[HostShare]],
+    acks: Callable[[IConstruct], Mapping[str, str]],
+) -> None:
+    """Each capacity as a plan input, with the daemons that run on each of its hosts."""
     for name, same in sorted(by_name.items()):
         found.capacities.append(
             capacity_input(
@@ -401,8 +438,3 @@ def discover(
                 acknowledged=acks(same[0]),  # type: ignore[arg-type]
             )
         )
-    for name, paths in sorted(seen.items()):
-        if len(paths) > 1:
-            found.clashes.append(NameClash("service", name, tuple(paths)))
-            found.services = [s for s in found.services if s.name != name]
-    return found

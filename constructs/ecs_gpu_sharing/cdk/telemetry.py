@@ -138,7 +138,6 @@ class GpuTelemetry(Construct):
     ) -> None:
         groups = gpu_count_groups(capacities, f"{scope.node.path}/{id_}")
         super().__init__(scope, id_)
-        stack = cdk.Stack.of(self)
         cluster_name = cluster.cluster_name
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
         self.evidence = logs.LogGroup(
@@ -149,77 +148,103 @@ class GpuTelemetry(Construct):
         self.services: dict[int, ecs.Ec2Service] = {}
         plan = FleetPlan.of(self)
         for gpus, instance_types in groups.items():
-            group = Construct(self, f"Gpus{gpus}")
-            task = ecs.Ec2TaskDefinition(group, "Task", network_mode=ecs.NetworkMode.BRIDGE)
-            task.add_volume(name="host-proc", host=ecs.Host(source_path="/proc"))
-            task.add_volume(name="nvml", host=ecs.Host(source_path=NVML_LIBRARY))
-            linux = ecs.LinuxParameters(group, "Linux")
-            linux.add_devices(
-                *(
-                    ecs.Device(
-                        host_path=path,
-                        container_path=path,
-                        permissions=[ecs.DevicePermission.READ, ecs.DevicePermission.WRITE],
-                    )
-                    for path in gpu_device_paths(gpus)
-                )
-            )
-            container = task.add_container(
-                "telemetry",
-                image=image,
-                cpu=DAEMON_CPU_UNITS,
-                memory_limit_mib=DAEMON_MEMORY_MIB,
-                user="65534:65534",
-                readonly_root_filesystem=True,
-                linux_parameters=linux,
-                environment={
-                    "CLUSTER": cluster_name,
-                    "METRIC_NAMESPACE": NAMESPACE,
-                    "EVIDENCE_LOG_GROUP": self.evidence.log_group_name,
-                    "SAMPLE_SECONDS": str(sample_seconds),
-                    "PUBLISH_SECONDS": str(publish_seconds),
-                    "HOST_PROC": "/host/proc",
-                    "LD_LIBRARY_PATH": NVML_MOUNT_DIR,
-                },
-                logging=ecs.LogDrivers.aws_logs(stream_prefix="gpu-telemetry", log_group=self.log_group),
-            )
-            container.add_mount_points(
-                ecs.MountPoint(source_volume="host-proc", container_path="/host/proc", read_only=True),
-                ecs.MountPoint(
-                    source_volume="nvml", container_path=f"{NVML_MOUNT_DIR}/libnvidia-ml.so.1", read_only=True
-                ),
-            )
-            self._grant(task, stack, cluster_name)
-            service = ecs.Ec2Service(
-                group,
-                "Service",
-                cluster=cluster,
-                task_definition=task,
-                daemon=True,
-                circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-                placement_constraints=[
-                    ecs.PlacementConstraint.member_of(
-                        f"{MPS_HOSTS_EXPRESSION} and attribute:ecs.instance-type in [{', '.join(instance_types)}]"
-                    )
-                ],
-                min_healthy_percent=0,  # a daemon replaces its one task per host in place
-            )
-            plan.name_service(group, id_)  # every group is the one daemon of its hosts, under this construct's id
-            plan.allow(
-                task,
-                GPU_DEVICE_MAPPED,
-                "the telemetry daemon opens the GPU device files for NVML only (read-only figures, no CUDA context, "
-                "no GPU memory); it runs the library's own image",
-            )
-            plan.allow(
-                task,
-                HOST_PATH,
-                f"the telemetry daemon reads the host's /proc and {NVML_LIBRARY}, both mounted read-only: NVML names "
-                "processes by host PID, and the library must match the host's driver",
+            task, service = self._daemon(
+                plan, id_, gpus, instance_types, image, cluster, sample_seconds, publish_seconds
             )
             self.task_definitions[gpus] = task
             self.services[gpus] = service
-            self._acknowledge(task, stack, cluster)
+        self._count_stopped_tasks(cluster, log_retention, alarm_topic)
+
+    def _daemon(
+        self,
+        plan: FleetPlan,
+        id_: str,
+        gpus: int,
+        instance_types: Sequence[str],
+        image: ecs.ContainerImage,
+        cluster: ecs.ICluster,
+        sample_seconds: int,
+        publish_seconds: int,
+    ) -> tuple[ecs.Ec2TaskDefinition, ecs.Ec2Service]:
+        """The daemon service of the hosts with ``gpus`` GPUs (placed by instance type), and its task definition."""
+        stack = cdk.Stack.of(self)
+        cluster_name = cluster.cluster_name
+        group = Construct(self, f"Gpus{gpus}")
+        task = ecs.Ec2TaskDefinition(group, "Task", network_mode=ecs.NetworkMode.BRIDGE)
+        task.add_volume(name="host-proc", host=ecs.Host(source_path="/proc"))
+        task.add_volume(name="nvml", host=ecs.Host(source_path=NVML_LIBRARY))
+        linux = ecs.LinuxParameters(group, "Linux")
+        linux.add_devices(
+            *(
+                ecs.Device(
+                    host_path=path,
+                    container_path=path,
+                    permissions=[ecs.DevicePermission.READ, ecs.DevicePermission.WRITE],
+                )
+                for path in gpu_device_paths(gpus)
+            )
+        )
+        container = task.add_container(
+            "telemetry",
+            image=image,
+            cpu=DAEMON_CPU_UNITS,
+            memory_limit_mib=DAEMON_MEMORY_MIB,
+            user="65534:65534",
+            readonly_root_filesystem=True,
+            linux_parameters=linux,
+            environment={
+                "CLUSTER": cluster_name,
+                "METRIC_NAMESPACE": NAMESPACE,
+                "EVIDENCE_LOG_GROUP": self.evidence.log_group_name,
+                "SAMPLE_SECONDS": str(sample_seconds),
+                "PUBLISH_SECONDS": str(publish_seconds),
+                "HOST_PROC": "/host/proc",
+                "LD_LIBRARY_PATH": NVML_MOUNT_DIR,
+            },
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="gpu-telemetry", log_group=self.log_group),
+        )
+        container.add_mount_points(
+            ecs.MountPoint(source_volume="host-proc", container_path="/host/proc", read_only=True),
+            ecs.MountPoint(source_volume="nvml", container_path=f"{NVML_MOUNT_DIR}/libnvidia-ml.so.1", read_only=True),
+        )
+        self._grant(task, stack, cluster_name)
+        service = ecs.Ec2Service(
+            group,
+            "Service",
+            cluster=cluster,
+            task_definition=task,
+            daemon=True,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+            placement_constraints=[
+                ecs.PlacementConstraint.member_of(
+                    f"{MPS_HOSTS_EXPRESSION} and attribute:ecs.instance-type in [{', '.join(instance_types)}]"
+                )
+            ],
+            min_healthy_percent=0,  # a daemon replaces its one task per host in place
+        )
+        plan.name_service(group, id_)  # every group is the one daemon of its hosts, under this construct's id
+        plan.allow(
+            task,
+            GPU_DEVICE_MAPPED,
+            "the telemetry daemon opens the GPU device files for NVML only (read-only figures, no CUDA context, "
+            "no GPU memory); it runs the library's own image",
+        )
+        plan.allow(
+            task,
+            HOST_PATH,
+            f"the telemetry daemon reads the host's /proc and {NVML_LIBRARY}, both mounted read-only: NVML names "
+            "processes by host PID, and the library must match the host's driver",
+        )
+        self._acknowledge(task, stack, cluster)
+        return task, service
+
+    def _count_stopped_tasks(
+        self, cluster: ecs.ICluster, log_retention: logs.RetentionDays, alarm_topic: sns.ITopic | None
+    ) -> None:
+        """Stopped tasks counted by cause, per task group: EventBridge's ECS events into a log group, metric filters
+        over it, and an alarm when EventBridge cannot deliver."""
+        stack = cdk.Stack.of(self)
+        cluster_name = cluster.cluster_name
         # Stopped tasks: EventBridge -> a log group (names under /aws/events/ are EventBridge's) -> metric filters.
         self.stopped_tasks = logs.LogGroup(
             self,

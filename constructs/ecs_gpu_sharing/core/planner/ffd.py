@@ -51,13 +51,6 @@ def ffd_hosts(
     has its CPU and memory; else to an idle GPU of the first open host with room; else to a new host. Where host CPU
     or memory binds, this strands fewer hosts than filling GPUs first; the planner keeps whichever plan is smaller.
     Identical tasks are placed together (as many on a GPU as fit), so the work grows with services, not tasks."""
-    g = capacity.gpus_per_instance
-    cpu_left: list[int] = []
-    mem_left: list[int] = []
-    eni_left: list[int] = []  # per host, the awsvpc tasks it still takes
-    idle: list[list[int]] = []  # per host, its idle GPUs (indexes into gpus)
-    gpus: list[_OpenGpu] = []
-    without: list[dict[str, int]] = []
     tasks = [(s, n, s.isolation_group) for group in groups for s, n in group if n]
     if ordering in FFD_ORDERS:
         sort_key = FFD_ORDERS[ordering]
@@ -65,160 +58,205 @@ def ffd_hosts(
     else:  # "dominant" (the largest share of any one resource) or "sum" (the shares added), largest first
         pick = max if ordering == "dominant" else sum
         tasks.sort(key=lambda t: (-t[0].whole_gpus, -pick(normalized(t[0], capacity)), t[0].name))
-    open_mps: list[int] = []  # GPUs that may still take an MPS task, in opening order
-    idle_hosts: list[int] = []  # hosts that had an idle GPU, in opening order
-    # smallest[i]: the least GPU memory, clients, CPU and memory of any MPS task from the (i+1)-th service on.
-    never = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
-    smallest = [never] * (len(tasks) + 1)
-    for i in range(len(tasks) - 1, -1, -1):
-        t = tasks[i][0]
-        own = (t.task_gpu_budget_mib, t.clients, t.cpu_units, t.memory_mib) if t.clients and not t.whole_gpus else never
-        smallest[i] = tuple(min(a, b) for a, b in zip(own, smallest[i + 1], strict=True))  # type: ignore[assignment]
-    smallest = [*smallest[1:], never]
-    position = 0
-    pruned_for = never
+    fill = _FirstFit(capacity)
+    smallest = _smallest_to_come([s for s, _, _ in tasks])
+    for position, (s, n, group) in enumerate(tasks):
+        if s.whole_gpus:
+            fill.place_whole(s, n, group)
+        elif not s.clients:
+            fill.place_without_gpu(s, n)
+        else:
+            fill.place_mps(s, n, group)
+        fill.prune(smallest[position], position)
+    return fill.hosts()
 
-    def new_host() -> int:
-        h = len(cpu_left)
-        if g:
-            idle_hosts.append(h)
-        cpu_left.append(capacity.host_cpu_units)
-        mem_left.append(capacity.host_memory_mib)
-        eni_left.append(eni_room(capacity))
-        idle.append([])
-        without.append({})
-        for _ in range(g):
-            idle[h].append(len(gpus))
-            gpus.append(_OpenGpu(h, None, capacity.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU))
+
+_NEVER = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
+
+
+def _smallest_to_come(services: list[ServiceInput]) -> list[tuple[int, int, int, int]]:
+    """For each position, the least GPU memory, clients, CPU and memory of any MPS task after it."""
+    smallest = [_NEVER] * (len(services) + 1)
+    for i in range(len(services) - 1, -1, -1):
+        t = services[i]
+        own = (
+            (t.task_gpu_budget_mib, t.clients, t.cpu_units, t.memory_mib) if t.clients and not t.whole_gpus else _NEVER
+        )
+        smallest[i] = (
+            min(own[0], smallest[i + 1][0]),
+            min(own[1], smallest[i + 1][1]),
+            min(own[2], smallest[i + 1][2]),
+            min(own[3], smallest[i + 1][3]),
+        )
+    return [*smallest[1:], _NEVER]
+
+
+class _FirstFit:
+    """First-fit's open hosts and GPUs (per host: CPU, memory and awsvpc tasks left, idle GPUs, GPU-less tasks)."""
+
+    def __init__(self, capacity: CapacityInput) -> None:
+        self.capacity = capacity
+        self.cpu_left: list[int] = []
+        self.mem_left: list[int] = []
+        self.eni_left: list[int] = []  # per host, the awsvpc tasks it still takes
+        self.idle: list[list[int]] = []  # per host, its idle GPUs (indexes into gpus)
+        self.gpus: list[_OpenGpu] = []
+        self.without: list[dict[str, int]] = []
+        self.open_mps: list[int] = []  # GPUs that may still take an MPS task, in opening order
+        self.idle_hosts: list[int] = []  # hosts that had an idle GPU, in opening order
+        self.pruned_for = _NEVER
+
+    def new_host(self) -> int:
+        cap, h = self.capacity, len(self.cpu_left)
+        if cap.gpus_per_instance:
+            self.idle_hosts.append(h)
+        self.cpu_left.append(cap.host_cpu_units)
+        self.mem_left.append(cap.host_memory_mib)
+        self.eni_left.append(eni_room(cap))
+        self.idle.append([])
+        self.without.append({})
+        for _ in range(cap.gpus_per_instance):
+            self.idle[h].append(len(self.gpus))
+            self.gpus.append(_OpenGpu(h, None, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU))
         return h
 
-    def fits_host(h: int, s: ServiceInput, k: int = 1) -> bool:
+    def fits_host(self, h: int, s: ServiceInput, k: int = 1) -> bool:
         return (
-            cpu_left[h] >= s.cpu_units * k
-            and mem_left[h] >= s.memory_mib * k
-            and eni_left[h] >= s.network_interfaces * k
+            self.cpu_left[h] >= s.cpu_units * k
+            and self.mem_left[h] >= s.memory_mib * k
+            and self.eni_left[h] >= s.network_interfaces * k
         )
 
-    def take_host(h: int, s: ServiceInput, k: int) -> None:
-        cpu_left[h] -= s.cpu_units * k
-        mem_left[h] -= s.memory_mib * k
-        eni_left[h] -= s.network_interfaces * k
+    def take_host(self, h: int, s: ServiceInput, k: int) -> None:
+        self.cpu_left[h] -= s.cpu_units * k
+        self.mem_left[h] -= s.memory_mib * k
+        self.eni_left[h] -= s.network_interfaces * k
 
-    def host_copies(h: int, s: ServiceInput) -> int:
+    def host_copies(self, h: int, s: ServiceInput) -> int:
         k = 1 << 62
         if s.cpu_units:
-            k = min(k, cpu_left[h] // s.cpu_units)
+            k = min(k, self.cpu_left[h] // s.cpu_units)
         if s.memory_mib:
-            k = min(k, mem_left[h] // s.memory_mib)
+            k = min(k, self.mem_left[h] // s.memory_mib)
         if s.network_interfaces:
-            k = min(k, eni_left[h] // s.network_interfaces)
+            k = min(k, self.eni_left[h] // s.network_interfaces)
         return k
 
-    for s, n, group in tasks:
-        if s.whole_gpus:
-            h = 0
-            while n:
-                while h < len(cpu_left) and not (len(idle[h]) >= s.whole_gpus and fits_host(h, s)):
-                    h += 1
-                if h == len(cpu_left):
-                    new_host()
-                for _ in range(s.whole_gpus):
-                    gpu = gpus[idle[h].pop(0)]
-                    gpu.whole, gpu.group, gpu.tasks = True, group, {s.name: 1}
-                take_host(h, s, 1)
-                n -= 1
-        elif not s.clients:
-            h = 0
-            while n:
-                while h < len(cpu_left) and not fits_host(h, s):
-                    h += 1
-                if h == len(cpu_left):
-                    new_host()
-                k = min(n, host_copies(h, s))
-                without[h][s.name] = without[h].get(s.name, 0) + k
-                take_host(h, s, k)
-                n -= k
-        else:
-            size, clients = s.task_gpu_budget_mib, s.clients
-            need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
-            at = 0
-            scan = 0
-            while n:
-                placed = False
-                while at < len(open_mps):
-                    gpu = gpus[open_mps[at]]
-                    h = gpu.host
-                    if (
-                        gpu.room >= size
-                        and mem_left[h] >= need_mem
-                        and cpu_left[h] >= need_cpu
-                        and gpu.clients >= clients
-                        and eni_left[h] >= need_eni
-                        and gpu.group == group
-                    ):
-                        k = min(n, gpu.room // size, gpu.clients // clients, host_copies(gpu.host, s))
-                        gpu.room -= k * size
-                        gpu.clients -= k * clients
-                        gpu.tasks[s.name] = gpu.tasks.get(s.name, 0) + k
-                        take_host(gpu.host, s, k)
-                        n -= k
-                        placed = True
-                        break
-                    at += 1
-                if placed:
-                    continue
-                # The first host with an idle GPU and room for s. A host passed over stays so for the rest of s's
-                # tasks (its idle GPUs and its room only shrink), so the scan resumes where it stopped: linear in
-                # hosts per service, not per GPU opened.
-                while scan < len(idle_hosts) and not (idle[idle_hosts[scan]] and fits_host(idle_hosts[scan], s)):
-                    scan += 1
-                host = idle_hosts[scan] if scan < len(idle_hosts) else new_host()
-                index = idle[host].pop(0)
-                gpus[index].group = group
-                open_mps.append(index)
-                at = len(open_mps) - 1
-        if len(open_mps) > 64 and (smallest[position] != pruned_for or position % PRUNE_EVERY == 0):
-            # GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
-            # memory) are skipped from now on. Pruning changes no placement, only what the scans look at: it runs when
-            # the smallest task to come changes, and every PRUNE_EVERY services.
-            pruned_for = smallest[position]
-            size, clients, cpu, mem = smallest[position]
-            open_mps = [
+    def place_whole(self, s: ServiceInput, n: int, group: str | None) -> None:
+        h = 0
+        while n:
+            while h < len(self.cpu_left) and not (len(self.idle[h]) >= s.whole_gpus and self.fits_host(h, s)):
+                h += 1
+            if h == len(self.cpu_left):
+                self.new_host()
+            for _ in range(s.whole_gpus):
+                gpu = self.gpus[self.idle[h].pop(0)]
+                gpu.whole, gpu.group, gpu.tasks = True, group, {s.name: 1}
+            self.take_host(h, s, 1)
+            n -= 1
+
+    def place_without_gpu(self, s: ServiceInput, n: int) -> None:
+        h = 0
+        while n:
+            while h < len(self.cpu_left) and not self.fits_host(h, s):
+                h += 1
+            if h == len(self.cpu_left):
+                self.new_host()
+            k = min(n, self.host_copies(h, s))
+            self.without[h][s.name] = self.without[h].get(s.name, 0) + k
+            self.take_host(h, s, k)
+            n -= k
+
+    def place_mps(self, s: ServiceInput, n: int, group: str | None) -> None:
+        gpus, open_mps, idle, idle_hosts = self.gpus, self.open_mps, self.idle, self.idle_hosts
+        cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
+        size, clients = s.task_gpu_budget_mib, s.clients
+        need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
+        at = 0
+        scan = 0
+        while n:
+            placed = False
+            while at < len(open_mps):
+                gpu = gpus[open_mps[at]]
+                h = gpu.host
+                if (
+                    gpu.room >= size
+                    and mem_left[h] >= need_mem
+                    and cpu_left[h] >= need_cpu
+                    and gpu.clients >= clients
+                    and eni_left[h] >= need_eni
+                    and gpu.group == group
+                ):
+                    k = min(n, gpu.room // size, gpu.clients // clients, self.host_copies(h, s))
+                    gpu.room -= k * size
+                    gpu.clients -= k * clients
+                    gpu.tasks[s.name] = gpu.tasks.get(s.name, 0) + k
+                    self.take_host(h, s, k)
+                    n -= k
+                    placed = True
+                    break
+                at += 1
+            if placed:
+                continue
+            # The first host with an idle GPU and room for s. A host passed over stays so for the rest of s's tasks
+            # (its idle GPUs and its room only shrink), so the scan resumes where it stopped: linear in hosts per
+            # service, not per GPU opened.
+            while scan < len(idle_hosts) and not (idle[idle_hosts[scan]] and self.fits_host(idle_hosts[scan], s)):
+                scan += 1
+            host = idle_hosts[scan] if scan < len(idle_hosts) else self.new_host()
+            index = idle[host].pop(0)
+            gpus[index].group = group
+            open_mps.append(index)
+            at = len(open_mps) - 1
+
+    def prune(self, smallest: tuple[int, int, int, int], position: int) -> None:
+        """GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
+        memory) are skipped from now on. Pruning changes no placement, only what the scans look at: it runs when the
+        smallest task to come changes, and every PRUNE_EVERY services. Hosts out of CPU or memory for it keep their
+        idle GPUs idle."""
+        gpus, cpu_left, mem_left = self.gpus, self.cpu_left, self.mem_left
+        if len(self.open_mps) > 64 and (smallest != self.pruned_for or position % PRUNE_EVERY == 0):
+            self.pruned_for = smallest
+            size, clients, cpu, mem = smallest
+            self.open_mps[:] = [
                 i
-                for i in open_mps
+                for i in self.open_mps
                 if gpus[i].room >= size
                 and gpus[i].clients >= clients
                 and cpu_left[gpus[i].host] >= cpu
                 and mem_left[gpus[i].host] >= mem
             ]
-        if len(idle_hosts) > 64:
-            # Hosts out of CPU or memory for the smallest MPS task still to come keep their idle GPUs idle.
-            _, _, cpu, mem = smallest[position]
-            idle_hosts = [h for h in idle_hosts if idle[h] and cpu_left[h] >= cpu and mem_left[h] >= mem]
-        position += 1
-    hosts: dict[tuple[Any, ...], Host] = {}
-    per_host: list[list[GpuLoad]] = [[] for _ in cpu_left]
-    for gpu in gpus:
-        if gpu.tasks:
-            order = tuple(sorted(gpu.tasks.items()))
-            per_host[gpu.host].append(
-                GpuLoad(
-                    tasks=order,
-                    used_gpu_memory_mib=0 if gpu.whole else capacity.usable_gpu_memory_mib - gpu.room,
-                    clients=0 if gpu.whole else MAX_CLIENTS_PER_GPU - gpu.clients,
-                    whole=gpu.whole,
+        if len(self.idle_hosts) > 64:
+            _, _, cpu, mem = smallest
+            self.idle_hosts[:] = [
+                h for h in self.idle_hosts if self.idle[h] and cpu_left[h] >= cpu and mem_left[h] >= mem
+            ]
+
+    def hosts(self) -> list[Host]:
+        """The open hosts, identical ones counted together."""
+        cap = self.capacity
+        hosts: dict[tuple[Any, ...], Host] = {}
+        per_host: list[list[GpuLoad]] = [[] for _ in self.cpu_left]
+        for gpu in self.gpus:
+            if gpu.tasks:
+                per_host[gpu.host].append(
+                    GpuLoad(
+                        tasks=tuple(sorted(gpu.tasks.items())),
+                        used_gpu_memory_mib=0 if gpu.whole else cap.usable_gpu_memory_mib - gpu.room,
+                        clients=0 if gpu.whole else MAX_CLIENTS_PER_GPU - gpu.clients,
+                        whole=gpu.whole,
+                    )
                 )
-            )
-    for h, loads in enumerate(per_host):
-        cpu = capacity.host_cpu_units - cpu_left[h]
-        mem = capacity.host_memory_mib - mem_left[h]
-        enis = eni_room(capacity) - eni_left[h]
-        key = (tuple(loads), cpu, mem, tuple(sorted(without[h].items())))
-        if key in hosts:
-            hosts[key].count += 1
-        else:
-            hosts[key] = Host(1, list(loads), cpu, mem, dict(without[h]), enis)
-    return list(hosts.values())
+        for h, loads in enumerate(per_host):
+            cpu = cap.host_cpu_units - self.cpu_left[h]
+            mem = cap.host_memory_mib - self.mem_left[h]
+            enis = eni_room(cap) - self.eni_left[h]
+            key = (tuple(loads), cpu, mem, tuple(sorted(self.without[h].items())))
+            if key in hosts:
+                hosts[key].count += 1
+            else:
+                hosts[key] = Host(1, list(loads), cpu, mem, dict(self.without[h]), enis)
+        return list(hosts.values())
 
 
 def ffd_orders(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> list[str]:

@@ -19,15 +19,8 @@ def search_hosts(
     ``None`` when there is none or the search ran out of steps. Where host CPU, host memory and GPU memory all bind,
     first-fit in any order can miss a packing a person would see (two tasks that only fit together)."""
     pairs = [(s, n) for group in groups for s, n in group if n]
-    if hosts < 1 or len(groups) != 1 or sum(n for _, n in pairs) > SEARCH_TASKS or any(s.whole_gpus for s, _ in pairs):
+    if not _worth_searching(capacity, groups, pairs, hosts):
         return None
-    if sum(s.cpu_units * n for s, n in pairs) > hosts * capacity.host_cpu_units:
-        return None
-    if sum(s.memory_mib * n for s, n in pairs) > hosts * capacity.host_memory_mib:
-        return None
-    gpus_held = hosts * capacity.gpus_per_instance
-    if sum(s.task_gpu_budget_mib * n for s, n in pairs) > gpus_held * capacity.usable_gpu_memory_mib:
-        return None  # fewer hosts than GPU memory alone needs: nothing to search
     tasks = sorted((s for s, n in pairs for _ in range(n)), key=lambda s: (-max(normalized(s, capacity)), s.name))
     g = capacity.gpus_per_instance
     cpu: list[int] = []
@@ -98,6 +91,38 @@ def search_hosts(
 
     if not place(0, (0, -1)):
         return None
+    return _as_hosts(capacity, cpu, mem, eni, room, clients, held, without)
+
+
+def _worth_searching(
+    capacity: CapacityInput,
+    groups: list[list[tuple[ServiceInput, int]]],
+    pairs: list[tuple[ServiceInput, int]],
+    hosts: int,
+) -> bool:
+    """A small fleet of one isolation group and no whole GPUs, whose CPU, memory and GPU memory the hosts could
+    hold: else there is nothing to search."""
+    if hosts < 1 or len(groups) != 1 or sum(n for _, n in pairs) > SEARCH_TASKS or any(s.whole_gpus for s, _ in pairs):
+        return False
+    if sum(s.cpu_units * n for s, n in pairs) > hosts * capacity.host_cpu_units:
+        return False
+    if sum(s.memory_mib * n for s, n in pairs) > hosts * capacity.host_memory_mib:
+        return False
+    gpus_held = hosts * capacity.gpus_per_instance
+    return sum(s.task_gpu_budget_mib * n for s, n in pairs) <= gpus_held * capacity.usable_gpu_memory_mib
+
+
+def _as_hosts(
+    capacity: CapacityInput,
+    cpu: list[int],
+    mem: list[int],
+    eni: list[int],
+    room: list[list[int]],
+    clients: list[list[int]],
+    held: list[list[dict[str, int]]],
+    without: list[dict[str, int]],
+) -> list[Host]:
+    """The search's hosts (what each has left, per host and GPU), identical ones counted together."""
     out: dict[tuple[object, ...], Host] = {}
     for h in range(len(cpu)):
         loads = [
@@ -106,7 +131,7 @@ def search_hosts(
                 used_gpu_memory_mib=capacity.usable_gpu_memory_mib - room[h][gpu],
                 clients=MAX_CLIENTS_PER_GPU - clients[h][gpu],
             )
-            for gpu in range(g)
+            for gpu in range(capacity.gpus_per_instance)
             if held[h][gpu]
         ]
         used_cpu, used_mem = capacity.host_cpu_units - cpu[h], capacity.host_memory_mib - mem[h]
