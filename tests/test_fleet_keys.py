@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ecs_gpu_sharing.core import fleet
-from ecs_gpu_sharing.core.fleet import checks, keys
+from ecs_gpu_sharing.core.fleet import keys, service_checks
 
 from conftest import REPO
 
@@ -38,7 +38,7 @@ def test_each_key_fills_one_attribute_and_each_attribute_comes_from_a_key(
 
 def test_a_key_added_to_the_table_alone_is_not_silently_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     added = fleet.Key("warmup_seconds", int, False, "seconds the model warms up", low=0)
-    monkeypatch.setattr(checks, "SERVICE", (*keys.SERVICE, added))
+    monkeypatch.setattr(service_checks, "SERVICE", (*keys.SERVICE, added))
     doc = tomllib.loads((REPO / "fleet.toml").read_text())
     doc["service"]["embedder"]["warmup_seconds"] = 30
     with pytest.raises(TypeError, match=r"fleet key table and ServiceSpec disagree: .*'warmup_seconds'"):

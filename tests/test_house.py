@@ -318,3 +318,45 @@ def test_one_helper_reads_cloudformation_properties() -> None:
         str(p.relative_to(REPO)) for p in PACKAGE.rglob("*.py") if "_cfn_properties" in p.read_text(encoding="utf-8")
     )
     assert readers == ["constructs/ecs_gpu_sharing/cdk/rendered.py"]
+
+
+# --- sizes (#34): a module a reader can hold, a function a reader can follow ------------------------------------
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 100
+
+
+def _long_functions(source: str, where: str) -> list[str]:
+    tree = ast.parse(source)
+    return [
+        f"{where}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1} lines"  # type: ignore[operator]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES  # type: ignore[operator]
+    ]
+
+
+def test_no_library_function_is_over_100_lines() -> None:
+    long = [f for p in sorted(PACKAGE.rglob("*.py")) for f in _long_functions(p.read_text(), str(p.relative_to(REPO)))]
+    assert not long, "split these functions:\n" + "\n".join(long)
+
+
+def test_the_size_walk_finds_a_long_function() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions(f"def f():\n{body}\n", "m.py") == [f"m.py:1 f: {MAX_FUNCTION_LINES + 1} lines"]
+    method = "\n".join(f"        x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 1))
+    assert _long_functions(f"class C:\n    def g(self):\n{method}\n", "m.py") == []  # 100 lines: not over
+
+
+def test_no_library_module_is_over_600_lines() -> None:
+    long = [
+        f"{p.relative_to(REPO)}: {n} lines"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not long, "split these modules by subject:\n" + "\n".join(long)
+
+
+def test_the_rehearsal_is_not_in_the_library() -> None:
+    """The deploy rehearsal completes moto at run time: a development tool (scripts/), never in a team's wheel."""
+    assert not list(PACKAGE.rglob("rehearsal*")) and (REPO / "scripts" / "rehearsal" / "__init__.py").is_file()

@@ -1,0 +1,143 @@
+"""How the parser reads a table: each key checked against its row, problems gathered (all at once, one line each)."""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from ..errors import FleetSpecError
+from .keys import _NAME, _TYPE_NAMES, Key
+
+_Spec = TypeVar("_Spec")
+
+
+def _build(cls: Callable[..., _Spec], keys: tuple[Key, ...], values: Mapping[str, Any], **given: Any) -> _Spec:
+    """A spec from its key table: one attribute per key (``Key.attribute``), the value ``given`` where the parser
+    checked and converted it, else the file's value, else the key's default. The key table is the one declaration of
+    a key; its attribute on the spec is where it is used (a test holds every key to an attribute and back)."""
+    out = dict(given)
+    for key in keys:
+        if key.attribute not in out:
+            value = values.get(key.name, key.empty)
+            out[key.attribute] = tuple(value) if isinstance(value, list) else value
+    try:
+        return cls(**out)
+    except TypeError as error:  # a key declared in the table with no attribute on the spec: a bug, said plainly
+        raise TypeError(f"fleet key table and {getattr(cls, '__name__', cls)} disagree: {error}") from None
+
+
+MAX_PROBLEMS_SHOWN = 100  # a file of thousands of mistakes is shown its first hundred, and how many more
+
+
+class _Problems:
+    """Every problem of one file, collected so they are reported at once."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.lines.append(f"{self.source}: {message}")
+
+    def raise_if_any(self) -> None:
+        if self.lines:
+            lines = list(dict.fromkeys(self.lines))
+            if len(lines) > MAX_PROBLEMS_SHOWN:
+                rest = len(lines) - MAX_PROBLEMS_SHOWN
+                lines = [*lines[:MAX_PROBLEMS_SHOWN], f"{self.source}: and {rest} more problems; fix these first"]
+            raise FleetSpecError("\n".join(lines))
+
+
+def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys: tuple[Key, ...]) -> dict[str, Any]:
+    """The table's well-typed, in-range values; every problem is added to ``problems``."""
+    known = {k.name: k for k in keys}
+    good: dict[str, Any] = {}
+    for name in table:
+        if name not in known:
+            shown = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else repr(name)
+            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? " if close else ""
+            problems.add(f"unknown key {where}{shown}; {hint}the keys here are: {', '.join(known)}")
+    for key in keys:
+        if key.name not in table:
+            if key.required:
+                problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.value_type]}): {key.doc}")
+            continue
+        value: Any = table[key.name]
+        if (
+            (isinstance(value, bool) and key.value_type is not bool)
+            or not isinstance(value, key.value_type)
+            or (key.value_type is datetime.date and isinstance(value, datetime.datetime))
+        ):
+            problems.add(
+                f"{where}{key.name} must be {_TYPE_NAMES[key.value_type]}, got {value!r} ({type(value).__name__})"
+            )
+            continue
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and ((key.low is not None and value < key.low) or (key.high is not None and value > key.high))
+        ):
+            span = f"from {key.low} to {key.high}" if key.high is not None else f">= {key.low}"
+            why = f" ({key.high_why})" if key.high is not None and value > key.high and key.high_why else ""
+            problems.add(f"{where}{key.name} must be {span}{why}, got {value}")
+            continue
+        if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
+            problems.add(f"{where}{key.name} {value!r} is malformed; write it like {key.example!r}")
+            continue
+        if key.table is not None and isinstance(value, dict):
+            value = _check_table(problems, f"{where}{key.name}.", value, key.table)
+        elif key.table is not None and isinstance(value, list):
+            if not all(isinstance(item, dict) for item in value):
+                problems.add(f"{where}{key.name} must be a list of tables, got {value!r}")
+                continue
+            value = [
+                _check_table(problems, f"{where}{key.name}[{i}].", item, key.table) for i, item in enumerate(value)
+            ]
+        elif (
+            key.items is not None
+            and isinstance(value, list)
+            and not _check_items(problems, f"{where}{key.name}", value, key)
+        ):
+            continue
+        good[key.name] = value
+    return good
+
+
+def _check_items(problems: _Problems, where: str, values: list[Any], key: Key) -> bool:
+    """Whether every item of a list key has its type and pattern; adds a problem for the first that has not."""
+    for value in values:
+        if not isinstance(value, key.items or object) or isinstance(value, bool):
+            problems.add(f"{where} must hold only {_TYPE_NAMES[key.items or str]}s, got {value!r}")
+            return False
+        if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
+            problems.add(f"{where} item {value!r} is malformed; write it like {key.example!r}")
+            return False
+    if key.pattern is not None and len(set(values)) != len(values):
+        problems.add(f"{where} names an item twice: {values!r}")
+        return False
+    return True
+
+
+def _check_name(problems: _Problems, kind: str, name: str) -> bool:
+    if _NAME.fullmatch(name):
+        return True
+    problems.add(
+        f"{kind}.{name!r} is not a usable name; use letters, digits and '-', starting with a letter, at most 40 "
+        "characters"
+    )
+    return False
+
+
+def _named_tables(problems: _Problems, kind: str, tables: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The ``[kind.<name>]`` tables whose name is usable and that are tables; a problem for each other one."""
+    for name, table in tables.items():
+        if not _check_name(problems, kind, name):
+            continue
+        if not isinstance(table, dict):
+            problems.add(f"{kind}.{name} must be a table")
+            continue
+        yield name, table

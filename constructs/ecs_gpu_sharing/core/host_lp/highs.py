@@ -1,0 +1,212 @@
+"""The LPs and MILPs HiGHS solves: the master, the pricing LP, the exact pricing on one-GPU hosts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..mps import MAX_CLIENTS_PER_GPU
+from .model import EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use
+from .patterns import _Builder
+
+_BANNER_SHOWN = False
+
+
+def new_highs():  # type: ignore[no-untyped-def]
+    """A silent HiGHS. HiGHS prints a banner to the process's standard output when the first model is made; that would
+    corrupt ``plan --json``, so the first is made with file descriptor 1 pointed at /dev/null. Imported here, not at the
+    top: HiGHS and numpy take 0.3 s to import, and most plans never need them."""
+    global _BANNER_SHOWN
+    import os
+    import sys
+
+    import highspy
+
+    if _BANNER_SHOWN:
+        h = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        _BANNER_SHOWN = True
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    return h
+
+
+class _Pricing:
+    """The pricing problem's LP relaxation: the most a host is worth at the master's duals when its GPUs are pooled
+    (GPU memory, clients and whole GPUs counted over the host) and tasks may be split. Its value bounds every pattern
+    from above; its solution and its prices for the host's resources guide the greedy."""
+
+    def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
+        import highspy
+        import numpy as np
+
+        self.np = np
+        self.h = new_highs()
+        self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        n = len(items)
+        use = [_use(it, host) for it in items]
+        rows = [([u[r] for u in use], cap) for r, cap in enumerate(_capacity(host))]
+        for _ in range(n):
+            self.h.addCol(0.0, 0.0, 0.0, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
+        for coefficients, cap in rows:
+            index = [i for i, a in enumerate(coefficients) if a]
+            self.h.addRow(
+                -1e30, cap, len(index), np.array(index, dtype=np.int32), np.array([coefficients[i] for i in index])
+            )
+        self.n = n
+
+    def solve(self, duals: Sequence[float], caps: Sequence[int]) -> tuple[float, list[float], list[float]]:
+        """(value, each item's count, the prices of the host's GPUs, clients, CPU, memory and interfaces)."""
+        np = self.np
+        index = np.arange(self.n, dtype=np.int32)
+        self.h.changeColsCost(self.n, index, np.array([float(d) for d in duals]))
+        self.h.changeColsBounds(self.n, index, np.zeros(self.n), np.array([float(c) for c in caps]))
+        self.h.run()
+        solution = self.h.getSolution()
+        value = self.h.getInfo().objective_function_value
+        return value, list(solution.col_value), [abs(y) for y in solution.row_dual]
+
+
+class _Exact:
+    """The pricing problem as a MILP: a count of each item on each GPU (one isolation group per GPU, its memory and
+    clients), whole-GPU tasks on GPUs of their own, the host's CPU, memory and interfaces. Solved by HiGHS within a
+    node limit (deterministic): its best pattern, and its dual bound, an upper bound on every pattern's worth."""
+
+    def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
+        import highspy
+        import numpy as np
+
+        self.np = np
+        self.items = items
+        self.host = host
+        self.h = new_highs()
+        self.h.setOptionValue("mip_max_nodes", EXACT_NODES)
+        self.h.setOptionValue("mip_rel_gap", 1e-4)
+        # A small knapsack: HiGHS's root work (presolve, symmetry, feasibility jump) costs more than it saves here.
+        self.h.setOptionValue("presolve", "off")
+        self.h.setOptionValue("mip_detect_symmetry", False)
+        self.h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
+        self.h.setOptionValue("mip_heuristic_effort", 0.0)
+        self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        inf = highspy.kHighsInf
+        n, gpus = len(items), host.gpus
+        groups = sorted({it.group for it in items if it.size and not it.whole})
+        mps = [i for i, it in enumerate(items) if it.size and not it.whole]
+        self.compact = gpus == 1 and len(groups) <= 1  # one GPU, one group: the counts alone say it all
+        columns: list[tuple[str, int, int]] = [("x", i, -1) for i in range(n)]
+        if not self.compact:
+            columns += [("y", i, g) for i in mps for g in range(gpus)]
+            columns += [("z", k, g) for k in range(len(groups)) for g in range(gpus)]
+        self.index = {c: j for j, c in enumerate(columns)}
+        self.n = n
+        for kind, _, _ in columns:
+            self.h.addVar(0.0, 1.0 if kind == "z" else inf)
+        self.h.changeColsIntegrality(
+            len(columns), np.arange(len(columns), dtype=np.int32), np.array([1] * len(columns), dtype=np.uint8)
+        )
+        x = {i: self.index[("x", i, -1)] for i in range(n)}
+
+        def row(coefficients: Mapping[int, float], low: float, high: float) -> None:
+            keys = [k for k, v in coefficients.items() if v]
+            self.h.addRow(
+                low, high, len(keys), np.array(keys, dtype=np.int32), np.array([coefficients[k] for k in keys])
+            )
+
+        row({x[i]: it.cpu for i, it in enumerate(items)}, -inf, host.cpu)
+        row({x[i]: it.mem for i, it in enumerate(items)}, -inf, host.mem)
+        row({x[i]: it.enis for i, it in enumerate(items)}, -inf, min(host.enis, 1 << 30))
+        if self.compact:
+            whole_gpu = {x[i]: host.usable for i, it in enumerate(items) if it.whole}
+            row({**{x[i]: items[i].size for i in mps}, **whole_gpu}, -inf, host.usable)
+            row({x[i]: items[i].clients for i in mps}, -inf, MAX_CLIENTS_PER_GPU)
+            return
+        for i in mps:
+            row({x[i]: 1.0, **{self.index[("y", i, g)]: -1.0 for g in range(gpus)}}, 0.0, 0.0)
+        for g in range(gpus):
+            for k, group in enumerate(groups):
+                z = self.index[("z", k, g)]
+                members = [i for i in mps if items[i].group == group]
+                row({**{self.index[("y", i, g)]: items[i].size for i in members}, z: -host.usable}, -inf, 0.0)
+                row(
+                    {**{self.index[("y", i, g)]: items[i].clients for i in members}, z: -MAX_CLIENTS_PER_GPU},
+                    -inf,
+                    0.0,
+                )
+        whole: dict[int, float] = {x[i]: it.whole for i, it in enumerate(items) if it.whole}
+        for k in range(len(groups)):
+            for g in range(gpus):
+                whole[self.index[("z", k, g)]] = 1.0
+        row(whole, -inf, gpus)
+        for g in range(gpus - 1):  # GPUs in use come first: fewer symmetric solutions to search
+            used = {self.index[("z", k, g)]: 1.0 for k in range(len(groups))}
+            used.update({self.index[("z", k, g + 1)]: -1.0 for k in range(len(groups))})
+            row(used, 0.0, inf)
+
+    def solve(self, duals: Sequence[float], caps: Sequence[int]) -> tuple[Pattern | None, float]:
+        np = self.np
+        index = np.arange(self.n, dtype=np.int32)
+        self.h.changeColsCost(self.n, index, np.array([float(d) for d in duals]))
+        self.h.changeColsBounds(self.n, index, np.zeros(self.n), np.array([float(c) for c in caps]))
+        self.h.run()
+        info = self.h.getInfo()
+        if info.primal_solution_status != 2:  # no feasible solution found
+            return None, max(0.0, info.mip_dual_bound)
+        values = self.h.getSolution().col_value
+        b = _Builder(self.items, self.host)
+        for g in range(0 if self.compact else self.host.gpus):
+            for i in range(self.n):
+                j = self.index.get(("y", i, g))
+                if j is not None and round(values[j]):
+                    b.add(i, round(values[j]), only=g)
+        for i in range(self.n):  # whole-GPU tasks and tasks without a GPU, and any the layout above left out
+            b.add(i, round(values[self.index[("x", i, -1)]]) - b.counts[i])
+        return b.pattern(), info.mip_dual_bound
+
+
+class _Master:
+    """min sum(x) with sum(x_p * counts_p) >= demand: one HiGHS model, a column per pattern."""
+
+    def __init__(self, demand: Sequence[int]) -> None:
+        import highspy
+        import numpy as np
+
+        self.np = np
+        self.inf = highspy.kHighsInf
+        self.h = new_highs()
+        self.patterns: list[Pattern] = []
+        self.seen: set[tuple[int, ...]] = set()
+        for d in demand:
+            self.h.addRow(float(d), self.inf, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
+
+    def add(self, p: Pattern) -> bool:
+        if p.counts in self.seen or not any(p.counts):
+            return False
+        self.seen.add(p.counts)
+        self.patterns.append(p)
+        rows = [i for i, a in enumerate(p.counts) if a]
+        self.h.addCol(
+            1.0,
+            0.0,
+            self.inf,
+            len(rows),
+            self.np.array(rows, dtype=self.np.int32),
+            self.np.array([float(p.counts[i]) for i in rows]),
+        )
+        return True
+
+    def demand(self, demand: Sequence[int]) -> None:
+        for r, d in enumerate(demand):
+            self.h.changeRowBounds(r, float(d), self.inf)
+
+    def solve(self) -> tuple[float, list[float], list[float]]:
+        self.h.run()
+        solution = self.h.getSolution()
+        return self.h.getInfo().objective_function_value, list(solution.row_dual), list(solution.col_value)

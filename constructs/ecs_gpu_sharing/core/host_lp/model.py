@@ -1,0 +1,89 @@
+"""A host-level LP's items, host, patterns and solution, and the pricing rows each task uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..mps import MAX_CLIENTS_PER_GPU
+
+MAX_ROUNDS = 60  # column generation rounds in one LP
+MAX_COLUMNS = 2500  # patterns in one master
+RESOLVE_ROUNDS = 12  # pricing rounds after the first solve, per rounding pass
+ROUNDING_PASSES = 6  # LP solves over what is left, before the rest goes to the planner's packings
+BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
+EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
+EXACT_CALLS = 30  # exact pricings in the first column generation, on one-GPU hosts
+KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One service's tasks as the LP sees them."""
+
+    name: str
+    group: str  # isolation group: no GPU holds two
+    size: int  # the task's GPU budget, MiB (0: no MPS)
+    clients: int
+    whole: int  # GPUs the task holds whole
+    cpu: int
+    mem: int
+    enis: int
+    demand: int
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    gpus: int
+    usable: int  # GPU memory a GPU's MPS tasks may fill, MiB
+    cpu: int
+    mem: int
+    enis: int  # awsvpc tasks one host takes
+
+
+@dataclass(frozen=True)
+class Pattern:
+    counts: tuple[int, ...]  # tasks of each item
+    gpus: tuple[tuple[tuple[tuple[int, int], ...], bool], ...]  # per GPU in use: ((item, tasks), ...), whole
+    no_gpu: tuple[tuple[int, int], ...]  # (item, tasks) without a GPU
+
+
+@dataclass
+class Solution:
+    bound: int  # no placement of the items uses fewer hosts
+    lp_value: float
+    hosts: list[tuple[Pattern, int]] = field(default_factory=list)  # (pattern, copies)
+    rest: list[int] = field(default_factory=list)  # tasks of each item the patterns leave for the planner
+
+
+def per_host(it: Item, host: HostSpec) -> int:
+    """The most tasks of ``it`` one host takes."""
+    k = 1 << 30
+    if it.whole:
+        k = host.gpus // it.whole
+    elif it.size:
+        k = min(host.usable // it.size, MAX_CLIENTS_PER_GPU // max(it.clients, 1)) * host.gpus
+    if it.cpu:
+        k = min(k, host.cpu // it.cpu)
+    if it.mem:
+        k = min(k, host.mem // it.mem)
+    if it.enis:
+        k = min(k, host.enis // it.enis)
+    return max(k, 0)
+
+
+def _use(it: Item, host: HostSpec) -> tuple[float, float, float, float, float]:
+    """What one task takes of each row of the pricing LP: GPUs (a whole-GPU task's, or its share of one GPU's memory),
+    GPUs by MPS clients, CPU units, memory, network interfaces."""
+    gpu = it.whole if it.whole else it.size / host.usable
+    clients = it.whole if it.whole else it.clients / MAX_CLIENTS_PER_GPU if it.size else 0.0
+    return (gpu, clients, float(it.cpu), float(it.mem), float(it.enis))
+
+
+def _capacity(host: HostSpec) -> tuple[float, float, float, float, float]:
+    """What one host has of each row of the pricing LP (``_use``)."""
+    return (float(host.gpus), float(host.gpus), float(host.cpu), float(host.mem), float(min(host.enis, 1 << 30)))
+
+
+def _shares(it: Item, host: HostSpec) -> tuple[float, ...]:
+    gpu = (it.whole / host.gpus) if it.whole else (it.size / (host.usable * host.gpus) if host.gpus else 0.0)
+    return (gpu, it.cpu / host.cpu, it.mem / host.mem, it.enis / host.enis if host.enis else 0.0)

@@ -1,0 +1,255 @@
+"""Candidate patterns (greedy in several orders, bounded knapsacks) and the most a pattern can be worth."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..mps import MAX_CLIENTS_PER_GPU
+from .model import KNAPSACK_UNITS, HostSpec, Item, Pattern, _capacity, _shares, _use, per_host
+
+
+class _Builder:
+    """One host filled in an order: each item as many times as the host and the cap take, best fit on the GPUs."""
+
+    def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
+        self.items = items
+        self.host = host
+        self.room = [host.usable] * host.gpus
+        self.clients = [MAX_CLIENTS_PER_GPU] * host.gpus
+        self.group: list[str | None] = [None] * host.gpus
+        self.whole = [False] * host.gpus
+        self.load: list[dict[int, int]] = [{} for _ in range(host.gpus)]
+        self.cpu, self.mem, self.enis = host.cpu, host.mem, host.enis
+        self.counts = [0] * len(items)
+        self.no_gpu: dict[int, int] = {}
+
+    def add(self, i: int, most: int, only: int | None = None) -> None:
+        """Up to ``most`` tasks of item ``i`` (on GPU ``only``, when given)."""
+        it = self.items[i]
+        k = most
+        if it.cpu:
+            k = min(k, self.cpu // it.cpu)
+        if it.mem:
+            k = min(k, self.mem // it.mem)
+        if it.enis:
+            k = min(k, self.enis // it.enis)
+        if k <= 0:
+            return
+        placed = 0
+        if it.whole:
+            idle = [g for g in range(self.host.gpus) if self.group[g] is None]
+            placed = min(k, len(idle) // it.whole)
+            for g in idle[: placed * it.whole]:
+                self.group[g], self.whole[g], self.room[g] = "", True, 0
+                self.load[g][i] = 1
+        elif it.size:
+            # Best fit: GPUs of the item's group with the least room that fits first, then idle GPUs.
+            order = sorted(
+                (g for g in range(self.host.gpus) if self.group[g] in (it.group, None) and not self.whole[g]),
+                key=lambda g: (self.group[g] is None, self.room[g]),
+            )
+            if only is not None:
+                order = [g for g in order if g == only]
+            for g in order:
+                if placed == k:
+                    break
+                fit = min(k - placed, self.room[g] // it.size, self.clients[g] // it.clients)
+                if fit > 0:
+                    self.group[g] = it.group
+                    self.room[g] -= fit * it.size
+                    self.clients[g] -= fit * it.clients
+                    self.load[g][i] = self.load[g].get(i, 0) + fit
+                    placed += fit
+        else:
+            placed = k
+            self.no_gpu[i] = self.no_gpu.get(i, 0) + k
+        self.counts[i] += placed
+        self.cpu -= placed * it.cpu
+        self.mem -= placed * it.mem
+        self.enis -= placed * it.enis
+
+    def pattern(self) -> Pattern:
+        gpus = tuple(
+            (tuple(sorted(self.load[g].items())), self.whole[g]) for g in range(self.host.gpus) if self.load[g]
+        )
+        return Pattern(tuple(self.counts), gpus, tuple(sorted(self.no_gpu.items())))
+
+
+def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> list[list[int]]:
+    """Items with a positive price, by price over their weight, one order per way of weighing the host's resources."""
+    shares = [_shares(it, host) for it in items]
+    used = [r for r in range(4) if any(s[r] for s in shares)]
+    total = [sum(s[r] * it.demand for s, it in zip(shares, items, strict=True)) for r in range(4)]
+    ways: list[tuple[float, ...]] = [tuple(1.0 if r == u else 0.0 for r in range(4)) for u in used]
+    ways.append(tuple(1.0 if r in used else 0.0 for r in range(4)))
+    ways.append(tuple(total))  # each resource by how much of it the fleet needs
+    live = [i for i, d in enumerate(duals) if d > 1e-9]
+    orders = []
+    for w in ways:
+        weight = [sum(a * b for a, b in zip(s, w, strict=True)) for s in shares]
+        orders.append(sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i)))
+    orders.append(sorted(live, key=lambda i: (-duals[i] / max(max(shares[i]), 1e-12), i)))  # dominant share
+    return orders
+
+
+def _build(items: Sequence[Item], host: HostSpec, order: Sequence[int], caps: Sequence[int]) -> Pattern:
+    b = _Builder(items, host)
+    for i in order:
+        if caps[i] > 0:
+            b.add(i, caps[i])
+    return b.pattern()
+
+
+def _restrict(p: Pattern, left: Sequence[int], items: Sequence[Item]) -> Pattern:
+    """``p`` with no more of each item than ``left``: tasks dropped from the last GPUs first (a whole-GPU task with
+    all its GPUs)."""
+    if all(c <= n for c, n in zip(p.counts, left, strict=True)):
+        return p
+    over = [max(0, c - n) * max(1, it.whole) for c, n, it in zip(p.counts, left, items, strict=True)]
+    gpus = []
+    for tasks, whole in reversed(p.gpus):
+        kept = []
+        for i, k in tasks:
+            drop = min(k, over[i])
+            over[i] -= drop
+            if k > drop:
+                kept.append((i, k - drop))
+        if kept:
+            gpus.append((tuple(kept), whole))
+    gpus.reverse()
+    no_gpu = []
+    for i, k in p.no_gpu:
+        drop = min(k, over[i])
+        over[i] -= drop
+        if k > drop:
+            no_gpu.append((i, k - drop))
+    return Pattern(tuple(min(c, n) for c, n in zip(p.counts, left, strict=True)), tuple(gpus), tuple(no_gpu))
+
+
+def _candidates(
+    items: Sequence[Item],
+    host: HostSpec,
+    duals: Sequence[float],
+    caps: Sequence[int],
+    counts: Sequence[float],
+    prices: Sequence[float],
+) -> list[Pattern]:
+    """Hosts the greedy builds at these duals: in each order of ``_orders``, in the order the pricing LP's host
+    prices give, and the pricing LP's own counts rounded down, then filled in that order."""
+    live = [i for i, d in enumerate(duals) if d > 1e-9]
+    use = [_use(it, host) for it in items]
+    weight = [sum(p * u for p, u in zip(prices, row, strict=True)) for row in use]
+    priced = sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i))
+    found = [_build(items, host, order, caps) for order in [*_orders(items, host, duals), priced]]
+    b = _Builder(items, host)
+    for i in sorted(live, key=lambda i: (-(counts[i] - math.floor(counts[i] + 1e-9)), i)):
+        if counts[i] >= 1 - 1e-9:
+            b.add(i, min(caps[i], math.floor(counts[i] + 1e-9)))
+    for i in priced:
+        b.add(i, caps[i] - b.counts[i])
+    found.append(b.pattern())
+    # Knapsacks: one GPU's memory (its contents then repeated on every GPU), the host's CPU, the host's memory; each
+    # with the other rows at the pricing LP's prices, then repaired by the builder and filled in the priced order.
+    for row in (0, 2, 3):
+        rest = [p if r != row else 0.0 for r, p in enumerate(prices)]
+        reduced = [d - sum(p * u for p, u in zip(rest, use[i], strict=True)) for i, d in enumerate(duals)]
+        if row == 0:
+            chosen = [i for i in live if items[i].size and not items[i].whole and reduced[i] > 0]
+            sizes, room, copies = [items[i].size for i in chosen], host.usable, host.gpus
+        else:
+            chosen = [i for i in live if reduced[i] > 0 and use[i][row]]
+            sizes = [int(use[i][row]) for i in chosen]
+            room, copies = (host.cpu, host.mem)[row - 2], 1
+        if not chosen or not copies:
+            continue
+        _, contents = _knapsack([reduced[i] for i in chosen], sizes, [caps[i] for i in chosen], room)
+        b = _Builder(items, host)
+        for g in range(copies):
+            for j in sorted(range(len(chosen)), key=lambda j: (-sizes[j], chosen[j])):
+                i = chosen[j]
+                if contents[j]:
+                    b.add(i, min(contents[j], caps[i] - b.counts[i]), only=g if row == 0 else None)
+        for i in priced:
+            b.add(i, caps[i] - b.counts[i])
+        found.append(b.pattern())
+    return found
+
+
+def _knapsack(
+    values: Sequence[float], sizes: Sequence[int], caps: Sequence[int], room: int, *, bound: bool = False
+) -> tuple[float, list[int]]:
+    """The counts of most value within ``room`` (a bounded knapsack, by binary splitting, on numpy), and that value.
+    Sizes in units of their GCD, or of 1/KNAPSACK_UNITS of the room where that is too fine: rounded up, so the counts
+    always fit; or, with ``bound``, rounded down, so the value bounds the true knapsack's from above."""
+    import numpy as np
+
+    step = 0
+    for size in sizes:
+        step = math.gcd(step, size)
+    most = KNAPSACK_UNITS * (2 if bound else 1)  # a bound is computed every BOUND_EVERY rounds: finer, tighter
+    unit = step if step and room // step <= most else max(1, math.ceil(room / most))
+    units = room // unit if not bound else math.ceil(room / unit)
+    weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
+    best = np.zeros(units + 1)
+    pieces: list[tuple[int, int]] = []
+    taken: list[np.ndarray] = []
+    free = 0.0  # items of no size (rounded down to nothing): each at its cap
+    for j, (v, w, c) in enumerate(zip(values, weights, caps, strict=True)):
+        if v <= 0 or c <= 0:
+            continue
+        if w == 0:
+            free += v * c
+            continue
+        c = min(c, units // w)
+        chunk = 1
+        while c > 0:
+            take = min(chunk, c)
+            weight, value = w * take, v * take
+            candidate = best[:-weight] + value
+            better = np.zeros(units + 1, dtype=bool)
+            better[weight:] = candidate > best[weight:] + 1e-12
+            best = np.where(better, np.concatenate([np.zeros(weight), candidate]), best)
+            pieces.append((j, take))
+            taken.append(better)
+            c -= take
+            chunk *= 2
+    counts = [0] * len(sizes)
+    r = int(np.argmax(best))
+    value = float(best[r]) + free
+    for (j, take), better in zip(reversed(pieces), reversed(taken), strict=True):
+        if better[r]:
+            counts[j] += take
+            r -= weights[j] * take
+    return value, counts
+
+
+def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], prices: Sequence[float]) -> float:
+    """An upper bound on what one host's pattern is worth at ``duals``, by Lagrangian relaxation: every resource but
+    one priced (at the pricing LP's prices), that one kept as an exact knapsack with sizes rounded down; the least of
+    these. Kept whole: one GPU's memory (MPS tasks of any group, no client limit; the best GPU on every GPU, or a share
+    of a whole-GPU task), the host's CPU, the host's memory."""
+    caps = [per_host(it, host) for it in items]
+    use = [_use(it, host) for it in items]
+    capacity = _capacity(host)
+    best = math.inf
+    for row in (0, 2, 3):
+        lam = [p if r != row else 0.0 for r, p in enumerate(prices)]
+        if row == 0:  # GPU memory kept per GPU: the whole-GPU row's price stays off, clients priced
+            lam[0] = 0.0
+        reduced = [d - sum(a * u for a, u in zip(lam, use[i], strict=True)) for i, d in enumerate(duals)]
+        priced = sum(a * c for a, c in zip(lam, capacity, strict=True))
+        if row == 0:
+            mps = [i for i, it in enumerate(items) if it.size and not it.whole]
+            per_gpu = _knapsack(
+                [reduced[i] for i in mps], [items[i].size for i in mps], [caps[i] for i in mps], host.usable, bound=True
+            )[0]
+            whole = max((reduced[i] / it.whole for i, it in enumerate(items) if it.whole), default=0.0)
+            value = host.gpus * max(per_gpu, whole, 0.0)
+            value += sum(max(0.0, reduced[i]) * caps[i] for i, it in enumerate(items) if not it.size and not it.whole)
+        else:
+            room = (host.cpu, host.mem)[row - 2]
+            sizes = [int(u[row]) for u in use]
+            value = _knapsack(reduced, sizes, caps, room, bound=True)[0]
+        best = min(best, value + priced)
+    return best

@@ -1,0 +1,251 @@
+"""The fit rules, as a table: one function per rule, each with an id, a level and an explanation. Pure Python.
+
+``assess`` plans every service on its capacity together and runs every rule over the plan. The CDK layer
+turns its findings into synth errors (on the construct concerned) and warnings acknowledgeable by id; the
+CLI prints them. Every finding carries its rule's id, errors included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from ..markdown import table
+from ..placement import CapacityPlacement, place_capacity
+from ..planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, plan
+from .model import (
+    BUDGET_BELOW_NEED,
+    CLIENT_LIMIT_WARNING,
+    OUTSIDE_PLAN_WARNING,
+    SURGE_WARNING,
+    Check,
+    Context,
+    Finding,
+    Level,
+    NameClash,
+    OutsideService,
+    Rule,
+    Source,
+    finding_line,
+)
+from .other_rules import OTHER_RULES, RULE_FAILED, TASK_MIXES_GPU_OPTIONS, UNVERIFIED_INSTANCE_FAMILY
+from .plan_rules import (
+    DEPLOYMENT_CANNOT_START,
+    PLACEMENT_NEEDS_MORE,
+    PLACEMENT_SCATTERS,
+    PLAN_RULES,
+    ROLL_TAKES_HOST_OUT,
+    budget_below_need,
+    budget_is_a_guess,
+    counts_exceed_max_instances,
+    deployment_cannot_start,
+    derived_max_instances,
+    derived_max_over_quota,
+    ecs_placement_needs_more,
+    evidence_older_than_image,
+    isolation_not_enforceable,
+    max_instances_unknown,
+    mps_client_limit,
+    placement_scatters,
+    roll_in_service,
+    roll_takes_host_out,
+    service_outside_plan,
+    surge_does_not_fit,
+    task_shape_not_literal,
+    tasks_over_quota,
+)
+
+RULES: tuple[Rule, ...] = (*PLAN_RULES, *OTHER_RULES)
+"""Every rule of the library: the one table (the docs' rules page is generated from it)."""
+
+RULES_BY_ID = {rule.rule_id: rule for rule in RULES}
+
+_OWNED_BY = {"service": ("service", "container", "task definition"), "capacity": ("capacity",)}
+
+
+def acknowledgeable(kind: str) -> frozenset[str]:
+    """Warning ids a service (its containers and task definition included) or a capacity may acknowledge."""
+    return frozenset(r.rule_id for r in RULES if r.level is Level.WARNING and r.about in _OWNED_BY[kind])
+
+
+TASK_ALONE_RULES = frozenset({*(r.rule_id for r in TASK_RULES), BUDGET_BELOW_NEED})
+"""The rules about one task alone (it can never fit a host, its budget is below its note): judged without a plan,
+so the fleet-file parser refuses such a file with its other problems, at once."""
+
+
+def task_alone_findings(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput]) -> list[Finding]:
+    """The findings of :data:`TASK_ALONE_RULES`, by the same checks ``assess`` runs, without planning."""
+    caps = {c.name: c for c in capacities}
+    none = Plan([], [], {}, {})
+    ctx = Context(caps, [s for s in services if s.capacity in caps], [], [], [], none, none)
+    return [
+        Finding(rule.rule_id, rule.level, rule.about, subject, message)
+        for rule in PLAN_RULES
+        if rule.rule_id in TASK_ALONE_RULES and rule.check is not None
+        for subject, message in rule.check(ctx)
+    ]
+
+
+@dataclass(frozen=True)
+class Assessment:
+    steady: Plan
+    surge: Plan
+    findings: tuple[Finding, ...]
+    max_instances: dict[str, int]  # given, or derived so the surge fits, as packed and as ECS would place it
+    outside: tuple[OutsideService, ...] = ()
+    placement: dict[str, CapacityPlacement] = field(default_factory=dict)  # ECS's own placement, by EC2 capacity
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.error]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """Warnings not acknowledged."""
+        return [f for f in self.findings if not f.error and f.acknowledged is None]
+
+    def about(self, what: str, subject: str) -> list[Finding]:
+        """The findings about one service or capacity (``what``: "service" or "capacity") by its name."""
+        return [f for f in self.findings if f.about == what and f.subject == subject]
+
+
+def assess(
+    capacities: Iterable[CapacityInput],
+    services: Iterable[ServiceInput],
+    *,
+    outside: Iterable[OutsideService] = (),
+    clashes: Iterable[NameClash] = (),
+    shape_errors: Iterable[tuple[str, str]] = (),
+) -> Assessment:
+    """Plans ``services`` on ``capacities`` (at their largest counts, and at a deployment's surge) and runs
+    every rule of :data:`RULES`."""
+    caps = {c.name: c for c in sorted(capacities, key=lambda c: c.name)}
+    svcs = sorted(services, key=lambda s: s.name)
+    steady = plan(caps.values(), svcs)
+    # The surge is planned without the bound: the answer says how many instances a deployment needs.
+    surge = plan([replace(c, max_instances=None) for c in caps.values()], svcs, surge=True)
+    findings = []
+    placement: dict[str, CapacityPlacement] = {}
+    for cap in caps.values():
+        if cap.kind == MANAGED_INSTANCES or steady.capacity(cap.name).unplaced:
+            continue  # AWS places there; a capacity whose tasks do not fit already fails
+        try:
+            packed = (surge.capacity(cap.name).instance_count, steady.capacity(cap.name).instance_count)
+            placement[cap.name] = place_capacity(cap, svcs, packed)
+        except Exception as error:  # the model's bug is reported as a finding, never a crash
+            findings.append(
+                Finding(
+                    RULE_FAILED,
+                    Level.ERROR,
+                    "capacity",
+                    cap.name,
+                    f"the model of ECS's placement failed ({type(error).__name__}: {error}); report this with the "
+                    "plan's inputs",
+                )
+            )
+    ctx = Context(caps, svcs, list(outside), list(clashes), list(shape_errors), steady, surge, placement)
+    acks = {("service", s.name, rule_id): reason for s in svcs for rule_id, reason in s.acknowledged}
+    acks.update({("capacity", c.name, rule_id): reason for c in caps.values() for rule_id, reason in c.acknowledged})
+    for rule in PLAN_RULES:
+        assert rule.check is not None
+        try:
+            found = list(rule.check(ctx))
+        except Exception as error:  # a rule's bug is reported as a finding, never a crash
+            for name in caps:
+                findings.append(
+                    Finding(
+                        RULE_FAILED,
+                        Level.ERROR,
+                        "capacity",
+                        name,
+                        f"rule {rule.rule_id} failed while checking the plan ({type(error).__name__}: {error}); "
+                        "its verdict is unknown: report this with the plan's inputs",
+                    )
+                )
+            continue
+        for subject, message in found:
+            ack = acks.get((rule.about, subject, rule.rule_id)) if rule.level is Level.WARNING else None
+            findings.append(Finding(rule.rule_id, rule.level, rule.about, subject, message, acknowledged=ack))
+    max_instances = {
+        name: cap.max_instances
+        if cap.max_instances is not None
+        else derived_max_instances(
+            max(surge.capacity(name).instance_count, placement[name].needed if name in placement else 0),
+            cap.min_instances,
+        )
+        for name, cap in caps.items()
+        if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
+    }
+    return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside), placement)
+
+
+def markdown() -> str:
+    """``docs/rules.md``: every rule of the table, with its id, level, subject and where it is checked."""
+    lines = [
+        "# Rules",
+        "",
+        "Generated from `ecs_gpu_sharing.core.rules.RULES` by `make docs`; do not edit. An error fails `cdk synth`",
+        "(or `ecs-gpu-sharing plan`, or the fleet file's parse) naming the construct or key and the numbers; a",
+        "warning can be acknowledged with a reason: `FleetPlan.of(scope).acknowledge(construct, rule_id, reason)` in",
+        "a CDK app, an `acknowledge` table in the fleet file (`[service.<name>]` for service, container and task",
+        "definition warnings, `[capacity.<name>]` for capacity warnings). The reason then shows in the synth output's",
+        "place and in the plan files.",
+        "",
+        *table(
+            ("rule id", "level", "about", "checked by", "what it holds"),
+            ((f"`{r.rule_id}`", r.level, r.about, r.source, r.explanation) for r in RULES),
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "BUDGET_BELOW_NEED",
+    "CLIENT_LIMIT_WARNING",
+    "DEPLOYMENT_CANNOT_START",
+    "OTHER_RULES",
+    "OUTSIDE_PLAN_WARNING",
+    "PLACEMENT_NEEDS_MORE",
+    "PLACEMENT_SCATTERS",
+    "PLAN_RULES",
+    "ROLL_TAKES_HOST_OUT",
+    "RULES",
+    "RULES_BY_ID",
+    "RULE_FAILED",
+    "SURGE_WARNING",
+    "TASK_ALONE_RULES",
+    "TASK_MIXES_GPU_OPTIONS",
+    "UNVERIFIED_INSTANCE_FAMILY",
+    "Assessment",
+    "Check",
+    "Context",
+    "Finding",
+    "Level",
+    "NameClash",
+    "OutsideService",
+    "Rule",
+    "Source",
+    "acknowledgeable",
+    "assess",
+    "budget_below_need",
+    "budget_is_a_guess",
+    "counts_exceed_max_instances",
+    "deployment_cannot_start",
+    "derived_max_instances",
+    "derived_max_over_quota",
+    "ecs_placement_needs_more",
+    "evidence_older_than_image",
+    "finding_line",
+    "isolation_not_enforceable",
+    "markdown",
+    "max_instances_unknown",
+    "mps_client_limit",
+    "placement_scatters",
+    "roll_in_service",
+    "roll_takes_host_out",
+    "service_outside_plan",
+    "surge_does_not_fit",
+    "task_alone_findings",
+    "task_shape_not_literal",
+    "tasks_over_quota",
+]

@@ -1,0 +1,450 @@
+"""What the real AWS services refuse and an emulator lets through, as one table. Pure Python: templates in, findings
+out.
+
+moto (the deploy rehearsal's emulator) checks request shapes against botocore's models; the real services also check
+how resources fit together: a Service Connect task without task-level memory, a rolling update that cannot launch a
+host, a key policy naming a role that does not exist yet. Each row here is one such rule: its id, the service that
+enforces it, the requirement, where AWS states it (page title and sentence), and a check that reads the synthesized
+templates as CloudFormation will see them, whichever construct wrote them (the cdk-nag way). The checks run at
+``cdk synth`` in every app that uses the library (``FleetPlan`` adds them; ``AwsLimitsChecks`` holds them for an app
+without one), and again in the deploy rehearsal, which names every row it cannot see enforced in moto.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .. import quotas
+from ..markdown import table
+from ..template_limits import Violation, check_templates
+from .autoscaling import (
+    GROUP_ONE_LAUNCH_SOURCE,
+    GROUP_SIZES,
+    ROLL_BELOW_MAX_SIZE,
+    ROLL_PAUSE_TIME,
+    group_one_launch_source,
+    group_sizes,
+    roll_below_max_size,
+    roll_pause_time,
+)
+from .base import PREFIX, Check, Finding, Resource, ServiceRule, Template, Templates
+from .ecs import (
+    AWSVPC_HOST_PORT,
+    AWSVPC_NETWORK_CONFIGURATION,
+    CONTAINER_MEMORY_ON_EC2,
+    ESSENTIAL_CONTAINER,
+    LOAD_BALANCER_CONTAINER,
+    MEMORY_RESERVATION_BELOW_LIMIT,
+    NETWORK_CONFIGURATION_NOT_AWSVPC,
+    PROVIDER_NAME_PREFIX,
+    SERVICE_CONNECT_TASK_MEMORY,
+    SERVICE_CONNECT_TASKS,
+    STRATEGY_ONE_BASE,
+    STRATEGY_WITH_LAUNCH_TYPE,
+    TARGET_CAPACITY_RANGE,
+    TARGET_TYPE_MATCHES_NETWORK_MODE,
+    TERMINATION_PROTECTION,
+    awsvpc_host_port,
+    awsvpc_network_configuration,
+    container_memory_on_ec2,
+    essential_container,
+    load_balancer_container,
+    memory_reservation_below_limit,
+    network_configuration_not_awsvpc,
+    provider_name_prefix,
+    service_connect_task_memory,
+    service_connect_tasks,
+    strategy_one_base,
+    strategy_with_launch_type,
+    target_capacity_range,
+    target_type_matches_network_mode,
+    termination_protection,
+)
+from .elb import (
+    DEREGISTRATION_DELAY,
+    ELB_NAME_LENGTH,
+    HEALTH_CHECK_TIMEOUT,
+    LISTENER_RULE_PRIORITY,
+    deregistration_delay,
+    elb_name_length,
+    health_check_timeout,
+    listener_rule_priority,
+)
+from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, key_policy_principals, key_policy_size
+from .observability import (
+    ALARM_DATAPOINTS,
+    ALARM_PERIOD,
+    LOG_RETENTION,
+    RULE_TARGETS,
+    alarm_datapoints,
+    alarm_period,
+    log_retention,
+    rule_targets,
+)
+
+# --- the table -----------------------------------------------------------------------------------------------------
+
+_ECS_GUIDE = "Amazon ECS Developer Guide"
+_ECS_API = "Amazon ECS API Reference"
+_ASG = "Amazon EC2 Auto Scaling API Reference, CreateAutoScalingGroup"
+_ELB = "Elastic Load Balancing API Reference (version 2015-12-01)"
+
+SERVICE_RULES: tuple[ServiceRule, ...] = (
+    ServiceRule(
+        SERVICE_CONNECT_TASK_MEMORY,
+        "Amazon ECS",
+        "an EC2 task definition of a service with Service Connect has task-level memory",
+        f"{_ECS_GUIDE}, 'Service Connect considerations': \"On Amazon EC2, task memory is optional, but it is required "
+        'for Service Connect"; "task definitions that set container memory limits for all containers instead of '
+        "setting the task memory limit aren't supported\"",
+        service_connect_task_memory,
+    ),
+    ServiceRule(
+        SERVICE_CONNECT_TASKS,
+        "Amazon ECS (AWS Cloud Map)",
+        f"a service with Service Connect runs at most {quotas.SERVICE_CONNECT_TASKS_PER_SERVICE.number:,} tasks",
+        quotas.SERVICE_CONNECT_TASKS_PER_SERVICE.source,
+        service_connect_tasks,
+    ),
+    ServiceRule(
+        AWSVPC_NETWORK_CONFIGURATION,
+        "Amazon ECS",
+        "a service whose task definition uses awsvpc has a network configuration",
+        f'{_ECS_API}, CreateService, networkConfiguration: "This parameter is required for task definitions that use '
+        'the awsvpc network mode to receive their own elastic network interface"',
+        awsvpc_network_configuration,
+    ),
+    ServiceRule(
+        NETWORK_CONFIGURATION_NOT_AWSVPC,
+        "Amazon ECS",
+        "a service has a network configuration only with the awsvpc network mode",
+        f'{_ECS_API}, CreateService, networkConfiguration: "... and it isn\'t supported for other network modes"',
+        network_configuration_not_awsvpc,
+    ),
+    ServiceRule(
+        TARGET_TYPE_MATCHES_NETWORK_MODE,
+        "Amazon ECS",
+        "awsvpc tasks register in ip target groups; bridge and host tasks in instance target groups",
+        f"{_ECS_GUIDE}, 'Use an Application Load Balancer for Amazon ECS': \"If your service's task definition uses "
+        'the awsvpc network mode ..., you must choose ip as the target type"',
+        target_type_matches_network_mode,
+    ),
+    ServiceRule(
+        LOAD_BALANCER_CONTAINER,
+        "Amazon ECS",
+        "a service's load balancer names a container of its task definition and a port that container maps",
+        f'{_ECS_API}, LoadBalancer: containerName "as it appears in a container definition"; containerPort "This '
+        'port must correspond to a containerPort in the task definition the tasks in the service are using"',
+        load_balancer_container,
+    ),
+    ServiceRule(
+        AWSVPC_HOST_PORT,
+        "Amazon ECS",
+        "in awsvpc and host mode a port mapping's host port is left out or equals its container port",
+        f'{_ECS_API}, PortMapping, hostPort: "If you use containers in a task with the awsvpc or host network mode, '
+        'the hostPort can either be left blank or set to the same value as the containerPort"',
+        awsvpc_host_port,
+    ),
+    ServiceRule(
+        CONTAINER_MEMORY_ON_EC2,
+        "Amazon ECS",
+        "on EC2, a task without task-level memory gives every container a memory limit or reservation",
+        f"{_ECS_API}, ContainerDefinition, memory: \"If you're using the EC2 launch type, you must specify either a "
+        'task-level memory value or a container-level memory value"',
+        container_memory_on_ec2,
+    ),
+    ServiceRule(
+        MEMORY_RESERVATION_BELOW_LIMIT,
+        "Amazon ECS",
+        "a container's memory limit is above its reservation, and the task's memory holds its containers'",
+        f'{_ECS_API}, ContainerDefinition, memoryReservation: "If you specify both, memory must be greater than '
+        "memoryReservation\"; RegisterTaskDefinition, memory: the containers' memory must fit the task's",
+        memory_reservation_below_limit,
+    ),
+    ServiceRule(
+        ESSENTIAL_CONTAINER,
+        "Amazon ECS",
+        "a task definition has at least one essential container",
+        f'{_ECS_API}, ContainerDefinition, essential: "All tasks must have at least one essential container"',
+        essential_container,
+    ),
+    ServiceRule(
+        STRATEGY_WITH_LAUNCH_TYPE,
+        "Amazon ECS",
+        "a service names a capacity provider strategy or a launch type, not both",
+        f'{_ECS_API}, CreateService, capacityProviderStrategy: "If a capacityProviderStrategy is specified, the '
+        'launchType parameter must be omitted"',
+        strategy_with_launch_type,
+    ),
+    ServiceRule(
+        STRATEGY_ONE_BASE,
+        "Amazon ECS",
+        "at most one capacity provider of a strategy has a base",
+        f'{_ECS_API}, CapacityProviderStrategyItem, base: "Only one capacity provider in a capacity provider strategy '
+        'can have a base defined"',
+        strategy_one_base,
+    ),
+    ServiceRule(
+        PROVIDER_NAME_PREFIX,
+        "Amazon ECS",
+        'a capacity provider\'s name does not start with "aws", "ecs" or "fargate"',
+        f'{_ECS_API}, CreateCapacityProvider, name: "The name can\'t be prefixed with "aws", "ecs", or "fargate""',
+        provider_name_prefix,
+    ),
+    ServiceRule(
+        TARGET_CAPACITY_RANGE,
+        "Amazon ECS",
+        "managed scaling's target capacity is a percent from 1 to 100",
+        f'{_ECS_API}, ManagedScaling, targetCapacity: "The value must be greater than 0 and less than or equal to 100"',
+        target_capacity_range,
+    ),
+    ServiceRule(
+        TERMINATION_PROTECTION,
+        "Amazon ECS",
+        "managed termination protection comes with managed scaling and a group that protects new instances from "
+        "scale-in",
+        f'{_ECS_API}, AutoScalingGroupProvider, managedTerminationProtection: "When using managed termination '
+        "protection, managed scaling must also be used otherwise managed termination protection doesn't work\" and "
+        '"the Auto Scaling group ... must have instance protection from scale in enabled"',
+        termination_protection,
+    ),
+    ServiceRule(
+        ROLL_BELOW_MAX_SIZE,
+        "AWS CloudFormation",
+        "a rolling update keeps fewer instances in service than the group's MaxSize",
+        "AWS CloudFormation User Guide, 'UpdatePolicy attribute', AutoScalingRollingUpdate, MinInstancesInService: "
+        '"This value must be less than the MaxSize of the Auto Scaling group"',
+        roll_below_max_size,
+    ),
+    ServiceRule(
+        GROUP_SIZES,
+        "Amazon EC2 Auto Scaling",
+        "MinSize <= DesiredCapacity <= MaxSize",
+        f'{_ASG}, DesiredCapacity: "must be greater than or equal to the minimum size of the group and less than or '
+        'equal to the maximum size of the group"',
+        group_sizes,
+    ),
+    ServiceRule(
+        ROLL_PAUSE_TIME,
+        "AWS CloudFormation",
+        "a rolling update's PauseTime is an ISO 8601 duration of at most one hour",
+        "AWS CloudFormation User Guide, 'UpdatePolicy attribute', PauseTime: \"Specify PauseTime in the ISO8601 "
+        'duration format (in the format PT#H#M#S ...). The maximum PauseTime is one hour (PT1H)"',
+        roll_pause_time,
+    ),
+    ServiceRule(
+        GROUP_ONE_LAUNCH_SOURCE,
+        "Amazon EC2 Auto Scaling",
+        "a group names exactly one of a launch template, a launch configuration, a mixed instances policy, an instance",
+        f'{_ASG}: "You must specify one of the following parameters in your request: LaunchConfigurationName, '
+        'LaunchTemplate, InstanceId, or MixedInstancesPolicy"',
+        group_one_launch_source,
+    ),
+    ServiceRule(
+        HEALTH_CHECK_TIMEOUT,
+        "Elastic Load Balancing",
+        "a target group's health check timeout is below its interval",
+        f"{_ELB}, CreateTargetGroup, HealthCheckTimeoutSeconds and the target group health check settings: the "
+        "timeout must be smaller than the interval",
+        health_check_timeout,
+    ),
+    ServiceRule(
+        ELB_NAME_LENGTH,
+        "Elastic Load Balancing",
+        "a load balancer's or target group's name has at most 32 characters and no hyphen at either end",
+        f'{_ELB}, CreateTargetGroup and CreateLoadBalancer, Name: "This name must be unique per region per account, '
+        'can have a maximum of 32 characters, ... and must not begin or end with a hyphen"',
+        elb_name_length,
+    ),
+    ServiceRule(
+        LISTENER_RULE_PRIORITY,
+        "Elastic Load Balancing",
+        "each rule of a listener has its own priority, from 1 to 50,000",
+        f"{_ELB}, CreateRule, Priority: \"The rule priority. A listener can't have multiple rules with the same "
+        'priority" (valid range 1 - 50000)',
+        listener_rule_priority,
+    ),
+    ServiceRule(
+        DEREGISTRATION_DELAY,
+        "Elastic Load Balancing",
+        "a target group's deregistration delay is 0 .. 3,600 seconds",
+        f'{_ELB}, TargetGroupAttribute, deregistration_delay.timeout_seconds: "The range is 0-3600 seconds"',
+        deregistration_delay,
+    ),
+    ServiceRule(
+        ALARM_PERIOD,
+        "Amazon CloudWatch",
+        "an alarm's period is 10, 20, 30 s or a multiple of 60, and its periods together span at most one day",
+        'Amazon CloudWatch API Reference, PutMetricAlarm, Period: "Valid values are 10, 20, 30, and any multiple of '
+        '60"; EvaluationPeriods: "An alarm\'s total current evaluation period can be no longer than one day"',
+        alarm_period,
+    ),
+    ServiceRule(
+        ALARM_DATAPOINTS,
+        "Amazon CloudWatch",
+        "an alarm's datapoints to alarm are at most its evaluation periods",
+        "Amazon CloudWatch User Guide, 'Evaluating an alarm': \"Datapoints to Alarm ... must be less than or equal to "
+        'Evaluation Periods"',
+        alarm_datapoints,
+    ),
+    ServiceRule(
+        RULE_TARGETS,
+        "Amazon EventBridge",
+        "an EventBridge rule has at most 5 targets",
+        "Amazon EventBridge User Guide, 'Amazon EventBridge quotas': \"Targets per rule: 5\"",
+        rule_targets,
+    ),
+    ServiceRule(
+        LOG_RETENTION,
+        "Amazon CloudWatch Logs",
+        "a log group's retention is one of the day counts CloudWatch Logs offers",
+        'Amazon CloudWatch Logs API Reference, PutRetentionPolicy, retentionInDays: "Possible values are: 1, 3, 5, 7, '
+        '14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, and 3653"',
+        log_retention,
+    ),
+    ServiceRule(
+        KEY_POLICY_PRINCIPALS,
+        "AWS KMS",
+        "a key policy names no service-linked role as a principal (a new account has none until the service's first "
+        "use)",
+        "AWS KMS Developer Guide, 'Key policies in AWS KMS' (principals): a principal in a key policy must exist, or "
+        "CreateKey and PutKeyPolicy fail with MalformedPolicyDocumentException; the Auto Scaling service-linked role "
+        "is created with an account's first Auto Scaling group (EC2 Auto Scaling User Guide, 'Service-linked roles')",
+        key_policy_principals,
+        rehearsal="checked in the rehearsal's account too: a key policy naming a role the account lacks fails the "
+        "deploy, as in AWS",
+    ),
+    ServiceRule(
+        KEY_POLICY_SIZE,
+        "AWS KMS",
+        "a key policy document is at most 32 KB",
+        "AWS KMS Developer Guide, 'Resource quotas': \"Key policy document size: 32 KB (32,768 bytes)\"",
+        key_policy_size,
+    ),
+)
+
+SERVICE_RULES_BY_ID = {rule.rule_id: rule for rule in SERVICE_RULES}
+
+
+def check_service_rules(templates: Mapping[str, Template]) -> list[Violation]:
+    """Every row of ``SERVICE_RULES`` that the templates break; a check that fails is reported as a finding, not raised
+    (the cdk-nag way: one broken check must not hide the others)."""
+    ctx = Templates(templates)
+    out: list[Violation] = []
+    for rule in SERVICE_RULES:
+        try:
+            for resource, what in rule.check(ctx):
+                out.append(Violation(rule.rule_id, resource.stack, resource.logical_id, f"[{rule.rule_id}] {what}"))
+        except Exception as error:
+            out.append(
+                Violation(
+                    rule.rule_id,
+                    "",
+                    None,
+                    f"[{rule.rule_id}] the check failed ({type(error).__name__}: {error}); a bug to report",
+                )
+            )
+    return out
+
+
+def check_all(templates: Mapping[str, Template]) -> list[Violation]:
+    """AWS's limits (``core.quotas``, ``core.template_limits``) and its service-side rules, over every template."""
+    return [*check_templates(templates), *check_service_rules(templates)]
+
+
+def rule_ids() -> list[str]:
+    """The ids ``check_all`` reports under."""
+    return [*(limit.rule_id for limit in quotas.LIMITS), quotas.DUPLICATE_RULE_ID, *SERVICE_RULES_BY_ID]
+
+
+def markdown() -> str:
+    """docs/aws-rules.md: the table, generated."""
+    rows = [
+        [f"`{r.rule_id.removeprefix(PREFIX)}`", r.service, r.requirement, r.source, r.rehearsal] for r in SERVICE_RULES
+    ]
+    return (
+        "# What AWS refuses that an emulator does not\n\n"
+        "<!-- generated by `make docs` from core/service_rules/; do not edit -->\n\n"
+        "Each row is a rule the real service enforces when CloudFormation creates or updates the resource, and moto "
+        "(the deploy rehearsal's emulator) does not. Every row is checked at `cdk synth` on every template of an app "
+        "that uses the library (a GPU capacity brings the check; `AwsLimitsChecks` adds it to an app without one), and "
+        "again by `make rehearse` before it deploys. A finding fails the synth, naming the stack, the resource and "
+        "what to change. Ids carry the prefix `ecs-gpu-sharing:`.\n\n"
+        + "\n".join(table(["rule", "service", "requirement", "source", "in the rehearsal"], rows))
+        + "\n"
+    )
+
+
+__all__ = [
+    "ALARM_DATAPOINTS",
+    "ALARM_PERIOD",
+    "AWSVPC_HOST_PORT",
+    "AWSVPC_NETWORK_CONFIGURATION",
+    "CONTAINER_MEMORY_ON_EC2",
+    "DEREGISTRATION_DELAY",
+    "ELB_NAME_LENGTH",
+    "ESSENTIAL_CONTAINER",
+    "GROUP_ONE_LAUNCH_SOURCE",
+    "GROUP_SIZES",
+    "HEALTH_CHECK_TIMEOUT",
+    "KEY_POLICY_PRINCIPALS",
+    "KEY_POLICY_SIZE",
+    "LISTENER_RULE_PRIORITY",
+    "LOAD_BALANCER_CONTAINER",
+    "LOG_RETENTION",
+    "MEMORY_RESERVATION_BELOW_LIMIT",
+    "NETWORK_CONFIGURATION_NOT_AWSVPC",
+    "PREFIX",
+    "PROVIDER_NAME_PREFIX",
+    "ROLL_BELOW_MAX_SIZE",
+    "ROLL_PAUSE_TIME",
+    "RULE_TARGETS",
+    "SERVICE_CONNECT_TASKS",
+    "SERVICE_CONNECT_TASK_MEMORY",
+    "SERVICE_RULES",
+    "SERVICE_RULES_BY_ID",
+    "STRATEGY_ONE_BASE",
+    "STRATEGY_WITH_LAUNCH_TYPE",
+    "TARGET_CAPACITY_RANGE",
+    "TARGET_TYPE_MATCHES_NETWORK_MODE",
+    "TERMINATION_PROTECTION",
+    "Check",
+    "Finding",
+    "Resource",
+    "ServiceRule",
+    "Template",
+    "Templates",
+    "alarm_datapoints",
+    "alarm_period",
+    "awsvpc_host_port",
+    "awsvpc_network_configuration",
+    "check_all",
+    "check_service_rules",
+    "container_memory_on_ec2",
+    "deregistration_delay",
+    "elb_name_length",
+    "essential_container",
+    "group_one_launch_source",
+    "group_sizes",
+    "health_check_timeout",
+    "key_policy_principals",
+    "key_policy_size",
+    "listener_rule_priority",
+    "load_balancer_container",
+    "log_retention",
+    "markdown",
+    "memory_reservation_below_limit",
+    "network_configuration_not_awsvpc",
+    "provider_name_prefix",
+    "roll_below_max_size",
+    "roll_pause_time",
+    "rule_ids",
+    "rule_targets",
+    "service_connect_task_memory",
+    "service_connect_tasks",
+    "strategy_one_base",
+    "strategy_with_launch_type",
+    "target_capacity_range",
+    "target_type_matches_network_mode",
+    "termination_protection",
+]

@@ -1,0 +1,127 @@
+"""The templates as the rules read them (resources by type, deploy-time values resolved where they can be)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import quotas
+from ..shape import camel_keys
+from ..template_limits import output_value
+
+PREFIX = quotas.PREFIX
+Template = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Resource:
+    stack: str
+    logical_id: str
+    kind: str
+    props: Mapping[str, Any]
+    attributes: Mapping[str, Any]  # UpdatePolicy, DependsOn, ...: everything beside Type and Properties
+
+
+class Templates:
+    """Every stack's resources, with references followed within a stack and across stacks (outputs read back)."""
+
+    def __init__(self, templates: Mapping[str, Template]) -> None:
+        self.templates = templates
+        self._by_id: dict[tuple[str, str], Resource] = {}
+        for stack, template in templates.items():
+            for logical_id, raw in (template.get("Resources") or {}).items():
+                if not isinstance(raw, Mapping):
+                    continue
+                props = raw.get("Properties")
+                self._by_id[(stack, logical_id)] = Resource(
+                    stack,
+                    logical_id,
+                    str(raw.get("Type")),
+                    props if isinstance(props, Mapping) else {},
+                    {k: v for k, v in raw.items() if k not in ("Type", "Properties")},
+                )
+
+    def of_type(self, kind: str) -> Iterator[Resource]:
+        return (r for r in self._by_id.values() if r.kind == kind)
+
+    def target(self, value: Any, stack: str) -> Resource | None:
+        """The resource a ``Ref`` or ``Fn::GetAtt`` names, in ``stack`` or, through an output, in another stack."""
+        if not isinstance(value, Mapping) or len(value) != 1:
+            return None
+        ((key, arg),) = value.items()
+        if key == "Ref" and isinstance(arg, str):
+            return self._by_id.get((stack, arg))
+        if key == "Fn::GetAtt":
+            name = arg[0] if isinstance(arg, list) and arg else str(arg).split(".", 1)[0]
+            return self._by_id.get((stack, str(name)))
+        exported = output_value(value, self.templates)
+        return None if exported is None else self.target(exported[1], exported[0])
+
+
+Finding = tuple[Resource, str]  # the resource and what is wrong with it, with what to do
+Check = Callable[[Templates], Iterator[Finding]]
+
+
+@dataclass(frozen=True)
+class ServiceRule:
+    rule_id: str
+    service: str  # the AWS service that refuses
+    requirement: str  # what it requires, one line
+    source: str  # the page and its sentence
+    check: Check
+    rehearsal: str = "not enforced by moto: checked on the templates before deploying"
+
+
+def _int(value: Any) -> int | None:
+    """A literal whole number (CloudFormation writes some as strings); ``None`` for tokens and absences."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _containers(task: Resource) -> list[dict[str, Any]]:
+    containers = task.props.get("ContainerDefinitions")
+    return [camel_keys(c) for c in containers] if isinstance(containers, list) else []
+
+
+def _compatibilities(task: Resource) -> set[str]:
+    value = task.props.get("RequiresCompatibilities")
+    return {str(v) for v in value} if isinstance(value, list) else set()
+
+
+def _on_ec2(task: Resource) -> bool:
+    """A task definition that may run on EC2 container instances (EC2 is also ECS's default compatibility)."""
+    found = _compatibilities(task)
+    return not found or "EC2" in found
+
+
+def _network_mode(task: Resource) -> str:
+    mode = task.props.get("NetworkMode")
+    return mode if isinstance(mode, str) else "bridge"
+
+
+def _services(ctx: Templates) -> Iterator[tuple[Resource, Resource]]:
+    """Each ECS service with the task definition it runs, where the templates hold it (imported ones are skipped)."""
+    for service in ctx.of_type("AWS::ECS::Service"):
+        task = ctx.target(service.props.get("TaskDefinition"), service.stack)
+        if task is not None and task.kind == "AWS::ECS::TaskDefinition":
+            yield service, task
+
+
+def _reserved(task: Resource) -> tuple[int, int]:
+    """The containers' CPU units and memory as ECS reserves them on EC2: each container's reservation, else its limit
+    (the same reading as ``core.shape.task_shape``; a token counts as nothing here)."""
+    containers = _containers(task)
+    cpu = sum(_int(c.get("cpu")) or 0 for c in containers)
+    memory = sum(_int(c.get("memoryReservation", c.get("memory"))) or 0 for c in containers)
+    return cpu, memory
+
+
+def _service_connect(service: Resource) -> bool:
+    config = service.props.get("ServiceConnectConfiguration")
+    return isinstance(config, Mapping) and config.get("Enabled") in (True, "true")

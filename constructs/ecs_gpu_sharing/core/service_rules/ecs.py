@@ -1,0 +1,263 @@
+"""Amazon ECS: what the ECS API and its capacity providers refuse."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .. import quotas
+from ..shape import SERVICE_CONNECT_PROXY_CPU_UNITS, SERVICE_CONNECT_PROXY_MEMORY_MIB, camel_keys
+from .base import (
+    PREFIX,
+    Finding,
+    Resource,
+    Templates,
+    _containers,
+    _int,
+    _network_mode,
+    _on_ec2,
+    _reserved,
+    _service_connect,
+    _services,
+)
+
+# --- Amazon ECS ----------------------------------------------------------------------------------------------------
+
+SERVICE_CONNECT_TASK_MEMORY = f"{PREFIX}ServiceConnectNeedsTaskMemory"
+SERVICE_CONNECT_TASKS = f"{PREFIX}ServiceConnectTasksPerService"
+AWSVPC_NETWORK_CONFIGURATION = f"{PREFIX}AwsvpcServiceNeedsNetworkConfiguration"
+NETWORK_CONFIGURATION_NOT_AWSVPC = f"{PREFIX}NetworkConfigurationNeedsAwsvpc"
+TARGET_TYPE_MATCHES_NETWORK_MODE = f"{PREFIX}TargetTypeMatchesNetworkMode"
+LOAD_BALANCER_CONTAINER = f"{PREFIX}LoadBalancerNamesAContainerPort"
+AWSVPC_HOST_PORT = f"{PREFIX}AwsvpcHostPortEqualsContainerPort"
+CONTAINER_MEMORY_ON_EC2 = f"{PREFIX}Ec2TaskNeedsMemory"
+MEMORY_RESERVATION_BELOW_LIMIT = f"{PREFIX}MemoryReservationBelowLimit"
+ESSENTIAL_CONTAINER = f"{PREFIX}TaskNeedsAnEssentialContainer"
+STRATEGY_WITH_LAUNCH_TYPE = f"{PREFIX}CapacityProviderStrategyWithLaunchType"
+STRATEGY_ONE_BASE = f"{PREFIX}CapacityProviderStrategyOneBase"
+PROVIDER_NAME_PREFIX = f"{PREFIX}CapacityProviderNamePrefix"
+TARGET_CAPACITY_RANGE = f"{PREFIX}ManagedScalingTargetCapacity"
+TERMINATION_PROTECTION = f"{PREFIX}TerminationProtectionNeedsScaleInProtection"
+
+
+def service_connect_task_memory(ctx: Templates) -> Iterator[Finding]:
+    for service, task in _services(ctx):
+        if _service_connect(service) and _on_ec2(task) and task.props.get("Memory") is None:
+            cpu, memory = _reserved(task)
+            yield (
+                task,
+                f"service {service.logical_id} uses Service Connect and this EC2 task definition has no task-level "
+                "memory (container limits alone are not supported with Service Connect); set the task's memory and "
+                "cpu to at least the containers' sum plus the proxy's share (128 MiB more past 100 services or 2,000 "
+                f"tasks in the namespace): memory {memory + SERVICE_CONNECT_PROXY_MEMORY_MIB}, cpu "
+                f"{cpu + SERVICE_CONNECT_PROXY_CPU_UNITS} (SharedGpuTaskDefinition(memory_mib=..., cpu=...))",
+            )
+
+
+def service_connect_tasks(ctx: Templates) -> Iterator[Finding]:
+    limit = quotas.SERVICE_CONNECT_TASKS_PER_SERVICE
+    for service in ctx.of_type("AWS::ECS::Service"):
+        count = _int(service.props.get("DesiredCount"))
+        if _service_connect(service) and count is not None and count > limit.number:
+            yield (
+                service,
+                limit.message(f"service {service.logical_id}", count, "split the service, or drop Service Connect"),
+            )
+    for target in ctx.of_type("AWS::ApplicationAutoScaling::ScalableTarget"):
+        scaled = _scaled_service(ctx, target)
+        high = _int(target.props.get("MaxCapacity"))
+        if scaled is not None and _service_connect(scaled) and high is not None and high > limit.number:
+            yield (
+                target,
+                limit.message(f"the scaling maximum of service {scaled.logical_id}", high, "lower max_capacity"),
+            )
+
+
+def _scaled_service(ctx: Templates, target: Resource) -> Resource | None:
+    """The ECS service a scalable target scales: its ResourceId joins ``service/<cluster>/<service name>``."""
+    resource_id = target.props.get("ResourceId")
+    parts = resource_id.get("Fn::Join", [None, []])[1] if isinstance(resource_id, Mapping) else []
+    for part in parts if isinstance(parts, list) else []:
+        found = ctx.target(part, target.stack)
+        if found is not None and found.kind == "AWS::ECS::Service":
+            return found
+    return None
+
+
+def awsvpc_network_configuration(ctx: Templates) -> Iterator[Finding]:
+    for service, task in _services(ctx):
+        has = isinstance((service.props.get("NetworkConfiguration") or {}).get("AwsvpcConfiguration"), Mapping)
+        if _network_mode(task) == "awsvpc" and not has:
+            yield (
+                service,
+                "its task definition uses the awsvpc network mode and the service has no network "
+                "configuration; give the service subnets and security groups (NetworkConfiguration)",
+            )
+
+
+def network_configuration_not_awsvpc(ctx: Templates) -> Iterator[Finding]:
+    for service, task in _services(ctx):
+        if _network_mode(task) != "awsvpc" and service.props.get("NetworkConfiguration"):
+            yield (
+                service,
+                (
+                    f"the service has a network configuration but its task definition's network mode is "
+                    f"{_network_mode(task)}; drop the network configuration, or use the awsvpc network mode"
+                ),
+            )
+
+
+def target_type_matches_network_mode(ctx: Templates) -> Iterator[Finding]:
+    for service, task in _services(ctx):
+        mode = _network_mode(task)
+        for entry in service.props.get("LoadBalancers") or []:
+            group = ctx.target(camel_keys(entry).get("targetGroupArn"), service.stack)
+            if group is None or group.kind != "AWS::ElasticLoadBalancingV2::TargetGroup":
+                continue
+            kind = str(group.props.get("TargetType") or "instance")
+            want = "ip" if mode == "awsvpc" else "instance"
+            if kind != want:
+                yield (
+                    group,
+                    (
+                        f"service {service.logical_id} registers {mode}-mode tasks in this target group of target type "
+                        f"{kind}; ECS needs target type {want} for the {mode} network mode"
+                    ),
+                )
+
+
+def load_balancer_container(ctx: Templates) -> Iterator[Finding]:
+    for service, task in _services(ctx):
+        ports = {
+            str(c.get("name")): {_int(camel_keys(p).get("containerPort")) for p in c.get("portMappings") or []}
+            for c in _containers(task)
+        }
+        for entry in service.props.get("LoadBalancers") or []:
+            lb = camel_keys(entry)
+            name, port = str(lb.get("containerName")), _int(lb.get("containerPort"))
+            if name not in ports:
+                yield service, f"its load balancer names container {name}, which the task definition does not have"
+            elif port is not None and port not in ports[name]:
+                yield (
+                    service,
+                    (
+                        f"its load balancer names port {port} of container {name}, which maps "
+                        f"{sorted(p for p in ports[name] if p is not None) or 'no port'}; add the port mapping"
+                    ),
+                )
+
+
+def awsvpc_host_port(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        if _network_mode(task) not in ("awsvpc", "host"):
+            continue
+        for c in _containers(task):
+            for mapping in c.get("portMappings") or []:
+                m = camel_keys(mapping)
+                host, container = _int(m.get("hostPort")), _int(m.get("containerPort"))
+                if host is not None and container is not None and host != container:
+                    yield (
+                        task,
+                        (
+                            f"container {c.get('name')} maps host port {host} to {container} in {_network_mode(task)} "
+                            "mode, where the host port must be left out or equal the container port"
+                        ),
+                    )
+
+
+def container_memory_on_ec2(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        if not _on_ec2(task) or task.props.get("Memory") is not None:
+            continue
+        for c in _containers(task):
+            if c.get("memory") is None and c.get("memoryReservation") is None:
+                yield (
+                    task,
+                    (
+                        f"container {c.get('name')} has no memory limit or reservation and the task has no task-level "
+                        "memory; give the container memory_limit_mib (or memory_reservation_mib), or the task memory"
+                    ),
+                )
+
+
+def memory_reservation_below_limit(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        for c in _containers(task):
+            hard, soft = _int(c.get("memory")), _int(c.get("memoryReservation"))
+            if hard is not None and soft is not None and soft >= hard:
+                yield (
+                    task,
+                    (
+                        f"container {c.get('name')} reserves {soft} MiB with a limit of {hard} MiB; the limit must be "
+                        "greater than the reservation"
+                    ),
+                )
+        memory = _int(task.props.get("Memory"))
+        used = _reserved(task)[1]
+        if memory is not None and used > memory:
+            yield (
+                task,
+                (f"its containers reserve {used} MiB, more than the task's memory {memory} MiB; raise the task memory"),
+            )
+
+
+def essential_container(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        containers = _containers(task)
+        if containers and all(c.get("essential") in (False, "false") for c in containers):
+            yield task, "no container is essential; mark the model container essential"
+
+
+def _strategies(service: Resource) -> list[dict[str, Any]]:
+    value = service.props.get("CapacityProviderStrategy")
+    return [camel_keys(s) for s in value] if isinstance(value, list) else []
+
+
+def strategy_with_launch_type(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        if _strategies(service) and service.props.get("LaunchType") is not None:
+            yield service, "it names a capacity provider strategy and a launch type; drop the launch type"
+
+
+def strategy_one_base(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        based = [str(s.get("capacityProvider")) for s in _strategies(service) if (_int(s.get("base")) or 0) > 0]
+        if len(based) > 1:
+            yield service, f"{len(based)} capacity providers of its strategy have a base; give a base to one only"
+
+
+_RESERVED_PROVIDER_PREFIX = re.compile(r"^(aws|ecs|fargate)", re.IGNORECASE)
+
+
+def provider_name_prefix(ctx: Templates) -> Iterator[Finding]:
+    for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
+        name = provider.props.get("Name")
+        if isinstance(name, str) and _RESERVED_PROVIDER_PREFIX.match(name):
+            yield provider, f"its name {name!r} starts with a prefix ECS reserves (aws, ecs, fargate); rename it"
+
+
+def target_capacity_range(ctx: Templates) -> Iterator[Finding]:
+    for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
+        scaling = camel_keys(camel_keys(provider.props.get("AutoScalingGroupProvider")).get("managedScaling"))
+        target = _int(scaling.get("targetCapacity"))
+        if target is not None and not 1 <= target <= 100:
+            yield provider, f"managed scaling's target capacity is {target}; give a percent from 1 to 100"
+
+
+def termination_protection(ctx: Templates) -> Iterator[Finding]:
+    for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
+        config = camel_keys(provider.props.get("AutoScalingGroupProvider"))
+        if config.get("managedTerminationProtection") != "ENABLED":
+            continue
+        if camel_keys(config.get("managedScaling")).get("status") != "ENABLED":
+            yield provider, "managed termination protection is on and managed scaling is off; turn managed scaling on"
+        group = ctx.target(config.get("autoScalingGroupArn"), provider.stack)
+        if group is not None and group.props.get("NewInstancesProtectedFromScaleIn") not in (True, "true"):
+            yield (
+                group,
+                (
+                    f"capacity provider {provider.logical_id} protects instances from termination, and this group "
+                    "does not protect new instances from scale-in; set NewInstancesProtectedFromScaleIn"
+                ),
+            )

@@ -1,0 +1,72 @@
+"""AWS KMS: key policies."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .base import PREFIX, Finding, Templates
+
+# --- AWS KMS -------------------------------------------------------------------------------------------------------
+
+KEY_POLICY_PRINCIPALS = f"{PREFIX}KeyPolicyNamesNoMissingPrincipal"
+KEY_POLICY_SIZE = f"{PREFIX}KeyPolicySize"
+
+# A service-linked role: AWS makes it with the service's first use in an account, so a new account lacks it. Another
+# role named by ARN may well exist (an imported one): the templates cannot tell, so only these are refused.
+_SERVICE_LINKED_ROLE = re.compile(r":iam::[^:]*:role/aws-service-role/")
+
+
+def _flat(value: Any) -> str:
+    """A string as it will read once deployed, with every reference written as ``{ref}``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
+            return str(arg[0]).join(_flat(part) for part in arg[1])
+        if key == "Fn::Sub" and isinstance(arg, str):
+            return arg
+    return "{ref}"
+
+
+def _principals(statement: Mapping[str, Any]) -> list[Any]:
+    principal = statement.get("Principal")
+    if not isinstance(principal, Mapping):
+        return []
+    names = principal.get("AWS")
+    return names if isinstance(names, list) else [names] if names is not None else []
+
+
+def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
+    for key in ctx.of_type("AWS::KMS::Key"):
+        policy = key.props.get("KeyPolicy")
+        if isinstance(policy, str):
+            try:
+                policy = json.loads(policy)
+            except ValueError:
+                continue
+        for statement in (policy or {}).get("Statement") or []:
+            for name in _principals(statement):
+                if ctx.target(name, key.stack) is not None:
+                    continue  # a role of the templates: CloudFormation creates it before the key
+                arn = _flat(name)
+                if _SERVICE_LINKED_ROLE.search(arn):
+                    yield (
+                        key,
+                        (
+                            f"its policy names the role {arn} as a principal; KMS refuses a policy whose principal "
+                            "does not exist yet (a service-linked role appears only with the service's first use): "
+                            "name the account and match the role with an aws:PrincipalArn condition"
+                        ),
+                    )
+
+
+def key_policy_size(ctx: Templates) -> Iterator[Finding]:
+    for key in ctx.of_type("AWS::KMS::Key"):
+        policy = key.props.get("KeyPolicy")
+        size = len(policy if isinstance(policy, str) else json.dumps(policy, separators=(",", ":")))
+        if size > 32_768:
+            yield key, f"its policy is {size:,} bytes; a key policy holds at most 32 KB"
