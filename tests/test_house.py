@@ -360,3 +360,25 @@ def test_no_library_module_is_over_600_lines() -> None:
 def test_the_rehearsal_is_not_in_the_library() -> None:
     """The deploy rehearsal completes moto at run time: a development tool (scripts/), never in a team's wheel."""
     assert not list(PACKAGE.rglob("rehearsal*")) and (REPO / "scripts" / "rehearsal" / "__init__.py").is_file()
+
+
+def test_each_plan_rule_is_declared_beside_its_check() -> None:
+    """#34: a plan rule's id, level, subject and explanation sit on its check (``@plan_rule``), not in a table apart;
+    the table is what the declarations make, in their order."""
+    from ecs_gpu_sharing.core.planner import TASK_RULES
+    from ecs_gpu_sharing.core.rules import plan_rules
+
+    source = Path(plan_rules.__file__).read_text()
+    tree = ast.parse(source)
+    decorated = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "plan_rule" for d in node.decorator_list)
+    ]
+    task_ids = {r.rule_id for r in TASK_RULES}
+    named = [r.check.__name__ for r in plan_rules.PLAN_RULES if r.rule_id not in task_ids and r.check is not None]
+    assert [n for n in named if n != "check"] == decorated  # the clash rules are checks built by a helper
+    # No row is written apart from its check: the one Rule(...) besides the decorator's wraps the planner's task rules.
+    built = [line.strip() for line in source.splitlines() if "Rule(" in line and "class " not in line]
+    assert len(built) == 2 and "for r in TASK_RULES" in built[1], built

@@ -1,9 +1,11 @@
-"""The rules the plan checks, each a function of the plan's Context, and their table (PLAN_RULES)."""
+"""The rules the plan checks: each check a function of the plan's Context, registered beside its id, level,
+subject and explanation by ``@plan_rule``; ``PLAN_RULES`` is the table they make, in the order declared."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from .. import quotas
 from ..allocation import digest_of
@@ -21,6 +23,26 @@ from .model import (
     Rule,
 )
 
+PLACEMENT_NEEDS_MORE = "ecs-gpu-sharing:EcsPlacementNeedsMoreInstances"
+DEPLOYMENT_CANNOT_START = "ecs-gpu-sharing:DeploymentCannotStart"
+PLACEMENT_SCATTERS = "ecs-gpu-sharing:PlacementScatters"
+ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
+
+
+_REGISTERED: list[Rule] = []
+_C = TypeVar("_C", bound=Check)
+
+
+def plan_rule(rule_id: str, level: Level, about: str, explanation: str) -> Callable[[_C], _C]:
+    """Registers the check below it as a plan rule, its id, level, subject and explanation beside it (the cdk-nag
+    way). The table (``PLAN_RULES``) is in the order the rules are declared here."""
+
+    def register(check: _C) -> _C:
+        _REGISTERED.append(Rule(rule_id, level, about, explanation, check))
+        return check
+
+    return register
+
 
 def _task_rule(rule: TaskRule) -> Check:
     def check(ctx: Context) -> Iterator[tuple[str, str]]:
@@ -36,6 +58,39 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def roll_in_service(min_instances: int, max_instances: int) -> int:
+    """The hosts a rolling replacement keeps in service (MinInstancesInService): every ``min_instances`` host, unless
+    that is not below MaxSize. CloudFormation needs it below MaxSize ("UpdatePolicy attribute",
+    AutoScalingRollingUpdate: "This value must be less than the MaxSize of the Auto Scaling group"), to launch a
+    replacement beside them."""
+    return max(0, min(min_instances, max_instances - 1))
+
+
+def derived_max_instances(surge_instances: int, min_instances: int) -> int:
+    """max_instances when none is given: the deployment surge's instances, at least one, and above ``min_instances``
+    when there is a minimum, so a host roll keeps every minimum host in service (``roll_in_service``)."""
+    return max(surge_instances, min_instances + 1 if min_instances else 1)
+
+
+def _clashes(kind: str) -> Check:
+    def check(ctx: Context) -> Iterator[tuple[str, str]]:
+        for c in ctx.clashes:
+            if c.about == kind:
+                yield (
+                    c.name,
+                    f"{len(c.paths)} {kind}s carry the name {c.name!r} ({', '.join(c.paths)}); plans are keyed by "
+                    f"name, so give each {kind} its own construct id or name=",
+                )
+
+    return check
+
+
+@plan_rule(
+    "ecs-gpu-sharing:CountsExceedMaxInstances",
+    Level.ERROR,
+    "capacity",
+    "the services' largest counts must fit within the capacity's max_instances",
+)
 def counts_exceed_max_instances(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         steady = ctx.steady.capacity(name)
@@ -50,88 +105,13 @@ def counts_exceed_max_instances(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
-def surge_does_not_fit(ctx: Context) -> Iterator[tuple[str, str]]:
-    for name, cap in ctx.capacities.items():
-        if cap.max_instances is None or ctx.steady.capacity(name).unplaced:
-            continue
-        need = ctx.surge.capacity(name).instance_count
-        if need > cap.max_instances:
-            surges = ", ".join(f"{s.name} {s.surge_count()}" for s in ctx.on(name))
-            yield (
-                name,
-                f"a rolling deployment's surge (largest count x maximum percent / 100: {surges}) needs {need} "
-                f"instances of {cap.instance_type}, more than max_instances {cap.max_instances}: deployments will "
-                f"wait for capacity; raise max_instances to {need}, or lower the services' maximum percent",
-            )
-
-
-PLACEMENT_NEEDS_MORE = "ecs-gpu-sharing:EcsPlacementNeedsMoreInstances"
-DEPLOYMENT_CANNOT_START = "ecs-gpu-sharing:DeploymentCannotStart"
-PLACEMENT_SCATTERS = "ecs-gpu-sharing:PlacementScatters"
-
-
-def ecs_placement_needs_more(ctx: Context) -> Iterator[tuple[str, str]]:
-    for name, cap in ctx.capacities.items():
-        found = ctx.placement.get(name)
-        if found is None or cap.max_instances is None or ctx.steady.capacity(name).unplaced:
-            continue
-        packing = ctx.surge.capacity(name).instance_count
-        if packing <= cap.max_instances < found.needed:  # past the packing, SurgeDoesNotFit says it
-            yield (
-                name,
-                f"ECS's own placement needs {found.needed} instances of {cap.instance_type} at the peak of a "
-                f"fleet-wide rollout (the worst of {found.replays} replays of its strategies, GPU choice and arrival "
-                f"order; the plan's packing needs {packing}), more than max_instances {cap.max_instances}: up to "
-                f"{found.waiting_at_max} new tasks would wait; raise max_instances to {found.needed}",
-            )
-
-
-def deployment_cannot_start(ctx: Context) -> Iterator[tuple[str, str]]:
-    for name, cap in ctx.capacities.items():
-        found = ctx.placement.get(name)
-        for service in found.blocked if found is not None and cap.max_instances is not None else ():
-            yield (
-                service,
-                f"at max_instances {cap.max_instances}, ECS finds no room for one new task of it once the fleet is "
-                "placed: a deployment of it alone cannot start (minimum healthy 100% stops no task first); raise "
-                "max_instances, or lower the service's minimum healthy percent",
-            )
-
-
-def placement_scatters(ctx: Context) -> Iterator[tuple[str, str]]:
-    for s in ctx.services:
-        if s.capacity in ctx.placement and scatters(s.placement):
-            yield (
-                s.name,
-                f"its placement strategy ({strategy_label(s.placement)}) does not pack: ECS leaves its tasks on more "
-                f"instances than the plan counts, and scale-in removes only empty ones; use {DEFAULT_PRESET} (the "
-                "default), or acknowledge",
-            )
-
-
-def mps_client_limit(ctx: Context) -> Iterator[tuple[str, str]]:
-    for s in ctx.services:
-        usable = ctx.capacities[s.capacity].usable_gpu_memory_mib
-        smallest = min(s.shape.gpu_budgets_mib, default=0)
-        if smallest and usable // smallest > MAX_CLIENTS_PER_GPU:
-            floor = math.ceil(usable / MAX_CLIENTS_PER_GPU)
-            yield (
-                s.name,
-                f"containers of {smallest} MiB let ECS, which places by memory only, put {usable // smallest} of "
-                f"them on one {usable} MiB GPU, more than the {MAX_CLIENTS_PER_GPU} clients NVIDIA MPS accepts (the "
-                f"next CUDA context fails); give each container at least {floor} MiB",
-            )
-
-
-def task_shape_not_literal(ctx: Context) -> Iterator[tuple[str, str]]:
-    yield from ctx.shape_errors
-
-
-def service_outside_plan(ctx: Context) -> Iterator[tuple[str, str]]:
-    for o in ctx.outside:
-        yield o.name, f"runs on capacity {o.capacity} but is outside the fit plan: {o.reason}; {o.fix}"
-
-
+@plan_rule(
+    quotas.INSTANCES_PER_CLUSTER.rule_id,
+    Level.ERROR,
+    "capacity",
+    f"at most {quotas.INSTANCES_PER_CLUSTER.number:,} {quotas.INSTANCES_PER_CLUSTER.what} "
+    f"({quotas.INSTANCES_PER_CLUSTER.source}): a derived max_instances is held to it, as a given one is",
+)
 def derived_max_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
     """A max_instances left to the plan is held to the quota a given one is: ECS's container instances per cluster."""
     limit = quotas.INSTANCES_PER_CLUSTER.number
@@ -149,6 +129,13 @@ def derived_max_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
+@plan_rule(
+    quotas.TASKS_PER_SERVICE.rule_id,
+    Level.ERROR,
+    "service",
+    f"at most {quotas.TASKS_PER_SERVICE.number:,} {quotas.TASKS_PER_SERVICE.what} "
+    f"({quotas.TASKS_PER_SERVICE.source}): a service's largest count (its auto scaling maximum) is held to it",
+)
 def tasks_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
     """A service's largest count within ECS's tasks per service (the fleet file's keys are bounded by it; a construct's
     auto scaling maximum is not)."""
@@ -163,38 +150,12 @@ def tasks_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
-ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
-
-
-def roll_in_service(min_instances: int, max_instances: int) -> int:
-    """The hosts a rolling replacement keeps in service (MinInstancesInService): every ``min_instances`` host, unless
-    that is not below MaxSize. CloudFormation needs it below MaxSize ("UpdatePolicy attribute",
-    AutoScalingRollingUpdate: "This value must be less than the MaxSize of the Auto Scaling group"), to launch a
-    replacement beside them."""
-    return max(0, min(min_instances, max_instances - 1))
-
-
-def derived_max_instances(surge_instances: int, min_instances: int) -> int:
-    """max_instances when none is given: the deployment surge's instances, at least one, and above ``min_instances``
-    when there is a minimum, so a host roll keeps every minimum host in service (``roll_in_service``)."""
-    return max(surge_instances, min_instances + 1 if min_instances else 1)
-
-
-def roll_takes_host_out(ctx: Context) -> Iterator[tuple[str, str]]:
-    for name, cap in ctx.capacities.items():
-        if cap.kind == MANAGED_INSTANCES or cap.max_instances is None or cap.min_instances == 0:
-            continue
-        keep = roll_in_service(cap.min_instances, cap.max_instances)
-        if keep < cap.min_instances:
-            yield (
-                name,
-                f"max_instances {cap.max_instances} equals min_instances {cap.min_instances}, so a host roll (a new "
-                f"AMI or instance type) keeps {keep} of them in service while it replaces one: CloudFormation "
-                "launches a replacement only below MaxSize; raise max_instances to "
-                f"{cap.min_instances + 1}, or acknowledge the dip",
-            )
-
-
+@plan_rule(
+    "ecs-gpu-sharing:MaxInstancesUnknown",
+    Level.ERROR,
+    "capacity",
+    "max_instances can be derived only when every service on the capacity can be counted",
+)
 def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         unknown = sorted({o.name for o in ctx.outside if o.capacity == name})
@@ -207,6 +168,38 @@ def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
+plan_rule(
+    "ecs-gpu-sharing:ServiceNameClash",
+    Level.ERROR,
+    "service",
+    "services are named in plans by the names users give; two services cannot share one",
+)(_clashes("service"))
+
+
+plan_rule(
+    "ecs-gpu-sharing:CapacityNameClash",
+    Level.ERROR,
+    "capacity",
+    "capacities are named in plans by the names users give; two capacities cannot share one",
+)(_clashes("capacity"))
+
+
+@plan_rule(
+    "ecs-gpu-sharing:TaskShapeNotLiteral",
+    Level.ERROR,
+    "service",
+    "a task's CPU, memory and GPU figures must be literal numbers at synth for the plan to count them",
+)
+def task_shape_not_literal(ctx: Context) -> Iterator[tuple[str, str]]:
+    yield from ctx.shape_errors
+
+
+@plan_rule(
+    BUDGET_BELOW_NEED,
+    Level.ERROR,
+    "service",
+    "a GPU budget must cover the allocation note's model residency plus its peak working memory",
+)
 def budget_below_need(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
         note = s.allocation
@@ -219,6 +212,15 @@ def budget_below_need(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
+@plan_rule(
+    "ecs-gpu-sharing:BudgetIsAGuess",
+    Level.WARNING,
+    "service",
+    "a GPU budget without measured evidence is a guess the plan trusts. Run the service under its real request mix "
+    "with the telemetry daemon (GpuTelemetry), then `ecs-gpu-sharing evaluate --cluster CLUSTER` with `--fleet "
+    "FLEET --write` (a fleet file: records the evidence) or `--plan cdk.out/gpu-fleet-plan.json` (a construct "
+    "app: give the evidence in an AllocationNote)",
+)
 def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
         if not s.clients or s.measured is not None:
@@ -231,6 +233,12 @@ def budget_is_a_guess(ctx: Context) -> Iterator[tuple[str, str]]:
         )
 
 
+@plan_rule(
+    "ecs-gpu-sharing:EvidenceOlderThanImage",
+    Level.WARNING,
+    "service",
+    "evidence measured on another image than the one the service runs may not hold",
+)
 def evidence_older_than_image(ctx: Context) -> Iterator[tuple[str, str]]:
     for s in ctx.services:
         evidence = s.measured
@@ -247,6 +255,12 @@ def evidence_older_than_image(ctx: Context) -> Iterator[tuple[str, str]]:
             )
 
 
+@plan_rule(
+    "ecs-gpu-sharing:IsolationNotEnforceable",
+    Level.WARNING,
+    "service",
+    "ECS cannot keep isolation groups on separate GPUs of one multi-GPU host",
+)
 def isolation_not_enforceable(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         on = [s for s in ctx.on(name) if s.clients]
@@ -280,154 +294,141 @@ def isolation_not_enforceable(ctx: Context) -> Iterator[tuple[str, str]]:
             yield s.name, f"{where}: {why}"
 
 
-def _clashes(kind: str) -> Check:
-    def check(ctx: Context) -> Iterator[tuple[str, str]]:
-        for c in ctx.clashes:
-            if c.about == kind:
-                yield (
-                    c.name,
-                    f"{len(c.paths)} {kind}s carry the name {c.name!r} ({', '.join(c.paths)}); plans are keyed by "
-                    f"name, so give each {kind} its own construct id or name=",
-                )
+@plan_rule(
+    SURGE_WARNING,
+    Level.WARNING,
+    "capacity",
+    "a rolling deployment runs up to maximum percent of the tasks at once; they should fit max_instances",
+)
+def surge_does_not_fit(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        if cap.max_instances is None or ctx.steady.capacity(name).unplaced:
+            continue
+        need = ctx.surge.capacity(name).instance_count
+        if need > cap.max_instances:
+            surges = ", ".join(f"{s.name} {s.surge_count()}" for s in ctx.on(name))
+            yield (
+                name,
+                f"a rolling deployment's surge (largest count x maximum percent / 100: {surges}) needs {need} "
+                f"instances of {cap.instance_type}, more than max_instances {cap.max_instances}: deployments will "
+                f"wait for capacity; raise max_instances to {need}, or lower the services' maximum percent",
+            )
 
-    return check
+
+@plan_rule(
+    PLACEMENT_NEEDS_MORE,
+    Level.WARNING,
+    "capacity",
+    "ECS places task by task with the services' strategies: at the peak of a fleet-wide rollout it may need more "
+    "instances than the plan's packing; max_instances should hold what it needs (core.placement)",
+)
+def ecs_placement_needs_more(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        found = ctx.placement.get(name)
+        if found is None or cap.max_instances is None or ctx.steady.capacity(name).unplaced:
+            continue
+        packing = ctx.surge.capacity(name).instance_count
+        if packing <= cap.max_instances < found.needed:  # past the packing, SurgeDoesNotFit says it
+            yield (
+                name,
+                f"ECS's own placement needs {found.needed} instances of {cap.instance_type} at the peak of a "
+                f"fleet-wide rollout (the worst of {found.replays} replays of its strategies, GPU choice and arrival "
+                f"order; the plan's packing needs {packing}), more than max_instances {cap.max_instances}: up to "
+                f"{found.waiting_at_max} new tasks would wait; raise max_instances to {found.needed}",
+            )
+
+
+@plan_rule(
+    DEPLOYMENT_CANNOT_START,
+    Level.WARNING,
+    "service",
+    "a deployment with minimum healthy 100% starts a new task before it stops an old one: there must be room for "
+    "one at max_instances",
+)
+def deployment_cannot_start(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        found = ctx.placement.get(name)
+        for service in found.blocked if found is not None and cap.max_instances is not None else ():
+            yield (
+                service,
+                f"at max_instances {cap.max_instances}, ECS finds no room for one new task of it once the fleet is "
+                "placed: a deployment of it alone cannot start (minimum healthy 100% stops no task first); raise "
+                "max_instances, or lower the service's minimum healthy percent",
+            )
+
+
+@plan_rule(
+    PLACEMENT_SCATTERS,
+    Level.WARNING,
+    "service",
+    "a placement strategy that does not end in binpack spreads tasks over more instances than the plan counts",
+)
+def placement_scatters(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        if s.capacity in ctx.placement and scatters(s.placement):
+            yield (
+                s.name,
+                f"its placement strategy ({strategy_label(s.placement)}) does not pack: ECS leaves its tasks on more "
+                f"instances than the plan counts, and scale-in removes only empty ones; use {DEFAULT_PRESET} (the "
+                "default), or acknowledge",
+            )
+
+
+@plan_rule(
+    ROLL_TAKES_HOST_OUT,
+    Level.WARNING,
+    "capacity",
+    "a host roll keeps min_instances hosts in service only when max_instances is above min_instances "
+    "(CloudFormation launches each replacement below MaxSize)",
+)
+def roll_takes_host_out(ctx: Context) -> Iterator[tuple[str, str]]:
+    for name, cap in ctx.capacities.items():
+        if cap.kind == MANAGED_INSTANCES or cap.max_instances is None or cap.min_instances == 0:
+            continue
+        keep = roll_in_service(cap.min_instances, cap.max_instances)
+        if keep < cap.min_instances:
+            yield (
+                name,
+                f"max_instances {cap.max_instances} equals min_instances {cap.min_instances}, so a host roll (a new "
+                f"AMI or instance type) keeps {keep} of them in service while it replaces one: CloudFormation "
+                "launches a replacement only below MaxSize; raise max_instances to "
+                f"{cap.min_instances + 1}, or acknowledge the dip",
+            )
+
+
+@plan_rule(
+    CLIENT_LIMIT_WARNING,
+    Level.WARNING,
+    "service",
+    f"ECS places by GPU memory only; budgets so small that more than {MAX_CLIENTS_PER_GPU} fit on a GPU can "
+    "exceed NVIDIA MPS's client limit",
+)
+def mps_client_limit(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        usable = ctx.capacities[s.capacity].usable_gpu_memory_mib
+        smallest = min(s.shape.gpu_budgets_mib, default=0)
+        if smallest and usable // smallest > MAX_CLIENTS_PER_GPU:
+            floor = math.ceil(usable / MAX_CLIENTS_PER_GPU)
+            yield (
+                s.name,
+                f"containers of {smallest} MiB let ECS, which places by memory only, put {usable // smallest} of "
+                f"them on one {usable} MiB GPU, more than the {MAX_CLIENTS_PER_GPU} clients NVIDIA MPS accepts (the "
+                f"next CUDA context fails); give each container at least {floor} MiB",
+            )
+
+
+@plan_rule(
+    OUTSIDE_PLAN_WARNING,
+    Level.WARNING,
+    "service",
+    "a service on a GPU capacity whose count or task shape the plan cannot read is outside the fit proof",
+)
+def service_outside_plan(ctx: Context) -> Iterator[tuple[str, str]]:
+    for o in ctx.outside:
+        yield o.name, f"runs on capacity {o.capacity} but is outside the fit plan: {o.reason}; {o.fix}"
 
 
 PLAN_RULES: tuple[Rule, ...] = (
     *(Rule(r.rule_id, Level.ERROR, "service", r.explanation, _task_rule(r)) for r in TASK_RULES),
-    Rule(
-        "ecs-gpu-sharing:CountsExceedMaxInstances",
-        Level.ERROR,
-        "capacity",
-        "the services' largest counts must fit within the capacity's max_instances",
-        counts_exceed_max_instances,
-    ),
-    Rule(
-        quotas.INSTANCES_PER_CLUSTER.rule_id,
-        Level.ERROR,
-        "capacity",
-        f"at most {quotas.INSTANCES_PER_CLUSTER.number:,} {quotas.INSTANCES_PER_CLUSTER.what} "
-        f"({quotas.INSTANCES_PER_CLUSTER.source}): a derived max_instances is held to it, as a given one is",
-        derived_max_over_quota,
-    ),
-    Rule(
-        quotas.TASKS_PER_SERVICE.rule_id,
-        Level.ERROR,
-        "service",
-        f"at most {quotas.TASKS_PER_SERVICE.number:,} {quotas.TASKS_PER_SERVICE.what} "
-        f"({quotas.TASKS_PER_SERVICE.source}): a service's largest count (its auto scaling maximum) is held to it",
-        tasks_over_quota,
-    ),
-    Rule(
-        "ecs-gpu-sharing:MaxInstancesUnknown",
-        Level.ERROR,
-        "capacity",
-        "max_instances can be derived only when every service on the capacity can be counted",
-        max_instances_unknown,
-    ),
-    Rule(
-        "ecs-gpu-sharing:ServiceNameClash",
-        Level.ERROR,
-        "service",
-        "services are named in plans by the names users give; two services cannot share one",
-        _clashes("service"),
-    ),
-    Rule(
-        "ecs-gpu-sharing:CapacityNameClash",
-        Level.ERROR,
-        "capacity",
-        "capacities are named in plans by the names users give; two capacities cannot share one",
-        _clashes("capacity"),
-    ),
-    Rule(
-        "ecs-gpu-sharing:TaskShapeNotLiteral",
-        Level.ERROR,
-        "service",
-        "a task's CPU, memory and GPU figures must be literal numbers at synth for the plan to count them",
-        task_shape_not_literal,
-    ),
-    Rule(
-        BUDGET_BELOW_NEED,
-        Level.ERROR,
-        "service",
-        "a GPU budget must cover the allocation note's model residency plus its peak working memory",
-        budget_below_need,
-    ),
-    Rule(
-        "ecs-gpu-sharing:BudgetIsAGuess",
-        Level.WARNING,
-        "service",
-        "a GPU budget without measured evidence is a guess the plan trusts. Run the service under its real request mix "
-        "with the telemetry daemon (GpuTelemetry), then `ecs-gpu-sharing evaluate --cluster CLUSTER` with `--fleet "
-        "FLEET --write` (a fleet file: records the evidence) or `--plan cdk.out/gpu-fleet-plan.json` (a construct "
-        "app: give the evidence in an AllocationNote)",
-        budget_is_a_guess,
-    ),
-    Rule(
-        "ecs-gpu-sharing:EvidenceOlderThanImage",
-        Level.WARNING,
-        "service",
-        "evidence measured on another image than the one the service runs may not hold",
-        evidence_older_than_image,
-    ),
-    Rule(
-        "ecs-gpu-sharing:IsolationNotEnforceable",
-        Level.WARNING,
-        "service",
-        "ECS cannot keep isolation groups on separate GPUs of one multi-GPU host",
-        isolation_not_enforceable,
-    ),
-    Rule(
-        SURGE_WARNING,
-        Level.WARNING,
-        "capacity",
-        "a rolling deployment runs up to maximum percent of the tasks at once; they should fit max_instances",
-        surge_does_not_fit,
-    ),
-    Rule(
-        PLACEMENT_NEEDS_MORE,
-        Level.WARNING,
-        "capacity",
-        "ECS places task by task with the services' strategies: at the peak of a fleet-wide rollout it may need more "
-        "instances than the plan's packing; max_instances should hold what it needs (core.placement)",
-        ecs_placement_needs_more,
-    ),
-    Rule(
-        DEPLOYMENT_CANNOT_START,
-        Level.WARNING,
-        "service",
-        "a deployment with minimum healthy 100% starts a new task before it stops an old one: there must be room for "
-        "one at max_instances",
-        deployment_cannot_start,
-    ),
-    Rule(
-        PLACEMENT_SCATTERS,
-        Level.WARNING,
-        "service",
-        "a placement strategy that does not end in binpack spreads tasks over more instances than the plan counts",
-        placement_scatters,
-    ),
-    Rule(
-        ROLL_TAKES_HOST_OUT,
-        Level.WARNING,
-        "capacity",
-        "a host roll keeps min_instances hosts in service only when max_instances is above min_instances "
-        "(CloudFormation launches each replacement below MaxSize)",
-        roll_takes_host_out,
-    ),
-    Rule(
-        CLIENT_LIMIT_WARNING,
-        Level.WARNING,
-        "service",
-        f"ECS places by GPU memory only; budgets so small that more than {MAX_CLIENTS_PER_GPU} fit on a GPU can "
-        "exceed NVIDIA MPS's client limit",
-        mps_client_limit,
-    ),
-    Rule(
-        OUTSIDE_PLAN_WARNING,
-        Level.WARNING,
-        "service",
-        "a service on a GPU capacity whose count or task shape the plan cannot read is outside the fit proof",
-        service_outside_plan,
-    ),
+    *_REGISTERED,
 )
