@@ -1,48 +1,55 @@
-"""The fleet file's key table is the one declaration of a key: each key fills one attribute of its spec, each attribute
-comes from one key, and every key is used on the way to the template or the plan."""
+"""A fleet key is declared once, on the spec field it fills (#34): the key tables are read off the specs' fields, and
+every key is used on the way to the template or the plan."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from ecs_gpu_sharing.core import fleet
-from ecs_gpu_sharing.core.fleet import keys, service_checks
+from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
+from ecs_gpu_sharing.core.file_key import inline_keys, key, keys_of
+from ecs_gpu_sharing.core.fleet import keys
 
 from conftest import REPO
 
-# (key table, the spec it fills, the attributes the parser derives rather than reads from one key)
+# (key table, the spec whose fields declare it)
 TABLES = [
-    (keys.TOP, fleet.FleetSpec, {"source"}),
-    (keys.CAPACITY, fleet.CapacitySpec, {"name", "facts"}),
-    (keys.SERVICE, fleet.ServiceSpec, {"name"}),
-    (keys.LOAD_BALANCER, fleet.LoadBalancerSpec, {"name"}),
-    (keys.SIDECAR, fleet.SidecarSpec, set()),
-    (keys.METRIC, fleet.MetricTarget, set()),
-    (keys.STATEMENT, fleet.Statement, set()),
+    (keys.TOP, fleet.FleetSpec),
+    (keys.CAPACITY, fleet.CapacitySpec),
+    (keys.SERVICE, fleet.ServiceSpec),
+    (keys.LOAD_BALANCER, fleet.LoadBalancerSpec),
+    (keys.SIDECAR, fleet.SidecarSpec),
+    (keys.METRIC, fleet.MetricTarget),
+    (keys.STATEMENT, fleet.Statement),
+    (keys.ALLOCATION, AllocationNote),
+    (keys.EVIDENCE, Evidence),
 ]
 
 
-@pytest.mark.parametrize(("table", "spec", "derived"), TABLES, ids=lambda v: getattr(v, "__name__", ""))
-def test_each_key_fills_one_attribute_and_each_attribute_comes_from_a_key(
-    table: tuple[fleet.Key, ...], spec: type, derived: set[str]
-) -> None:
-    attributes = [k.attribute for k in table]
-    assert len(attributes) == len(set(attributes))
-    assert set(attributes) | derived == {f.name for f in dataclasses.fields(spec)}
+def test_a_key_is_declared_once_on_the_field_it_fills() -> None:
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Metric:
+        name: str  # no key: the table's own name
+        target: int = key(int, True, "the value per task", low=1)
 
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Spec:
+        source: str
+        images: tuple[str, ...] = key(list, True, "the images", name="image", items=str)
+        metric: Metric | None = key(dict, False, "a metric", table=Metric)
+        evidence: Evidence | None = inline_keys(Evidence, field_default=None)
 
-def test_a_key_added_to_the_table_alone_is_not_silently_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
-    added = fleet.Key("warmup_seconds", int, False, "seconds the model warms up", low=0)
-    monkeypatch.setattr(service_checks, "SERVICE", (*keys.SERVICE, added))
-    doc = tomllib.loads((REPO / "fleet.toml").read_text())
-    doc["service"]["embedder"]["warmup_seconds"] = 30
-    with pytest.raises(TypeError, match=r"fleet key table and ServiceSpec disagree: .*'warmup_seconds'"):
-        fleet.parse(doc, source="fleet.toml")
+    table = keys_of(Spec)
+    assert [k.name for k in table[:2]] == ["image", "metric"]
+    assert [k.attribute for k in table[:2]] == ["images", "metric"]  # spelled unlike its field: the field fills it
+    assert table[1].table is not None and [k.name for k in table[1].table] == ["target"]
+    assert [k.name for k in table[2:]] == [k.name for k in keys.EVIDENCE]  # inline: in the parent's table
+    # What the parser builds is the spec itself: a spec without key fields has no keys, and no table to drift from.
+    assert keys_of(Metric)[0].low == 1 and keys_of(fleet.EcrImage) == ()
 
 
 def _used_attributes() -> set[str]:
@@ -52,8 +59,13 @@ def _used_attributes() -> set[str]:
         *(REPO / "stacks").glob("*.py"),
         REPO / "constructs/ecs_gpu_sharing/core/plan_inputs.py",
         REPO / "constructs/ecs_gpu_sharing/core/fleet/model.py",
+        REPO / "constructs/ecs_gpu_sharing/core/fleet/service_spec.py",
         REPO / "constructs/ecs_gpu_sharing/cli.py",
         REPO / "constructs/ecs_gpu_sharing/core/right_size.py",
+        # an allocation note's and its evidence's figures: read by the planner, the rules and the plan's report
+        *(REPO / "constructs/ecs_gpu_sharing/core/planner").glob("*.py"),
+        REPO / "constructs/ecs_gpu_sharing/core/rules/plan_rules.py",
+        REPO / "constructs/ecs_gpu_sharing/core/plan_report.py",
     ]
     return {
         node.attr
@@ -63,10 +75,8 @@ def _used_attributes() -> set[str]:
     }
 
 
-@pytest.mark.parametrize(("table", "spec", "derived"), TABLES, ids=lambda v: getattr(v, "__name__", ""))
-def test_every_key_is_used_on_the_way_to_the_template_or_the_plan(
-    table: tuple[fleet.Key, ...], spec: type, derived: set[str]
-) -> None:
+@pytest.mark.parametrize(("table", "spec"), TABLES, ids=lambda v: getattr(v, "__name__", ""))
+def test_every_key_is_used_on_the_way_to_the_template_or_the_plan(table: tuple[fleet.Key, ...], spec: type) -> None:
     used = _used_attributes()
     unused = [k.name for k in table if k.attribute not in used]
     assert unused == [], f"keys of {spec.__name__} that nothing reads: {unused}"

@@ -10,9 +10,11 @@ fills it in from the fleet's telemetry.
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 
 from .errors import GpuSharingError
+from .file_key import NAME, inline_keys, key
 from .text import visible
 
 EVIDENCE_SOURCES = ("evaluate", "load-test", "profiling")
@@ -20,26 +22,76 @@ EVIDENCE_SOURCES = ("evaluate", "load-test", "profiling")
 
 @dataclass(frozen=True)
 class Evidence:
-    """A measurement of the service's GPU memory under its real request mix."""
+    """A measurement of the service's GPU memory under its real request mix. Its keys (in an allocation table, or
+    a service's own evidence table) are declared on its fields."""
 
-    peak_mib: int  # the highest GPU memory seen
-    measured_on: datetime.date
-    source: str  # evaluate (telemetry), load-test or profiling
-    p99_mib: int | None = None
-    image: str | None = None  # the image it was measured on, name@sha256:digest
+    peak_mib: int = key(
+        int, False, "evidence: the highest GPU memory measured", name="measured_peak_mib", low=0, high=1048576
+    )
+    measured_on: datetime.date = key(datetime.date, False, "evidence: the day it was measured (a TOML date)")
+    source: str = key(
+        str,
+        False,
+        "evidence: " + ", ".join(EVIDENCE_SOURCES),
+        name="evidence_source",
+        pattern=re.compile("^(" + "|".join(EVIDENCE_SOURCES) + ")$", re.ASCII),
+        example="load-test",
+        default="evaluate",
+    )
+    p99_mib: int | None = key(
+        int,
+        False,
+        "evidence: the 99th percentile of GPU memory measured",
+        name="measured_p99_mib",
+        low=0,
+        high=1048576,
+        field_default=None,
+    )
+    image: str | None = key(
+        str,
+        False,
+        "evidence: the image it was measured on, name@sha256:digest",
+        name="measured_image",
+        pattern=re.compile(r"^\S+@sha256:[0-9a-f]{64}$", re.ASCII),
+        example="my-registry/embedder@sha256:<64 hex digits>",
+        field_default=None,
+    )
 
 
 @dataclass(frozen=True)
 class AllocationNote:
     """The four questions, answered for one service. ``need_mib`` is what its budget must cover."""
 
-    residency_mib: int  # model weights and state that must stay on the GPU
-    peak_working_mib: int  # peak working memory over the request mix (KV cache, batches, activations)
-    shared_failure: str  # what happens to it when the MPS server or the host restarts, and what it does then
-    compute_percent: int | None = None  # the compute share it needs to meet its latency target
-    isolation_group: str = ""  # services of different groups never share a GPU ("" is the common group)
-    isolate_host: bool = False  # nor a host
-    evidence: Evidence | None = None
+    residency_mib: int = key(int, True, "GPU memory the model keeps resident (weights, state)", low=0, high=1048576)
+    peak_working_mib: int = key(
+        int,
+        True,
+        "peak working GPU memory over the request mix (KV cache, batches, activations)",
+        low=0,
+        high=1048576,
+    )
+    shared_failure: str = key(
+        str,
+        True,
+        "what happens to the service when the MPS server or the host restarts, and what it does then (at most "
+        "1,000 characters)",
+        pattern=re.compile(r"\s*\S.{0,999}", re.S),
+        example="requests fail until ECS restarts the task; callers retry",
+    )
+    compute_percent: int | None = key(
+        int, False, "the compute share it needs to meet its latency target", low=1, high=100, field_default=None
+    )
+    isolation_group: str = key(
+        str,
+        False,
+        "services of different groups never share a GPU; none: the common group",
+        pattern=NAME,
+        example="tenant-a",
+        default="",
+        field_default="",
+    )
+    isolate_host: bool = key(bool, False, "with isolation_group: nor a host", default=False, field_default=False)
+    evidence: Evidence | None = inline_keys(Evidence, field_default=None)  # its keys sit in the note's table
 
     def __post_init__(self) -> None:
         for name in ("residency_mib", "peak_working_mib"):

@@ -1,8 +1,10 @@
 """The fleet file (``fleet.toml``): capacities and services, read with the standard library. Pure Python.
 
-A package by role: ``keys`` (the key table, the one declaration of every key: the parser, the JSON Schema and the
-docs' reference are generated from it), ``model`` (the specs the parser builds), ``checks`` (reading and checking a
-file, every problem at once) and ``schema`` (the JSON Schema editors use). It plans nothing:
+A package by role: ``model`` and ``service_spec`` (the specs the parser builds; each key of the file is declared once,
+on the field it fills, with ``core.file_key.key``), ``keys`` (the key tables read off those fields: the parser, the
+JSON Schema and the docs' reference walk them), ``values`` (named values and patterns), ``checks`` with ``tables``,
+``service_checks`` and ``fleet_checks`` (reading and checking a file, every problem at once) and ``schema`` (the
+JSON Schema editors use). It plans nothing:
 ``core.plan_inputs.from_fleet`` builds the planner's inputs from a spec, as ``cdk.discovery`` does from a construct
 tree. The deployable app (``stacks/``) imports this package and the public ``ecs_gpu_sharing`` package only.
 """
@@ -15,25 +17,18 @@ from ..telemetry import SERVICE_TAG
 from .checks import check_region, load, parse
 from .keys import ALLOCATION, CAPACITY, LOAD_BALANCER, METRIC, SERVICE, SIDECAR, STATEMENT, TOP, Key
 from .model import (
-    APPLICATION,
-    AWSVPC,
-    BRIDGE,
-    CONTAINER_NAME,
     MAX_FLEET_FILE_BYTES,
     MAX_PLACEMENT_EXPRESSION,
-    NETWORK,
     CapacitySpec,
     EcrImage,
     FleetSpec,
     LoadBalancerSpec,
-    MetricTarget,
-    ServiceSpec,
-    SidecarSpec,
-    Statement,
     ecr_image,
     scratch_volume_name,
 )
 from .schema import json_schema
+from .service_spec import MetricTarget, ServiceSpec, SidecarSpec, Statement
+from .values import APPLICATION, AWSVPC, BRIDGE, CONTAINER_NAME, NETWORK
 
 __all__ = [
     "ALLOCATION",

@@ -14,14 +14,11 @@ from ..errors import FleetSpecError, GpuSharingError
 from ..planner import TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_CPU, TASK_EXCEEDS_HOST_MEMORY
 from ..rules import BUDGET_BELOW_NEED, task_alone_findings
 from .fleet_checks import _capacities, _check_across, _check_aws_limits, _check_shared_balancers, _load_balancers
-from .keys import _NAME, TOP
-from .model import (
-    MAX_FLEET_FILE_BYTES,
-    MAX_PLACEMENT_EXPRESSION,
-    FleetSpec,
-)
+from .keys import TOP
+from .model import MAX_FLEET_FILE_BYTES, MAX_PLACEMENT_EXPRESSION, FleetSpec
 from .service_checks import _services
 from .tables import _build, _check_table, _Problems
+from .values import NAME
 
 _RULE_KEYS = {  # the key to edit when a task alone breaks a rule
     TASK_EXCEEDS_GPU_MEMORY: "gpu_budget_mib",
@@ -60,7 +57,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     capacities = _capacities(problems, top.get("capacity", {}))
     if "capacity" in top and not top["capacity"]:
         problems.add("no [capacity.<name>] table; a fleet needs at least one capacity")
-    declared = [name for name in top.get("capacity", {}) if isinstance(name, str) and _NAME.fullmatch(name)]
+    declared = [name for name in top.get("capacity", {}) if isinstance(name, str) and NAME.fullmatch(name)]
     load_balancers = _load_balancers(problems, top.get("load_balancer", {}))
     balancers = top.get("load_balancer", {})
     services = _services(

@@ -6,23 +6,18 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from .. import quotas
-from ..ami_release import DEFAULT_AMI_RELEASE, check_release
+from ..ami_release import check_release
 from ..capacity_facts import host_facts
 from ..errors import GpuSharingError
 from ..escalation import TASK_ROLE_ESCALATION
-from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
-from ..planner import EC2, MANAGED_INSTANCES
+from ..planner import MANAGED_INSTANCES
 from ..rules import acknowledgeable
 from ..text import visible
 from .keys import CAPACITY, LOAD_BALANCER
-from .model import (
-    APPLICATION,
-    NETWORK,
-    CapacitySpec,
-    LoadBalancerSpec,
-    ServiceSpec,
-)
-from .tables import _build, _check_table, _named_tables, _Problems
+from .model import CapacitySpec, LoadBalancerSpec
+from .service_spec import ServiceSpec
+from .tables import _build, _check_table, _named_tables, _Problems, _value
+from .values import APPLICATION, NETWORK
 
 
 def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, CapacitySpec]:
@@ -39,8 +34,8 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
             twice = sorted({t for t in types if types.count(t) > 1})
             problems.add(f"{where}instance_types names {', '.join(twice)} more than once; give each type once")
             types = None
-        kind = good.get("kind", EC2)
-        release = good.get("ami_release", DEFAULT_AMI_RELEASE)
+        kind = _value(good, CAPACITY, "kind")
+        release = _value(good, CAPACITY, "ami_release")
         if kind == MANAGED_INSTANCES:
             for key in ("ami_release", "ami_release_verified", "min_instances"):
                 if key in table:
@@ -52,10 +47,10 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
                     problems.add(f'{where}{key} does not apply to kind = "managed-instances": {why}; remove it')
         else:
             try:
-                check_release(release, verified=good.get("ami_release_verified", False))
+                check_release(release, verified=_value(good, CAPACITY, "ami_release_verified"))
             except GpuSharingError as error:
                 problems.add(f"{where}ami_release: {error}")
-        min_i, max_i = good.get("min_instances", 0), good.get("max_instances")
+        min_i, max_i = _value(good, CAPACITY, "min_instances"), good.get("max_instances")
         if max_i is not None and max_i < min_i:
             problems.add(
                 f"{where}max_instances {max_i} is below min_instances {min_i}; raise it or lower min_instances"
@@ -66,7 +61,7 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
         try:
             facts = host_facts(
                 types,
-                gpu_margin_mib=good.get("gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB),
+                gpu_margin_mib=_value(good, CAPACITY, "gpu_margin_mib"),
                 ecs_gpu_memory_mib=good.get("ecs_gpu_memory_mib"),
                 owner=f"capacity.{name}",
             )

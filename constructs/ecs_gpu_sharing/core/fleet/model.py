@@ -7,48 +7,75 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..allocation import AllocationNote, Evidence
+from ..ami_release import DEFAULT_AMI_RELEASE
 from ..capacity_facts import HostFacts
-from ..mps import MpsShare
-from ..placement import PRESETS
-from ..planner import MANAGED_INSTANCES
+from ..file_key import key
+from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
+from ..planner import EC2, KINDS, MANAGED_INSTANCES
+from ..quotas import MAX_INSTANCES_PER_CLUSTER
 from ..shape import (
-    SERVICE_CONNECT_PROXY_MEMORY_MIB,
-    ContainerFacts,
-    TaskShape,
     service_connect_proxy_memory_mib,
-    task_shape,
+)
+from .service_spec import ServiceSpec
+from .values import (
+    ACCOUNT,
+    ACM_ARN,
+    APPLICATION,
+    DNS_NAME,
+    NAME,
+    NETWORK,
+    REGION,
+    VPC_ID,
 )
 
 MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
 """Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
 
-CONTAINER_NAME = "model"
-"""The name of each fleet service's container in its task definition."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class CapacitySpec:
-    """A ``[capacity.<name>]`` table, checked. Each attribute but ``name`` and ``facts`` is a key of ``keys.CAPACITY``
-    (its meaning, type, range and default are there, the one declaration)."""
+    """A ``[capacity.<name>]`` table, checked. Each attribute but ``name`` and ``facts`` is a key of the file, declared
+    on the field (its meaning, type, range and default: the one declaration; ``keys.CAPACITY`` is read off them)."""
 
     name: str
-    instance_types: tuple[str, ...]
     facts: HostFacts  # from the catalog, with the fleet's gpu_margin_mib and ecs_gpu_memory_mib
-    kind: str  # or MANAGED_INSTANCES
-    ami_release: str
-    ami_release_verified: bool
-    min_instances: int
-    max_instances: int | None
-    gpu_margin_mib: int
-    ecs_gpu_memory_mib: int | None  # measured on the fleet's cluster, in place of the per-model figure
-    acknowledge: Mapping[str, str]  # capacity warning id -> why it is accepted
-
-
-APPLICATION = "application"
-NETWORK = "network"
-BRIDGE = "bridge"
-AWSVPC = "awsvpc"
+    kind: str = key(
+        str,
+        False,
+        "ec2 (an Auto Scaling group on a pinned AMI) or managed-instances (ECS Managed Instances)",
+        pattern=re.compile("^(" + "|".join(KINDS) + ")$", re.ASCII),
+        example=MANAGED_INSTANCES,
+        default=EC2,
+    )
+    instance_types: tuple[str, ...] = key(list, True, "GPU instance types of one GPU model")
+    ami_release: str = key(str, False, "the AL2023 GPU AMI release (YYYYMMDD)", default=DEFAULT_AMI_RELEASE)
+    ami_release_verified: bool = key(
+        bool, False, "true when `ecs-gpu-sharing ami verify` found a release the library does not list", default=False
+    )
+    min_instances: int = key(
+        int,
+        False,
+        "instances kept running",
+        low=0,
+        high=MAX_INSTANCES_PER_CLUSTER,
+        high_why='the ECS quota "container instances per cluster"',
+        default=0,
+    )
+    max_instances: int | None = key(
+        int,
+        False,
+        "the most instances; derived from the plan when left out",
+        low=1,
+        high=MAX_INSTANCES_PER_CLUSTER,
+        high_why='the ECS quota "container instances per cluster"',
+    )
+    gpu_margin_mib: int = key(
+        int, False, "per-GPU memory kept free below what ECS registers", low=0, default=DEFAULT_GPU_MARGIN_MIB
+    )
+    ecs_gpu_memory_mib: int | None = key(int, False, "one GPU as your cluster's ECS registers it (measured)", low=1)
+    acknowledge: Mapping[str, str] = key(
+        dict, False, "capacity warning id -> the reason it is accepted, such as ecs-gpu-sharing:SurgeDoesNotFit"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +83,32 @@ class LoadBalancerSpec:
     """A load balancer several services can share: an ALB routes by path or host, an NLB by listener port."""
 
     name: str
-    type: str  # or NETWORK
-    internet_facing: bool
-    certificate_arn: str | None  # ALB: HTTPS on 443 (and 80 redirects); without it, HTTP on 80
-    plaintext_reason: str | None  # why an internet-facing balancer may serve without TLS (required then)
+    type: str = key(
+        str,
+        False,
+        "application (routes by path or host) or network (a listener port per service)",
+        pattern=re.compile(f"^({APPLICATION}|{NETWORK})$", re.ASCII),
+        example=NETWORK,
+        default=APPLICATION,
+    )
+    internet_facing: bool = key(
+        bool, False, "reachable from the internet; internal to the VPC by default", default=False
+    )
+    certificate_arn: str | None = key(
+        str,
+        False,
+        "an ACM certificate: the ALB listens with HTTPS on 443 and redirects 80; HTTP on 80 without one",
+        pattern=ACM_ARN,
+        example="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
+    )
+    plaintext_reason: str | None = key(
+        str,
+        False,
+        "why an internet-facing balancer may serve without TLS (an NLB, or an ALB without certificate_arn); "
+        "required then, refused otherwise",
+        pattern=re.compile(r"\A\S.{9,499}\Z", re.S | re.ASCII),
+        example="a public demo of an open model; no user data",
+    )
 
     @property
     def plaintext_from_internet(self) -> bool:
@@ -73,139 +122,40 @@ class LoadBalancerSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SidecarSpec:
-    """An extra container in a service's task, on the task's one GPU when it has a budget."""
-
-    name: str
-    image: str
-    cpu_units: int
-    memory_mib: int
-    gpu_budget_mib: int | None
-    max_compute_percent: int | None
-    command: tuple[str, ...]
-    environment: Mapping[str, str]
-    essential: bool
-
-    @property
-    def share(self) -> MpsShare | None:
-        return None if self.gpu_budget_mib is None else MpsShare(self.gpu_budget_mib, self.max_compute_percent)
-
-
-@dataclass(frozen=True, kw_only=True)
-class MetricTarget:
-    """Target tracking on a CloudWatch metric of the team's own (a queue depth, say)."""
-
-    namespace: str
-    metric_name: str
-    target: int
-    statistic: str
-    dimensions: Mapping[str, str]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Statement:
-    """An extra statement of the task role's policy."""
-
-    actions: tuple[str, ...]
-    resources: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServiceSpec:
-    """A ``[service.<name>]`` table, checked. Each attribute but ``name`` is a key of ``keys.SERVICE`` (its meaning,
-    type, range and default are there, the one declaration)."""
-
-    name: str
-    capacity: str
-    image: str
-    desired_count: int
-    cpu_units: int
-    memory_mib: int  # host memory, the container's hard limit
-    gpu_budget_mib: int
-    max_compute_percent: int | None
-    port: int | None
-    environment: Mapping[str, str]
-    command: tuple[str, ...]
-    health_check: tuple[str, ...]
-    shm_size_mib: int | None
-    stop_timeout_seconds: int | None
-    secrets: Mapping[str, str]  # variable name -> ssm:NAME or secretsmanager:NAME
-    model_bucket: str | None
-    max_tasks: int | None  # task auto scaling maximum; desired_count is the minimum
-    scale_on_cpu_percent: int | None
-    scale_on_requests_per_target: int | None
-    scale_on_metric: MetricTarget | None
-    load_balancer: str | None
-    paths: tuple[str, ...]
-    host: str | None
-    health_check_path: str
-    listener_port: int | None
-    network_mode: str
-    placement: str  # a name of core.placement.PRESETS
-    sidecars: tuple[SidecarSpec, ...]
-    model_cache_path: str | None
-    user: str | None
-    read_only_root_filesystem: bool
-    writable_paths: tuple[str, ...]
-    task_role_managed_policies: tuple[str, ...]
-    task_role_statements: tuple[Statement, ...]
-    tags: Mapping[str, str]
-    acknowledge: Mapping[str, str]  # warning id -> reason
-    allocation: AllocationNote | None
-    evidence: Evidence | None  # what was measured, for a service without a note ([service.<name>.evidence])
-
-    @property
-    def largest_count(self) -> tuple[int, str]:
-        """The count the plan counts, and where it comes from (as the synth-time plan reads the service)."""
-        if self.max_tasks is not None and self.max_tasks > self.desired_count:
-            return self.max_tasks, "auto scaling maximum"
-        return self.desired_count, "desired count"
-
-    @property
-    def placement_strategy(self) -> tuple[str, ...]:
-        """The ECS placement strategies its ``placement`` names, in order (empty: ECS's default)."""
-        return PRESETS[self.placement]
-
-    @property
-    def share(self) -> MpsShare:
-        return MpsShare(self.gpu_budget_mib, self.max_compute_percent)
-
-    def shape(
-        self, source: str, *, service_connect: bool = False, proxy_memory_mib: int = SERVICE_CONNECT_PROXY_MEMORY_MIB
-    ) -> TaskShape:
-        """The task's shape, through the same road as a CDK task definition's; with ``service_connect`` (the fleet
-        names a namespace), the proxy ECS adds to each task is counted (``FleetSpec.proxy_memory_mib``)."""
-        containers = [
-            ContainerFacts(name=c_name, cpu_units=cpu, memory_mib=memory, gpu_budget_mib=budget)
-            for c_name, cpu, memory, budget in [
-                (CONTAINER_NAME, self.cpu_units, self.memory_mib, self.gpu_budget_mib),
-                *((c.name, c.cpu_units, c.memory_mib, c.gpu_budget_mib) for c in self.sidecars),
-            ]
-        ]
-        return task_shape(
-            containers,
-            owner=f"{source}: service.{self.name}",
-            service_connect=service_connect,
-            proxy_memory_mib=proxy_memory_mib,
-            awsvpc=self.network_mode == AWSVPC,
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
 class FleetSpec:
-    """A fleet file, checked. Each attribute but ``source`` is a key of ``keys.TOP`` (its doc is there)."""
+    """A fleet file, checked. Each attribute but ``source`` is a key of the file, declared on the field."""
 
-    name: str
-    capacities: Mapping[str, CapacitySpec]
-    services: Mapping[str, ServiceSpec]
     source: str
-    account: str | None  # with region: an environment-bound app (lookups need credentials)
-    region: str | None
-    vpc_id: str | None  # deploy into this existing VPC instead of a new one
-    load_balancers: Mapping[str, LoadBalancerSpec]
-    service_connect_namespace: str | None
-    telemetry: bool
-    prices: str | None  # a prices file, relative to the fleet file
+    name: str = key(str, True, "prefixes the stacks", pattern=NAME, example="models")
+    account: str | None = key(
+        str, False, "with region: an environment-bound app", pattern=ACCOUNT, example="123456789012"
+    )
+    region: str | None = key(str, False, "with account: an environment-bound app", pattern=REGION, example="us-east-1")
+    vpc_id: str | None = key(
+        str, False, "an existing VPC instead of a new one", pattern=VPC_ID, example="vpc-0123456789abcdef0"
+    )
+    service_connect_namespace: str | None = key(
+        str,
+        False,
+        "a Cloud Map namespace: services with a port call each other as http://<service>:<port> (Service Connect)",
+        pattern=DNS_NAME,
+        example="models.internal",
+    )
+    telemetry: bool = key(
+        bool, False, "the GPU telemetry daemon on every EC2 GPU host, a dashboard and budget alarms", default=True
+    )
+    prices: str | None = key(
+        str,
+        False,
+        "a prices file (ecs-gpu-sharing prices refresh), relative to this file: plans show their cost",
+        pattern=re.compile(r"[^\x00-\x1f]{1,1024}", re.ASCII),
+        example="prices.json",
+    )
+    capacities: Mapping[str, CapacitySpec] = key(dict, True, "the GPU capacities, one table each", name="capacity")
+    services: Mapping[str, ServiceSpec] = key(dict, True, "the services, one table each", name="service")
+    load_balancers: Mapping[str, LoadBalancerSpec] = key(
+        dict, False, "load balancers services share, one table each", name="load_balancer"
+    )
 
     @property
     def prices_path(self) -> Path | None:

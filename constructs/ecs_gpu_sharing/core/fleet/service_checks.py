@@ -13,26 +13,17 @@ from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from ..planner import MANAGED_INSTANCES
 from ..text import visible
 from .fleet_checks import _acknowledgments, _check_exposure, _tags
-from .keys import _ENV_NAME, METRIC, SERVICE, SIDECAR, STATEMENT
-from .model import (
-    AWSVPC,
-    BRIDGE,
-    CONTAINER_NAME,
-    CapacitySpec,
-    LoadBalancerSpec,
-    MetricTarget,
-    ServiceSpec,
-    SidecarSpec,
-    Statement,
-    scratch_volume_name,
-)
+from .keys import ALLOCATION, EVIDENCE, METRIC, SERVICE, SIDECAR, STATEMENT
+from .model import CapacitySpec, LoadBalancerSpec, scratch_volume_name
+from .service_spec import MetricTarget, ServiceSpec, SidecarSpec, Statement
 from .tables import _build, _check_table, _named_tables, _Problems
+from .values import AWSVPC, BRIDGE, CONTAINER_NAME, ENV_NAME
 
 
 def _environment(problems: _Problems, where: str, env: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for key, value in env.items():
-        if not _ENV_NAME.fullmatch(key):
+        if not ENV_NAME.fullmatch(key):
             problems.add(
                 f"{where}environment key {key!r} is not a usable variable name; use letters, digits and '_', not "
                 "starting with a digit"
@@ -152,13 +143,7 @@ def _evidence(problems: _Problems, where: str, table: Mapping[str, Any] | None) 
         return None
     if "measured_peak_mib" not in table:
         return None
-    return Evidence(
-        peak_mib=table["measured_peak_mib"],
-        measured_on=table["measured_on"],
-        source=table.get("evidence_source", "evaluate"),
-        p99_mib=table.get("measured_p99_mib"),
-        image=table.get("measured_image"),
-    )
+    return _build(Evidence, EVIDENCE, table)
 
 
 def _note(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> AllocationNote | None:
@@ -169,15 +154,7 @@ def _note(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> A
     if table.get("isolate_host") and "isolation_group" not in table:
         problems.add(f"{where}isolate_host needs isolation_group (the group to keep on hosts of its own)")
         return None
-    return AllocationNote(
-        residency_mib=table["residency_mib"],
-        peak_working_mib=table["peak_working_mib"],
-        shared_failure=table["shared_failure"],
-        compute_percent=table.get("compute_percent"),
-        isolation_group=table.get("isolation_group", ""),
-        isolate_host=table.get("isolate_host", False),
-        evidence=evidence,
-    )
+    return _build(AllocationNote, tuple(k for k in ALLOCATION if k not in EVIDENCE), table, evidence=evidence)
 
 
 def _metric(table: Mapping[str, Any] | None) -> MetricTarget | None:
@@ -352,7 +329,7 @@ _SECRET = re.compile(r"^(ssm:/[A-Za-z0-9_.\-/]+|secretsmanager:[A-Za-z0-9/_+=.@\
 def _secrets(problems: _Problems, where: str, secrets: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for name, ref in secrets.items():
-        if not _ENV_NAME.fullmatch(name) or GPU_ENVIRONMENT.match(name):
+        if not ENV_NAME.fullmatch(name) or GPU_ENVIRONMENT.match(name):
             problems.add(f"{where}secrets key {name!r} is not a usable variable name (or would steer the GPU)")
         elif name in env:
             problems.add(f"{where}secrets.{name} is also in environment; give each variable once")

@@ -9,15 +9,16 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..errors import FleetSpecError
-from .keys import _NAME, _TYPE_NAMES, Key
+from .keys import _TYPE_NAMES, Key
+from .values import NAME
 
 _Spec = TypeVar("_Spec")
 
 
 def _build(cls: Callable[..., _Spec], keys: tuple[Key, ...], values: Mapping[str, Any], **given: Any) -> _Spec:
     """A spec from its key table: one attribute per key (``Key.attribute``), the value ``given`` where the parser
-    checked and converted it, else the file's value, else the key's default. The key table is the one declaration of
-    a key; its attribute on the spec is where it is used (a test holds every key to an attribute and back)."""
+    checked and converted it, else the file's value, else the key's default. The table is read off the spec's own
+    fields (``core.file_key``), so a key and its attribute cannot drift apart."""
     out = dict(given)
     for key in keys:
         if key.attribute not in out:
@@ -27,6 +28,13 @@ def _build(cls: Callable[..., _Spec], keys: tuple[Key, ...], values: Mapping[str
         return cls(**out)
     except TypeError as error:  # a key declared in the table with no attribute on the spec: a bug, said plainly
         raise TypeError(f"fleet key table and {getattr(cls, '__name__', cls)} disagree: {error}") from None
+
+
+def _value(good: Mapping[str, Any], keys: tuple[Key, ...], name: str) -> Any:
+    """A checked table's value of key ``name``, else the key's declared default (declared once, on its field)."""
+    if name in good:
+        return good[name]
+    return next(k for k in keys if k.name == name).empty
 
 
 MAX_PROBLEMS_SHOWN = 100  # a file of thousands of mistakes is shown its first hundred, and how many more
@@ -123,7 +131,7 @@ def _check_items(problems: _Problems, where: str, values: list[Any], key: Key) -
 
 
 def _check_name(problems: _Problems, kind: str, name: str) -> bool:
-    if _NAME.fullmatch(name):
+    if NAME.fullmatch(name):
         return True
     problems.add(
         f"{kind}.{name!r} is not a usable name; use letters, digits and '-', starting with a letter, at most 40 "
