@@ -79,4 +79,4 @@ $(NODE_STAMP): package.json package-lock.json $(PY_STAMP)
 	touch $@
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build *.egg-info constructs/*.egg-info

@@ -253,7 +253,11 @@ def test_refuses_mps_containers_that_do_not_fit_one_gpu_at_synth() -> None:
     td = SharedGpuTaskDefinition(stack, "Td", usable_gpu_memory_mib=8000)
     td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(5000))
     td.add_container("b", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(4000))
-    with pytest.raises(RuntimeError, match=r"add up to 9000 MiB \(a 5000 \+ b 4000\), more than the 8000 MiB"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"one task needs 9000 MiB of GPU memory on one GPU, more than the 8000 MiB usable on one GPU "
+        r"\(usable_gpu_memory_mib\): its MPS containers share that GPU \(a 5000 \+ b 4000\)",
+    ):
         _synth(stack)
 
 
@@ -262,7 +266,7 @@ def test_reports_every_problem_at_once() -> None:
     td = SharedGpuTaskDefinition(stack, "Td", usable_gpu_memory_mib=100)
     td.add_container("whole", image=IMAGE, memory_limit_mib=128, gpu_count=1)
     td.add_container("shared", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(512))
-    with pytest.raises(RuntimeError, match=r"(?s)mix whole GPUs.*add up to 512 MiB"):
+    with pytest.raises(RuntimeError, match=r"(?s)mix whole GPUs.*one task needs 512 MiB"):
         _synth(stack)
 
 

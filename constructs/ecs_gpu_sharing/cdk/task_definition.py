@@ -41,7 +41,7 @@ from ..core.hardening import (
     writable_root_message,
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
-from ..core.planner import TASK_EXCEEDS_GPU_MEMORY
+from ..core.planner import TASK_EXCEEDS_GPU_MEMORY, gpu_memory_problem
 from ..core.rules import TASK_MIXES_GPU_OPTIONS
 from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
@@ -181,13 +181,16 @@ class _MpsContainers:
                 + "); ECS needs one option for all GPU containers of a task: give every GPU container "
                 "an MpsShare, or move the whole-GPU containers to their own task definition"
             )
-        need = self.task_gpu_budget_mib
-        if self._shares and self._usable is not None and need > self._usable:
+        too_much = (
+            gpu_memory_problem(self.task_gpu_budget_mib, self._usable, "one GPU (usable_gpu_memory_mib)")
+            if self._shares and self._usable is not None
+            else None
+        )
+        if too_much is not None:
             parts = " + ".join(f"{name} {share.gpu_budget_mib}" for name, share in self._shares)
             problems.append(
-                f"[{TASK_EXCEEDS_GPU_MEMORY}] the MPS containers of one task share one GPU, but their budgets add up "
-                f"to {need} MiB ({parts}), more than the {self._usable} MiB usable on one GPU (usable_gpu_memory_mib); "
-                "lower the budgets, split the containers into separate task definitions, or use a larger GPU"
+                f"[{TASK_EXCEEDS_GPU_MEMORY}] {too_much}: its MPS containers share that GPU ({parts}); lower the "
+                "budgets, split the containers into separate task definitions, or use a larger GPU"
             )
         return problems
 

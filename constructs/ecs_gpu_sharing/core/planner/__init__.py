@@ -48,6 +48,7 @@ from .tasks import (
     TASK_RULES,
     TaskProblem,
     TaskRule,
+    gpu_memory_problem,
     task_problems,
 )
 
@@ -77,6 +78,7 @@ __all__ = [
     "TaskRule",
     "Unplaced",
     "bin_lower_bound",
+    "gpu_memory_problem",
     "lp_problem",
     "plan",
     "task_problems",

@@ -27,14 +27,21 @@ class TaskProblem:
         return self.what
 
 
-def _gpu_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
-    if service.task_gpu_budget_mib <= capacity.usable_gpu_memory_mib:
+def gpu_memory_problem(need_mib: int, usable_mib: int, gpu: str) -> str | None:
+    """TaskExceedsGpuMemory, the one check of it (the plan's and a task definition's standalone check): ECS puts a
+    task's MPS containers on one GPU, so their budgets together must fit that GPU's usable memory (``gpu`` names it
+    for the message)."""
+    if need_mib <= usable_mib:
         return None
-    return (
-        f"one task needs {service.task_gpu_budget_mib} MiB of GPU memory on one GPU, more than the "
-        f"{capacity.usable_gpu_memory_mib} MiB usable on a {capacity.instance_type} GPU "
-        f"({capacity.registered_gpu_memory_mib or capacity.usable_gpu_memory_mib} MiB as ECS registers it "
-        f"({capacity.gpu_memory_basis}), less a {capacity.gpu_margin_mib} MiB margin)"
+    return f"one task needs {need_mib} MiB of GPU memory on one GPU, more than the {usable_mib} MiB usable on {gpu}"
+
+
+def _gpu_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    return gpu_memory_problem(
+        service.task_gpu_budget_mib,
+        capacity.usable_gpu_memory_mib,
+        f"a {capacity.instance_type} GPU ({capacity.registered_gpu_memory_mib or capacity.usable_gpu_memory_mib} MiB "
+        f"as ECS registers it ({capacity.gpu_memory_basis}), less a {capacity.gpu_margin_mib} MiB margin)",
     )
 
 
