@@ -2,7 +2,7 @@
 """The planner on generated fleets (``fleet_generator.py``): the distribution of planner / bound, next to FFD.
 
 Usage: python benchmarks/generated_benchmark.py [--sizes 1000,10000] [--fleets 50] [--seeds held-out|tuning]
-                                                 [--lp-bound] [--lp-seconds 20]
+                                                 [--lp-bound] [--lp-seconds 20] [--timing]
 
 For each size, plans ``--fleets`` fleets of the chosen seeds (tuning: 0-99, held out: 1000-1099; the planner's
 figures are reported on the held-out ones) and prints the median, 95th percentile and worst of planner / bound and
@@ -10,7 +10,9 @@ FFD / bound, where the bound is the plan's own lower bound (Martello-Toth's L2 p
 LP ran, its Farley bound) or, with ``--lp-bound``, the larger of that and the benchmark's own host-level LP bound
 (``host_lp.py``: exact pricing by a MILP; converged or Farley's, within ``--lp-seconds`` of pricing a fleet). Then
 the planner's time per fleet (median, worst), as a ratio to a reference run of fixed work timed in the same run,
-and the worst fleets.
+and the worst fleets. With ``--timing``, only the planner's time (no bound, no FFD baseline: those take minutes at
+100,000 tasks): per size, the services and the seconds per fleet, median, 95th percentile and worst, as ratios to
+the reference run too. A size of 40,000 tasks gives 400 to 2,000 services a fleet (1,000 services at the median).
 """
 
 from __future__ import annotations
@@ -57,12 +59,16 @@ def main() -> None:
     parser.add_argument("--lp-seconds", type=float, default=20.0)
     parser.add_argument("--worst", type=int, default=3, help="worst fleets listed per size")
     parser.add_argument("--only", default="", help="these seeds only (comma-separated)")
+    parser.add_argument("--timing", action="store_true", help="the planner's time only (no bound, no FFD)")
     args = parser.parse_args()
     seeds = list(HELD_OUT if args.seeds == "held-out" else TUNING)[: args.fleets]
     if args.only:
         seeds = [int(s) for s in args.only.split(",")]
     reference = reference_seconds()
     print(f"reference run: {reference:.3f} s; seeds {seeds[0]}-{seeds[-1]} ({args.seeds})\n")
+    if args.timing:
+        _timing(args.sizes, seeds, reference, args.worst)
+        return
     print(
         "| tasks | fleets | planner/bound median | p95 | worst | FFD/bound median | p95 | worst | planner > FFD "
         "| optimal | plan s median | worst | worst / reference |"
@@ -100,6 +106,32 @@ def main() -> None:
     for size, ratio, label, hosts, bound, ffd_hosts, seconds in worst_rows:
         line = f"- {size:,} tasks, {label}: {hosts} instances, bound {bound} ({ratio:.3f}), FFD {ffd_hosts}"
         print(f"{line}, {seconds:.2f} s")
+
+
+def _timing(sizes: str, seeds: list[int], reference: float, worst: int) -> None:
+    print("| tasks | fleets | services | plan s median | p95 | worst | median / reference | worst / reference |")
+    print("| ---: " * 8 + "|")
+    slowest = []
+    for size in (int(s) for s in sizes.split(",")):
+        times, counts = [], []
+        for seed in seeds:
+            fleet = generate(seed, size)
+            start = time.perf_counter()
+            result = plan([fleet.capacity], fleet.services)
+            seconds = time.perf_counter() - start
+            assert result.fits, fleet.label
+            times.append(seconds)
+            counts.append(len(fleet.services))
+            slowest.append((seconds, size, fleet.label))
+        print(
+            f"| {size:,} | {len(seeds)} | {min(counts)}-{max(counts)} | {statistics.median(times):.2f} "
+            f"| {_quantile(times, 0.95):.2f} | {max(times):.2f} | {statistics.median(times) / reference:.1f} "
+            f"| {max(times) / reference:.1f} |",
+            flush=True,
+        )
+    print("\nslowest fleets:")
+    for seconds, size, label in sorted(slowest, reverse=True)[:worst]:
+        print(f"- {size:,} tasks, {label}: {seconds:.2f} s")
 
 
 if __name__ == "__main__":
