@@ -20,7 +20,63 @@ from .fleet_plan import FleetPlan
 from .managed_capacity import GpuManagedInstancesCapacity
 
 
-class SharedGpuService(Construct):
+class _PlannedGpuService(Construct):
+    """What the EC2 and the Managed Instances service share: the counts and deployment percents checked, the
+    capacity's provider strategy and rollback on failure set, and the service named, counted and noted in the fleet
+    plan. Each subclass checks its capacity and task definition and says which ECS service class it builds."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: ecs.ICluster,
+        capacity: GpuCapacity | GpuManagedInstancesCapacity,
+        task_definition: ecs.TaskDefinition,
+        desired_count: int,
+        name: str | None,
+        planned_count: int | None,
+        allocation: AllocationNote | None,
+        min_healthy_percent: int,
+        max_healthy_percent: int,
+        options: dict[str, Any],
+        reserved: tuple[str, ...],
+        service_type: type[ecs.Ec2Service] | type[ecs.FargateService],
+    ) -> None:
+        path = f"{scope.node.path}/{id_}"
+        count, low, high = _checked(
+            path,
+            cluster,
+            capacity,
+            desired_count,
+            min_healthy_percent,
+            max_healthy_percent,
+            options,
+            reserved,
+            type(self).__name__,
+        )
+        super().__init__(scope, id_)
+        self.task_definition = task_definition
+        self.capacity = capacity
+        self.service = service_type(
+            self,
+            "Service",
+            cluster=cluster,
+            task_definition=task_definition,
+            desired_count=count,
+            min_healthy_percent=low,
+            max_healthy_percent=high,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+            capacity_provider_strategies=capacity.capacity_provider_strategies(),
+            **options,
+        )
+        _register(self, id_ if name is None else name, planned_count, allocation)  # its Service exists now
+        # The provider must be associated with the cluster before the service names it; aws-ecs creates that
+        # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).
+        self.service.node.add_dependency(cluster)
+
+
+class SharedGpuService(_PlannedGpuService):
     """An EC2 service on a GPU capacity's provider, planned with every other service on that capacity.
 
     The service runs on the capacity's provider only, whose hosts all run a GPU AMI release that shares GPUs (so no
@@ -68,38 +124,24 @@ class SharedGpuService(Construct):
                 f"{path}: task_definition must be an EC2-compatible task definition of this app "
                 f"(SharedGpuTaskDefinition), got {type(task_definition).__name__}; the plan reads its containers"
             )
-        count, low, high = _checked(
-            path,
-            cluster,
-            capacity,
-            desired_count,
-            min_healthy_percent,
-            max_healthy_percent,
-            kwargs,
-            ("capacity_provider_strategies", "circuit_breaker", "launch_type"),
-            "SharedGpuService",
-        )
-        super().__init__(scope, id_)
-        self.task_definition = task_definition
-        self.capacity = capacity
         if "placement_strategies" not in kwargs:
             kwargs["placement_strategies"] = placement_strategies(LIBRARY_STRATEGY)
-        self.service = ecs.Ec2Service(
-            self,
-            "Service",
+        super().__init__(
+            scope,
+            id_,
             cluster=cluster,
+            capacity=capacity,
             task_definition=task_definition,
-            desired_count=count,
-            min_healthy_percent=low,
-            max_healthy_percent=high,
-            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            capacity_provider_strategies=capacity.capacity_provider_strategies(),
-            **kwargs,
+            desired_count=desired_count,
+            name=name,
+            planned_count=planned_count,
+            allocation=allocation,
+            min_healthy_percent=min_healthy_percent,
+            max_healthy_percent=max_healthy_percent,
+            options=kwargs,
+            reserved=("capacity_provider_strategies", "circuit_breaker", "launch_type"),
+            service_type=ecs.Ec2Service,
         )
-        _register(self, id_ if name is None else name, planned_count, allocation)  # its Service exists now
-        # The provider must be associated with the cluster before the service names it; aws-ecs creates that
-        # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).
-        self.service.node.add_dependency(cluster)
 
 
 def placement_strategies(parts: Sequence[str] = LIBRARY_STRATEGY) -> list[ecs.PlacementStrategy]:
@@ -167,7 +209,7 @@ def _register(service: Construct, name: str, planned_count: int | None, allocati
         plan.set_allocation(service, allocation)
 
 
-class SharedGpuManagedInstancesService(Construct):
+class SharedGpuManagedInstancesService(_PlannedGpuService):
     """A service on ECS Managed Instances GPU hosts, planned with every other service of the app.
 
     aws-ecs runs services on Managed Instances as a ``FargateService`` with the capacity's provider strategy; this
@@ -204,32 +246,19 @@ class SharedGpuManagedInstancesService(Construct):
                 f"{path}: task_definition must be a Managed Instances task definition of this app "
                 f"(SharedGpuManagedInstancesTaskDefinition), got {type(task_definition).__name__}"
             )
-        count, low, high = _checked(
-            path,
-            cluster,
-            capacity,
-            desired_count,
-            min_healthy_percent,
-            max_healthy_percent,
-            kwargs,
-            ("capacity_provider_strategies", "circuit_breaker", "launch_type", "placement_constraints"),
-            "SharedGpuManagedInstancesService",
-        )
-        super().__init__(scope, id_)
-        self.task_definition = task_definition
-        self.capacity = capacity
-        self.service = ecs.FargateService(
-            self,
-            "Service",
+        super().__init__(
+            scope,
+            id_,
             cluster=cluster,
+            capacity=capacity,
             task_definition=task_definition,
-            desired_count=count,
-            min_healthy_percent=low,
-            max_healthy_percent=high,
-            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            capacity_provider_strategies=capacity.capacity_provider_strategies(),
-            **kwargs,
+            desired_count=desired_count,
+            name=name,
+            planned_count=planned_count,
+            allocation=allocation,
+            min_healthy_percent=min_healthy_percent,
+            max_healthy_percent=max_healthy_percent,
+            options=kwargs,
+            reserved=("capacity_provider_strategies", "circuit_breaker", "launch_type", "placement_constraints"),
+            service_type=ecs.FargateService,
         )
-        _register(self, id_ if name is None else name, planned_count, allocation)  # its Service exists now
-        # As for SharedGpuService: the provider's association with the cluster must exist before the service.
-        self.service.node.add_dependency(cluster)
