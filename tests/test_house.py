@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ecs_gpu_sharing.core import rules
+from ecs_gpu_sharing.core.errors import GpuSharingError
 from ecs_gpu_sharing.core.rules import RULES, Level, Source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -379,6 +380,16 @@ def test_each_plan_rule_is_declared_beside_its_check() -> None:
     task_ids = {r.rule_id for r in TASK_RULES}
     named = [r.check.__name__ for r in plan_rules.PLAN_RULES if r.rule_id not in task_ids and r.check is not None]
     assert [n for n in named if n != "check"] == decorated  # the clash rules are checks built by a helper
+    # A rule declared once the table is made would never run: it is refused, naming where to declare it.
+    with pytest.raises(
+        GpuSharingError, match=r"ecs-gpu-sharing:Late \(late\) is declared after .*core/rules/plan_rules"
+    ):
+
+        @plan_rules.plan_rule("ecs-gpu-sharing:Late", rules.Level.WARNING, "capacity", "too late")
+        def late(ctx: rules.Context) -> list[tuple[str, str]]:
+            return []
+
+    assert "ecs-gpu-sharing:Late" not in {r.rule_id for r in plan_rules.PLAN_RULES}
     # No row is written apart from its check: the one Rule(...) besides the decorator's wraps the planner's task rules.
     built = [line.strip() for line in source.splitlines() if "Rule(" in line and "class " not in line]
     assert len(built) == 2 and "for r in TASK_RULES" in built[1], built

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from .. import quotas
 from ..allocation import digest_of
+from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
 from ..placement import DEFAULT_PRESET, scatters, strategy_label
 from ..planner import MANAGED_INSTANCES, TASK_RULES, TaskRule
@@ -30,14 +31,21 @@ ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
 
 
 _REGISTERED: list[Rule] = []
+_TABLE_BUILT = False  # set once PLAN_RULES is made, at the end of this module
 _C = TypeVar("_C", bound=Check)
 
 
 def plan_rule(rule_id: str, level: Level, about: str, explanation: str) -> Callable[[_C], _C]:
     """Registers the check below it as a plan rule, its id, level, subject and explanation beside it (the cdk-nag
-    way). The table (``PLAN_RULES``) is in the order the rules are declared here."""
+    way). The table (``PLAN_RULES``) is in the order the rules are declared here; a rule declared anywhere else, once
+    the table is made, would never run, so it is refused."""
 
     def register(check: _C) -> _C:
+        if _TABLE_BUILT:
+            raise GpuSharingError(
+                f"plan rule {rule_id} ({getattr(check, '__name__', check)}) is declared after the plan's rule table "
+                "was made, so it would never run; declare it in core/rules/plan_rules.py, above PLAN_RULES"
+            )
         _REGISTERED.append(Rule(rule_id, level, about, explanation, check))
         return check
 
@@ -432,3 +440,4 @@ PLAN_RULES: tuple[Rule, ...] = (
     *(Rule(r.rule_id, Level.ERROR, "service", r.explanation, _task_rule(r)) for r in TASK_RULES),
     *_REGISTERED,
 )
+_TABLE_BUILT = True
