@@ -24,7 +24,7 @@ import time
 from ffd import ffd
 from fleet_generator import HELD_OUT, TUNING, Fleet, generate
 
-from ecs_gpu_sharing.core.planner import plan
+from ecs_gpu_sharing.core.planner import Plan, plan
 
 
 def reference_seconds() -> float:
@@ -42,6 +42,15 @@ def reference_seconds() -> float:
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _planned(fleet: Fleet) -> tuple[Plan, float]:
+    """The planner's plan of ``fleet`` (which must fit: the generator draws fleets a host can hold) and its seconds."""
+    start = time.perf_counter()
+    result = plan([fleet.capacity], fleet.services)
+    seconds = time.perf_counter() - start
+    assert result.fits, fleet.label
+    return result, seconds
 
 
 def _lp_bound(fleet: Fleet, seconds: float) -> int:
@@ -80,10 +89,7 @@ def main() -> None:
         above_ffd = optimal = 0
         for seed in seeds:
             fleet = generate(seed, size)
-            start = time.perf_counter()
-            result = plan([fleet.capacity], fleet.services)
-            seconds = time.perf_counter() - start
-            assert result.fits, fleet.label
+            result, seconds = _planned(fleet)
             bound = result.instance_lower_bound
             if args.lp_bound and result.instances > bound:  # a plan at its own bound needs no other
                 bound = max(bound, _lp_bound(fleet, args.lp_seconds))
@@ -116,10 +122,7 @@ def _timing(sizes: str, seeds: list[int], reference: float, worst: int) -> None:
         times, counts = [], []
         for seed in seeds:
             fleet = generate(seed, size)
-            start = time.perf_counter()
-            result = plan([fleet.capacity], fleet.services)
-            seconds = time.perf_counter() - start
-            assert result.fits, fleet.label
+            _, seconds = _planned(fleet)
             times.append(seconds)
             counts.append(len(fleet.services))
             slowest.append((seconds, size, fleet.label))

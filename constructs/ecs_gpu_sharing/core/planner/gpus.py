@@ -171,17 +171,22 @@ def pack_gpus(
             first += 1
             continue
         contents = fill(items, first, cap)
-        repeat = min(items[i].left // k for i, k in contents.items())
-        for i, k in contents.items():
-            items[i].left -= k * repeat
-        order = sorted(contents.items())
-        load = GpuLoad(
-            tasks=tuple((items[i].name, k) for i, k in order),
-            used_gpu_memory_mib=sum(items[i].size * k for i, k in order),
-            clients=sum(items[i].clients * k for i, k in order),
-        )
-        groups.append((load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat))
+        groups.append(_take(items, contents, min(items[i].left // k for i, k in contents.items())))
     return groups
+
+
+def _take(items: list[Item], contents: dict[int, int], repeat: int) -> tuple[GpuLoad, int, int, int]:
+    """``repeat`` GPUs of ``contents`` (item index -> tasks on one GPU), taken from the items' tasks left: the GPU's
+    load, its tasks' CPU units and memory, and how many such GPUs."""
+    for i, k in contents.items():
+        items[i].left -= k * repeat
+    order = sorted(contents.items())
+    load = GpuLoad(
+        tasks=tuple((items[i].name, k) for i, k in order),
+        used_gpu_memory_mib=sum(items[i].size * k for i, k in order),
+        clients=sum(items[i].clients * k for i, k in order),
+    )
+    return load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat
 
 
 def lp_solution(items: list[Item], cap: CapacityInput) -> cutting_stock.Solution | None:
@@ -233,16 +238,6 @@ def pack_gpus_lp(
             if not _limits_hold(items, contents, cap):
                 return None
             repeat = min(repeat, *(items[i].left // k for i, k in contents.items()))
-            for i, k in contents.items():
-                items[i].left -= k * repeat
-            order = sorted(contents.items())
-            load = GpuLoad(
-                tasks=tuple((items[i].name, k) for i, k in order),
-                used_gpu_memory_mib=sum(items[i].size * k for i, k in order),
-                clients=sum(items[i].clients * k for i, k in order),
-            )
-            groups.append(
-                (load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat)
-            )
+            groups.append(_take(items, contents, repeat))
             copies -= repeat
     return groups + pack_gpus([it for it in items if it.left], cap, _fill_exact)
