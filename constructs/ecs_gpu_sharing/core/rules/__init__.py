@@ -1,4 +1,6 @@
-"""The fit rules, as a table: one function per rule, each with an id, a level and an explanation. Pure Python.
+"""The fit rules, as one table (``RULES``): the plan's rules, each a check declared with its id, level, subject and
+explanation (``plan_rules``, by ``@plan_rule``), and the rules checked elsewhere, each naming where
+(``other_rules``); ``model`` holds a row and its findings. Pure Python.
 
 ``assess`` plans every service on its capacity together and runs every rule over the plan. The CDK layer
 turns its findings into synth errors (on the construct concerned) and warnings acknowledgeable by id; the
