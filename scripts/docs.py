@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from ecs_gpu_sharing.core import plan_contract, rules, service_rules
+from ecs_gpu_sharing.core import plan_document, rules, service_rules
 from ecs_gpu_sharing.core.fleet import json_schema
 from ecs_gpu_sharing.core.fleet.schema import reference_markdown
 
@@ -21,7 +21,7 @@ def pages() -> dict[Path, str]:
         REPO / "docs" / "fleet-file.md": reference_markdown(),
         REPO / "docs" / "rules.md": rules.markdown(),
         REPO / "docs" / "aws-rules.md": service_rules.markdown(),
-        REPO / "docs" / "plan-json.md": plan_contract.markdown(),
+        REPO / "docs" / "plan-json.md": plan_document.markdown(),
         REPO / "fleet.schema.json": json.dumps(json_schema(), indent=2) + "\n",
     }
 

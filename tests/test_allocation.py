@@ -188,9 +188,10 @@ def test_the_fleet_file_carries_the_note_and_its_evidence() -> None:
     a = spec.services["a"].allocation
     assert a is not None and a.need_mib == 3072 and a.isolation_group == "x"
     assert a.evidence == Evidence(2900, DAY, "evaluate", None, "repo/a@sha256:" + "a" * 64)
-    doc = plan_report.to_json(assess(*from_fleet(spec)))
-    (entry,) = [s for s in doc["services"] if s["name"] == "a"]
-    assert entry["allocation"]["headroom_mib"] == 1024 and entry["allocation"]["evidence"]["headroom_mib"] == 1196
+    doc = plan_report.document(assess(*from_fleet(spec)))
+    (entry,) = [s for s in doc.services if s.name == "a"]
+    assert entry.allocation is not None and entry.allocation.evidence is not None
+    assert entry.allocation.headroom_mib == 1024 and entry.allocation.evidence.headroom_mib == 1196
 
 
 def test_the_fleet_files_groups_become_placement_expressions_both_ways() -> None:

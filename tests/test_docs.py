@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from ecs_gpu_sharing.core import plan_contract, plan_report
+import pytest
+
+from ecs_gpu_sharing.core import plan_document, plan_report
 from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.cost import Prices
+from ecs_gpu_sharing.core.errors import PlanError
 from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
 from ecs_gpu_sharing.core.rules import OutsideService, assess
 from ecs_gpu_sharing.core.shape import TaskShape
@@ -31,9 +37,9 @@ def test_every_generated_page_is_committed_as_generated() -> None:
     assert stale == [], "run `make docs` and commit the pages"
 
 
-def _full_plan() -> dict[str, object]:
-    """A plan with every part the contract names: costs, an allocation note with evidence, a task without a GPU, a
-    whole-GPU task, a service outside the plan, findings."""
+def _full_plan() -> plan_document.PlanDocument:
+    """A plan with every part the document declares: costs, an allocation note with evidence, a task without a GPU,
+    a whole-GPU task, a service outside the plan, findings."""
     caps = [capacity_input("l4", host_facts(["g6.12xlarge"]), max_instances=3)]
     note = AllocationNote(
         residency_mib=1024,
@@ -51,7 +57,7 @@ def _full_plan() -> dict[str, object]:
     allowed = [("app/Telemetry/Task/Resource", "ecs-gpu-sharing:HostPathMounted", "the daemon reads /proc")]
     not_judged = [("app/Svc/Service", "its task definition arn:... is not in the app's templates")]
     deployed = {"emb": ("app-services-1", "embService1A2B3C4D")}
-    return plan_report.to_json(
+    return plan_report.document(
         assess(caps, services, outside=outside),
         prices,
         allowances=allowed,
@@ -60,24 +66,95 @@ def _full_plan() -> dict[str, object]:
     )
 
 
-def test_the_plan_json_is_its_contract_both_ways() -> None:
-    written = set(plan_contract.paths(_full_plan()))
-    assert written - plan_contract.PATHS == set(), "fields the plan writes that the contract does not list"
-    assert plan_contract.PATHS - written == set(), "fields the contract lists that the plan never writes"
+def _paths(doc: Any, prefix: str = "") -> Iterator[str]:
+    """Every field path a JSON document holds, ``[]`` stepping into a list's items."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            yield path
+            yield from _paths(value, path)
+    elif isinstance(doc, list):
+        for item in doc:
+            yield from _paths(item, f"{prefix}[]")
 
 
-def test_the_example_fleets_plan_writes_only_contract_fields() -> None:
+def test_a_full_plan_writes_every_declared_field_and_reads_back_the_same() -> None:
+    plan = _full_plan()
+    doc = json.loads(json.dumps(plan.to_json()))
+    declared = {path for path, *_ in plan_document.fields()}
+    assert declared - set(_paths(doc)) == set(), "fields declared that even a full plan never fills"
+    assert plan_document.load(doc, source="full.json") == plan
+    assert plan_document.load(doc, source="full.json").to_json() == doc
+
+
+def test_every_field_says_what_it_is_and_means() -> None:
+    for path, kind, meaning, _ in plan_document.fields():
+        assert kind and meaning, path
+    page = plan_document.markdown()
+    assert "| `capacities[].usable_gpu_memory_mib` | whole number from 1 |" in page
+    assert (
+        "| `capacities[].ecs_placement_instances` | whole number from 0, or null |" in page and "(*optional*)" in page
+    )
+
+
+def _edited(doc: dict[str, Any], path: tuple[Any, ...], value: Any = ..., *, delete: bool = False) -> dict[str, Any]:
+    edited = json.loads(json.dumps(doc))
+    target = edited
+    for step in path[:-1]:
+        target = target[step]
+    if delete:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return dict(edited)
+
+
+def test_the_reader_refuses_each_kind_of_wrong_field_in_one_line_naming_it() -> None:
+    doc = _full_plan().to_json()
+    emb = [s["name"] for s in doc["services"]].index("emb")
+    cases = [
+        (
+            ("capacities", 0, "usable_gpu_memory_mib"),
+            0,
+            "capacities[].usable_gpu_memory_mib is 0, not a whole number from 1",
+        ),
+        (("capacities", 0, "instances", 0, "count"), -1, "instances[].count is -1, not a whole number from 0"),
+        (("services", 0, "tasks"), True, "services[].tasks is True, not a whole number"),
+        (("services", 0, "task", "gpu_budgets_mib"), "2048", "gpu_budgets_mib is '2048', not a list"),
+        (("services", emb, "task", "gpu_budgets_mib", 0), 1e300, "gpu_budgets_mib[] is 1e+300, not a whole number"),
+        (("summary", "fits"), "yes", "summary.fits is 'yes', not true or false"),
+        (("summary", "cost", "per_hour"), "1", "summary.cost.per_hour is '1', not a number"),
+        (("findings", 0, "message"), None, "findings[].message is None, not text"),
+        (("summary",), [], "summary is [], not an object"),
+    ]
+    for path, value, said in cases:
+        with pytest.raises(PlanError) as caught:
+            plan_document.load(_edited(doc, path, value), source="p.json")
+        message = str(caught.value)
+        assert message.startswith("p.json: not a fleet plan") and said in message and "\n" not in message, message
+    with pytest.raises(PlanError, match=r"p.json: .*capacities\[\]\.gpus_per_instance is missing"):
+        plan_document.load(_edited(doc, ("capacities", 0, "gpus_per_instance"), delete=True), source="p.json")
+    with pytest.raises(PlanError, match="the document is 'x', not an object"):
+        plan_document.load("x", source="p.json")
+
+
+def test_the_reader_takes_an_older_plan_and_a_newer_one() -> None:
+    doc = _full_plan().to_json()
+    older = _edited(
+        _edited(doc, ("capacities", 0, "ecs_placement_instances"), delete=True), ("allowances",), delete=True
+    )
+    read = plan_document.load(older, source="old.json")
+    assert read.capacities[0].ecs_placement_instances is None and read.allowances == ()
+    newer = _edited(doc, ("summary", "new_figure"), 1)
+    assert plan_document.load(newer, source="new.json") == _full_plan()
+
+
+def test_the_example_fleets_plan_reads_back_the_same() -> None:
     from ecs_gpu_sharing.core import fleet
     from ecs_gpu_sharing.core.plan_inputs import from_fleet
 
-    doc = plan_report.to_json(assess(*from_fleet(fleet.load(REPO / "fleet.toml"))))
-    assert set(plan_contract.paths(doc)) <= plan_contract.PATHS
-
-
-def test_a_field_outside_the_contract_is_caught() -> None:
-    doc = _full_plan()
-    doc["summary"]["new_figure"] = 1  # type: ignore[index]
-    assert set(plan_contract.paths(doc)) - plan_contract.PATHS == {"summary.new_figure"}
+    doc = plan_report.document(assess(*from_fleet(fleet.load(REPO / "fleet.toml")))).to_json()
+    assert plan_document.load(doc, source="example").to_json() == doc
 
 
 def test_docs_link_only_to_files_that_exist() -> None:

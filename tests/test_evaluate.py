@@ -20,7 +20,7 @@ from moto import mock_aws
 
 from ecs_gpu_sharing import AwsOperationError, FleetSpecError, GpuSharingError
 from ecs_gpu_sharing.cli import main
-from ecs_gpu_sharing.core import fleet, fleet_edit, right_size
+from ecs_gpu_sharing.core import fleet, fleet_edit, plan_document, right_size
 from ecs_gpu_sharing.core.fleet import CONTAINER_NAME, SERVICE_TAG
 from ecs_gpu_sharing.core.right_size import FITS, NO_DATA, TOO_LOOSE, TOO_TIGHT, Measured
 from ecs_gpu_sharing.core.telemetry import METRIC_NAMESPACE as NAMESPACE
@@ -560,7 +560,7 @@ def test_a_plan_that_is_not_a_synth_plan_is_one_line(
     bad = tmp_path / "plan.json"
     bad.write_text('{"services": [{"task": 1}]}')
     assert main(["evaluate", "--cluster", "models", "--plan", str(bad)]) == 1
-    assert "a service entry is malformed" in capsys.readouterr().err
+    assert "not a fleet plan as the library writes it: capacities is missing" in capsys.readouterr().err
     bad.write_text("[")
     assert main(["evaluate", "--cluster", "models", "--plan", str(bad)]) == 1
     assert "not JSON" in capsys.readouterr().err
@@ -700,7 +700,7 @@ def test_a_task_with_a_gpu_sidecar_gets_one_verdict_from_the_fleet_the_plan_and_
     by_task_definition, _ = evaluate.task_definition_subjects(boto3.client("ecs"), "models")
     roads = {
         "fleet": right_size.fleet_subjects(_spec(SIDECAR_FLEET))["chat"],
-        "plan": right_size.plan_subjects(plan_doc)["chat"],
+        "plan": right_size.plan_subjects(plan_document.load(plan_doc, source="plan"))["chat"],
         "task definition": by_task_definition["chat"],
     }
     measured = {"chat": Measured("chat", "models-chat-XyZ", peak_mib=7200, p99_mib=7000)}

@@ -286,14 +286,14 @@ def test_platform_keys_are_checked(edit: str, message: str) -> None:
 def test_auto_scaling_from_the_fleet_file_is_planned_the_same_by_the_cli_and_synth(tmp_path: Any) -> None:
     from pathlib import Path
 
-    from ecs_gpu_sharing.core.plan_report import to_json
+    from ecs_gpu_sharing.core.plan_report import document
     from ecs_gpu_sharing.core.rules import assess
 
     text = THREE_MODELS.read_text().replace(
         "desired_count = 4\n", "desired_count = 4\nmax_tasks = 12\nscale_on_cpu_percent = 60\n", 1
     )
     spec = fleet.parse(tomllib.loads(text), source="scaled.toml")
-    cli_plan = to_json(assess(*from_fleet(spec)))
+    cli_plan = document(assess(*from_fleet(spec))).to_json()
     app = new_app()
     stacks = build_app(app, spec)
     assembly = app.synth()

@@ -257,7 +257,7 @@ def test_plan_diff_of_a_plan_malformed_inside_names_the_file(
     bad.write_text('{"capacities": [{"name": 1}], "services": "x"}')
     assert main(["plan", "diff", str(good), str(bad)]) == 1
     err = capsys.readouterr().err
-    assert f"{bad}: a plan file malformed inside" in err and "Traceback" not in err
+    assert f"{bad}: not a fleet plan" in err and "capacities[].name is 1, not text" in err and "Traceback" not in err
 
 
 def test_svg_into_proc_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -99,7 +99,7 @@ def test_the_cli_plans_the_mixed_fleet_as_synth_does(mixed: dict[str, Any]) -> N
     from ecs_gpu_sharing.core.rules import assess
 
     spec = fleet.parse(tomllib.loads(MIXED), source="mixed.toml")
-    cli = plan_report.to_json(assess(*from_fleet(spec)))
+    cli = plan_report.document(assess(*from_fleet(spec))).to_json()
     assert plan_only(cli) == plan_only(mixed["plan"])
     assert {c["name"]: c["daemons"] for c in cli["capacities"]} == {"l4": ["Telemetry"], "l40s": []}
 

@@ -10,7 +10,7 @@ import pytest
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.plan_inputs import from_fleet
-from ecs_gpu_sharing.core.plan_report import to_json
+from ecs_gpu_sharing.core.plan_report import document
 from ecs_gpu_sharing.core.rules import assess
 
 from conftest import THREE_MODELS
@@ -23,7 +23,7 @@ def _plan(tmp_path: Path, name: str, text: str) -> Path:
     source.write_text(text)
     spec = fleet.load(source)
     out = tmp_path / f"{name}.json"
-    out.write_text(json.dumps(to_json(assess(*from_fleet(spec)))))
+    out.write_text(json.dumps(document(assess(*from_fleet(spec))).to_json()))
     return out
 
 
@@ -79,7 +79,8 @@ def test_a_file_that_is_not_a_plan_is_one_line(tmp_path: Path, capsys: pytest.Ca
     assert main(["plan", "diff", str(bad), str(bad)]) == 1
     assert (
         capsys.readouterr().err.strip()
-        == f"error: {bad}: not a fleet plan (no 'capacities' list); give a gpu-fleet-plan.json or plan --json"
+        == f"error: {bad}: not a fleet plan as the library writes it: capacities is missing; give a "
+        "gpu-fleet-plan.json or plan --json output as the library wrote it, unedited"
     )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .core import catalog, cost, fleet, plan_contract, plan_diff, plan_inputs, plan_report, text
+from .core import catalog, cost, fleet, plan_diff, plan_document, plan_inputs, plan_report, text
 from .core.errors import GpuSharingError, PlanError
 from .core.files import check_output_path, read_json, write_atomic
 from .core.rules import assess
@@ -50,11 +50,11 @@ def _plan(args: argparse.Namespace) -> int:
 
         fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
     result = assess(*plan_inputs.from_fleet(spec))  # the builder the synth-time plan uses
-    doc = plan_report.to_json(result, _plan_prices(args, spec))
+    doc = plan_report.document(result, _plan_prices(args, spec))
     if svg is not None:
         write_atomic(svg, plan_report.to_svg(doc))
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(doc.to_json(), indent=2))
     else:
         print(plan_report.to_table(result))
         print("\n".join(cost.cost_lines(doc)))
@@ -68,46 +68,26 @@ def _plan(args: argparse.Namespace) -> int:
 def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
     """A plan JSON already made (a construct app's cdk.out/gpu-fleet-plan.json): shown, drawn, costed again."""
     doc = _read_plan(args.fleet)
-    try:
-        if args.prices:
-            doc = cost.add_cost(doc, cost.load_prices(args.prices))
-        lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
-        drawing = plan_report.to_svg(doc) if svg is not None else None
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise PlanError(
-            f"{args.fleet}: not a fleet plan ({type(error).__name__}: {error}); give a gpu-fleet-plan.json or the "
-            "output of plan --json"
-        ) from None
-    if svg is not None and drawing is not None:
-        write_atomic(svg, drawing)
-    print(json.dumps(doc, indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
-    return 0 if doc.get("summary", {}).get("fits") else 1
+    if args.prices:
+        doc = cost.add_cost(doc, cost.load_prices(args.prices))
+    if svg is not None:
+        write_atomic(svg, plan_report.to_svg(doc))
+    lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
+    print(json.dumps(doc.to_json(), indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
+    return 0 if doc.summary.fits else 1
 
 
-def _read_plan(path: str) -> dict[str, Any]:
-    wanted = "give a gpu-fleet-plan.json or the output of plan --json"
+def _read_plan(path: str, option: str = "") -> plan_document.PlanDocument:
+    """A plan file, read by the one reader (``plan_document.load``): one line naming the file otherwise."""
     try:
-        doc = read_json(path, what="plan")
+        doc = read_json(path, what="plan", option=option)
     except GpuSharingError as error:
-        raise PlanError(f"{error}; {wanted}") from None
-    if not isinstance(doc, dict):
-        raise PlanError(f"{path}: not a fleet plan; {wanted}")
-    plan_contract.check(doc, source=path)
-    return doc
+        raise PlanError(f"{error}; {plan_document.FIX}") from None
+    return plan_document.load(doc, source=f"{option} {path}" if option else path)
 
 
 def _plan_diff(args: argparse.Namespace) -> int:
     docs = [_read_plan(path) for path in (args.old, args.new)]
-    for path, doc in zip((args.old, args.new), docs, strict=True):
-        try:  # each file against itself first, so a malformed one is named
-            plan_diff.diff(doc, doc, old_source=path, new_source=path)
-        except GpuSharingError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise PlanError(
-                f"{path}: a plan file malformed inside ({type(error).__name__}: {str(error)[:100]}); give a "
-                "gpu-fleet-plan.json or the output of plan --json, unedited"
-            ) from None
     result = plan_diff.diff(docs[0], docs[1], old_source=args.old, new_source=args.new)
     print(
         plan_diff.to_markdown(result) if args.markdown else plan_diff.to_text(result), end="" if args.markdown else "\n"
@@ -213,10 +193,8 @@ def _evaluate_subjects(args: argparse.Namespace, ecs: Any) -> tuple[Any, dict[st
         subjects = right_size.fleet_subjects(spec)
         return spec, subjects, {n: names[n] for n in subjects if n in names}, f"fleet file {args.fleet}"
     if args.plan:
-        doc = read_json(args.plan, what="plan", option="--plan")
-        if isinstance(doc, dict):
-            plan_contract.check(doc, source=f"--plan {args.plan}")
-        subjects = right_size.plan_subjects(doc, source=f"--plan {args.plan}")
+        doc = _read_plan(args.plan, option="--plan")
+        subjects = right_size.plan_subjects(doc)
         names = evaluate.deployed_names(
             client("cloudformation", args.region), doc, evaluate.service_names(ecs, args.cluster)
         )
@@ -245,7 +223,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if spec is not None:
         replan = before, after = right_size.replan(spec, verdicts)
         change = plan_diff.diff(
-            plan_report.to_json(before), plan_report.to_json(after), old_source="budgets now", new_source="suggested"
+            plan_report.document(before), plan_report.document(after), old_source="budgets now", new_source="suggested"
         )
     notes: list[str] = []
     if args.write:

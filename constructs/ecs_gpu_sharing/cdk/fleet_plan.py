@@ -326,12 +326,12 @@ class FleetPlan(Construct):
         prices = cost.load_prices(given) if isinstance(given, str) and given else None
         judged = self._judgement or Judgement()
         not_judged = [(n.path, n.reason) for n in judged.not_judged]
-        doc = plan_report.to_json(
+        doc = plan_report.document(
             result, prices, allowances=judged.allowed, not_judged=not_judged, deployed_as=self._deployed_as()
         )
         lines = cost.cost_lines(doc)
         outdir.mkdir(parents=True, exist_ok=True)
-        write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(doc, indent=1) + "\n")
+        write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(doc.to_json(), indent=1) + "\n")
         markdown = plan_report.to_markdown(result, cost_lines=cost.cost_lines(doc, hint=False))
         markdown += plan_report.allow_list_markdown(judged.allowed, not_judged)
         write_atomic(outdir / f"{PLAN_FILE}.md", markdown)

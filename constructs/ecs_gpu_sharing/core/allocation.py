@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
+from typing import overload
 
 from .errors import GpuSharingError
 from .file_key import NAME, inline_keys, key
@@ -122,6 +123,10 @@ def digest_of(image: str | None) -> str | None:
     return image.rsplit("@", 1)[1]
 
 
+@overload
+def headroom(budget_mib: int, used_mib: int) -> int: ...
+@overload
+def headroom(budget_mib: int, used_mib: None) -> None: ...
 def headroom(budget_mib: int, used_mib: int | None) -> int | None:
     """MiB of a budget left above what was used (negative: over)."""
     return None if used_mib is None else budget_mib - used_mib

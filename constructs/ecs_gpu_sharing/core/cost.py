@@ -12,10 +12,11 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import plan_document as pd
 from .errors import GpuSharingError
 from .files import read_json
 
@@ -79,107 +80,127 @@ def _money(value: float) -> float:
     return round(value, 2)
 
 
-def add_cost(plan: dict[str, Any], prices: Prices | None) -> dict[str, Any]:
-    """The plan JSON (``plan_report.to_json``) with cost: per capacity, per service and in the summary; without
+def add_cost(plan: pd.PlanDocument, prices: Prices | None) -> pd.PlanDocument:
+    """The plan document (``plan_report.document``) with cost: per capacity, per service and in the summary; without
     prices, ``cost`` is null and ``cost_note`` says how to get them."""
     if prices is None:
-        plan["summary"]["cost"] = None
-        plan["summary"]["cost_note"] = NO_PRICES
-        return plan
+        return replace(plan, summary=replace(plan.summary, cost=None, cost_note=NO_PRICES))
     total_hour = total_max_hour = total_expected_hour = 0.0
     missing = []
-    services = {s["name"]: s for s in plan["services"]}
     shares: dict[str, float] = {}
-    for cap in plan["capacities"]:
-        itype = cap["instance_type"]
-        price = prices.on_demand_per_hour.get(itype)
+    capacities = []
+    for cap in plan.capacities:
+        price = prices.on_demand_per_hour.get(cap.instance_type)
         if price is None:
-            missing.append(itype)
-            cap["cost"] = None
+            missing.append(cap.instance_type)
+            capacities.append(replace(cap, cost=None))
             continue
-        instances = sum(int(g["count"]) for g in cap["instances"])
-        most = int(cap.get("max_instances") or instances)
+        instances = cap.instance_count
+        most = cap.max_instances or instances
         # What ECS keeps running after a rollout (core.placement), where the model ran; else the plan's instances.
-        expected = int(cap.get("expected_instances") or instances)
+        expected = cap.expected_instances or instances
         per_hour = instances * price
         total_hour += per_hour
         total_max_hour += most * price
         total_expected_hour += expected * price
-        cap["cost"] = {
-            "instance_type": itype,
-            "on_demand_per_hour": price,
-            "per_hour": _money(per_hour),
-            "per_month": _money(per_hour * HOURS_PER_MONTH),
-            "at_max_per_hour": _money(most * price),
-            "at_max_per_month": _money(most * price * HOURS_PER_MONTH),
-            "expected_per_hour": _money(expected * price),
-            "expected_per_month": _money(expected * price * HOURS_PER_MONTH),
-        }
-        gpu_total = instances * int(cap["gpus_per_instance"]) * int(cap["usable_gpu_memory_mib"])
+        capacities.append(
+            replace(
+                cap,
+                cost=pd.CapacityCost(
+                    instance_type=cap.instance_type,
+                    on_demand_per_hour=price,
+                    per_hour=_money(per_hour),
+                    per_month=_money(per_hour * HOURS_PER_MONTH),
+                    at_max_per_hour=_money(most * price),
+                    at_max_per_month=_money(most * price * HOURS_PER_MONTH),
+                    expected_per_hour=_money(expected * price),
+                    expected_per_month=_money(expected * price * HOURS_PER_MONTH),
+                ),
+            )
+        )
+        gpu_total = instances * cap.gpus_per_instance * cap.usable_gpu_memory_mib
         if not gpu_total:
             continue
         held: dict[str, int] = {}
-        for group in cap["instances"]:
-            for gpu in group["gpus"]:
-                for t in gpu["tasks"]:
-                    mib = (
-                        int(cap["usable_gpu_memory_mib"])
-                        if gpu["whole"]
-                        else int(t["task_gpu_budget_mib"]) * int(t["tasks"])
-                    )
-                    held[t["service"]] = held.get(t["service"], 0) + mib * int(group["count"])
+        for group in cap.instances:
+            for gpu in group.gpus:
+                for t in gpu.tasks:
+                    mib = cap.usable_gpu_memory_mib if gpu.whole else t.task_gpu_budget_mib * t.tasks
+                    held[t.service] = held.get(t.service, 0) + mib * group.count
         for name, mib in held.items():
             shares[name] = shares.get(name, 0.0) + per_hour * mib / gpu_total
-    for name, service in services.items():
-        share = shares.get(name)
-        service["cost"] = (
-            None
-            if share is None
-            else {"per_hour": _money(share), "per_month": _money(share * HOURS_PER_MONTH), "basis": "GPU memory held"}
+    services = tuple(
+        replace(
+            s,
+            cost=(
+                None
+                if shares.get(s.name) is None
+                else pd.ServiceCost(
+                    per_hour=_money(shares[s.name]),
+                    per_month=_money(shares[s.name] * HOURS_PER_MONTH),
+                    basis="GPU memory held",
+                )
+            ),
         )
-    plan["summary"]["cost"] = {
-        "currency": prices.currency,
-        "region": prices.region,
-        "prices_retrieved_on": prices.retrieved_on.isoformat(),
-        "per_hour": _money(total_hour),
-        "per_month": _money(total_hour * HOURS_PER_MONTH),
-        "at_max_per_hour": _money(total_max_hour),
-        "at_max_per_month": _money(total_max_hour * HOURS_PER_MONTH),
-        "expected_per_hour": _money(total_expected_hour),
-        "expected_per_month": _money(total_expected_hour * HOURS_PER_MONTH),
-        "unpriced_instance_types": sorted(set(missing)),
-    }
-    plan["summary"]["cost_note"] = (
-        f"on-demand Linux prices of {prices.region} retrieved {prices.retrieved_on.isoformat()}"
-        + (f"; no price for {', '.join(sorted(set(missing)))}: refresh the prices file" if missing else "")
+        for s in plan.services
     )
-    return plan
+    cost = pd.FleetCost(
+        currency=prices.currency,
+        region=prices.region,
+        prices_retrieved_on=prices.retrieved_on.isoformat(),
+        per_hour=_money(total_hour),
+        per_month=_money(total_hour * HOURS_PER_MONTH),
+        at_max_per_hour=_money(total_max_hour),
+        at_max_per_month=_money(total_max_hour * HOURS_PER_MONTH),
+        expected_per_hour=_money(total_expected_hour),
+        expected_per_month=_money(total_expected_hour * HOURS_PER_MONTH),
+        unpriced_instance_types=tuple(sorted(set(missing))),
+    )
+    note = f"on-demand Linux prices of {prices.region} retrieved {prices.retrieved_on.isoformat()}" + (
+        f"; no price for {', '.join(sorted(set(missing)))}: refresh the prices file" if missing else ""
+    )
+    return replace(
+        plan,
+        capacities=tuple(capacities),
+        services=services,
+        summary=replace(plan.summary, cost=cost, cost_note=note),
+    )
 
 
-def cost_lines(plan: Mapping[str, Any], *, hint: bool = True) -> list[str]:
-    """Plain-text lines of a plan JSON's cost, for the table, the summary, Markdown and SVG. Without prices: how to
-    get them where ``hint`` (a command's terminal output, once), else only that it is not priced (its files)."""
-    summary = plan.get("summary", {})
-    cost = summary.get("cost")
-    if not cost:
-        return [f"cost: {summary.get('cost_note', NO_PRICES) if hint else NOT_PRICED}"]
-    cur = cost["currency"]
+def cost_lines(plan: pd.PlanDocument, *, hint: bool = True) -> list[str]:
+    """Plain-text lines of a plan document's cost, for the table, the summary, Markdown and SVG. Without prices: how
+    to get them where ``hint`` (a command's terminal output, once), else only that it is not priced (its files)."""
+    summary = plan.summary
+    cost = summary.cost
+    if cost is None:
+        return [f"cost: {(summary.cost_note or NO_PRICES) if hint else NOT_PRICED}"]
+    cur = cost.currency
+    expected = (  # a plan costed before ECS's placement was modelled has no expected cost
+        ""
+        if cost.expected_per_month is None
+        else f"{cost.expected_per_month:,.2f} {cur}/month at the instances ECS is expected to keep after a rollout; "
+    )
     lines = [
-        f"cost: {cost['per_hour']:,.2f} {cur}/hour, {cost['per_month']:,.2f} {cur}/month at the plan; "
-        f"{cost['expected_per_month']:,.2f} {cur}/month at the instances ECS is expected to keep after a rollout; "
-        f"{cost['at_max_per_hour']:,.2f} {cur}/hour, {cost['at_max_per_month']:,.2f} {cur}/month at max_instances "
-        f"({summary['cost_note']})"
+        f"cost: {cost.per_hour:,.2f} {cur}/hour, {cost.per_month:,.2f} {cur}/month at the plan; {expected}"
+        f"{cost.at_max_per_hour:,.2f} {cur}/hour, {cost.at_max_per_month:,.2f} {cur}/month at max_instances "
+        f"({summary.cost_note})"
     ]
-    for cap in plan.get("capacities", []):
-        c = cap.get("cost")
-        if c:
+    for cap in plan.capacities:
+        c = cap.cost
+        if c is not None:
             lines.append(
-                f"  {cap['name']} ({c['instance_type']} at {c['on_demand_per_hour']:g} {cur}/h): "
-                f"{c['per_month']:,.2f} {cur}/month, {c['expected_per_month']:,.2f} as ECS is expected to run it, "
-                f"{c['at_max_per_month']:,.2f} at the maximum"
+                f"  {cap.name} ({c.instance_type} at {c.on_demand_per_hour:g} {cur}/h): "
+                f"{c.per_month:,.2f} {cur}/month, "
+                + (
+                    ""
+                    if c.expected_per_month is None
+                    else f"{c.expected_per_month:,.2f} as ECS is expected to run it, "
+                )
+                + f"{c.at_max_per_month:,.2f} at the maximum"
             )
-    for service in plan.get("services", []):
-        c = service.get("cost")
-        if c:
-            lines.append(f"  service {service['name']}: {c['per_month']:,.2f} {cur}/month (its GPU memory's share)")
+    for service in plan.services:
+        if service.cost is not None:
+            lines.append(
+                f"  service {service.name}: {service.cost.per_month:,.2f} {cur}/month (its GPU memory's share)"
+            )
     return lines

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import plan_document as pd
 from . import text
-from .errors import PlanError
 
 # (key in a capacity's summary, label): the figures compared per capacity; more of any is growth.
 _FIGURES = (
@@ -81,45 +81,45 @@ class PlanDiff:
         )
 
 
-def _capacity_figures(cap: dict[str, Any]) -> dict[str, int]:
-    groups = cap.get("instances", [])
-    cost = cap.get("cost")
-    priced = {_COST: round(float(cost["per_month"]) * 100)} if isinstance(cost, dict) else {}
-    if isinstance(cost, dict) and cost.get("expected_per_month") is not None:
-        priced[_EXPECTED_COST] = round(float(cost["expected_per_month"]) * 100)
-    modelled = {k: int(cap[k]) for k in ("ecs_placement_instances", "expected_instances") if cap.get(k) is not None}
+def _capacity_figures(cap: pd.Capacity) -> dict[str, int]:
+    priced = {}
+    if cap.cost is not None:
+        priced[_COST] = round(cap.cost.per_month * 100)
+        if cap.cost.expected_per_month is not None:  # a plan costed before ECS's placement was modelled has none
+            priced[_EXPECTED_COST] = round(cap.cost.expected_per_month * 100)
+    modelled = {
+        k: v
+        for k, v in (
+            ("ecs_placement_instances", cap.ecs_placement_instances),
+            ("expected_instances", cap.expected_instances),
+        )
+        if v is not None
+    }
     return {
         **priced,
         **modelled,
-        "max_instances": int(cap.get("max_instances") or 0),
-        "surge_instances": int(cap.get("surge_instances") or 0),
-        "instances": sum(int(g.get("count", 1)) for g in groups),
-        "gpus": sum(int(g.get("count", 1)) for g in groups for gpu in g.get("gpus", []) if gpu.get("tasks")),
-        "gpu_memory_mib": sum(
-            int(g.get("count", 1)) * int(gpu.get("used_gpu_memory_mib", 0)) for g in groups for gpu in g.get("gpus", [])
-        ),
+        "max_instances": cap.max_instances or 0,
+        "surge_instances": cap.surge_instances,
+        "instances": cap.instance_count,
+        "gpus": cap.gpus_used,
+        "gpu_memory_mib": sum(g.count * gpu.used_gpu_memory_mib for g in cap.instances for gpu in g.gpus),
     }
 
 
-def _errors(doc: dict[str, Any]) -> set[str]:
-    return {
-        f"{f.get('rule_id')} {f.get('about')} {f.get('subject')}: {f.get('message')}"
-        for f in doc.get("findings", [])
-        if f.get("level") == "error"
-    }
+def _errors(plan: pd.PlanDocument) -> set[str]:
+    return {f"{f.rule_id} {f.about} {f.subject}: {f.message}" for f in plan.errors}
 
 
-def _check(doc: Any, source: str) -> dict[str, Any]:
-    if not isinstance(doc, dict) or not isinstance(doc.get("capacities"), list):
-        raise PlanError(f"{source}: not a fleet plan (no 'capacities' list); give a gpu-fleet-plan.json or plan --json")
-    return doc
+def _plan(doc: pd.PlanDocument | Any, source: str) -> pd.PlanDocument:
+    return doc if isinstance(doc, pd.PlanDocument) else pd.load(doc, source=source)
 
 
 def diff(old: Any, new: Any, *, old_source: str = "old", new_source: str = "new") -> PlanDiff:
-    old, new = _check(old, old_source), _check(new, new_source)
+    """What changed from ``old`` to ``new``: plan documents, or their JSON (read with ``plan_document.load``)."""
+    old, new = _plan(old, old_source), _plan(new, new_source)
     result = PlanDiff()
-    old_caps = {c["name"]: _capacity_figures(c) for c in old["capacities"]}
-    new_caps = {c["name"]: _capacity_figures(c) for c in new["capacities"]}
+    old_caps = {c.name: _capacity_figures(c) for c in old.capacities}
+    new_caps = {c.name: _capacity_figures(c) for c in new.capacities}
     for name in sorted(set(old_caps) | set(new_caps)):
         before, after = old_caps.get(name), new_caps.get(name)
         result.capacities[name] = {
@@ -131,14 +131,14 @@ def diff(old: Any, new: Any, *, old_source: str = "old", new_source: str = "new"
                 result.capacities[name][label] = Change(
                     name, before[key] if before else None, after[key] if after else None
                 )
-    old_tasks = {s["name"]: int(s.get("tasks", 0)) for s in old.get("services", [])}
-    new_tasks = {s["name"]: int(s.get("tasks", 0)) for s in new.get("services", [])}
+    old_tasks = {s.name: s.tasks for s in old.services}
+    new_tasks = {s.name: s.tasks for s in new.services}
     result.services_added = sorted(set(new_tasks) - set(old_tasks))
     result.services_removed = sorted(set(old_tasks) - set(new_tasks))
-    outside = {o.get("name"): o.get("reason", "") for o in new.get("outside_plan", []) if isinstance(o, dict)}
+    outside = {o.name: o.reason for o in new.outside_plan}
     result.left_plan = {n: outside.get(n) or "not in the new plan" for n in result.services_removed}
-    old_budgets = {s["name"]: list(s.get("task", {}).get("gpu_budgets_mib", [])) for s in old.get("services", [])}
-    new_budgets = {s["name"]: list(s.get("task", {}).get("gpu_budgets_mib", [])) for s in new.get("services", [])}
+    old_budgets = {s.name: list(s.task.gpu_budgets_mib) for s in old.services}
+    new_budgets = {s.name: list(s.task.gpu_budgets_mib) for s in new.services}
     result.budgets_changed = {
         n: (old_budgets[n], new_budgets[n])
         for n in sorted(set(old_budgets) & set(new_budgets))

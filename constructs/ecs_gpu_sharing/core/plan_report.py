@@ -1,6 +1,6 @@
 """Renders a fleet assessment: the JSON contract, Markdown, a terminal table, an SVG and a short summary.
 
-Pure Python. The JSON shape is a contract (``core.plan_contract``, docs/plan-json.md); change it only with a version
+Pure Python. The JSON shape is a contract (``core.plan_document``, docs/plan-json.md); change it only with a version
 note.
 """
 
@@ -10,8 +10,8 @@ import colorsys
 import hashlib
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
 
+from . import plan_document as pd
 from . import text
 from .allocation import Evidence, headroom
 from .cost import Prices, add_cost, cost_lines
@@ -21,35 +21,35 @@ from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput
 from .rules import Assessment, finding_line
 
 
-def _allocation_json(s: ServiceInput) -> dict[str, Any] | None:
+def _allocation(s: ServiceInput) -> pd.Allocation | None:
     """A service's allocation note with its headroom: budget less need, and budget less the measured peak."""
     note = s.allocation
     if note is None:
         return None
-    return {
-        "residency_mib": note.residency_mib,
-        "peak_working_mib": note.peak_working_mib,
-        "need_mib": note.need_mib,
-        "headroom_mib": headroom(s.task_gpu_budget_mib, note.need_mib),
-        "compute_percent": note.compute_percent,
-        "shared_failure": note.shared_failure,
-        "isolation_group": note.isolation_group or None,
-        "isolate_host": note.isolate_host,
-        "evidence": _evidence_json(s, note.evidence),
-    }
+    return pd.Allocation(
+        residency_mib=note.residency_mib,
+        peak_working_mib=note.peak_working_mib,
+        need_mib=note.need_mib,
+        headroom_mib=headroom(s.task_gpu_budget_mib, note.need_mib),
+        compute_percent=note.compute_percent,
+        shared_failure=note.shared_failure,
+        isolation_group=note.isolation_group or None,
+        isolate_host=note.isolate_host,
+        evidence=_evidence(s, note.evidence),
+    )
 
 
-def _evidence_json(s: ServiceInput, evidence: Evidence | None) -> dict[str, Any] | None:
+def _evidence(s: ServiceInput, evidence: Evidence | None) -> pd.Evidence | None:
     if evidence is None:
         return None
-    return {
-        "peak_mib": evidence.peak_mib,
-        "p99_mib": evidence.p99_mib,
-        "measured_on": evidence.measured_on.isoformat(),
-        "source": evidence.source,
-        "image": evidence.image,
-        "headroom_mib": headroom(s.task_gpu_budget_mib, evidence.peak_mib),
-    }
+    return pd.Evidence(
+        peak_mib=evidence.peak_mib,
+        p99_mib=evidence.p99_mib,
+        measured_on=evidence.measured_on.isoformat(),
+        source=evidence.source,
+        image=evidence.image,
+        headroom_mib=headroom(s.task_gpu_budget_mib, evidence.peak_mib),
+    )
 
 
 def allocation_line(s: ServiceInput) -> str | None:
@@ -78,125 +78,129 @@ def allocation_line(s: ServiceInput) -> str | None:
     return "; ".join(parts)
 
 
-def to_json(
+def document(
     assessment: Assessment,
     prices: Prices | None = None,
     *,
     allowances: Sequence[tuple[str, str, str]] = (),
     not_judged: Sequence[tuple[str, str]] = (),
     deployed_as: Mapping[str, tuple[str, str]] | None = None,
-) -> dict[str, Any]:
-    """The plan as JSON: the same for ``ecs-gpu-sharing plan --json`` and ``cdk.out/gpu-fleet-plan.json``; with
-    ``prices``, what it costs (``core.cost``), else how to get prices. A synth adds the allow-list's allowances
-    (resource, rule id, reason) and what it could not judge (resource, reason)."""
+) -> pd.PlanDocument:
+    """The plan document (``core.plan_document``): the same for ``ecs-gpu-sharing plan --json`` and
+    ``cdk.out/gpu-fleet-plan.json``; with ``prices``, what it costs (``core.cost``), else how to get prices. A synth
+    adds the allow-list's allowances (resource, rule id, reason) and what it could not judge (resource, reason)."""
     plan = assessment.steady
-    doc = {
-        "capacities": [_capacity_json(c, assessment) for c in plan.capacities],
-        "services": [
-            {
-                "name": s.name,
-                "capacity": s.capacity,
-                "tasks": plan.counts[s.name],
-                "count_source": s.count_source,
-                "max_percent": s.max_percent,
-                "surge_tasks": assessment.surge.counts[s.name],
-                "placement": list(s.placement) if s.capacity in assessment.placement else None,
-                "placed": plan.placed[s.name],
-                "task": {
-                    "cpu_units": s.cpu_units,
-                    "memory_mib": s.memory_mib,
-                    "gpu_budgets_mib": list(s.shape.gpu_budgets_mib),
-                    "whole_gpus": s.whole_gpus,
-                },
-                "allocation": _allocation_json(s),
-                "evidence": _evidence_json(s, s.measured),
-                "deployed_as": (
-                    {"stack": deployed_as[s.name][0], "logical_id": deployed_as[s.name][1]}
-                    if deployed_as and s.name in deployed_as
+    deployed_as = deployed_as or {}
+    planned = pd.PlanDocument(
+        capacities=tuple(_capacity(c, assessment) for c in plan.capacities),
+        services=tuple(
+            pd.Service(
+                name=s.name,
+                capacity=s.capacity,
+                tasks=plan.counts[s.name],
+                count_source=s.count_source,
+                max_percent=s.max_percent,
+                surge_tasks=assessment.surge.counts[s.name],
+                placement=tuple(s.placement) if s.capacity in assessment.placement else None,
+                placed=plan.placed[s.name],
+                task=pd.TaskFigures(
+                    cpu_units=s.cpu_units,
+                    memory_mib=s.memory_mib,
+                    gpu_budgets_mib=tuple(s.shape.gpu_budgets_mib),
+                    whole_gpus=s.whole_gpus,
+                ),
+                allocation=_allocation(s),
+                evidence=_evidence(s, s.measured),
+                deployed_as=(
+                    pd.DeployedAs(stack=deployed_as[s.name][0], logical_id=deployed_as[s.name][1])
+                    if s.name in deployed_as
                     else None
                 ),
-            }
+            )
             for s in plan.services
-        ],
-        "outside_plan": [{"name": o.name, "capacity": o.capacity, "reason": o.reason} for o in assessment.outside],
-        "allowances": [{"resource": r, "rule_id": rule, "reason": why} for r, rule, why in allowances],
-        "not_judged": [{"resource": r, "reason": why} for r, why in not_judged],
-        "findings": [
-            {
-                "rule_id": f.rule_id,
-                "level": str(f.level),
-                "about": f.about,
-                "subject": f.subject,
-                "message": f.message,
-                "acknowledged": f.acknowledged,
-            }
+        ),
+        outside_plan=tuple(
+            pd.OutsidePlan(name=o.name, capacity=o.capacity, reason=o.reason) for o in assessment.outside
+        ),
+        allowances=tuple(pd.Allowance(resource=r, rule_id=rule, reason=why) for r, rule, why in allowances),
+        not_judged=tuple(pd.NotJudged(resource=r, reason=why) for r, why in not_judged),
+        findings=tuple(
+            pd.Finding(
+                rule_id=f.rule_id,
+                level=str(f.level),
+                about=f.about,
+                subject=f.subject,
+                message=f.message,
+                acknowledged=f.acknowledged,
+            )
             for f in assessment.findings
-        ],
-        "summary": {
-            "instances": plan.instances,
-            "instance_lower_bound": plan.instance_lower_bound,
-            "gpus": plan.gpus,
-            "gpu_lower_bound": plan.gpu_lower_bound,
-            "whole_gpu_gpus": plan.whole_gpu_gpus,
-            "fits": plan.fits and not assessment.errors,
-        },
-    }
-    return add_cost(doc, prices)
+        ),
+        summary=pd.Summary(
+            instances=plan.instances,
+            instance_lower_bound=plan.instance_lower_bound,
+            gpus=plan.gpus,
+            gpu_lower_bound=plan.gpu_lower_bound,
+            whole_gpu_gpus=plan.whole_gpu_gpus,
+            fits=plan.fits and not assessment.errors,
+            cost_note="",
+        ),
+    )
+    return add_cost(planned, prices)
 
 
-def _capacity_json(c: CapacityPlan, assessment: Assessment) -> dict[str, Any]:
+def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
     cap = c.capacity
     placed = assessment.placement.get(cap.name)
     shapes = {s.name: s.shape for s in assessment.steady.services}
-    return {
-        "name": cap.name,
-        "kind": cap.kind,
-        "instance_type": cap.instance_type,
-        "instance_types": list(cap.instance_types or (cap.instance_type,)),
-        "gpus_per_instance": cap.gpus_per_instance,
-        "ec2_gpu_memory_mib": cap.ec2_gpu_memory_mib,
-        "registered_gpu_memory_mib": cap.registered_gpu_memory_mib,
-        "gpu_margin_mib": cap.gpu_margin_mib,
-        "gpu_memory_basis": cap.gpu_memory_basis,
-        "gpu_memory_source": cap.gpu_memory_source,
-        "usable_gpu_memory_mib": cap.usable_gpu_memory_mib,
-        "host_cpu_units": cap.host_cpu_units,
-        "host_memory_mib": cap.host_memory_mib,
-        "daemons": list(cap.daemons),  # daemon services whose task per host the host figures leave out
-        "min_instances": cap.min_instances,
-        "max_instances": assessment.max_instances.get(cap.name),
-        "surge_instances": assessment.surge.capacity(cap.name).instance_count,
-        "ecs_placement_instances": placed.needed if placed else None,
-        "expected_instances": placed.expected_after_rollout if placed else None,
-        "instance_lower_bound": c.instance_lower_bound,
-        "gpu_lower_bound": c.gpu_lower_bound,
-        "optimal": c.optimal,
-        "instances": [
-            {
-                "count": group.count,
-                "gpus": [
-                    {
-                        "tasks": [
-                            {
-                                "service": name,
-                                "tasks": n,
-                                "task_gpu_budget_mib": shapes[name].task_gpu_budget_mib,
-                                "containers": shapes[name].clients,
-                            }
+    return pd.Capacity(
+        name=cap.name,
+        kind=cap.kind,
+        instance_type=cap.instance_type,
+        instance_types=tuple(cap.instance_types or (cap.instance_type,)),
+        gpus_per_instance=cap.gpus_per_instance,
+        ec2_gpu_memory_mib=cap.ec2_gpu_memory_mib,
+        registered_gpu_memory_mib=cap.registered_gpu_memory_mib,
+        gpu_margin_mib=cap.gpu_margin_mib,
+        gpu_memory_basis=cap.gpu_memory_basis,
+        gpu_memory_source=cap.gpu_memory_source,
+        usable_gpu_memory_mib=cap.usable_gpu_memory_mib,
+        host_cpu_units=cap.host_cpu_units,
+        host_memory_mib=cap.host_memory_mib,
+        daemons=tuple(cap.daemons),
+        min_instances=cap.min_instances,
+        max_instances=assessment.max_instances.get(cap.name),
+        surge_instances=assessment.surge.capacity(cap.name).instance_count,
+        ecs_placement_instances=placed.needed if placed else None,
+        expected_instances=placed.expected_after_rollout if placed else None,
+        instance_lower_bound=c.instance_lower_bound,
+        gpu_lower_bound=c.gpu_lower_bound,
+        optimal=c.optimal,
+        instances=tuple(
+            pd.InstanceGroup(
+                count=group.count,
+                gpus=tuple(
+                    pd.Gpu(
+                        tasks=tuple(
+                            pd.GpuTasks(
+                                service=name,
+                                tasks=n,
+                                task_gpu_budget_mib=shapes[name].task_gpu_budget_mib,
+                                containers=shapes[name].clients,
+                            )
                             for name, n in gpu.tasks
-                        ],
-                        "used_gpu_memory_mib": gpu.used_gpu_memory_mib,
-                        "whole": gpu.whole,
-                    }
+                        ),
+                        used_gpu_memory_mib=gpu.used_gpu_memory_mib,
+                        whole=gpu.whole,
+                    )
                     for gpu in group.gpus
-                ],
-                "cpu_units_used": group.cpu_units_used,
-                "memory_mib_used": group.memory_mib_used,
-                "tasks_without_gpu": [{"service": name, "tasks": n} for name, n in group.tasks_without_gpu],
-            }
+                ),
+                cpu_units_used=group.cpu_units_used,
+                memory_mib_used=group.memory_mib_used,
+                tasks_without_gpu=tuple(pd.HostTasks(service=name, tasks=n) for name, n in group.tasks_without_gpu),
+            )
             for group in c.instances
-        ],
-    }
+        ),
+    )
 
 
 def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
@@ -400,48 +404,43 @@ def _share_bar(x: int, y: int, width: int, used: int, total: int, label: str) ->
     ]
 
 
-def to_svg(doc: Mapping[str, Any]) -> str:
-    """A plan JSON (``to_json``, a ``gpu-fleet-plan.json`` included) drawn: each group of identical hosts' GPUs as
-    bars, filled by their tasks in proportion to GPU memory, with two thin bars for the CPU and memory one host's tasks
-    take (where those bind, free GPU memory is no waste); per capacity its instances, maximum and the deployment
-    surge's need; a caption with the totals and the cost (or how to get prices)."""
+def to_svg(plan: pd.PlanDocument) -> str:
+    """A plan document (``document``, a loaded ``gpu-fleet-plan.json`` included) drawn: each group of identical hosts'
+    GPUs as bars, filled by their tasks in proportion to GPU memory, with two thin bars for the CPU and memory one
+    host's tasks take (where those bind, free GPU memory is no waste); per capacity its instances, maximum and the
+    deployment surge's need; a caption with the totals and the cost (or how to get prices)."""
     bar_w, bar_h, gap, label_w = 360, 18, 6, 190
-    services = {s["name"]: s for s in doc.get("services", [])}
+    services = {s.name: s for s in plan.services}
     colour = _colours(list(services))
     rows: list[str] = []
     y = 10
-    for cap in doc.get("capacities", []):
-        usable = int(cap["usable_gpu_memory_mib"])
-        instances = sum(int(g["count"]) for g in cap["instances"])
-        most = cap.get("max_instances")
+    for cap in plan.capacities:
+        usable = cap.usable_gpu_memory_mib
+        most = cap.max_instances
         rows.append(
-            f'<text x="4" y="{y + 12}" font-weight="bold">{escape(cap["name"])} ({escape(cap["instance_type"])}): '
-            f"{_count(instances, 'instance')}, max {escape(str(most)) if most is not None else 'none'}, "
-            f"deployment surge needs {escape(str(cap['surge_instances']))}"
-            + (
-                f", {escape(str(cap['ecs_placement_instances']))} as ECS places it"
-                if cap.get("ecs_placement_instances") is not None
-                else ""
-            )
+            f'<text x="4" y="{y + 12}" font-weight="bold">{escape(cap.name)} ({escape(cap.instance_type)}): '
+            f"{_count(cap.instance_count, 'instance')}, max {most if most is not None else 'none'}, "
+            f"deployment surge needs {cap.surge_instances}"
+            + (f", {cap.ecs_placement_instances} as ECS places it" if cap.ecs_placement_instances is not None else "")
             + "</text>"
         )
         y += bar_h + gap
         first = 0
-        for group in cap["instances"]:
-            count = int(group["count"])
+        for group in cap.instances:
+            count = group.count
             label = str(first) if count == 1 else f"{first}-{first + count - 1}"
             first += count
             plural = "hosts" if count > 1 else "host"
-            for g, gpu in enumerate(group["gpus"]):
+            for g, gpu in enumerate(group.gpus):
                 rows.append(f'<text x="14" y="{y + 13}">{plural} {label} GPU {g}</text>')
                 rows.append(
                     f'<rect x="{label_w}" y="{y}" width="{bar_w}" height="{bar_h}" fill="#eeeeee" stroke="#999999"/>'
                 )
                 x = float(label_w)
-                for t in gpu["tasks"]:
-                    name, budget = t["service"], int(t["task_gpu_budget_mib"])
-                    for _ in range(int(t["tasks"])):
-                        w = bar_w if gpu["whole"] else bar_w * budget / usable
+                for t in gpu.tasks:
+                    name, budget = t.service, t.task_gpu_budget_mib
+                    for _ in range(t.tasks):
+                        w = bar_w if gpu.whole else bar_w * budget / usable
                         title = escape(f"{name}: {budget} MiB{_allocation_tip(services.get(name))}")
                         rows.append(
                             f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" '
@@ -456,16 +455,16 @@ def to_svg(doc: Mapping[str, Any]) -> str:
                             )
                         x += w
                 rows.append(
-                    f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu["used_gpu_memory_mib"]} / {usable} MiB</text>'
+                    f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_gpu_memory_mib} / {usable} MiB</text>'
                 )
                 y += bar_h + gap
-            used_cpu, used_mem = int(group["cpu_units_used"]), int(group["memory_mib_used"])
-            cpu = f"CPU {used_cpu} / {cap['host_cpu_units']} units"
-            memory = f"memory {used_mem} / {cap['host_memory_mib']} MiB"
+            used_cpu, used_mem = group.cpu_units_used, group.memory_mib_used
+            cpu = f"CPU {used_cpu} / {cap.host_cpu_units} units"
+            memory = f"memory {used_mem} / {cap.host_memory_mib} MiB"
             half = bar_w // 2 - 4
             rows.append(f'<text x="14" y="{y + 6}" font-size="10">{plural} {label}: CPU, memory</text>')
-            rows += _share_bar(label_w, y, half, used_cpu, int(cap["host_cpu_units"]), cpu)
-            rows += _share_bar(label_w + bar_w // 2 + 4, y, half, used_mem, int(cap["host_memory_mib"]), memory)
+            rows += _share_bar(label_w, y, half, used_cpu, cap.host_cpu_units, cpu)
+            rows += _share_bar(label_w + bar_w // 2 + 4, y, half, used_mem, cap.host_memory_mib, memory)
             rows.append(
                 f'<text x="{label_w + bar_w + 8}" y="{y + 6}" font-size="10">{escape(cpu)}; {escape(memory)}</text>'
             )
@@ -475,13 +474,11 @@ def to_svg(doc: Mapping[str, Any]) -> str:
         rows.append(f'<rect x="14" y="{y}" width="{bar_h}" height="{bar_h}" fill="{fill}"/>')
         rows.append(f'<text x="{14 + bar_h + 6}" y="{y + 13}">{escape(name)}</text>')
         y += bar_h + gap
-    summary = doc.get("summary", {})
+    summary = plan.summary
     lines = [
-        f"{_count(int(summary.get('instances') or 0), 'instance')} "
-        f"(lower bound {summary.get('instance_lower_bound')}), {summary.get('gpus')} GPUs; "
-        f"fits: {'yes' if summary.get('fits') else 'no'}. A proof that a placement exists, "
-        "not where ECS puts tasks.",
-        cost_lines(doc, hint=False)[0],
+        f"{_count(summary.instances, 'instance')} (lower bound {summary.instance_lower_bound}), {summary.gpus} GPUs; "
+        f"fits: {'yes' if summary.fits else 'no'}. A proof that a placement exists, not where ECS puts tasks.",
+        cost_lines(plan, hint=False)[0],
     ]
     for line in lines:
         rows.append(f'<text x="4" y="{y + 13}">{escape(line)}</text>')
@@ -494,49 +491,38 @@ def to_svg(doc: Mapping[str, Any]) -> str:
     )
 
 
-def doc_summary(doc: Mapping[str, Any]) -> list[str]:
-    """A plan JSON in a few lines: per capacity its instances, GPUs, maximum and surge; the totals; the findings."""
+def doc_summary(plan: pd.PlanDocument) -> list[str]:
+    """A plan document in a few lines: per capacity its instances, GPUs, maximum and surge; the totals; the
+    findings."""
     lines = []
-    for cap in doc.get("capacities", []):
-        instances = sum(int(g["count"]) for g in cap["instances"])
-        gpus = sum(int(g["count"]) * sum(1 for gpu in g["gpus"] if gpu["tasks"]) for g in cap["instances"])
+    for cap in plan.capacities:
         lines.append(
-            f"{cap['name']} ({cap['instance_type']}): {_count(instances, 'instance')}, {_count(gpus, 'GPU')} used, "
-            f"max {cap.get('max_instances')}, deployment surge needs {cap.get('surge_instances')}"
+            f"{cap.name} ({cap.instance_type}): {_count(cap.instance_count, 'instance')}, "
+            f"{_count(cap.gpus_used, 'GPU')} used, max {cap.max_instances}, deployment surge needs "
+            f"{cap.surge_instances}"
             + (
-                f" packed, {cap['ecs_placement_instances']} as ECS places it, {cap['expected_instances']} expected "
+                f" packed, {cap.ecs_placement_instances} as ECS places it, {cap.expected_instances} expected "
                 "after a rollout"
-                if cap.get("ecs_placement_instances") is not None
+                if cap.ecs_placement_instances is not None
                 else ""
             )
         )
-    summary = doc.get("summary", {})
+    summary = plan.summary
     lines.append(
-        f"total: {_count(int(summary.get('instances') or 0), 'instance')} (lower bound "
-        f"{summary.get('instance_lower_bound')}), {summary.get('gpus')} GPUs; "
-        f"fits: {'yes' if summary.get('fits') else 'no'}"
+        f"total: {_count(summary.instances, 'instance')} (lower bound {summary.instance_lower_bound}), "
+        f"{summary.gpus} GPUs; fits: {'yes' if summary.fits else 'no'}"
     )
-    for f in doc.get("findings", []):
-        lines.append(
-            finding_line(
-                str(f["rule_id"]),
-                str(f["level"]),
-                str(f["about"]),
-                str(f["subject"]),
-                str(f["message"]),
-                None if f.get("acknowledged") is None else str(f["acknowledged"]),
-            )
-        )
+    for f in plan.findings:
+        lines.append(finding_line(f.rule_id, f.level, f.about, f.subject, f.message, f.acknowledged))
     return lines
 
 
-def _allocation_tip(service: Mapping[str, Any] | None) -> str:
-    note = (service or {}).get("allocation")
-    if not note:
+def _allocation_tip(service: pd.Service | None) -> str:
+    note = service.allocation if service is not None else None
+    if note is None:
         return ""
-    evidence = note.get("evidence")
-    measured = f", measured peak {evidence['peak_mib']} MiB" if evidence else ", not measured (a guess)"
-    return f"; needs {note['need_mib']} MiB, headroom {note['headroom_mib']} MiB{measured}"
+    measured = f", measured peak {note.evidence.peak_mib} MiB" if note.evidence else ", not measured (a guess)"
+    return f"; needs {note.need_mib} MiB, headroom {note.headroom_mib} MiB{measured}"
 
 
 def allow_list_markdown(allowances: Sequence[tuple[str, str, str]], not_judged: Sequence[tuple[str, str]]) -> str:

@@ -15,11 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from . import plan_inputs
-from .errors import GpuSharingError
 from .fleet import CONTAINER_NAME, FleetSpec
+from .plan_document import PlanDocument
 from .rules import Assessment, assess
 
 TOO_TIGHT = "too tight"
@@ -66,29 +65,21 @@ def fleet_subjects(spec: FleetSpec) -> dict[str, Subject]:
     return out
 
 
-def plan_subjects(plan: Mapping[str, Any], *, source: str = "the plan") -> dict[str, Subject]:
-    """A synth plan's (``gpu-fleet-plan.json``) MPS services as subjects: each task's budgets summed."""
-    out = {}
-    usable: dict[str, int] = {}
-    for cap in (plan.get("capacities") if isinstance(plan, Mapping) else None) or []:
-        if isinstance(cap, Mapping) and isinstance(cap.get("usable_gpu_memory_mib"), int):
-            usable[str(cap.get("name"))] = cap["usable_gpu_memory_mib"]
-    services = plan.get("services") if isinstance(plan, Mapping) else None
-    if not isinstance(services, list):
-        raise GpuSharingError(f"{source}: no services list; give the gpu-fleet-plan.json that cdk synth wrote")
-    for item in services:
-        try:
-            name, task = str(item["name"]), item["task"]
-            budgets = [int(b) for b in task.get("gpu_budgets_mib") or []]
-            allocation = item.get("allocation") or {}
-            need = int(allocation.get("need_mib") or 0)
-            memory = task.get("memory_mib")
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise GpuSharingError(f"{source}: a service entry is malformed: {str(item)[:200]}") from None
-        if budgets:
-            memory_mib = int(memory) if isinstance(memory, int) else None
-            out[name] = Subject(name, sum(budgets), need, memory_mib, usable.get(str(item.get("capacity"))))
-    return out
+def plan_subjects(plan: PlanDocument) -> dict[str, Subject]:
+    """A synth plan's (``gpu-fleet-plan.json``, read with ``plan_document.load``) MPS services as subjects: each
+    task's budgets summed."""
+    usable = {cap.name: cap.usable_gpu_memory_mib for cap in plan.capacities}
+    return {
+        s.name: Subject(
+            s.name,
+            sum(s.task.gpu_budgets_mib),
+            s.allocation.need_mib if s.allocation is not None else 0,
+            s.task.memory_mib,
+            usable.get(s.capacity),
+        )
+        for s in plan.services
+        if s.task.gpu_budgets_mib
+    }
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 from ..core.errors import GpuSharingError
 from ..core.fleet import CONTAINER_NAME, SERVICE_TAG
 from ..core.fleet_edit import Change
+from ..core.plan_document import PlanDocument
 from ..core.right_size import LIMIT_BROKEN, Measured, Subject, Verdict
 from ..core.shape import containers_from_cloudformation
 from ..core.telemetry import (
@@ -98,17 +99,16 @@ def service_names(ecs: Any, cluster: str) -> dict[str, str]:
     return out
 
 
-def deployed_names(cloudformation: Any, plan: Mapping[str, Any], tagged: Mapping[str, str]) -> dict[str, str]:
+def deployed_names(cloudformation: Any, plan: PlanDocument, tagged: Mapping[str, str]) -> dict[str, str]:
     """Plan name -> ECS service name, from what each service's stack records (``services[].deployed_as`` of a synth
     plan): CloudFormation's physical id of an ``AWS::ECS::Service`` is its ARN, which no tenant can claim the way a tag
     can be copied. A service tagged with a plan name but not the one its stack deployed is refused; a plan without
     the field (an older one) falls back to the tags."""
     out = dict(tagged)
-    for item in plan.get("services") or []:
-        where = item.get("deployed_as") if isinstance(item, Mapping) else None
-        if not isinstance(where, Mapping):
+    for item in plan.services:
+        if item.deployed_as is None:
             continue
-        name, stack, logical = str(item.get("name")), str(where.get("stack")), str(where.get("logical_id"))
+        name, stack, logical = item.name, item.deployed_as.stack, item.deployed_as.logical_id
         with aws_errors(f"reading service {name} from stack {stack} ({logical})"):
             found = cloudformation.describe_stack_resource(StackName=stack, LogicalResourceId=logical)
         # The physical id of an AWS::ECS::Service is its ARN (Ref returns it; the resource schema's primary identifier
