@@ -393,3 +393,40 @@ def test_each_plan_rule_is_declared_beside_its_check() -> None:
     # No row is written apart from its check: the one Rule(...) besides the decorator's wraps the planner's task rules.
     built = [line.strip() for line in source.splitlines() if "Rule(" in line and "class " not in line]
     assert len(built) == 2 and "for r in TASK_RULES" in built[1], built
+
+
+def test_each_rule_checked_elsewhere_is_declared_by_its_family_and_every_family_is_listed() -> None:
+    """#34: a rule checked outside the plan is declared in the module that checks it (``Family.declare``); the rule
+    table lists the families, and a family it did not list would leave its rules out of the reference, so none is."""
+    import importlib
+
+    from ecs_gpu_sharing.core.rules import other_rules
+
+    listed = {id(f) for f in other_rules.FAMILIES}
+    families = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", "") == "Family"
+            ):
+                module = ".".join(path.relative_to(REPO / "constructs").with_suffix("").parts).removesuffix(".__init__")
+                families.append((module, node.targets[0].id))  # type: ignore[attr-defined]
+    assert len(families) >= 9
+    unlisted = [f"{m}.{name}" for m, name in families if id(getattr(importlib.import_module(m), name)) not in listed]
+    assert not unlisted, f"families the rule table does not list: {unlisted}; add them to other_rules.FAMILIES"
+    assert [r.rule_id for r in other_rules.OTHER_RULES] == [row.rule_id for f in other_rules.FAMILIES for row in f.rows]
+    ids = [r.rule_id for r in rules.RULES]
+    assert len(ids) == len(set(ids)), "a rule id declared in two places"
+
+
+def test_a_family_refuses_an_id_twice_or_without_the_prefix() -> None:
+    from ecs_gpu_sharing.core.rule_family import Family, Level, Source
+
+    family = Family("test")
+    assert family.declare("ecs-gpu-sharing:One", Level.ERROR, "stack", Source.TEMPLATE, "why") == "ecs-gpu-sharing:One"
+    for bad in ("ecs-gpu-sharing:One", "One"):
+        with pytest.raises(GpuSharingError, match=f"rule family test: '{bad}' is not a new"):
+            family.declare(bad, Level.ERROR, "stack", Source.TEMPLATE, "why")

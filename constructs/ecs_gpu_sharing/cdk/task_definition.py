@@ -42,7 +42,7 @@ from ..core.hardening import (
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
 from ..core.planner import TASK_EXCEEDS_GPU_MEMORY, gpu_memory_problem
-from ..core.rules import TASK_MIXES_GPU_OPTIONS
+from ..core.shape import mixed_gpu_options
 from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
@@ -171,16 +171,8 @@ class _MpsContainers:
 
     def gpu_rule_violations(self) -> list[str]:
         """Every broken GPU rule of this task definition, as messages (empty when it is sound)."""
-        problems = []
-        if self._shares and self._whole_gpu:
-            problems.append(
-                f"[{TASK_MIXES_GPU_OPTIONS}] GPU containers mix whole GPUs ("
-                + ", ".join(f"{name}: gpu_count={n}" for name, n in self._whole_gpu)
-                + ") and MPS shares ("
-                + ", ".join(f"{name}: {share}" for name, share in self._shares)
-                + "); ECS needs one option for all GPU containers of a task: give every GPU container "
-                "an MpsShare, or move the whole-GPU containers to their own task definition"
-            )
+        mixed = mixed_gpu_options(self._shares, self._whole_gpu)
+        problems = [mixed] if mixed is not None else []
         too_much = (
             gpu_memory_problem(self.task_gpu_budget_mib, self._usable, "one GPU (usable_gpu_memory_mib)")
             if self._shares and self._usable is not None

@@ -14,8 +14,17 @@ from .catalog import GpuInstanceType, Support
 from .errors import CapacityError, CatalogError
 from .gpu_memory import DEFAULT_GPU_MARGIN_MIB, GpuMemory, gpu_memory
 from .mps import require_int
+from .rule_family import Family, Level, Source
 
 CPU_UNITS_PER_VCPU = 1024
+RULES = Family("capacity")
+UNVERIFIED_INSTANCE_FAMILY = RULES.declare(
+    "ecs-gpu-sharing:UnverifiedInstanceFamily",
+    Level.WARNING,
+    "capacity",
+    Source.CAPACITY,
+    "an instance family AWS has not named for ECS GPU sharing should be tested before it is relied on",
+)  # HostFacts.unverified names each such instance type; the capacity constructs warn with this id
 
 
 def default_host_memory_reserve_mib(memory_mib: int) -> int:

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
+from .rule_family import PREFIX, Family, Level, Source
 from .shape import camel_keys
 from .telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 
-PREFIX = "ecs-gpu-sharing:"
 GPU_STEERING_ENVIRONMENT = f"{PREFIX}GpuSteeringEnvironment"
 GPU_DEVICE_MAPPED = f"{PREFIX}GpuDeviceMapped"
 DEVICE_MAPPED = f"{PREFIX}DeviceMapped"
@@ -39,7 +39,6 @@ NETWORK_MODE = f"{PREFIX}NetworkModeNotAllowed"
 HOST_PATH = f"{PREFIX}HostPathMounted"
 SECURITY_OPTION = f"{PREFIX}SecurityOptionSet"
 UNKNOWN_PROPERTY = f"{PREFIX}TaskPropertyNotAllowed"
-MPS_ENVIRONMENT_IN_COMMAND = f"{PREFIX}MpsVariableInCommand"
 EVIDENCE_LOGS = f"{PREFIX}EvidenceLogGroupNamed"
 
 
@@ -109,6 +108,17 @@ GUARDS: tuple[Guard, ...] = (
 )
 
 GUARD_RULES = tuple(g.rule_id for g in GUARDS)
+RULES = Family("container guards")
+for _guard in GUARDS:
+    RULES.declare(_guard.rule_id, Level.ERROR, _guard.about, Source.TASK_DEFINITION, _guard.explanation)
+MPS_ENVIRONMENT_IN_COMMAND = RULES.declare(
+    f"{PREFIX}MpsVariableInCommand",
+    Level.WARNING,
+    "container",
+    Source.TASK_DEFINITION,
+    "a command or entry point that sets or unsets CUDA_MPS_* (or the visible devices) changes what MPS holds the "
+    "process to, where no guard can judge it",
+)
 
 # moby's oci/caps/defaults.go: what Docker gives every container. Adding one back after a drop grants nothing a
 # default container lacks; everything else (SYS_ADMIN, SYS_MODULE, DAC_READ_SEARCH, NET_ADMIN, BPF...) does.

@@ -31,10 +31,26 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .rule_family import Family, Level, Source
 from .telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 
-TASK_ROLE_ESCALATION = "ecs-gpu-sharing:TaskRoleEscalation"
-TASK_ROLE_REFUSED_POLICY = "ecs-gpu-sharing:TaskRoleAdministratorPolicy"
+RULES = Family("task-role escalation")
+TASK_ROLE_ESCALATION = RULES.declare(
+    "ecs-gpu-sharing:TaskRoleEscalation",
+    Level.ERROR,
+    "task definition",
+    Source.TEMPLATE,
+    "a task role on a GPU capacity may not change IAM, assume roles, pass a role to a service that runs code, run "
+    "SSM commands, tag or act as the ECS agent, or write the evidence and stopped-task log groups "
+    "(core.escalation); FleetPlan.allow, or the fleet file's acknowledge, permits it with a reason",
+)
+TASK_ROLE_REFUSED_POLICY = RULES.declare(
+    "ecs-gpu-sharing:TaskRoleAdministratorPolicy",
+    Level.ERROR,
+    "task definition",
+    Source.TEMPLATE,
+    "AdministratorAccess, PowerUserAccess and IAMFullAccess never go on a task role on a GPU capacity",
+)
 
 # AWS managed policies that hand a model's task the whole account or IAM itself: refused, never allowed.
 REFUSED_MANAGED_POLICIES = frozenset(

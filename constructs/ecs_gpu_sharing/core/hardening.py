@@ -8,13 +8,46 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .rule_family import Family, Level, Source
 from .tokens import is_token
 
-MUTABLE_IMAGE_TAG = "ecs-gpu-sharing:MutableImageTag"
-ROOT_USER = "ecs-gpu-sharing:ContainerUserNotSet"
-WRITABLE_ROOT_FILESYSTEM = "ecs-gpu-sharing:WritableRootFilesystem"
-SECRET_IN_ENVIRONMENT = "ecs-gpu-sharing:SecretInEnvironment"
-MANAGED_POLICY_ON_TASK_ROLE = "ecs-gpu-sharing:ManagedPolicyOnTaskRole"
+RULES = Family("hardening")
+_W, _TD = Level.WARNING, Source.TASK_DEFINITION
+MUTABLE_IMAGE_TAG = RULES.declare(
+    "ecs-gpu-sharing:MutableImageTag",
+    _W,
+    "container",
+    _TD,
+    "an image named by a tag can move to another build than the one its GPU budget was measured for",
+)
+ROOT_USER = RULES.declare(
+    "ecs-gpu-sharing:ContainerUserNotSet",
+    _W,
+    "container",
+    _TD,
+    "a container without a user (or with root) runs as root",
+)
+WRITABLE_ROOT_FILESYSTEM = RULES.declare(
+    "ecs-gpu-sharing:WritableRootFilesystem",
+    _W,
+    "container",
+    _TD,
+    "a container's root filesystem should be read-only, with writable paths where the server writes",
+)
+SECRET_IN_ENVIRONMENT = RULES.declare(
+    "ecs-gpu-sharing:SecretInEnvironment",
+    _W,
+    "container",
+    _TD,
+    "environment values are written in plain text into the template and the task definition",
+)
+MANAGED_POLICY_ON_TASK_ROLE = RULES.declare(
+    "ecs-gpu-sharing:ManagedPolicyOnTaskRole",
+    _W,
+    "task definition",
+    _TD,
+    "an AWS managed policy on a task role is broader than a model needs",
+)
 
 HARDENING_WARNINGS = (
     MUTABLE_IMAGE_TAG,

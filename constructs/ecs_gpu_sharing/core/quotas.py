@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PREFIX = "ecs-gpu-sharing:"
+from .rule_family import PREFIX, Family, Level, Source
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,24 @@ STACK_RESOURCE_HEADROOM = 0.8
 """The app fills a services stack to at most 80% of RESOURCES_PER_STACK, so a later edit of a service (a new
 route, scaling, a sidecar's log group) does not push its stack over the limit and force a move."""
 
-DUPLICATE_RULE_ID = f"{PREFIX}DuplicateSecurityGroupRule"
+RULES = Family("AWS limits")
+for _limit in LIMITS:
+    # Those two are plan rules as well (core.rules.plan_rules): the plan derives maxima, and counts a construct's
+    # auto scaling maximum; their rows are declared there.
+    if _limit not in (INSTANCES_PER_CLUSTER, TASKS_PER_SERVICE):
+        RULES.declare(
+            _limit.rule_id,
+            Level.ERROR,
+            "stack",
+            Source.TEMPLATE,
+            f"at most {_limit.number:,} {_limit.what} ({_limit.source})",
+        )
+DUPLICATE_RULE_ID = RULES.declare(
+    f"{PREFIX}DuplicateSecurityGroupRule",
+    Level.ERROR,
+    "stack",
+    Source.TEMPLATE,
+    "EC2 refuses a security group rule that already exists, and CloudFormation fails the stack",
+)
 """Not a quota, but a deploy failure of the same kind: EC2 refuses a security group rule that already exists
 (InvalidPermission.Duplicate, EC2 API reference, AuthorizeSecurityGroupIngress), and CloudFormation fails the stack."""

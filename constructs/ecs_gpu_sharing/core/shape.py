@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import TaskDefinitionError
+from .rule_family import Family, Level, Source
 from .tokens import describe, is_token
 
 
@@ -54,6 +55,31 @@ class TaskShape:
     @property
     def uses_gpu(self) -> bool:
         return bool(self.gpu_budgets_mib) or self.whole_gpus > 0
+
+
+RULES = Family("task shape")
+TASK_MIXES_GPU_OPTIONS = RULES.declare(
+    "ecs-gpu-sharing:TaskMixesGpuOptions",
+    Level.ERROR,
+    "task definition",
+    Source.TASK_DEFINITION,
+    "ECS takes one GPU option for all GPU containers of a task: MPS budgets or whole GPUs, not both",
+)
+
+
+def mixed_gpu_options(shared: Sequence[tuple[str, object]], whole: Sequence[tuple[str, int]]) -> str | None:
+    """Why a task's GPU containers cannot run: some hold whole GPUs and some MPS shares (None when they do not mix).
+    ``shared``: (container, its share as shown); ``whole``: (container, GPUs)."""
+    if not shared or not whole:
+        return None
+    return (
+        f"[{TASK_MIXES_GPU_OPTIONS}] GPU containers mix whole GPUs ("
+        + ", ".join(f"{name}: gpu_count={n}" for name, n in whole)
+        + ") and MPS shares ("
+        + ", ".join(f"{name}: {share}" for name, share in shared)
+        + "); ECS needs one option for all GPU containers of a task: give every GPU container an MpsShare, or move "
+        "the whole-GPU containers to their own task definition"
+    )
 
 
 def literal_int(value: Any, *, field: str, owner: str, low: int = 0) -> int | None:

@@ -33,15 +33,38 @@ from .escalation import (
     unread_managed_policy,
 )
 from .hardening import managed_policies
+from .rule_family import Family, Level, Source
 from .service_rules import Resource, Templates
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
 
 CAPACITY_METADATA = "ecs-gpu-sharing:capacity"
 SHARED_TASK_METADATA = "ecs-gpu-sharing:shared-gpu"  # a task definition made to share a GPU: judged wherever it runs
-TASK_DEFINITION_NOT_READABLE = "ecs-gpu-sharing:TaskDefinitionNotReadable"
-SERVICE_NAME_CLAIMED = "ecs-gpu-sharing:ServiceNameClaimedTwice"
-TASK_ROLE_NOT_READABLE = "ecs-gpu-sharing:TaskRoleNotReadable"
+RULES = Family("tenancy")
+TASK_DEFINITION_NOT_READABLE = RULES.declare(
+    "ecs-gpu-sharing:TaskDefinitionNotReadable",
+    Level.ERROR,
+    "service",
+    Source.TEMPLATE,
+    "a service on a GPU capacity runs a task definition the app's templates do not hold: what it runs cannot be "
+    "judged by the allow-list (FleetPlan.allow permits it, with a reason)",
+)
+TASK_ROLE_NOT_READABLE = RULES.declare(
+    "ecs-gpu-sharing:TaskRoleNotReadable",
+    Level.ERROR,
+    "task definition",
+    Source.TEMPLATE,
+    "a task definition on a GPU capacity whose task role the app's templates do not hold (an ARN written as "
+    "text): its policies cannot be judged (FleetPlan.allow permits it, with a reason)",
+)
+SERVICE_NAME_CLAIMED = RULES.declare(
+    "ecs-gpu-sharing:ServiceNameClaimedTwice",
+    Level.ERROR,
+    "service",
+    Source.TEMPLATE,
+    "two services carry one plan name in the ecs-gpu-sharing:service tag, by which evaluate finds a plan's "
+    "service: only the library sets it",
+)
 FARGATE_PROVIDERS = frozenset({"FARGATE", "FARGATE_SPOT"})
 
 Key = tuple[str, str]  # (stack, logical id)

@@ -1,6 +1,7 @@
 """The fit rules, as one table (``RULES``): the plan's rules, each a check declared with its id, level, subject and
-explanation (``plan_rules``, by ``@plan_rule``), and the rules checked elsewhere, each naming where
-(``other_rules``); ``model`` holds a row and its findings. Pure Python.
+explanation (``plan_rules``, by ``@plan_rule``), and the rules checked elsewhere, each declared by its family in
+the module that checks it (``core.rule_family``; ``other_rules`` lists the families); ``model`` holds a row and its
+findings. Pure Python.
 
 ``assess`` plans every service on its capacity together and runs every rule over the plan. The CDK layer
 turns its findings into synth errors (on the construct concerned) and warnings acknowledgeable by id; the
@@ -12,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
 from ..placement import CapacityPlacement, place_capacity
 from ..planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, plan
+from ..rule_family import Level, Source
+from ..shape import TASK_MIXES_GPU_OPTIONS
 from .model import (
     BUDGET_BELOW_NEED,
     CLIENT_LIMIT_WARNING,
@@ -23,14 +27,12 @@ from .model import (
     Check,
     Context,
     Finding,
-    Level,
     NameClash,
     OutsideService,
     Rule,
-    Source,
     finding_line,
 )
-from .other_rules import OTHER_RULES, RULE_FAILED, TASK_MIXES_GPU_OPTIONS, UNVERIFIED_INSTANCE_FAMILY
+from .other_rules import OTHER_RULES, RULE_FAILED
 from .plan_rules import (
     DEPLOYMENT_CANNOT_START,
     PLACEMENT_NEEDS_MORE,

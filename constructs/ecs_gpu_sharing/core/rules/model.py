@@ -4,26 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from ..placement import CapacityPlacement
 from ..planner import CapacityInput, Plan, ServiceInput
-
-
-class Level(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-
-
-class Source(StrEnum):
-    """Where a rule is checked."""
-
-    PLAN = "fit plan"  # by ``assess``, over the plan of every service on a GPU capacity
-    TASK_DEFINITION = "task definition"  # on the task definition as rendered (shared-GPU ones, and any on GPU hosts)
-    CAPACITY = "capacity"  # by the capacity construct, on its instance types
-    FLEET_FILE = "fleet file"  # by the fleet-file parser, before anything is built
-    TEMPLATE = "templates"  # on the synthesized templates (AwsLimitsChecks), and by the fleet-file parser
-
+from ..rule_family import Level, Source
 
 BUDGET_BELOW_NEED = "ecs-gpu-sharing:BudgetBelowNeed"
 SURGE_WARNING = "ecs-gpu-sharing:SurgeDoesNotFit"

@@ -13,6 +13,7 @@ from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
 from ..placement import DEFAULT_PRESET, scatters, strategy_label
 from ..planner import MANAGED_INSTANCES, TASK_RULES, TaskRule
+from ..rule_family import Level
 from .model import (
     BUDGET_BELOW_NEED,
     CLIENT_LIMIT_WARNING,
@@ -20,7 +21,6 @@ from .model import (
     SURGE_WARNING,
     Check,
     Context,
-    Level,
     Rule,
 )
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from .. import quotas
 from ..markdown import table
+from ..rule_family import PREFIX, Family, Level, Source
 from ..template_limits import Violation, check_templates
 from .autoscaling import (
     GROUP_ONE_LAUNCH_SOURCE,
@@ -27,7 +28,7 @@ from .autoscaling import (
     roll_below_max_size,
     roll_pause_time,
 )
-from .base import PREFIX, Check, Finding, Resource, ServiceRule, Template, Templates
+from .base import Check, Finding, Resource, ServiceRule, Template, Templates
 from .ecs import (
     AWSVPC_HOST_PORT,
     AWSVPC_NETWORK_CONFIGURATION,
@@ -324,6 +325,15 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
 )
 
 SERVICE_RULES_BY_ID = {rule.rule_id: rule for rule in SERVICE_RULES}
+RULES = Family("AWS services' deploy-time rules")
+for _rule in SERVICE_RULES:  # each row is declared with its check above; the family reads the table
+    RULES.declare(
+        _rule.rule_id,
+        Level.ERROR,
+        "stack",
+        Source.TEMPLATE,
+        f"{_rule.requirement}, as {_rule.service} enforces it at deploy",
+    )
 
 
 def check_service_rules(templates: Mapping[str, Template]) -> list[Violation]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .base import PREFIX, Finding, Templates, _int
+from ..rule_family import PREFIX
+from .base import Finding, Templates, _int
 
 # --- Amazon EC2 Auto Scaling and CloudFormation's update policy ----------------------------------------------------
 

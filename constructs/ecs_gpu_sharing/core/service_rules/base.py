@@ -6,11 +6,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import quotas
 from ..shape import camel_keys
 from ..template_limits import output_value
 
-PREFIX = quotas.PREFIX
 Template = Mapping[str, Any]
 
 

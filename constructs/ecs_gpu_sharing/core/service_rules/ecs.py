@@ -7,9 +7,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import quotas
+from ..rule_family import PREFIX
 from ..shape import SERVICE_CONNECT_PROXY_CPU_UNITS, SERVICE_CONNECT_PROXY_MEMORY_MIB, camel_keys
 from .base import (
-    PREFIX,
     Finding,
     Resource,
     Templates,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import PREFIX, Finding, Resource, Templates, _int
+from .base import Finding, Resource, Templates, _int
 
 # --- Elastic Load Balancing ----------------------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .base import PREFIX, Finding, Templates
+from ..rule_family import PREFIX
+from .base import Finding, Templates
 
 # --- AWS KMS -------------------------------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .base import PREFIX, Finding, Templates, _int
+from ..rule_family import PREFIX
+from .base import Finding, Templates, _int
 
 # --- Amazon CloudWatch, EventBridge, CloudWatch Logs ---------------------------------------------------------------
 
