@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the generated reference pages (``make docs``): each from the one table it documents. A test fails when a
-committed page differs from what this writes."""
+"""Writes the generated reference pages (``make docs``): each from the one table it documents, and the constructs'
+typed aws-ecs options (``scripts/cdk_options.py``). A test fails when a committed file differs from what this
+writes."""
 
 from __future__ import annotations
 
@@ -17,12 +18,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 def pages() -> dict[Path, str]:
     """Each generated file and what it should hold."""
+    if str(REPO / "scripts") not in sys.path:
+        sys.path.insert(0, str(REPO / "scripts"))
+    import cdk_options  # scripts/, beside this one; it imports aws-cdk-lib
+
     return {
         REPO / "docs" / "fleet-file.md": reference_markdown(),
         REPO / "docs" / "rules.md": rules.markdown(),
         REPO / "docs" / "aws-rules.md": service_rules.markdown(),
         REPO / "docs" / "plan-json.md": plan_document.markdown(),
         REPO / "fleet.schema.json": json.dumps(json_schema(), indent=2) + "\n",
+        cdk_options.TARGET: cdk_options.source(),
     }
 
 

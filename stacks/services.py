@@ -131,8 +131,13 @@ def _task_definition(
         )
     else:
         mode = ecs.NetworkMode.AWS_VPC if spec.network_mode == AWSVPC else ecs.NetworkMode.BRIDGE
-        figures = {"cpu": shape.cpu_units, "memory_mib": shape.memory_mib} if service_connect else {}
-        task = SharedGpuTaskDefinition(scope, "Task", network_mode=mode, **figures)
+        task = SharedGpuTaskDefinition(
+            scope,
+            "Task",
+            network_mode=mode,
+            cpu=shape.cpu_units if service_connect else None,
+            memory_mib=shape.memory_mib if service_connect else None,
+        )
     for path in spec.writable_paths:
         task.add_volume(name=scratch_volume_name(path))
     if spec.model_cache_path:

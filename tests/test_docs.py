@@ -167,4 +167,11 @@ def test_docs_link_only_to_files_that_exist() -> None:
 
 def test_the_docs_script_writes_into_docs(tmp_path: Path) -> None:
     pages = _docs_script().pages()  # type: ignore[attr-defined]
-    assert {p.name for p in pages} == {"fleet-file.md", "rules.md", "aws-rules.md", "plan-json.md", "fleet.schema.json"}
+    assert {p.name for p in pages} == {
+        "fleet-file.md",
+        "rules.md",
+        "aws-rules.md",
+        "plan-json.md",
+        "fleet.schema.json",
+        "options.py",
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -430,3 +431,100 @@ def test_a_family_refuses_an_id_twice_or_without_the_prefix() -> None:
     for bad in ("ecs-gpu-sharing:One", "One"):
         with pytest.raises(GpuSharingError, match=f"rule family test: '{bad}' is not a new"):
             family.declare(bad, Level.ERROR, "stack", Source.TEMPLATE, "why")
+
+
+# --- constructs in aws-cdk's style (#34 move 7): every option documented with its unit and default, typed -----
+
+_DEFAULT_WORDS = ("default", "without", "left out")
+_UNITS = {"_mib": "MiB", "_gib": "GiB", "_percent": "percent", "_seconds": "second"}
+
+
+def _param_docs(doc: str) -> dict[str, str]:
+    return {
+        m.group(1): " ".join(m.group(2).split())
+        for m in re.finditer(r":param (\w+):(.*?)(?=\n\s*:param |\n\s*\n|\Z)", doc, re.S)
+    }
+
+
+def _undocumented_options(cls: type) -> list[str]:
+    """Each option of ``cls`` that its docstring does not describe, or whose default or unit it does not say. A
+    dataclass field declared as a fleet key (``file_key.key``) is described there."""
+    import dataclasses
+    import inspect
+
+    docs = _param_docs(f"{cls.__doc__ or ''}\n\n{cls.__init__.__doc__ or ''}")
+    keyed = {
+        f.name: str(v[0].doc)
+        for f in (dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ())
+        for v in f.metadata.values()
+        if isinstance(v, tuple) and hasattr(v[0], "doc")
+    }
+    out = []
+    for p in inspect.signature(cls.__init__).parameters.values():
+        if p.name in ("self", "scope", "id_"):
+            continue
+        text = docs.get(p.name) or keyed.get(p.name)
+        if text is None:
+            out.append(f"{cls.__name__}.{p.name}: not documented (:param {p.name}:)")
+            continue
+        if p.name in keyed:
+            continue  # a fleet key's doc; the reference (fleet-file.md) gives its default and range
+        if p.default is not inspect.Parameter.empty and not any(w in text.lower() for w in _DEFAULT_WORDS):
+            out.append(f"{cls.__name__}.{p.name}: says nothing of its default ({p.default!r})")
+        unit = next((u for suffix, u in _UNITS.items() if p.name.endswith(suffix)), None)
+        if unit and unit not in text:
+            out.append(f"{cls.__name__}.{p.name}: does not say its unit ({unit})")
+        if p.kind is inspect.Parameter.VAR_KEYWORD and not str(p.annotation).startswith("Unpack["):
+            out.append(f"{cls.__name__}.**{p.name}: untyped; type it with Unpack[...] (cdk/options.py)")
+    return out
+
+
+def _public_option_classes() -> list[type]:
+    import inspect
+
+    import ecs_gpu_sharing
+
+    classes = [getattr(ecs_gpu_sharing, n) for n in ecs_gpu_sharing.__all__]
+    # GpuAmi is built by its class methods; a class whose __init__ is inherited or takes *args (errors, a plugin)
+    # has no options of its own.
+    return [
+        c
+        for c in classes
+        if inspect.isclass(c)
+        and c.__name__ != "GpuAmi"
+        and "__init__" in vars(c)
+        and not any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(c.__init__).parameters.values())
+    ]
+
+
+def test_every_public_option_says_what_it_is_its_default_and_unit() -> None:
+    classes = _public_option_classes()
+    assert {"GpuCapacity", "SharedGpuService", "SharedGpuTaskDefinition", "GpuTelemetry", "MpsShare"} <= {
+        c.__name__ for c in classes
+    }
+    missing = [line for c in classes for line in _undocumented_options(c)]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_option_walk_finds_each_gap() -> None:
+    from typing import Any
+
+    class Sample:
+        """:param size_mib: how big, in MiB; 4 by default.
+        :param wait_seconds: how long.
+        """
+
+        def __init__(self, *, size_mib: int = 4, wait_seconds: int = 1, other: int = 0, **kwargs: Any) -> None: ...
+
+    class Typed:
+        """:param kwargs: every other option."""
+
+        def __init__(self, **kwargs: Any) -> None: ...
+
+    assert _undocumented_options(Typed) == ["Typed.**kwargs: untyped; type it with Unpack[...] (cdk/options.py)"]
+    assert _undocumented_options(Sample) == [
+        "Sample.wait_seconds: says nothing of its default (1)",
+        "Sample.wait_seconds: does not say its unit (second)",
+        "Sample.other: not documented (:param other:)",
+        "Sample.kwargs: not documented (:param kwargs:)",
+    ]

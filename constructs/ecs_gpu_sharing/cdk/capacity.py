@@ -208,13 +208,14 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         least 1), so a host roll keeps every minimum host in service. A given ``max_instances`` equal to
         ``min_instances`` makes a roll keep one host fewer in service (``RollTakesHostOutOfService``, a warning):
         CloudFormation launches a replacement only below MaxSize.
-    :param gpu_margin_mib: per-GPU memory plans keep free below what ECS registers, for the MPS server, which
-        lives outside every container's limit (256 MiB by default).
-    :param ecs_gpu_memory_mib: one GPU's memory as your cluster's ECS registers it (``totalMemoryInMiB`` in
-        ``ecs-gpu-sharing cluster status``), in place of the library's per-model figure.
-    :param host_memory_reserve_mib: host memory not offered to tasks; about 6% of the host by default.
-    :param root_volume_gib: root volume size; 200 GiB by default, room for model images.
+    :param gpu_margin_mib: per-GPU memory (MiB) plans keep free below what ECS registers, for the MPS server,
+        which lives outside every container's limit (256 MiB by default).
+    :param ecs_gpu_memory_mib: one GPU's memory (MiB) as your cluster's ECS registers it (``totalMemoryInMiB`` in
+        ``ecs-gpu-sharing cluster status``), in place of the library's per-model figure; without it, the catalog's.
+    :param host_memory_reserve_mib: host memory (MiB) not offered to tasks; about 6% of the host by default.
+    :param root_volume_gib: root volume size (GiB); 200 GiB by default, room for model images.
     :param vpc_subnets: where instances run; the VPC's private subnets by default (two AZs at least).
+    :param capacity_provider_name: the capacity provider's name; CloudFormation names it by default.
     :param notification_topic: an SNS topic for the group's launch, termination and failure events; without
         one, the group sends none (ECS managed scaling drives it, and its activity history keeps the record).
     """

@@ -34,10 +34,18 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
     them). Managed Instances takes no instance limit, so there is no ``max_instances`` to derive; give one to have
     the plan check the counts against it.
 
+    :param cluster: the ECS cluster; its VPC hosts the instances.
     :param instance_types: NVIDIA GPU instance types of one GPU model (from the catalog).
-    :param capacity_option_type: on demand (default) or spot.
-    :param max_instances: optional: the most hosts the plan may use (checked, not enforced by ECS).
-    :param gpu_margin_mib, ecs_gpu_memory_mib: as for ``GpuCapacity``.
+    :param name: the capacity's name in the fleet plan; the construct id by default. Unique within the app.
+    :param capacity_option_type: on demand (the default) or spot.
+    :param max_instances: the most hosts the plan may use (checked, not enforced by ECS); without one, none is
+        checked.
+    :param gpu_margin_mib: per-GPU memory (MiB) plans keep free below what ECS registers, for the MPS server;
+        256 MiB by default.
+    :param ecs_gpu_memory_mib: one GPU's memory (MiB) as your cluster's ECS registers it, in place of the library's
+        per-model figure; without it, the catalog's figure.
+    :param vpc_subnets: where instances run; the VPC's private subnets by default.
+    :param capacity_provider_name: the capacity provider's name; CloudFormation names it by default.
     """
 
     kind = MANAGED_INSTANCES

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Unpack
 
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct
@@ -18,6 +18,12 @@ from ..core.tokens import is_token
 from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan
 from .managed_capacity import GpuManagedInstancesCapacity
+from .options import SharedGpuManagedInstancesServiceOptions, SharedGpuServiceOptions
+
+# Options of aws-ecs's service that the construct sets itself (the capacity's provider strategy, rollback on failure)
+# or that Managed Instances takes none of: refused when given, and left out of the typed options (cdk/options.py).
+EC2_RESERVED = ("capacity_provider_strategies", "circuit_breaker", "launch_type")
+MANAGED_INSTANCES_RESERVED = (*EC2_RESERVED, "placement_constraints")
 
 
 class _PlannedGpuService(Construct):
@@ -39,7 +45,7 @@ class _PlannedGpuService(Construct):
         allocation: AllocationNote | None,
         min_healthy_percent: int,
         max_healthy_percent: int,
-        options: dict[str, Any],
+        options: Mapping[str, Any],
         reserved: tuple[str, ...],
         service_type: type[ecs.Ec2Service] | type[ecs.FargateService],
     ) -> None:
@@ -91,13 +97,22 @@ class SharedGpuService(_PlannedGpuService):
     Any other ECS service on the capacity (a plain ``Ec2Service``, an aws-ecs-patterns service) is planned too;
     this construct adds the capacity's provider strategy and defaults.
 
+    :param cluster: the capacity's cluster.
+    :param capacity: the ``GpuCapacity`` whose provider runs the tasks.
+    :param task_definition: an EC2-compatible task definition of this app (``SharedGpuTaskDefinition``); the plan
+        reads its containers.
     :param desired_count: tasks to run; may be a token (a ``CfnParameter``), which the plan cannot count: then
         give ``planned_count`` or a task auto scaling maximum.
     :param name: the service's name in the fleet plan; the construct id by default. Unique within the app.
-    :param planned_count: the count to plan for, when the service's own counts are deploy-time values.
+    :param planned_count: the count to plan for, when the service's own counts are deploy-time values; without
+        one, the larger of ``desired_count`` and the auto scaling maximum.
     :param allocation: the service's allocation note (``AllocationNote``): what its budget must cover, the evidence
         behind it, and its isolation group. Without one, its budget is a guess (a warning).
-    :param kwargs: every other option of ``aws_ecs.Ec2Service`` (placement strategies, service name, ...).
+    :param min_healthy_percent: the deployment's minimum healthy percent of ``desired_count``; 100 by default.
+    :param max_healthy_percent: the deployment's maximum percent of ``desired_count``, which sizes the surge the
+        plan makes room for; 200 by default.
+    :param kwargs: every other option of ``aws_ecs.Ec2Service`` (``SharedGpuServiceOptions``: placement
+        strategies, service name, ...), passed on unchanged.
     """
 
     def __init__(
@@ -114,7 +129,7 @@ class SharedGpuService(_PlannedGpuService):
         allocation: AllocationNote | None = None,
         min_healthy_percent: int = 100,
         max_healthy_percent: int = 200,
-        **kwargs: Any,
+        **kwargs: Unpack[SharedGpuServiceOptions],
     ) -> None:
         path = f"{scope.node.path}/{id_}"
         if not isinstance(capacity, GpuCapacity):
@@ -139,7 +154,7 @@ class SharedGpuService(_PlannedGpuService):
             min_healthy_percent=min_healthy_percent,
             max_healthy_percent=max_healthy_percent,
             options=kwargs,
-            reserved=("capacity_provider_strategies", "circuit_breaker", "launch_type"),
+            reserved=EC2_RESERVED,
             service_type=ecs.Ec2Service,
         )
 
@@ -168,7 +183,7 @@ def _checked(
     desired_count: Any,
     min_healthy_percent: int,
     max_healthy_percent: int,
-    kwargs: dict[str, Any],
+    kwargs: Mapping[str, Any],
     reserved: tuple[str, ...],
     who: str,
 ) -> tuple[Any, int, int]:
@@ -218,8 +233,20 @@ class SharedGpuManagedInstancesService(_PlannedGpuService):
     ``SharedGpuService`` does. Managed Instances takes no placement expressions from the app: the plan warns when
     isolation groups share such a capacity (``IsolationNotEnforceable``).
 
+    :param cluster: the capacity's cluster.
+    :param capacity: the ``GpuManagedInstancesCapacity`` whose provider runs the tasks.
     :param task_definition: a ``SharedGpuManagedInstancesTaskDefinition`` (awsvpc, task-level CPU and memory).
-    :param kwargs: every other option of ``aws_ecs.FargateService`` (subnets, security groups, service name, ...).
+    :param desired_count: tasks to run; may be a token, which the plan cannot count: then give ``planned_count``
+        or a task auto scaling maximum.
+    :param name: the service's name in the fleet plan; the construct id by default. Unique within the app.
+    :param planned_count: the count to plan for, when the service's own counts are deploy-time values; without
+        one, the larger of ``desired_count`` and the auto scaling maximum.
+    :param allocation: the service's allocation note (``AllocationNote``); without one, its budget is a guess (a
+        warning).
+    :param min_healthy_percent: the deployment's minimum healthy percent of ``desired_count``; 100 by default.
+    :param max_healthy_percent: the deployment's maximum percent of ``desired_count``; 200 by default.
+    :param kwargs: every other option of ``aws_ecs.FargateService`` (``SharedGpuManagedInstancesServiceOptions``:
+        subnets, security groups, service name, ...), passed on unchanged.
     """
 
     def __init__(
@@ -236,7 +263,7 @@ class SharedGpuManagedInstancesService(_PlannedGpuService):
         allocation: AllocationNote | None = None,
         min_healthy_percent: int = 100,
         max_healthy_percent: int = 200,
-        **kwargs: Any,
+        **kwargs: Unpack[SharedGpuManagedInstancesServiceOptions],
     ) -> None:
         path = f"{scope.node.path}/{id_}"
         if not isinstance(capacity, GpuManagedInstancesCapacity):
@@ -259,6 +286,6 @@ class SharedGpuManagedInstancesService(_PlannedGpuService):
             min_healthy_percent=min_healthy_percent,
             max_healthy_percent=max_healthy_percent,
             options=kwargs,
-            reserved=("capacity_provider_strategies", "circuit_breaker", "launch_type", "placement_constraints"),
+            reserved=MANAGED_INSTANCES_RESERVED,
             service_type=ecs.FargateService,
         )

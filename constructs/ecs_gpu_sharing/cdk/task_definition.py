@@ -8,8 +8,8 @@ EC2 patterns). ``SharedGpuManagedInstancesTaskDefinition`` is the same for ECS M
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Unpack
 
 import aws_cdk as cdk
 import jsii
@@ -46,6 +46,7 @@ from ..core.shape import mixed_gpu_options
 from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
+from .options import SharedGpuManagedInstancesTaskDefinitionOptions, SharedGpuTaskDefinitionOptions
 from .rendered import rendered_properties
 
 # aws-cdk-lib's synth-time template check uses a schema that predates SharingStrategy.
@@ -187,7 +188,7 @@ class _MpsContainers:
         return problems
 
 
-def _refuse(owner: str, kwargs: dict[str, Any], names: Sequence[str], why: str) -> None:
+def _refuse(owner: str, kwargs: Mapping[str, Any], names: Sequence[str], why: str) -> None:
     for name in names:
         if name in kwargs:
             raise TaskDefinitionError(f"{owner}: {name} is not an option here: {why}")
@@ -208,13 +209,16 @@ class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):
 
     It is an ``aws_ecs.Ec2TaskDefinition``: pass it to ``Ec2Service`` or to aws-ecs-patterns' EC2 patterns.
 
-    :param usable_gpu_memory_mib: the usable memory of one GPU this task will run on, for a standalone check.
-    :param cpu: task-level CPU units (optional on EC2; the fit plan then counts it instead of the containers' sum).
-    :param memory_mib: task-level memory in MiB. Optional on EC2, but ECS requires it of a service with Service
-        Connect ("On Amazon EC2, task memory is optional, but it is required for Service Connect", Amazon ECS
-        Developer Guide): give the containers' sum plus the proxy's 64 MiB there (and cpu: their sum plus 256), or the
-        synth fails (``ServiceConnectNeedsTaskMemory``).
-    :param kwargs: every other option of ``aws_ecs.Ec2TaskDefinition``.
+    :param usable_gpu_memory_mib: the usable memory (MiB) of one GPU this task will run on, for a standalone check;
+        without it, the fleet plan checks the budgets against each capacity the task runs on.
+    :param cpu: task-level CPU units (optional on EC2; the fit plan then counts it instead of the containers' sum);
+        without it, none is set.
+    :param memory_mib: task-level memory in MiB, none by default. Optional on EC2, but ECS requires it of a service
+        with Service Connect ("On Amazon EC2, task memory is optional, but it is required for Service Connect", Amazon
+        ECS Developer Guide): give the containers' sum plus the proxy's 64 MiB there (and cpu: their sum plus 256), or
+        the synth fails (``ServiceConnectNeedsTaskMemory``).
+    :param kwargs: every other option of ``aws_ecs.Ec2TaskDefinition`` (``SharedGpuTaskDefinitionOptions``), passed
+        on unchanged.
     """
 
     def __init__(
@@ -225,7 +229,7 @@ class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):
         usable_gpu_memory_mib: int | None = None,
         cpu: int | str | None = None,
         memory_mib: int | str | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[SharedGpuTaskDefinitionOptions],
     ) -> None:
         owner = f"{scope.node.path}/{id_}"
         _refuse(
@@ -270,16 +274,34 @@ class SharedGpuManagedInstancesTaskDefinition(_MpsContainers, ecs.TaskDefinition
 
     The same containers and rules as :class:`SharedGpuTaskDefinition`, with ``MANAGED_INSTANCES`` compatibility.
 
-    :param kwargs: every other option of ``aws_ecs.TaskDefinition`` except ``compatibility``.
+    :param usable_gpu_memory_mib: the usable memory (MiB) of one GPU this task will run on, for a standalone check;
+        without it, the fleet plan checks the budgets against each capacity the task runs on.
+    :param cpu: task-level CPU units; Managed Instances tasks take them (awsvpc); without it, none is set.
+    :param memory_mib: task-level memory in MiB; without it, none is set.
+    :param kwargs: every other option of ``aws_ecs.TaskDefinition`` except ``compatibility``
+        (``SharedGpuManagedInstancesTaskDefinitionOptions``), passed on unchanged.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, usable_gpu_memory_mib: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        usable_gpu_memory_mib: int | None = None,
+        cpu: int | str | None = None,
+        memory_mib: int | str | None = None,
+        **kwargs: Unpack[SharedGpuManagedInstancesTaskDefinitionOptions],
+    ) -> None:
         owner = f"{scope.node.path}/{id_}"
         _refuse(owner, kwargs, ("compatibility",), "this task definition is for ECS Managed Instances")
-        for key in ("cpu", "memory_mib"):
-            if key in kwargs:
-                kwargs[key] = _task_figure(owner, key, kwargs[key])
-        super().__init__(scope, id_, compatibility=ecs.Compatibility.MANAGED_INSTANCES, **kwargs)
+        super().__init__(
+            scope,
+            id_,
+            compatibility=ecs.Compatibility.MANAGED_INSTANCES,
+            cpu=_task_figure(owner, "cpu", cpu),
+            memory_mib=_task_figure(owner, "memory_mib", memory_mib),
+            **kwargs,
+        )
         self._init_mps(owner, usable_gpu_memory_mib)
 
 

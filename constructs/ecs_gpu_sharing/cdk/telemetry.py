@@ -115,9 +115,11 @@ class GpuTelemetry(Construct):
     :param capacities: the ``GpuCapacity`` constructs whose hosts it samples; one daemon service per GPU count
         among their instance types.
     :param image: the daemon's image; built from the library's Dockerfile (a CDK asset) by default.
-    :param sample_seconds: how often it samples NVML; :param publish_seconds: how often it publishes a window.
+    :param sample_seconds: how often, in seconds, it samples NVML; 5 by default.
+    :param publish_seconds: how often, in seconds, it publishes a window of samples; 60 by default.
+    :param log_retention: how long the evidence and stopped-task log groups keep records; one month by default.
     :param alarm_topic: where the alarm on undelivered stopped-task events (``stopped_tasks_delivery_alarm``)
-        notifies, if anywhere.
+        notifies; without one, it notifies no one (the alarm still shows its state).
     """
 
     DEFAULT_ID = DAEMON_NAME
@@ -412,11 +414,12 @@ class GpuFleetDashboard(Construct):
     container's MPS share summed (what the telemetry daemon measures), so a budget changed in the task definition
     moves the dashboard's line, the alarm's threshold and its description with it.
 
+    :param cluster: the ECS cluster the services run in (the metrics' dimension).
     :param services: the name each service is shown under (its name in the plan, for most) -> the service: an ECS
         service, an aws-ecs-patterns service or its ``.service``, or a ``SharedGpuService``; it must be on a GPU
         capacity (the plan holds it), which the synth checks.
-    :param alarm_ratio: the share of the budget at which the alarm fires (0.9: at 90%).
-    :param alarm_topic: where alarms notify, if anywhere.
+    :param alarm_ratio: the share of the budget at which the alarm fires, from 0 to 1 (0.9, at 90%, by default).
+    :param alarm_topic: where alarms notify; without one, they notify no one (the dashboard still shows them).
     """
 
     def __init__(

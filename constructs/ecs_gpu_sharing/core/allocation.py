@@ -61,7 +61,11 @@ class Evidence:
 
 @dataclass(frozen=True)
 class AllocationNote:
-    """The four questions, answered for one service. ``need_mib`` is what its budget must cover."""
+    """The four questions, answered for one service. ``need_mib`` is what its budget must cover. Each field is a key
+    of a service's allocation table in the fleet file, described there (docs/fleet-file.md).
+
+    :param evidence: what was measured (``Evidence``); without it, the budget is a guess (a warning).
+    """
 
     residency_mib: int = key(int, True, "GPU memory the model keeps resident (weights, state)", low=0, high=1048576)
     peak_working_mib: int = key(

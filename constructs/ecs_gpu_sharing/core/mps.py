@@ -62,10 +62,10 @@ def require_int(
 class MpsShare:
     """The GPU budget of one container on a shared (MPS) GPU.
 
-    ``gpu_budget_mib`` is the GPU memory ECS reserves for the container and MPS pins as its limit
-    (``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``); allocations past it fail with out-of-memory, CUDA's own
-    included. ``max_compute_percent`` caps the container's share of the GPU's SMs
-    (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``); it is not a reservation. Left out, there is no cap.
+    :param gpu_budget_mib: the GPU memory, in MiB, ECS reserves for the container and MPS pins as its limit
+        (``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``); allocations past it fail with out-of-memory, CUDA's own included.
+    :param max_compute_percent: a cap, in percent from 1 to 100, on the container's share of the GPU's SMs
+        (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``); it is not a reservation. Without it (the default), no cap.
     """
 
     gpu_budget_mib: int
