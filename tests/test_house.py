@@ -367,8 +367,8 @@ def test_the_rehearsal_is_not_in_the_library() -> None:
 def test_each_plan_rule_is_declared_beside_its_check() -> None:
     """#34: a plan rule's id, level, subject and explanation sit on its check (``@plan_rule``), not in a table apart;
     the table is what the declarations make, in their order."""
-    from ecs_gpu_sharing.core.planner import TASK_RULES
     from ecs_gpu_sharing.core.rules import plan_rules
+    from ecs_gpu_sharing.core.task_rules import TASK_RULES
 
     source = Path(plan_rules.__file__).read_text()
     tree = ast.parse(source)
@@ -528,3 +528,15 @@ def test_the_option_walk_finds_each_gap() -> None:
         "Sample.other: not documented (:param other:)",
         "Sample.kwargs: not documented (:param kwargs:)",
     ]
+
+
+def test_the_planner_only_plans() -> None:
+    """#34: no rule is declared in the planner; the task rules it asks live in core/task_rules.py."""
+    planner = PACKAGE / "core" / "planner"
+    written = [
+        f"{p.relative_to(REPO)}:{node.lineno}"
+        for p in sorted(planner.rglob("*.py"))
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("ecs-gpu-sharing:")
+    ]
+    assert not written, written

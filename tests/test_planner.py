@@ -285,7 +285,7 @@ def test_the_planner_never_uses_more_instances_than_first_fit_decreasing(
 
 
 def task_problems_of(service: ServiceInput, capacity: CapacityInput) -> list[object]:
-    from ecs_gpu_sharing.core.planner import task_problems
+    from ecs_gpu_sharing.core.task_rules import task_problems
 
     return list(task_problems(service, capacity))
 

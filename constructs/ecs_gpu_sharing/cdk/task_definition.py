@@ -41,8 +41,8 @@ from ..core.hardening import (
     writable_root_message,
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
-from ..core.planner import TASK_EXCEEDS_GPU_MEMORY, gpu_memory_problem
 from ..core.shape import mixed_gpu_options
+from ..core.task_rules import TASK_EXCEEDS_GPU_MEMORY, gpu_memory_problem
 from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan

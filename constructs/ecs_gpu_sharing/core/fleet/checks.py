@@ -11,8 +11,8 @@ from typing import Any
 
 from .. import quotas
 from ..errors import FleetSpecError, GpuSharingError
-from ..planner import TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_CPU, TASK_EXCEEDS_HOST_MEMORY
 from ..rules import BUDGET_BELOW_NEED, task_alone_findings
+from ..task_rules import TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_CPU, TASK_EXCEEDS_HOST_MEMORY
 from .fleet_checks import _capacities, _check_across, _check_aws_limits, _check_shared_balancers, _load_balancers
 from .keys import TOP
 from .model import MAX_FLEET_FILE_BYTES, MAX_PLACEMENT_EXPRESSION, FleetSpec

@@ -39,18 +39,6 @@ from .model import (
 )
 from .packing import HOST_LP_TASKS, lp_problem, plan
 from .search import SEARCH_STEPS, SEARCH_TASKS
-from .tasks import (
-    TASK_EXCEEDS_GPU_MEMORY,
-    TASK_EXCEEDS_GPUS,
-    TASK_EXCEEDS_HOST_CPU,
-    TASK_EXCEEDS_HOST_MEMORY,
-    TASK_EXCEEDS_MPS_CLIENTS,
-    TASK_RULES,
-    TaskProblem,
-    TaskRule,
-    gpu_memory_problem,
-    task_problems,
-)
 
 __all__ = [
     "EC2",
@@ -62,24 +50,14 @@ __all__ = [
     "PRUNE_EVERY",
     "SEARCH_STEPS",
     "SEARCH_TASKS",
-    "TASK_EXCEEDS_GPUS",
-    "TASK_EXCEEDS_GPU_MEMORY",
-    "TASK_EXCEEDS_HOST_CPU",
-    "TASK_EXCEEDS_HOST_MEMORY",
-    "TASK_EXCEEDS_MPS_CLIENTS",
-    "TASK_RULES",
     "CapacityInput",
     "CapacityPlan",
     "GpuLoad",
     "InstanceGroup",
     "Plan",
     "ServiceInput",
-    "TaskProblem",
-    "TaskRule",
     "Unplaced",
     "bin_lower_bound",
-    "gpu_memory_problem",
     "lp_problem",
     "plan",
-    "task_problems",
 ]

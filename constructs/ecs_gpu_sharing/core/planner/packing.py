@@ -6,12 +6,12 @@ from collections.abc import Iterable, Sequence
 
 from .. import host_lp
 from ..errors import PlanError
+from ..task_rules import task_problems
 from .ffd import ffd_hosts, ffd_may_help, ffd_orders
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, plan_size
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
-from .tasks import task_problems
 
 
 def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]]) -> CapacityPlan:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
 from ..placement import CapacityPlacement, place_capacity
-from ..planner import MANAGED_INSTANCES, TASK_RULES, CapacityInput, Plan, ServiceInput, plan
+from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, plan
 from ..rule_family import Level, Source
 from ..shape import TASK_MIXES_GPU_OPTIONS
+from ..task_rules import TASK_RULES
 from .model import (
     BUDGET_BELOW_NEED,
     CLIENT_LIMIT_WARNING,

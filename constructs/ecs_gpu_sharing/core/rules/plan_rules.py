@@ -12,8 +12,9 @@ from ..allocation import digest_of
 from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
 from ..placement import DEFAULT_PRESET, scatters, strategy_label
-from ..planner import MANAGED_INSTANCES, TASK_RULES, TaskRule
+from ..planner import MANAGED_INSTANCES
 from ..rule_family import Level
+from ..task_rules import TASK_RULES, TaskRule
 from .model import (
     BUDGET_BELOW_NEED,
     CLIENT_LIMIT_WARNING,

@@ -1,12 +1,19 @@
-"""Why one task can never fit a host of a capacity (the task rules the plan refuses a service by)."""
+"""The task rules: why one task can never fit a host of a capacity, whatever else runs there. Each is a rule of the
+plan (``core.rules`` lists them with their checks); the planner asks ``task_problems`` which services it cannot place
+at all, and the task-definition construct asks ``gpu_memory_problem`` of its own budgets. Pure Python; the rules
+live here, apart from the planner, which only plans.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..mps import MAX_CLIENTS_PER_GPU
-from .model import CapacityInput, ServiceInput
+from .mps import MAX_CLIENTS_PER_GPU
+
+if TYPE_CHECKING:  # types only: the planner imports this module
+    from .planner.model import CapacityInput, ServiceInput
 
 TASK_EXCEEDS_GPU_MEMORY = "ecs-gpu-sharing:TaskExceedsGpuMemory"
 TASK_EXCEEDS_MPS_CLIENTS = "ecs-gpu-sharing:TaskExceedsMpsClients"
