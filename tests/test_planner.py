@@ -440,3 +440,49 @@ def test_no_host_holds_more_awsvpc_tasks_than_its_interfaces(
         assert sum(by_name[n].network_interfaces * k for n, k in tasks.items()) <= cap.task_network_interfaces
     placed = sum(g.count for g in result.capacity("c").instances)
     assert placed >= result.capacity("c").instance_lower_bound or not result.fits
+
+
+# --- which strategies a large fleet runs (#32, section 3): where a strategy cannot win, it is skipped ----------------
+
+
+def _big(cpu: int, mem: int, budget: int, tasks: int = 30_000) -> list[list[tuple[ServiceInput, int]]]:
+    s = service_input("svc", "l40s", TaskShape(cpu, mem, (budget,)), tasks, count_source="desired count")
+    return [[(s, tasks)]]
+
+
+def test_a_large_fleet_skips_the_staged_plan_only_where_host_memory_or_cpu_far_outweighs_gpu_memory() -> None:
+    from ecs_gpu_sharing.core.planner.ffd import FFD_ALWAYS_TASKS, HOST_BINDS, staged_may_win
+
+    # g6e.12xlarge: 4 GPUs of 45,247 usable MiB; host CPU and memory as the facts give them.
+    gpu_per_task = L40S.usable_gpu_memory_mib * 4 / L40S.host_memory_mib  # a task's memory equal to this binds alike
+    assert staged_may_win(L40S, _big(256, 1024, 4096))  # GPU memory binds: the staged plan runs
+    assert staged_may_win(L40S, _big(256, round(4096 / gpu_per_task * (HOST_BINDS - 0.1)), 4096))  # close: both
+    assert not staged_may_win(L40S, _big(256, round(4096 / gpu_per_task * (HOST_BINDS + 0.1)), 4096))  # memory far
+    cpu_heavy = round(4096 / (L40S.usable_gpu_memory_mib * 4 / L40S.host_cpu_units) * (HOST_BINDS + 0.1))
+    assert not staged_may_win(L40S, _big(cpu_heavy, 1024, 4096))  # CPU far: FFD alone
+    small = FFD_ALWAYS_TASKS  # a small fleet always runs every strategy
+    assert staged_may_win(L40S, _big(256, round(4096 / gpu_per_task * 3), 4096, tasks=small))
+
+
+def test_a_large_fleet_runs_ffd_in_the_gpu_order_and_those_of_host_resources_near_binding() -> None:
+    from ecs_gpu_sharing.core.planner.ffd import ffd_orders
+
+    gpu_per_task = L40S.usable_gpu_memory_mib * 4 / L40S.host_memory_mib
+    assert ffd_orders(L40S, _big(256, 1024, 4096)) == ["gpu"]  # neither host resource near binding
+    assert ffd_orders(L40S, _big(256, round(4096 / gpu_per_task * 2), 4096)) == ["gpu", "memory"]
+    assert ffd_orders(L40S, _big(256, round(4096 / gpu_per_task * 1.1), 4096)) == ["gpu", "memory"]
+    assert ffd_orders(L40S, _big(256, 1024, 4096, tasks=100)) == ["gpu", "memory", "cpu", "dominant", "sum"]
+
+
+def test_a_large_memory_bound_fleet_is_planned_by_ffd_alone_and_fits() -> None:
+    from ecs_gpu_sharing.core.planner.ffd import ffd_hosts
+    from ecs_gpu_sharing.core.planner.hosts import plan_size
+
+    gpu_per_task = L40S.usable_gpu_memory_mib * 4 / L40S.host_memory_mib
+    groups = _big(256, round(4096 / gpu_per_task * 2), 4096)
+    (s, n) = groups[0][0]
+    result = plan([L40S], [s])
+    assert result.fits and result.placed["svc"] == n
+    assert (
+        result.instances == plan_size(ffd_hosts(L40S, groups, "memory"))[0] == result.capacities[0].instance_lower_bound
+    )

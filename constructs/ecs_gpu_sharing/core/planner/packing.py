@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from .. import host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
-from .ffd import ffd_hosts, ffd_may_help, ffd_orders
+from .ffd import ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, plan_size
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
@@ -185,7 +185,8 @@ def _pack_staged(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, 
     def load_enis(load: GpuLoad) -> int:
         return sum(enis[name] * k for name, k in load.tasks)
 
-    for group in groups:
+    staged = staged_may_win(capacity, groups)
+    for group in groups if staged else ():
         items = [
             Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
             for s, n in group
@@ -211,7 +212,7 @@ def _pack_staged(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, 
         candidates.append(packed)
     best: list[Host] | None = None
     # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
-    for i in range(max((len(c) for c in candidates), default=1)):
+    for i in range(max((len(c) for c in candidates), default=1) if staged else 0):
         gpus = [
             Unit([load], cpu, mem, count, enis=load_enis(load))
             for packed in candidates
