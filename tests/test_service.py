@@ -335,6 +335,14 @@ def test_refuses_a_cluster_other_than_the_capacitys() -> None:
             {"desired_count": 1, "capacity_provider_strategies": []},
             "capacity_provider_strategies is set by SharedGpuService",
         ),
+        (
+            {"desired_count": 1, "servce_name": "chat"},
+            r"Test/S: servce_name is not an option of it or of aws_ecs.Ec2Service; did you mean service_name\?",
+        ),
+        (
+            {"desired_count": 1, "xyzzy": 1},
+            "Test/S: xyzzy is not an option of it or of aws_ecs.Ec2Service; its options are in SharedGpuServiceOptions",
+        ),
     ],
 )
 def test_refuses_bad_options(kwargs: dict[str, Any], message: str) -> None:

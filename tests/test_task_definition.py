@@ -224,6 +224,18 @@ def test_refuses_any_compatibility_option(compatibility: ecs.Compatibility) -> N
         SharedGpuManagedInstancesTaskDefinition(_stack(), "Td", compatibility=compatibility)
 
 
+def test_refuses_an_option_neither_it_nor_aws_ecs_takes_naming_the_nearest() -> None:
+    with pytest.raises(
+        TaskDefinitionError, match=r"Test/Td: famly is not an option .*Ec2TaskDefinition; did you mean family\?"
+    ):
+        SharedGpuTaskDefinition(_stack(), "Td", famly="chat")  # type: ignore[call-arg]
+    with pytest.raises(
+        TaskDefinitionError, match=r"Test/Td: cpus is not an option .*aws_ecs.TaskDefinition; did you mean cpu"
+    ):
+        SharedGpuManagedInstancesTaskDefinition(_stack(), "Td", cpus=1024)  # type: ignore[call-arg]
+    SharedGpuTaskDefinition(_stack(), "Td", family="chat")  # an option aws-ecs takes passes through
+
+
 def test_refuses_gpu_count_and_mps_share_on_one_container() -> None:
     td = SharedGpuTaskDefinition(_stack(), "Td")
     with pytest.raises(TaskDefinitionError, match=r"Test/Td/a: .*gpu_count=1.*MpsShare\(512 MiB\) at once"):

@@ -10,14 +10,34 @@ exception, and every error that is caught, is left as it was. ``ECS_GPU_SHARING_
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 
 from ..core.errors import GpuSharingError
 
 _INSTALLED = "_ecs_gpu_sharing_hook"
+
+
+def check_options(
+    construct: type, path: str, given: Iterable[str], known: type, passed_to: str, error: type[GpuSharingError]
+) -> None:
+    """Refuses, naming the construct, an option that neither it nor ``passed_to`` takes (``known``: what it passes
+    on, typed, cdk/options.py), with the nearest one either takes: without this, Python's TypeError arrives from
+    inside aws-ecs without the construct's name."""
+    options = set(known.__annotations__)
+    init = vars(construct)["__init__"]  # the construct's own signature, not jsii's metaclass call
+    own = {p.name for p in inspect.signature(init).parameters.values() if p.kind is p.KEYWORD_ONLY}
+    for name in given:
+        if name not in options:
+            near = difflib.get_close_matches(name, sorted(options | own), n=1)
+            raise error(
+                f"{path}: {name} is not an option of it or of aws_ecs.{passed_to}"
+                + (f"; did you mean {near[0]}?" if near else f"; its options are in {known.__name__}")
+            )
 
 
 def refusal_lines(error: BaseException) -> list[str] | None:

@@ -19,6 +19,7 @@ from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan
 from .managed_capacity import GpuManagedInstancesCapacity
 from .options import SharedGpuManagedInstancesServiceOptions, SharedGpuServiceOptions
+from .refusals import check_options
 
 # Options of aws-ecs's service that the construct sets itself (the capacity's provider strategy, rollback on failure)
 # or that Managed Instances takes none of: refused when given, and left out of the typed options (cdk/options.py).
@@ -48,6 +49,7 @@ class _PlannedGpuService(Construct):
         options: Mapping[str, Any],
         reserved: tuple[str, ...],
         service_type: type[ecs.Ec2Service] | type[ecs.FargateService],
+        known: type,
     ) -> None:
         path = f"{scope.node.path}/{id_}"
         count, low, high = _checked(
@@ -61,6 +63,7 @@ class _PlannedGpuService(Construct):
             reserved,
             type(self).__name__,
         )
+        check_options(type(self), path, options, known, service_type.__name__, ServiceError)
         super().__init__(scope, id_)
         self.task_definition = task_definition
         self.capacity = capacity
@@ -156,6 +159,7 @@ class SharedGpuService(_PlannedGpuService):
             options=kwargs,
             reserved=EC2_RESERVED,
             service_type=ecs.Ec2Service,
+            known=SharedGpuServiceOptions,
         )
 
 
@@ -287,5 +291,6 @@ class SharedGpuManagedInstancesService(_PlannedGpuService):
             max_healthy_percent=max_healthy_percent,
             options=kwargs,
             reserved=MANAGED_INSTANCES_RESERVED,
+            known=SharedGpuManagedInstancesServiceOptions,
             service_type=ecs.FargateService,
         )

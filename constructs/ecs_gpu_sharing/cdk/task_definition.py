@@ -47,6 +47,7 @@ from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
 from .options import SharedGpuManagedInstancesTaskDefinitionOptions, SharedGpuTaskDefinitionOptions
+from .refusals import check_options
 from .rendered import rendered_properties
 
 # aws-cdk-lib's synth-time template check uses a schema that predates SharingStrategy.
@@ -239,6 +240,9 @@ class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):
             "a SharedGpuTaskDefinition is EC2-only; use SharedGpuManagedInstancesTaskDefinition for ECS Managed "
             "Instances",
         )
+        check_options(
+            type(self), owner, kwargs, SharedGpuTaskDefinitionOptions, "Ec2TaskDefinition", TaskDefinitionError
+        )
         figures = {key: _task_figure(owner, key, value) for key, value in (("cpu", cpu), ("memory_mib", memory_mib))}
         super().__init__(scope, id_, **kwargs)
         resource = self.node.default_child
@@ -294,6 +298,14 @@ class SharedGpuManagedInstancesTaskDefinition(_MpsContainers, ecs.TaskDefinition
     ) -> None:
         owner = f"{scope.node.path}/{id_}"
         _refuse(owner, kwargs, ("compatibility",), "this task definition is for ECS Managed Instances")
+        check_options(
+            type(self),
+            owner,
+            kwargs,
+            SharedGpuManagedInstancesTaskDefinitionOptions,
+            "TaskDefinition",
+            TaskDefinitionError,
+        )
         super().__init__(
             scope,
             id_,
