@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
-"""Writes ``constructs/ecs_gpu_sharing/cdk/options.py`` (``make docs``): the options each construct passes on to
-aws-ecs, as typed dictionaries read off the installed aws-cdk-lib's own signatures, less what the construct takes
-itself or refuses. With them, ``**kwargs`` is typed (PEP 692): an editor completes the options and mypy checks them.
-A test fails when the committed file differs from what this writes (after an aws-cdk-lib upgrade, say)."""
+"""What ``constructs/ecs_gpu_sharing/cdk/options.py`` holds (``make docs`` writes it, through ``scripts/docs.py``):
+the options each construct passes on to aws-ecs, as typed dictionaries read off the installed aws-cdk-lib's own
+signatures, less what the construct takes itself or refuses. With them, ``**kwargs`` is typed (PEP 692): an editor
+completes the options and mypy checks them, and a constructor refuses an option neither it nor aws-ecs takes. A test
+fails when the committed file differs from what this writes (after an aws-cdk-lib upgrade, say)."""
 
 from __future__ import annotations
 
 import collections.abc
 import inspect
-import sys
 import typing
 from pathlib import Path
 from typing import Any
@@ -88,15 +87,3 @@ def source() -> str:
         *imports,
     ]
     return "\n".join(header) + "\n\n\n" + "\n\n\n".join(classes) + "\n"
-
-
-def main() -> int:
-    text = source()
-    if not TARGET.exists() or TARGET.read_text(encoding="utf-8") != text:
-        TARGET.write_text(text, encoding="utf-8")
-        print(f"wrote {TARGET.relative_to(REPO)}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
