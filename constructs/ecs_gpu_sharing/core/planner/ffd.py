@@ -168,15 +168,16 @@ class _FirstFit:
             n -= k
 
     def place_mps(self, s: ServiceInput, n: int, group: str | None) -> None:
+        # The hot loop of large fleets: the host checks and updates are written out here (fits_host, host_copies and
+        # take_host say the same), and the open GPUs' count is kept in a local.
         gpus, open_mps, idle, idle_hosts = self.gpus, self.open_mps, self.idle, self.idle_hosts
         cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
-        size, clients = s.task_gpu_budget_mib, s.clients
+        size, clients, name = s.task_gpu_budget_mib, s.clients, s.name
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
-        at = 0
-        scan = 0
+        at = scan = 0
+        end = len(open_mps)
         while n:
-            placed = False
-            while at < len(open_mps):
+            while at < end:
                 gpu = gpus[open_mps[at]]
                 h = gpu.host
                 if (
@@ -187,27 +188,37 @@ class _FirstFit:
                     and eni_left[h] >= need_eni
                     and gpu.group == group
                 ):
-                    k = min(n, gpu.room // size, gpu.clients // clients, self.host_copies(h, s))
-                    gpu.room -= k * size
-                    gpu.clients -= k * clients
-                    gpu.tasks[s.name] = gpu.tasks.get(s.name, 0) + k
-                    self.take_host(h, s, k)
-                    n -= k
-                    placed = True
                     break
                 at += 1
-            if placed:
+            if at < end:
+                k = min(n, gpu.room // size, gpu.clients // clients)
+                if need_cpu:
+                    k = min(k, cpu_left[h] // need_cpu)
+                if need_mem:
+                    k = min(k, mem_left[h] // need_mem)
+                if need_eni:
+                    k = min(k, eni_left[h] // need_eni)
+                gpu.room -= k * size
+                gpu.clients -= k * clients
+                gpu.tasks[name] = gpu.tasks.get(name, 0) + k
+                cpu_left[h] -= need_cpu * k
+                mem_left[h] -= need_mem * k
+                eni_left[h] -= need_eni * k
+                n -= k
                 continue
             # The first host with an idle GPU and room for s. A host passed over stays so for the rest of s's tasks
             # (its idle GPUs and its room only shrink), so the scan resumes where it stopped: linear in hosts per
             # service, not per GPU opened.
-            while scan < len(idle_hosts) and not (idle[idle_hosts[scan]] and self.fits_host(idle_hosts[scan], s)):
+            while scan < len(idle_hosts):
+                h = idle_hosts[scan]
+                if idle[h] and cpu_left[h] >= need_cpu and mem_left[h] >= need_mem and eni_left[h] >= need_eni:
+                    break
                 scan += 1
             host = idle_hosts[scan] if scan < len(idle_hosts) else self.new_host()
             index = idle[host].pop(0)
             gpus[index].group = group
             open_mps.append(index)
-            at = len(open_mps) - 1
+            at, end = end, end + 1
 
     def prune(self, smallest: tuple[int, int, int, int], position: int) -> None:
         """GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
