@@ -71,13 +71,22 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
         share = max(len(u.gpus) / g, u.cpu / cap.host_cpu_units, u.mem / cap.host_memory_mib, u.enis / eni_room(cap))
         return (share, u.cpu + u.mem)
 
+    slots, cpu_cap, mem_cap, eni_cap = g, cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)
     for unit in sorted(units, key=weight, reverse=True):
         n = unit.count
         at = 0
+        per_gpu, cpu, mem, enis = len(unit.gpus), unit.cpu, unit.mem, unit.enis
         while n and at < len(hosts):
             host = hosts[at]
-            k = _copies(host, unit, cap)
-            if not k:
+            # _copies, written out: this loop runs once per unit and host group
+            k = (slots - len(host.gpus)) // per_gpu if per_gpu else unit.count
+            if cpu:
+                k = min(k, (cpu_cap - host.cpu) // cpu)
+            if mem:
+                k = min(k, (mem_cap - host.mem) // mem)
+            if enis:
+                k = min(k, (eni_cap - host.enis) // enis)
+            if k <= 0:
                 at += 1
                 continue
             full = n // k
