@@ -353,6 +353,25 @@ def test_refuses_bad_options(kwargs: dict[str, Any], message: str) -> None:
         SharedGpuService(fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=td, **kwargs)
 
 
+def test_a_subclass_without_its_own_init_still_names_a_misspelt_option() -> None:
+    class TeamService(SharedGpuService):
+        """A team's own service class, as CDK apps often write them."""
+
+    fleet = Fleet()
+    td = SharedGpuTaskDefinition(fleet.stack, "Td")
+    td.add_container("a", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(100))
+    with pytest.raises(ServiceError, match=r"Test/S: servce_name is not an option .*did you mean service_name\?"):
+        TeamService(
+            fleet.stack,
+            "S",
+            cluster=fleet.cluster,
+            capacity=fleet.capacity,
+            task_definition=td,
+            desired_count=1,
+            servce_name="x",  # type: ignore[call-arg]
+        )
+
+
 def test_an_auto_scaling_maximum_above_ecs_tasks_per_service_fails_the_synth() -> None:
     fleet = Fleet(max_instances=5000)
     emb = fleet.service("Emb", 1, 1000)

@@ -29,7 +29,8 @@ def check_options(
     on, typed, cdk/options.py), with the nearest one either takes: without this, Python's TypeError arrives from
     inside aws-ecs without the construct's name."""
     options = set(known.__annotations__)
-    init = vars(construct)["__init__"]  # the construct's own signature, not jsii's metaclass call
+    # The nearest class's own __init__ (a team's subclass may not write one), not jsii's metaclass call.
+    init = next(vars(c)["__init__"] for c in construct.__mro__ if "__init__" in vars(c))
     own = {p.name for p in inspect.signature(init).parameters.values() if p.kind is p.KEYWORD_ONLY}
     for name in given:
         if name not in options:

@@ -50,6 +50,9 @@ class Family:
     def declare(self, rule_id: str, level: Level, about: str, source: Source, explanation: str) -> str:
         """Declares a rule of this family and returns its id (for the module's constant)."""
         if not rule_id.startswith(PREFIX) or any(r.rule_id == rule_id for r in self.rows):
-            raise GpuSharingError(f"rule family {self.name}: {rule_id!r} is not a new {PREFIX}Name id")
+            raise GpuSharingError(
+                f"rule family {self.name}: {rule_id!r} is not a new {PREFIX}Name id; give each rule its own id, "
+                f"spelled {PREFIX} and a name"
+            )
         self.rows.append(Declared(rule_id, level, about, source, explanation))
         return rule_id
