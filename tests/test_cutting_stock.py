@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from ecs_gpu_sharing.core import cutting_stock
 from ecs_gpu_sharing.core.planner import plan
 
@@ -38,3 +40,32 @@ def test_the_mixed_benchmark_is_planned_at_its_lp_bound_where_l2_was_loose() -> 
     assert all(c.gpus_used == c.gpu_lower_bound for c in result.capacities)
     assert result.capacity("l4").optimal
     assert result.instances <= result.instance_lower_bound * 1.01
+
+
+def test_highs_and_the_pure_simplex_solve_the_same_cover_lp() -> None:
+    """Past PURE_SIZES sizes the cover LP is HiGHS's; both solvers must give the same value, and duals that price
+    every column at most 1 (else the bound built on them would not hold)."""
+    sizes = [256 * (i + 1) for i in range(30)]
+    demand = [7 + 3 * i for i in range(30)]
+    columns = [[0] * 30 for _ in range(30)]
+    for i, size in enumerate(sizes):
+        columns[i][i] = 22272 // size
+    columns.append([1 if i in (0, 5, 19) else 0 for i in range(30)])
+    columns.append([2 if i in (3, 7) else 0 for i in range(30)])
+    values = []
+    for solve in (cutting_stock._cover_lp_highs, cutting_stock._cover_lp_simplex):
+        x, y = solve(columns, demand)
+        assert all(sum(a * b for a, b in zip(column, y, strict=True)) <= 1 + 1e-7 for column in columns)
+        assert all(sum(c[i] * v for c, v in zip(columns, x, strict=True)) >= demand[i] - 1e-7 for i in range(30))
+        values.append((sum(x), sum(d * v for d, v in zip(demand, y, strict=True))))
+    (primal_h, dual_h), (primal_s, dual_s) = values
+    assert abs(primal_h - primal_s) < 1e-6 and abs(dual_h - primal_h) < 1e-6 and abs(dual_s - primal_s) < 1e-6
+
+
+def test_a_fleet_of_many_sizes_gets_the_same_bound_from_highs(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = [256 * (i + 1) for i in range(28)]
+    by_highs = cutting_stock.solve(sizes, [1] * 28, [40 + i for i in range(28)], 22272, 48)
+    monkeypatch.setattr(cutting_stock, "PURE_SIZES", 32)
+    by_simplex = cutting_stock.solve(sizes, [1] * 28, [40 + i for i in range(28)], 22272, 48)
+    assert by_highs is not None and by_simplex is not None
+    assert by_highs.bound == by_simplex.bound > 0
