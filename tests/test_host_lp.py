@@ -8,6 +8,8 @@ import sys
 
 from ecs_gpu_sharing.core import host_lp
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem, plan
+from ecs_gpu_sharing.core.planner.ffd import ffd_hosts, ffd_orders
+from ecs_gpu_sharing.core.planner.packing import _as_pattern
 
 from conftest import REPO
 
@@ -43,6 +45,34 @@ def test_the_bound_on_a_patterns_worth_is_never_below_the_exact_best_pattern() -
     assert checked == 18
 
 
+def test_the_exact_pricing_on_a_multi_gpu_host_never_bounds_below_the_best_pattern() -> None:
+    """On hosts of several GPUs the exact pricing pools the GPUs (memory, clients, whole GPUs, and cuts that say how
+    many large tasks a GPU holds): a relaxation, so its dual bound must be at least the best pattern the benchmark's
+    per-GPU MILP finds, and the pattern it returns must be one a host holds."""
+    rng = random.Random(5)
+    checked = 0
+    for seed in (0, 1, 3, 6, 11, 12, 13, 17):
+        fleet = fleet_generator.generate(seed, 60)
+        assert fleet.capacity.gpus_per_instance > 1
+        services = fleet.services[:6]
+        items, host = _problem(fleet.capacity, services)
+        exact = host_lp.highs._Exact(items, host)
+        for _ in range(2):
+            duals = [rng.uniform(0, 0.6) for _ in items]
+            caps = [host_lp.per_host(it, host) for it in items]
+            pattern, bound = exact.solve(duals, caps, nodes=10_000)
+            best, _ = exact_price(fleet.capacity, services, duals, 10.0)
+            assert bound >= sum(d * a for d, a in zip(duals, best, strict=True)) - 1e-6, fleet.label
+            assert pattern is not None
+            assert sum(d * a for d, a in zip(duals, pattern.counts, strict=True)) <= bound + 1e-6
+            for tasks, whole in pattern.gpus:
+                assert whole or sum(items[i].size * k for i, k in tasks) <= host.usable, fleet.label
+            assert sum(items[i].cpu * a for i, a in enumerate(pattern.counts)) <= host.cpu
+            assert sum(items[i].mem * a for i, a in enumerate(pattern.counts)) <= host.mem
+            checked += 1
+    assert checked == 16
+
+
 def test_the_lp_bound_is_never_above_the_exact_optimum_of_small_fleets() -> None:
     rng = random.Random(17)
     checked = 0
@@ -65,6 +95,33 @@ def test_the_lp_leaves_no_task_out_and_no_task_twice() -> None:
     placed = [sum(p.counts[i] * k for p, k in solution.hosts) + solution.rest[i] for i in range(len(items))]
     assert placed == [it.demand for it in items]
     assert solution.bound > 0 and sum(k for _, k in solution.hosts) > 0
+
+
+def test_every_rounding_places_each_task_once() -> None:
+    """The LP's roundings (floors, and the dive past them) each leave every task placed once, by a pattern or left."""
+    fleet = fleet_generator.generate(24, 1000)  # eight H100s a host, 17 hosts: no pattern is used whole, so it dives
+    items, host = _problem(fleet.capacity, fleet.services)
+    solution = host_lp.solve(items, host)
+    assert solution.others, "expected a rounding before the dive"
+    for hosts, rest in [(solution.hosts, solution.rest), *solution.others]:
+        placed = [sum(p.counts[i] * k for p, k in hosts) + rest[i] for i in range(len(items))]
+        assert placed == [it.demand for it in items]
+        assert all(n >= 0 for n in rest)
+
+
+def test_the_lp_starts_from_the_plan_in_hand() -> None:
+    """Given a plan's hosts as its first patterns, the LP's value is never above that plan's host count."""
+    fleet = fleet_generator.generate(16, 10_000)  # eight H100s a host, 143 services
+    pairs = [(s, s.tasks) for s in fleet.services]
+    items, host = lp_problem(fleet.capacity, pairs)
+    start = ffd_hosts(fleet.capacity, [pairs], ffd_orders(fleet.capacity, [pairs])[0])
+    index = {s.name: i for i, (s, _) in enumerate(pairs)}
+    patterns = [_as_pattern(h, index, items) for h in start]
+    assert [sum(p.counts[i] * h.count for p, h in zip(patterns, start, strict=True)) for i in range(len(items))] == [
+        n for _, n in pairs
+    ]
+    count = sum(h.count for h in start)
+    assert host_lp.solve(items, host, start=patterns, exact_calls=0).lp_value <= count + 1e-6
 
 
 def test_highs_prints_nothing_on_standard_output() -> None:

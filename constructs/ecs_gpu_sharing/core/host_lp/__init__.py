@@ -25,72 +25,152 @@ from collections.abc import Sequence
 from .highs import _Exact, _Master, _Pricing, new_highs
 from .model import (
     BOUND_EVERY,
-    EXACT_CALLS,
+    DIVE_ROUNDS,
+    DIVES,
+    EXACT_ITEMS,
     EXACT_NODES,
+    EXACT_WORK,
     KNAPSACK_UNITS,
     MAX_COLUMNS,
     MAX_ROUNDS,
     RESOLVE_ROUNDS,
     ROUNDING_PASSES,
+    SMOOTHING,
     HostSpec,
     Item,
     Pattern,
     Solution,
+    _use,
     per_host,
 )
 from .patterns import _build, _candidates, _most_worth, _restrict
 
 
+def _worth(duals: Sequence[float], p: Pattern) -> float:
+    return sum(d * a for d, a in zip(duals, p.counts, strict=True))
+
+
 def _generate(
-    master: _Master, items: Sequence[Item], host: HostSpec, left: Sequence[int], rounds: int, exact_calls: int = 0
+    master: _Master,
+    items: Sequence[Item],
+    host: HostSpec,
+    left: Sequence[int],
+    rounds: int,
+    exact_calls: int = 0,
+    bounds: bool = True,
 ) -> tuple[float, list[float], float]:
     """Column generation for ``left`` tasks of each item: new patterns from the greedy, guided by the pricing LP, until
     none is worth more than a host or the rounds run out. Returns the master's value and solution, and the best lower
-    bound on the LP's value seen on the way (Farley's: the master's value over the most a pattern can be worth)."""
+    bound on the LP's value seen on the way (Farley's: the duals' value over the most a pattern can be worth).
+
+    The duals priced are smoothed (Wentges): a point between the master's duals and those of the best bound so far.
+    Column generation's duals swing from round to round, and priced at the midpoint it needs far fewer rounds. Where a
+    midpoint finds no pattern worth a host at the master's own duals, those are priced as they are. Without
+    ``bounds`` (the LP solved again while rounding, where its bound is not used), no bound is computed, and the duals
+    are priced as they are."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
     exact: _Exact | None = None
     calls = 0
     value, duals, x = master.solve()
     farley = 0.0
+    centre: list[float] | None = None
     for r in range(rounds + 1):
-        worth, counts, prices = pricing.solve(duals, caps)
-        last = worth <= 1 + 1e-7 or r == rounds or len(master.patterns) >= MAX_COLUMNS
-        if last or r % BOUND_EVERY == 0:
-            most = min(worth, _most_worth(items, host, duals, prices))
-            farley = max(farley, value / max(most, 1.0))
-            last = last or most <= 1 + 1e-7 or math.ceil(farley - 1e-6) >= math.ceil(value - 1e-6)
+        if len(master.patterns) >= MAX_COLUMNS or r == rounds:
+            at = list(duals)
         else:
-            most = worth
-        if last:
-            break  # no pattern is worth more than a host, or the bound is the LP's value rounded up: the LP is done
-        added = False
-        for p in _candidates(items, host, duals, caps, counts, prices):
-            if sum(d * a for d, a in zip(duals, p.counts, strict=True)) > 1 + 1e-7:
-                added |= master.add(p)
+            at = (
+                duals
+                if centre is None
+                else [SMOOTHING * c + (1 - SMOOTHING) * d for c, d in zip(centre, duals, strict=True)]
+            )
+        check = bounds and (r % BOUND_EVERY == 0 or r == rounds)
+        added, most = _price(master, items, host, at, duals, caps, pricing, check, bounds)
         if not added and calls < exact_calls:
-            # The greedy found nothing worth a host: ask the MILP, whose dual bound also tightens Farley's.
             exact = exact or _Exact(items, host)
             calls += 1
-            found, bound = exact.solve(duals, caps)
-            farley = max(farley, value / max(min(most, bound), 1.0))
-            if found is not None and sum(d * a for d, a in zip(duals, found.counts, strict=True)) > 1 + 1e-7:
+            found, bound = exact.solve(at, _promising(items, host, at, caps, pricing))
+            whole = len(items) <= EXACT_ITEMS
+            if not whole and (found is None or _worth(duals, found) <= 1 + 1e-7):
+                found, bound = exact.solve(at, caps)  # the promising items gave nothing: all of them, for the bound
+                whole = True
+            if whole:
+                most = min(most, bound)  # over every item: a bound on every pattern
+            if found is not None and _worth(duals, found) > 1 + 1e-7:
                 added = master.add(found)
-        if not added:
-            most = min(worth, _most_worth(items, host, duals, prices))
-            farley = max(farley, value / max(most, 1.0))
+        covered = sum(d * n for d, n in zip(at, left, strict=True))
+        if bounds and covered / max(most, 1.0) > farley - 1e-9:
+            farley, centre = covered / max(most, 1.0), at
+        if math.ceil(farley - 1e-6) >= math.ceil(value - 1e-6) or (most <= 1 + 1e-7 and at is duals):
+            break  # the bound is the LP's value rounded up, or no pattern is worth more than a host: the LP is done
+        if not added and at is not duals:
+            centre = None  # the midpoint found nothing: price the master's own duals next
+            continue
+        if not added or r == rounds or len(master.patterns) >= MAX_COLUMNS:
             break
         value, duals, x = master.solve()
     return value, x, farley
 
 
-def solve(items: Sequence[Item], host: HostSpec, *, beat: int = 0, exact_calls: int | None = None) -> Solution:
+def _promising(
+    items: Sequence[Item], host: HostSpec, at: Sequence[float], caps: Sequence[int], pricing: _Pricing
+) -> list[int]:
+    """``caps`` for the EXACT_ITEMS items whose worth at ``at`` is the least below what they take of the host at the
+    pricing LP's prices (relative to their worth), 0 for the others: the MILP's cost grows fast with its items."""
+    if len(items) <= EXACT_ITEMS:
+        return list(caps)
+    _, _, prices = pricing.solve(at, caps)
+    gain = [
+        (d - sum(p * u for p, u in zip(prices, _use(it, host), strict=True))) / max(d, 1e-9)
+        for it, d in zip(items, at, strict=True)
+    ]
+    kept = set(sorted(range(len(items)), key=lambda i: (-gain[i], i))[:EXACT_ITEMS])
+    return [c if i in kept else 0 for i, c in enumerate(caps)]
+
+
+def _price(
+    master: _Master,
+    items: Sequence[Item],
+    host: HostSpec,
+    at: Sequence[float],
+    duals: Sequence[float],
+    caps: Sequence[int],
+    pricing: _Pricing,
+    bound: bool,
+    bounds: bool = True,
+) -> tuple[bool, float]:
+    """The greedy's patterns priced at ``at``, those worth more than a host at the master's ``duals`` added; whether
+    one was, and the most a pattern is worth at ``at`` (the pricing LP's value, or the Lagrangian bound's: with
+    ``bound``, and with ``bounds`` where nothing was added)."""
+    worth, counts, prices = pricing.solve(at, caps)
+    most = worth
+    if worth <= 1 + 1e-7:
+        return False, most
+    if bound:
+        most = min(most, _most_worth(items, host, at, prices))
+    added = False
+    for p in _candidates(items, host, at, caps, counts, prices):
+        if _worth(duals, p) > 1 + 1e-7:
+            added |= master.add(p)
+    if not added and bounds:
+        most = min(most, _most_worth(items, host, at, prices))
+    return added, most
+
+
+def solve(
+    items: Sequence[Item],
+    host: HostSpec,
+    *,
+    beat: int = 0,
+    exact_calls: int | None = None,
+    start: Sequence[Pattern] = (),
+) -> Solution:
     """A plan of whole-host patterns for ``items`` (the rest left to the caller) and the LP's lower bound. ``beat``:
     the hosts of a plan the caller has; where the LP's value already needs as many, no plan is rounded from it (a
     rounding never does better than the LP it rounds). ``exact_calls``: MILP pricings when the greedy finds no pattern
-    (by default EXACT_CALLS on one-GPU hosts, where the MILP is small and the greedy weakest, and none on others)."""
+    (by default EXACT_WORK over the number of items). ``start``: patterns the master begins with (a plan's hosts)."""
     if exact_calls is None:
-        exact_calls = EXACT_CALLS if host.gpus == 1 else 0
+        exact_calls = EXACT_WORK // max(min(len(items), EXACT_ITEMS), 1)
     demand = [it.demand for it in items]
     if not items or not any(demand) or any(per_host(it, host) == 0 for it in items if it.demand):
         return Solution(0, 0.0, [], list(demand))
@@ -99,15 +179,28 @@ def solve(items: Sequence[Item], host: HostSpec, *, beat: int = 0, exact_calls: 
         caps = [0] * len(items)
         caps[i] = min(it.demand, per_host(it, host))
         master.add(_build(items, host, [i], caps))
+    for p in start:  # the hosts of a plan in hand: the LP starts no worse than it
+        master.add(p)
     value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls)
     bound = math.ceil(farley - 1e-6)
     left = list(demand)
     hosts: list[tuple[Pattern, int]] = []
     if beat and math.ceil(value - 1e-6) >= beat:
         return Solution(bound, value, hosts, left)
-    for _ in range(ROUNDING_PASSES):
+    plain: tuple[list[tuple[Pattern, int]], list[int]] | None = None
+    for step in range(ROUNDING_PASSES + DIVES):
+        order = sorted(range(len(x)), key=lambda j: (-x[j], j))
+        if not order or x[order[0]] < 1e-9:
+            break
+        if x[order[0]] < 1 - 1e-9:
+            # No pattern is used whole: keep this rounding (the rest for the planner), then dive: one host of the
+            # pattern the LP uses most, and the LP again over what is left.
+            plain = plain or (list(hosts), list(left))
+            x = [1.0 if j == order[0] else 0.0 for j in range(len(x))]
+        elif step >= ROUNDING_PASSES:
+            break
         taken = False
-        for j in sorted(range(len(x)), key=lambda j: (-x[j], j)):
+        for j in order:
             copies = math.floor(x[j] + 1e-9)
             while copies > 0:
                 p = _restrict(master.patterns[j], left, items)
@@ -123,14 +216,15 @@ def solve(items: Sequence[Item], host: HostSpec, *, beat: int = 0, exact_calls: 
         if not any(left) or not taken:
             break
         master.demand(left)
-        value, x, _ = _generate(master, items, host, left, RESOLVE_ROUNDS)
-    return Solution(bound, value, hosts, left)
+        value, x, _ = _generate(master, items, host, left, DIVE_ROUNDS if plain else RESOLVE_ROUNDS, bounds=False)
+    return Solution(bound, value, hosts, left, [plain] if plain else [])
 
 
 __all__ = [
     "BOUND_EVERY",
-    "EXACT_CALLS",
+    "EXACT_ITEMS",
     "EXACT_NODES",
+    "EXACT_WORK",
     "KNAPSACK_UNITS",
     "MAX_COLUMNS",
     "MAX_ROUNDS",

@@ -101,8 +101,9 @@ class _Exact:
         groups = sorted({it.group for it in items if it.size and not it.whole})
         mps = [i for i, it in enumerate(items) if it.size and not it.whole]
         self.compact = gpus == 1 and len(groups) <= 1  # one GPU, one group: the counts alone say it all
+        self.pooled = gpus > 1
         columns: list[tuple[str, int, int]] = [("x", i, -1) for i in range(n)]
-        if not self.compact:
+        if not self.compact and not self.pooled:
             columns += [("y", i, g) for i in mps for g in range(gpus)]
             columns += [("z", k, g) for k in range(len(groups)) for g in range(gpus)]
         self.index = {c: j for j, c in enumerate(columns)}
@@ -128,6 +129,9 @@ class _Exact:
             row({**{x[i]: items[i].size for i in mps}, **whole_gpu}, -inf, host.usable)
             row({x[i]: items[i].clients for i in mps}, -inf, MAX_CLIENTS_PER_GPU)
             return
+        if self.pooled:
+            self._pooled_rows(row, x, mps)
+            return
         for i in mps:
             row({x[i]: 1.0, **{self.index[("y", i, g)]: -1.0 for g in range(gpus)}}, 0.0, 0.0)
         for g in range(gpus):
@@ -150,8 +154,37 @@ class _Exact:
             used.update({self.index[("z", k, g + 1)]: -1.0 for k in range(len(groups))})
             row(used, 0.0, inf)
 
-    def solve(self, duals: Sequence[float], caps: Sequence[int]) -> tuple[Pattern | None, float]:
+    def _pooled_rows(self, row, x, mps) -> None:  # type: ignore[no-untyped-def]
+        items, host = self.items, self.host
+        u, gpus, inf = host.usable, host.gpus, 1e30
+        whole = {x[i]: it.whole for i, it in enumerate(items) if it.whole}
+        row({**{x[i]: items[i].size for i in mps}, **{j: w * u for j, w in whole.items()}}, -inf, gpus * u)
+        row(
+            {**{x[i]: items[i].clients for i in mps}, **{j: w * MAX_CLIENTS_PER_GPU for j, w in whole.items()}},
+            -inf,
+            gpus * MAX_CLIENTS_PER_GPU,
+        )
+        for k in range(2, 6):  # a GPU holds at most k tasks larger than 1/(k+1) of it
+            big = {x[i]: 1.0 for i in mps if items[i].size * (k + 1) > u}
+            if big:
+                row({**big, **{j: w * k for j, w in whole.items()}}, -inf, k * gpus)
+        sizes = sorted({items[i].size for i in mps if 2 * items[i].size <= u})
+        step = max(1, len(sizes) // 16)
+        for eps in sizes[::step]:  # Martello and Toth's dual feasible function at each threshold
+            coef = {}
+            for i in mps:
+                s = items[i].size
+                if s > u - eps:
+                    coef[x[i]] = float(u)
+                elif s >= eps:
+                    coef[x[i]] = float(s)
+            row({**coef, **{j: w * u for j, w in whole.items()}}, -inf, gpus * u)
+
+    def solve(
+        self, duals: Sequence[float], caps: Sequence[int], nodes: int = EXACT_NODES
+    ) -> tuple[Pattern | None, float]:
         np = self.np
+        self.h.setOptionValue("mip_max_nodes", nodes)
         index = np.arange(self.n, dtype=np.int32)
         self.h.changeColsCost(self.n, index, np.array([float(d) for d in duals]))
         self.h.changeColsBounds(self.n, index, np.zeros(self.n), np.array([float(c) for c in caps]))
@@ -161,12 +194,13 @@ class _Exact:
             return None, max(0.0, info.mip_dual_bound)
         values = self.h.getSolution().col_value
         b = _Builder(self.items, self.host)
-        for g in range(0 if self.compact else self.host.gpus):
+        for g in range(0 if self.compact or self.pooled else self.host.gpus):
             for i in range(self.n):
                 j = self.index.get(("y", i, g))
                 if j is not None and round(values[j]):
                     b.add(i, round(values[j]), only=g)
-        for i in range(self.n):  # whole-GPU tasks and tasks without a GPU, and any the layout above left out
+        largest = sorted(range(self.n), key=lambda i: (-self.items[i].whole, -self.items[i].size, i))
+        for i in largest:  # whole-GPU tasks, then the largest first; any the layout above left out
             b.add(i, round(values[self.index[("x", i, -1)]]) - b.counts[i])
         return b.pattern(), info.mip_dual_bound
 

@@ -10,9 +10,14 @@ MAX_ROUNDS = 60  # column generation rounds in one LP
 MAX_COLUMNS = 2500  # patterns in one master
 RESOLVE_ROUNDS = 12  # pricing rounds after the first solve, per rounding pass
 ROUNDING_PASSES = 6  # LP solves over what is left, before the rest goes to the planner's packings
+DIVE_ROUNDS = 3  # pricing rounds after each dive
+DIVES = 60  # more of them, each fixing one host of the pattern the LP uses most, where none is used whole
+SMOOTHING = 0.5  # weight of the best bound's duals in the duals priced (Wentges's smoothing)
 BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
 EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
-EXACT_CALLS = 30  # exact pricings in the first column generation, on one-GPU hosts
+EXACT_ITEMS = 40  # items one exact pricing weighs at most (the most promising at the duals priced)
+EXACT_WORK = 600  # exact pricings in the first column generation, times the services priced (a MILP's cost grows
+# with its variables: 30 pricings of 20 services, 15 past EXACT_ITEMS)
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 
@@ -53,6 +58,8 @@ class Solution:
     lp_value: float
     hosts: list[tuple[Pattern, int]] = field(default_factory=list)  # (pattern, copies)
     rest: list[int] = field(default_factory=list)  # tasks of each item the patterns leave for the planner
+    # other roundings (hosts, rest), the planner to keep whichever it finishes on fewer hosts
+    others: list[tuple[list[tuple[Pattern, int]], list[int]]] = field(default_factory=list)
 
 
 def per_host(it: Item, host: HostSpec) -> int:

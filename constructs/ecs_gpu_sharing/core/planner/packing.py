@@ -81,7 +81,7 @@ def _pack_partition(
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
     if plan_size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
-        planned, lp_bound = _pack_host_lp(capacity, groups, plan_size(best)[0])
+        planned, lp_bound = _pack_host_lp(capacity, groups, best)
         host_bound = max(host_bound, lp_bound)
         if planned is not None and plan_size(planned) < plan_size(best):
             best = planned
@@ -100,23 +100,32 @@ HOST_LP_TASKS = (
 
 
 def _pack_host_lp(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], beat: int
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], best: list[Host]
 ) -> tuple[list[Host] | None, int]:
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
-    cannot beat ``beat`` hosts); and the LP's bound."""
+    cannot beat ``best``, whose hosts are its first patterns); and the LP's bound."""
     pairs = [(s, n) for group in groups for s, n in group if n]
     items, spec = lp_problem(capacity, pairs)
-    solution = host_lp.solve(items, spec, beat=beat)
+    index = {s.name: i for i, (s, _) in enumerate(pairs)}
+    start = [_as_pattern(h, index, items) for h in best]
+    solution = host_lp.solve(items, spec, beat=plan_size(best)[0], start=start)
     if not solution.hosts:
         return None, solution.bound
-    hosts = [_lp_host(p, k, pairs) for p, k in solution.hosts]
-    left = {s.name: n for (s, _), n in zip(pairs, solution.rest, strict=True)}
-    rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
-    rest = [group for group in rest if group]
-    if rest:
-        packed = [ffd_hosts(capacity, rest, order) for order in ffd_orders(capacity, rest)]
-        hosts += sorted(packed, key=plan_size)[0]
-    return hosts, solution.bound
+    planned = []
+    for patterns, rest_counts in [(solution.hosts, solution.rest), *solution.others]:
+        hosts = [_lp_host(p, k, pairs) for p, k in patterns]
+        left = {s.name: n for (s, _), n in zip(pairs, rest_counts, strict=True)}
+        rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
+        rest = [group for group in rest if group]
+        if rest:
+            packed = sorted([ffd_hosts(capacity, rest, order) for order in ffd_orders(capacity, rest)], key=plan_size)
+            finish = packed[0]
+            # A rest of a few tasks: the exact search, for a host fewer at a time.
+            while (fewer := search_hosts(capacity, rest, plan_size(finish)[0] - 1)) is not None:
+                finish = fewer
+            hosts += finish
+        planned.append(hosts)
+    return min(planned, key=plan_size), solution.bound
 
 
 def lp_problem(
@@ -145,6 +154,25 @@ def lp_problem(
         eni_room(capacity),
     )
     return items, spec
+
+
+def _as_pattern(host: Host, index: dict[str, int], items: Sequence[host_lp.Item]) -> host_lp.Pattern:
+    """One of the planner's hosts as the LP's pattern (a whole-GPU task is on each of its GPUs, counted once)."""
+    counts = [0] * len(items)
+    gpus = []
+    for load in host.gpus:
+        tasks = tuple(sorted((index[name], k) for name, k in load.tasks))
+        if tasks:
+            gpus.append((tasks, load.whole))
+        for i, k in tasks:
+            counts[i] += k
+    for i, it in enumerate(items):
+        if it.whole:
+            counts[i] //= it.whole
+    no_gpu = tuple(sorted((index[name], k) for name, k in host.without_gpu.items()))
+    for i, k in no_gpu:
+        counts[i] += k
+    return host_lp.Pattern(tuple(counts), tuple(gpus), no_gpu)
 
 
 def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int]]) -> Host:
