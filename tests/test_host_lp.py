@@ -73,6 +73,52 @@ def test_the_exact_pricing_on_a_multi_gpu_host_never_bounds_below_the_best_patte
     assert checked == 16
 
 
+def _holds(pattern: host_lp.Pattern, items: list[host_lp.Item], host: host_lp.HostSpec) -> bool:
+    """Whether one host holds ``pattern``: GPU memory and clients per GPU, one isolation group per GPU, CPU, memory."""
+    on_gpus = [0] * len(items)
+    for tasks, whole in pattern.gpus:
+        if not whole:
+            if (
+                sum(items[i].size * k for i, k in tasks) > host.usable
+                or sum(items[i].clients * k for i, k in tasks) > 48
+            ):
+                return False
+            if len({items[i].group for i, _ in tasks}) > 1:
+                return False
+        for i, k in tasks:
+            on_gpus[i] += k
+    wholes = sum(pattern.counts[i] * it.whole for i, it in enumerate(items))
+    mps_gpus = sum(1 for _, whole in pattern.gpus if not whole)
+    return (
+        all(on_gpus[i] == pattern.counts[i] for i, it in enumerate(items) if it.size and not it.whole)
+        and wholes + mps_gpus <= host.gpus
+        and sum(items[i].cpu * a for i, a in enumerate(pattern.counts)) <= host.cpu
+        and sum(items[i].mem * a for i, a in enumerate(pattern.counts)) <= host.mem
+    )
+
+
+def test_an_exact_patterns_neighbours_are_patterns_a_host_holds() -> None:
+    """The neighbours added beside an exact pricing's pattern (one task out, the room refilled) must each fit a host,
+    and differ from it."""
+    rng = random.Random(8)
+    checked = expected = 0
+    for seed in (0, 2, 3, 24):  # four, one, one and eight GPUs a host
+        fleet = fleet_generator.generate(seed, 1000)
+        items, host = _problem(fleet.capacity, fleet.services)
+        exact = host_lp.highs._Exact(items, host)
+        duals = [rng.uniform(0.05, 0.6) for _ in items]
+        caps = [host_lp.per_host(it, host) for it in items]
+        found, _ = exact.solve(duals, caps)
+        assert found is not None and _holds(found, items, host)
+        expected += sum(1 for a in found.counts if a)  # one neighbour per item the pattern holds
+        for p in host_lp.patterns._variants(items, host, found, duals, caps):
+            assert _holds(p, items, host), fleet.label
+            assert p.counts != found.counts or p.gpus != found.gpus
+            assert all(a <= c for a, c in zip(p.counts, caps, strict=True))
+            checked += 1
+    assert checked == expected >= 6
+
+
 def test_the_lp_bound_is_never_above_the_exact_optimum_of_small_fleets() -> None:
     rng = random.Random(17)
     checked = 0

@@ -25,11 +25,13 @@ from collections.abc import Sequence
 from .highs import _Exact, _Master, _Pricing, new_highs
 from .model import (
     BOUND_EVERY,
+    DIVE_KEEP,
     DIVE_ROUNDS,
     DIVES,
     EXACT_ITEMS,
     EXACT_NODES,
     EXACT_WORK,
+    FINAL_SEARCH,
     KNAPSACK_UNITS,
     MAX_COLUMNS,
     MAX_ROUNDS,
@@ -43,7 +45,7 @@ from .model import (
     _use,
     per_host,
 )
-from .patterns import _build, _candidates, _most_worth, _restrict
+from .patterns import _build, _candidates, _most_worth, _restrict, _variants
 
 
 def _worth(duals: Sequence[float], p: Pattern) -> float:
@@ -98,6 +100,9 @@ def _generate(
                 most = min(most, bound)  # over every item: a bound on every pattern
             if found is not None and _worth(duals, found) > 1 + 1e-7:
                 added = master.add(found)
+                for p in _variants(items, host, found, at, caps):
+                    if _worth(duals, p) > 1 + 1e-7:
+                        master.add(p)
         covered = sum(d * n for d, n in zip(at, left, strict=True))
         if bounds and covered / max(most, 1.0) > farley - 1e-9:
             farley, centre = covered / max(most, 1.0), at
@@ -109,6 +114,11 @@ def _generate(
         if not added or r == rounds or len(master.patterns) >= MAX_COLUMNS:
             break
         value, duals, x = master.solve()
+    if exact_calls and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6):
+        # Column generation stopped short: the most a pattern is worth at the master's last duals, searched further.
+        exact = exact or _Exact(items, host)
+        _, bound = exact.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
+        farley = max(farley, value / max(bound, 1.0))
     return value, x, farley
 
 
@@ -170,7 +180,7 @@ def solve(
     rounding never does better than the LP it rounds). ``exact_calls``: MILP pricings when the greedy finds no pattern
     (by default EXACT_WORK over the number of items). ``start``: patterns the master begins with (a plan's hosts)."""
     if exact_calls is None:
-        exact_calls = EXACT_WORK // max(min(len(items), EXACT_ITEMS), 1)
+        exact_calls = EXACT_WORK // max(len(items), 1)
     demand = [it.demand for it in items]
     if not items or not any(demand) or any(per_host(it, host) == 0 for it in items if it.demand):
         return Solution(0, 0.0, [], list(demand))
@@ -187,15 +197,18 @@ def solve(
     hosts: list[tuple[Pattern, int]] = []
     if beat and math.ceil(value - 1e-6) >= beat:
         return Solution(bound, value, hosts, left)
-    plain: tuple[list[tuple[Pattern, int]], list[int]] | None = None
+    kept: list[tuple[list[tuple[Pattern, int]], list[int]]] = []  # roundings the planner finishes, before dives
+    dives = 0
     for step in range(ROUNDING_PASSES + DIVES):
         order = sorted(range(len(x)), key=lambda j: (-x[j], j))
         if not order or x[order[0]] < 1e-9:
             break
         if x[order[0]] < 1 - 1e-9:
-            # No pattern is used whole: keep this rounding (the rest for the planner), then dive: one host of the
-            # pattern the LP uses most, and the LP again over what is left.
-            plain = plain or (list(hosts), list(left))
+            # No pattern is used whole: dive, one host of the pattern the LP uses most and the LP again over what is
+            # left; every DIVE_KEEP dives, keep the rounding so far (its rest for the planner).
+            if dives % DIVE_KEEP == 0:
+                kept.append((list(hosts), list(left)))
+            dives += 1
             x = [1.0 if j == order[0] else 0.0 for j in range(len(x))]
         elif step >= ROUNDING_PASSES:
             break
@@ -216,8 +229,8 @@ def solve(
         if not any(left) or not taken:
             break
         master.demand(left)
-        value, x, _ = _generate(master, items, host, left, DIVE_ROUNDS if plain else RESOLVE_ROUNDS, bounds=False)
-    return Solution(bound, value, hosts, left, [plain] if plain else [])
+        value, x, _ = _generate(master, items, host, left, DIVE_ROUNDS if dives else RESOLVE_ROUNDS, bounds=False)
+    return Solution(bound, value, hosts, left, kept)
 
 
 __all__ = [

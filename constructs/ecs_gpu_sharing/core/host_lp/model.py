@@ -10,14 +10,16 @@ MAX_ROUNDS = 60  # column generation rounds in one LP
 MAX_COLUMNS = 2500  # patterns in one master
 RESOLVE_ROUNDS = 12  # pricing rounds after the first solve, per rounding pass
 ROUNDING_PASSES = 6  # LP solves over what is left, before the rest goes to the planner's packings
+DIVE_KEEP = 5  # dives between two roundings kept for the planner to finish
 DIVE_ROUNDS = 3  # pricing rounds after each dive
 DIVES = 60  # more of them, each fixing one host of the pattern the LP uses most, where none is used whole
 SMOOTHING = 0.5  # weight of the best bound's duals in the duals priced (Wentges's smoothing)
 BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
 EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
+FINAL_SEARCH = 10  # times EXACT_NODES: the last exact pricing's nodes, for the bound where the LP stopped short
 EXACT_ITEMS = 40  # items one exact pricing weighs at most (the most promising at the duals priced)
-EXACT_WORK = 600  # exact pricings in the first column generation, times the services priced (a MILP's cost grows
-# with its variables: 30 pricings of 20 services, 15 past EXACT_ITEMS)
+EXACT_WORK = 1500  # exact pricings in the first column generation, times the services priced (a MILP's cost grows
+# with its items: 30 pricings of 50 services, 7 of 200)
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 

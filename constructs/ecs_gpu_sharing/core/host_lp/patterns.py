@@ -44,6 +44,8 @@ class _Builder:
                 self.group[g], self.whole[g], self.room[g] = "", True, 0
                 self.load[g][i] = 1
         elif it.size:
+            if max(self.room) < it.size:
+                return  # no GPU has the room (a whole GPU's room is 0)
             # Best fit: GPUs of the item's group with the least room that fits first, then idle GPUs.
             order = sorted(
                 (g for g in range(self.host.gpus) if self.group[g] in (it.group, None) and not self.whole[g]),
@@ -99,6 +101,31 @@ def _build(items: Sequence[Item], host: HostSpec, order: Sequence[int], caps: Se
         if caps[i] > 0:
             b.add(i, caps[i])
     return b.pattern()
+
+
+def _variants(
+    items: Sequence[Item], host: HostSpec, p: Pattern, duals: Sequence[float], caps: Sequence[int]
+) -> list[Pattern]:
+    """Neighbours of ``p``: one task of an item it holds taken out, the room refilled by dual price over the task's
+    dominant share of the host (largest first), each laid out afresh. An exact pricing's pattern and its neighbours
+    are often all worth more than a host; adding them together saves rounds."""
+    shares = [_shares(it, host) for it in items]
+    order = sorted(
+        (i for i, d in enumerate(duals) if d > 1e-9), key=lambda i: (-duals[i] / max(max(shares[i]), 1e-12), i)
+    )
+    largest = sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i))
+    found = []
+    for out in (i for i, a in enumerate(p.counts) if a):
+        b = _Builder(items, host)
+        for i in largest:
+            keep = p.counts[i] - (1 if i == out else 0)
+            if keep > 0:
+                b.add(i, keep)
+        for i in order:
+            if i != out:
+                b.add(i, caps[i] - b.counts[i])
+        found.append(b.pattern())
+    return found
 
 
 def _restrict(p: Pattern, left: Sequence[int], items: Sequence[Item]) -> Pattern:
