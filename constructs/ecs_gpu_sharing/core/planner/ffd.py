@@ -61,6 +61,7 @@ def ffd_hosts(
     fill = _FirstFit(capacity)
     smallest = _smallest_to_come([s for s, _, _ in tasks])
     for position, (s, n, group) in enumerate(tasks):
+        fill.coming = smallest[position]
         if s.whole_gpus:
             fill.place_whole(s, n, group)
         elif not s.clients:
@@ -105,6 +106,10 @@ class _FirstFit:
         self.open_mps: list[int] = []  # GPUs that may still take an MPS task, in opening order
         self.idle_hosts: list[int] = []  # hosts that had an idle GPU, in opening order
         self.pruned_for = _NEVER
+        self.block: list[int] = []  # per host: the add_filled call that made it (-1: new_host)
+        self.coming = _NEVER  # the least of each figure of the MPS tasks after the service being placed
+        self.blocks = 0
+        self.touched: set[int] = set()  # hosts given a task since they were made
 
     def new_host(self) -> int:
         cap, h = self.capacity, len(self.cpu_left)
@@ -115,6 +120,7 @@ class _FirstFit:
         self.eni_left.append(eni_room(cap))
         self.idle.append([])
         self.without.append({})
+        self.block.append(-1)
         for _ in range(cap.gpus_per_instance):
             self.idle[h].append(len(self.gpus))
             self.gpus.append(_OpenGpu(h, None, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU))
@@ -149,6 +155,7 @@ class _FirstFit:
                 h += 1
             if h == len(self.cpu_left):
                 self.new_host()
+            self.touched.add(h)
             for _ in range(s.whole_gpus):
                 gpu = self.gpus[self.idle[h].pop(0)]
                 gpu.whole, gpu.group, gpu.tasks = True, group, {s.name: 1}
@@ -163,6 +170,7 @@ class _FirstFit:
             if h == len(self.cpu_left):
                 self.new_host()
             k = min(n, self.host_copies(h, s))
+            self.touched.add(h)
             self.without[h][s.name] = self.without[h].get(s.name, 0) + k
             self.take_host(h, s, k)
             n -= k
@@ -172,6 +180,7 @@ class _FirstFit:
         # take_host say the same), and the open GPUs' count is kept in a local.
         gpus, open_mps, idle, idle_hosts = self.gpus, self.open_mps, self.idle, self.idle_hosts
         cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
+        touched = self.touched
         size, clients, name = s.task_gpu_budget_mib, s.clients, s.name
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
         at = scan = 0
@@ -201,6 +210,7 @@ class _FirstFit:
                 gpu.room -= k * size
                 gpu.clients -= k * clients
                 gpu.tasks[name] = gpu.tasks.get(name, 0) + k
+                touched.add(h)
                 cpu_left[h] -= need_cpu * k
                 mem_left[h] -= need_mem * k
                 eni_left[h] -= need_eni * k
@@ -214,11 +224,98 @@ class _FirstFit:
                 if idle[h] and cpu_left[h] >= need_cpu and mem_left[h] >= need_mem and eni_left[h] >= need_eni:
                     break
                 scan += 1
+            if scan == len(idle_hosts):
+                # From here on s goes to new hosts, each filled the same way: the full ones in one step.
+                fill = self.fresh_fill(s)
+                copies = n // sum(fill) if fill else 0
+                if copies > 1:
+                    self.add_filled(s, group, fill, copies)
+                    n -= copies * sum(fill)
+                    scan, at = len(idle_hosts), len(open_mps)
+                    end = at
+                    continue
             host = idle_hosts[scan] if scan < len(idle_hosts) else self.new_host()
             index = idle[host].pop(0)
             gpus[index].group = group
             open_mps.append(index)
             at, end = end, end + 1
+
+    def fresh_fill(self, s: ServiceInput) -> list[int]:
+        """The tasks of ``s`` place_mps puts on each GPU of a new host, in opening order, when it has more than the
+        host takes: each GPU as full as its memory, its clients and the host's CPU, memory and interfaces allow, the
+        next GPU opened while the host has room for a task."""
+        cap = self.capacity
+        cpu, mem, eni = cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)
+        per_gpu = min(cap.usable_gpu_memory_mib // s.task_gpu_budget_mib, MAX_CLIENTS_PER_GPU // s.clients)
+        fill: list[int] = []
+        while (
+            len(fill) < cap.gpus_per_instance
+            and cpu >= s.cpu_units
+            and mem >= s.memory_mib
+            and eni >= s.network_interfaces
+        ):
+            k = per_gpu
+            if s.cpu_units:
+                k = min(k, cpu // s.cpu_units)
+            if s.memory_mib:
+                k = min(k, mem // s.memory_mib)
+            if s.network_interfaces:
+                k = min(k, eni // s.network_interfaces)
+            if k <= 0:
+                break
+            fill.append(k)
+            cpu -= k * s.cpu_units
+            mem -= k * s.memory_mib
+            eni -= k * s.network_interfaces
+        return fill
+
+    def add_filled(self, s: ServiceInput, group: str | None, fill: list[int], copies: int) -> None:
+        """``copies`` new hosts, each with ``fill`` tasks of ``s`` on its first GPUs: the state place_mps leaves."""
+        cap = self.capacity
+        size, clients, name = s.task_gpu_budget_mib, s.clients, s.name
+        tasks = sum(fill)
+        cpu = cap.host_cpu_units - tasks * s.cpu_units
+        mem = cap.host_memory_mib - tasks * s.memory_mib
+        eni = eni_room(cap) - tasks * s.network_interfaces
+        usable, gpus_per = cap.usable_gpu_memory_mib, cap.gpus_per_instance
+        gpus, open_mps, idle = self.gpus, self.open_mps, self.idle
+        block = self.blocks
+        self.blocks += 1
+        least, least_clients, least_cpu, least_mem = self.coming
+        if len(fill) == gpus_per and (
+            cpu < least_cpu
+            or mem < least_mem
+            or all(usable - k * size < least or MAX_CLIENTS_PER_GPU - k * clients < least_clients for k in fill)
+        ):
+            # No MPS task still to come fits these hosts, and they have no idle GPU for a whole-GPU task: nothing
+            # will change their GPUs, so they share one set (a task without a GPU changes only its host's figures).
+            shared = [
+                _OpenGpu(len(self.cpu_left), group, usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, {name: k})
+                for k in fill
+            ]
+            self.block.extend([block] * copies)
+            self.cpu_left.extend([cpu] * copies)
+            self.mem_left.extend([mem] * copies)
+            self.eni_left.extend([eni] * copies)
+            self.without.extend({} for _ in range(copies))
+            idle.extend([] for _ in range(copies))
+            gpus.extend(shared * copies)
+            return
+        for _ in range(copies):
+            h = len(self.cpu_left)
+            self.block.append(block)
+            self.idle_hosts.append(h)
+            self.cpu_left.append(cpu)
+            self.mem_left.append(mem)
+            self.eni_left.append(eni)
+            self.without.append({})
+            first = len(gpus)
+            for k in fill:
+                open_mps.append(len(gpus))
+                gpus.append(_OpenGpu(h, group, usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, {name: k}))
+            idle.append(list(range(len(gpus), first + gpus_per)))
+            for _ in range(gpus_per - len(fill)):
+                gpus.append(_OpenGpu(h, None, usable, MAX_CLIENTS_PER_GPU))
 
     def prune(self, smallest: tuple[int, int, int, int], position: int) -> None:
         """GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
@@ -244,29 +341,35 @@ class _FirstFit:
             ]
 
     def hosts(self) -> list[Host]:
-        """The open hosts, identical ones counted together."""
+        """The open hosts, identical ones counted together (in the order each kind was first opened). Hosts one
+        add_filled call made and nothing touched since are alike: their kind is worked out once."""
         cap = self.capacity
+        g = cap.gpus_per_instance
         hosts: dict[tuple[Any, ...], Host] = {}
-        per_host: list[list[GpuLoad]] = [[] for _ in self.cpu_left]
-        for gpu in self.gpus:
-            if gpu.tasks:
-                per_host[gpu.host].append(
+        kinds: dict[int, tuple[Any, ...]] = {}
+        for h in range(len(self.cpu_left)):
+            block = self.block[h]
+            key = kinds.get(block) if block >= 0 and h not in self.touched else None
+            if key is None:
+                loads = [
                     GpuLoad(
                         tasks=tuple(sorted(gpu.tasks.items())),
                         used_gpu_memory_mib=0 if gpu.whole else cap.usable_gpu_memory_mib - gpu.room,
                         clients=0 if gpu.whole else MAX_CLIENTS_PER_GPU - gpu.clients,
                         whole=gpu.whole,
                     )
-                )
-        for h, loads in enumerate(per_host):
-            cpu = cap.host_cpu_units - self.cpu_left[h]
-            mem = cap.host_memory_mib - self.mem_left[h]
-            enis = eni_room(cap) - self.eni_left[h]
-            key = (tuple(loads), cpu, mem, tuple(sorted(self.without[h].items())))
-            if key in hosts:
-                hosts[key].count += 1
-            else:
-                hosts[key] = Host(1, list(loads), cpu, mem, dict(self.without[h]), enis)
+                    for gpu in self.gpus[h * g : (h + 1) * g]
+                    if gpu.tasks
+                ]
+                cpu = cap.host_cpu_units - self.cpu_left[h]
+                mem = cap.host_memory_mib - self.mem_left[h]
+                key = (tuple(loads), cpu, mem, tuple(sorted(self.without[h].items())))
+                if key not in hosts:
+                    enis = eni_room(cap) - self.eni_left[h]
+                    hosts[key] = Host(0, loads, cpu, mem, dict(self.without[h]), enis)
+                if block >= 0 and h not in self.touched:
+                    kinds[block] = key
+            hosts[key].count += 1
         return list(hosts.values())
 
 
