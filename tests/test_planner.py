@@ -525,3 +525,27 @@ def test_ffd_places_a_run_of_full_new_hosts_in_one_step_exactly_as_task_by_task(
     in_one_step = plans()
     monkeypatch.setattr(ffd._FirstFit, "fresh_fill", lambda self, s: [])  # host by host
     assert plans() == in_one_step
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.integers(1, 6)), min_size=1, max_size=8),
+    st.integers(1, 120),
+)
+def test_the_exact_gpu_fill_finds_the_fullest_subset(pairs: list[tuple[int, int]], room_units: int) -> None:
+    """The GPU stage's subset-sum (which stops once the room is filled exactly) fills the room as fully as any subset
+    of the tasks left does, within each service's tasks left."""
+    from ecs_gpu_sharing.core.planner.gpus import Item, _exact_fill
+
+    items = sorted(
+        (Item(f"s{i}", size * 256, 1, 0, 0, left) for i, (size, left) in enumerate(pairs)), key=lambda it: -it.size
+    )
+    room = room_units * 256
+    chosen = _exact_fill(items, room, {})
+    assert chosen is not None
+    assert all(0 < k <= items[i].left for i, k in chosen.items())
+    filled = sum(items[i].size * k for i, k in chosen.items())
+    reachable = {0}
+    for it in items:
+        reachable |= {r + it.size * k for r in reachable for k in range(1, it.left + 1) if r + it.size * k <= room}
+    assert filled == max(reachable)

@@ -52,7 +52,10 @@ class Item:
 def _greedy_fill(items: list[Item], room: int, clients: int, cpu: int, mem: int, taken: dict[int, int]) -> int:
     """Adds tasks largest first while every limit holds; returns the GPU memory added."""
     used = 0
+    least = items[-1].size if items else 0  # items come largest first
     for i, it in enumerate(items):
+        if room < least or clients <= 0:
+            break  # no task left fits the GPU's memory or its clients
         avail = it.left - taken.get(i, 0)
         if avail <= 0 or it.size > room:
             continue
@@ -93,6 +96,8 @@ def _exact_fill(items: list[Item], room: int, taken: dict[int, int]) -> dict[int
             reach = (reach | (reach << (weight * k))) & mask
             avail -= k
             chunk *= 2
+        if reach >> cap:
+            break  # the room filled exactly: no later task changes what is chosen (it was reachable before them)
     target = reach.bit_length() - 1
     chosen: dict[int, int] = {}
     for before, i, k in reversed(history):
@@ -165,13 +170,19 @@ def pack_gpus(
     """Stage 1: MPS tasks onto GPUs, as (GPU contents, CPU units, memory, how many such GPUs)."""
     groups = []
     items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
-    first = 0
+    first = spent = 0
     while first < len(items):
         if items[first].left == 0:
             first += 1
             continue
+        if spent * 2 > len(items):
+            # Most tasks placed: drop the services with none left, so that fills stop scanning them (the order of
+            # those left, all a fill reads, is the same).
+            items = [it for it in items if it.left]
+            first = spent = 0
         contents = fill(items, first, cap)
         groups.append(_take(items, contents, min(items[i].left // k for i, k in contents.items())))
+        spent += sum(1 for i in contents if items[i].left == 0)
     return groups
 
 

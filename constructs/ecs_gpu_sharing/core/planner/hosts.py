@@ -75,6 +75,7 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
     for unit in sorted(units, key=weight, reverse=True):
         n = unit.count
         at = 0
+        emptied = False
         per_gpu, cpu, mem, enis = len(unit.gpus), unit.cpu, unit.mem, unit.enis
         while n and at < len(hosts):
             host = hosts[at]
@@ -105,6 +106,7 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
                     split.append(twin)
             host.count -= full + (1 if rest else 0)
             hosts[at:at] = split
+            emptied = emptied or not host.count
             n = 0
         if n:
             per_host = _copies(Host(1, []), unit, cap)
@@ -114,7 +116,8 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
                     group = Host(count, [])
                     _add(group, unit, copies)
                     hosts.append(group)
-        hosts = [h for h in hosts if h.count]
+        if emptied:  # a split took every host of a group
+            hosts = [h for h in hosts if h.count]
     return hosts
 
 
