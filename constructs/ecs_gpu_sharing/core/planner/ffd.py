@@ -15,7 +15,7 @@ PRUNE_EVERY = 8  # services between two prunings of first-fit's open GPUs when t
 FFD_ALWAYS_TASKS = 20_000  # up to this many tasks FFD always runs beside the staged plan
 
 
-@dataclass
+@dataclass(slots=True)
 class _OpenGpu:
     host: int  # index of its host
     group: str | None  # the isolation group it holds (None while idle)
