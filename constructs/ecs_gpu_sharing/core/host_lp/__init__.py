@@ -86,8 +86,7 @@ def _generate(
                 if centre is None
                 else [SMOOTHING * c + (1 - SMOOTHING) * d for c, d in zip(centre, duals, strict=True)]
             )
-        check = bounds and (r % BOUND_EVERY == 0 or r == rounds)
-        added, most = _price(master, items, host, at, duals, caps, pricing, check, bounds)
+        added, most = _price(master, items, host, at, duals, caps, pricing, bounds, r % BOUND_EVERY == 0 or r == rounds)
         if not added and calls < exact_calls:
             exact = exact or _Exact(items, host)
             calls += 1
@@ -146,17 +145,17 @@ def _price(
     duals: Sequence[float],
     caps: Sequence[int],
     pricing: _Pricing,
-    bound: bool,
-    bounds: bool = True,
+    bounds: bool,
+    due: bool,
 ) -> tuple[bool, float]:
     """The greedy's patterns priced at ``at``, those worth more than a host at the master's ``duals`` added; whether
-    one was, and the most a pattern is worth at ``at`` (the pricing LP's value, or the Lagrangian bound's: with
-    ``bound``, and with ``bounds`` where nothing was added)."""
+    one was, and the most a pattern is worth at ``at``: the pricing LP's value, or, with ``bounds``, the Lagrangian
+    bound's where the bound is ``due`` or nothing was added."""
     worth, counts, prices = pricing.solve(at, caps)
     most = worth
     if worth <= 1 + 1e-7:
         return False, most
-    if bound:
+    if bounds and due:
         most = min(most, _most_worth(items, host, at, prices))
     added = False
     for p in _candidates(items, host, at, caps, counts, prices):
