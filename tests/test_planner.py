@@ -488,13 +488,9 @@ def test_a_large_memory_bound_fleet_is_planned_by_ffd_alone_and_fits() -> None:
     )
 
 
-def test_ffd_places_a_run_of_full_new_hosts_in_one_step_exactly_as_task_by_task(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Where a service goes to new hosts, FFD makes the full ones in one step (add_filled), sharing the GPUs of hosts
-    nothing to come can change. The plan must be the one placing them host by host gives: on generated fleets of
-    one, four and eight GPUs a host, with whole-GPU tasks, and with tasks without a GPU added (they land on such
-    hosts afterwards), in every order."""
+def _ffd_plans() -> list[object]:
+    """FFD's hosts, in every order, on generated fleets of one, four and eight GPUs a host, with whole-GPU tasks, and
+    with tasks without a GPU added (they land on hosts already open)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
         import fleet_generator
@@ -502,29 +498,51 @@ def test_ffd_places_a_run_of_full_new_hosts_in_one_step_exactly_as_task_by_task(
         sys.path.pop(0)
     from ecs_gpu_sharing.core.planner import ffd
 
-    def plans() -> list[object]:
-        out = []
-        for seed in (3, 5, 6, 13, 17, 24):
-            fleet = fleet_generator.generate(seed, 3000)
-            cpu_only = [
-                service_input(
-                    f"cpu{i}",
-                    fleet.capacity.name,
-                    TaskShape(256 * (i + 1), 512 * (i + 1)),
-                    40 + 30 * i,
-                    count_source="test",
-                )
-                for i in range(3)
-            ]
-            pairs = [(s, s.tasks) for s in [*fleet.services, *cpu_only]]
-            for order in ("gpu", "cpu", "memory", "dominant", "sum"):
-                hosts = ffd.ffd_hosts(fleet.capacity, [pairs], order)
-                out.append([(h.count, h.gpus, h.cpu, h.mem, sorted(h.without_gpu.items()), h.enis) for h in hosts])
-        return out
+    out = []
+    for seed in (3, 5, 6, 13, 17, 24):
+        fleet = fleet_generator.generate(seed, 3000)
+        cpu_only = [
+            service_input(
+                f"cpu{i}",
+                fleet.capacity.name,
+                TaskShape(256 * (i + 1), 512 * (i + 1)),
+                40 + 30 * i,
+                count_source="test",
+            )
+            for i in range(3)
+        ]
+        pairs = [(s, s.tasks) for s in [*fleet.services, *cpu_only]]
+        for order in ("gpu", "cpu", "memory", "dominant", "sum"):
+            hosts = ffd.ffd_hosts(fleet.capacity, [pairs], order)
+            out.append([(h.count, h.gpus, h.cpu, h.mem, sorted(h.without_gpu.items()), h.enis) for h in hosts])
+    return out
 
-    in_one_step = plans()
+
+def test_ffd_places_a_run_of_full_new_hosts_in_one_step_exactly_as_task_by_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where a service goes to new hosts, FFD makes the full ones in one step (add_filled), sharing the GPUs of hosts
+    nothing to come can change. The plan must be the one placing them host by host gives: on generated fleets of
+    one, four and eight GPUs a host, with whole-GPU tasks, and with tasks without a GPU added (they land on such
+    hosts afterwards), in every order."""
+    from ecs_gpu_sharing.core.planner import ffd
+
+    in_one_step = _ffd_plans()
     monkeypatch.setattr(ffd._FirstFit, "fresh_fill", lambda self, s: [])  # host by host
-    assert plans() == in_one_step
+    assert _ffd_plans() == in_one_step
+
+
+def test_ffd_skipping_chunks_of_open_gpus_changes_no_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """First-fit's scan skips a chunk of open GPUs where the bounds it kept rule it out. The plan with chunks of
+    thirty-two must be the one with chunks of two, and the one a scan of every GPU gives."""
+    from ecs_gpu_sharing.core.planner import ffd
+
+    with_chunks = _ffd_plans()
+    for shift in (1, 60):  # chunks of two; chunks no fleet fills (every GPU read)
+        monkeypatch.setattr(ffd, "CHUNK_SHIFT", shift)
+        monkeypatch.setattr(ffd, "CHUNK", 1 << shift)
+        monkeypatch.setattr(ffd, "CHUNK_MASK", (1 << shift) - 1)
+        assert _ffd_plans() == with_chunks, shift
 
 
 @settings(max_examples=200, deadline=None)

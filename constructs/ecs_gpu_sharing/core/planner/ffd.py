@@ -13,6 +13,9 @@ from .model import CapacityInput, GpuLoad, ServiceInput
 
 PRUNE_EVERY = 8  # services between two prunings of first-fit's open GPUs when the smallest task to come stays the same
 FFD_ALWAYS_TASKS = 20_000  # up to this many tasks FFD always runs beside the staged plan
+CHUNK_SHIFT = 5  # first-fit's scan reads open GPUs in chunks of 2**CHUNK_SHIFT, skipping a chunk its bounds rule out
+CHUNK = 1 << CHUNK_SHIFT
+CHUNK_MASK = CHUNK - 1
 
 
 @dataclass(slots=True)
@@ -110,6 +113,9 @@ class _FirstFit:
         self.coming = _NEVER  # the least of each figure of the MPS tasks after the service being placed
         self.blocks = 0
         self.touched: set[int] = set()  # hosts given a task since they were made
+        # Per chunk of CHUNK open GPUs (by position in open_mps): the most GPU memory, host memory and host CPU left
+        # on its GPUs when last read whole. Dropped when pruning moves the positions.
+        self.chunk_bounds: dict[int, tuple[int, int, int]] = {}
 
     def new_host(self) -> int:
         cap, h = self.capacity, len(self.cpu_left)
@@ -185,8 +191,24 @@ class _FirstFit:
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
         at = scan = 0
         end = len(open_mps)
+        bounds = self.chunk_bounds
         while n:
             while at < end:
+                if not at & CHUNK_MASK and at + CHUNK <= end:
+                    # At the start of a whole chunk of open GPUs: skip it where its bounds say no GPU in it can take
+                    # s; else the first GPU in it that can, if any.
+                    bound = bounds.get(at >> CHUNK_SHIFT)
+                    if bound is not None and (bound[0] < size or bound[1] < need_mem or bound[2] < need_cpu):
+                        at += CHUNK
+                        continue
+                    found = self.first_in_chunk(at, s, group)
+                    if found < 0:
+                        at += CHUNK
+                        continue
+                    at = found
+                    gpu = gpus[open_mps[at]]
+                    h = gpu.host
+                    break
                 gpu = gpus[open_mps[at]]
                 h = gpu.host
                 if (
@@ -239,6 +261,36 @@ class _FirstFit:
             gpus[index].group = group
             open_mps.append(index)
             at, end = end, end + 1
+
+    def first_in_chunk(self, at: int, s: ServiceInput, group: str | None) -> int:
+        """The first position from ``at`` in the chunk of open GPUs starting there whose GPU and host can take a task
+        of ``s``; else -1, and the chunk's bounds (the most GPU memory, host memory and host CPU left in it) are
+        kept. These figures only shrink, so bounds once kept stay true: a chunk they rule out is skipped unread."""
+        gpus, open_mps = self.gpus, self.open_mps
+        cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
+        size, clients = s.task_gpu_budget_mib, s.clients
+        need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
+        room = mem = cpu = -1
+        for i in range(at, at + CHUNK):
+            gpu = gpus[open_mps[i]]
+            h = gpu.host
+            if (
+                gpu.room >= size
+                and mem_left[h] >= need_mem
+                and cpu_left[h] >= need_cpu
+                and gpu.clients >= clients
+                and eni_left[h] >= need_eni
+                and gpu.group == group
+            ):
+                return i
+            if gpu.room > room:
+                room = gpu.room
+            if mem_left[h] > mem:
+                mem = mem_left[h]
+            if cpu_left[h] > cpu:
+                cpu = cpu_left[h]
+        self.chunk_bounds[at >> CHUNK_SHIFT] = (room, mem, cpu)
+        return -1
 
     def fresh_fill(self, s: ServiceInput) -> list[int]:
         """The tasks of ``s`` place_mps puts on each GPU of a new host, in opening order, when it has more than the
@@ -301,21 +353,22 @@ class _FirstFit:
             idle.extend([] for _ in range(copies))
             gpus.extend(shared * copies)
             return
-        for _ in range(copies):
-            h = len(self.cpu_left)
-            self.block.append(block)
-            self.idle_hosts.append(h)
-            self.cpu_left.append(cpu)
-            self.mem_left.append(mem)
-            self.eni_left.append(eni)
-            self.without.append({})
-            first = len(gpus)
-            for k in fill:
-                open_mps.append(len(gpus))
-                gpus.append(_OpenGpu(h, group, usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, {name: k}))
-            idle.append(list(range(len(gpus), first + gpus_per)))
-            for _ in range(gpus_per - len(fill)):
-                gpus.append(_OpenGpu(h, None, usable, MAX_CLIENTS_PER_GPU))
+        # The hosts' lists grow in bulk; host h's GPUs are gpus[h * gpus_per : (h + 1) * gpus_per], its first
+        # len(fill) open, in that order.
+        hosts = range(len(self.cpu_left), len(self.cpu_left) + copies)
+        opened = len(fill)
+        self.block.extend([block] * copies)
+        self.idle_hosts.extend(hosts)
+        self.cpu_left.extend([cpu] * copies)
+        self.mem_left.extend([mem] * copies)
+        self.eni_left.extend([eni] * copies)
+        self.without.extend({} for _ in hosts)
+        open_mps.extend(h * gpus_per + j for h in hosts for j in range(opened))
+        idle.extend(list(range(h * gpus_per + opened, (h + 1) * gpus_per)) for h in hosts)
+        left = [(usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, k) for k in fill]
+        for h in hosts:
+            gpus.extend([_OpenGpu(h, group, room, free, {name: k}) for room, free, k in left])
+            gpus.extend([_OpenGpu(h, None, usable, MAX_CLIENTS_PER_GPU) for _ in range(opened, gpus_per)])
 
     def prune(self, smallest: tuple[int, int, int, int], position: int) -> None:
         """GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
@@ -325,6 +378,7 @@ class _FirstFit:
         gpus, cpu_left, mem_left = self.gpus, self.cpu_left, self.mem_left
         if len(self.open_mps) > 64 and (smallest != self.pruned_for or position % PRUNE_EVERY == 0):
             self.pruned_for = smallest
+            self.chunk_bounds.clear()
             size, clients, cpu, mem = smallest
             self.open_mps[:] = [
                 i
@@ -347,9 +401,20 @@ class _FirstFit:
         g = cap.gpus_per_instance
         hosts: dict[tuple[Any, ...], Host] = {}
         kinds: dict[int, tuple[Any, ...]] = {}
+        seen: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # a host's raw figures, read cheaply: its key
         for h in range(len(self.cpu_left)):
             block = self.block[h]
             key = kinds.get(block) if block >= 0 and h not in self.touched else None
+            if key is None:
+                raw = (
+                    tuple(
+                        [(tuple(gpu.tasks.items()), gpu.room, gpu.clients) for gpu in self.gpus[h * g : (h + 1) * g]]
+                    ),
+                    self.cpu_left[h],
+                    self.mem_left[h],
+                    tuple(self.without[h].items()),
+                )
+                key = seen.get(raw)
             if key is None:
                 loads = [
                     GpuLoad(
@@ -364,6 +429,7 @@ class _FirstFit:
                 cpu = cap.host_cpu_units - self.cpu_left[h]
                 mem = cap.host_memory_mib - self.mem_left[h]
                 key = (tuple(loads), cpu, mem, tuple(sorted(self.without[h].items())))
+                seen[raw] = key
                 if key not in hosts:
                     enis = eni_room(cap) - self.eni_left[h]
                     hosts[key] = Host(0, loads, cpu, mem, dict(self.without[h]), enis)
