@@ -545,6 +545,47 @@ def test_ffd_skipping_chunks_of_open_gpus_changes_no_placement(monkeypatch: pyte
         assert _ffd_plans() == with_chunks, shift
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 10), st.integers(1, 4), st.integers(0, 8), st.integers(1, 80)), min_size=1, max_size=6
+    ),
+    st.integers(1, 8),
+)
+def test_ffd_chunks_change_no_placement_where_room_is_met_exactly(
+    services: list[tuple[int, int, int, int]], gpus: int
+) -> None:
+    """Small figures, so that a GPU's or a host's room often equals a task's need exactly: first-fit with chunks of
+    two GPUs (and two hosts) places every task where a scan of every one does, in every order."""
+    import dataclasses
+
+    from ecs_gpu_sharing.core.planner import ffd
+
+    cap = dataclasses.replace(L40S, gpus_per_instance=gpus, usable_gpu_memory_mib=10_000, host_cpu_units=16)
+    cap = dataclasses.replace(cap, host_memory_mib=24_000)
+    pairs = [
+        (si(f"s{i}", "l40s", n, cpu, mem * 1000, (mib * 1000,)), n) for i, (mib, cpu, mem, n) in enumerate(services)
+    ]
+
+    def placed() -> list[object]:
+        return [
+            [(h.count, h.gpus, h.cpu, h.mem) for h in ffd.ffd_hosts(cap, [pairs], order)]
+            for order in ("gpu", "cpu", "memory", "dominant", "sum")
+        ]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ffd, "CHUNK_SHIFT", 1)
+        patch.setattr(ffd, "CHUNK", 2)
+        patch.setattr(ffd, "CHUNK_MASK", 1)
+        in_chunks = placed()
+    assert placed() == in_chunks  # chunks of 32
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ffd, "CHUNK_SHIFT", 60)
+        patch.setattr(ffd, "CHUNK", 1 << 60)
+        patch.setattr(ffd, "CHUNK_MASK", (1 << 60) - 1)
+        assert placed() == in_chunks
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 40), st.integers(1, 6)), min_size=1, max_size=8),

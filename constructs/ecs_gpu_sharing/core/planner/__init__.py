@@ -22,7 +22,7 @@ the most that fit a host) say how far from optimal a plan can be; a plan at its 
 
 from __future__ import annotations
 
-from .ffd import FFD_ALWAYS_TASKS, PRUNE_EVERY
+from .ffd import FFD_ALWAYS_TASKS
 from .gpus import bin_lower_bound
 from .model import (
     EC2,
@@ -47,7 +47,6 @@ __all__ = [
     "HOST_LP_TASKS",
     "KINDS",
     "MANAGED_INSTANCES",
-    "PRUNE_EVERY",
     "SEARCH_STEPS",
     "SEARCH_TASKS",
     "CapacityInput",

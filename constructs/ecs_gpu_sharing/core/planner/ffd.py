@@ -11,7 +11,6 @@ from ..mps import MAX_CLIENTS_PER_GPU
 from .hosts import Host, eni_room
 from .model import CapacityInput, GpuLoad, ServiceInput
 
-PRUNE_EVERY = 8  # services between two prunings of first-fit's open GPUs when the smallest task to come stays the same
 FFD_ALWAYS_TASKS = 20_000  # up to this many tasks FFD always runs beside the staged plan
 CHUNK_SHIFT = 5  # first-fit's scan reads open GPUs in chunks of 2**CHUNK_SHIFT, skipping a chunk its bounds rule out
 CHUNK = 1 << CHUNK_SHIFT
@@ -71,7 +70,6 @@ def ffd_hosts(
             fill.place_without_gpu(s, n)
         else:
             fill.place_mps(s, n, group)
-        fill.prune(smallest[position], position)
     return fill.hosts()
 
 
@@ -106,16 +104,17 @@ class _FirstFit:
         self.idle: list[list[int]] = []  # per host, its idle GPUs (indexes into gpus)
         self.gpus: list[_OpenGpu] = []
         self.without: list[dict[str, int]] = []
-        self.open_mps: list[int] = []  # GPUs that may still take an MPS task, in opening order
+        self.open_mps: list[int] = []  # GPUs opened for MPS tasks, in opening order
         self.idle_hosts: list[int] = []  # hosts that had an idle GPU, in opening order
-        self.pruned_for = _NEVER
         self.block: list[int] = []  # per host: the add_filled call that made it (-1: new_host)
         self.coming = _NEVER  # the least of each figure of the MPS tasks after the service being placed
         self.blocks = 0
         self.touched: set[int] = set()  # hosts given a task since they were made
-        # Per chunk of CHUNK open GPUs (by position in open_mps): the most GPU memory, host memory and host CPU left
-        # on its GPUs when last read whole. Dropped when pruning moves the positions.
+        # Per chunk of CHUNK open GPUs (by position in open_mps, which only grows): the most GPU memory, host memory
+        # and host CPU left on its GPUs when last read whole. Spent GPUs stay in the list; their chunks' bounds keep
+        # the scans off them.
         self.chunk_bounds: dict[int, tuple[int, int, int]] = {}
+        self.host_bounds: dict[int, tuple[int, int]] = {}  # the same for idle_hosts: host memory and CPU
 
     def new_host(self) -> int:
         cap, h = self.capacity, len(self.cpu_left)
@@ -191,7 +190,7 @@ class _FirstFit:
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
         at = scan = 0
         end = len(open_mps)
-        bounds = self.chunk_bounds
+        bounds, host_bounds = self.chunk_bounds, self.host_bounds
         while n:
             while at < end:
                 if not at & CHUNK_MASK and at + CHUNK <= end:
@@ -242,6 +241,18 @@ class _FirstFit:
             # (its idle GPUs and its room only shrink), so the scan resumes where it stopped: linear in hosts per
             # service, not per GPU opened.
             while scan < len(idle_hosts):
+                if not scan & CHUNK_MASK and scan + CHUNK <= len(idle_hosts):
+                    # The same for the hosts with an idle GPU, by chunks: skipped where the chunk's bounds rule it out.
+                    room = host_bounds.get(scan >> CHUNK_SHIFT)
+                    if room is not None and (room[0] < need_mem or room[1] < need_cpu):
+                        scan += CHUNK
+                        continue
+                    found = self.first_idle_in_chunk(scan, s)
+                    if found < 0:
+                        scan += CHUNK
+                        continue
+                    scan = found
+                    break
                 h = idle_hosts[scan]
                 if idle[h] and cpu_left[h] >= need_cpu and mem_left[h] >= need_mem and eni_left[h] >= need_eni:
                     break
@@ -290,6 +301,26 @@ class _FirstFit:
             if cpu_left[h] > cpu:
                 cpu = cpu_left[h]
         self.chunk_bounds[at >> CHUNK_SHIFT] = (room, mem, cpu)
+        return -1
+
+    def first_idle_in_chunk(self, at: int, s: ServiceInput) -> int:
+        """The first position from ``at`` in the chunk of idle_hosts starting there whose host has an idle GPU and
+        room for a task of ``s``; else -1, and the chunk's bounds (the most host memory and CPU left on its hosts
+        with an idle GPU) are kept. Idle GPUs and room only shrink, so they stay true."""
+        idle_hosts, idle = self.idle_hosts, self.idle
+        cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
+        need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
+        mem = cpu = -1
+        for i in range(at, at + CHUNK):
+            h = idle_hosts[i]
+            if idle[h]:
+                if cpu_left[h] >= need_cpu and mem_left[h] >= need_mem and eni_left[h] >= need_eni:
+                    return i
+                if mem_left[h] > mem:
+                    mem = mem_left[h]
+                if cpu_left[h] > cpu:
+                    cpu = cpu_left[h]
+        self.host_bounds[at >> CHUNK_SHIFT] = (mem, cpu)
         return -1
 
     def fresh_fill(self, s: ServiceInput) -> list[int]:
@@ -369,30 +400,6 @@ class _FirstFit:
         for h in hosts:
             gpus.extend([_OpenGpu(h, group, room, free, {name: k}) for room, free, k in left])
             gpus.extend([_OpenGpu(h, None, usable, MAX_CLIENTS_PER_GPU) for _ in range(opened, gpus_per)])
-
-    def prune(self, smallest: tuple[int, int, int, int], position: int) -> None:
-        """GPUs that cannot take the smallest task still to come (its memory, its clients, or its host's CPU or
-        memory) are skipped from now on. Pruning changes no placement, only what the scans look at: it runs when the
-        smallest task to come changes, and every PRUNE_EVERY services. Hosts out of CPU or memory for it keep their
-        idle GPUs idle."""
-        gpus, cpu_left, mem_left = self.gpus, self.cpu_left, self.mem_left
-        if len(self.open_mps) > 64 and (smallest != self.pruned_for or position % PRUNE_EVERY == 0):
-            self.pruned_for = smallest
-            self.chunk_bounds.clear()
-            size, clients, cpu, mem = smallest
-            self.open_mps[:] = [
-                i
-                for i in self.open_mps
-                if gpus[i].room >= size
-                and gpus[i].clients >= clients
-                and cpu_left[gpus[i].host] >= cpu
-                and mem_left[gpus[i].host] >= mem
-            ]
-        if len(self.idle_hosts) > 64:
-            _, _, cpu, mem = smallest
-            self.idle_hosts[:] = [
-                h for h in self.idle_hosts if self.idle[h] and cpu_left[h] >= cpu and mem_left[h] >= mem
-            ]
 
     def hosts(self) -> list[Host]:
         """The open hosts, identical ones counted together (in the order each kind was first opened). Hosts one
