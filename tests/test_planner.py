@@ -586,6 +586,41 @@ def test_ffd_chunks_change_no_placement_where_room_is_met_exactly(
         assert placed() == in_chunks
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 8), st.integers(0, 8), st.integers(1, 40), st.integers(0, 2)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_host_packing_in_chunks_places_every_unit_where_a_scan_of_every_group_does(
+    units: list[tuple[int, int, int, int, int]],
+) -> None:
+    """The host packing skips chunks of host groups its bounds rule out. With small figures (rooms met exactly, many
+    groups split), chunks of two and of thirty-two give the plan a scan of every group gives."""
+    import dataclasses
+
+    from ecs_gpu_sharing.core.planner import hosts as stage2
+
+    cap = dataclasses.replace(L40S, host_cpu_units=16, host_memory_mib=24_000)
+
+    def packed() -> list[object]:
+        made = [
+            stage2.Unit([GpuLoad(((f"u{i}", 1),), 1000, 1)] * slots, cpu, mem * 1000, count, enis=enis)
+            for i, (slots, cpu, mem, count, enis) in enumerate(units)
+        ]
+        return [(h.count, h.gpus, h.cpu, h.mem, h.enis) for h in stage2.pack_hosts(made, cap)]
+
+    in_chunks = packed()
+    for shift in (1, 60):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(stage2, "GROUP_CHUNK_SHIFT", shift)
+            patch.setattr(stage2, "GROUP_CHUNK", 1 << shift)
+            patch.setattr(stage2, "GROUP_CHUNK_MASK", (1 << shift) - 1)
+            assert packed() == in_chunks, shift
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 40), st.integers(1, 6)), min_size=1, max_size=8),
@@ -608,3 +643,47 @@ def test_the_exact_gpu_fill_finds_the_fullest_subset(pairs: list[tuple[int, int]
     for it in items:
         reachable |= {r + it.size * k for r in reachable for k in range(1, it.left + 1) if r + it.size * k <= room}
     assert filled == max(reachable)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 40), st.integers(1, 3), st.integers(0, 4), st.integers(0, 4), st.integers(0, 6)),
+        min_size=1,
+        max_size=10,
+    ),
+    st.integers(1, 120),
+    st.integers(1, 12),
+    st.integers(0, 16),
+    st.integers(0, 16),
+    st.integers(0, 10),
+)
+def test_the_greedy_gpu_fill_passes_over_only_what_cannot_fit(
+    services: list[tuple[int, int, int, int, int]], room_units: int, clients: int, cpu: int, mem: int, spent: int
+) -> None:
+    """The greedy fill starts after the spent items and jumps over tasks larger than the room left. It must choose
+    what reading every item in order chooses: each, largest first, as many as every limit allows."""
+    from ecs_gpu_sharing.core.planner.gpus import Item, _exact_fill, _greedy_fill
+
+    items = sorted(
+        (Item(f"s{i}", size * 256, c, u, m, left) for i, (size, c, u, m, left) in enumerate(services)),
+        key=lambda it: -it.size,
+    )
+    start = min(spent, len(items))
+    for it in items[:start]:
+        it.left = 0
+    room = room_units * 256
+
+    expected: dict[int, int] = {}
+    r, c, u, m = room, clients, cpu, mem
+    for i, it in enumerate(items):
+        k = min(it.left, r // it.size, c // it.clients)
+        k = min(k, u // it.cpu) if it.cpu else k
+        k = min(k, m // it.mem) if it.mem else k
+        if k > 0:
+            expected[i] = k
+            r, c, u, m = r - k * it.size, c - k * it.clients, u - k * it.cpu, m - k * it.mem
+    taken: dict[int, int] = {}
+    used = _greedy_fill(items, room, clients, cpu, mem, taken, start)
+    assert taken == expected and used == room - r
+    assert _exact_fill(items, room, {}, start) == _exact_fill(items, room, {})

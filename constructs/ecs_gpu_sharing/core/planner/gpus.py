@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -49,34 +50,52 @@ class Item:
     left: int
 
 
-def _greedy_fill(items: list[Item], room: int, clients: int, cpu: int, mem: int, taken: dict[int, int]) -> int:
-    """Adds tasks largest first while every limit holds; returns the GPU memory added."""
+def _neg_size(it: Item) -> int:
+    return -it.size
+
+
+def _fitting(items: list[Item], room: int, start: int) -> int:
+    """The first position from ``start`` whose task fits ``room`` of GPU memory (items come largest first)."""
+    return bisect_left(items, -room, lo=start, key=_neg_size)
+
+
+def _greedy_fill(
+    items: list[Item], room: int, clients: int, cpu: int, mem: int, taken: dict[int, int], start: int = 0
+) -> int:
+    """Adds tasks largest first while every limit holds; returns the GPU memory added. Items before ``start`` have
+    no task left, and those larger than the room left are passed over unread (the room only shrinks)."""
     used = 0
     least = items[-1].size if items else 0  # items come largest first
-    for i, it in enumerate(items):
+    i, end = _fitting(items, room, start), len(items)
+    while i < end:
         if room < least or clients <= 0:
             break  # no task left fits the GPU's memory or its clients
+        it = items[i]
         avail = it.left - taken.get(i, 0)
-        if avail <= 0 or it.size > room:
-            continue
-        k = min(avail, room // it.size, clients // it.clients)
-        if it.cpu:
-            k = min(k, cpu // it.cpu)
-        if it.mem:
-            k = min(k, mem // it.mem)
-        if k > 0:
-            taken[i] = taken.get(i, 0) + k
-            room -= k * it.size
-            clients -= k * it.clients
-            cpu -= k * it.cpu
-            mem -= k * it.mem
-            used += k * it.size
+        if avail > 0:
+            k = min(avail, room // it.size, clients // it.clients)
+            if it.cpu:
+                k = min(k, cpu // it.cpu)
+            if it.mem:
+                k = min(k, mem // it.mem)
+            if k > 0:
+                taken[i] = taken.get(i, 0) + k
+                room -= k * it.size
+                clients -= k * it.clients
+                cpu -= k * it.cpu
+                mem -= k * it.mem
+                used += k * it.size
+                i = _fitting(items, room, i + 1)
+                continue
+        i += 1
     return used
 
 
-def _exact_fill(items: list[Item], room: int, taken: dict[int, int]) -> dict[int, int] | None:
-    """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset)."""
-    candidates = [(i, it) for i, it in enumerate(items) if it.size <= room and it.left - taken.get(i, 0) > 0]
+def _exact_fill(items: list[Item], room: int, taken: dict[int, int], start: int = 0) -> dict[int, int] | None:
+    """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset). Items
+    before ``start`` have no task left."""
+    at = _fitting(items, room, start)
+    candidates = [(i, items[i]) for i in range(at, len(items)) if items[i].left - taken.get(i, 0) > 0]
     if not candidates:
         return {}
     step = 0
@@ -116,7 +135,8 @@ def _limits_hold(items: list[Item], contents: dict[int, int], cap: CapacityInput
 
 
 def _fill_greedy(items: list[Item], first: int, cap: CapacityInput) -> dict[int, int]:
-    """First-fit decreasing within the GPU: the largest remaining tasks that still fit, in order."""
+    """First-fit decreasing within the GPU: the largest remaining tasks that still fit, in order. Each fill starts a
+    GPU with a task of ``first``, the first item with tasks left."""
     it = items[first]
     contents = {first: 1}
     _greedy_fill(
@@ -126,6 +146,7 @@ def _fill_greedy(items: list[Item], first: int, cap: CapacityInput) -> dict[int,
         cap.host_cpu_units - it.cpu,
         cap.host_memory_mib - it.mem,
         contents,
+        first,
     )
     return contents
 
@@ -136,12 +157,12 @@ def _fill_exact(items: list[Item], first: int, cap: CapacityInput, partner: bool
     contents = {first: 1}
     room = cap.usable_gpu_memory_mib - items[first].size
     if partner:
-        for i, other in enumerate(items):
-            if other.size <= room and other.left - contents.get(i, 0) > 0:
+        for i in range(_fitting(items, room, first), len(items)):
+            if items[i].left - contents.get(i, 0) > 0:
                 contents[i] = contents.get(i, 0) + 1
-                room -= other.size
+                room -= items[i].size
                 break
-    for i, k in (_exact_fill(items, room, contents) or {}).items():
+    for i, k in (_exact_fill(items, room, contents, first) or {}).items():
         contents[i] = contents.get(i, 0) + k
     greedy = _fill_greedy(items, first, cap)
     used = sum(items[i].size * k for i, k in contents.items())
