@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -136,6 +137,51 @@ def test_bin_lower_bound() -> None:
     assert bin_lower_bound({60: 3}, 100) == 3  # each item needs its own bin
     assert bin_lower_bound({50: 4}, 100) == 2
     assert bin_lower_bound({512: 41}, 20840) == 2  # 20840 holds 40 items of 512, not 40.7
+
+
+def _fewest_bins(items: list[int], capacity: int) -> int:
+    """The fewest bins of ``capacity`` that hold ``items``, by search (a few items only)."""
+    best = len(items)
+
+    def place(i: int, bins: list[int]) -> None:
+        nonlocal best
+        if len(bins) >= best:
+            return
+        if i == len(items):
+            best = len(bins)
+            return
+        for b in range(len(bins)):
+            if bins[b] + items[i] <= capacity:
+                bins[b] += items[i]
+                place(i + 1, bins)
+                bins[b] -= items[i]
+        place(i + 1, [*bins, items[i]])
+
+    place(0, [])
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.integers(1, 100), st.integers(0, 3), max_size=5), st.integers(40, 100))
+def test_bin_lower_bound_is_martello_toth_l2_and_never_above_the_optimum(sizes: dict[int, int], capacity: int) -> None:
+    """The bound, read from prefix sums, equals L2 written from its definition (each threshold k: items that fit
+    nothing of size k, items over half, and the volume from k to half less the room those leave), and no instance
+    needs fewer bins than it says."""
+    items = sorted(size for size, n in sizes.items() for _ in range(n))
+    if any(size > capacity for size in items):
+        return
+    g = 0
+    for size in items:
+        g = math.gcd(g, size)
+    cap = capacity - capacity % g if g else capacity
+    l2 = math.ceil(sum(items) / cap) if items else 0
+    for k in [0, *(size for size in items if size * 2 <= cap)]:
+        j1 = [s for s in items if s > cap - k]
+        j2 = [s for s in items if cap - k >= s > cap / 2]
+        j3 = sum(s for s in items if k <= s <= cap / 2)
+        l2 = max(l2, len(j1) + len(j2) + max(0, math.ceil((j3 - (len(j2) * cap - sum(j2))) / cap)))
+    assert bin_lower_bound(sizes, capacity) == l2
+    assert l2 <= _fewest_bins(sorted(items, reverse=True), capacity)
 
 
 def test_a_million_tasks_cost_what_their_shapes_cost() -> None:

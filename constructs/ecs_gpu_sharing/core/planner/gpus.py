@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -25,15 +25,23 @@ def bin_lower_bound(sizes: dict[int, int], capacity: int) -> int:
     for size, _ in items:
         g = math.gcd(g, size)
     cap = capacity - capacity % g
-    total = sum(size * n for size, n in items)
+    # Prefix sums over the sizes, smallest first, so that each threshold's three sums are differences.
+    ordered = [size for size, _ in items]
+    count, volume = [0], [0]
+    for size, n in items:
+        count.append(count[-1] + n)
+        volume.append(volume[-1] + size * n)
+    total = volume[-1]
     best = math.ceil(total / cap)
+    half = bisect_right(ordered, cap / 2)  # the first size over half the bin
     thresholds = [0] + [size for size, _ in items if size * 2 <= cap]
     for k in thresholds:
-        j1 = sum(n for size, n in items if size > cap - k)
-        j2 = [(size, n) for size, n in items if cap - k >= size > cap / 2]
-        j3 = sum(size * n for size, n in items if k <= size <= cap / 2)
-        n2 = sum(n for _, n in j2)
-        room2 = n2 * cap - sum(size * n for size, n in j2)
+        over = bisect_right(ordered, cap - k)  # sizes past it do not fit beside a task of k
+        j1 = count[-1] - count[over]
+        n2 = count[over] - count[half] if over > half else 0
+        room2 = n2 * cap - (volume[over] - volume[half] if over > half else 0)
+        low = bisect_left(ordered, k)
+        j3 = volume[half] - volume[low] if half > low else 0
         best = max(best, j1 + n2 + max(0, math.ceil((j3 - room2) / cap)))
     return best
 
@@ -95,17 +103,19 @@ def _exact_fill(items: list[Item], room: int, taken: dict[int, int], start: int 
     """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset). Items
     before ``start`` have no task left."""
     at = _fitting(items, room, start)
-    candidates = [(i, items[i]) for i in range(at, len(items)) if items[i].left - taken.get(i, 0) > 0]
-    if not candidates:
+    positions = [i for i in range(at, len(items)) if items[i].left]
+    for i, k in taken.items():  # a few: the GPU's first tasks
+        if i >= at and items[i].left <= k:
+            positions.remove(i)
+    if not positions:
         return {}
-    step = 0
-    for _, it in candidates:
-        step = math.gcd(step, it.size)
+    step = math.gcd(*[items[i].size for i in positions])
     cap = room // step
     mask = (1 << (cap + 1)) - 1
     reach = 1
     history: list[tuple[int, int, int]] = []  # (reach before, item index, copies) per binary chunk
-    for i, it in candidates:
+    for i in positions:
+        it = items[i]
         avail = min(it.left - taken.get(i, 0), room // it.size)
         weight = it.size // step
         chunk = 1
