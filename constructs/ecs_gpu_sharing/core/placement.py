@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -173,6 +173,7 @@ class _Replay:
     ) -> None:
         self.cap, self.rule, self.rng, self.limit = cap, gpu_rule, rng, limit
         self.hosts: list[_Host] = []
+        self.zone_hosts = [0] * ZONES  # hosts launched in each zone
         self.open: list[_Host] = []  # hosts that may still take the smallest task
         self.live: dict[str, deque[_Task]] = {s.name: deque() for s in services}
         self.needs = {s.name: _Need.of(s) for s in services}
@@ -189,9 +190,7 @@ class _Replay:
             self._launch()
 
     def _launch(self) -> _Host:
-        counts = [0] * ZONES
-        for h in self.hosts:
-            counts[h.zone] += 1
+        counts = self.zone_hosts
         g = self.cap.gpus_per_instance
         host = _Host(
             zone=counts.index(min(counts)),
@@ -204,6 +203,7 @@ class _Replay:
             largest_room=self.cap.usable_gpu_memory_mib if g else 0,
         )
         self.hosts.append(host)
+        counts[host.zone] += 1
         self.open.append(host)
         self.peak = max(self.peak, len(self.hosts))
         return host
@@ -236,21 +236,17 @@ class _Replay:
             return any(r >= need.size and c >= need.clients for r, c in zip(host.room, host.clients, strict=True))
         return True
 
-    def _choose(self, rough: list[_Host], s: ServiceInput, need: _Need) -> _Host | None:
-        """The host the strategies pick among those that fit, or ``None``. Each strategy breaks the previous one's ties,
-        so the pick is the least of a key per host, in the strategies' order; hosts are checked in that order, and
-        the full check runs only until the least key that fits is known. ECS's own ties go to the replay's seed."""
-        strategy = s.placement or ECS_DEFAULT_STRATEGY
-        cut = strategy.index(RANDOM) if RANDOM in strategy else len(strategy)
-        per_zone = self.zone_tasks[s.name]
+    @staticmethod
+    def _key(parts: tuple[str, ...], name: str, per_zone: list[int]) -> Callable[[_Host], tuple[int, ...]]:
+        """A host's key under the strategies before any random one: what the least of wins."""
 
         def key(h: _Host) -> tuple[int, ...]:
             out = []
-            for part in strategy[:cut]:
+            for part in parts:
                 if part == SPREAD_ZONE:
                     out.append(per_zone[h.zone])
                 elif part == SPREAD_INSTANCE:
-                    out.append(h.count.get(s.name, 0))
+                    out.append(h.count.get(name, 0))
                 elif part == BINPACK_MEMORY:
                     out.append(h.mem)
                 elif part == BINPACK_CPU:
@@ -258,16 +254,44 @@ class _Replay:
                 # a spread over another attribute (an instance type, say) has one value on a capacity: no effect
             return tuple(out)
 
+        return key
+
+    def _choose(self, rough: list[_Host], s: ServiceInput, need: _Need) -> _Host | None:
+        """The host the strategies pick among those that fit, or ``None``. Each strategy breaks the previous one's ties,
+        so the pick is the least of a key per host, in the strategies' order; hosts are checked in that order, and
+        the full check runs only until the least key that fits is known. ECS's own ties go to the replay's seed."""
+        strategy = s.placement or ECS_DEFAULT_STRATEGY
+        cut = strategy.index(RANDOM) if RANDOM in strategy else len(strategy)
+        per_zone = self.zone_tasks[s.name]
+        name = s.name
+        key: Callable[[_Host], tuple[int, ...]]
+        # The two common cases written out (the library's strategy and ECS's default): the same keys, built faster.
+        if strategy[:cut] == LIBRARY_STRATEGY:
+            key = lambda h: (per_zone[h.zone], h.mem)  # noqa: E731
+        elif strategy[:cut] == ECS_DEFAULT_STRATEGY:
+            key = lambda h: (per_zone[h.zone], h.count.get(name, 0))  # noqa: E731
+        else:
+            key = self._key(strategy[:cut], name, per_zone)
         if cut < len(strategy):  # random from here on: among every host that fits, at the least key
             fitting = [h for h in rough if self._fits(h, need)]
             if not fitting:
                 return None
             low = min(key(h) for h in fitting)
             return self.rng.choice([h for h in fitting if key(h) == low])
-        # Ties go to the first fitting host from a seeded starting point (the sort is stable).
-        start = self.rng.randrange(len(rough)) if len(rough) > 1 else 0
-        turned = rough[start:] + rough[:start]
-        for _, _, h in sorted((key(h), i, h) for i, h in enumerate(turned)):
+        # Ties go to the first fitting host from a seeded starting point: each host ranks by its key, then by its
+        # place counted from there. The least usually fits (the rough filter has checked all but the GPUs and the
+        # isolation group), so the full sort runs only when it does not.
+        n = len(rough)
+        start = self.rng.randrange(n) if n > 1 else 0
+        ranked = [(key(h), (i - start) % n) for i, h in enumerate(rough)]
+        if not ranked:
+            return None
+        least = min(ranked)
+        first = rough[(least[1] + start) % n]
+        if self._fits(first, need):
+            return first
+        for _, at in sorted(ranked):
+            h = rough[(at + start) % n]
             if self._fits(h, need):
                 return h
         return None
