@@ -236,3 +236,16 @@ def test_the_strategies_can_be_overridden() -> None:
         "AWS::ECS::Service",
         {"PlacementStrategies": Match.exact([])},  # none: ECS's default, and a warning
     )
+
+
+def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left() -> None:
+    """Binpack by memory prefers the host with the least memory left. Here that host's one GPU has memory to spare
+    but no MPS client left (48 tasks of 100 MiB), so the next task goes to the other host, not to a new one."""
+    tiny = ServiceInput("tiny", "l4", TaskShape(64, 256, (100,)), 48, placement=(P.BINPACK_MEMORY,))
+    other = ServiceInput("other", "l4", TaskShape(64, 256, (1000,)), 1, placement=(P.BINPACK_MEMORY,))
+    run = P._Replay(replace(L4, min_instances=2), [tiny, other], "first-fit", random.Random(0), 1 << 30)
+    assert all(run.place(tiny) for _ in range(48))
+    (full,) = [h for h in run.hosts if h.tasks]
+    assert full.clients == [0] and full.room[0] > 1000 and full.mem < run.hosts[1 - run.hosts.index(full)].mem
+    assert run.place(other)
+    assert len(run.hosts) == 2 and run.live["other"][0].host is not full
