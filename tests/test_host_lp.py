@@ -6,6 +6,10 @@ import random
 import subprocess
 import sys
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ecs_gpu_sharing.core import host_lp
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem, plan
 from ecs_gpu_sharing.core.planner.ffd import ffd_hosts, ffd_orders
@@ -175,3 +179,28 @@ def test_highs_prints_nothing_on_standard_output() -> None:
     code = "from ecs_gpu_sharing.core import host_lp; host_lp.new_highs(); host_lp.new_highs(); print('only this')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == "only this\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-3, 20), st.integers(1, 20), st.integers(0, 4)), min_size=1, max_size=6),
+    st.integers(1, 60),
+)
+def test_the_pricing_knapsack_is_exact_where_its_units_are(items: list[tuple[int, int, int]], room: int) -> None:
+    """Sizes of whole units (room // unit within KNAPSACK_UNITS): the counts fit, keep to the caps, are worth the value
+    said, and no choice is worth more (by search)."""
+    import itertools
+
+    from ecs_gpu_sharing.core.host_lp.patterns import _knapsack
+
+    values, sizes, caps = [float(v) for v, _, _ in items], [s for _, s, _ in items], [c for _, _, c in items]
+    value, counts = _knapsack(values, sizes, caps, room)
+    assert all(0 <= k <= c for k, c in zip(counts, caps, strict=True))
+    assert sum(k * s for k, s in zip(counts, sizes, strict=True)) <= room
+    assert value == pytest.approx(sum(k * v for k, v in zip(counts, values, strict=True)))
+    best = max(
+        sum(k * v for k, v in zip(choice, values, strict=True))
+        for choice in itertools.product(*(range(c + 1) for c in caps))
+        if sum(k * s for k, s in zip(choice, sizes, strict=True)) <= room
+    )
+    assert value == pytest.approx(best)

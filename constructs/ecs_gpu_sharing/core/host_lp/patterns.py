@@ -220,7 +220,7 @@ def _knapsack(
     weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
     best = np.zeros(units + 1)
     pieces: list[tuple[int, int]] = []
-    taken: list[np.ndarray] = []
+    taken: list[np.ndarray] = []  # per piece: where, from its weight on, taking it did better
     free = 0.0  # items of no size (rounded down to nothing): each at its cap
     for j, (v, w, c) in enumerate(zip(values, weights, caps, strict=True)):
         if v <= 0 or c <= 0:
@@ -234,9 +234,8 @@ def _knapsack(
             take = min(chunk, c)
             weight, value = w * take, v * take
             candidate = best[:-weight] + value
-            better = np.zeros(units + 1, dtype=bool)
-            better[weight:] = candidate > best[weight:] + 1e-12
-            best = np.where(better, np.concatenate([np.zeros(weight), candidate]), best)
+            better = candidate > best[weight:] + 1e-12
+            np.copyto(best[weight:], candidate, where=better)  # candidate is a copy: best may change in place
             pieces.append((j, take))
             taken.append(better)
             c -= take
@@ -245,9 +244,10 @@ def _knapsack(
     r = int(np.argmax(best))
     value = float(best[r]) + free
     for (j, take), better in zip(reversed(pieces), reversed(taken), strict=True):
-        if better[r]:
+        weight = weights[j] * take
+        if r >= weight and better[r - weight]:
             counts[j] += take
-            r -= weights[j] * take
+            r -= weight
     return value, counts
 
 
