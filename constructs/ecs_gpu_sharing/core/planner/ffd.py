@@ -19,12 +19,14 @@ CHUNK_MASK = CHUNK - 1
 
 @dataclass(slots=True)
 class _OpenGpu:
-    host: int  # index of its host
+    """One GPU of first-fit's hosts (host h's GPUs are gpus[h * gpus_per_instance:][:gpus_per_instance])."""
+
     group: str | None  # the isolation group it holds (None while idle)
     room: int
     clients: int
     tasks: dict[str, int] = field(default_factory=dict)
     whole: bool = False
+    shared: bool = False  # one record for the same GPU of many hosts made alike: copied before it is changed
 
 
 # FFD's orders: by GPU budget first (where GPU memory binds), or by the host resource that binds (host memory, CPU),
@@ -103,7 +105,8 @@ class _FirstFit:
         self.eni_left: list[int] = []  # per host, the awsvpc tasks it still takes
         self.idle: list[list[int]] = []  # per host, its idle GPUs (indexes into gpus)
         self.gpus: list[_OpenGpu] = []
-        self.without: list[dict[str, int]] = []
+        self.without: dict[int, dict[str, int]] = {}  # per host given GPU-less tasks: their counts
+        self.no_idle: list[int] = []  # the idle GPUs of every host made full by add_filled: none, ever
         self.open_mps: list[int] = []  # GPUs opened for MPS tasks, in opening order
         self.idle_hosts: list[int] = []  # hosts that had an idle GPU, in opening order
         self.block: list[int] = []  # per host: the add_filled call that made it (-1: new_host)
@@ -124,11 +127,10 @@ class _FirstFit:
         self.mem_left.append(cap.host_memory_mib)
         self.eni_left.append(eni_room(cap))
         self.idle.append([])
-        self.without.append({})
         self.block.append(-1)
         for _ in range(cap.gpus_per_instance):
             self.idle[h].append(len(self.gpus))
-            self.gpus.append(_OpenGpu(h, None, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU))
+            self.gpus.append(_OpenGpu(None, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU))
         return h
 
     def fits_host(self, h: int, s: ServiceInput, k: int = 1) -> bool:
@@ -162,7 +164,7 @@ class _FirstFit:
                 self.new_host()
             self.touched.add(h)
             for _ in range(s.whole_gpus):
-                gpu = self.gpus[self.idle[h].pop(0)]
+                gpu = self.own(self.idle[h].pop(0))
                 gpu.whole, gpu.group, gpu.tasks = True, group, {s.name: 1}
             self.take_host(h, s, 1)
             n -= 1
@@ -176,7 +178,8 @@ class _FirstFit:
                 self.new_host()
             k = min(n, self.host_copies(h, s))
             self.touched.add(h)
-            self.without[h][s.name] = self.without[h].get(s.name, 0) + k
+            without = self.without.setdefault(h, {})
+            without[s.name] = without.get(s.name, 0) + k
             self.take_host(h, s, k)
             n -= k
 
@@ -188,6 +191,7 @@ class _FirstFit:
         touched = self.touched
         size, clients, name = s.task_gpu_budget_mib, s.clients, s.name
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
+        per = self.capacity.gpus_per_instance
         at = scan = 0
         end = len(open_mps)
         bounds, host_bounds = self.chunk_bounds, self.host_bounds
@@ -206,10 +210,10 @@ class _FirstFit:
                         continue
                     at = found
                     gpu = gpus[open_mps[at]]
-                    h = gpu.host
+                    h = open_mps[at] // per
                     break
                 gpu = gpus[open_mps[at]]
-                h = gpu.host
+                h = open_mps[at] // per
                 if (
                     gpu.room >= size
                     and mem_left[h] >= need_mem
@@ -228,6 +232,8 @@ class _FirstFit:
                     k = min(k, mem_left[h] // need_mem)
                 if need_eni:
                     k = min(k, eni_left[h] // need_eni)
+                if gpu.shared:
+                    gpu = self.own(open_mps[at])
                 gpu.room -= k * size
                 gpu.clients -= k * clients
                 gpu.tasks[name] = gpu.tasks.get(name, 0) + k
@@ -269,7 +275,7 @@ class _FirstFit:
                     continue
             host = idle_hosts[scan] if scan < len(idle_hosts) else self.new_host()
             index = idle[host].pop(0)
-            gpus[index].group = group
+            self.own(index).group = group
             open_mps.append(index)
             at, end = end, end + 1
 
@@ -281,10 +287,11 @@ class _FirstFit:
         cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
         size, clients = s.task_gpu_budget_mib, s.clients
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
+        per = self.capacity.gpus_per_instance
         room = mem = cpu = -1
         for i in range(at, at + CHUNK):
             gpu = gpus[open_mps[i]]
-            h = gpu.host
+            h = open_mps[i] // per
             if (
                 gpu.room >= size
                 and mem_left[h] >= need_mem
@@ -373,33 +380,43 @@ class _FirstFit:
             # No MPS task still to come fits these hosts, and they have no idle GPU for a whole-GPU task: nothing
             # will change their GPUs, so they share one set (a task without a GPU changes only its host's figures).
             shared = [
-                _OpenGpu(len(self.cpu_left), group, usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, {name: k})
+                _OpenGpu(group, usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, {name: k}, shared=True)
                 for k in fill
             ]
             self.block.extend([block] * copies)
             self.cpu_left.extend([cpu] * copies)
             self.mem_left.extend([mem] * copies)
             self.eni_left.extend([eni] * copies)
-            self.without.extend({} for _ in range(copies))
-            idle.extend([] for _ in range(copies))
+            idle.extend([self.no_idle] * copies)
             gpus.extend(shared * copies)
             return
-        # The hosts' lists grow in bulk; host h's GPUs are gpus[h * gpus_per : (h + 1) * gpus_per], its first
-        # len(fill) open, in that order.
+        # The hosts' lists grow in bulk. Their GPUs are one set of records, shared until a host's is changed (own);
+        # host h's are gpus[h * gpus_per : (h + 1) * gpus_per], its first len(fill) open, in that order.
         hosts = range(len(self.cpu_left), len(self.cpu_left) + copies)
         opened = len(fill)
         self.block.extend([block] * copies)
-        self.idle_hosts.extend(hosts)
         self.cpu_left.extend([cpu] * copies)
         self.mem_left.extend([mem] * copies)
         self.eni_left.extend([eni] * copies)
-        self.without.extend({} for _ in hosts)
         open_mps.extend(h * gpus_per + j for h in hosts for j in range(opened))
-        idle.extend(list(range(h * gpus_per + opened, (h + 1) * gpus_per)) for h in hosts)
-        left = [(usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, k) for k in fill]
-        for h in hosts:
-            gpus.extend([_OpenGpu(h, group, room, free, {name: k}) for room, free, k in left])
-            gpus.extend([_OpenGpu(h, None, usable, MAX_CLIENTS_PER_GPU) for _ in range(opened, gpus_per)])
+        if opened < gpus_per:
+            self.idle_hosts.extend(hosts)
+            idle.extend(list(range(h * gpus_per + opened, (h + 1) * gpus_per)) for h in hosts)
+        else:
+            idle.extend([self.no_idle] * copies)
+        one = [
+            _OpenGpu(group, usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, {name: k}, shared=True) for k in fill
+        ]
+        one += [_OpenGpu(None, usable, MAX_CLIENTS_PER_GPU, shared=True)] * (gpus_per - opened)
+        gpus.extend(one * copies)
+
+    def own(self, index: int) -> _OpenGpu:
+        """The GPU at ``index`` as a record of its own, a shared one copied first: what may be changed."""
+        gpu = self.gpus[index]
+        if gpu.shared:
+            gpu = _OpenGpu(gpu.group, gpu.room, gpu.clients, dict(gpu.tasks), gpu.whole)
+            self.gpus[index] = gpu
+        return gpu
 
     def hosts(self) -> list[Host]:
         """The open hosts, identical ones counted together (in the order each kind was first opened). Hosts one
@@ -419,7 +436,7 @@ class _FirstFit:
                     ),
                     self.cpu_left[h],
                     self.mem_left[h],
-                    tuple(self.without[h].items()),
+                    tuple(self.without[h].items()) if h in self.without else (),
                 )
                 key = seen.get(raw)
             if key is None:
@@ -435,11 +452,12 @@ class _FirstFit:
                 ]
                 cpu = cap.host_cpu_units - self.cpu_left[h]
                 mem = cap.host_memory_mib - self.mem_left[h]
-                key = (tuple(loads), cpu, mem, tuple(sorted(self.without[h].items())))
+                without = self.without.get(h, {})
+                key = (tuple(loads), cpu, mem, tuple(sorted(without.items())))
                 seen[raw] = key
                 if key not in hosts:
                     enis = eni_room(cap) - self.eni_left[h]
-                    hosts[key] = Host(0, loads, cpu, mem, dict(self.without[h]), enis)
+                    hosts[key] = Host(0, loads, cpu, mem, dict(without), enis)
                 if block >= 0 and h not in self.touched:
                     kinds[block] = key
             hosts[key].count += 1
