@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -578,17 +580,25 @@ def test_ffd_places_a_run_of_full_new_hosts_in_one_step_exactly_as_task_by_task(
     assert _ffd_plans() == in_one_step
 
 
-def test_ffd_skipping_chunks_of_open_gpus_changes_no_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+@contextlib.contextmanager
+def _chunks_of(module: object, shift: int) -> Iterator[None]:
+    """``module``'s scans read in chunks of 2**shift (60: chunks nothing fills, so every entry is read)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "CHUNK_SHIFT", shift)
+        patch.setattr(module, "CHUNK", 1 << shift)
+        patch.setattr(module, "CHUNK_MASK", (1 << shift) - 1)
+        yield
+
+
+def test_ffd_skipping_chunks_of_open_gpus_changes_no_placement() -> None:
     """First-fit's scan skips a chunk of open GPUs where the bounds it kept rule it out. The plan with chunks of
     thirty-two must be the one with chunks of two, and the one a scan of every GPU gives."""
     from ecs_gpu_sharing.core.planner import ffd
 
     with_chunks = _ffd_plans()
-    for shift in (1, 60):  # chunks of two; chunks no fleet fills (every GPU read)
-        monkeypatch.setattr(ffd, "CHUNK_SHIFT", shift)
-        monkeypatch.setattr(ffd, "CHUNK", 1 << shift)
-        monkeypatch.setattr(ffd, "CHUNK_MASK", (1 << shift) - 1)
-        assert _ffd_plans() == with_chunks, shift
+    for shift in (1, 60):  # chunks of two; every GPU read
+        with _chunks_of(ffd, shift):
+            assert _ffd_plans() == with_chunks, shift
 
 
 @settings(max_examples=150, deadline=None)
@@ -619,16 +629,10 @@ def test_ffd_chunks_change_no_placement_where_room_is_met_exactly(
             for order in ("gpu", "cpu", "memory", "dominant", "sum")
         ]
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ffd, "CHUNK_SHIFT", 1)
-        patch.setattr(ffd, "CHUNK", 2)
-        patch.setattr(ffd, "CHUNK_MASK", 1)
+    with _chunks_of(ffd, 1):
         in_chunks = placed()
     assert placed() == in_chunks  # chunks of 32
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ffd, "CHUNK_SHIFT", 60)
-        patch.setattr(ffd, "CHUNK", 1 << 60)
-        patch.setattr(ffd, "CHUNK_MASK", (1 << 60) - 1)
+    with _chunks_of(ffd, 60):
         assert placed() == in_chunks
 
 
@@ -660,10 +664,7 @@ def test_host_packing_in_chunks_places_every_unit_where_a_scan_of_every_group_do
 
     in_chunks = packed()
     for shift in (1, 60):
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(stage2, "GROUP_CHUNK_SHIFT", shift)
-            patch.setattr(stage2, "GROUP_CHUNK", 1 << shift)
-            patch.setattr(stage2, "GROUP_CHUNK_MASK", (1 << shift) - 1)
+        with _chunks_of(stage2, shift):
             assert packed() == in_chunks, shift
 
 

@@ -8,13 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .hosts import Host, eni_room
+from .hosts import CHUNK, CHUNK_MASK, CHUNK_SHIFT, Host, eni_room
 from .model import CapacityInput, GpuLoad, ServiceInput
 
 FFD_ALWAYS_TASKS = 20_000  # up to this many tasks FFD always runs beside the staged plan
-CHUNK_SHIFT = 5  # first-fit's scan reads open GPUs in chunks of 2**CHUNK_SHIFT, skipping a chunk its bounds rule out
-CHUNK = 1 << CHUNK_SHIFT
-CHUNK_MASK = CHUNK - 1
 
 
 @dataclass(slots=True)
@@ -185,7 +182,9 @@ class _FirstFit:
 
     def place_mps(self, s: ServiceInput, n: int, group: str | None) -> None:
         # The hot loop of large fleets: the host checks and updates are written out here (fits_host, host_copies and
-        # take_host say the same), and the open GPUs' count is kept in a local.
+        # take_host say the same; first_in_chunk and first_idle_in_chunk make the same checks over a whole chunk),
+        # and the open GPUs' count is kept in a local. A call per GPU checked, or per placement, costs 10-20% on
+        # 100,000-task fleets.
         gpus, open_mps, idle, idle_hosts = self.gpus, self.open_mps, self.idle, self.idle_hosts
         cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
         touched = self.touched

@@ -12,9 +12,11 @@ from .gpus import bin_lower_bound
 from .model import CapacityInput, GpuLoad, ServiceInput, Tasks
 
 UNLIMITED = 1 << 62
-GROUP_CHUNK_SHIFT = 5  # the host packing reads groups of hosts in chunks of 2**GROUP_CHUNK_SHIFT
-GROUP_CHUNK = 1 << GROUP_CHUNK_SHIFT
-GROUP_CHUNK_MASK = GROUP_CHUNK - 1
+# The long scans (first-fit's open GPUs and hosts, the host packing's groups) read in chunks of 2**CHUNK_SHIFT,
+# skipping a chunk whose kept bounds rule out what is being placed.
+CHUNK_SHIFT = 5
+CHUNK = 1 << CHUNK_SHIFT
+CHUNK_MASK = CHUNK - 1
 
 
 def eni_room(capacity: CapacityInput) -> int:
@@ -75,7 +77,7 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
         return (share, u.cpu + u.mem)
 
     slots, cpu_cap, mem_cap, eni_cap = g, cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)
-    # Per chunk of GROUP_CHUNK groups (by position): the most GPU slots, CPU, memory and interfaces any of them had
+    # Per chunk of CHUNK groups (by position): the most GPU slots, CPU, memory and interfaces any of them had
     # left when last read. What a group has left only shrinks, so a chunk whose bounds rule a unit out is skipped
     # unread; a split moves the positions after it, and their chunks' bounds are dropped.
     bounds: dict[int, tuple[int, int, int, int]] = {}
@@ -85,13 +87,13 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
         the chunk's bounds are kept."""
         per_gpu, cpu, mem, enis = need
         most = (-1, -1, -1, -1)
-        for i in range(at, at + GROUP_CHUNK):
+        for i in range(at, at + CHUNK):
             host = hosts[i]
             left = (slots - len(host.gpus), cpu_cap - host.cpu, mem_cap - host.mem, eni_cap - host.enis)
             if left[0] >= per_gpu and left[1] >= cpu and left[2] >= mem and left[3] >= enis:
                 return i
             most = (max(most[0], left[0]), max(most[1], left[1]), max(most[2], left[2]), max(most[3], left[3]))
-        bounds[at >> GROUP_CHUNK_SHIFT] = most
+        bounds[at >> CHUNK_SHIFT] = most
         return -1
 
     for unit in sorted(units, key=weight, reverse=True):
@@ -100,14 +102,14 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
         emptied = False
         per_gpu, cpu, mem, enis = need = len(unit.gpus), unit.cpu, unit.mem, unit.enis
         while n and at < len(hosts):
-            if not at & GROUP_CHUNK_MASK and at + GROUP_CHUNK <= len(hosts):
-                most = bounds.get(at >> GROUP_CHUNK_SHIFT)
+            if not at & CHUNK_MASK and at + CHUNK <= len(hosts):
+                most = bounds.get(at >> CHUNK_SHIFT)
                 if most is not None and (most[0] < per_gpu or most[1] < cpu or most[2] < mem or most[3] < enis):
-                    at += GROUP_CHUNK
+                    at += CHUNK
                     continue
                 found = first_open(at, need)
                 if found < 0:
-                    at += GROUP_CHUNK
+                    at += CHUNK
                     continue
                 at = found
             host = hosts[at]
@@ -138,7 +140,7 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
                     split.append(twin)
             host.count -= full + (1 if rest else 0)
             hosts[at:at] = split
-            for c in [c for c in bounds if c >= at >> GROUP_CHUNK_SHIFT]:
+            for c in [c for c in bounds if c >= at >> CHUNK_SHIFT]:
                 del bounds[c]
             emptied = emptied or not host.count
             n = 0
