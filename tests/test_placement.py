@@ -249,3 +249,19 @@ def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left
     assert full.clients == [0] and full.room[0] > 1000 and full.mem < run.hosts[1 - run.hosts.index(full)].mem
     assert run.place(other)
     assert len(run.hosts) == 2 and run.live["other"][0].host is not full
+
+
+def test_the_common_strategies_keys_are_the_general_ones() -> None:
+    """The library's strategy and ECS's default have keys written out; on hosts of a replay in progress they must
+    equal the keys the general builder makes."""
+    services = [svc("a", 9, 3000), svc("b", 6, 7000), svc("c", 4, 15000)]
+    run = P._Replay(replace(L4X4, min_instances=3), services, "first-fit", random.Random(0), 1 << 30)
+    for s in services:
+        for _ in range(s.tasks):
+            assert run.place(s)
+    for parts in (P.LIBRARY_STRATEGY, P.ECS_DEFAULT_STRATEGY):
+        for s in services:
+            fast = P._Replay._key(parts, s.name, run.zone_tasks[s.name])
+            general = P._Replay._any_key(parts, s.name, run.zone_tasks[s.name])
+            assert [fast(h) for h in run.hosts] == [general(h) for h in run.hosts]
+    assert len({P._Replay._key(P.LIBRARY_STRATEGY, "a", run.zone_tasks["a"])(h) for h in run.hosts}) > 1
