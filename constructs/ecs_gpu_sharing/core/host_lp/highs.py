@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use
@@ -154,7 +154,10 @@ class _Exact:
             used.update({self.index[("z", k, g + 1)]: -1.0 for k in range(len(groups))})
             row(used, 0.0, inf)
 
-    def _pooled_rows(self, row, x, mps) -> None:  # type: ignore[no-untyped-def]
+    def _pooled_rows(
+        self, row: Callable[[Mapping[int, float], float, float], None], x: Mapping[int, int], mps: Sequence[int]
+    ) -> None:
+        """A host's GPUs pooled: their memory and clients summed, tightened by two families of valid cuts."""
         items, host = self.items, self.host
         u, gpus, inf = host.usable, host.gpus, 1e30
         whole = {x[i]: it.whole for i, it in enumerate(items) if it.whole}
