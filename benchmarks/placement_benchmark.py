@@ -46,16 +46,17 @@ def main() -> None:
                 mine = [s for s in services if s.capacity == cap.name]
                 if not mine:
                     continue
-                packed = (surge.capacity(cap.name).instance_count, steady.capacity(cap.name).instance_count)
+                packed = (surge.capacity(cap.name), steady.capacity(cap.name))
                 started = time.perf_counter()
                 found = place_capacity(cap, mine, packed)
                 seconds = time.perf_counter() - started
-                peak, after = found.needed / max(packed[0], 1), found.expected_after_rollout / max(packed[1], 1)
+                counts = (packed[0].instance_count, packed[1].instance_count)
+                peak, after = found.needed / max(counts[0], 1), found.expected_after_rollout / max(counts[1], 1)
                 peaks.append(peak)
                 afters.append(after)
                 print(
-                    f"| {name} | {sum(s.tasks for s in mine):,} | {cap.instance_type} | {packed[0]:,} | "
-                    f"{found.needed:,} | {peak:.2f} | {packed[1]:,} | {found.expected_after_rollout:,} | {after:.2f} | "
+                    f"| {name} | {sum(s.tasks for s in mine):,} | {cap.instance_type} | {counts[0]:,} | "
+                    f"{found.needed:,} | {peak:.2f} | {counts[1]:,} | {found.expected_after_rollout:,} | {after:.2f} | "
                     f"{seconds:.2f} |"
                 )
             started = time.perf_counter()

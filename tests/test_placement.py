@@ -141,6 +141,31 @@ def test_a_large_capacity_is_replayed_scaled_down_and_says_so() -> None:
     assert P.place_capacity(L4X4, small).scaled_from == 0  # 300 tasks: replayed whole
 
 
+def test_a_scaled_down_replay_takes_its_ratio_over_the_packer_without_the_host_level_lp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scaled fleet's packing only stands in for its size in hosts: it is planned without the host-level LP (which
+    cost seconds a packing on fleets of many services), and the ratio multiplies the full fleet's packing by the same
+    packer (``instances_without_lp``), so the LP winning on the full fleet does not shrink ECS's estimate."""
+    from ecs_gpu_sharing.core import host_lp
+
+    services = [svc("a", 1500, 3000), svc("b", 1000, 7000), svc("c", 500, 15000)]
+    surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)
+    packed = (surge.capacity("l4x4"), steady.capacity("l4x4"))
+    monkeypatch.setattr(host_lp, "solve", lambda *a, **k: pytest.fail("the LP ran on the scaled fleet"))
+    found = P.place_capacity(L4X4, services, packed)
+    # The LP found fewer hosts for the full fleet than the packer without it: the estimate is over the latter.
+    fewer = tuple(replace(p, instances=p.instances[1:]) for p in packed)
+    assert fewer[0].instance_count < fewer[0].instances_without_lp
+    assert P.place_capacity(L4X4, services, (fewer[0], fewer[1])) == found
+    more = tuple(replace(p, instances_without_lp=2 * p.instances_without_lp) for p in packed)
+    doubled = P.place_capacity(L4X4, services, (more[0], more[1]))
+    assert (
+        doubled.needed >= 2 * found.needed - 1
+        and doubled.expected_after_rollout >= 2 * found.expected_after_rollout - 1
+    )
+
+
 def test_the_model_is_deterministic() -> None:
     services = [svc("a", 7, 3000), svc("b", 5, 7000), svc("c", 3, 15000)]
     assert P.place_capacity(L4X4, services) == P.place_capacity(L4X4, list(reversed(services)))

@@ -383,6 +383,25 @@ def test_the_host_level_lp_finds_what_first_fit_misses_and_proves_it_optimal(mon
     assert plan([l40s], services).instances == 3
 
 
+def test_a_plan_says_what_it_would_need_without_the_host_level_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The placement model's scaled-down replays take their ratio over the planner without the LP on both fleets:
+    ``instances_without_lp`` is what ``host_lp=False`` plans, whether the LP won (three against two), with the search
+    on or off, and the LP never runs when it is left out."""
+    from ecs_gpu_sharing.core import host_lp
+    from ecs_gpu_sharing.core.planner import search
+
+    l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
+    services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
+    with_lp = plan([l40s], services).capacity("l40s")
+    assert with_lp.instance_count == with_lp.instances_without_lp == 2  # the search finds two without the LP
+    monkeypatch.setattr(search, "SEARCH_TASKS", 0)
+    with_lp = plan([l40s], services).capacity("l40s")
+    assert (with_lp.instance_count, with_lp.instances_without_lp) == (2, 3)
+    monkeypatch.setattr(host_lp, "solve", lambda *a, **k: pytest.fail("the LP ran"))
+    without = plan([l40s], services, host_lp=False).capacity("l40s")
+    assert without.instance_count == without.instances_without_lp == 3
+
+
 def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeypatch: pytest.MonkeyPatch) -> None:
     from ecs_gpu_sharing.core.planner import packing, search
 

@@ -39,7 +39,7 @@ from .mps import MAX_CLIENTS_PER_GPU
 from .shape import camel_keys
 
 if TYPE_CHECKING:  # the planner's inputs carry this module's strategies, so it imports this module
-    from .planner import CapacityInput, ServiceInput
+    from .planner import CapacityInput, CapacityPlan, ServiceInput
 
 SPREAD_ZONE = "spread(attribute:ecs.availability-zone)"
 SPREAD_INSTANCE = "spread(instanceId)"
@@ -91,8 +91,9 @@ tasks open GPUs over many hosts that large ones then cannot use); a shuffle and 
 LARGE_TASKS = 1_000  # past this many tasks on a capacity, the two orders that needed the most in tests only
 REPLAYED_TASKS = 2_000
 """Past this many tasks on a capacity, the replays run on the fleet scaled down to it (every service in proportion,
-at least one task) and their ratios over the scaled fleet's packing are applied to the full fleet's packing: the time
-stays bounded (docs/planning.md), and what waits at a given max_instances is judged by that estimate."""
+at least one task) and their ratios over the scaled fleet's packing are applied to the full fleet's packing (both
+packed without the host-level LP): the time stays bounded (docs/planning.md), and what waits at a given max_instances
+is judged by that estimate."""
 
 
 def strategy_label(strategy: Sequence[str]) -> str:
@@ -430,11 +431,14 @@ def _runs(tasks: int, gpus: int) -> list[tuple[str, str]]:
 
 
 def place_capacity(
-    cap: CapacityInput, services: Iterable[ServiceInput], packed: tuple[int, int] | None = None
+    cap: CapacityInput,
+    services: Iterable[ServiceInput],
+    packed: tuple[CapacityPlan, CapacityPlan] | None = None,
 ) -> CapacityPlacement:
     """Replays ECS over the capacity's services: with no instance limit (how many ECS needs), and at the given
-    ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan's
-    instances for the surge and the steady fleet, when the caller has them (a large fleet's estimate scales them)."""
+    ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan of
+    the capacity for the surge and for the steady fleet, when the caller has them (a large fleet's estimate scales
+    them)."""
     mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
     total = sum(s.tasks for s in mine)
     if total > REPLAYED_TASKS:
@@ -463,9 +467,15 @@ def _replayed(cap: CapacityInput, mine: Sequence[ServiceInput], total: int) -> C
 
 
 def _scaled(
-    cap: CapacityInput, services: Sequence[ServiceInput], total: int, packed: tuple[int, int] | None
+    cap: CapacityInput,
+    services: Sequence[ServiceInput],
+    total: int,
+    packed: tuple[CapacityPlan, CapacityPlan] | None,
 ) -> CapacityPlacement:
-    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks, their ratios applied to the full packing."""
+    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks, their ratios applied to the full packing.
+    Both fleets' packings in the ratio are the planner's without the host-level LP: they only stand in for a fleet's
+    size in hosts, the same packer on both sides keeps the ratio fair, and the LP on a scaled fleet of many services
+    cost seconds a packing (docs/planning.md)."""
     from dataclasses import replace
 
     from .planner import plan  # here: the planner's inputs import this module's strategies
@@ -474,16 +484,25 @@ def _scaled(
     free = replace(cap, max_instances=None, min_instances=0)
     found = _replayed(free, small, sum(s.tasks for s in small))  # many one-task services stay above the mark
 
-    def instances(fleet: Sequence[ServiceInput], surge: bool) -> int:
-        return plan([free], list(fleet), surge=surge).capacity(cap.name).instance_count
+    def packing(fleet: Sequence[ServiceInput], surge: bool, host_lp: bool) -> CapacityPlan:
+        return plan([free], list(fleet), surge=surge, host_lp=host_lp).capacity(cap.name)
 
-    full_surge, full_steady = packed or (instances(services, True), instances(services, False))
-    needed = math.ceil(full_surge * found.needed / max(instances(small, True), 1))
-    after = math.ceil(full_steady * found.expected_after_rollout / max(instances(small, False), 1))
-    needed = max(needed, full_surge, cap.min_instances)
+    full_surge, full_steady = packed or (packing(services, True, True), packing(services, False, True))
+    small_surge, small_steady = packing(small, True, False), packing(small, False, False)
+    needed = math.ceil(full_surge.instances_without_lp * found.needed / max(small_surge.instance_count, 1))
+    after = math.ceil(
+        full_steady.instances_without_lp * found.expected_after_rollout / max(small_steady.instance_count, 1)
+    )
+    needed = max(needed, full_surge.instance_count, cap.min_instances)
     waiting = 0 if cap.max_instances is None or cap.max_instances >= needed else sum(s.surge_count() for s in services)
     return CapacityPlacement(
-        cap.name, needed, max(after, full_steady, cap.min_instances), found.replays, waiting, (), scaled_from=total
+        cap.name,
+        needed,
+        max(after, full_steady.instance_count, cap.min_instances),
+        found.replays,
+        waiting,
+        (),
+        scaled_from=total,
     )
 
 

@@ -146,6 +146,7 @@ class CapacityPlan:
     gpu_lower_bound: int
     instance_lower_bound: int
     whole_gpu_gpus: int  # GPUs these tasks would take with a whole GPU each
+    instances_without_lp: int  # instances the plan's other strategies need (the plan without the host-level LP)
 
     @property
     def instance_count(self) -> int:

@@ -14,7 +14,9 @@ from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, Se
 from .search import search_hosts
 
 
-def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]]) -> CapacityPlan:
+def _plan_capacity(
+    capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]], host_lp: bool = True
+) -> CapacityPlan:
     unplaced: list[Unplaced] = []
     fitting = []
     for service, count in tasks:
@@ -26,11 +28,13 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
     best: list[Host] = []
     lp_bound = 0
     partition_hosts = 0  # the partitions' own host bounds added up: no host holds two partitions
+    without_lp = 0
     for partition in _partitions(fitting):
-        hosts, bound, host_bound = _pack_partition(capacity, partition)
+        hosts, bound, host_bound, fast = _pack_partition(capacity, partition, host_lp)
         best.extend(hosts)
         lp_bound += bound
         partition_hosts += host_bound
+        without_lp += fast
     groups = [
         InstanceGroup(
             count=h.count,
@@ -58,6 +62,7 @@ def _plan_capacity(capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, 
         gpu_lower_bound=gpu_lb,
         instance_lower_bound=host_lb,
         whole_gpu_gpus=whole_gpu,
+        instances_without_lp=without_lp,
     )
 
 
@@ -73,25 +78,32 @@ def _partitions(fitting: list[tuple[ServiceInput, int]]) -> list[list[list[tuple
 
 
 def _pack_partition(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]
-) -> tuple[list[Host], int, int]:
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], host_lp: bool = True
+) -> tuple[list[Host], int, int, int]:
     """Hosts for tasks that may share hosts, each isolation group on GPUs of its own; the GPU cutting-stock LP's bound
-    on the GPUs of their MPS tasks (0 where it was not run); and a bound on their hosts."""
+    on the GPUs of their MPS tasks (0 where it was not run); a bound on their hosts; and the hosts the plan would
+    have without the host-level LP (what ``host_lp=False`` gives)."""
     best, gpu_bound = _pack_staged(capacity, groups)
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
-    if plan_size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
-        planned, lp_bound = _pack_host_lp(capacity, groups, best)
-        host_bound = max(host_bound, lp_bound)
-        if planned is not None and plan_size(planned) < plan_size(best):
-            best = planned
-    # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
-    while (
-        plan_size(best)[0] > host_bound
-        and (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None
-    ):
+    if not host_lp or plan_size(best)[0] <= host_bound or sum(n for _, n in flat) > HOST_LP_TASKS:
+        best = _searched(capacity, groups, best, host_bound)
+        return best, gpu_bound, host_bound, plan_size(best)[0]
+    planned, lp_bound = _pack_host_lp(capacity, groups, best)
+    without = _searched(capacity, groups, best, host_bound)
+    host_bound = max(host_bound, lp_bound)
+    if planned is not None and plan_size(planned) < plan_size(best):
+        best = planned
+    return _searched(capacity, groups, best, host_bound), gpu_bound, host_bound, plan_size(without)[0]
+
+
+def _searched(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], best: list[Host], bound: int
+) -> list[Host]:
+    """A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps."""
+    while plan_size(best)[0] > bound and (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None:
         best = fewer
-    return best, gpu_bound, host_bound
+    return best
 
 
 HOST_LP_TASKS = (
@@ -293,8 +305,12 @@ def _keep(groups: list[InstanceGroup], limit: int, whole: dict[str, int]) -> tup
     return kept, over
 
 
-def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False) -> Plan:
-    """Places every task of ``services`` (largest counts, or the deployment surge) on ``capacities``."""
+def plan(
+    capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False, host_lp: bool = True
+) -> Plan:
+    """Places every task of ``services`` (largest counts, or the deployment surge) on ``capacities``. ``host_lp=False``
+    leaves out the host-level LP, the planner's costliest strategy: for a packing that only stands in for the fleet's
+    size in hosts (the placement model's scaled-down replays)."""
     caps = sorted(capacities, key=lambda c: c.name)
     svcs = sorted(services, key=lambda s: s.name)
     names = {c.name for c in caps}
@@ -305,7 +321,9 @@ def plan(capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], 
                 f"({', '.join(sorted(names))}); plan the capacity too"
             )
     counts = {s.name: s.surge_count() if surge else s.tasks for s in svcs}
-    results = [_plan_capacity(cap, [(s, counts[s.name]) for s in svcs if s.capacity == cap.name]) for cap in caps]
+    results = [
+        _plan_capacity(cap, [(s, counts[s.name]) for s in svcs if s.capacity == cap.name], host_lp) for cap in caps
+    ]
     placed = dict(counts)
     for c in results:
         for u in c.unplaced:

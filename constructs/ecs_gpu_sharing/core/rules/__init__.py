@@ -135,7 +135,7 @@ def assess(
         if cap.kind == MANAGED_INSTANCES or steady.capacity(cap.name).unplaced:
             continue  # AWS places there; a capacity whose tasks do not fit already fails
         try:
-            packed = (surge.capacity(cap.name).instance_count, steady.capacity(cap.name).instance_count)
+            packed = (surge.capacity(cap.name), steady.capacity(cap.name))
             placement[cap.name] = place_capacity(cap, svcs, packed)
         except Exception as error:  # the model's bug is reported as a finding, never a crash
             findings.append(
