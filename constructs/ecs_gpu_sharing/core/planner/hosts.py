@@ -79,27 +79,34 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
     slots, cpu_cap, mem_cap, eni_cap = g, cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)
     # Per chunk of CHUNK groups (by position): the most GPU slots, CPU, memory and interfaces any of them had
     # left when last read. What a group has left only shrinks, so a chunk whose bounds rule a unit out is skipped
-    # unread; a split moves the positions after it, and their chunks' bounds are dropped.
+    # unread. A split moves the positions after it: see _shifted.
     bounds: dict[int, tuple[int, int, int, int]] = {}
 
     def first_open(at: int, need: tuple[int, int, int, int]) -> int:
         """The first group from ``at`` in its chunk with room for one copy of a unit needing ``need``; else -1, and
         the chunk's bounds are kept."""
         per_gpu, cpu, mem, enis = need
-        most = (-1, -1, -1, -1)
+        m0 = m1 = m2 = m3 = -1
         for i in range(at, at + CHUNK):
             host = hosts[i]
-            left = (slots - len(host.gpus), cpu_cap - host.cpu, mem_cap - host.mem, eni_cap - host.enis)
-            if left[0] >= per_gpu and left[1] >= cpu and left[2] >= mem and left[3] >= enis:
+            l0, l1, l2, l3 = slots - len(host.gpus), cpu_cap - host.cpu, mem_cap - host.mem, eni_cap - host.enis
+            if l0 >= per_gpu and l1 >= cpu and l2 >= mem and l3 >= enis:
                 return i
-            most = (max(most[0], left[0]), max(most[1], left[1]), max(most[2], left[2]), max(most[3], left[3]))
-        bounds[at >> CHUNK_SHIFT] = most
+            # written out, not max(): this loop is most of a plan of a thousand services
+            if l0 > m0:
+                m0 = l0
+            if l1 > m1:
+                m1 = l1
+            if l2 > m2:
+                m2 = l2
+            if l3 > m3:
+                m3 = l3
+        bounds[at >> CHUNK_SHIFT] = (m0, m1, m2, m3)
         return -1
 
     for unit in sorted(units, key=weight, reverse=True):
         n = unit.count
         at = 0
-        emptied = False
         per_gpu, cpu, mem, enis = need = len(unit.gpus), unit.cpu, unit.mem, unit.enis
         while n and at < len(hosts):
             if not at & CHUNK_MASK and at + CHUNK <= len(hosts):
@@ -139,10 +146,8 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
                     _add(twin, unit, copies)
                     split.append(twin)
             host.count -= full + (1 if rest else 0)
-            hosts[at:at] = split
-            for c in [c for c in bounds if c >= at >> CHUNK_SHIFT]:
-                del bounds[c]
-            emptied = emptied or not host.count
+            hosts[at : at + (0 if host.count else 1)] = split  # a group the split took whole is replaced
+            bounds = _shifted(bounds, at, len(split), len(split) - (0 if host.count else 1))
             n = 0
         if n:
             per_host = _copies(Host(1, []), unit, cap)
@@ -152,9 +157,31 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
                     group = Host(count, [])
                     _add(group, unit, copies)
                     hosts.append(group)
-        if emptied:  # a split took every host of a group (the split dropped the bounds from there on)
-            hosts[:] = [h for h in hosts if h.count]
     return hosts
+
+
+def _shifted(
+    bounds: dict[int, tuple[int, int, int, int]], at: int, made: int, shift: int
+) -> dict[int, tuple[int, int, int, int]]:
+    """The chunks' bounds once ``made`` new groups stand at ``at`` and the groups after them have moved ``shift``
+    places on: a chunk holding a new group has none; a later chunk holds groups of the chunks they came from, so the
+    most of those chunks' bounds still bounds it (a chunk with none gives none). Chunks before ``at`` are unchanged."""
+    first = at >> CHUNK_SHIFT
+    last = (at + made - 1) >> CHUNK_SHIFT  # the last chunk holding a new group
+    kept = {c: b for c, b in bounds.items() if c < first}
+    for c in sorted(bounds):
+        if c <= last:
+            continue
+        low, high = (c * CHUNK - shift) >> CHUNK_SHIFT, (c * CHUNK + CHUNK - 1 - shift) >> CHUNK_SHIFT
+        if all(k in bounds for k in range(low, high + 1)):
+            parts = [bounds[k] for k in range(low, high + 1)]
+            kept[c] = (
+                max(p[0] for p in parts),
+                max(p[1] for p in parts),
+                max(p[2] for p in parts),
+                max(p[3] for p in parts),
+            )
+    return kept
 
 
 def plan_size(hosts: list[Host]) -> tuple[int, int]:
