@@ -79,8 +79,9 @@ def _greedy_fill(
         if room < least or clients <= 0:
             break  # no task left fits the GPU's memory or its clients
         it = items[i]
-        avail = it.left - taken.get(i, 0)
-        if avail > 0:
+        # One task must fit the host's CPU, memory and the GPU's clients (its memory fits: ``i`` is past the larger
+        # ones); most tasks fail here where a host resource binds, so that is checked before any count is worked out.
+        if it.cpu <= cpu and it.mem <= mem and it.clients <= clients and (avail := it.left - taken.get(i, 0)) > 0:
             k = min(avail, room // it.size, clients // it.clients)
             if it.cpu:
                 k = min(k, cpu // it.cpu)
