@@ -420,15 +420,15 @@ class _FirstFit:
     def hosts(self) -> list[Host]:
         """The open hosts, identical ones counted together (in the order each kind was first opened). Hosts one
         add_filled call made and nothing touched since are alike: their kind is worked out once."""
-        cap = self.capacity
-        g = cap.gpus_per_instance
+        g = self.capacity.gpus_per_instance
         hosts: dict[tuple[Any, ...], Host] = {}
-        kinds: dict[int, tuple[Any, ...]] = {}
-        seen: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # a host's raw figures, read cheaply: its key
+        kinds: dict[int, Host] = {}  # by block: the kind of its hosts untouched since
+        seen: dict[tuple[Any, ...], Host] = {}  # by a host's raw figures, read cheaply: its kind
         for h in range(len(self.cpu_left)):
             block = self.block[h]
-            key = kinds.get(block) if block >= 0 and h not in self.touched else None
-            if key is None:
+            alike = block >= 0 and h not in self.touched
+            host = kinds.get(block) if alike else None
+            if host is None:
                 raw = (
                     tuple(
                         [(tuple(gpu.tasks.items()), gpu.room, gpu.clients) for gpu in self.gpus[h * g : (h + 1) * g]]
@@ -437,30 +437,35 @@ class _FirstFit:
                     self.mem_left[h],
                     tuple(self.without[h].items()) if h in self.without else (),
                 )
-                key = seen.get(raw)
-            if key is None:
-                loads = [
-                    GpuLoad(
-                        tasks=tuple(sorted(gpu.tasks.items())),
-                        used_gpu_memory_mib=0 if gpu.whole else cap.usable_gpu_memory_mib - gpu.room,
-                        clients=0 if gpu.whole else MAX_CLIENTS_PER_GPU - gpu.clients,
-                        whole=gpu.whole,
-                    )
-                    for gpu in self.gpus[h * g : (h + 1) * g]
-                    if gpu.tasks
-                ]
-                cpu = cap.host_cpu_units - self.cpu_left[h]
-                mem = cap.host_memory_mib - self.mem_left[h]
-                without = self.without.get(h, {})
-                key = (tuple(loads), cpu, mem, tuple(sorted(without.items())))
-                seen[raw] = key
-                if key not in hosts:
-                    enis = eni_room(cap) - self.eni_left[h]
-                    hosts[key] = Host(0, loads, cpu, mem, dict(without), enis)
-                if block >= 0 and h not in self.touched:
-                    kinds[block] = key
-            hosts[key].count += 1
+                host = seen.get(raw)
+                if host is None:
+                    host = seen[raw] = self._kind(h, hosts)
+                if alike:
+                    kinds[block] = host
+            host.count += 1
         return list(hosts.values())
+
+    def _kind(self, h: int, hosts: dict[tuple[Any, ...], Host]) -> Host:
+        """Host ``h``'s kind among ``hosts`` (by its loads, CPU, memory and GPU-less tasks), added where new."""
+        cap = self.capacity
+        g = cap.gpus_per_instance
+        loads = [
+            GpuLoad(
+                tasks=tuple(sorted(gpu.tasks.items())),
+                used_gpu_memory_mib=0 if gpu.whole else cap.usable_gpu_memory_mib - gpu.room,
+                clients=0 if gpu.whole else MAX_CLIENTS_PER_GPU - gpu.clients,
+                whole=gpu.whole,
+            )
+            for gpu in self.gpus[h * g : (h + 1) * g]
+            if gpu.tasks
+        ]
+        cpu = cap.host_cpu_units - self.cpu_left[h]
+        mem = cap.host_memory_mib - self.mem_left[h]
+        without = self.without.get(h, {})
+        key = (tuple(loads), cpu, mem, tuple(sorted(without.items())))
+        if key not in hosts:
+            hosts[key] = Host(0, loads, cpu, mem, dict(without), eni_room(cap) - self.eni_left[h])
+        return hosts[key]
 
 
 HOST_BINDS = 1.5  # a host resource needing this many times the hosts GPU memory needs: the staged plan is skipped
