@@ -599,6 +599,27 @@ def test_ffd_places_a_run_of_full_new_hosts_in_one_step_exactly_as_task_by_task(
     assert _ffd_plans() == in_one_step
 
 
+def test_ffd_places_a_run_of_whole_gpu_tasks_on_new_hosts_in_one_step_exactly_as_task_by_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where whole-GPU tasks go to new hosts, FFD makes the full ones at once (add_whole), their GPUs shared until
+    changed: MPS tasks may open the GPUs left idle there later. The plan must be the one placing task by task gives."""
+    from ecs_gpu_sharing.core.planner import ffd
+
+    made: list[int] = []
+    add_whole = ffd._FirstFit.add_whole
+
+    def counted(self: ffd._FirstFit, s: ServiceInput, group: str | None, per_host: int, copies: int) -> None:
+        made.append(copies)
+        add_whole(self, s, group, per_host, copies)
+
+    monkeypatch.setattr(ffd._FirstFit, "add_whole", counted)
+    in_one_step = _ffd_plans()
+    assert sum(made) > 100  # the fleets do make runs of such hosts
+    monkeypatch.setattr(ffd._FirstFit, "whole_per_host", lambda self, s: 1 << 62)  # task by task
+    assert _ffd_plans() == in_one_step
+
+
 @contextlib.contextmanager
 def _chunks_of(module: object, shift: int) -> Iterator[None]:
     """``module``'s scans read in chunks of 2**shift (60: chunks nothing fills, so every entry is read)."""

@@ -158,6 +158,13 @@ class _FirstFit:
             while h < len(self.cpu_left) and not (len(self.idle[h]) >= s.whole_gpus and self.fits_host(h, s)):
                 h += 1
             if h == len(self.cpu_left):
+                # From here on every task goes to new hosts, each taking as many as it holds: the full ones at once.
+                per_host = self.whole_per_host(s)
+                if n // per_host > 1:
+                    self.add_whole(s, group, per_host, n // per_host)
+                    n -= n // per_host * per_host
+                    h = len(self.cpu_left)
+                    continue
                 self.new_host()
             self.touched.add(h)
             for _ in range(s.whole_gpus):
@@ -165,6 +172,40 @@ class _FirstFit:
                 gpu.whole, gpu.group, gpu.tasks = True, group, {s.name: 1}
             self.take_host(h, s, 1)
             n -= 1
+
+    def whole_per_host(self, s: ServiceInput) -> int:
+        """The whole-GPU tasks of ``s`` one new host takes: place_whole puts them there one by one until it is full."""
+        cap = self.capacity
+        k = cap.gpus_per_instance // s.whole_gpus
+        if s.cpu_units:
+            k = min(k, cap.host_cpu_units // s.cpu_units)
+        if s.memory_mib:
+            k = min(k, cap.host_memory_mib // s.memory_mib)
+        if s.network_interfaces:
+            k = min(k, eni_room(cap) // s.network_interfaces)
+        return max(k, 1)
+
+    def add_whole(self, s: ServiceInput, group: str | None, per_host: int, copies: int) -> None:
+        """``copies`` new hosts, each with ``per_host`` tasks of ``s`` on its first GPUs, whole: the state place_whole
+        leaves. Their GPUs are one set of records, shared until a host's is changed (own); a host with no idle GPU
+        left is not among idle_hosts (nothing can open a GPU there)."""
+        cap = self.capacity
+        gpus_per, used = cap.gpus_per_instance, per_host * s.whole_gpus
+        hosts = range(len(self.cpu_left), len(self.cpu_left) + copies)
+        self.block.extend([self.blocks] * copies)
+        self.blocks += 1
+        self.cpu_left.extend([cap.host_cpu_units - per_host * s.cpu_units] * copies)
+        self.mem_left.extend([cap.host_memory_mib - per_host * s.memory_mib] * copies)
+        self.eni_left.extend([eni_room(cap) - per_host * s.network_interfaces] * copies)
+        if used < gpus_per:
+            self.idle_hosts.extend(hosts)
+            self.idle.extend(list(range(h * gpus_per + used, (h + 1) * gpus_per)) for h in hosts)
+        else:
+            self.idle.extend([self.no_idle] * copies)
+        usable = cap.usable_gpu_memory_mib
+        one = [_OpenGpu(group, usable, MAX_CLIENTS_PER_GPU, {s.name: 1}, whole=True, shared=True)] * used
+        one += [_OpenGpu(None, usable, MAX_CLIENTS_PER_GPU, shared=True)] * (gpus_per - used)
+        self.gpus.extend(one * copies)
 
     def place_without_gpu(self, s: ServiceInput, n: int) -> None:
         h = 0
