@@ -620,6 +620,28 @@ def test_ffd_places_a_run_of_whole_gpu_tasks_on_new_hosts_in_one_step_exactly_as
     assert _ffd_plans() == in_one_step
 
 
+def test_ffd_gives_a_run_of_alike_one_gpu_hosts_their_tasks_at_once_exactly_as_host_by_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On one-GPU hosts, a run of hosts made alike and untouched takes a service's tasks at once (take_run), the run
+    then alike again under a block of its own. The plan must be the one giving them host by host gives."""
+    from ecs_gpu_sharing.core.planner import ffd
+
+    runs: list[int] = []
+    take_run = ffd._FirstFit.take_run
+
+    def counted(self: ffd._FirstFit, at: int, s: ServiceInput, k: int, most: int) -> int:
+        run = take_run(self, at, s, k, most)
+        runs.append(run)
+        return run
+
+    monkeypatch.setattr(ffd._FirstFit, "take_run", counted)
+    at_once = _ffd_plans()
+    assert sum(r for r in runs if r > 1) > 100  # the fleets do have such runs
+    monkeypatch.setattr(ffd._FirstFit, "take_run", lambda self, at, s, k, most: 1)  # host by host
+    assert _ffd_plans() == at_once
+
+
 @contextlib.contextmanager
 def _chunks_of(module: object, shift: int) -> Iterator[None]:
     """``module``'s scans read in chunks of 2**shift (60: chunks nothing fills, so every entry is read)."""

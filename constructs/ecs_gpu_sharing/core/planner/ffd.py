@@ -228,7 +228,7 @@ class _FirstFit:
         # 100,000-task fleets.
         gpus, open_mps, idle, idle_hosts = self.gpus, self.open_mps, self.idle, self.idle_hosts
         cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
-        touched = self.touched
+        touched, block = self.touched, self.block
         size, clients, name = s.task_gpu_budget_mib, s.clients, s.name
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
         per = self.capacity.gpus_per_instance
@@ -272,6 +272,14 @@ class _FirstFit:
                     k = min(k, mem_left[h] // need_mem)
                 if need_eni:
                     k = min(k, eni_left[h] // need_eni)
+                if k < n and per == 1 and block[h] >= 0 and h not in touched:
+                    # One GPU a host, made alike and untouched: the hosts after it in the same run take the same
+                    # tasks (each as many as it holds), so they are given them at once.
+                    run = self.take_run(at, s, k, n // k)
+                    if run > 1:
+                        n -= run * k
+                        at += run
+                        continue
                 if gpu.shared:
                     gpu = self.own(open_mps[at])
                 gpu.room -= k * size
@@ -318,6 +326,38 @@ class _FirstFit:
             self.own(index).group = group
             open_mps.append(index)
             at, end = end, end + 1
+
+    def take_run(self, at: int, s: ServiceInput, k: int, most: int) -> int:
+        """On one-GPU hosts: ``k`` tasks of ``s`` on each of the open GPUs from position ``at`` whose hosts stand next
+        to each other, were made alike (one add_filled call, or one run taken here) and are untouched since, up to
+        ``most`` of them; how many. The run gets one shared GPU record and a block of its own, so its hosts stay
+        alike. Where the run is of one host, nothing is done: place_mps places it."""
+        open_mps, block, touched = self.open_mps, self.block, self.touched
+        h = open_mps[at]
+        run, end = 1, len(open_mps)
+        while (
+            run < most
+            and at + run < end
+            and open_mps[at + run] == h + run
+            and block[h + run] == block[h]
+            and h + run not in touched
+        ):
+            run += 1
+        if run == 1:
+            return 1
+        gpu = self.gpus[h]
+        tasks = dict(gpu.tasks)
+        tasks[s.name] = tasks.get(s.name, 0) + k
+        one = _OpenGpu(
+            gpu.group, gpu.room - k * s.task_gpu_budget_mib, gpu.clients - k * s.clients, tasks, gpu.whole, True
+        )
+        self.gpus[h : h + run] = [one] * run
+        self.cpu_left[h : h + run] = [self.cpu_left[h] - k * s.cpu_units] * run
+        self.mem_left[h : h + run] = [self.mem_left[h] - k * s.memory_mib] * run
+        self.eni_left[h : h + run] = [self.eni_left[h] - k * s.network_interfaces] * run
+        block[h : h + run] = [self.blocks] * run
+        self.blocks += 1
+        return run
 
     def first_in_chunk(self, at: int, s: ServiceInput, group: str | None) -> int:
         """The first position from ``at`` in the chunk of open GPUs starting there whose GPU and host can take a task
