@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import subprocess
@@ -579,9 +580,18 @@ def _ffd_plans() -> list[object]:
             for i in range(3)
         ]
         pairs = [(s, s.tasks) for s in [*fleet.services, *cpu_only]]
-        for order in ("gpu", "cpu", "memory", "dominant", "sum"):
-            hosts = ffd.ffd_hosts(fleet.capacity, [pairs], order)
-            out.append([(h.count, h.gpus, h.cpu, h.mem, sorted(h.without_gpu.items()), h.enis) for h in hosts])
+        # The same fleet with every other service in awsvpc mode, on hosts of 12 interfaces for tasks.
+        awsvpc = [
+            (dataclasses.replace(s, shape=dataclasses.replace(s.shape, network_interfaces=i % 2)), n)
+            for i, (s, n) in enumerate(pairs)
+        ]
+        for capacity, placed in (
+            (fleet.capacity, pairs),
+            (dataclasses.replace(fleet.capacity, task_network_interfaces=12), awsvpc),
+        ):
+            for order in ("gpu", "cpu", "memory", "dominant", "sum"):
+                hosts = ffd.ffd_hosts(capacity, [placed], order)
+                out.append([(h.count, h.gpus, h.cpu, h.mem, sorted(h.without_gpu.items()), h.enis) for h in hosts])
     return out
 
 
@@ -620,25 +630,27 @@ def test_ffd_places_a_run_of_whole_gpu_tasks_on_new_hosts_in_one_step_exactly_as
     assert _ffd_plans() == in_one_step
 
 
-def test_ffd_gives_a_run_of_alike_one_gpu_hosts_their_tasks_at_once_exactly_as_host_by_host(
+def test_ffd_gives_a_run_of_alike_hosts_their_tasks_at_once_exactly_as_host_by_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """On one-GPU hosts, a run of hosts made alike and untouched takes a service's tasks at once (take_run), the run
-    then alike again under a block of its own. The plan must be the one giving them host by host gives."""
+    """A run of hosts made alike and untouched takes a service's tasks at once (take_run: each host what first-fit
+    gives it GPU by GPU), the run then alike again under a block of its own. The plan must be the one giving them host
+    by host gives, on hosts of one, four and eight GPUs."""
     from ecs_gpu_sharing.core.planner import ffd
 
-    runs: list[int] = []
+    taken: dict[int, int] = {}
     take_run = ffd._FirstFit.take_run
 
-    def counted(self: ffd._FirstFit, at: int, s: ServiceInput, k: int, most: int) -> int:
-        run = take_run(self, at, s, k, most)
-        runs.append(run)
-        return run
+    def counted(self: ffd._FirstFit, at: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
+        tasks, after = take_run(self, at, s, group, n)
+        per = self.capacity.gpus_per_instance
+        taken[per] = taken.get(per, 0) + tasks
+        return tasks, after
 
     monkeypatch.setattr(ffd._FirstFit, "take_run", counted)
     at_once = _ffd_plans()
-    assert sum(r for r in runs if r > 1) > 100  # the fleets do have such runs
-    monkeypatch.setattr(ffd._FirstFit, "take_run", lambda self, at, s, k, most: 1)  # host by host
+    assert all(taken.get(per, 0) > 100 for per in (1, 4, 8)), taken  # the fleets do have such runs
+    monkeypatch.setattr(ffd._FirstFit, "take_run", lambda self, at, s, group, n: (0, at))  # host by host
     assert _ffd_plans() == at_once
 
 

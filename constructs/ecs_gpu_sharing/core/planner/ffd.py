@@ -272,13 +272,13 @@ class _FirstFit:
                     k = min(k, mem_left[h] // need_mem)
                 if need_eni:
                     k = min(k, eni_left[h] // need_eni)
-                if k < n and per == 1 and block[h] >= 0 and h not in touched:
-                    # One GPU a host, made alike and untouched: the hosts after it in the same run take the same
-                    # tasks (each as many as it holds), so they are given them at once.
-                    run = self.take_run(at, s, k, n // k)
-                    if run > 1:
-                        n -= run * k
-                        at += run
+                if k < n and block[h] >= 0 and h not in touched:
+                    # A host made alike with the hosts after it and untouched: they take the same tasks (each as
+                    # many as it holds), so they are given them at once.
+                    taken, after = self.take_run(at, s, group, n)
+                    if taken:
+                        n -= taken
+                        at = after
                         continue
                 if gpu.shared:
                     gpu = self.own(open_mps[at])
@@ -327,37 +327,67 @@ class _FirstFit:
             open_mps.append(index)
             at, end = end, end + 1
 
-    def take_run(self, at: int, s: ServiceInput, k: int, most: int) -> int:
-        """On one-GPU hosts: ``k`` tasks of ``s`` on each of the open GPUs from position ``at`` whose hosts stand next
-        to each other, were made alike (one add_filled call, or one run taken here) and are untouched since, up to
-        ``most`` of them; how many. The run gets one shared GPU record and a block of its own, so its hosts stay
-        alike. Where the run is of one host, nothing is done: place_mps places it."""
-        open_mps, block, touched = self.open_mps, self.block, self.touched
-        h = open_mps[at]
-        run, end = 1, len(open_mps)
+    def take_run(self, at: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
+        """Tasks of ``s`` from the open GPU at position ``at`` on: where its host and the hosts after it were made alike
+        (one add_filled call, or one run taken here) and are untouched since, each takes what place_mps would give
+        it, GPU by GPU, as many as it holds, so a run of them is given that at once, while ``n`` lasts. The run gets
+        one shared record per GPU changed and a block of its own, so its hosts stay alike. Returns the tasks taken
+        and the position after the run (0 and ``at`` where it is of one host: place_mps places that)."""
+        per = self.capacity.gpus_per_instance
+        open_mps, block, touched, gpus = self.open_mps, self.block, self.touched, self.gpus
+        size, clients = s.task_gpu_budget_mib, s.clients
+        need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
+        h = open_mps[at] // per
+        j0 = open_mps[at] - h * per
+        first = at - j0  # a block's host has its open GPUs, from the first, at consecutive positions
+        if first < 0 or open_mps[first] != h * per:
+            return 0, at
+        cpu, mem, eni = self.cpu_left[h], self.mem_left[h], self.eni_left[h]
+        takes: list[tuple[int, int]] = []  # (GPU of the host, tasks): what place_mps gives one host
+        end = at
+        while end < len(open_mps) and open_mps[end] // per == h:
+            gpu = gpus[open_mps[end]]
+            if (
+                gpu.room >= size
+                and gpu.clients >= clients
+                and cpu >= need_cpu
+                and mem >= need_mem
+                and eni >= need_eni
+                and gpu.group == group
+            ):
+                k = min(gpu.room // size, gpu.clients // clients)
+                k = min(k, cpu // need_cpu) if need_cpu else k
+                k = min(k, mem // need_mem) if need_mem else k
+                k = min(k, eni // need_eni) if need_eni else k
+                takes.append((open_mps[end] - h * per, k))
+                cpu, mem, eni = cpu - k * need_cpu, mem - k * need_mem, eni - k * need_eni
+            end += 1
+        each = sum(k for _, k in takes)
+        stride = end - first  # positions a host's open GPUs take
+        run = 1
         while (
-            run < most
-            and at + run < end
-            and open_mps[at + run] == h + run
+            run < n // each
+            and first + (run + 1) * stride <= len(open_mps)
+            and open_mps[at + run * stride] == (h + run) * per + j0
+            and open_mps[first + (run + 1) * stride - 1] == (h + run) * per + (end - 1 - first)
             and block[h + run] == block[h]
             and h + run not in touched
         ):
             run += 1
         if run == 1:
-            return 1
-        gpu = self.gpus[h]
-        tasks = dict(gpu.tasks)
-        tasks[s.name] = tasks.get(s.name, 0) + k
-        one = _OpenGpu(
-            gpu.group, gpu.room - k * s.task_gpu_budget_mib, gpu.clients - k * s.clients, tasks, gpu.whole, True
-        )
-        self.gpus[h : h + run] = [one] * run
-        self.cpu_left[h : h + run] = [self.cpu_left[h] - k * s.cpu_units] * run
-        self.mem_left[h : h + run] = [self.mem_left[h] - k * s.memory_mib] * run
-        self.eni_left[h : h + run] = [self.eni_left[h] - k * s.network_interfaces] * run
+            return 0, at
+        for j, k in takes:
+            gpu = gpus[h * per + j]
+            tasks = dict(gpu.tasks)
+            tasks[s.name] = tasks.get(s.name, 0) + k
+            one = _OpenGpu(gpu.group, gpu.room - k * size, gpu.clients - k * clients, tasks, gpu.whole, True)
+            gpus[h * per + j : (h + run) * per + j : per] = [one] * run
+        self.cpu_left[h : h + run] = [cpu] * run
+        self.mem_left[h : h + run] = [mem] * run
+        self.eni_left[h : h + run] = [eni] * run
         block[h : h + run] = [self.blocks] * run
         self.blocks += 1
-        return run
+        return run * each, first + run * stride
 
     def first_in_chunk(self, at: int, s: ServiceInput, group: str | None) -> int:
         """The first position from ``at`` in the chunk of open GPUs starting there whose GPU and host can take a task
