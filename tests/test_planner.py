@@ -742,6 +742,22 @@ def test_host_packing_in_chunks_places_every_unit_where_a_scan_of_every_group_do
             assert packed() == in_chunks, shift
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(*[st.integers(0, 3)] * 4), min_size=1, max_size=32))
+def test_a_chunks_front_is_what_no_other_group_has_as_much_of_everything(
+    lefts: list[tuple[int, int, int, int]],
+) -> None:
+    """The host packing keeps, per chunk, the Pareto front of what its groups have left: every figure some other one
+    is at least as large as in every place is left out, each other kept once. A unit fits a group of the chunk exactly
+    when it fits a figure of the front."""
+    from ecs_gpu_sharing.core.planner.hosts import _front
+
+    def dominated(p: tuple[int, ...]) -> bool:
+        return any(q != p and all(a >= b for a, b in zip(q, p, strict=True)) for q in lefts)
+
+    assert sorted(_front(lefts)) == sorted({p for p in lefts if not dominated(p)})
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 40), st.integers(1, 6)), min_size=1, max_size=8),

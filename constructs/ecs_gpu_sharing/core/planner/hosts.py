@@ -77,31 +77,24 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
         return (share, u.cpu + u.mem)
 
     slots, cpu_cap, mem_cap, eni_cap = g, cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)
-    # Per chunk of CHUNK groups (by position): the most GPU slots, CPU, memory and interfaces any of them had
-    # left when last read. What a group has left only shrinks, so a chunk whose bounds rule a unit out is skipped
-    # unread. A split moves the positions after it: see _shifted.
-    bounds: dict[int, tuple[int, int, int, int]] = {}
+    # Per chunk of CHUNK groups (by position): what its groups had left when last read (GPU slots, CPU, memory,
+    # interfaces), only those no other group of the chunk had as much of everything (the Pareto front). What a group
+    # has left only shrinks, so a chunk none of whose front holds a unit is skipped unread. A split moves the
+    # positions after it: see _shifted.
+    bounds: dict[int, list[tuple[int, int, int, int]]] = {}
 
     def first_open(at: int, need: tuple[int, int, int, int]) -> int:
         """The first group from ``at`` in its chunk with room for one copy of a unit needing ``need``; else -1, and
-        the chunk's bounds are kept."""
+        the front of what the chunk's groups have left is kept."""
         per_gpu, cpu, mem, enis = need
-        m0 = m1 = m2 = m3 = -1
+        lefts = []
         for i in range(at, at + CHUNK):
             host = hosts[i]
             l0, l1, l2, l3 = slots - len(host.gpus), cpu_cap - host.cpu, mem_cap - host.mem, eni_cap - host.enis
             if l0 >= per_gpu and l1 >= cpu and l2 >= mem and l3 >= enis:
                 return i
-            # written out, not max(): this loop is most of a plan of a thousand services
-            if l0 > m0:
-                m0 = l0
-            if l1 > m1:
-                m1 = l1
-            if l2 > m2:
-                m2 = l2
-            if l3 > m3:
-                m3 = l3
-        bounds[at >> CHUNK_SHIFT] = (m0, m1, m2, m3)
+            lefts.append((l0, l1, l2, l3))
+        bounds[at >> CHUNK_SHIFT] = _front(lefts)
         return -1
 
     for unit in sorted(units, key=weight, reverse=True):
@@ -110,10 +103,14 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
         per_gpu, cpu, mem, enis = need = len(unit.gpus), unit.cpu, unit.mem, unit.enis
         while n and at < len(hosts):
             if not at & CHUNK_MASK and at + CHUNK <= len(hosts):
-                most = bounds.get(at >> CHUNK_SHIFT)
-                if most is not None and (most[0] < per_gpu or most[1] < cpu or most[2] < mem or most[3] < enis):
-                    at += CHUNK
-                    continue
+                front = bounds.get(at >> CHUNK_SHIFT)
+                if front is not None:
+                    for p in front:
+                        if p[0] >= per_gpu and p[1] >= cpu and p[2] >= mem and p[3] >= enis:
+                            break
+                    else:  # nothing in the chunk holds the unit
+                        at += CHUNK
+                        continue
                 found = first_open(at, need)
                 if found < 0:
                     at += CHUNK
@@ -160,12 +157,25 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
     return hosts
 
 
+def _front(lefts: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """The figures of ``lefts`` that no other one is at least as large as in every place (each kept once)."""
+    front: list[tuple[int, int, int, int]] = []
+    for p in sorted(set(lefts), reverse=True):  # one sorted before p has at least its first figure
+        _, p1, p2, p3 = p
+        for q in front:
+            if q[1] >= p1 and q[2] >= p2 and q[3] >= p3:
+                break
+        else:
+            front.append(p)
+    return front
+
+
 def _shifted(
-    bounds: dict[int, tuple[int, int, int, int]], at: int, made: int, shift: int
-) -> dict[int, tuple[int, int, int, int]]:
-    """The chunks' bounds once ``made`` new groups stand at ``at`` and the groups after them have moved ``shift``
+    bounds: dict[int, list[tuple[int, int, int, int]]], at: int, made: int, shift: int
+) -> dict[int, list[tuple[int, int, int, int]]]:
+    """The chunks' fronts once ``made`` new groups stand at ``at`` and the groups after them have moved ``shift``
     places on: a chunk holding a new group has none; a later chunk holds groups of the chunks they came from, so the
-    most of those chunks' bounds still bounds it (a chunk with none gives none). Chunks before ``at`` are unchanged."""
+    front of those chunks' fronts still bounds it (a chunk with none gives none). Chunks before ``at`` are unchanged."""
     first = at >> CHUNK_SHIFT
     last = (at + made - 1) >> CHUNK_SHIFT  # the last chunk holding a new group
     kept = {c: b for c, b in bounds.items() if c < first}
@@ -174,13 +184,7 @@ def _shifted(
             continue
         low, high = (c * CHUNK - shift) >> CHUNK_SHIFT, (c * CHUNK + CHUNK - 1 - shift) >> CHUNK_SHIFT
         if all(k in bounds for k in range(low, high + 1)):
-            parts = [bounds[k] for k in range(low, high + 1)]
-            kept[c] = (
-                max(p[0] for p in parts),
-                max(p[1] for p in parts),
-                max(p[2] for p in parts),
-                max(p[3] for p in parts),
-            )
+            kept[c] = bounds[low] if low == high else _front([p for k in range(low, high + 1) for p in bounds[k]])
     return kept
 
 
