@@ -654,6 +654,29 @@ def test_ffd_gives_a_run_of_alike_hosts_their_tasks_at_once_exactly_as_host_by_h
     assert _ffd_plans() == at_once
 
 
+def test_ffd_opens_the_idle_gpus_of_a_run_of_alike_hosts_at_once_exactly_as_host_by_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run of hosts made alike and untouched, with idle GPUs, opens the same ones for a service and takes the same
+    tasks at once (open_run). The plan must be the one opening them host by host gives."""
+    from ecs_gpu_sharing.core.planner import ffd
+
+    given: dict[int, int] = {}
+    open_run = ffd._FirstFit.open_run
+
+    def counted(self: ffd._FirstFit, scan: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
+        tasks, after = open_run(self, scan, s, group, n)
+        per = self.capacity.gpus_per_instance
+        given[per] = given.get(per, 0) + tasks
+        return tasks, after
+
+    monkeypatch.setattr(ffd._FirstFit, "open_run", counted)
+    at_once = _ffd_plans()
+    assert all(given.get(per, 0) > 100 for per in (4, 8)), given  # the fleets do have such runs
+    monkeypatch.setattr(ffd._FirstFit, "open_run", lambda self, scan, s, group, n: (0, scan))  # host by host
+    assert _ffd_plans() == at_once
+
+
 @contextlib.contextmanager
 def _chunks_of(module: object, shift: int) -> Iterator[None]:
     """``module``'s scans read in chunks of 2**shift (60: chunks nothing fills, so every entry is read)."""

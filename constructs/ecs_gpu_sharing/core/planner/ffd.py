@@ -321,11 +321,59 @@ class _FirstFit:
                     scan, at = len(idle_hosts), len(open_mps)
                     end = at
                     continue
+            elif block[idle_hosts[scan]] >= 0 and idle_hosts[scan] not in touched:
+                # A host made alike with the hosts after it and untouched: each opens the same idle GPUs and takes
+                # the same tasks, so a run of them is given that at once.
+                given, after = self.open_run(scan, s, group, n)
+                if given:
+                    n -= given
+                    scan = after
+                    at = end = len(open_mps)
+                    continue
             host = idle_hosts[scan] if scan < len(idle_hosts) else self.new_host()
             index = idle[host].pop(0)
             self.own(index).group = group
             open_mps.append(index)
             at, end = end, end + 1
+
+    def open_run(self, scan: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
+        """From position ``scan`` of idle_hosts: where its host and the hosts after it were made alike and are
+        untouched since, each opens the same idle GPUs and takes what place_mps would give it (idle_fill), so a run
+        of them is given that at once, while ``n`` lasts: their GPUs one shared record each, opened in place_mps's
+        order, and a block of their own. Returns the tasks taken and the position after the run in idle_hosts (0 and
+        ``scan`` where the run is of one host: place_mps places that)."""
+        per = self.capacity.gpus_per_instance
+        idle_hosts, idle, block, touched = self.idle_hosts, self.idle, self.block, self.touched
+        h = idle_hosts[scan]
+        fill = self.idle_fill(s, len(idle[h]), self.cpu_left[h], self.mem_left[h], self.eni_left[h])
+        each = sum(fill)
+        if not each:
+            return 0, scan
+        run = 1
+        while (
+            run < n // each
+            and scan + run < len(idle_hosts)
+            and idle_hosts[scan + run] == h + run
+            and block[h + run] == block[h]
+            and h + run not in touched
+        ):
+            run += 1
+        if run == 1:
+            return 0, scan
+        offsets = [i - h * per for i in idle[h][: len(fill)]]  # alike hosts have the same GPUs idle
+        usable, size, clients = self.capacity.usable_gpu_memory_mib, s.task_gpu_budget_mib, s.clients
+        for o, k in zip(offsets, fill, strict=True):
+            one = _OpenGpu(group, usable - k * size, MAX_CLIENTS_PER_GPU - k * clients, {s.name: k}, shared=True)
+            self.gpus[h * per + o : (h + run) * per + o : per] = [one] * run
+        for r in range(h, h + run):
+            idle[r] = idle[r][len(fill) :]
+        self.open_mps.extend(r * per + o for r in range(h, h + run) for o in offsets)
+        self.cpu_left[h : h + run] = [self.cpu_left[h] - each * s.cpu_units] * run
+        self.mem_left[h : h + run] = [self.mem_left[h] - each * s.memory_mib] * run
+        self.eni_left[h : h + run] = [self.eni_left[h] - each * s.network_interfaces] * run
+        block[h : h + run] = [self.blocks] * run
+        self.blocks += 1
+        return run * each, scan + run
 
     def take_run(self, at: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
         """Tasks of ``s`` from the open GPU at position ``at`` on: where its host and the hosts after it were made alike
@@ -445,15 +493,14 @@ class _FirstFit:
         host takes: each GPU as full as its memory, its clients and the host's CPU, memory and interfaces allow, the
         next GPU opened while the host has room for a task."""
         cap = self.capacity
-        cpu, mem, eni = cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)
+        return self.idle_fill(s, cap.gpus_per_instance, cap.host_cpu_units, cap.host_memory_mib, eni_room(cap))
+
+    def idle_fill(self, s: ServiceInput, idle: int, cpu: int, mem: int, eni: int) -> list[int]:
+        """The same for a host with ``idle`` idle GPUs and that CPU, memory and interfaces left."""
+        cap = self.capacity
         per_gpu = min(cap.usable_gpu_memory_mib // s.task_gpu_budget_mib, MAX_CLIENTS_PER_GPU // s.clients)
         fill: list[int] = []
-        while (
-            len(fill) < cap.gpus_per_instance
-            and cpu >= s.cpu_units
-            and mem >= s.memory_mib
-            and eni >= s.network_interfaces
-        ):
+        while len(fill) < idle and cpu >= s.cpu_units and mem >= s.memory_mib and eni >= s.network_interfaces:
             k = per_gpu
             if s.cpu_units:
                 k = min(k, cpu // s.cpu_units)
