@@ -115,6 +115,7 @@ class _FirstFit:
         # the scans off them.
         self.chunk_bounds: dict[int, tuple[int, int, int]] = {}
         self.host_bounds: dict[int, tuple[int, int]] = {}  # the same for idle_hosts: host memory and CPU
+        self.span_bounds: dict[int, tuple[int, int, int]] = {}  # per CHUNK chunks of open GPUs: their bounds' most
 
     def new_host(self) -> int:
         cap, h = self.capacity, len(self.cpu_left)
@@ -234,9 +235,20 @@ class _FirstFit:
         per = self.capacity.gpus_per_instance
         at = scan = 0
         end = len(open_mps)
-        bounds, host_bounds = self.chunk_bounds, self.host_bounds
+        bounds, host_bounds, spans = self.chunk_bounds, self.host_bounds, self.span_bounds
+        span_shift = 2 * CHUNK_SHIFT
+        span_mask = (1 << span_shift) - 1
         while n:
             while at < end:
+                if not at & span_mask and at + (1 << span_shift) <= end:
+                    # At the start of a span of CHUNK chunks: skipped where the most of its chunks' bounds rule s
+                    # out (worked out again from them where the one kept does not: they only shrink).
+                    bound = spans.get(at >> span_shift)
+                    if bound is None or not (bound[0] < size or bound[1] < need_mem or bound[2] < need_cpu):
+                        bound = self.span_bound(at, span_shift)
+                    if bound is not None and (bound[0] < size or bound[1] < need_mem or bound[2] < need_cpu):
+                        at += 1 << span_shift
+                        continue
                 if not at & CHUNK_MASK and at + CHUNK <= end:
                     # At the start of a whole chunk of open GPUs: skip it where its bounds say no GPU in it can take
                     # s; else the first GPU in it that can, if any.
@@ -436,6 +448,25 @@ class _FirstFit:
         block[h : h + run] = [self.blocks] * run
         self.blocks += 1
         return run * each, first + run * stride
+
+    def span_bound(self, at: int, span_shift: int) -> tuple[int, int, int] | None:
+        """The most of each bound of the chunks in the span of open GPUs from ``at`` (kept), or None while one of
+        them has none."""
+        bounds = self.chunk_bounds
+        room = mem = cpu = -1
+        first = at >> CHUNK_SHIFT
+        for c in range(first, first + (1 << (span_shift - CHUNK_SHIFT))):
+            bound = bounds.get(c)
+            if bound is None:
+                return None
+            if bound[0] > room:
+                room = bound[0]
+            if bound[1] > mem:
+                mem = bound[1]
+            if bound[2] > cpu:
+                cpu = bound[2]
+        self.span_bounds[at >> span_shift] = (room, mem, cpu)
+        return room, mem, cpu
 
     def first_in_chunk(self, at: int, s: ServiceInput, group: str | None) -> int:
         """The first position from ``at`` in the chunk of open GPUs starting there whose GPU and host can take a task
