@@ -166,6 +166,44 @@ def test_a_scaled_down_replay_takes_its_ratio_over_the_packer_without_the_host_l
     )
 
 
+def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """place keeps the hosts its rough filter passed for one need and mends them by the host a task went to (and one
+    launched for it); a stop drops them. Every replay, at a limit or not, and every blocked service must be what
+    reading the open hosts afresh for every task gives: generated fleets of one, four and eight GPUs a host."""
+    import sys
+
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import fleet_generator
+    finally:
+        sys.path.pop(0)
+
+    def outcomes() -> list[object]:
+        out: list[object] = []
+        for seed in (3, 5, 6, 13, 24):
+            fleet = fleet_generator.generate(seed, 400)
+            for rule in P.GPU_RULES:
+                for order in P.ORDERS:
+                    free = P.replay(fleet.capacity, fleet.services, rule, order, 1 << 30)
+                    out += [free, P.replay(fleet.capacity, fleet.services, rule, order, max(1, free.peak - 3))]
+            out.append(P._blocked(fleet.capacity, fleet.services, max(1, free.peak - 2)))
+        return out
+
+    kept = outcomes()
+    place = P._Replay.place
+
+    def afresh(self: P._Replay, s: ServiceInput) -> bool:
+        self.rough_need = None
+        return place(self, s)
+
+    monkeypatch.setattr(P._Replay, "place", afresh)
+    assert outcomes() == kept
+
+
 def test_the_model_is_deterministic() -> None:
     services = [svc("a", 7, 3000), svc("b", 5, 7000), svc("c", 3, 15000)]
     assert P.place_capacity(L4X4, services) == P.place_capacity(L4X4, list(reversed(services)))

@@ -176,6 +176,8 @@ class _Replay:
         self.hosts: list[_Host] = []
         self.zone_hosts = [0] * ZONES  # hosts launched in each zone
         self.open: list[_Host] = []  # hosts that may still take the smallest task
+        self.rough: list[_Host] = []  # those of them that pass place's rough filter for rough_need
+        self.rough_need: _Need | None = None
         self.live: dict[str, deque[_Task]] = {s.name: deque() for s in services}
         self.needs = {s.name: _Need.of(s) for s in services}
         self.peak = 0
@@ -300,19 +302,30 @@ class _Replay:
         return None
 
     def place(self, s: ServiceInput) -> bool:
-        """One task of ``s``, as ECS would place it; a new instance when none has room and the limit allows."""
+        """One task of ``s``, as ECS would place it; a new instance when none has room and the limit allows.
+
+        The open hosts that pass the rough filter (CPU, memory, interfaces, the roomiest GPU) are kept for the need
+        they were read for: until a task stops, the next task of the same need changes them only by the host it was
+        given (and a host launched for it), so they are mended there, not read again (the arrival orders past
+        LARGE_TASKS place service by service)."""
         need = self.needs[s.name]
         cpu, mem, eni, size = need.cpu, need.mem, need.eni, need.size
-        rough = [
-            h
-            for h in self.open
-            if h.cpu >= cpu and h.mem >= mem and h.eni >= eni and h.largest_room >= size  # no call for most
-        ]
+        if need is self.rough_need:
+            rough = self.rough
+        else:
+            rough = [
+                h
+                for h in self.open
+                if h.cpu >= cpu and h.mem >= mem and h.eni >= eni and h.largest_room >= size  # no call for most
+            ]
+            self.rough, self.rough_need = rough, need
         host = self._choose(rough, s, need)
         if host is None:
             if len(self.hosts) >= self.limit:
                 return False
             host = self._launch()
+            if host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size:
+                rough.append(host)  # last in self.open, so last here too
             if not self._fits(host, need):
                 return False  # larger than a host: the plan's task rules report it
         gpus = self._gpus(host, need)
@@ -320,6 +333,9 @@ class _Replay:
         self._take(host, s, gpus, 1)
         self.live[s.name].append(_Task(s, host, gpus))
         self._close(host)
+        # A host closed is below the smallest task in some figure, so below this one's: the filter drops it too.
+        if not (host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size):
+            rough.remove(host)
         return True
 
     def _take(self, host: _Host, s: ServiceInput, gpus: tuple[int, ...], k: int) -> None:
@@ -354,6 +370,7 @@ class _Replay:
         self._stop(s, self.live[s.name].pop())
 
     def _stop(self, s: ServiceInput, task: _Task) -> None:
+        self.rough_need = None  # a host gains room: the kept rough filter no longer holds
         self._take(task.host, s, task.gpus, -1)
         if task.host not in self.open:
             self.open.append(task.host)
