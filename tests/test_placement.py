@@ -166,12 +166,9 @@ def test_a_scaled_down_replay_takes_its_ratio_over_the_packer_without_the_host_l
     )
 
 
-def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """place keeps the hosts its rough filter passed for one need and mends them by the host a task went to (and one
-    launched for it); a stop drops them. Every replay, at a limit or not, and every blocked service must be what
-    reading the open hosts afresh for every task gives: generated fleets of one, four and eight GPUs a host."""
+def _generated_outcomes() -> list[object]:
+    """Replays of generated fleets of one, four and eight GPUs a host, under every rule and order, at no limit and at
+    a limit, and the services blocked at a limit."""
     import sys
 
     from conftest import REPO
@@ -181,19 +178,24 @@ def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
         import fleet_generator
     finally:
         sys.path.pop(0)
+    out: list[object] = []
+    for seed in (3, 5, 6, 13, 24):
+        fleet = fleet_generator.generate(seed, 400)
+        for rule in P.GPU_RULES:
+            for order in P.ORDERS:
+                free = P.replay(fleet.capacity, fleet.services, rule, order, 1 << 30)
+                out += [free, P.replay(fleet.capacity, fleet.services, rule, order, max(1, free.peak - 3))]
+        out.append(P._blocked(fleet.capacity, fleet.services, max(1, free.peak - 2)))
+    return out
 
-    def outcomes() -> list[object]:
-        out: list[object] = []
-        for seed in (3, 5, 6, 13, 24):
-            fleet = fleet_generator.generate(seed, 400)
-            for rule in P.GPU_RULES:
-                for order in P.ORDERS:
-                    free = P.replay(fleet.capacity, fleet.services, rule, order, 1 << 30)
-                    out += [free, P.replay(fleet.capacity, fleet.services, rule, order, max(1, free.peak - 3))]
-            out.append(P._blocked(fleet.capacity, fleet.services, max(1, free.peak - 2)))
-        return out
 
-    kept = outcomes()
+def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """place keeps the hosts its rough filter passed for one need and mends them by the host a task went to (and one
+    launched for it); a stop drops them. Every replay, at a limit or not, and every blocked service must be what
+    reading the open hosts afresh for every task gives."""
+    kept = _generated_outcomes()
     place = P._Replay.place
 
     def afresh(self: P._Replay, s: ServiceInput) -> bool:
@@ -201,7 +203,33 @@ def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
         return place(self, s)
 
     monkeypatch.setattr(P._Replay, "place", afresh)
-    assert outcomes() == kept
+    assert _generated_outcomes() == kept
+
+
+def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_choose finds the least key's first host from the seeded starting point with min and index, and sorts only
+    when that host does not fit. Every replay must be what ranking every host by (key, place from the start) gives."""
+    fast = _generated_outcomes()
+
+    def ranked(self: P._Replay, rough: list[P._Host], s: ServiceInput, need: P._Need) -> P._Host | None:
+        strategy = s.placement or P.ECS_DEFAULT_STRATEGY
+        cut = strategy.index(P.RANDOM) if P.RANDOM in strategy else len(strategy)
+        key = self._key(strategy[:cut], s.name, self.zone_tasks[s.name])
+        if cut < len(strategy):
+            fitting = [h for h in rough if self._fits(h, need)]
+            if not fitting:
+                return None
+            low = min(key(h) for h in fitting)
+            return self.rng.choice([h for h in fitting if key(h) == low])
+        n = len(rough)
+        start = self.rng.randrange(n) if n > 1 else 0
+        for _, at in sorted((key(h), (i - start) % n) for i, h in enumerate(rough)):
+            if self._fits(rough[(at + start) % n], need):
+                return rough[(at + start) % n]
+        return None
+
+    monkeypatch.setattr(P._Replay, "_choose", ranked)
+    assert _generated_outcomes() == fast
 
 
 def test_the_model_is_deterministic() -> None:

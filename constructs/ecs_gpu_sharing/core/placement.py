@@ -288,13 +288,17 @@ class _Replay:
         # isolation group), so the full sort runs only when it does not.
         n = len(rough)
         start = self.rng.randrange(n) if n > 1 else 0
-        ranked = [(key(h), (i - start) % n) for i, h in enumerate(rough)]
-        if not ranked:
+        if not n:
             return None
-        least = min(ranked)
-        first = rough[(least[1] + start) % n]
+        keys = list(map(key, rough))
+        low = min(keys)
+        try:  # the least key's first host from the starting point on, else from the first
+            first = rough[keys.index(low, start)]
+        except ValueError:
+            first = rough[keys.index(low)]
         if self._fits(first, need):
             return first
+        ranked = [(k, (i - start) % n) for i, k in enumerate(keys)]
         for _, at in sorted(ranked):
             h = rough[(at + start) % n]
             if self._fits(h, need):
