@@ -204,3 +204,32 @@ def test_the_pricing_knapsack_is_exact_where_its_units_are(items: list[tuple[int
         if sum(k * s for k, s in zip(choice, sizes, strict=True)) <= room
     )
     assert value == pytest.approx(best)
+
+
+def test_the_last_search_for_a_bound_is_skipped_only_where_it_cannot_pass_the_bound_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where column generation stops short, the LP searches the best pattern further for Farley's bound; the planner
+    passes the bound it has (``known``), and the search is skipped where the LP's value rounded up is no more. Seed
+    29's fleet at 1,000 tasks (four GPUs a host): its LP value rounds up to 110, and the search takes its bound from
+    99 to 100. For each bound known, the better of it and the LP's must be what the search gives, and the search must
+    run below 110 and be skipped from there."""
+    from ecs_gpu_sharing.core.host_lp import highs
+
+    fleet = fleet_generator.generate(29, 1000)
+    items, spec = _problem(fleet.capacity, fleet.services)
+    searches: list[int] = []
+    solve = highs._Exact.solve
+
+    def counted(self: highs._Exact, duals: list[float], caps: list[int], nodes: int = host_lp.EXACT_NODES) -> object:
+        if nodes > host_lp.EXACT_NODES:
+            searches.append(nodes)
+        return solve(self, duals, caps, nodes)
+
+    monkeypatch.setattr(highs._Exact, "solve", counted)
+    full = host_lp.solve(items, spec).bound
+    assert full == 100 and searches
+    for known in (0, 99, 100, 109, 110, 111):
+        searches.clear()
+        assert max(known, host_lp.solve(items, spec, known=known).bound) == max(known, full), known
+        assert bool(searches) == (known < 110), known

@@ -60,6 +60,7 @@ def _generate(
     rounds: int,
     exact_calls: int = 0,
     bounds: bool = True,
+    known: int = 0,
 ) -> tuple[float, list[float], float]:
     """Column generation for ``left`` tasks of each item: new patterns from the greedy, guided by the pricing LP, until
     none is worth more than a host or the rounds run out. Returns the master's value and solution, and the best lower
@@ -69,7 +70,8 @@ def _generate(
     Column generation's duals swing from round to round, and priced at the midpoint it needs far fewer rounds. Where a
     midpoint finds no pattern worth a host at the master's own duals, those are priced as they are. Without
     ``bounds`` (the LP solved again while rounding, where its bound is not used), no bound is computed, and the duals
-    are priced as they are."""
+    are priced as they are. ``known``: a bound the caller has; the last search for a bound is skipped where the LP's
+    value rounded up is no more (Farley's bound never passes it)."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
     exact: _Exact | None = None
@@ -113,7 +115,7 @@ def _generate(
         if not added or r == rounds or len(master.patterns) >= MAX_COLUMNS:
             break
         value, duals, x = master.solve()
-    if exact_calls and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6):
+    if exact_calls and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6) and math.ceil(value - 1e-6) > known:
         # Column generation stopped short: the most a pattern is worth at the master's last duals, searched further.
         exact = exact or _Exact(items, host)
         _, bound = exact.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
@@ -173,11 +175,13 @@ def solve(
     beat: int = 0,
     exact_calls: int | None = None,
     start: Sequence[Pattern] = (),
+    known: int = 0,
 ) -> Solution:
     """A plan of whole-host patterns for ``items`` (the rest left to the caller) and the LP's lower bound. ``beat``:
     the hosts of a plan the caller has; where the LP's value already needs as many, no plan is rounded from it (a
     rounding never does better than the LP it rounds). ``exact_calls``: MILP pricings when the greedy finds no pattern
-    (by default EXACT_WORK over the number of items). ``start``: patterns the master begins with (a plan's hosts)."""
+    (by default EXACT_WORK over the number of items). ``start``: patterns the master begins with (a plan's hosts).
+    ``known``: a lower bound the caller has, which spares a search for a bound that cannot pass it."""
     if exact_calls is None:
         exact_calls = EXACT_WORK // max(len(items), 1)
     demand = [it.demand for it in items]
@@ -190,7 +194,7 @@ def solve(
         master.add(_build(items, host, [i], caps))
     for p in start:  # the hosts of a plan in hand: the LP starts no worse than it
         master.add(p)
-    value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls)
+    value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known)
     bound = math.ceil(farley - 1e-6)
     left = list(demand)
     hosts: list[tuple[Pattern, int]] = []

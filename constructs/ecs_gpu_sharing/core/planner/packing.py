@@ -89,7 +89,7 @@ def _pack_partition(
     if not host_lp or plan_size(best)[0] <= host_bound or sum(n for _, n in flat) > HOST_LP_TASKS:
         best = _searched(capacity, groups, best, host_bound)
         return best, gpu_bound, host_bound, plan_size(best)[0]
-    planned, lp_bound = _pack_host_lp(capacity, groups, best)
+    planned, lp_bound = _pack_host_lp(capacity, groups, best, host_bound)
     without = _searched(capacity, groups, best, host_bound)
     host_bound = max(host_bound, lp_bound)
     if planned is not None and plan_size(planned) < plan_size(best):
@@ -112,7 +112,7 @@ HOST_LP_TASKS = (
 
 
 def _pack_host_lp(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], best: list[Host]
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], best: list[Host], known: int = 0
 ) -> tuple[list[Host] | None, int]:
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
     cannot beat ``best``, whose hosts are its first patterns); and the LP's bound."""
@@ -120,7 +120,7 @@ def _pack_host_lp(
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
     start = [_as_pattern(h, index, items) for h in best]
-    solution = host_lp.solve(items, spec, beat=plan_size(best)[0], start=start)
+    solution = host_lp.solve(items, spec, beat=plan_size(best)[0], start=start, known=known)
     if not solution.hosts:
         return None, solution.bound
     planned = []
