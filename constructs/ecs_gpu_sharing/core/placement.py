@@ -287,9 +287,9 @@ class _Replay:
         # place counted from there. The least usually fits (the rough filter has checked all but the GPUs and the
         # isolation group), so the full sort runs only when it does not.
         n = len(rough)
-        start = self.rng.randrange(n) if n > 1 else 0
         if not n:
             return None
+        start = self.rng.randrange(n) if n > 1 else 0
         keys = list(map(key, rough))
         low = min(keys)
         try:  # the least key's first host from the starting point on, else from the first

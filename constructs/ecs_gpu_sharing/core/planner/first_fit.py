@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .hosts import Host, eni_room
+from .hosts import Host, eni_room, tasks_per_host
 from .model import CapacityInput, GpuLoad, ServiceInput
 
 _NEVER = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
@@ -40,7 +40,7 @@ class FirstFitHosts:
         self.no_idle: list[int] = []  # the idle GPUs of every host made full by add_filled: none, ever
         self.open_mps: list[int] = []  # GPUs opened for MPS tasks, in opening order
         self.idle_hosts: list[int] = []  # hosts that had an idle GPU, in opening order
-        self.block: list[int] = []  # per host: the add_filled call that made it (-1: new_host)
+        self.block: list[int] = []  # per host: the step that made it and its like (-1: new_host), alike while untouched
         self.coming = _NEVER  # the least of each figure of the MPS tasks after the service being placed
         self.blocks = 0
         self.touched: set[int] = set()  # hosts given a task since they were made
@@ -89,15 +89,7 @@ class FirstFitHosts:
 
     def whole_per_host(self, s: ServiceInput) -> int:
         """The whole-GPU tasks of ``s`` one new host takes: place_whole puts them there one by one until it is full."""
-        cap = self.capacity
-        k = cap.gpus_per_instance // s.whole_gpus
-        if s.cpu_units:
-            k = min(k, cap.host_cpu_units // s.cpu_units)
-        if s.memory_mib:
-            k = min(k, cap.host_memory_mib // s.memory_mib)
-        if s.network_interfaces:
-            k = min(k, eni_room(cap) // s.network_interfaces)
-        return max(k, 1)
+        return tasks_per_host(s.shape, self.capacity)
 
     def add_whole(self, s: ServiceInput, group: str | None, per_host: int, copies: int) -> None:
         """``copies`` new hosts, each with ``per_host`` tasks of ``s`` on its first GPUs, whole: the state place_whole
@@ -162,9 +154,9 @@ class FirstFitHosts:
 
     def take_run(self, at: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
         """Tasks of ``s`` from the open GPU at position ``at`` on: where its host and the hosts after it were made alike
-        (one add_filled call, or one run taken here) and are untouched since, each takes what place_mps would give
-        it, GPU by GPU, as many as it holds, so a run of them is given that at once, while ``n`` lasts. The run gets
-        one shared record per GPU changed and a block of its own, so its hosts stay alike. Returns the tasks taken
+        (one add_filled, add_whole, open_run or take_run step) and are untouched since, each takes what place_mps would
+        give it, GPU by GPU, as many as it holds, so a run of them is given that at once, while ``n`` lasts. The run
+        gets one shared record per GPU changed and a block of its own, so its hosts stay alike. Returns the tasks taken
         and the position after the run (0 and ``at`` where it is of one host: place_mps places that)."""
         per = self.capacity.gpus_per_instance
         open_mps, block, touched, gpus = self.open_mps, self.block, self.touched, self.gpus
@@ -311,7 +303,7 @@ class FirstFitHosts:
 
     def hosts(self) -> list[Host]:
         """The open hosts, identical ones counted together (in the order each kind was first opened). Hosts one
-        add_filled call made and nothing touched since are alike: their kind is worked out once."""
+        step made and nothing touched since are alike (one block): their kind is worked out once."""
         g = self.capacity.gpus_per_instance
         hosts: dict[tuple[Any, ...], Host] = {}
         kinds: dict[int, Host] = {}  # by block: the kind of its hosts untouched since

@@ -226,12 +226,12 @@ def lower_bounds(
     if len(shapes) == 1:
         # One task shape: no host holds more than per_host of them, so the count over it is a bound too.
         (shape,) = shapes
-        per_host = _per_host(shape, capacity)
+        per_host = tasks_per_host(shape, capacity)
         host_lb = max(host_lb, math.ceil(sum(n for _, n in tasks) / per_host))
     return gpu_lb, host_lb
 
 
-def _per_host(shape: TaskShape, cap: CapacityInput) -> int:
+def tasks_per_host(shape: TaskShape, cap: CapacityInput) -> int:
     """The most tasks of one shape that one host takes."""
     if shape.whole_gpus:
         k = cap.gpus_per_instance // shape.whole_gpus
