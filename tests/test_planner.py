@@ -630,50 +630,34 @@ def test_ffd_places_a_run_of_whole_gpu_tasks_on_new_hosts_in_one_step_exactly_as
     assert _ffd_plans() == in_one_step
 
 
+@pytest.mark.parametrize(
+    ("step", "per_hosts"),
+    [
+        ("take_run", (1, 4, 8)),  # on the GPUs the hosts have open, GPU by GPU
+        ("open_run", (4, 8)),  # on the idle GPUs the hosts open
+    ],
+)
 def test_ffd_gives_a_run_of_alike_hosts_their_tasks_at_once_exactly_as_host_by_host(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, step: str, per_hosts: tuple[int, ...]
 ) -> None:
-    """A run of hosts made alike and untouched takes a service's tasks at once (take_run: each host what first-fit
-    gives it GPU by GPU), the run then alike again under a block of its own. The plan must be the one giving them host
-    by host gives, on hosts of one, four and eight GPUs."""
-    from ecs_gpu_sharing.core.planner import ffd
-
-    taken: dict[int, int] = {}
-    take_run = ffd._FirstFit.take_run
-
-    def counted(self: ffd._FirstFit, at: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
-        tasks, after = take_run(self, at, s, group, n)
-        per = self.capacity.gpus_per_instance
-        taken[per] = taken.get(per, 0) + tasks
-        return tasks, after
-
-    monkeypatch.setattr(ffd._FirstFit, "take_run", counted)
-    at_once = _ffd_plans()
-    assert all(taken.get(per, 0) > 100 for per in (1, 4, 8)), taken  # the fleets do have such runs
-    monkeypatch.setattr(ffd._FirstFit, "take_run", lambda self, at, s, group, n: (0, at))  # host by host
-    assert _ffd_plans() == at_once
-
-
-def test_ffd_opens_the_idle_gpus_of_a_run_of_alike_hosts_at_once_exactly_as_host_by_host(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A run of hosts made alike and untouched, with idle GPUs, opens the same ones for a service and takes the same
-    tasks at once (open_run). The plan must be the one opening them host by host gives."""
+    """A run of hosts made alike and untouched takes a service's tasks at once (``step``: each host what first-fit
+    gives it), the run then alike again under a block of its own. The plan must be the one giving them host by host
+    gives, on the hosts of ``per_hosts`` GPUs where such runs happen."""
     from ecs_gpu_sharing.core.planner import ffd
 
     given: dict[int, int] = {}
-    open_run = ffd._FirstFit.open_run
+    run = getattr(ffd._FirstFit, step)
 
-    def counted(self: ffd._FirstFit, scan: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
-        tasks, after = open_run(self, scan, s, group, n)
+    def counted(self: ffd._FirstFit, at: int, s: ServiceInput, group: str | None, n: int) -> tuple[int, int]:
+        tasks, after = run(self, at, s, group, n)
         per = self.capacity.gpus_per_instance
         given[per] = given.get(per, 0) + tasks
         return tasks, after
 
-    monkeypatch.setattr(ffd._FirstFit, "open_run", counted)
+    monkeypatch.setattr(ffd._FirstFit, step, counted)
     at_once = _ffd_plans()
-    assert all(given.get(per, 0) > 100 for per in (4, 8)), given  # the fleets do have such runs
-    monkeypatch.setattr(ffd._FirstFit, "open_run", lambda self, scan, s, group, n: (0, scan))  # host by host
+    assert all(given.get(per, 0) > 100 for per in per_hosts), given  # the fleets do have such runs
+    monkeypatch.setattr(ffd._FirstFit, step, lambda self, at, s, group, n: (0, at))  # host by host
     assert _ffd_plans() == at_once
 
 
