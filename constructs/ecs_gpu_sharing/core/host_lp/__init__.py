@@ -35,6 +35,8 @@ from .model import (
     KNAPSACK_UNITS,
     MAX_COLUMNS,
     MAX_ROUNDS,
+    ONE_GPU_NODES,
+    ONE_GPU_WORK,
     RESOLVE_ROUNDS,
     ROUNDING_PASSES,
     SMOOTHING,
@@ -45,7 +47,10 @@ from .model import (
     _use,
     per_host,
 )
+from .one_gpu import OneGpu
 from .patterns import _build, _candidates, _most_worth, _restrict, _variants
+
+_NOTHING = 1e-12  # a pattern worth no more is no pattern
 
 
 def _worth(duals: Sequence[float], p: Pattern) -> float:
@@ -74,13 +79,13 @@ def _generate(
     value rounded up is no more (Farley's bound never passes it)."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
-    exact: _Exact | None = None
-    calls = 0
+    exact = _ExactPricing(items, host, exact_calls)
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
     for r in range(rounds + 1):
-        if len(master.patterns) >= MAX_COLUMNS or r == rounds:
+        last = r == rounds
+        if len(master.patterns) >= MAX_COLUMNS or last:
             at = list(duals)
         else:
             at = (
@@ -88,16 +93,10 @@ def _generate(
                 if centre is None
                 else [SMOOTHING * c + (1 - SMOOTHING) * d for c, d in zip(centre, duals, strict=True)]
             )
-        added, most = _price(master, items, host, at, duals, caps, pricing, bounds, r % BOUND_EVERY == 0 or r == rounds)
-        if not added and calls < exact_calls:
-            exact = exact or _Exact(items, host)
-            calls += 1
-            found, bound = exact.solve(at, _promising(items, host, at, caps, pricing))
-            whole = len(items) <= EXACT_ITEMS
-            if not whole and (found is None or _worth(duals, found) <= 1 + 1e-7):
-                found, bound = exact.solve(at, caps)  # the promising items gave nothing: all of them, for the bound
-                whole = True
-            if whole:
+        added, most = _price(master, items, host, at, duals, caps, pricing, bounds, r % BOUND_EVERY == 0 or last)
+        if not added and exact.left:
+            found, bound = exact.price(at, duals, caps, pricing)
+            if bound is not None:
                 most = min(most, bound)  # over every item: a bound on every pattern
             if found is not None and _worth(duals, found) > 1 + 1e-7:
                 added = master.add(found)
@@ -112,15 +111,76 @@ def _generate(
         if not added and at is not duals:
             centre = None  # the midpoint found nothing: price the master's own duals next
             continue
-        if not added or r == rounds or len(master.patterns) >= MAX_COLUMNS:
+        if not added or last or len(master.patterns) >= MAX_COLUMNS:
             break
         value, duals, x = master.solve()
     if exact_calls and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6) and math.ceil(value - 1e-6) > known:
         # Column generation stopped short: the most a pattern is worth at the master's last duals, searched further.
-        exact = exact or _Exact(items, host)
-        _, bound = exact.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
-        farley = max(farley, value / max(bound, 1.0))
+        farley = max(farley, value / max(exact.most(duals, caps), 1.0))
     return value, x, farley
+
+
+class _ExactPricing:
+    """The exact pricing where the greedy finds nothing, within its budgets: on a host of one GPU the search
+    (``one_gpu``), ONE_GPU_WORK nodes in all, until a search passes ONE_GPU_NODES; otherwise, and from then on, HiGHS's
+    MILP, ``calls`` times."""
+
+    def __init__(self, items: Sequence[Item], host: HostSpec, calls: int) -> None:
+        self.items, self.host, self.calls = items, host, calls
+        self.search = OneGpu(items, host) if host.gpus == 1 and calls else None
+        self.work = ONE_GPU_WORK
+        self.milp: _Exact | None = None
+
+    @property
+    def searching(self) -> bool:
+        return self.search is not None
+
+    @property
+    def left(self) -> bool:
+        return self.search is not None or self.calls > 0
+
+    def _searched(self, duals: Sequence[float], caps: Sequence[int], limit: int) -> tuple[list[int], float] | None:
+        """The search's best pattern (counts) and its worth; None where there is no search or it passed ``limit``."""
+        if self.search is None:
+            return None
+        found = self.search.solve(duals, caps, limit)
+        self.work -= found.nodes
+        if found.counts is None or self.work <= 0:
+            self.search = None  # too many nodes for this host's tasks: HiGHS from here
+        return None if found.counts is None else (found.counts, found.worth)
+
+    def price(
+        self, at: Sequence[float], duals: Sequence[float], caps: Sequence[int], pricing: _Pricing
+    ) -> tuple[Pattern | None, float | None]:
+        """The best pattern at ``at`` found, and a bound on every pattern's worth there (None where only some items
+        were weighed)."""
+        found = self._searched(at, caps, min(ONE_GPU_NODES, self.work))
+        if found is not None:
+            counts, worth = found
+            return (_pattern(self.items, self.host, counts) if worth > _NOTHING else None), worth
+        if self.calls <= 0:
+            return None, None
+        self.calls -= 1
+        self.milp = self.milp or _Exact(self.items, self.host)
+        pattern, bound = self.milp.solve(at, _promising(self.items, self.host, at, caps, pricing))
+        if len(self.items) <= EXACT_ITEMS:
+            return pattern, bound
+        if pattern is None or _worth(duals, pattern) <= 1 + 1e-7:
+            return self.milp.solve(at, caps)  # the promising items gave nothing: all of them, for the bound
+        return pattern, None
+
+    def most(self, duals: Sequence[float], caps: Sequence[int]) -> float:
+        """The most any pattern is worth at ``duals``, searched FINAL_SEARCH times further than a pricing."""
+        found = self._searched(duals, caps, min(ONE_GPU_NODES * FINAL_SEARCH, self.work))
+        if found is not None:
+            return found[1]
+        self.milp = self.milp or _Exact(self.items, self.host)
+        return self.milp.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)[1]
+
+
+def _pattern(items: Sequence[Item], host: HostSpec, counts: Sequence[int]) -> Pattern:
+    """``counts`` laid out: whole-GPU tasks, then the largest first."""
+    return _build(items, host, sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i)), counts)
 
 
 def _promising(

@@ -20,6 +20,8 @@ FINAL_SEARCH = 10  # times EXACT_NODES: the last exact pricing's nodes, for the 
 EXACT_ITEMS = 40  # items one exact pricing weighs at most (the most promising at the duals priced)
 EXACT_WORK = 1500  # exact pricings in the first column generation, times the services priced (a MILP's cost grows
 # with its items: 30 pricings of 50 services, 7 of 200)
+ONE_GPU_NODES = 5000  # nodes of one exact search on a one-GPU host; past them, HiGHS prices it (and the rest)
+ONE_GPU_WORK = 50_000  # nodes of those searches in one column generation
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 
