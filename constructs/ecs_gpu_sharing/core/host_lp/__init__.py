@@ -170,8 +170,9 @@ class _ExactPricing:
         return pattern, None
 
     def most(self, duals: Sequence[float], caps: Sequence[int]) -> float:
-        """The most any pattern is worth at ``duals``, searched FINAL_SEARCH times further than a pricing."""
-        found = self._searched(duals, caps, min(ONE_GPU_NODES * FINAL_SEARCH, self.work))
+        """The most any pattern is worth at ``duals``: the search's, or HiGHS's MILP searched FINAL_SEARCH times further
+        than a pricing (the search is not: a search of many nodes cost seconds, where HiGHS's took 0.03 s)."""
+        found = self._searched(duals, caps, min(ONE_GPU_NODES, self.work))  # past it, HiGHS searches further
         if found is not None:
             return found[1]
         self.milp = self.milp or _Exact(self.items, self.host)
