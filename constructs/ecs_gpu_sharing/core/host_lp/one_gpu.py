@@ -76,20 +76,23 @@ class OneGpu:
                     t = x
             return min(b, t * d[j]) if t < _INF else b
 
-        def search(rem: tuple[int, ...], start: int, worth: float, gpu_group: str | None) -> None:
+        used = [tuple((r, u[r]) for r in range(5) if u[r]) for u in a]
+
+        def search(rem: tuple[int, ...], start: int, worth: float, gpu_group: str | None, first: float) -> None:
+            """Every count of the items from ``start`` on, within ``rem``; ``first``: bound(rem, start), known."""
             nonlocal best_worth, best, nodes
             nodes += 1
             for j in range(start, n):
-                if nodes > limit or worth + bound(rem, j) <= best_worth + _EPS:
+                if nodes > limit or worth + (first if j == start else bound(rem, j)) <= best_worth + _EPS:
                     return  # the bound only falls along the order
                 g = group[j]
                 if g is not None and gpu_group is not None and g != gpu_group:
                     continue  # one isolation group on the GPU
                 u = a[j]
                 k = most[j]
-                for r in range(5):
-                    if u[r]:
-                        k = min(k, rem[r] // u[r])
+                for r, q in used[j]:
+                    if rem[r] // q < k:
+                        k = rem[r] // q
                 while k > 0:
                     rest = (
                         rem[0] - k * u[0],
@@ -102,12 +105,15 @@ class OneGpu:
                     counts[j] = k
                     if w > best_worth + _EPS:
                         best_worth, best = w, counts[:]
-                    if j + 1 < n and w + bound(rest, j + 1) > best_worth + _EPS:
-                        search(rest, j + 1, w, gpu_group if g is None else g)
+                    if j + 1 < n:
+                        later = bound(rest, j + 1)
+                        if w + later > best_worth + _EPS:
+                            search(rest, j + 1, w, gpu_group if g is None else g, later)
                     counts[j] = 0
                     k -= 1
 
-        search(self.room, 0, 0.0, None)
+        if n:
+            search(self.room, 0, 0.0, None, bound(self.room, 0))
         if nodes > limit:
             return Searched(None, best_worth, nodes)
         full = [0] * len(duals)
