@@ -48,7 +48,7 @@ from .model import (
     per_host,
 )
 from .one_gpu import OneGpu
-from .patterns import _build, _candidates, _most_worth, _restrict, _variants
+from .patterns import _build, _candidates, _most_worth, _restrict, _variants, largest_first
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
 
@@ -180,8 +180,8 @@ class _ExactPricing:
 
 
 def _pattern(items: Sequence[Item], host: HostSpec, counts: Sequence[int]) -> Pattern:
-    """``counts`` laid out: whole-GPU tasks, then the largest first."""
-    return _build(items, host, sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i)), counts)
+    """``counts`` laid out on the host's GPUs."""
+    return _build(items, host, largest_first(items), counts)
 
 
 def _promising(

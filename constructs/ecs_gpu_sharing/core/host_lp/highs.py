@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use
-from .patterns import _Builder
+from .patterns import _Builder, largest_first
 
 _BANNER_SHOWN = False
 
@@ -202,8 +202,7 @@ class _Exact:
                 j = self.index.get(("y", i, g))
                 if j is not None and round(values[j]):
                     b.add(i, round(values[j]), only=g)
-        largest = sorted(range(self.n), key=lambda i: (-self.items[i].whole, -self.items[i].size, i))
-        for i in largest:  # whole-GPU tasks, then the largest first; any the layout above left out
+        for i in largest_first(self.items):  # any the layout above left out
             b.add(i, round(values[self.index[("x", i, -1)]]) - b.counts[i])
         return b.pattern(), info.mip_dual_bound
 

@@ -95,6 +95,11 @@ def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> li
     return orders
 
 
+def largest_first(items: Sequence[Item]) -> list[int]:
+    """The order a pattern's tasks are laid out on its GPUs: whole-GPU tasks, then the largest first."""
+    return sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i))
+
+
 def _build(items: Sequence[Item], host: HostSpec, order: Sequence[int], caps: Sequence[int]) -> Pattern:
     b = _Builder(items, host)
     for i in order:
@@ -113,7 +118,7 @@ def _variants(
     order = sorted(
         (i for i, d in enumerate(duals) if d > 1e-9), key=lambda i: (-duals[i] / max(max(shares[i]), 1e-12), i)
     )
-    largest = sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i))
+    largest = largest_first(items)
     found = []
     for out in (i for i, a in enumerate(p.counts) if a):
         b = _Builder(items, host)
