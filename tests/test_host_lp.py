@@ -382,3 +382,26 @@ def test_column_generation_on_one_gpu_hosts_reaches_its_bound() -> None:
     for seed, instances in ((2, 316), (12, 307)):
         result = plan([(fleet := fleet_generator.generate(seed, 1000)).capacity], fleet.services)
         assert (result.instances, result.instance_lower_bound) == (instances, instances), seed
+
+
+def test_the_search_declines_more_items_than_it_can_recurse_over_and_highs_prices_them() -> None:
+    """The search recurses once per item a pattern holds; 600 services of a few CPU units and MiB each fit one host
+    all at once, and 1,000 would pass Python's recursion limit. Past MOST_ITEMS the search declines, and HiGHS prices
+    the LP instead. Within it, the caps bound the search: where every task fits, it takes them all at once."""
+    from ecs_gpu_sharing.core.host_lp.one_gpu import MOST_ITEMS, OneGpu
+
+    host = host_lp.HostSpec(gpus=1, usable=22_000, cpu=8192, mem=30_000, enis=1 << 30)
+    items = [
+        host_lp.Item(name=f"s{i}", group="", size=0, clients=0, whole=0, cpu=2, mem=4, enis=0, demand=2)
+        for i in range(MOST_ITEMS + 200)
+    ]
+    duals = [0.01] * len(items)
+    declined = OneGpu(items, host).solve(duals, [2] * len(items), 10**9)
+    assert declined.counts is None
+    within = OneGpu(items[:MOST_ITEMS], host).solve(duals[:MOST_ITEMS], [2] * MOST_ITEMS, 100_000)
+    assert within.counts == [2] * MOST_ITEMS
+    solution = host_lp.solve(items, host)
+    assert sum(k for _, k in solution.hosts) + (1 if any(solution.rest) else 0) >= 1
+    assert [sum(p.counts[i] * k for p, k in solution.hosts) + solution.rest[i] for i in range(len(items))] == [2] * len(
+        items
+    )

@@ -5,10 +5,11 @@ On one GPU a pattern is only a count of each item: the GPU's memory and NVIDIA's
 network interfaces, and at most one isolation group on the GPU (a whole-GPU task takes all its memory). The search
 takes the items in order of their dual price, largest first, and for each the most tasks that fit, then fewer. A
 branch is cut where what it has plus a bound on what the items after it can add is no more than the best found. The
-bound is the least of: each resource's room at the best worth per unit any later item gets from it, and as many tasks
-as the room takes of the later items' least uses, each worth the largest later dual. Where a host holds a handful of
-tasks (hosts bound by their CPU or memory), this visits hundreds of nodes where HiGHS's MILP takes 50-100 ms; where
-it holds dozens of small tasks it can visit millions, so the search stops at a node limit and says so.
+bound is the least of: every later task its cap allows; each resource's room at the best worth per unit any later
+item gets from it; and as many tasks as the room takes of the later items' least uses, each worth the largest later
+dual. Where a host holds a handful of tasks (hosts bound by their CPU or memory), this visits hundreds of nodes where
+HiGHS's MILP takes 50-100 ms; where it holds dozens of small tasks it can visit millions, so the search stops at a
+node limit and says so.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from .model import HostSpec, Item
 
 _INF = math.inf
 _EPS = 1e-12
+MOST_ITEMS = 400  # the search recurses once per item a pattern holds: past this many priced items, it declines
 
 
 @dataclass(frozen=True)
 class Searched:
     counts: list[int] | None  # tasks of each item in the best pattern; None where the search passed its node limit
+    # (or declined: more than MOST_ITEMS items priced)
     worth: float  # that pattern's worth at the duals (the best found, where the search stopped)
     nodes: int
 
@@ -53,18 +56,23 @@ class OneGpu:
     def solve(self, duals: Sequence[float], caps: Sequence[int], limit: int) -> Searched:
         order = sorted((i for i, d in enumerate(duals) if d > _EPS and caps[i] > 0), key=lambda i: (-duals[i], i))
         n = len(order)
+        if n > MOST_ITEMS:
+            return Searched(None, 0.0, 0)  # deeper than Python's recursion limit allows, at worst
         d = [float(duals[i]) for i in order]
         a = [self.uses[i] for i in order]
         most = [caps[i] for i in order]
         group = [self.groups[i] for i in order]
         rated, fewest = _suffix_bounds(d, a)
+        capped = [0.0] * (n + 1)  # per suffix: every task its caps allow, at its dual
+        for j in range(n - 1, -1, -1):
+            capped[j] = capped[j + 1] + most[j] * d[j]
         best_worth = 0.0
         best: list[int] = [0] * n
         counts = [0] * n
         nodes = 0
 
         def bound(rem: tuple[int, ...], j: int) -> float:
-            b = _INF
+            b = capped[j]
             for r, q in rated[j]:
                 x = rem[r] * q
                 if x < b:
