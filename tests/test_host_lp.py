@@ -405,3 +405,62 @@ def test_the_search_declines_more_items_than_it_can_recurse_over_and_highs_price
     assert [sum(p.counts[i] * k for p, k in solution.hosts) + solution.rest[i] for i in range(len(items))] == [2] * len(
         items
     )
+
+
+def test_column_generation_runs_longer_only_while_the_search_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuning seed 22 at 10,000 tasks (one L40S a host, 108 services): column generation needs more than MAX_ROUNDS
+    rounds, which the search's cheap exact pricing buys, to prove the plan optimal (4,669 instances; 4,673 over a bound
+    of 4,655 in 60 rounds). Without the search (no nodes to spend), the rounds stop at MAX_ROUNDS; with it, and a
+    search that stops at its first node limit, they stop at the round after."""
+    from ecs_gpu_sharing.core.host_lp import highs
+
+    fleet = fleet_generator.generate(22, 10_000)
+    result = plan([fleet.capacity], fleet.services)
+    assert (result.instances, result.instance_lower_bound) == (4669, 4669)
+    items, host = _problem(fleet.capacity, fleet.services)
+    solves: list[int] = []
+    solve = highs._Master.solve
+
+    def counted(self: highs._Master) -> object:
+        solves.append(1)
+        return solve(self)
+
+    monkeypatch.setattr(highs._Master, "solve", counted)
+    start = [
+        host_lp._build(
+            items, host, [i], [min(it.demand, host_lp.per_host(it, host)) if j == i else 0 for j in range(len(items))]
+        )
+        for i, it in enumerate(items)
+    ]
+    searched: list[int] = []
+
+    def stopped(self: object, duals: list[float], caps: list[int], limit: int) -> object:
+        searched.append(len(solves))
+        priced_then.append(len(priced))
+        return host_lp.one_gpu.Searched(None, 0.0, limit + 1)
+
+    priced: list[int] = []
+    priced_then: list[int] = []
+    price = host_lp._price
+
+    def counted_price(*args: object) -> object:
+        priced.append(1)
+        return price(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(host_lp, "_price", counted_price)
+
+    for work, expected in ((0, host_lp.MAX_ROUNDS + 1), (host_lp.ONE_GPU_WORK, None)):
+        monkeypatch.setattr(host_lp, "ONE_GPU_WORK", work)
+        monkeypatch.setattr(host_lp.one_gpu.OneGpu, "solve", stopped)
+        solves.clear()
+        searched.clear()
+        priced.clear()
+        master = highs._Master([it.demand for it in items])
+        for p in start:
+            master.add(p)
+        host_lp._generate(master, items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, exact_calls=5)
+        if expected is None:  # the search stopped at its first call, after the rounds the greedy priced alone
+            assert searched and searched[0] > host_lp.MAX_ROUNDS and len(solves) <= searched[0] + 1
+            assert len(priced) <= priced_then[0] + 1  # the last round, at the master's duals
+        else:
+            assert not searched and len(solves) <= expected

@@ -36,6 +36,7 @@ from .model import (
     MAX_COLUMNS,
     MAX_ROUNDS,
     ONE_GPU_NODES,
+    ONE_GPU_ROUNDS,
     ONE_GPU_WORK,
     RESOLVE_ROUNDS,
     ROUNDING_PASSES,
@@ -76,15 +77,17 @@ def _generate(
     midpoint finds no pattern worth a host at the master's own duals, those are priced as they are. Without
     ``bounds`` (the LP solved again while rounding, where its bound is not used), no bound is computed, and the duals
     are priced as they are. ``known``: a bound the caller has; the last search for a bound is skipped where the LP's
-    value rounded up is no more (Farley's bound never passes it)."""
+    value rounded up is no more (Farley's bound never passes it). On a host of one GPU, while the search prices
+    (``_ExactPricing``), the rounds go on to ONE_GPU_ROUNDS."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
     exact = _ExactPricing(items, host, exact_calls)
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
-    for r in range(rounds + 1):
-        last = r == rounds
+    for r in range(max(rounds, ONE_GPU_ROUNDS) + 1):
+        # More rounds while the one-GPU search prices (cheaply, and exactly); ``rounds`` once it has stopped.
+        last = r >= (max(rounds, ONE_GPU_ROUNDS) if exact.searching else rounds)
         if len(master.patterns) >= MAX_COLUMNS or last:
             at = list(duals)
         else:
@@ -108,6 +111,8 @@ def _generate(
             farley, centre = covered / max(most, 1.0), at
         if math.ceil(farley - 1e-6) >= math.ceil(value - 1e-6) or (most <= 1 + 1e-7 and at is duals):
             break  # the bound is the LP's value rounded up, or no pattern is worth more than a host: the LP is done
+        if last:
+            break
         if not added and at is not duals:
             centre = None  # the midpoint found nothing: price the master's own duals next
             continue
@@ -127,7 +132,7 @@ class _ExactPricing:
 
     def __init__(self, items: Sequence[Item], host: HostSpec, calls: int) -> None:
         self.items, self.host, self.calls = items, host, calls
-        self.search = OneGpu(items, host) if host.gpus == 1 and calls else None
+        self.search = OneGpu(items, host) if host.gpus == 1 and calls and ONE_GPU_WORK > 0 else None
         self.work = ONE_GPU_WORK
         self.milp: _Exact | None = None
 
