@@ -366,11 +366,11 @@ def test_a_one_gpu_host_is_priced_by_the_search_and_by_highs_once_a_search_passe
     exact = host_lp._ExactPricing(items, host, calls=3)
     found, bound = exact.price(duals, duals, caps, pricing)
     assert exact.searching and exact.milp is None and exact.calls == 3
-    assert found is not None and bound == pytest.approx(_worth := host_lp._worth(duals, found))
+    assert found is not None and bound == pytest.approx(best := host_lp._worth(duals, found))
     monkeypatch.setattr(host_lp, "ONE_GPU_NODES", 1)
     again, _ = exact.price(duals, duals, caps, pricing)
     assert not exact.searching and exact.milp is not None and exact.calls == 2
-    assert again is not None and 1 < host_lp._worth(duals, again) <= _worth + 1e-6  # HiGHS on the most promising
+    assert again is not None and 1 < host_lp._worth(duals, again) <= best + 1e-6  # HiGHS on the most promising
     exact.price(duals, duals, caps, pricing)
     assert exact.calls == 1
 
@@ -400,8 +400,10 @@ def test_the_search_declines_more_items_than_it_can_recurse_over_and_highs_price
     assert declined.counts is None
     within = OneGpu(items[:MOST_ITEMS], host).solve(duals[:MOST_ITEMS], [2] * MOST_ITEMS, 100_000)
     assert within.counts == [2] * MOST_ITEMS
+    exact = host_lp._ExactPricing(items, host, calls=1)
+    exact.price(duals, duals, [2] * len(items), host_lp.highs._Pricing(items, host))
+    assert not exact.searching and exact.milp is not None and exact.calls == 0
     solution = host_lp.solve(items, host)
-    assert sum(k for _, k in solution.hosts) + (1 if any(solution.rest) else 0) >= 1
     assert [sum(p.counts[i] * k for p, k in solution.hosts) + solution.rest[i] for i in range(len(items))] == [2] * len(
         items
     )
@@ -426,12 +428,6 @@ def test_column_generation_runs_longer_only_while_the_search_prices(monkeypatch:
         return solve(self)
 
     monkeypatch.setattr(highs._Master, "solve", counted)
-    start = [
-        host_lp._build(
-            items, host, [i], [min(it.demand, host_lp.per_host(it, host)) if j == i else 0 for j in range(len(items))]
-        )
-        for i, it in enumerate(items)
-    ]
     searched: list[int] = []
 
     def stopped(self: object, duals: list[float], caps: list[int], limit: int) -> object:
@@ -455,9 +451,7 @@ def test_column_generation_runs_longer_only_while_the_search_prices(monkeypatch:
         solves.clear()
         searched.clear()
         priced.clear()
-        master = highs._Master([it.demand for it in items])
-        for p in start:
-            master.add(p)
+        master = host_lp._first_master(items, host)
         host_lp._generate(master, items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, exact_calls=5)
         if expected is None:  # the search stopped at its first call, after the rounds the greedy priced alone
             assert searched and searched[0] > host_lp.MAX_ROUNDS and len(solves) <= searched[0] + 1

@@ -85,9 +85,9 @@ def _generate(
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
-    for r in range(max(rounds, ONE_GPU_ROUNDS) + 1):
-        # More rounds while the one-GPU search prices (cheaply, and exactly); ``rounds`` once it has stopped.
-        last = r >= (max(rounds, ONE_GPU_ROUNDS) if exact.searching else rounds)
+    longest = max(rounds, ONE_GPU_ROUNDS)
+    for r in range(longest + 1):
+        last = r >= (longest if exact.searching else rounds)  # more rounds while the one-GPU search prices
         if len(master.patterns) >= MAX_COLUMNS or last:
             at = list(duals)
         else:
@@ -116,7 +116,7 @@ def _generate(
         if not added and at is not duals:
             centre = None  # the midpoint found nothing: price the master's own duals next
             continue
-        if not added or last or len(master.patterns) >= MAX_COLUMNS:
+        if not added or len(master.patterns) >= MAX_COLUMNS:
             break
         value, duals, x = master.solve()
     if exact_calls and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6) and math.ceil(value - 1e-6) > known:
@@ -234,6 +234,16 @@ def _price(
     return added, most
 
 
+def _first_master(items: Sequence[Item], host: HostSpec) -> _Master:
+    """The master over every item's demand, with each item alone as its first patterns (as many as a host takes)."""
+    master = _Master([it.demand for it in items])
+    for i, it in enumerate(items):
+        caps = [0] * len(items)
+        caps[i] = min(it.demand, per_host(it, host))
+        master.add(_build(items, host, [i], caps))
+    return master
+
+
 def solve(
     items: Sequence[Item],
     host: HostSpec,
@@ -253,11 +263,7 @@ def solve(
     demand = [it.demand for it in items]
     if not items or not any(demand) or any(per_host(it, host) == 0 for it in items if it.demand):
         return Solution(0, 0.0, [], list(demand))
-    master = _Master(demand)
-    for i, it in enumerate(items):  # each item alone, as many as a host takes
-        caps = [0] * len(items)
-        caps[i] = min(it.demand, per_host(it, host))
-        master.add(_build(items, host, [i], caps))
+    master = _first_master(items, host)
     for p in start:  # the hosts of a plan in hand: the LP starts no worse than it
         master.add(p)
     value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known)

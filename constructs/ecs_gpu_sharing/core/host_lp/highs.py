@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .model import EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use
+from .model import EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use, interfaces
 from .patterns import _Builder, largest_first
 
 _BANNER_SHOWN = False
@@ -123,7 +123,7 @@ class _Exact:
 
         row({x[i]: it.cpu for i, it in enumerate(items)}, -inf, host.cpu)
         row({x[i]: it.mem for i, it in enumerate(items)}, -inf, host.mem)
-        row({x[i]: it.enis for i, it in enumerate(items)}, -inf, min(host.enis, 1 << 30))
+        row({x[i]: it.enis for i, it in enumerate(items)}, -inf, interfaces(host))
         if self.compact:
             whole_gpu = {x[i]: host.usable for i, it in enumerate(items) if it.whole}
             row({**{x[i]: items[i].size for i in mps}, **whole_gpu}, -inf, host.usable)

@@ -91,9 +91,14 @@ def _use(it: Item, host: HostSpec) -> tuple[float, float, float, float, float]:
     return (gpu, clients, float(it.cpu), float(it.mem), float(it.enis))
 
 
+def interfaces(host: HostSpec) -> int:
+    """The interfaces row's room: the host's awsvpc tasks, a bound too large to bind where they are not limited."""
+    return min(host.enis, 1 << 30)
+
+
 def _capacity(host: HostSpec) -> tuple[float, float, float, float, float]:
     """What one host has of each row of the pricing LP (``_use``)."""
-    return (float(host.gpus), float(host.gpus), float(host.cpu), float(host.mem), float(min(host.enis, 1 << 30)))
+    return (float(host.gpus), float(host.gpus), float(host.cpu), float(host.mem), float(interfaces(host)))
 
 
 def _shares(it: Item, host: HostSpec) -> tuple[float, ...]:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .model import HostSpec, Item
+from .model import HostSpec, Item, interfaces
 
 _INF = math.inf
 _EPS = 1e-12
@@ -51,7 +51,7 @@ class OneGpu:
             raise ValueError(f"OneGpu prices hosts of one GPU, not {host.gpus}")
         self.uses = [uses(it, host) for it in items]
         self.groups = [it.group if it.size and not it.whole else None for it in items]
-        self.room = (host.cpu, host.mem, min(host.enis, 1 << 30), host.usable, MAX_CLIENTS_PER_GPU)
+        self.room = (host.cpu, host.mem, interfaces(host), host.usable, MAX_CLIENTS_PER_GPU)
 
     def solve(self, duals: Sequence[float], caps: Sequence[int], limit: int) -> Searched:
         order = sorted((i for i, d in enumerate(duals) if d > _EPS and caps[i] > 0), key=lambda i: (-duals[i], i))
