@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 import sys
@@ -409,11 +410,12 @@ def test_the_search_declines_more_items_than_it_can_recurse_over_and_highs_price
     )
 
 
-def test_column_generation_runs_longer_only_while_the_search_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_column_generation_runs_longer_while_the_search_prices(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 22 at 10,000 tasks (one L40S a host, 108 services): column generation needs more than MAX_ROUNDS
     rounds, which the search's cheap exact pricing buys, to prove the plan optimal (4,669 instances; 4,673 over a bound
-    of 4,655 in 60 rounds). Without the search (no nodes to spend), the rounds stop at MAX_ROUNDS; with it, and a
-    search that stops at its first node limit, they stop at the round after."""
+    of 4,655 in 60 rounds). Without the search (no nodes to spend) and no greedy-only rounds past MAX_ROUNDS (TAIL_OFF
+    no value can fall by), the rounds stop at MAX_ROUNDS; with it, and a search that stops at its first node limit,
+    they stop at the round after."""
     from ecs_gpu_sharing.core.host_lp import highs
 
     fleet = fleet_generator.generate(22, 10_000)
@@ -444,6 +446,7 @@ def test_column_generation_runs_longer_only_while_the_search_prices(monkeypatch:
         return price(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(host_lp, "_price", counted_price)
+    monkeypatch.setattr(host_lp, "TAIL_OFF", math.inf)
 
     for work, expected in ((0, host_lp.MAX_ROUNDS + 1), (host_lp.ONE_GPU_WORK, None)):
         monkeypatch.setattr(host_lp, "ONE_GPU_WORK", work)
@@ -458,3 +461,52 @@ def test_column_generation_runs_longer_only_while_the_search_prices(monkeypatch:
             assert len(priced) <= priced_then[0] + 1  # the last round, at the master's duals
         else:
             assert not searched and len(solves) <= expected
+
+
+def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuning seed 16 at 10,000 tasks (eight H100s a host, where the one-GPU search does not apply): the LP's value
+    still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
+    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most. The plan: 409
+    instances (420 with MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after."""
+    from ecs_gpu_sharing.core.host_lp import highs
+
+    fleet = fleet_generator.generate(16, 10_000)
+    items, host = _problem(fleet.capacity, fleet.services)
+    values: list[float] = []  # the master's value at each solve
+    solve = highs._Master.solve
+
+    def recorded(self: highs._Master) -> tuple[float, list[float], list[float]]:
+        found = solve(self)
+        values.append(found[0])
+        return found
+
+    monkeypatch.setattr(highs._Master, "solve", recorded)
+    at_round: list[float] = []  # the master's value at each round's pricing
+    greedy = host_lp._price
+    blank = (30, host_lp.MAX_ROUNDS + 15)  # rounds where the greedy is made to find nothing
+
+    def round_priced(*args: object) -> object:
+        at_round.append(values[-1])
+        if len(at_round) - 1 in blank:
+            return False, math.inf
+        return greedy(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(host_lp, "_price", round_priced)
+    priced_at: list[int] = []  # the round of each exact pricing
+    price = host_lp._ExactPricing.price
+
+    def exact(self: host_lp._ExactPricing, *args: object) -> object:
+        priced_at.append(len(at_round) - 1)
+        return price(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(host_lp._ExactPricing, "price", exact)
+    host_lp._generate(
+        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
+    )
+    rounds, step = host_lp.MAX_ROUNDS, host_lp.BOUND_EVERY
+    assert rounds + step < len(at_round) <= host_lp.LONGEST_ROUNDS + 1  # past MAX_ROUNDS, no further than allowed
+    assert priced_at == [blank[0]]  # where the greedy found nothing the MILP priced, but not past MAX_ROUNDS
+    for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
+        assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
+    monkeypatch.undo()
+    assert plan([fleet.capacity], fleet.services).instances == 409

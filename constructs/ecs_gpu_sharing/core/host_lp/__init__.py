@@ -33,14 +33,15 @@ from .model import (
     EXACT_WORK,
     FINAL_SEARCH,
     KNAPSACK_UNITS,
+    LONGEST_ROUNDS,
     MAX_COLUMNS,
     MAX_ROUNDS,
     ONE_GPU_NODES,
-    ONE_GPU_ROUNDS,
     ONE_GPU_WORK,
     RESOLVE_ROUNDS,
     ROUNDING_PASSES,
     SMOOTHING,
+    TAIL_OFF,
     HostSpec,
     Item,
     Pattern,
@@ -77,17 +78,23 @@ def _generate(
     midpoint finds no pattern worth a host at the master's own duals, those are priced as they are. Without
     ``bounds`` (the LP solved again while rounding, where its bound is not used), no bound is computed, and the duals
     are priced as they are. ``known``: a bound the caller has; the last search for a bound is skipped where the LP's
-    value rounded up is no more (Farley's bound never passes it). On a host of one GPU, while the search prices
-    (``_ExactPricing``), the rounds go on to ONE_GPU_ROUNDS."""
+    value rounded up is no more (Farley's bound never passes it). Past ``rounds``, the rounds go on to LONGEST_ROUNDS
+    while the one-GPU search prices (``_ExactPricing``), or, with ``bounds``, with the greedy alone (no MILP) while
+    each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts: on hosts of several GPUs the value was still
+    falling at MAX_ROUNDS."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
     exact = _ExactPricing(items, host, exact_calls)
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
-    longest = max(rounds, ONE_GPU_ROUNDS)
+    longest = max(rounds, LONGEST_ROUNDS)
+    mark, tailing = math.inf, not bounds
     for r in range(longest + 1):
-        last = r >= (longest if exact.searching else rounds)  # more rounds while the one-GPU search prices
+        greedy_only = r >= rounds and not exact.searching  # past the rounds, no MILP
+        if (r - rounds) % BOUND_EVERY == 0:  # past the rounds, on while the last BOUND_EVERY lowered the value enough
+            tailing, mark = tailing or (greedy_only and mark - value < TAIL_OFF), value
+        last = r >= (rounds if greedy_only and tailing else longest)
         if len(master.patterns) >= MAX_COLUMNS or last:
             at = list(duals)
         else:
@@ -97,7 +104,7 @@ def _generate(
                 else [SMOOTHING * c + (1 - SMOOTHING) * d for c, d in zip(centre, duals, strict=True)]
             )
         added, most = _price(master, items, host, at, duals, caps, pricing, bounds, r % BOUND_EVERY == 0 or last)
-        if not added and exact.left:
+        if not added and exact.left and not greedy_only:
             found, bound = exact.price(at, duals, caps, pricing)
             if bound is not None:
                 most = min(most, bound)  # over every item: a bound on every pattern
