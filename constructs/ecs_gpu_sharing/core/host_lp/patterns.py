@@ -78,21 +78,37 @@ class _Builder:
         return Pattern(tuple(self.counts), gpus, tuple(sorted(self.no_gpu.items())))
 
 
+class _Fixed:
+    """What the greedy weighs that no dual changes, for one LP's items and host: each task's use of the pricing LP's
+    rows, and per order of ``_orders`` each item's weight (at least 1e-12)."""
+
+    def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
+        self.items, self.host = items, host
+        self.use = [_use(it, host) for it in items]
+        shares = [_shares(it, host) for it in items]
+        used = [r for r in range(4) if any(s[r] for s in shares)]
+        total = [sum(s[r] * it.demand for s, it in zip(shares, items, strict=True)) for r in range(4)]
+        ways: list[tuple[float, ...]] = [tuple(1.0 if r == u else 0.0 for r in range(4)) for u in used]
+        ways.append(tuple(1.0 if r in used else 0.0 for r in range(4)))
+        ways.append(tuple(total))  # each resource by how much of it the fleet needs
+        self.weights = [[max(sum(a * b for a, b in zip(s, w, strict=True)), 1e-12) for s in shares] for w in ways]
+        self.weights.append([max(max(s), 1e-12) for s in shares])  # dominant share
+
+
+_last: list[_Fixed] = []  # the last LP's: column generation asks for the same items and host hundreds of times
+
+
+def _fixed(items: Sequence[Item], host: HostSpec) -> _Fixed:
+    if not _last or _last[0].items is not items or _last[0].host != host:
+        _last[:] = [_Fixed(items, host)]
+    return _last[0]
+
+
 def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> list[list[int]]:
-    """Items with a positive price, by price over their weight, one order per way of weighing the host's resources."""
-    shares = [_shares(it, host) for it in items]
-    used = [r for r in range(4) if any(s[r] for s in shares)]
-    total = [sum(s[r] * it.demand for s, it in zip(shares, items, strict=True)) for r in range(4)]
-    ways: list[tuple[float, ...]] = [tuple(1.0 if r == u else 0.0 for r in range(4)) for u in used]
-    ways.append(tuple(1.0 if r in used else 0.0 for r in range(4)))
-    ways.append(tuple(total))  # each resource by how much of it the fleet needs
+    """Items with a positive price, by price over their weight, one order per way of weighing the host's resources:
+    each resource alone, all summed, each by how much of it the fleet needs, and the largest share."""
     live = [i for i, d in enumerate(duals) if d > 1e-9]
-    orders = []
-    for w in ways:
-        weight = [sum(a * b for a, b in zip(s, w, strict=True)) for s in shares]
-        orders.append(sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i)))
-    orders.append(sorted(live, key=lambda i: (-duals[i] / max(max(shares[i]), 1e-12), i)))  # dominant share
-    return orders
+    return [sorted(live, key=lambda i: (-duals[i] / weight[i], i)) for weight in _fixed(items, host).weights]
 
 
 def largest_first(items: Sequence[Item]) -> list[int]:
@@ -170,7 +186,7 @@ def _candidates(
     """Hosts the greedy builds at these duals: in each order of ``_orders``, in the order the pricing LP's host
     prices give, and the pricing LP's own counts rounded down, then filled in that order."""
     live = [i for i, d in enumerate(duals) if d > 1e-9]
-    use = [_use(it, host) for it in items]
+    use = _fixed(items, host).use
     weight = [sum(p * u for p, u in zip(prices, row, strict=True)) for row in use]
     priced = sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i))
     found = [_build(items, host, order, caps) for order in [*_orders(items, host, duals), priced]]
@@ -184,8 +200,10 @@ def _candidates(
     # Knapsacks: one GPU's memory (its contents then repeated on every GPU), the host's CPU, the host's memory; each
     # with the other rows at the pricing LP's prices, then repaired by the builder and filled in the priced order.
     for row in (0, 2, 3):
-        rest = [p if r != row else 0.0 for r, p in enumerate(prices)]
-        reduced = [d - sum(p * u for p, u in zip(rest, use[i], strict=True)) for i, d in enumerate(duals)]
+        p0, p1, p2, p3, p4 = (p if r != row else 0.0 for r, p in enumerate(prices))
+        reduced = [
+            d - (p0 * u[0] + p1 * u[1] + p2 * u[2] + p3 * u[3] + p4 * u[4]) for d, u in zip(duals, use, strict=True)
+        ]
         if row == 0:
             chosen = [i for i in live if items[i].size and not items[i].whole and reduced[i] > 0]
             sizes, room, copies = [items[i].size for i in chosen], host.usable, host.gpus
