@@ -510,3 +510,24 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
         assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
     monkeypatch.undo()
     assert plan([fleet.capacity], fleet.services).instances == 409
+
+
+def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
+    """The greedy's weights are kept between rounds of one LP (patterns._fixed); an LP over other items, or over the
+    same items on another host, must get its own, as if computed afresh."""
+    from ecs_gpu_sharing.core.host_lp import patterns
+
+    (items, host), (other, other_host) = (
+        _problem(fleet.capacity, fleet.services) for fleet in (fleet_generator.generate(s, 300) for s in (1, 2))
+    )
+    assert host != other_host
+
+    def same(found: patterns._Fixed, its: list[host_lp.Item], spec: host_lp.HostSpec) -> bool:
+        fresh = patterns._Fixed(its, spec)
+        return (found.weights, found.use) == (fresh.weights, fresh.use)
+
+    first = patterns._fixed(items, host)
+    assert patterns._fixed(items, host) is first  # kept while the LP asks again
+    assert same(patterns._fixed(items, other_host), items, other_host)  # the same items on another host
+    assert same(patterns._fixed(other, other_host), other, other_host)  # other items on that host
+    assert same(patterns._fixed(list(items), host), items, host)

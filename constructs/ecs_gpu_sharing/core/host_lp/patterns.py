@@ -99,9 +99,11 @@ _last: list[_Fixed] = []  # the last LP's: column generation asks for the same i
 
 
 def _fixed(items: Sequence[Item], host: HostSpec) -> _Fixed:
-    if not _last or _last[0].items is not items or _last[0].host != host:
-        _last[:] = [_Fixed(items, host)]
-    return _last[0]
+    last = _last[0] if _last else None
+    if last is None or last.items is not items or last.host != host:
+        last = _Fixed(items, host)
+        _last[:] = [last]
+    return last
 
 
 def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> list[list[int]]:
