@@ -36,6 +36,7 @@ from .model import (
     LONGEST_ROUNDS,
     MAX_COLUMNS,
     MAX_ROUNDS,
+    ONE_GPU_LOOK,
     ONE_GPU_NODES,
     ONE_GPU_WORK,
     RESOLVE_ROUNDS,
@@ -49,7 +50,7 @@ from .model import (
     _use,
     per_host,
 )
-from .one_gpu import OneGpu
+from .one_gpu import OneGpu, Searched
 from .patterns import _build, _candidates, _most_worth, _restrict, _variants, largest_first
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
@@ -133,43 +134,52 @@ def _generate(
 
 
 class _ExactPricing:
-    """The exact pricing where the greedy finds nothing, within its budgets: on a host of one GPU the search
-    (``one_gpu``), ONE_GPU_WORK nodes in all, until a search passes ONE_GPU_NODES; otherwise, and from then on, HiGHS's
-    MILP, ``calls`` times."""
+    """The exact pricing where the greedy finds nothing, within its budgets. On a host of one GPU the search
+    (``one_gpu``), ONE_GPU_WORK nodes in all: until a search passes ONE_GPU_NODES it proves its pattern the best; the
+    best pattern that search saw is still taken where it is worth more than a host. Otherwise, and from then on, HiGHS's
+    MILP, ``calls`` times; once they are spent, the search again, looking only (ONE_GPU_LOOK nodes a pricing, its best
+    pattern seen taken where it is worth more than a host): HiGHS's patterns led column generation further than the
+    search's unproved ones, but the search's go on where HiGHS's calls have stopped."""
 
     def __init__(self, items: Sequence[Item], host: HostSpec, calls: int) -> None:
         self.items, self.host, self.calls = items, host, calls
         self.search = OneGpu(items, host) if host.gpus == 1 and calls and ONE_GPU_WORK > 0 else None
         self.work = ONE_GPU_WORK
+        self.proving = True  # the search's patterns are proved best: column generation may run LONGEST_ROUNDS
         self.milp: _Exact | None = None
 
     @property
     def searching(self) -> bool:
-        return self.search is not None
+        return self.search is not None and self.proving
 
     @property
     def left(self) -> bool:
         return self.search is not None or self.calls > 0
 
-    def _searched(self, duals: Sequence[float], caps: Sequence[int], limit: int) -> tuple[list[int], float] | None:
-        """The search's best pattern (counts) and its worth; None where there is no search or it passed ``limit``."""
+    def _searched(self, duals: Sequence[float], caps: Sequence[int]) -> Searched | None:
+        """The search at ``duals`` within its limit (None where there is no search): once one passes ONE_GPU_NODES,
+        searches only look."""
         if self.search is None:
             return None
-        found = self.search.solve(duals, caps, limit)
+        found = self.search.solve(duals, caps, min(ONE_GPU_NODES if self.proving else ONE_GPU_LOOK, self.work))
         self.work -= found.nodes
-        if found.counts is None or self.work <= 0:
-            self.search = None  # too many nodes for this host's tasks: HiGHS from here
-        return None if found.counts is None else (found.counts, found.worth)
+        self.proving = self.proving and found.counts is not None
+        if self.work <= 0:
+            self.search = None  # its nodes are spent: HiGHS from here
+        return found
 
     def price(
         self, at: Sequence[float], duals: Sequence[float], caps: Sequence[int], pricing: _Pricing
     ) -> tuple[Pattern | None, float | None]:
         """The best pattern at ``at`` found, and a bound on every pattern's worth there (None where only some items
-        were weighed)."""
-        found = self._searched(at, caps, min(ONE_GPU_NODES, self.work))
-        if found is not None:
-            counts, worth = found
-            return (_pattern(self.items, self.host, counts) if worth > _NOTHING else None), worth
+        were weighed, or the search only looked)."""
+        found = self._searched(at, caps) if self.proving or self.calls <= 0 else None
+        if found is not None and found.counts is not None:  # proved the best
+            return (_pattern(self.items, self.host, found.counts) if found.worth > _NOTHING else None), found.worth
+        if found is not None and found.seen is not None:
+            seen = _pattern(self.items, self.host, found.seen)
+            if _worth(duals, seen) > 1 + 1e-7:
+                return seen, None
         if self.calls <= 0:
             return None, None
         self.calls -= 1
@@ -184,9 +194,9 @@ class _ExactPricing:
     def most(self, duals: Sequence[float], caps: Sequence[int]) -> float:
         """The most any pattern is worth at ``duals``: the search's, or HiGHS's MILP searched FINAL_SEARCH times further
         than a pricing (the search is not: a search of many nodes cost seconds, where HiGHS's took 0.03 s)."""
-        found = self._searched(duals, caps, min(ONE_GPU_NODES, self.work))  # past it, HiGHS searches further
-        if found is not None:
-            return found[1]
+        found = self._searched(duals, caps) if self.proving else None  # past it, HiGHS searches further
+        if found is not None and found.counts is not None:
+            return found.worth
         self.milp = self.milp or _Exact(self.items, self.host)
         return self.milp.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)[1]
 

@@ -32,6 +32,7 @@ class Searched:
     # (or declined: more than MOST_ITEMS items priced)
     worth: float  # that pattern's worth at the duals (the best found, where the search stopped)
     nodes: int
+    seen: list[int] | None = None  # the best pattern found, proved best or not (None where the search declined)
 
 
 def uses(it: Item, host: HostSpec) -> tuple[int, int, int, int, int]:
@@ -122,12 +123,10 @@ class OneGpu:
 
         if n:
             search(self.room, 0, 0.0, None, bound(self.room, 0))
-        if nodes > limit:
-            return Searched(None, best_worth, nodes)
         full = [0] * len(duals)
         for k, i in enumerate(order):
             full[i] = best[k]
-        return Searched(full, best_worth, nodes)
+        return Searched(None if nodes > limit else full, best_worth, nodes, full)
 
 
 def _suffix_bounds(
