@@ -385,8 +385,9 @@ def test_a_one_gpu_host_is_priced_by_the_search_and_by_highs_once_a_search_passe
     seen, unproved = exact.price(duals, duals, caps, pricing)  # passes its limit: the best it saw
     assert not exact.searching and exact.milp is None and exact.calls == 1 and unproved is None
     assert seen is not None and 1 < host_lp._worth(duals, seen) <= best + 1e-6
+    assert not exact.looking  # HiGHS has a call left: no pricing past MAX_ROUNDS
     exact.price(duals, duals, caps, pricing)  # HiGHS, while it has calls
-    assert limits == [1] and exact.milp is not None and exact.calls == 0
+    assert limits == [1] and exact.milp is not None and exact.calls == 0 and exact.looking
     looked, unproved = exact.price(duals, duals, caps, pricing)
     assert limits == [1, 2] and unproved is None and looked is not None and host_lp._worth(duals, looked) > 1
     low = [d / 100 for d in duals]  # no pattern is worth a host: nothing taken
@@ -553,8 +554,11 @@ def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
 def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
     passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
-    on pricing: 2,599 instances, where column generation that stopped at HiGHS's last call gave 2,618."""
+    on pricing, past MAX_ROUNDS too: 2,598 instances; 2,599 where they stop at MAX_ROUNDS; 2,618 where column
+    generation stops at HiGHS's last call."""
     fleet = fleet_generator.generate(28, 10_000)
+    assert plan([fleet.capacity], fleet.services).instances == 2598
+    monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
     assert plan([fleet.capacity], fleet.services).instances == 2599
     searched = host_lp._ExactPricing._searched
 

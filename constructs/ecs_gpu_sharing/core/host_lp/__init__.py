@@ -80,9 +80,9 @@ def _generate(
     ``bounds`` (the LP solved again while rounding, where its bound is not used), no bound is computed, and the duals
     are priced as they are. ``known``: a bound the caller has; the last search for a bound is skipped where the LP's
     value rounded up is no more (Farley's bound never passes it). Past ``rounds``, the rounds go on to LONGEST_ROUNDS
-    while the one-GPU search prices (``_ExactPricing``), or, with ``bounds``, with the greedy alone (no MILP) while
-    each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts: on hosts of several GPUs the value was still
-    falling at MAX_ROUNDS."""
+    while the one-GPU search proves its patterns (``_ExactPricing``), or, with ``bounds``, with the cheap pricings
+    alone (the greedy, and a one-GPU search that only looks; no MILP) while each BOUND_EVERY rounds lower the master's
+    value by TAIL_OFF hosts: on hosts of several GPUs the value was still falling at MAX_ROUNDS."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
     exact = _ExactPricing(items, host, exact_calls)
@@ -92,10 +92,10 @@ def _generate(
     longest = max(rounds, LONGEST_ROUNDS)
     mark, tailing = math.inf, not bounds
     for r in range(longest + 1):
-        greedy_only = r >= rounds and not exact.searching  # past the rounds, no MILP
+        cheap_only = r >= rounds and not exact.searching  # past the rounds: the greedy and a search that looks, no MILP
         if (r - rounds) % BOUND_EVERY == 0:  # past the rounds, on while the last BOUND_EVERY lowered the value enough
-            tailing, mark = tailing or (greedy_only and mark - value < TAIL_OFF), value
-        last = r >= (rounds if greedy_only and tailing else longest)
+            tailing, mark = tailing or (cheap_only and mark - value < TAIL_OFF), value
+        last = r >= (rounds if cheap_only and tailing else longest)
         if len(master.patterns) >= MAX_COLUMNS or last:
             at = list(duals)
         else:
@@ -105,7 +105,7 @@ def _generate(
                 else [SMOOTHING * c + (1 - SMOOTHING) * d for c, d in zip(centre, duals, strict=True)]
             )
         added, most = _price(master, items, host, at, duals, caps, pricing, bounds, r % BOUND_EVERY == 0 or last)
-        if not added and exact.left and not greedy_only:
+        if not added and exact.left and (not cheap_only or exact.looking):
             found, bound = exact.price(at, duals, caps, pricing)
             if bound is not None:
                 most = min(most, bound)  # over every item: a bound on every pattern
@@ -151,6 +151,12 @@ class _ExactPricing:
     @property
     def searching(self) -> bool:
         return self.search is not None and self.proving
+
+    @property
+    def looking(self) -> bool:
+        """The search prices, looking only: HiGHS's calls are spent, which they are only once a search has passed its
+        node limit. Cheap enough for rounds past MAX_ROUNDS."""
+        return self.search is not None and self.calls <= 0
 
     @property
     def left(self) -> bool:
