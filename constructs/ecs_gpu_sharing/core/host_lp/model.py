@@ -23,8 +23,9 @@ EXACT_WORK = 1500  # exact pricings in the first column generation, times the se
 ONE_GPU_NODES = 5000  # nodes of one exact search on a one-GPU host; past them, HiGHS prices it (and the rest)
 ONE_GPU_WORK = 25_000  # nodes of those searches in one column generation (about 0.5 s)
 ONE_GPU_LOOK = 300  # nodes of a search once one has passed ONE_GPU_NODES: its best pattern is priced, not proved best
-LONGEST_ROUNDS = 120  # column generation rounds past MAX_ROUNDS: while the one-GPU search prices, or while the greedy
-# alone lowers the LP's value by TAIL_OFF hosts every BOUND_EVERY rounds
+LONGEST_ROUNDS = 120  # column generation rounds at most, past MAX_ROUNDS only while the one-GPU search proves its
+# patterns, or while the cheap pricings (the greedy, a search that only looks) lower the LP's value by TAIL_OFF hosts
+# every BOUND_EVERY rounds
 TAIL_OFF = 0.5
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 

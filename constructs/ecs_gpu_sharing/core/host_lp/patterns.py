@@ -80,7 +80,7 @@ class _Builder:
 
 class _Fixed:
     """What the greedy weighs that no dual changes, for one LP's items and host: each task's use of the pricing LP's
-    rows, and per order of ``_orders`` each item's weight (at least 1e-12)."""
+    rows, and per order of ``_orders`` each item's weight (at least 1e-12), the last its dominant share."""
 
     def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
         self.items, self.host = items, host
@@ -92,7 +92,8 @@ class _Fixed:
         ways.append(tuple(1.0 if r in used else 0.0 for r in range(4)))
         ways.append(tuple(total))  # each resource by how much of it the fleet needs
         self.weights = [[max(sum(a * b for a, b in zip(s, w, strict=True)), 1e-12) for s in shares] for w in ways]
-        self.weights.append([max(max(s), 1e-12) for s in shares])  # dominant share
+        self.dominant = [max(max(s), 1e-12) for s in shares]  # also the order _variants refills in
+        self.weights.append(self.dominant)
 
 
 _last: list[_Fixed] = []  # the last LP's: column generation asks for the same items and host hundreds of times
@@ -132,10 +133,8 @@ def _variants(
     """Neighbours of ``p``: one task of an item it holds taken out, the room refilled by dual price over the task's
     dominant share of the host (largest first), each laid out afresh. An exact pricing's pattern and its neighbours
     are often all worth more than a host; adding them together saves rounds."""
-    shares = [_shares(it, host) for it in items]
-    order = sorted(
-        (i for i, d in enumerate(duals) if d > 1e-9), key=lambda i: (-duals[i] / max(max(shares[i]), 1e-12), i)
-    )
+    dominant = _fixed(items, host).dominant
+    order = sorted((i for i, d in enumerate(duals) if d > 1e-9), key=lambda i: (-duals[i] / dominant[i], i))
     largest = largest_first(items)
     found = []
     for out in (i for i, a in enumerate(p.counts) if a):
@@ -282,7 +281,7 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
     these. Kept whole: one GPU's memory (MPS tasks of any group, no client limit; the best GPU on every GPU, or a share
     of a whole-GPU task), the host's CPU, the host's memory."""
     caps = [per_host(it, host) for it in items]
-    use = [_use(it, host) for it in items]
+    use = _fixed(items, host).use
     capacity = _capacity(host)
     best = math.inf
     for row in (0, 2, 3):
