@@ -339,7 +339,8 @@ def test_the_search_is_exact_with_isolation_groups_whole_gpus_and_resources_some
 
 
 def test_the_search_says_where_it_passed_its_node_limit() -> None:
-    """A search stopped at its limit gives no counts (its best so far is no bound), and one within it gives them."""
+    """A search stopped at its limit gives no counts (its best so far is no bound), and one within it gives them; both
+    give the best pattern they saw, worth what they say."""
     from ecs_gpu_sharing.core.host_lp.one_gpu import OneGpu
 
     fleet = _one_gpu_fleets(1000, 1)[0]
@@ -352,6 +353,8 @@ def test_the_search_says_where_it_passed_its_node_limit() -> None:
     stopped = search.solve(duals, caps, whole.nodes // 2)
     assert stopped.counts is None and stopped.nodes > whole.nodes // 2
     assert stopped.worth <= whole.worth + 1e-9
+    assert whole.seen == whole.counts and stopped.seen is not None
+    assert sum(d * c for d, c in zip(duals, stopped.seen, strict=True)) == pytest.approx(stopped.worth)
 
 
 def test_a_one_gpu_host_is_priced_by_the_search_and_by_highs_once_a_search_passes_its_limit(
