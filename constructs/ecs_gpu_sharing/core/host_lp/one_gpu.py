@@ -10,16 +10,20 @@ item gets from it; and as many tasks as the room takes of the later items' least
 dual. Where a host holds a handful of tasks (hosts bound by their CPU or memory), this visits hundreds of nodes where
 HiGHS's MILP takes 50-100 ms; where it holds dozens of small tasks it can visit millions, so the search stops at a
 node limit and says so.
+
+On a host of several GPUs the same search lays out a pattern GPU by GPU (``split_search``), each GPU on a share of what
+the host has left: a heuristic pricing, where HiGHS's MILP, which pools the host's GPUs, finds nothing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .model import HostSpec, Item, interfaces
+from .model import HostSpec, Item, Pattern, interfaces, per_host
+from .patterns import _Builder
 
 _INF = math.inf
 _EPS = 1e-12
@@ -150,3 +154,35 @@ def _suffix_bounds(
         rated[j] = tuple((r, ratio[r]) for r in range(5) if uses_all[r])
         fewest[j] = tuple((r, least[r]) for r in range(5) if uses_all[r])
     return rated, fewest
+
+
+def split_search(
+    items: Sequence[Item], host: HostSpec, duals: Sequence[float], caps: Sequence[int], steps: int
+) -> tuple[Pattern, int]:
+    """A pattern for a host of several GPUs, built GPU by GPU: on each, the one-GPU search's best (or best seen) at
+    ``duals`` within an equal share of the CPU, memory and interfaces the host has left (the last GPU gets all of it),
+    the caps less what earlier GPUs took. Not exact: it prices where the pooled MILP found nothing (see
+    ``host_lp._ExactPricing``). ``steps``: each GPU's search's work, in nodes times the items it prices (a node scans
+    them: nodes alone made hundreds of items cost seconds). Returns the pattern and the work done."""
+    b = _Builder(items, host)
+    left = list(caps)
+    work = 0
+    for g in range(host.gpus):
+        share = host.gpus - g
+        sub = replace(host, gpus=1, cpu=b.cpu // share, mem=b.mem // share, enis=b.enis // share)
+        sub_caps = [min(c, per_host(it, sub)) if c > 0 else 0 for it, c in zip(items, left, strict=True)]
+        priced = sum(1 for c, d in zip(sub_caps, duals, strict=True) if c > 0 and d > _EPS)
+        if not priced:
+            break
+        found = OneGpu(items, sub).solve(duals, sub_caps, max(1, steps // priced))
+        work += found.nodes * priced
+        counts = found.counts if found.counts is not None else found.seen
+        if not counts or not any(counts):
+            break
+        for i, k in enumerate(counts):
+            if k:
+                before = b.counts[i]
+                it = items[i]
+                b.add(i, k, only=g if it.size and not it.whole else None)
+                left[i] -= b.counts[i] - before
+    return b.pattern(), work
