@@ -622,7 +622,7 @@ def test_a_host_of_several_gpus_is_priced_gpu_by_gpu_where_the_milp_finds_nothin
     still be worth more than a host. Then the split search prices: GPU by GPU, without HiGHS, within SPLIT_WORK. Walked
     through: the MILP's pattern is taken where it has one; nothing more is searched where its bound proves no pattern is
     worth a host; else the split search's pattern, and once that found one the MILP found not, the split search alone,
-    also past MAX_ROUNDS (cheap), until its work is spent."""
+    also past MAX_ROUNDS (cheap), until its work is spent. Not past SPLIT_ITEMS services."""
 
     fleet = fleet_generator.generate(0, 1000)  # four L40S a host
     items, host = _problem(fleet.capacity, fleet.services)
@@ -670,6 +670,8 @@ def test_a_host_of_several_gpus_is_priced_gpu_by_gpu_where_the_milp_finds_nothin
     assert fresh.price(duals, duals, caps, pricing, True) == (rich, None) and calls == {"milp": 4, "split": 4}
     assert not fresh.split and not fresh.looking and fresh.left  # the work is spent: the MILP's calls are left
     assert not host_lp._ExactPricing(items, host, calls=0).split  # no exact pricing asked for (the LP solved again)
+    monkeypatch.setattr(host_lp, "SPLIT_ITEMS", len(items) - 1)
+    assert not host_lp._ExactPricing(items, host, calls=5).split  # more services than it prices in time
     one = _one_gpu_fleets(300, 1)[0]
     assert not host_lp._ExactPricing(*_problem(one.capacity, one.services), calls=5).split  # one GPU: the search's
 

@@ -42,6 +42,7 @@ from .model import (
     RESOLVE_ROUNDS,
     ROUNDING_PASSES,
     SMOOTHING,
+    SPLIT_ITEMS,
     SPLIT_STEPS,
     SPLIT_WORK,
     TAIL_OFF,
@@ -146,7 +147,8 @@ class _ExactPricing:
     On a host of several GPUs, HiGHS's MILP pools the GPUs and weighs the most promising items only, so where it finds
     nothing worth a host (and its bound does not prove there is none) the split search prices (``split_search``: the
     one-GPU search GPU by GPU), SPLIT_WORK in all. Once it has found a pattern the MILP did not, it prices alone, and
-    past MAX_ROUNDS too (it is cheap): on tuning seeds 30-59 at 10,000 tasks, 27 instances fewer."""
+    past MAX_ROUNDS too (it is cheap): on tuning seeds 30-59 at 10,000 tasks, 27 instances fewer. Not past SPLIT_ITEMS
+    services: there the LP it leaves uses no pattern whole, and its dives cost seconds."""
 
     def __init__(self, items: Sequence[Item], host: HostSpec, calls: int) -> None:
         self.items, self.host, self.calls = items, host, calls
@@ -154,7 +156,7 @@ class _ExactPricing:
         self.work = ONE_GPU_WORK
         self.proving = True  # the search's patterns are proved best: column generation may run LONGEST_ROUNDS
         self.milp: _Exact | None = None
-        self.split = host.gpus > 1 and calls > 0 and SPLIT_STEPS > 0
+        self.split = host.gpus > 1 and calls > 0 and 0 < len(items) <= SPLIT_ITEMS and SPLIT_STEPS > 0
         self.split_work = SPLIT_WORK
 
     @property

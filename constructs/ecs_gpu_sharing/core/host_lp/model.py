@@ -29,6 +29,7 @@ LONGEST_ROUNDS = 120  # column generation rounds at most, past MAX_ROUNDS only w
 TAIL_OFF = 0.5
 SPLIT_STEPS = 20_000  # work of the one-GPU search on each GPU of a host of several (split_search): nodes x items
 SPLIT_WORK = 250_000  # work of those searches in one column generation (about 0.5 s)
+SPLIT_ITEMS = 200  # services at most in an LP the split search prices: past them it cost seconds in dives
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 
