@@ -67,6 +67,21 @@ def test_error_desired_counts_past_max_instances() -> None:
     )
 
 
+def test_a_capacity_of_many_services_names_the_largest_few_and_counts_the_rest() -> None:
+    """A capacity of hundreds of services over its max_instances: the message names the five services with the largest
+    counts (largest first) and says how many more there are, so it stays readable on a terminal."""
+    services = [svc(4 + i % 3, 6000, name=f"s{i:02d}") for i in range(12)]
+    (error,) = assess([replace(L4, max_instances=2)], services).errors
+    assert "(s02 6 (desired count), s05 6 (desired count), s08 6 (desired count), s11 6 (desired count), s01 5 " in (
+        error.message
+    )
+    assert "(desired count) and 7 more) need" in error.message and "s00" not in error.message
+    (warning,) = [f for f in assess([replace(L4, max_instances=20)], services).findings if f.rule_id == SURGE_WARNING]
+    assert "/ 100: s02 12, s05 12, s08 12, s11 12, s01 10 and 7 more) needs" in warning.message
+    few = assess([replace(L4, max_instances=1)], [svc(4, 6000, name="a"), svc(2, 6000, name="b")]).errors[0]
+    assert "(a 4 (desired count), b 2 (desired count)) need" in few.message  # five or fewer: every one
+
+
 def test_warning_surge_past_max_instances() -> None:
     (finding,) = assess([replace(L4, max_instances=2)], [svc(4, 6000)]).findings
     assert not finding.error and finding.rule_id == SURGE_WARNING and "emb 8) needs 3 instances" in finding.message

@@ -94,6 +94,16 @@ def _clashes(kind: str) -> Check:
     return check
 
 
+LISTED = 5  # services a capacity's message names, the largest counts first; the rest are counted
+
+
+def _largest_few(parts: list[tuple[int, str, str]]) -> str:
+    """(count, name, text) of each service: the texts of the LISTED largest counts (ties by name), and how many more."""
+    ordered = [text for _, _, text in sorted(parts, key=lambda p: (-p[0], p[1]))]
+    shown = ", ".join(ordered[:LISTED])
+    return f"{shown} and {len(ordered) - LISTED} more" if len(ordered) > LISTED else shown
+
+
 @plan_rule(
     "ecs-gpu-sharing:CountsExceedMaxInstances",
     Level.ERROR,
@@ -105,7 +115,7 @@ def counts_exceed_max_instances(ctx: Context) -> Iterator[tuple[str, str]]:
         steady = ctx.steady.capacity(name)
         left = sum(u.tasks for u in steady.unplaced if u.reason.startswith("no room"))
         if left:
-            counts = ", ".join(f"{s.name} {s.tasks} ({s.count_source})" for s in ctx.on(name))
+            counts = _largest_few([(s.tasks, s.name, f"{s.name} {s.tasks} ({s.count_source})") for s in ctx.on(name)])
             yield (
                 name,
                 f"the services' largest counts ({counts}) need {steady.instances_needed} instances of "
@@ -315,7 +325,7 @@ def surge_does_not_fit(ctx: Context) -> Iterator[tuple[str, str]]:
             continue
         need = ctx.surge.capacity(name).instance_count
         if need > cap.max_instances:
-            surges = ", ".join(f"{s.name} {s.surge_count()}" for s in ctx.on(name))
+            surges = _largest_few([(s.surge_count(), s.name, f"{s.name} {s.surge_count()}") for s in ctx.on(name)])
             yield (
                 name,
                 f"a rolling deployment's surge (largest count x maximum percent / 100: {surges}) needs {need} "
