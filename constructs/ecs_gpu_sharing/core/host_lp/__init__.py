@@ -46,6 +46,7 @@ from .model import (
     SPLIT_STEPS,
     SPLIT_WORK,
     TAIL_OFF,
+    WEAK_GREEDY,
     HostSpec,
     Item,
     Pattern,
@@ -85,7 +86,8 @@ def _generate(
     value rounded up is no more (Farley's bound never passes it). Past ``rounds``, the rounds go on to LONGEST_ROUNDS
     while the one-GPU search proves its patterns (``_ExactPricing``), or, with ``bounds``, with the cheap pricings
     alone (the greedy, and a one-GPU search that only looks; no MILP) while each BOUND_EVERY rounds lower the master's
-    value by TAIL_OFF hosts: on hosts of several GPUs the value was still falling at MAX_ROUNDS."""
+    value by TAIL_OFF hosts: on hosts of several GPUs the value was still falling at MAX_ROUNDS. The exact pricing runs
+    where the greedy finds nothing, and on a host of one GPU also where the greedy's pattern is weak (WEAK_GREEDY)."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
     exact = _ExactPricing(items, host, exact_calls)
@@ -107,13 +109,18 @@ def _generate(
                 if centre is None
                 else [SMOOTHING * c + (1 - SMOOTHING) * d for c, d in zip(centre, duals, strict=True)]
             )
-        added, most = _price(master, items, host, at, duals, caps, pricing, bounds, r % BOUND_EVERY == 0 or last)
-        if not added and exact.left and (not cheap_only or exact.looking):
+        added, most, greedy = _price(
+            master, items, host, at, duals, caps, pricing, bounds, r % BOUND_EVERY == 0 or last
+        )
+        # On one GPU the exact pricing is the search (cheap): it also prices where the greedy's pattern gains little of
+        # what the pricing's bound says one could, where column generation crawls one weak pattern a round.
+        weak = added and host.gpus == 1 and greedy - 1 < WEAK_GREEDY * (most - 1)
+        if (not added or weak) and exact.left and (not cheap_only or exact.looking):
             found, bound = exact.price(at, duals, caps, pricing, cheap_only)
             if bound is not None:
                 most = min(most, bound)  # over every item: a bound on every pattern
             if found is not None and _worth(duals, found) > 1 + 1e-7:
-                added = master.add(found)
+                added = master.add(found) or added
                 for p in _variants(items, host, found, at, caps):
                     if _worth(duals, p) > 1 + 1e-7:
                         master.add(p)
@@ -266,23 +273,25 @@ def _price(
     pricing: _Pricing,
     bounds: bool,
     due: bool,
-) -> tuple[bool, float]:
+) -> tuple[bool, float, float]:
     """The greedy's patterns priced at ``at``, those worth more than a host at the master's ``duals`` added; whether
-    one was, and the most a pattern is worth at ``at``: the pricing LP's value, or, with ``bounds``, the Lagrangian
-    bound's where the bound is ``due`` or nothing was added."""
+    one was, the most a pattern is worth at ``at`` (the pricing LP's value, or, with ``bounds``, the Lagrangian
+    bound's where the bound is ``due`` or nothing was added), and the best of the greedy's patterns' worth at ``at``."""
     worth, counts, prices = pricing.solve(at, caps)
     most = worth
     if worth <= 1 + 1e-7:
-        return False, most
+        return False, most, 0.0
     if bounds and due:
         most = min(most, _most_worth(items, host, at, prices))
     added = False
+    best = 0.0
     for p in _candidates(items, host, at, caps, counts, prices):
+        best = max(best, _worth(at, p))
         if _worth(duals, p) > 1 + 1e-7:
             added |= master.add(p)
     if not added and bounds:
         most = min(most, _most_worth(items, host, at, prices))
-    return added, most
+    return added, most, best
 
 
 def _first_master(items: Sequence[Item], host: HostSpec) -> _Master:

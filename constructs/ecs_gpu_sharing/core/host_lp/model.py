@@ -27,6 +27,8 @@ LONGEST_ROUNDS = 120  # column generation rounds at most, past MAX_ROUNDS only w
 # patterns, or while the cheap pricings (the greedy, a search that only looks) lower the LP's value by TAIL_OFF hosts
 # every BOUND_EVERY rounds
 TAIL_OFF = 0.5
+WEAK_GREEDY = 0.5  # on a one-GPU host, the exact pricing also runs where the greedy's best pattern gains less than this
+# share of what the pricing's bound says a pattern could gain (its worth less one host)
 SPLIT_STEPS = 20_000  # work of the one-GPU search on each GPU of a host of several (split_search): nodes x items
 SPLIT_WORK = 250_000  # work of those searches in one column generation (about 0.5 s)
 SPLIT_ITEMS = 200  # services at most in an LP the split search prices: past them it cost seconds in dives
