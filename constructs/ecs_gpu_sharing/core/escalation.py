@@ -33,6 +33,7 @@ from typing import Any
 
 from .rule_family import Family, Level, Source
 from .telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
+from .text import few
 
 RULES = Family("task-role escalation")
 TASK_ROLE_ESCALATION = RULES.declare(
@@ -234,13 +235,13 @@ def escalations(documents: Sequence[Any]) -> list[str]:
             ):
                 hit = _matches(pattern, actions)
                 if hit:
-                    out.append(f"action {pattern} {label} ({_few(hit)})")
+                    out.append(f"action {pattern} {label} ({few(hit)})")
             if any(_log_group_resource(r) for r in g.resources):
                 hit = _matches(pattern, data["logs_writes"])
                 if hit:
                     out.append(
-                        f"action {pattern} on {_few([str(r) for r in g.resources])} can write the evidence or "
-                        f"stopped-task log groups evaluate believes ({_few(hit)}); name the task's own log groups"
+                        f"action {pattern} on {few([str(r) for r in g.resources])} can write the evidence or "
+                        f"stopped-task log groups evaluate believes ({few(hit)}); name the task's own log groups"
                     )
     for g in allows:
         if g.not_action or not any(_every_role(r) for r in g.resources):
@@ -252,14 +253,9 @@ def escalations(documents: Sequence[Any]) -> list[str]:
     runners = sorted({a for g in allows if not g.not_action for p in g.actions for a in _matches(p, CODE_RUNNERS)})
     if passes and runners:
         out.append(
-            f"action {passes[0]} together with {_few(runners)} runs code under another role it passes; drop one of them"
+            f"action {passes[0]} together with {few(runners)} runs code under another role it passes; drop one of them"
         )
     return list(dict.fromkeys(out))
-
-
-def _few(names: Sequence[str], most: int = 3) -> str:
-    names = list(names)
-    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def unread_managed_policy(name: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 # Characters that print as nothing though Unicode does not class them as spaces or format characters.
@@ -49,3 +50,10 @@ def markdown(value: Any) -> str:
     forged from it."""
     text = one_line(value)
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def few(names: Sequence[str], most: int = 3) -> str:
+    """The first ``most`` of ``names``, comma-separated, and how many more there are: a message that lists what a
+    fleet of hundreds holds stays one readable line."""
+    shown = ", ".join(names[:most])
+    return f"{shown} and {len(names) - most} more" if len(names) > most else shown

@@ -13,6 +13,7 @@ from .. import quotas
 from ..errors import FleetSpecError, GpuSharingError
 from ..rules import BUDGET_BELOW_NEED, task_alone_findings
 from ..task_rules import TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_CPU, TASK_EXCEEDS_HOST_MEMORY
+from ..text import few
 from .fleet_checks import _capacities, _check_across, _check_aws_limits, _check_shared_balancers, _load_balancers
 from .keys import TOP
 from .model import MAX_FLEET_FILE_BYTES, MAX_PLACEMENT_EXPRESSION, FleetSpec
@@ -82,7 +83,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     too_long = {n: size for n, size in spec.host_isolation_lengths().items() if size > MAX_PLACEMENT_EXPRESSION}
     if too_long:
         names = sorted(too_long)
-        shown = ", ".join(f"service.{n}" for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = few([f"service.{n}" for n in names])
         problems.add(
             f"{shown}: allocation.isolation_group: keeping each off the hosts of other groups' services takes a "
             f"placement expression of up to {max(too_long.values())} characters, more than ECS's "

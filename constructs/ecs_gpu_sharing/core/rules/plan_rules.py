@@ -15,6 +15,7 @@ from ..placement import DEFAULT_PRESET, scatters, strategy_label
 from ..planner import MANAGED_INSTANCES
 from ..rule_family import Level
 from ..task_rules import TASK_RULES, TaskRule
+from ..text import few
 from .model import (
     BUDGET_BELOW_NEED,
     CLIENT_LIMIT_WARNING,
@@ -99,9 +100,7 @@ LISTED = 5  # services a capacity's message names, the largest counts first; the
 
 def _largest_few(parts: list[tuple[int, str, str]]) -> str:
     """(count, name, text) of each service: the texts of the LISTED largest counts (ties by name), and how many more."""
-    ordered = [text for _, _, text in sorted(parts, key=lambda p: (-p[0], p[1]))]
-    shown = ", ".join(ordered[:LISTED])
-    return f"{shown} and {len(ordered) - LISTED} more" if len(ordered) > LISTED else shown
+    return few([text for _, _, text in sorted(parts, key=lambda p: (-p[0], p[1]))], LISTED)
 
 
 @plan_rule(
