@@ -3,6 +3,7 @@ the templates carry the services' placement strategies (#30)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -186,6 +187,13 @@ def _generated_outcomes() -> list[object]:
                 free = P.replay(fleet.capacity, fleet.services, rule, order, 1 << 30)
                 out += [free, P.replay(fleet.capacity, fleet.services, rule, order, max(1, free.peak - 3))]
         out.append(P._blocked(fleet.capacity, fleet.services, max(1, free.peak - 2)))
+    # Tiny tasks run out of MPS clients (48 a GPU) before GPU memory, CPU or memory, among larger ones.
+    tiny = ServiceInput("tiny", "l4x4", TaskShape(64, 256, (100,)), 700, placement=P.LIBRARY_STRATEGY, max_percent=150)
+    mixed = [tiny, svc("mid", 40, 3000), replace(svc("big", 12, 15000), placement=())]
+    for rule in P.GPU_RULES:
+        for order in P.ORDERS:
+            free = P.replay(L4X4, mixed, rule, order, 1 << 30)
+            out += [free, P.replay(L4X4, mixed, rule, order, max(1, free.peak - 1))]
     return out
 
 
@@ -208,13 +216,14 @@ def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
 
 def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """_choose finds the least key's first host from the seeded starting point with min and index, and sorts only
-    when that host does not fit. Every replay must be what ranking every host by (key, place from the start) gives."""
+    when that host does not fit. Every replay must be what ranking every host by (key, place from the start) gives,
+    with the general keys (tuples, one figure a strategy) where _choose reads the common strategies' ints."""
     fast = _generated_outcomes()
 
     def ranked(self: P._Replay, rough: list[P._Host], s: ServiceInput, need: P._Need) -> P._Host | None:
         strategy = s.placement or P.ECS_DEFAULT_STRATEGY
         cut = strategy.index(P.RANDOM) if P.RANDOM in strategy else len(strategy)
-        key = self._key(strategy[:cut], s.name, self.zone_tasks[s.name])
+        key = self._any_key(strategy[:cut], s.name, self.zone_tasks[s.name])
         if cut < len(strategy):
             fitting = [h for h in rough if self._fits(h, need)]
             if not fitting:
@@ -230,6 +239,63 @@ def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: py
 
     monkeypatch.setattr(P._Replay, "_choose", ranked)
     assert _generated_outcomes() == fast
+
+
+def test_the_gpu_rules_and_the_fit_are_their_plain_definitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_gpus stops at the first GPU with room under first-fit, and _fits asks the roomiest GPU first. Every replay must
+    be what listing every GPU with room, and checking each, gives."""
+    fast = _generated_outcomes()
+
+    def gpus(self: P._Replay, host: P._Host, need: P._Need) -> tuple[int, ...] | None:
+        if need.whole:
+            idle = [i for i, free in enumerate(host.idle) if free]
+            return tuple(idle[: need.whole]) if len(idle) >= need.whole else None
+        if not need.clients:
+            return ()
+        fitting = [i for i, room in enumerate(host.room) if room >= need.size and host.clients[i] >= need.clients]
+        if not fitting:
+            return None
+        rank = {
+            "first-fit": lambda i: i,
+            "best-fit": lambda i: (host.room[i], i),
+            "worst-fit": lambda i: (-host.room[i], i),
+        }
+        return (min(fitting, key=rank[self.rule]),)
+
+    def fits(self: P._Replay, host: P._Host, need: P._Need) -> bool:
+        if host.cpu < need.cpu or host.mem < need.mem or host.eni < need.eni:
+            return False
+        if need.apart and any(g != need.group for g, n in host.groups.items() if n):
+            return False
+        return gpus(self, host, need) is not None
+
+    monkeypatch.setattr(P._Replay, "_gpus", gpus)
+    monkeypatch.setattr(P._Replay, "_fits", fits)
+    assert _generated_outcomes() == fast
+
+
+def test_stopping_every_task_leaves_every_host_as_launched() -> None:
+    """A task's stop gives back what its placement took: CPU, memory, interfaces, GPU memory, MPS clients, whole GPUs.
+    After a mix of MPS, whole-GPU, no-GPU and awsvpc tasks is placed and stopped, each host reads as a new one."""
+    services = [
+        replace(svc("tiny", 60, 100), shape=TaskShape(64, 256, (100, 50))),
+        svc("mid", 9, 7000),
+        ServiceInput("whole", "l4x4", TaskShape(512, 2048, whole_gpus=2), 3, placement=P.LIBRARY_STRATEGY),
+        ServiceInput("cpu", "l4x4", TaskShape(1024, 4096), 5, placement=()),
+        ServiceInput("vpc", "l4x4", TaskShape(256, 1024, (2000,), network_interfaces=1), 4, placement=()),
+    ]
+    run = P._Replay(L4X4, services, "best-fit", random.Random(0), 1 << 30)
+    fresh = run._launch()
+    for s in services:
+        for _ in range(s.tasks):
+            assert run.place(s)
+    assert any(h.clients != fresh.clients for h in run.hosts) and any(not all(h.idle) for h in run.hosts)
+    for s in services:
+        for _ in range(s.tasks):
+            run.stop_oldest(s)
+    figures = ("cpu", "mem", "eni", "room", "clients", "idle", "tasks", "largest_room")
+    for h in run.hosts:
+        assert [getattr(h, f) for f in figures] == [getattr(fresh, f) for f in figures]
 
 
 def test_the_model_is_deterministic() -> None:
@@ -342,9 +408,9 @@ def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left
     assert len(run.hosts) == 2 and run.live["other"][0].host is not full
 
 
-def test_the_common_strategies_keys_are_the_general_ones() -> None:
-    """The library's strategy and ECS's default have keys written out; on hosts of a replay in progress they must
-    equal the keys the general builder makes."""
+def test_the_common_strategies_keys_order_hosts_as_the_general_ones() -> None:
+    """The library's strategy and ECS's default have keys written out as one int a host; on hosts of a replay in
+    progress every pair of hosts must compare as the general builder's tuples compare."""
     services = [svc("a", 9, 3000), svc("b", 6, 7000), svc("c", 4, 15000)]
     run = P._Replay(replace(L4X4, min_instances=3), services, "first-fit", random.Random(0), 1 << 30)
     for s in services:
@@ -352,7 +418,8 @@ def test_the_common_strategies_keys_are_the_general_ones() -> None:
             assert run.place(s)
     for parts in (P.LIBRARY_STRATEGY, P.ECS_DEFAULT_STRATEGY):
         for s in services:
-            fast = P._Replay._key(parts, s.name, run.zone_tasks[s.name])
-            general = P._Replay._any_key(parts, s.name, run.zone_tasks[s.name])
-            assert [fast(h) for h in run.hosts] == [general(h) for h in run.hosts]
-    assert len({P._Replay._key(P.LIBRARY_STRATEGY, "a", run.zone_tasks["a"])(h) for h in run.hosts}) > 1
+            fast = P._Replay._keys(parts, s.name, run.zone_tasks[s.name], run.hosts)
+            general = list(map(P._Replay._any_key(parts, s.name, run.zone_tasks[s.name]), run.hosts))
+            for i, j in itertools.product(range(len(run.hosts)), repeat=2):
+                assert (fast[i] < fast[j], fast[i] == fast[j]) == (general[i] < general[j], general[i] == general[j])
+    assert len(set(P._Replay._keys(P.LIBRARY_STRATEGY, "a", run.zone_tasks["a"], run.hosts))) > 1
