@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import subprocess
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_gpu_sharing import PlanError
+from ecs_gpu_sharing.core.allocation import AllocationNote
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
 from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
@@ -428,6 +430,53 @@ def test_generated_fleets_plan_within_every_limit_and_never_above_first_fit_decr
         _assert_valid(result, fleet.services)
         hosts, _ = ffd(fleet.capacity, fleet.services)  # type: ignore[operator]
         assert result.fits and result.instances <= hosts, fleet.label
+
+
+def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``count_only`` (the placement model's scaled-down fleets) stops the FFD orders once a plan meets its lower bound
+    on the hosts: every capacity's instance count must be the full plan's, with isolation groups too, and on some of
+    these fleets fewer FFD orders run."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import fleet_generator
+    finally:
+        sys.path.pop(0)
+    from ecs_gpu_sharing.core.planner import packing
+
+    runs = {"count": 0}
+    ffd_hosts = packing.ffd_hosts
+
+    def counted(*args: object) -> object:
+        runs["count"] += 1
+        return ffd_hosts(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packing, "ffd_hosts", counted)
+    skipped = 0
+    for seed, size in itertools.product(range(6), (300, 1500)):
+        fleet = fleet_generator.generate(seed, size)
+        grouped = [  # a group on hosts of its own, a group on GPUs of its own, the rest
+            dataclasses.replace(
+                s,
+                allocation=AllocationNote(
+                    1, 1, shared_failure="-", isolation_group=f"g{i % 3}", isolate_host=i % 3 == 0
+                )
+                if i % 3
+                else None,
+            )
+            for i, s in enumerate(fleet.services)
+        ]
+        for services in (fleet.services, grouped):
+            for surge in (False, True):
+                runs["count"] = 0
+                full = plan([fleet.capacity], services, surge=surge, host_lp=False)
+                full_runs = runs["count"]
+                runs["count"] = 0
+                counted_only = plan([fleet.capacity], services, surge=surge, host_lp=False, count_only=True)
+                assert counted_only.instances == full.instances, (fleet.label, surge)
+                skipped += runs["count"] < full_runs
+    assert skipped >= 5
 
 
 def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meets_it_on_small_fleets() -> None:

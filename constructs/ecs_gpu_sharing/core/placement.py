@@ -520,11 +520,12 @@ def _scaled(
     free = replace(cap, max_instances=None, min_instances=0)
     found = _replayed(free, small, sum(s.tasks for s in small))  # many one-task services stay above the mark
 
-    def packing(fleet: Sequence[ServiceInput], surge: bool, host_lp: bool) -> CapacityPlan:
-        return plan([free], list(fleet), surge=surge, host_lp=host_lp).capacity(cap.name)
+    def packing(fleet: Sequence[ServiceInput], surge: bool, scaled: bool) -> CapacityPlan:
+        # Only the instance counts are read here: the scaled fleet's plans stop at their lower bound on the hosts.
+        return plan([free], list(fleet), surge=surge, host_lp=not scaled, count_only=scaled).capacity(cap.name)
 
-    full_surge, full_steady = packed or (packing(services, True, True), packing(services, False, True))
-    small_surge, small_steady = packing(small, True, False), packing(small, False, False)
+    full_surge, full_steady = packed or (packing(services, True, False), packing(services, False, False))
+    small_surge, small_steady = packing(small, True, True), packing(small, False, True)
     needed = math.ceil(full_surge.instances_without_lp * found.needed / max(small_surge.instance_count, 1))
     after = math.ceil(
         full_steady.instances_without_lp * found.expected_after_rollout / max(small_steady.instance_count, 1)

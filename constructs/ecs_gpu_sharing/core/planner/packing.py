@@ -15,7 +15,7 @@ from .search import search_hosts
 
 
 def _plan_capacity(
-    capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]], host_lp: bool = True
+    capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]], host_lp: bool = True, count_only: bool = False
 ) -> CapacityPlan:
     unplaced: list[Unplaced] = []
     fitting = []
@@ -30,7 +30,7 @@ def _plan_capacity(
     partition_hosts = 0  # the partitions' own host bounds added up: no host holds two partitions
     without_lp = 0
     for partition in _partitions(fitting):
-        hosts, bound, host_bound, fast = _pack_partition(capacity, partition, host_lp)
+        hosts, bound, host_bound, fast = _pack_partition(capacity, partition, host_lp, count_only)
         best.extend(hosts)
         lp_bound += bound
         partition_hosts += host_bound
@@ -78,14 +78,17 @@ def _partitions(fitting: list[tuple[ServiceInput, int]]) -> list[list[list[tuple
 
 
 def _pack_partition(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], host_lp: bool = True
+    capacity: CapacityInput,
+    groups: list[list[tuple[ServiceInput, int]]],
+    host_lp: bool = True,
+    count_only: bool = False,
 ) -> tuple[list[Host], int, int, int]:
     """Hosts for tasks that may share hosts, each isolation group on GPUs of its own; the GPU cutting-stock LP's bound
     on the GPUs of their MPS tasks (0 where it was not run); a bound on their hosts; and the hosts the plan would
-    have without the host-level LP (what ``host_lp=False`` gives)."""
-    best, gpu_bound = _pack_staged(capacity, groups)
+    have without the host-level LP (what ``host_lp=False`` gives). ``count_only``: see ``plan``."""
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
+    best, gpu_bound = _pack_staged(capacity, groups, host_bound if count_only else 0)
     if not host_lp or plan_size(best)[0] <= host_bound or sum(n for _, n in flat) > HOST_LP_TASKS:
         best = _searched(capacity, groups, best, host_bound)
         return best, gpu_bound, host_bound, plan_size(best)[0]
@@ -213,9 +216,13 @@ def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int
     )
 
 
-def _pack_staged(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> tuple[list[Host], int]:
+def _pack_staged(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], enough: int = 0
+) -> tuple[list[Host], int]:
     """The staged packings (GPUs filled, then hosts) and first-fit decreasing over GPUs and hosts: the plan with the
-    fewest hosts; and the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run)."""
+    fewest hosts; and the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run). ``enough``:
+    hosts at which the first-fit decreasing orders stop (0: never), for a caller that reads only the instance count;
+    a plan at a lower bound on the hosts cannot have fewer, though another might have fewer busy GPUs."""
     candidates: list[list[list[tuple[GpuLoad, int, int, int]]]] = []
     others: list[Unit] = []
     bound = 0
@@ -268,6 +275,8 @@ def _pack_staged(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, 
     # and answers in time where GPU memory binds, as for a million small tasks).
     if best is None or ffd_may_help(capacity, groups, plan_size(best)[0]) or _enis_may_bind(capacity, groups):
         for ordering in ffd_orders(capacity, groups):
+            if best is not None and plan_size(best)[0] <= enough:
+                break
             ffd = ffd_hosts(capacity, groups, ordering)
             if best is None or plan_size(ffd) < plan_size(best):
                 best = ffd
@@ -306,11 +315,18 @@ def _keep(groups: list[InstanceGroup], limit: int, whole: dict[str, int]) -> tup
 
 
 def plan(
-    capacities: Iterable[CapacityInput], services: Iterable[ServiceInput], *, surge: bool = False, host_lp: bool = True
+    capacities: Iterable[CapacityInput],
+    services: Iterable[ServiceInput],
+    *,
+    surge: bool = False,
+    host_lp: bool = True,
+    count_only: bool = False,
 ) -> Plan:
     """Places every task of ``services`` (largest counts, or the deployment surge) on ``capacities``. ``host_lp=False``
     leaves out the host-level LP, the planner's costliest strategy: for a packing that only stands in for the fleet's
-    size in hosts (the placement model's scaled-down replays)."""
+    size in hosts (the placement model's scaled-down replays). ``count_only``: the caller reads only each capacity's
+    instance count, which is the same; strategies stop once a partition's plan meets its lower bound on the hosts,
+    so which hosts, and how many busy GPUs, may differ."""
     caps = sorted(capacities, key=lambda c: c.name)
     svcs = sorted(services, key=lambda s: s.name)
     names = {c.name for c in caps}
@@ -322,7 +338,8 @@ def plan(
             )
     counts = {s.name: s.surge_count() if surge else s.tasks for s in svcs}
     results = [
-        _plan_capacity(cap, [(s, counts[s.name]) for s in svcs if s.capacity == cap.name], host_lp) for cap in caps
+        _plan_capacity(cap, [(s, counts[s.name]) for s in svcs if s.capacity == cap.name], host_lp, count_only)
+        for cap in caps
     ]
     placed = dict(counts)
     for c in results:
