@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import plan_diff, text
 from ecs_gpu_sharing.core.errors import GpuSharingError
-from ecs_gpu_sharing.core.files import check_output_path, parse_json, read_input
+from ecs_gpu_sharing.core.files import check_output_path, json_text, parse_json, read_input
 
 FLEETS = Path(__file__).parent / "fleets"
 
@@ -224,3 +226,33 @@ def test_a_refused_load_balancer_is_reported_once_not_for_every_service(
     fleet.write_text(text)
     err = _error(capsys, ["plan", str(fleet)])
     assert "load_balancer.internal" in err and "which is not defined" not in err
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+        | st.dictionaries(st.integers() | st.booleans(), inner, min_size=1, max_size=2)
+    ),
+    max_leaves=30,
+)
+
+
+@given(_JSON_VALUES, st.sampled_from([1, 2]))
+def test_json_text_is_json_dumps_character_for_character(doc: Any, indent: int) -> None:
+    """The plan's writer (files.json_text): what json.dumps with the same indent writes, for every value JSON takes,
+    with non-ASCII and control characters, NaN and infinities, tuples, and keys that are not strings."""
+    assert json_text(doc, indent) == json.dumps(doc, indent=indent)
+
+
+def test_json_text_writes_a_plan_as_json_dumps_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole ``plan --json`` output of a fleet file, and a value json cannot write, refused in its words."""
+    from conftest import REPO
+
+    assert main(["plan", str(REPO / "tests" / "fleets" / "wide.toml"), "--json"]) == 0
+    shown = capsys.readouterr().out
+    assert shown == json.dumps(json.loads(shown), indent=2) + "\n"
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json_text({"a": [1, {2, 3}]}, 2)

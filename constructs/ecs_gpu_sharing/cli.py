@@ -13,7 +13,7 @@ from typing import Any
 
 from .core import catalog, cost, fleet, plan_diff, plan_document, plan_inputs, plan_report, text
 from .core.errors import GpuSharingError, PlanError
-from .core.files import check_output_path, read_json, write_atomic
+from .core.files import check_output_path, json_text, read_json, write_atomic
 from .core.rules import assess
 
 
@@ -54,7 +54,7 @@ def _plan(args: argparse.Namespace) -> int:
     if svg is not None:
         write_atomic(svg, plan_report.to_svg(doc))
     if args.json:
-        print(json.dumps(doc.to_json(), indent=2))
+        print(json_text(doc.to_json(), indent=2))
     else:
         print(plan_report.to_table(result))
         print("\n".join(cost.cost_lines(doc)))
@@ -73,7 +73,7 @@ def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
     if svg is not None:
         write_atomic(svg, plan_report.to_svg(doc))
     lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
-    print(json.dumps(doc.to_json(), indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
+    print(json_text(doc.to_json(), indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
     return 0 if doc.summary.fits else 1
 
 

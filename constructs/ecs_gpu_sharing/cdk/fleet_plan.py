@@ -9,7 +9,6 @@ the app has synthesized without errors, writes the plan next to the templates (`
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..core.allocation import AllocationNote, Evidence
 from ..core.container_guards import GUARD_RULES, guard_violations, rule_of
 from ..core.errors import CapacityError, PlanError, ServiceError
 from ..core.escalation import TASK_ROLE_ESCALATION
-from ..core.files import write_atomic
+from ..core.files import json_text, write_atomic
 from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
@@ -331,7 +330,7 @@ class FleetPlan(Construct):
         )
         lines = cost.cost_lines(doc)
         outdir.mkdir(parents=True, exist_ok=True)
-        write_atomic(outdir / f"{PLAN_FILE}.json", json.dumps(doc.to_json(), indent=1) + "\n")
+        write_atomic(outdir / f"{PLAN_FILE}.json", json_text(doc.to_json(), indent=1) + "\n")
         markdown = plan_report.to_markdown(result, cost_lines=cost.cost_lines(doc, hint=False))
         markdown += plan_report.allow_list_markdown(judged.allowed, not_judged)
         write_atomic(outdir / f"{PLAN_FILE}.md", markdown)
