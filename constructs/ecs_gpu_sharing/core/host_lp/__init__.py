@@ -8,7 +8,8 @@ host; a greedy builds candidates in several orders (services by dual price over 
 resource weighed on its own, summed and at its largest), best fit onto the GPUs.
 
 Plan: the LP's patterns rounded down, the LP solved again over what is left (new patterns priced for it), again,
-until the rest is small; the planner places that rest with its own packings. Bound: any dual solution scaled by the
+until the rest is small; the planner places that rest with its own packings. A pattern cut down to the last tasks of
+its items is filled with more of what is left before its host is taken. Bound: any dual solution scaled by the
 most a pattern can be worth is feasible for the full LP (weak duality; Farley's bound), and that most is bounded from
 above by a Lagrangian relaxation: the host's CPU, memory and interfaces priced, each GPU a knapsack over its memory.
 So the bound holds however far the greedy got.
@@ -55,7 +56,7 @@ from .model import (
     per_host,
 )
 from .one_gpu import OneGpu, Searched, split_search
-from .patterns import _build, _candidates, _most_worth, _restrict, _variants, largest_first
+from .patterns import _build, _candidates, _most_worth, _restrict, _topped, _variants, largest_first
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
 
@@ -354,6 +355,8 @@ def solve(
                 p = _restrict(master.patterns[j], left, items)
                 if not any(p.counts):
                     break
+                if p is not master.patterns[j]:  # cut down to what is left: its room filled from the rest
+                    p = _topped(items, host, p, left)
                 k = min([copies, *(left[i] // a for i, a in enumerate(p.counts) if a)])
                 if k <= 0:
                     break

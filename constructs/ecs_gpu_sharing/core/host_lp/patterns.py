@@ -176,6 +176,23 @@ def _restrict(p: Pattern, left: Sequence[int], items: Sequence[Item]) -> Pattern
     return Pattern(tuple(min(c, n) for c, n in zip(p.counts, left, strict=True)), tuple(gpus), tuple(no_gpu))
 
 
+def _topped(items: Sequence[Item], host: HostSpec, p: Pattern, left: Sequence[int]) -> Pattern:
+    """``p``, a pattern cut down to what is left of its items (``_restrict``), laid out afresh and filled with more of
+    what is left, items of the largest dominant share of the host first. The cut leaves room on the host, and the
+    tasks that fill it would otherwise wait for later hosts: on held-out seeds 1050-1099 and 1000-1049 at 10,000 tasks,
+    27 instances fewer, none more (docs/planning.md). ``p`` itself where, laid out afresh, it loses a task."""
+    b = _Builder(items, host)
+    for i in largest_first(items):
+        if p.counts[i]:
+            b.add(i, p.counts[i])
+    if b.counts != list(p.counts):
+        return p
+    dominant = _fixed(items, host).dominant
+    for i in sorted((i for i, n in enumerate(left) if n > b.counts[i]), key=lambda i: (-dominant[i], i)):
+        b.add(i, left[i] - b.counts[i])
+    return b.pattern()
+
+
 def _candidates(
     items: Sequence[Item],
     host: HostSpec,
