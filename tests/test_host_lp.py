@@ -492,8 +492,8 @@ def test_column_generation_runs_longer_while_the_search_prices(monkeypatch: pyte
 def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 16 at 10,000 tasks (eight H100s a host, where the one-GPU search does not apply): the LP's value
     still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
-    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most. The plan: 409
-    instances (420 with MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
+    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most. The plan: 407
+    instances (413 with MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
     (there the split search prices alone, as it does after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu)."""
     from ecs_gpu_sharing.core.host_lp import highs
 
@@ -543,7 +543,7 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
         assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
     monkeypatch.undo()
-    assert plan([fleet.capacity], fleet.services).instances == 409
+    assert plan([fleet.capacity], fleet.services).instances == 407
 
 
 def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
@@ -570,19 +570,19 @@ def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
 def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
     passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
-    on pricing, past MAX_ROUNDS too: 2,569 instances; 2,582 where they stop at MAX_ROUNDS; 2,619 where column
+    on pricing, past MAX_ROUNDS too: 2,569 instances; 2,581 where they stop at MAX_ROUNDS; 2,616 where column
     generation stops at HiGHS's last call."""
     fleet = fleet_generator.generate(28, 10_000)
     assert plan([fleet.capacity], fleet.services).instances == 2569
     monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
-    assert plan([fleet.capacity], fleet.services).instances == 2582
+    assert plan([fleet.capacity], fleet.services).instances == 2581
     searched = host_lp._ExactPricing._searched
 
     def proving_only(self: host_lp._ExactPricing, duals: list[float], caps: list[int]) -> object:
         return searched(self, duals, caps) if self.proving else None
 
     monkeypatch.setattr(host_lp._ExactPricing, "_searched", proving_only)
-    assert plan([fleet.capacity], fleet.services).instances == 2619
+    assert plan([fleet.capacity], fleet.services).instances == 2616
 
 
 def test_the_split_search_lays_out_patterns_a_host_holds() -> None:
@@ -774,3 +774,31 @@ def test_the_rounding_fills_a_cut_down_pattern_and_takes_a_fleet_to_its_bound(mo
     monkeypatch.setattr(host_lp, "_topped", lambda items, host, p, left: p)
     assert patterns._topped is not host_lp._topped
     assert plan([fleet.capacity], fleet.services).instances == 227
+
+
+def test_the_rest_fills_the_room_the_roundings_hosts_leave_before_hosts_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_fill_rest``: what the rounding leaves goes into the room of the hosts it took, one host at a time, before the
+    planner packs it onto hosts of its own. Every task stays placed once and every host holds its pattern; here three
+    hosts of 4 tasks of a use two of their four GPUs, and the 5 tasks of b left go onto the first of them."""
+    from ecs_gpu_sharing.core.host_lp import _fill_rest
+
+    items = [host_lp.Item("a", "", 8000, 1, 0, 1024, 4096, 0, 12), host_lp.Item("b", "", 4000, 1, 0, 512, 2048, 0, 5)]
+    host = host_lp.HostSpec(4, 16000, 49152, 184000, 1 << 30)
+    a4 = host_lp.patterns._build(items, host, [0], [4, 0])
+    hosts, rest = _fill_rest(items, host, [(a4, 3)], [0, 5])
+    assert rest == [0, 0] and all(_holds(p, items, host) for p, _ in hosts)
+    assert sorted((p.counts, k) for p, k in hosts) == [((4, 0), 2), ((4, 5), 1)]
+    filled = []
+    monkeypatch.setattr(host_lp, "_fill_rest", lambda *args: filled.append(args) or _fill_rest(*args))
+    for seed in (0, 2, 24, 57):
+        fleet = fleet_generator.generate(seed, 1000)
+        items, host = _problem(fleet.capacity, fleet.services)
+        filled.clear()
+        solution = host_lp.solve(items, host)
+        assert len(filled) == 1 + len(solution.others)  # every rounding's rest, the one kept and those before dives
+        for taken, left in [(solution.hosts, solution.rest), *solution.others]:
+            assert all(_holds(p, items, host) for p, _ in taken), fleet.label
+            placed = [sum(p.counts[i] * k for p, k in taken) + left[i] for i in range(len(items))]
+            assert placed == [it.demand for it in items]
