@@ -5,9 +5,10 @@ Toth's L2 bound cannot tell whether that is the heuristic or the instance. Colum
 over GPU contents ("patterns") gives a lower bound on the GPUs any placement needs (any dual solution that no
 pattern violates bounds the optimum, by weak duality), and its solution, rounded down, gives most of a plan; the
 rest is packed by the ordinary fills. The pricing step is a knapsack over GPU memory in units of the sizes' greatest
-common divisor, in Python; when that makes the knapsack too large (budgets in single MiB), or there are more than
-32 distinct sizes, this step is skipped and the bound is L2's. The LP itself is a pure-Python simplex up to 24 sizes
-and HiGHS past them.
+common divisor, in Python (past 24 sizes, a pass of the knapsack at a time on numpy); when that makes the knapsack
+too large (budgets in single MiB), or there are more than 32 distinct sizes, this step is skipped and the bound is
+L2's, unless the caller asks for many sizes (the planner, for the bound alone, where the host-level LP would run). The
+LP itself is a pure-Python simplex up to 24 sizes and HiGHS past them (one model kept between rounds past 32).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ MAX_UNITS = 4096  # GPU memory in units of the sizes' gcd above which the knapsa
 MAX_SIZES = 32  # distinct task sizes above which the dense simplex is too slow in Python; the LP is skipped
 PURE_SIZES = 24  # distinct task sizes above which the LP is solved by HiGHS, not the pure-Python simplex
 MAX_ROUNDS = 80  # column generation rounds; the bound stays valid when it stops early
+MANY_SIZES = 400  # distinct task sizes at most where the caller asks for many (the planner: for the bound alone)
+ROUNDS_PER_SIZE = 3  # column generation rounds a size, past MAX_SIZES
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,39 @@ def _knapsack(sizes: list[int], caps: list[int], values: list[float], capacity: 
     return value, pattern
 
 
+def _knapsack_numpy(sizes: list[int], caps: list[int], values: list[float], capacity: int) -> tuple[float, list[int]]:
+    """``_knapsack``, each piece's pass over the room as one array operation: the same value and pattern (a piece's
+    pass from the largest room down reads only rooms it has not changed yet, as the copy here does). For many sizes,
+    where the pure-Python passes cost a tenth of a second a knapsack."""
+    import numpy as np
+
+    best = np.zeros(capacity + 1)
+    pieces: list[tuple[int, int, int]] = []
+    taken = []
+    for i, (size, cap) in enumerate(zip(sizes, caps, strict=True)):
+        chunk = 1
+        while cap > 0:
+            take = min(chunk, cap)
+            weight, value = size * take, values[i] * take
+            cap -= take
+            chunk *= 2
+            if value <= 0 or weight > capacity:
+                continue  # _knapsack's pass changes nothing there
+            candidate = best[: capacity + 1 - weight] + value
+            better = candidate > best[weight:] + 1e-12
+            np.copyto(best[weight:], candidate, where=better)
+            pieces.append((i, take, weight))
+            taken.append(better)
+    room = int(np.argmax(best))
+    value = float(best[room])
+    pattern = [0] * len(sizes)
+    for (i, take, weight), better in zip(reversed(pieces), reversed(taken), strict=True):
+        if room >= weight and better[room - weight]:
+            pattern[i] += take
+            room -= weight
+    return value, pattern
+
+
 def _cover_lp(columns: list[list[int]], demand: list[int]) -> tuple[list[float], list[float]]:
     """min sum(x) with columns @ x >= demand, x >= 0. Returns (x, y): the primal and dual solutions. Over more than
     PURE_SIZES sizes by HiGHS (the dense simplex below redoes every pivot each round: 8 s on 26 sizes), else by the
@@ -82,6 +118,39 @@ def _cover_lp_highs(columns: list[list[int]], demand: list[int]) -> tuple[list[f
     h.run()
     solution = h.getSolution()
     return list(solution.col_value), [max(0.0, y) for y in solution.row_dual]
+
+
+class _Cover:
+    """The cover LP in one HiGHS model kept between rounds: each round adds a column and solves again from the last
+    basis, where ``_cover_lp_highs`` builds the model afresh (the rounds of many sizes: 0.6 to 2.6 s a fleet)."""
+
+    def __init__(self, columns: list[list[int]], demand: list[int]) -> None:
+        import numpy as np
+
+        from .host_lp import new_highs
+
+        self.np = np
+        self.h = new_highs()  # type: ignore[no-untyped-call]
+        for d in demand:
+            self.h.addRow(float(d), 1e30, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
+        for column in columns:
+            self.add(column)
+
+    def add(self, column: list[int]) -> None:
+        rows = [i for i, a in enumerate(column) if a]
+        self.h.addCol(
+            1.0,
+            0.0,
+            1e30,
+            len(rows),
+            self.np.array(rows, dtype=self.np.int32),
+            self.np.array([float(column[i]) for i in rows]),
+        )
+
+    def solve(self) -> tuple[list[float], list[float]]:
+        self.h.run()
+        solution = self.h.getSolution()
+        return list(solution.col_value), [max(0.0, y) for y in solution.row_dual]
 
 
 def _cover_lp_simplex(columns: list[list[int]], demand: list[int]) -> tuple[list[float], list[float]]:
@@ -121,12 +190,25 @@ def _cover_lp_simplex(columns: list[list[int]], demand: list[int]) -> tuple[list
     return [cost[m + j] for j in range(n)], y
 
 
-def solve(sizes: list[int], clients: list[int], demand: list[int], capacity: int, max_clients: int) -> Solution | None:
+def solve(
+    sizes: list[int],
+    clients: list[int],
+    demand: list[int],
+    capacity: int,
+    max_clients: int,
+    *,
+    many: bool = False,
+    needless: float = 0.0,
+) -> Solution | None:
     """Column generation over GPU contents for tasks of ``sizes`` (MiB) and ``clients``, ``demand`` of each, on GPUs of
-    ``capacity`` MiB and ``max_clients``; ``None`` when the knapsack would be too large."""
+    ``capacity`` MiB and ``max_clients``; ``None`` when the knapsack would be too large, or there are more than
+    MAX_SIZES sizes. ``many``: up to MANY_SIZES sizes, with ROUNDS_PER_SIZE rounds a size (column generation adds one
+    pattern a round, and over a hundred sizes 80 rounds left the bound far below the LP's value). ``needless``: a bound
+    of at most this many GPUs is of no use to the caller; ``None`` as soon as the master's value, which no bound
+    passes, falls to it."""
     if not sizes:
         return Solution(0, [])
-    if len(sizes) > MAX_SIZES:
+    if len(sizes) > (MANY_SIZES if many else MAX_SIZES):
         return None
     step = 0
     for size in sizes:
@@ -135,23 +217,29 @@ def solve(sizes: list[int], clients: list[int], demand: list[int], capacity: int
     if units > MAX_UNITS:
         return None
     weights = [size // step for size in sizes]
+    knapsack = _knapsack if len(sizes) <= PURE_SIZES else _knapsack_numpy
     caps = [min(units // w, max_clients // c, d) for w, c, d in zip(weights, clients, demand, strict=True)]
     columns = []
     for i, cap in enumerate(caps):
         column = [0] * len(sizes)
         column[i] = max(cap, 1)
         columns.append(column)
-    x, y = _cover_lp(columns, demand)
+    cover = _Cover(columns, demand) if len(sizes) > MAX_SIZES else None
+    x, y = cover.solve() if cover is not None else _cover_lp(columns, demand)
     best_value = 1.0
-    for _ in range(MAX_ROUNDS):
-        value, pattern = _knapsack(weights, caps, y, units)  # ignores the client total: a relaxation, still a bound
+    for _ in range(MAX_ROUNDS if len(sizes) <= MAX_SIZES else ROUNDS_PER_SIZE * len(sizes)):
+        value, pattern = knapsack(weights, caps, y, units)  # ignores the client total: a relaxation, still a bound
         best_value = max(1.0, value)
         if value <= 1 + 1e-9 or pattern in columns:
             break
         columns.append(pattern)
-        x, y = _cover_lp(columns, demand)
+        if cover is not None:
+            cover.add(pattern)
+        x, y = cover.solve() if cover is not None else _cover_lp(columns, demand)
+        if sum(x) <= needless:
+            return None
     else:
-        best_value = max(1.0, _knapsack(weights, caps, y, units)[0])
+        best_value = max(1.0, knapsack(weights, caps, y, units)[0])
     dual = sum(d * v for d, v in zip(demand, y, strict=True)) / best_value
     valid = [
         (tuple(column), value)

@@ -232,8 +232,11 @@ def _take(items: list[Item], contents: dict[int, int], repeat: int) -> tuple[Gpu
     return load, sum(items[i].cpu * k for i, k in order), sum(items[i].mem * k for i, k in order), repeat
 
 
-def lp_solution(items: list[Item], cap: CapacityInput) -> cutting_stock.Solution | None:
-    """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together)."""
+def lp_solution(
+    items: list[Item], cap: CapacityInput, many: bool = False, needless: float = 0.0
+) -> cutting_stock.Solution | None:
+    """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together);
+    ``many`` and ``needless``: as cutting_stock.solve has them."""
     demand: dict[tuple[int, int], int] = {}
     for it in items:
         demand[(it.size, it.clients)] = demand.get((it.size, it.clients), 0) + it.left
@@ -244,6 +247,8 @@ def lp_solution(items: list[Item], cap: CapacityInput) -> cutting_stock.Solution
         [demand[k] for k in keys],
         cap.usable_gpu_memory_mib,
         MAX_CLIENTS_PER_GPU,
+        many=many,
+        needless=needless,
     )
 
 

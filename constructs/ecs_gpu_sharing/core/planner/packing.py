@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .. import host_lp
+from .. import cutting_stock, host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
 from .ffd import ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
@@ -89,6 +89,9 @@ def _pack_partition(
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
     best, gpu_bound = _pack_staged(capacity, groups, host_bound if count_only else 0)
+    if host_lp and plan_size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
+        gpu_bound = max(gpu_bound, _many_sizes_bound(capacity, groups, host_bound))
+        host_bound = max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
     if not host_lp or plan_size(best)[0] <= host_bound or sum(n for _, n in flat) > HOST_LP_TASKS:
         best = _searched(capacity, groups, best, host_bound)
         return best, gpu_bound, host_bound, plan_size(best)[0]
@@ -98,6 +101,32 @@ def _pack_partition(
     if planned is not None and plan_size(planned) < plan_size(best):
         best = planned
     return _searched(capacity, groups, best, host_bound), gpu_bound, host_bound, plan_size(without)[0]
+
+
+def _many_sizes_bound(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], known: int) -> int:
+    """The GPU cutting-stock LP's bound on the MPS tasks' GPUs, over groups of more task sizes than the staged plan
+    runs it for (cutting_stock.MAX_SIZES); 0 where no group has more, or where it cannot lift the bound on the hosts
+    above ``known``: column generation stops once its value, which its bound never passes, says so (where host CPU or
+    memory binds, within a few rounds). Only its bound is used, not its patterns: the planner asks for it where a
+    plan is above its bound and the host-level LP would run, where it can prove the plan optimal (the LP is then
+    skipped) or spare the LP a search for its bound (docs/planning.md)."""
+    parts = [
+        [
+            Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
+            for s, n in group
+            if s.clients and not s.whole_gpus
+        ]
+        for group in groups
+    ]
+    if all(len({(it.size, it.clients) for it in items}) <= cutting_stock.MAX_SIZES for items in parts):
+        return 0
+    whole = sum(s.whole_gpus * n for group in groups for s, n in group if s.whole_gpus)
+    needless = known * capacity.gpus_per_instance - whole  # GPUs of a bound no higher than known, for one group
+    total = 0
+    for items in parts:
+        solution = lp_solution(items, capacity, many=True, needless=needless) if items else None
+        total += solution.bound if solution is not None else 0
+    return total
 
 
 def _searched(
