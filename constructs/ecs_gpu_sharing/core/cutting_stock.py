@@ -62,36 +62,48 @@ def _knapsack(sizes: list[int], caps: list[int], values: list[float], capacity: 
     return value, pattern
 
 
-def _knapsack_numpy(sizes: list[int], caps: list[int], values: list[float], capacity: int) -> tuple[float, list[int]]:
-    """``_knapsack``, each piece's pass over the room as one array operation: the same value and pattern (a piece's
-    pass from the largest room down reads only rooms it has not changed yet, as the copy here does). For many sizes,
-    where the pure-Python passes cost a tenth of a second a knapsack."""
+def best_pieces(pieces: list[tuple[int, int, int, float]], room: int) -> tuple[float, list[tuple[int, int]]]:
+    """A 0/1 knapsack over ``pieces`` (item, copies, weight in units from 1 to ``room``, value), each piece's pass over
+    the room one array operation on numpy: the most value within ``room``, and the (item, copies) of the pieces that
+    give it. A pass from the largest room down reads only rooms it has not changed yet, as the copy here does, so this
+    is ``_knapsack``'s result. Both bounded knapsacks (this module's over many sizes, the host-level LP's) split their
+    items into pieces and call it."""
     import numpy as np
 
-    best = np.zeros(capacity + 1)
-    pieces: list[tuple[int, int, int]] = []
+    best = np.zeros(room + 1)
     taken = []
+    for _, _, weight, value in pieces:
+        candidate = best[: room + 1 - weight] + value
+        better = candidate > best[weight:] + 1e-12
+        np.copyto(best[weight:], candidate, where=better)  # candidate is a copy: best may change in place
+        taken.append(better)
+    at = int(np.argmax(best))
+    value = float(best[at])
+    chosen = []
+    for (i, take, weight, _), better in zip(reversed(pieces), reversed(taken), strict=True):
+        if at >= weight and better[at - weight]:
+            chosen.append((i, take))
+            at -= weight
+    return value, chosen
+
+
+def _knapsack_numpy(sizes: list[int], caps: list[int], values: list[float], capacity: int) -> tuple[float, list[int]]:
+    """``_knapsack`` by ``best_pieces``, the same pieces less those that change nothing there (no worth, or larger
+    than the room): the same value and pattern, for many sizes, where the pure-Python passes cost a tenth of a second
+    a knapsack."""
+    pieces = []
     for i, (size, cap) in enumerate(zip(sizes, caps, strict=True)):
         chunk = 1
         while cap > 0:
             take = min(chunk, cap)
-            weight, value = size * take, values[i] * take
+            if values[i] * take > 0 and size * take <= capacity:
+                pieces.append((i, take, size * take, values[i] * take))
             cap -= take
             chunk *= 2
-            if value <= 0 or weight > capacity:
-                continue  # _knapsack's pass changes nothing there
-            candidate = best[: capacity + 1 - weight] + value
-            better = candidate > best[weight:] + 1e-12
-            np.copyto(best[weight:], candidate, where=better)
-            pieces.append((i, take, weight))
-            taken.append(better)
-    room = int(np.argmax(best))
-    value = float(best[room])
+    value, chosen = best_pieces(pieces, capacity)
     pattern = [0] * len(sizes)
-    for (i, take, weight), better in zip(reversed(pieces), reversed(taken), strict=True):
-        if room >= weight and better[room - weight]:
-            pattern[i] += take
-            room -= weight
+    for i, take in chosen:
+        pattern[i] += take
     return value, pattern
 
 
@@ -105,24 +117,13 @@ def _cover_lp(columns: list[list[int]], demand: list[int]) -> tuple[list[float],
 
 
 def _cover_lp_highs(columns: list[list[int]], demand: list[int]) -> tuple[list[float], list[float]]:
-    import numpy as np
-
-    from .host_lp import new_highs
-
-    h = new_highs()  # type: ignore[no-untyped-call]
-    for d in demand:
-        h.addRow(float(d), 1e30, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
-    for column in columns:
-        rows = [i for i, a in enumerate(column) if a]
-        h.addCol(1.0, 0.0, 1e30, len(rows), np.array(rows, dtype=np.int32), np.array([float(column[i]) for i in rows]))
-    h.run()
-    solution = h.getSolution()
-    return list(solution.col_value), [max(0.0, y) for y in solution.row_dual]
+    return _Cover(columns, demand).solve()
 
 
 class _Cover:
-    """The cover LP in one HiGHS model kept between rounds: each round adds a column and solves again from the last
-    basis, where ``_cover_lp_highs`` builds the model afresh (the rounds of many sizes: 0.6 to 2.6 s a fleet)."""
+    """The cover LP in one HiGHS model. Kept between rounds (past MAX_SIZES), each round adds a column and solves again
+    from the last basis, where ``_cover_lp_highs`` builds one afresh each round (over many sizes that cost up to 2.6 s
+    more a fleet)."""
 
     def __init__(self, columns: list[list[int]], demand: list[int]) -> None:
         import numpy as np

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..cutting_stock import best_pieces
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import KNAPSACK_UNITS, HostSpec, Item, Pattern, _capacity, _shares, _use, per_host
 
@@ -250,8 +251,6 @@ def _knapsack(
     """The counts of most value within ``room`` (a bounded knapsack, by binary splitting, on numpy), and that value.
     Sizes in units of their GCD, or of 1/KNAPSACK_UNITS of the room where that is too fine: rounded up, so the counts
     always fit; or, with ``bound``, rounded down, so the value bounds the true knapsack's from above."""
-    import numpy as np
-
     step = 0
     for size in sizes:
         step = math.gcd(step, size)
@@ -259,9 +258,7 @@ def _knapsack(
     unit = step if step and room // step <= most else max(1, math.ceil(room / most))
     units = room // unit if not bound else math.ceil(room / unit)
     weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
-    best = np.zeros(units + 1)
-    pieces: list[tuple[int, int]] = []
-    taken: list[np.ndarray] = []  # per piece: where, from its weight on, taking it did better
+    pieces: list[tuple[int, int, int, float]] = []
     free = 0.0  # items of no size (rounded down to nothing): each at its cap
     for j, (v, w, c) in enumerate(zip(values, weights, caps, strict=True)):
         if v <= 0 or c <= 0:
@@ -273,23 +270,14 @@ def _knapsack(
         chunk = 1
         while c > 0:
             take = min(chunk, c)
-            weight, value = w * take, v * take
-            candidate = best[:-weight] + value
-            better = candidate > best[weight:] + 1e-12
-            np.copyto(best[weight:], candidate, where=better)  # candidate is a copy: best may change in place
-            pieces.append((j, take))
-            taken.append(better)
+            pieces.append((j, take, w * take, v * take))
             c -= take
             chunk *= 2
+    value, chosen = best_pieces(pieces, units)
     counts = [0] * len(sizes)
-    r = int(np.argmax(best))
-    value = float(best[r]) + free
-    for (j, take), better in zip(reversed(pieces), reversed(taken), strict=True):
-        weight = weights[j] * take
-        if r >= weight and better[r - weight]:
-            counts[j] += take
-            r -= weight
-    return value, counts
+    for j, take in chosen:
+        counts[j] += take
+    return value + free, counts
 
 
 def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], prices: Sequence[float]) -> float:
