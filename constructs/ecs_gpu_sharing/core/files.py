@@ -167,34 +167,29 @@ def json_text(doc: Any, indent: int) -> str:
         raise _Unusual
 
     def walk(value: Any, at: str) -> None:
-        inner = at + step
         if isinstance(value, dict):
             if not value:
                 add("{}")
                 return
+            inner = at + step
             first = "{\n" + inner
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise _Unusual
                 add(first + json.encoder.encode_basestring_ascii(key) + ": ")
                 first = ",\n" + inner
-                if isinstance(item, (list, tuple, dict)):
-                    walk(item, inner)
-                else:
-                    add(scalar(item))
+                walk(item, inner)
             add("\n" + at + "}")
         elif isinstance(value, (list, tuple)):
             if not value:
                 add("[]")
                 return
+            inner = at + step
             first = "[\n" + inner
             for item in value:
                 add(first)
                 first = ",\n" + inner
-                if isinstance(item, (list, tuple, dict)):
-                    walk(item, inner)
-                else:
-                    add(scalar(item))
+                walk(item, inner)
             add("\n" + at + "]")
         else:
             add(scalar(value))
