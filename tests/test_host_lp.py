@@ -492,8 +492,8 @@ def test_column_generation_runs_longer_while_the_search_prices(monkeypatch: pyte
 def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 16 at 10,000 tasks (eight H100s a host, where the one-GPU search does not apply): the LP's value
     still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
-    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most. The plan: 407
-    instances (413 with MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
+    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most. The plan: 402
+    instances (414 with LONGEST_ROUNDS at MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
     (there the split search prices alone, as it does after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu)."""
     from ecs_gpu_sharing.core.host_lp import highs
 
@@ -543,7 +543,7 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
         assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
     monkeypatch.undo()
-    assert plan([fleet.capacity], fleet.services).instances == 407
+    assert plan([fleet.capacity], fleet.services).instances == 402
 
 
 def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
@@ -570,10 +570,10 @@ def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
 def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
     passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
-    on pricing, past MAX_ROUNDS too: 2,569 instances; 2,581 where they stop at MAX_ROUNDS; 2,616 where column
+    on pricing, past MAX_ROUNDS too: 2,567 instances; 2,581 where they stop at MAX_ROUNDS; 2,614 where column
     generation stops at HiGHS's last call."""
     fleet = fleet_generator.generate(28, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2569
+    assert plan([fleet.capacity], fleet.services).instances == 2567
     monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
     assert plan([fleet.capacity], fleet.services).instances == 2581
     searched = host_lp._ExactPricing._searched
@@ -582,7 +582,7 @@ def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatc
         return searched(self, duals, caps) if self.proving else None
 
     monkeypatch.setattr(host_lp._ExactPricing, "_searched", proving_only)
-    assert plan([fleet.capacity], fleet.services).instances == 2616
+    assert plan([fleet.capacity], fleet.services).instances == 2614
 
 
 def test_the_split_search_lays_out_patterns_a_host_holds() -> None:
@@ -722,11 +722,11 @@ def test_the_exact_pricing_where_the_greedy_is_weak_takes_a_one_gpu_fleet_near_i
 ) -> None:
     """Tuning seed 45 at 10,000 tasks (one L4 a host, 118 services each binding its own resource): the greedy finds a
     pattern worth a host in almost every round, each worth little more, and column generation ends far above the LP's
-    optimum. With the exact pricing where the greedy is weak: 2,896 instances; 2,925 without."""
+    optimum. With the exact pricing where the greedy is weak: 2,894 instances; 2,922 without."""
     fleet = fleet_generator.generate(45, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2896
+    assert plan([fleet.capacity], fleet.services).instances == 2894
     monkeypatch.setattr(host_lp, "WEAK_GREEDY", 0.0)
-    assert plan([fleet.capacity], fleet.services).instances == 2925
+    assert plan([fleet.capacity], fleet.services).instances == 2922
 
 
 def test_a_pattern_cut_down_to_what_is_left_is_filled_from_the_rest() -> None:
@@ -802,3 +802,87 @@ def test_the_rest_fills_the_room_the_roundings_hosts_leave_before_hosts_of_its_o
             assert all(_holds(p, items, host) for p, _ in taken), fleet.label
             placed = [sum(p.counts[i] * k for p, k in taken) + left[i] for i in range(len(items))]
             assert placed == [it.demand for it in items]
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each LP solve of the rounding (``_generate``) counted: one entry per call."""
+    calls: list[int] = []
+    generate = host_lp._generate
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return generate(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(host_lp, "_generate", counted)
+    return calls
+
+
+def _covers(items: list[host_lp.Item], hosts: list[tuple[host_lp.Pattern, int]], rest: list[int]) -> bool:
+    held = [sum(p.counts[i] * k for p, k in hosts) for i in range(len(items))]
+    return all(h + r == it.demand for h, r, it in zip(held, rest, items, strict=True))
+
+
+def test_a_dive_fixes_a_host_of_every_pattern_the_lp_uses_nearly_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no pattern is used whole, a dive fixes a host of the pattern the LP uses most and of every other it uses
+    DIVE_FIX of: tuning seed 37 at 1,000 tasks (four L40S a host) rounds in 9 LP solves, where fixing one pattern a
+    dive took 12, with the same hosts; every task is held or left to the planner either way."""
+    fleet = fleet_generator.generate(37, 1000)
+    items, host = _problem(fleet.capacity, fleet.services)
+    calls = _counted(monkeypatch)
+    many = host_lp.solve(items, host)
+    fixing_many = len(calls)
+    monkeypatch.setattr(host_lp, "DIVE_FIX", 2.0)  # no pattern is used twice over: one a dive
+    calls.clear()
+    one = host_lp.solve(items, host)
+    assert (fixing_many, len(calls)) == (9, 12)
+    assert sum(k for _, k in many.hosts) == sum(k for _, k in one.hosts) == 190
+    for solution in (many, one):
+        assert _covers(items, solution.hosts, solution.rest)
+        assert all(_covers(items, hosts, rest) for hosts, rest in solution.others)
+
+
+def test_the_dives_stop_once_a_rounding_kept_needs_no_more_than_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given the caller's packings (``finish``), the dives stop where a rounding kept, finished by them, meets the
+    LP's bound: no dive can do better. Tuning seed 4 at 1,000 tasks (eight L40S a host, bound 117): with packings
+    that finish any rest on no hosts at all, or on the 12 the bound leaves, the first rounding kept (105 hosts, 137
+    tasks left) ends the dives; with packings that never meet the bound, the dives run as they do without packings, to 117 hosts and nothing left."""
+    fleet = fleet_generator.generate(4, 1000)
+    items, host = _problem(fleet.capacity, fleet.services)
+    calls = _counted(monkeypatch)
+    alone = host_lp.solve(items, host)
+    dives = len(calls)
+    calls.clear()
+    asked: list[tuple[int, int]] = []
+
+    def free(hosts: list[tuple[host_lp.Pattern, int]], rest: list[int]) -> int:
+        asked.append((sum(k for _, k in hosts), sum(rest)))
+        return 0
+
+    stopped = host_lp.solve(items, host, finish=free)
+    assert (stopped.bound, asked, len(stopped.others)) == (117, [(105, 137)], 1)
+    assert len(calls) < dives and _covers(items, stopped.hosts, stopped.rest)
+    first = len(calls)
+    calls.clear()
+    at_bound = host_lp.solve(items, host, finish=lambda hosts, rest: 117 - sum(k for _, k in hosts))
+    assert (len(calls), len(at_bound.others)) == (first, 1)  # exactly the bound is optimal too
+    calls.clear()
+    never = host_lp.solve(items, host, finish=lambda hosts, rest: 10**6)
+    assert len(calls) == dives
+    assert (never.hosts, never.rest) == (alone.hosts, alone.rest) and sum(k for _, k in never.hosts) == 117
+
+
+def test_the_dives_stop_where_the_lp_says_they_cannot_beat_a_rounding_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dives also stop where the hosts they have taken plus the LP's value over what is left, rounded up, reach
+    the best rounding kept: tuning seed 26 at 1,000 tasks (eight L40S a host, bound 97) dives to 98 hosts in 7 LP
+    solves; told a rounding kept finishes on 98, it stops after one dive (4 solves), its rest left to the packings.
+    Told one finishes on 99, it dives as before."""
+    fleet = fleet_generator.generate(26, 1000)
+    items, host = _problem(fleet.capacity, fleet.services)
+    calls = _counted(monkeypatch)
+    alone = host_lp.solve(items, host)
+    assert (len(calls), alone.bound, sum(k for _, k in alone.hosts), sum(alone.rest)) == (7, 97, 98, 0)
+    for total, solves in ((98, 4), (99, 7)):
+        calls.clear()
+        found = host_lp.solve(items, host, finish=lambda hosts, rest, total=total: total - sum(k for _, k in hosts))
+        assert len(calls) == solves, total
+        assert _covers(items, found.hosts, found.rest)

@@ -21,11 +21,12 @@ never in seconds, so a plan is the same on every machine.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .highs import _Exact, _Master, _Pricing, new_highs
 from .model import (
     BOUND_EVERY,
+    DIVE_FIX,
     DIVE_KEEP,
     DIVE_ROUNDS,
     DIVES,
@@ -313,12 +314,15 @@ def solve(
     exact_calls: int | None = None,
     start: Sequence[Pattern] = (),
     known: int = 0,
+    finish: Callable[[list[tuple[Pattern, int]], list[int]], int] | None = None,
 ) -> Solution:
     """A plan of whole-host patterns for ``items`` (the rest left to the caller) and the LP's lower bound. ``beat``:
     the hosts of a plan the caller has; where the LP's value already needs as many, no plan is rounded from it (a
     rounding never does better than the LP it rounds). ``exact_calls``: MILP pricings when the greedy finds no pattern
     (by default EXACT_WORK over the number of items). ``start``: patterns the master begins with (a plan's hosts).
-    ``known``: a lower bound the caller has, which spares a search for a bound that cannot pass it."""
+    ``known``: a lower bound the caller has, which spares a search for a bound that cannot pass it. ``finish``: the
+    hosts the caller's packings need for a rounding's rest; with it, the dives stop once a rounding kept meets the
+    bound, or the hosts taken and the LP's value over what is left reach the best rounding kept (``_rounded``)."""
     if exact_calls is None:
         exact_calls = EXACT_WORK // max(len(items), 1)
     demand = [it.demand for it in items]
@@ -329,25 +333,51 @@ def solve(
         master.add(p)
     value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known)
     bound = math.ceil(farley - 1e-6)
-    left = list(demand)
-    hosts: list[tuple[Pattern, int]] = []
     if beat and math.ceil(value - 1e-6) >= beat:
-        return Solution(bound, value, hosts, left)
+        return Solution(bound, value, [], list(demand))
+    return _rounded(master, items, host, value, x, bound, max(bound, known, 1), beat, finish)
+
+
+def _rounded(
+    master: _Master,
+    items: Sequence[Item],
+    host: HostSpec,
+    value: float,
+    x: list[float],
+    bound: int,
+    least: int,
+    beat: int,
+    finish: Callable[[list[tuple[Pattern, int]], list[int]], int] | None,
+) -> Solution:
+    """The LP's solution ``x`` rounded: each pattern as many times as the LP uses it whole, the LP solved again over
+    what is left (new patterns priced for it), ROUNDING_PASSES times; then, where no pattern is used whole, a dive (a
+    host of the pattern the LP uses most, and of every other it uses DIVE_FIX of, fixed) and the LP again, rounding
+    down again wherever it uses a pattern whole, DIVES more solves at most. Every DIVE_KEEP dives the rounding so far
+    is kept, its rest for the caller's packings. A dive may beat the packings on the rest, and costs an LP solve and
+    DIVE_ROUNDS pricing rounds; so, given ``finish``, the dives stop where a kept rounding needs no more than
+    ``least`` (a lower bound: it is optimal), or where the hosts taken plus the LP's value over the rest, rounded up,
+    already reach the best kept. That value is the master's, not a proved bound, so the second stop is a judgement:
+    a dive's rounding seldom ends below its LP."""
+    left = [it.demand for it in items]
+    hosts: list[tuple[Pattern, int]] = []
     kept: list[tuple[list[tuple[Pattern, int]], list[int]]] = []  # roundings the planner finishes, before dives
+    best = beat or math.inf  # the fewest hosts of a rounding kept, finished (or of the caller's plan)
     dives = 0
-    for step in range(ROUNDING_PASSES + DIVES):
+    for _ in range(ROUNDING_PASSES + DIVES):
         order = sorted(range(len(x)), key=lambda j: (-x[j], j))
         if not order or x[order[0]] < 1e-9:
             break
         if x[order[0]] < 1 - 1e-9:
-            # No pattern is used whole: dive, one host of the pattern the LP uses most and the LP again over what is
-            # left; every DIVE_KEEP dives, keep the rounding so far (its rest for the planner).
+            # No pattern is used whole: dive, one host of the pattern the LP uses most (and of those it uses nearly
+            # whole) and the LP again over what is left; every DIVE_KEEP dives, keep the rounding so far.
             if dives % DIVE_KEEP == 0:
-                kept.append((list(hosts), list(left)))
+                kept.append(_fill_rest(items, host, hosts, left))
+                if finish is not None:
+                    best = min(best, sum(k for _, k in kept[-1][0]) + finish(*kept[-1]))
+                    if best <= least:
+                        break  # a rounding kept is optimal: no dive can do better
             dives += 1
-            x = [1.0 if j == order[0] else 0.0 for j in range(len(x))]
-        elif step >= ROUNDING_PASSES:
-            break
+            x = [1.0 if j == order[0] or x[j] >= DIVE_FIX else 0.0 for j in range(len(x))]
         taken = False
         for j in order:
             copies = math.floor(x[j] + 1e-9)
@@ -368,8 +398,10 @@ def solve(
             break
         master.demand(left)
         value, x, _ = _generate(master, items, host, left, DIVE_ROUNDS if dives else RESOLVE_ROUNDS, bounds=False)
+        if dives and finish is not None and sum(k for _, k in hosts) + math.ceil(value - 1e-6) >= best:
+            break  # this rounding cannot beat one kept: what is left goes to the caller's packings
     hosts, left = _fill_rest(items, host, hosts, left)
-    return Solution(bound, value, hosts, left, [_fill_rest(items, host, h, rest) for h, rest in kept])
+    return Solution(bound, value, hosts, left, kept)
 
 
 def _fill_rest(

@@ -152,23 +152,39 @@ def _pack_host_lp(
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
     start = [_as_pattern(h, index, items) for h in best]
-    solution = host_lp.solve(items, spec, beat=plan_size(best)[0], start=start, known=known)
+    finished: dict[tuple[int, ...], list[Host]] = {}
+
+    def finish(rest_counts: Sequence[int]) -> list[Host]:
+        """The rest of a rounding on hosts of its own: the best FFD order, then the exact search for a host fewer
+        at a time (a rest of a few tasks)."""
+        key = tuple(rest_counts)
+        if key not in finished:
+            left = {s.name: n for (s, _), n in zip(pairs, rest_counts, strict=True)}
+            rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
+            rest = [group for group in rest if group]
+            hosts: list[Host] = []
+            if rest:
+                packed = [ffd_hosts(capacity, rest, order) for order in ffd_orders(capacity, rest)]
+                hosts = min(packed, key=plan_size)
+                while (fewer := search_hosts(capacity, rest, plan_size(hosts)[0] - 1)) is not None:
+                    hosts = fewer
+            finished[key] = hosts
+        return finished[key]
+
+    solution = host_lp.solve(
+        items,
+        spec,
+        beat=plan_size(best)[0],
+        start=start,
+        known=known,
+        finish=lambda _, rest_counts: plan_size(finish(rest_counts))[0],
+    )
     if not solution.hosts:
         return None, solution.bound
-    planned = []
-    for patterns, rest_counts in [(solution.hosts, solution.rest), *solution.others]:
-        hosts = [_lp_host(p, k, pairs) for p, k in patterns]
-        left = {s.name: n for (s, _), n in zip(pairs, rest_counts, strict=True)}
-        rest = [[(s, left[s.name]) for s, _ in group if left.get(s.name)] for group in groups]
-        rest = [group for group in rest if group]
-        if rest:
-            packed = sorted([ffd_hosts(capacity, rest, order) for order in ffd_orders(capacity, rest)], key=plan_size)
-            finish = packed[0]
-            # A rest of a few tasks: the exact search, for a host fewer at a time.
-            while (fewer := search_hosts(capacity, rest, plan_size(finish)[0] - 1)) is not None:
-                finish = fewer
-            hosts += finish
-        planned.append(hosts)
+    planned = [
+        [_lp_host(p, k, pairs) for p, k in patterns] + finish(rest_counts)
+        for patterns, rest_counts in [(solution.hosts, solution.rest), *solution.others]
+    ]
     return min(planned, key=plan_size), solution.bound
 
 
