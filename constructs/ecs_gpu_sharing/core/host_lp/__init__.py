@@ -139,10 +139,25 @@ def _generate(
         if not added or len(master.patterns) >= MAX_COLUMNS:
             break
         value, duals, x = master.solve()
-    if exact_calls and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6) and math.ceil(value - 1e-6) > known:
+    if (
+        exact_calls
+        and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6)
+        and math.ceil(value - 1e-6) > known
+        and not (known and _built_worth(items, host, duals, caps, pricing) * known >= value)
+    ):
         # Column generation stopped short: the most a pattern is worth at the master's last duals, searched further.
+        # Not where a pattern the greedy builds there is worth value / known or more: then Farley's bound there,
+        # value / most, cannot pass ``known`` (on held-out 1017, 0.3 s of HiGHS's MILP spared).
         farley = max(farley, value / max(exact.most(duals, caps), 1.0))
     return value, x, farley
+
+
+def _built_worth(
+    items: Sequence[Item], host: HostSpec, duals: Sequence[float], caps: Sequence[int], pricing: _Pricing
+) -> float:
+    """The most a pattern the greedy builds at ``duals`` is worth there: no more than the most any pattern is."""
+    _, counts, prices = pricing.solve(duals, caps)
+    return max((_worth(duals, p) for p in _candidates(items, host, duals, caps, counts, prices)), default=0.0)
 
 
 class _ExactPricing:
