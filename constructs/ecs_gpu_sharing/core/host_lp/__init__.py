@@ -123,7 +123,7 @@ def _generate(
                 most = min(most, bound)  # over every item: a bound on every pattern
             if found is not None and _worth(duals, found) > 1 + 1e-7:
                 added = master.add(found) or added
-                for p in _variants(items, host, found, at, caps):
+                for p in [*_variants(items, host, found, at, caps), *exact.runners]:
                     if _worth(duals, p) > 1 + 1e-7:
                         master.add(p)
         covered = sum(d * n for d, n in zip(at, left, strict=True))
@@ -182,6 +182,7 @@ class _ExactPricing:
         self.milp: _Exact | None = None
         self.split = host.gpus > 1 and calls > 0 and 0 < len(items) <= SPLIT_ITEMS and SPLIT_STEPS > 0
         self.split_work = SPLIT_WORK
+        self.runners: list[Pattern] = []  # beside the last pattern priced: runners-up the search proved it against
 
     @property
     def searching(self) -> bool:
@@ -227,7 +228,9 @@ class _ExactPricing:
             self.split = self.split_work > 0
             return pattern, bound
         found = self._searched(at, caps) if self.proving or self.calls <= 0 else None
-        if found is not None and found.counts is not None:  # proved the best
+        self.runners = []
+        if found is not None and found.counts is not None:  # proved the best; the patterns it replaced go along
+            self.runners = [_pattern(self.items, self.host, c) for c in found.runners]
             return (_pattern(self.items, self.host, found.counts) if found.worth > _NOTHING else None), found.worth
         if found is not None and found.seen is not None:
             seen = _pattern(self.items, self.host, found.seen)

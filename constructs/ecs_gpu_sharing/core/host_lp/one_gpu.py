@@ -27,6 +27,7 @@ from .patterns import _Builder
 
 _INF = math.inf
 _EPS = 1e-12
+RUNNERS = 2  # of the patterns a search's best replaced, the last this many go to column generation beside it
 MOST_ITEMS = 400  # the search recurses once per item a pattern holds: past this many priced items, it declines
 
 
@@ -37,6 +38,7 @@ class Searched:
     worth: float  # that pattern's worth at the duals (the best found, where the search stopped)
     nodes: int
     seen: list[int] | None = None  # the best pattern found, proved best or not (None where the search declined)
+    runners: tuple[list[int], ...] = ()  # the last RUNNERS patterns the best replaced as it improved, latest first
 
 
 def uses(it: Item, host: HostSpec) -> tuple[int, int, int, int, int]:
@@ -73,6 +75,7 @@ class OneGpu:
             capped[j] = capped[j + 1] + most[j] * d[j]
         best_worth = 0.0
         best: list[int] = [0] * n
+        replaced: list[list[int]] = []  # each best the search found before the one it ends with
         counts = [0] * n
         nodes = 0
 
@@ -117,6 +120,8 @@ class OneGpu:
                     w = worth + k * d[j]
                     counts[j] = k
                     if w > best_worth + _EPS:
+                        if best_worth > _EPS:
+                            replaced.append(best)
                         best_worth, best = w, counts[:]
                     if j + 1 < n:
                         later = bound(rest, j + 1)
@@ -127,10 +132,16 @@ class OneGpu:
 
         if n:
             search(self.room, 0, 0.0, None, bound(self.room, 0))
-        full = [0] * len(duals)
-        for k, i in enumerate(order):
-            full[i] = best[k]
-        return Searched(None if nodes > limit else full, best_worth, nodes, full)
+
+        def widened(found: list[int]) -> list[int]:  # a count per item, in the items' own order
+            out = [0] * len(duals)
+            for k, i in enumerate(order):
+                out[i] = found[k]
+            return out
+
+        full = widened(best)
+        runners = tuple(widened(c) for c in reversed(replaced[max(0, len(replaced) - RUNNERS) :]))
+        return Searched(None if nodes > limit else full, best_worth, nodes, full, runners)
 
 
 def _suffix_bounds(
