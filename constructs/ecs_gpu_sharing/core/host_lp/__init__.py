@@ -367,11 +367,11 @@ def _rounded(
     beat: int,
     finish: Callable[[list[tuple[Pattern, int]], list[int]], int] | None,
 ) -> Solution:
-    """The LP's solution ``x`` rounded: each pattern as many times as the LP uses it whole, the LP solved again over
-    what is left (new patterns priced for it), ROUNDING_PASSES times; then, where no pattern is used whole, a dive (a
-    host of the pattern the LP uses most, and of every other it uses DIVE_FIX of, fixed) and the LP again, rounding
-    down again wherever it uses a pattern whole, DIVES more solves at most. Every DIVE_KEEP dives the rounding so far
-    is kept, its rest for the caller's packings. A dive may beat the packings on the rest, and costs an LP solve and
+    """The LP's solution ``x`` rounded: each pattern as many times as the LP uses it whole, and the LP solved again
+    over what is left (new patterns priced for it: RESOLVE_ROUNDS rounds, DIVE_ROUNDS once it has dived); where it
+    uses no pattern whole, a dive (a host of the pattern the LP uses most, and of every other it uses DIVE_FIX of,
+    fixed) and the LP again; ROUNDING_PASSES + DIVES solves at most. Every DIVE_KEEP dives the rounding so far is
+    kept, its rest for the caller's packings. A dive may beat the packings on the rest, and costs an LP solve and
     DIVE_ROUNDS pricing rounds; so, given ``finish``, the dives stop where a kept rounding needs no more than
     ``least`` (a lower bound: it is optimal), or where the hosts taken plus the LP's value over the rest, rounded up,
     already reach the best kept. That value is the master's, not a proved bound, so the second stop is a judgement:

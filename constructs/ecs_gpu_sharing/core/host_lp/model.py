@@ -9,10 +9,10 @@ from ..mps import MAX_CLIENTS_PER_GPU
 MAX_ROUNDS = 60  # column generation rounds in one LP
 MAX_COLUMNS = 2500  # patterns in one master
 RESOLVE_ROUNDS = 12  # pricing rounds after the first solve, per rounding pass
-ROUNDING_PASSES = 6  # LP solves over what is left, before the rest goes to the planner's packings
+ROUNDING_PASSES = 6  # with DIVES: the most LP solves over what is left one rounding makes
 DIVE_KEEP = 5  # dives between two roundings kept for the planner to finish
 DIVE_ROUNDS = 2  # pricing rounds after each dive
-DIVES = 60  # more LP solves, each after a dive (where no pattern is used whole) or a rounding down
+DIVES = 60  # (see ROUNDING_PASSES) each after a rounding down or a dive (where the LP uses no pattern whole)
 DIVE_FIX = 0.9  # a dive fixes a host of the pattern the LP uses most and of every other it uses this much of
 SMOOTHING = 0.5  # weight of the best bound's duals in the duals priced (Wentges's smoothing)
 BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
