@@ -83,7 +83,7 @@ def test_the_array_knapsack_is_the_pure_one(items: list[tuple[int, int, float]],
     """Past PURE_SIZES sizes the pricing knapsack runs a piece's pass as one array operation: the same value and the
     same pattern as the pure-Python passes, ties and values of no worth included."""
     sizes, caps, values = ([item[k] for item in items] for k in range(3))
-    assert cutting_stock._knapsack_numpy(sizes, caps, values, room) == cutting_stock._knapsack(
+    assert cutting_stock.bounded_knapsack(sizes, caps, values, room) == cutting_stock._knapsack(
         sizes, caps, values, room
     )
 

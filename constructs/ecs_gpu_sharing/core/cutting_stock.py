@@ -66,8 +66,7 @@ def best_pieces(pieces: list[tuple[int, int, int, float]], room: int) -> tuple[f
     """A 0/1 knapsack over ``pieces`` (item, copies, weight in units from 1 to ``room``, value), each piece's pass over
     the room one array operation on numpy: the most value within ``room``, and the (item, copies) of the pieces that
     give it. A pass from the largest room down reads only rooms it has not changed yet, as the copy here does, so this
-    is ``_knapsack``'s result. Both bounded knapsacks (this module's over many sizes, the host-level LP's) split their
-    items into pieces and call it."""
+    is ``_knapsack``'s result. ``bounded_knapsack`` splits items into pieces and calls it."""
     import numpy as np
 
     best = np.zeros(room + 1)
@@ -87,20 +86,22 @@ def best_pieces(pieces: list[tuple[int, int, int, float]], room: int) -> tuple[f
     return value, chosen
 
 
-def _knapsack_numpy(sizes: list[int], caps: list[int], values: list[float], capacity: int) -> tuple[float, list[int]]:
-    """``_knapsack`` by ``best_pieces``, the same pieces less those that change nothing there (no worth, or larger
-    than the room): the same value and pattern, for many sizes, where the pure-Python passes cost a tenth of a second
-    a knapsack."""
+def bounded_knapsack(sizes: list[int], caps: list[int], values: list[float], room: int) -> tuple[float, list[int]]:
+    """The most value within ``room`` of up to ``caps`` copies of each item, and the copies: each item split in
+    pieces of 1, 2, 4, ... copies (binary splitting), less those that change nothing (no worth, or larger than the
+    room), then ``best_pieces``. Over the same pieces this is ``_knapsack``'s value and pattern (a hypothesis test),
+    for many sizes, where the pure-Python passes cost a tenth of a second a knapsack; the host-level LP's knapsacks
+    call it too."""
     pieces = []
     for i, (size, cap) in enumerate(zip(sizes, caps, strict=True)):
         chunk = 1
         while cap > 0:
             take = min(chunk, cap)
-            if values[i] * take > 0 and size * take <= capacity:
+            if values[i] * take > 0 and size * take <= room:
                 pieces.append((i, take, size * take, values[i] * take))
             cap -= take
             chunk *= 2
-    value, chosen = best_pieces(pieces, capacity)
+    value, chosen = best_pieces(pieces, room)
     pattern = [0] * len(sizes)
     for i, take in chosen:
         pattern[i] += take
@@ -218,7 +219,7 @@ def solve(
     if units > MAX_UNITS:
         return None
     weights = [size // step for size in sizes]
-    knapsack = _knapsack if len(sizes) <= PURE_SIZES else _knapsack_numpy
+    knapsack = _knapsack if len(sizes) <= PURE_SIZES else bounded_knapsack
     caps = [min(units // w, max_clients // c, d) for w, c, d in zip(weights, clients, demand, strict=True)]
     columns = []
     for i, cap in enumerate(caps):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..cutting_stock import best_pieces
+from ..cutting_stock import bounded_knapsack
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import KNAPSACK_UNITS, HostSpec, Item, Pattern, _capacity, _shares, _use, per_host
 
@@ -258,25 +258,15 @@ def _knapsack(
     unit = step if step and room // step <= most else max(1, math.ceil(room / most))
     units = room // unit if not bound else math.ceil(room / unit)
     weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
-    pieces: list[tuple[int, int, int, float]] = []
     free = 0.0  # items of no size (rounded down to nothing): each at its cap
+    kept = [0] * len(sizes)  # copies offered to the knapsack: no more than the room takes
     for j, (v, w, c) in enumerate(zip(values, weights, caps, strict=True)):
-        if v <= 0 or c <= 0:
-            continue
-        if w == 0:
-            free += v * c
-            continue
-        c = min(c, units // w)
-        chunk = 1
-        while c > 0:
-            take = min(chunk, c)
-            pieces.append((j, take, w * take, v * take))
-            c -= take
-            chunk *= 2
-    value, chosen = best_pieces(pieces, units)
-    counts = [0] * len(sizes)
-    for j, take in chosen:
-        counts[j] += take
+        if v > 0 and c > 0:
+            if w == 0:
+                free += v * c
+            else:
+                kept[j] = min(c, units // w)
+    value, counts = bounded_knapsack(weights, kept, list(values), units)
     return value + free, counts
 
 
