@@ -5,7 +5,9 @@ of one isolation group per GPU within its usable memory and NVIDIA's 48 clients,
 own) within the host's CPU units, memory and network interfaces. The master LP covers every service's count with
 the fewest patterns (Gilmore and Gomory's column generation). Its dual prices ask for a pattern worth more than one
 host; a greedy builds candidates in several orders (services by dual price over their share of the host, each
-resource weighed on its own, summed and at its largest), best fit onto the GPUs.
+resource weighed on its own, summed and at its largest), best fit onto the GPUs. Where it finds nothing, exact or
+closer pricings (``_ExactPricing``): a search on one-GPU hosts; HiGHS's MILP; on hosts of several GPUs a small master
+of what each GPU holds (``per_gpu``) and a search GPU by GPU.
 
 Plan: the LP's patterns rounded down, the LP solved again over what is left (new patterns priced for it), again,
 until the rest is small; the planner places that rest with its own packings. A pattern cut down to the last tasks of
@@ -58,6 +60,7 @@ from .model import (
 )
 from .one_gpu import OneGpu, Searched, split_search
 from .patterns import _build, _candidates, _most_worth, _restrict, _topped, _variants, largest_first
+from .per_gpu import PER_GPU_WORK, PerGpu
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
 
@@ -169,10 +172,13 @@ class _ExactPricing:
     search's unproved ones, but the search's go on where HiGHS's calls have stopped.
 
     On a host of several GPUs, HiGHS's MILP pools the GPUs and weighs the most promising items only, so where it finds
-    nothing worth a host (and its bound does not prove there is none) the split search prices (``split_search``: the
-    one-GPU search GPU by GPU), SPLIT_WORK in all. Once it has found a pattern the MILP did not, it prices alone, and
-    past MAX_ROUNDS too (it is cheap): on tuning seeds 30-59 at 10,000 tasks, 27 instances fewer. Not past SPLIT_ITEMS
-    services: there the LP it leaves uses no pattern whole, and its dives cost seconds."""
+    nothing worth a host (and its bound does not prove there is none) two cheaper pricings follow (``_several``): the
+    decomposition over the host's GPUs (``per_gpu``: a small master of what each GPU holds, PER_GPU_WORK rounds in
+    all), then the split search (``split_search``: the one-GPU search GPU by GPU, SPLIT_WORK in all). Once either has
+    found a pattern the MILP did not, they price alone, and past MAX_ROUNDS too (they are cheap). The split search on
+    tuning seeds 30-59 at 10,000 tasks: 27 instances fewer; the decomposition after it, on tuning seeds 0-59: 42 fewer.
+    The split search not past SPLIT_ITEMS services: there the LP it leaves uses no pattern whole, and its dives cost
+    seconds."""
 
     def __init__(self, items: Sequence[Item], host: HostSpec, calls: int) -> None:
         self.items, self.host, self.calls = items, host, calls
@@ -183,6 +189,7 @@ class _ExactPricing:
         self.split = host.gpus > 1 and calls > 0 and 0 < len(items) <= SPLIT_ITEMS and SPLIT_STEPS > 0
         self.split_work = SPLIT_WORK
         self.runners: list[Pattern] = []  # beside the last pattern priced: runners-up the search proved it against
+        self.per_gpu = PerGpu(items, host) if host.gpus > 1 and calls > 0 and PER_GPU_WORK > 0 else None
 
     @property
     def searching(self) -> bool:
@@ -191,13 +198,13 @@ class _ExactPricing:
     @property
     def looking(self) -> bool:
         """The search prices, looking only: HiGHS's calls are spent, which they are only once a search has passed its
-        node limit; or, on a host of several GPUs, the split search has work left. Cheap enough for rounds past
-        MAX_ROUNDS."""
-        return (self.search is not None and self.calls <= 0) or self.split
+        node limit; or, on a host of several GPUs, the decomposition or the split search has work left. Cheap enough
+        for rounds past MAX_ROUNDS."""
+        return (self.search is not None and self.calls <= 0) or self.split or self.per_gpu is not None
 
     @property
     def left(self) -> bool:
-        return self.search is not None or self.calls > 0 or self.split
+        return self.search is not None or self.calls > 0 or self.split or self.per_gpu is not None
 
     def _searched(self, duals: Sequence[float], caps: Sequence[int]) -> Searched | None:
         """The search at ``duals`` within its limit (None where there is no search): once one passes ONE_GPU_NODES,
@@ -216,17 +223,8 @@ class _ExactPricing:
     ) -> tuple[Pattern | None, float | None]:
         """The best pattern at ``at`` found, and a bound on every pattern's worth there (None where only some items
         were weighed, or the search only looked). ``cheap``: past MAX_ROUNDS, where no MILP prices."""
-        if self.split:
-            tried = not (cheap or self.calls <= 0)
-            milp, bound = self._milp(at, duals, caps, pricing) if tried else (None, None)
-            if (milp is not None and _worth(duals, milp) > 1 + 1e-7) or (bound is not None and bound <= 1 + 1e-7):
-                return milp, bound
-            pattern, work = split_search(self.items, self.host, at, caps, SPLIT_STEPS)
-            self.split_work -= work
-            if tried and _worth(duals, pattern) > 1 + 1e-7:
-                self.calls = 0  # the MILP found nothing the split search did: the split search prices from here
-            self.split = self.split_work > 0
-            return pattern, bound
+        if self.host.gpus > 1:
+            return self._several(at, duals, caps, pricing, cheap)
         found = self._searched(at, caps) if self.proving or self.calls <= 0 else None
         self.runners = []
         if found is not None and found.counts is not None:  # proved the best; the patterns it replaced go along
@@ -239,6 +237,41 @@ class _ExactPricing:
         if self.calls <= 0:
             return None, None
         return self._milp(at, duals, caps, pricing)
+
+    def _several(
+        self, at: Sequence[float], duals: Sequence[float], caps: Sequence[int], pricing: _Pricing, cheap: bool
+    ) -> tuple[Pattern | None, float | None]:
+        """On a host of several GPUs: HiGHS's pooled MILP (while its calls last, and not past MAX_ROUNDS), then the
+        decomposition over the GPUs (``per_gpu``), then the split search, until one finds a pattern worth more than a
+        host or a bound proves there is none. Where the MILP found nothing a later one did, the later ones price from
+        then on (the MILP's calls cost the most)."""
+        bound: float | None = None
+        tried = False
+        for step in ("milp", "per_gpu", "split"):
+            found: Pattern | None = None
+            if step == "milp" and not cheap and self.calls > 0:
+                tried = True
+                found, b = self._milp(at, duals, caps, pricing)
+            elif step == "per_gpu" and self.per_gpu is not None:
+                found, b = self.per_gpu.price(at, caps)
+                if self.per_gpu.rounds >= PER_GPU_WORK:
+                    self.per_gpu = None  # its work is spent
+            elif step == "split" and self.split:
+                found, work = split_search(self.items, self.host, at, caps, SPLIT_STEPS)
+                b = None
+                self.split_work -= work
+                self.split = self.split_work > 0
+            else:
+                continue
+            if b is not None:
+                bound = b if bound is None else min(bound, b)
+            if found is not None and _worth(duals, found) > 1 + 1e-7:
+                if tried and step != "milp":
+                    self.calls = 0  # the MILP found nothing this did: the cheaper pricings price from here
+                return found, bound
+            if bound is not None and bound <= 1 + 1e-7:
+                return found, bound
+        return None, bound
 
     def _milp(
         self, at: Sequence[float], duals: Sequence[float], caps: Sequence[int], pricing: _Pricing
