@@ -504,8 +504,9 @@ def test_column_generation_runs_longer_while_the_search_prices(monkeypatch: pyte
 def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 16 at 10,000 tasks (eight H100s a host, where the one-GPU search does not apply): the LP's value
     still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
-    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most. The plan: 402
-    instances (414 with LONGEST_ROUNDS at MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
+    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most (all of them
+    here), and to no more than LONGEST_WORK over its 143 services (a round's cost grows with them; 131 rounds where
+    that is 130, and never fewer than LONGEST_FLOOR). The plan: 401 instances (414 with LONGEST_ROUNDS at MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
     (there the split search prices alone, as it does after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu)."""
     from ecs_gpu_sharing.core.host_lp import highs
 
@@ -554,8 +555,21 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     assert milp_at == [blank[0]]  # with the MILP, after them with the split search alone
     for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
         assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
+    assert len(at_round) == host_lp.LONGEST_ROUNDS + 1  # here the value falls fast enough all the way
+    at_round.clear()
+    monkeypatch.setattr(host_lp, "LONGEST_WORK", 130 * len(items))
+    host_lp._generate(
+        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
+    )
+    assert len(at_round) == 131
+    at_round.clear()
+    monkeypatch.setattr(host_lp, "LONGEST_WORK", 50 * len(items))  # never below LONGEST_FLOOR
+    host_lp._generate(
+        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
+    )
+    assert len(at_round) == host_lp.LONGEST_FLOOR + 1
     monkeypatch.undo()
-    assert plan([fleet.capacity], fleet.services).instances == 402
+    assert plan([fleet.capacity], fleet.services).instances == 401
 
 
 def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
@@ -582,10 +596,10 @@ def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
 def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
     passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
-    on pricing, past MAX_ROUNDS too: 2,567 instances; 2,581 where they stop at MAX_ROUNDS; 2,614 where column
+    on pricing, past MAX_ROUNDS too: 2,563 instances; 2,581 where they stop at MAX_ROUNDS; 2,614 where column
     generation stops at HiGHS's last call."""
     fleet = fleet_generator.generate(28, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2567
+    assert plan([fleet.capacity], fleet.services).instances == 2563
     monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
     assert plan([fleet.capacity], fleet.services).instances == 2581
     searched = host_lp._ExactPricing._searched

@@ -37,7 +37,9 @@ from .model import (
     EXACT_WORK,
     FINAL_SEARCH,
     KNAPSACK_UNITS,
+    LONGEST_FLOOR,
     LONGEST_ROUNDS,
+    LONGEST_WORK,
     MAX_COLUMNS,
     MAX_ROUNDS,
     ONE_GPU_LOOK,
@@ -99,7 +101,7 @@ def _generate(
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
-    longest = max(rounds, LONGEST_ROUNDS)
+    longest = max(rounds, min(LONGEST_ROUNDS, max(LONGEST_FLOOR, LONGEST_WORK // max(len(items), 1))))
     mark, tailing = math.inf, not bounds
     for r in range(longest + 1):
         cheap_only = r >= rounds and not exact.searching  # past the rounds: the greedy and a search that looks, no MILP

@@ -24,9 +24,12 @@ EXACT_WORK = 1500  # exact pricings in the first column generation, times the se
 ONE_GPU_NODES = 5000  # nodes of one exact search on a one-GPU host; past them, HiGHS prices it (and the rest)
 ONE_GPU_WORK = 50_000  # nodes of those searches in one column generation (about a second)
 ONE_GPU_LOOK = 300  # nodes of a search once one has passed ONE_GPU_NODES: its best pattern is priced, not proved best
-LONGEST_ROUNDS = 120  # column generation rounds at most, past MAX_ROUNDS only while the one-GPU search proves its
+LONGEST_ROUNDS = 200  # column generation rounds at most, past MAX_ROUNDS only while the one-GPU search proves its
 # patterns, or while the cheap pricings (the greedy, a search that only looks) lower the LP's value by TAIL_OFF hosts
-# every BOUND_EVERY rounds
+# every BOUND_EVERY rounds; and no more than LONGEST_WORK over the services priced (a round's cost grows with them),
+# nor fewer than LONGEST_FLOOR
+LONGEST_WORK = 40_000
+LONGEST_FLOOR = 120
 TAIL_OFF = 0.5
 WEAK_GREEDY = 0.5  # on a one-GPU host, the exact pricing also runs where the greedy's best pattern gains less than this
 # share of what the pricing's bound says a pattern could gain (its worth less one host)
