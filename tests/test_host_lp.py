@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_gpu_sharing.core import host_lp
-from ecs_gpu_sharing.core.host_lp.per_gpu import PerGpu, _combine
+from ecs_gpu_sharing.core.host_lp.per_gpu import PerGpu, _combine, column
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem, plan
 from ecs_gpu_sharing.core.planner.ffd import ffd_hosts, ffd_orders
 from ecs_gpu_sharing.core.planner.packing import _as_pattern
@@ -78,6 +78,19 @@ def test_the_exact_pricing_on_a_multi_gpu_host_never_bounds_below_the_best_patte
             assert sum(items[i].mem * a for i, a in enumerate(pattern.counts)) <= host.mem
             checked += 1
     assert checked == 16
+
+
+# Four GPUs a host, and items of every kind a host of several GPUs lays out: isolation groups, a whole-GPU task, tasks
+# without a GPU, awsvpc tasks.
+_MIXED = [
+    host_lp.Item("a", "g1", 9000, 1, 0, 4096, 30000, 1, 50),
+    host_lp.Item("b", "g2", 5000, 1, 0, 2048, 8000, 0, 50),
+    host_lp.Item("c", "g1", 3000, 2, 0, 1024, 16000, 1, 50),
+    host_lp.Item("d", "", 0, 0, 1, 8192, 60000, 0, 50),
+    host_lp.Item("e", "", 0, 0, 0, 2048, 4000, 1, 50),
+    host_lp.Item("f", "g2", 20000, 1, 0, 512, 2000, 0, 50),
+]
+_MIXED_HOST = host_lp.HostSpec(4, 22000, 49152, 184000, 7)
 
 
 def _holds(pattern: host_lp.Pattern, items: list[host_lp.Item], host: host_lp.HostSpec) -> bool:
@@ -618,15 +631,7 @@ def test_the_split_search_lays_out_patterns_a_host_holds() -> None:
     from ecs_gpu_sharing.core.host_lp.one_gpu import split_search
 
     rng = random.Random(12)
-    mixed = [  # isolation groups, a whole-GPU task, tasks without a GPU, awsvpc tasks
-        host_lp.Item("a", "g1", 9000, 1, 0, 4096, 30000, 1, 50),
-        host_lp.Item("b", "g2", 5000, 1, 0, 2048, 8000, 0, 50),
-        host_lp.Item("c", "g1", 3000, 2, 0, 1024, 16000, 1, 50),
-        host_lp.Item("d", "", 0, 0, 1, 8192, 60000, 0, 50),
-        host_lp.Item("e", "", 0, 0, 0, 2048, 4000, 1, 50),
-        host_lp.Item("f", "g2", 20000, 1, 0, 512, 2000, 0, 50),
-    ]
-    problems = [(mixed, host_lp.HostSpec(4, 22000, 49152, 184000, 7))]
+    problems = [(_MIXED, _MIXED_HOST)]
     for seed in (0, 4, 5, 24):  # four GPUs a host, then eight (whole-GPU tasks among them)
         fleet = fleet_generator.generate(seed, 1000)
         problems.append(_problem(fleet.capacity, fleet.services))
@@ -737,22 +742,13 @@ def test_the_decomposition_over_gpus_lays_out_patterns_a_host_holds_and_bounds_t
     On generated fleets of four and eight GPUs a host, and on items with isolation groups, a whole-GPU task, tasks
     without a GPU and awsvpc tasks."""
     rng = random.Random(21)
-    mixed = [
-        host_lp.Item("a", "g1", 9000, 1, 0, 4096, 30000, 1, 50),
-        host_lp.Item("b", "g2", 5000, 1, 0, 2048, 8000, 0, 50),
-        host_lp.Item("c", "g1", 3000, 2, 0, 1024, 16000, 1, 50),
-        host_lp.Item("d", "", 0, 0, 1, 8192, 60000, 0, 50),
-        host_lp.Item("e", "", 0, 0, 0, 2048, 4000, 1, 50),
-        host_lp.Item("f", "g2", 20000, 1, 0, 512, 2000, 0, 50),
-    ]
-    mixed_host = host_lp.HostSpec(4, 22000, 49152, 184000, 7)
     found = 0
     for _ in range(10):
-        duals = [rng.uniform(0.02, 0.5) for _ in mixed]
-        caps = [rng.randint(0, host_lp.per_host(it, mixed_host)) for it in mixed]
-        pattern, bound = PerGpu(mixed, mixed_host).price(duals, caps)
+        duals = [rng.uniform(0.02, 0.5) for _ in _MIXED]
+        caps = [rng.randint(0, host_lp.per_host(it, _MIXED_HOST)) for it in _MIXED]
+        pattern, bound = PerGpu(_MIXED, _MIXED_HOST).price(duals, caps)
         if pattern is not None:
-            assert _holds(pattern, mixed, mixed_host)
+            assert _holds(pattern, _MIXED, _MIXED_HOST)
             assert all(a <= c for a, c in zip(pattern.counts, caps, strict=True))
             assert host_lp._worth(duals, pattern) <= bound + 1e-9
             found += 1
@@ -839,12 +835,12 @@ def test_the_small_masters_integer_search_is_exact(
     items = [host_lp.Item(f"s{i}", "", 1000, 1, 0, 1, 1, 0, 10) for i in range(3)]
     host = host_lp.HostSpec(gpus, 8000, 60, 60, 1 << 30)
     # contents as tasks per item; CPU and memory through items' own uses, so one unit each, scaled by the column
-    cols: list[tuple[str, tuple[tuple[int, int], ...], float]] = []
+    cols = []
     for g, _, _, tasks in columns:
         contents = tuple((i, k) for i, k in enumerate(tasks) if k)
         if contents:
-            cols.append(("gpu" if g else "free", contents, float(g)))
-    chosen = _combine(items, host, duals, caps, cols, 10**6)
+            cols.append(column(items, "gpu" if g else "free", g, contents))
+    chosen = _combine(host, duals, caps, cols, 10**6)
 
     def worth(tasks: tuple[tuple[int, int], ...]) -> float:
         return sum(duals[i] * k for i, k in tasks)
@@ -852,13 +848,13 @@ def test_the_small_masters_integer_search_is_exact(
     useful = [c for c in cols if worth(c[1]) > 1e-12]
     best = 0.0
     for counts in itertools.product(range(max(caps) + 1), repeat=len(useful)):
-        used = [0, 0]
+        used = 0  # GPUs
         held = [0, 0, 0]
-        for (_, tasks, g), k in zip(useful, counts, strict=True):
-            used[0] += int(g) * k
+        for (_, tasks, use), k in zip(useful, counts, strict=True):
+            used += use[0] * k  # the GPUs the column was made with
             for i, a in tasks:
                 held[i] += a * k
-        if used[0] <= gpus and sum(held) <= 60 and all(h <= c for h, c in zip(held, caps, strict=True)):
+        if used <= gpus and sum(held) <= 60 and all(h <= c for h, c in zip(held, caps, strict=True)):
             best = max(best, sum(worth(t) * k for (_, t, _), k in zip(useful, counts, strict=True)))
     got = sum(worth(tasks) * k for _, tasks, k in chosen)
     assert got == pytest.approx(best, abs=1e-9)

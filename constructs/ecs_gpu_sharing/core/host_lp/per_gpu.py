@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import HostSpec, Item, Pattern, interfaces
@@ -36,17 +37,33 @@ PER_GPU_WORK = 400  # small-master rounds in one column generation, in all
 Contents = tuple[tuple[int, int], ...]  # (item, tasks) on one GPU
 
 
+class Column(NamedTuple):
+    """A column of the small master: a GPU's contents ("gpu"), or one whole-GPU task or task without a GPU."""
+
+    kind: str
+    tasks: Contents
+    use: tuple[int, int, int, int]  # GPUs, CPU units, memory, interfaces
+
+
+def column(items: Sequence[Item], kind: str, gpus: int, tasks: Contents) -> Column:
+    """``tasks`` as a column, with what it takes of the host's rows."""
+    use = [gpus, 0, 0, 0]
+    for i, k in tasks:
+        use[1] += items[i].cpu * k
+        use[2] += items[i].mem * k
+        use[3] += items[i].enis * k
+    return Column(kind, tasks, (use[0], use[1], use[2], use[3]))
+
+
 class PerGpu:
     """The pricing problem on a host of several GPUs: its best pattern found and a bound on every pattern's worth."""
 
     def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
         self.items, self.host = items, host
-        self.mps = [i for i, it in enumerate(items) if it.size and not it.whole]
-        self.groups = sorted({items[i].group for i in self.mps})
+        mps = [i for i, it in enumerate(items) if it.size and not it.whole]
+        self.groups = sorted({items[i].group for i in mps})
         # one GPU's most tasks of each MPS item, by its memory and its clients
-        self.fit = {
-            i: min(host.usable // items[i].size, MAX_CLIENTS_PER_GPU // max(items[i].clients, 1)) for i in self.mps
-        }
+        self.fit = {i: min(host.usable // items[i].size, MAX_CLIENTS_PER_GPU // max(items[i].clients, 1)) for i in mps}
         self.kept: list[Contents] = []
         self.rounds = 0  # small-master rounds run, in all (the work done)
 
@@ -67,19 +84,13 @@ class PerGpu:
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         for room in (host.gpus, host.cpu, host.mem, interfaces(host), *(caps[i] for i in live)):
             h.addRow(-inf, float(room), 0, np.array([], dtype=np.int32), np.array([], dtype=float))
-        columns: list[tuple[str, Contents, float]] = []  # kind, tasks, GPUs
+        columns: list[Column] = []
         seen: set[Contents] = set()
 
-        def add(kind: str, gpus: float, tasks: Contents) -> None:
-            coef: dict[int, float] = {}
-            if gpus:
-                coef[0] = gpus
-            for i, k in tasks:
-                it = items[i]
-                for r, use in ((1, it.cpu), (2, it.mem), (3, it.enis)):
-                    if use:
-                        coef[r] = coef.get(r, 0.0) + use * k
-                coef[row_of[i]] = float(k)
+        def add(kind: str, gpus: int, tasks: Contents) -> None:
+            col = column(items, kind, gpus, tasks)
+            coef = {r: float(u) for r, u in enumerate(col.use) if u}
+            coef.update((row_of[i], float(k)) for i, k in tasks)
             rows = sorted(coef)
             h.addCol(
                 sum(duals[i] * k for i, k in tasks),
@@ -89,17 +100,17 @@ class PerGpu:
                 np.array(rows, dtype=np.int32),
                 np.array([coef[r] for r in rows]),
             )
-            columns.append((kind, tasks, gpus))
+            columns.append(col)
 
         for i in live:
             if items[i].whole:
-                add("whole", float(items[i].whole), ((i, 1),))
+                add("whole", items[i].whole, ((i, 1),))
             elif not items[i].size:
-                add("free", 0.0, ((i, 1),))
+                add("free", 0, ((i, 1),))
         for c in self.kept:
             if c not in seen and all(i in row_of and k <= caps[i] for i, k in c):
                 seen.add(c)
-                add("gpu", 1.0, c)
+                add("gpu", 1, c)
         best = math.inf
         for _ in range(PER_GPU_ROUNDS):
             self.rounds += 1
@@ -122,10 +133,10 @@ class PerGpu:
             if found is None or found in seen or worth <= y[0] + 1e-9:
                 break
             seen.add(found)
-            add("gpu", 1.0, found)
+            add("gpu", 1, found)
             self.kept.append(found)
         del self.kept[: max(0, len(self.kept) - PER_GPU_CONTENTS)]
-        chosen = _combine(items, host, duals, caps, columns, PER_GPU_NODES)
+        chosen = _combine(host, duals, caps, columns, PER_GPU_NODES)
         if not chosen:
             return None, max(best, 0.0)
         b = _Builder(items, host)
@@ -167,29 +178,17 @@ class PerGpu:
 
 
 def _combine(
-    items: Sequence[Item],
-    host: HostSpec,
-    duals: Sequence[float],
-    caps: Sequence[int],
-    columns: Sequence[tuple[str, Contents, float]],
-    limit: int,
+    host: HostSpec, duals: Sequence[float], caps: Sequence[int], columns: Sequence[Column], limit: int
 ) -> list[tuple[str, Contents, int]]:
     """The small master in integers, by depth-first search within ``limit`` nodes: how many GPUs hold each contents
     (and how many whole-GPU tasks and tasks without a GPU), within the host's GPUs, CPU, memory and interfaces and the
     caps, of the most worth at ``duals``. Columns in order of worth per GPU (tasks without a GPU last); a branch is cut
     where its worth plus the GPUs left at the best worth per GPU after it cannot pass the best found."""
     cols = []
-    for kind, tasks, gpus in columns:
+    for kind, tasks, use in columns:
         worth = sum(duals[i] * k for i, k in tasks)
-        if worth <= 1e-12:
-            continue
-        use = (
-            int(gpus),
-            sum(items[i].cpu * k for i, k in tasks),
-            sum(items[i].mem * k for i, k in tasks),
-            sum(items[i].enis * k for i, k in tasks),
-        )
-        cols.append((kind, tasks, use, worth))
+        if worth > 1e-12:
+            cols.append((kind, tasks, use, worth))
     cols.sort(key=lambda c: (c[2][0] == 0, -c[3] / max(c[2][0], 1), c[1]))
     del cols[PER_GPU_COLUMNS:]  # the search recurses once per column a pattern takes
     rate = [0.0] * (len(cols) + 1)  # per suffix: the best worth per GPU
