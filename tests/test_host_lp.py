@@ -93,6 +93,30 @@ _MIXED = [
 _MIXED_HOST = host_lp.HostSpec(4, 22000, 49152, 184000, 7)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, len(_MIXED) - 1), max_size=12),  # an order, items repeated or left out
+    st.lists(st.integers(-2, 12), min_size=len(_MIXED), max_size=len(_MIXED)),  # the most of each, in all
+    st.lists(st.tuples(st.integers(0, len(_MIXED) - 1), st.integers(0, 6)), max_size=4),  # tasks there already
+)
+def test_a_builders_fill_places_what_adding_each_item_in_turn_places(
+    order: list[int], most: list[int], before: list[tuple[int, int]]
+) -> None:
+    """``fill`` passes over an item whose task the CPU or memory left cannot take without calling ``add``: the hosts it
+    builds are those of ``add`` called for every item, on hosts empty, part full and full."""
+    from ecs_gpu_sharing.core.host_lp.patterns import _Builder
+
+    filled, added = _Builder(_MIXED, _MIXED_HOST), _Builder(_MIXED, _MIXED_HOST)
+    for i, k in before:
+        filled.add(i, k)
+        added.add(i, k)
+    filled.fill(order, most)
+    for i in order:
+        added.add(i, most[i] - added.counts[i])
+    assert filled.pattern() == added.pattern()
+    assert (filled.cpu, filled.mem, filled.enis) == (added.cpu, added.mem, added.enis)
+
+
 def _holds(pattern: host_lp.Pattern, items: list[host_lp.Item], host: host_lp.HostSpec) -> bool:
     """Whether one host holds ``pattern``: GPU memory and clients per GPU, one isolation group per GPU, CPU, memory,
     network interfaces."""

@@ -72,6 +72,19 @@ class _Builder:
         self.mem -= placed * it.mem
         self.enis -= placed * it.enis
 
+    def fill(self, order: Sequence[int], most: Sequence[int]) -> None:
+        """Each item of ``order`` in turn, up to ``most`` tasks of it in all (``add``). An item whose task the host's
+        CPU or memory left cannot take is passed over at once: once a host is nearly full most items are, and a call of
+        ``add`` for each was most of the greedy's time (on tuning seed 43, 94% of those calls added nothing)."""
+        items, counts = self.items, self.counts
+        for i in order:
+            it = items[i]
+            if it.cpu > self.cpu or it.mem > self.mem:
+                continue
+            k = most[i] - counts[i]
+            if k > 0:
+                self.add(i, k)
+
     def pattern(self) -> Pattern:
         gpus = tuple(
             (tuple(sorted(self.load[g].items())), self.whole[g]) for g in range(self.host.gpus) if self.load[g]
@@ -122,9 +135,7 @@ def largest_first(items: Sequence[Item]) -> list[int]:
 
 def _build(items: Sequence[Item], host: HostSpec, order: Sequence[int], caps: Sequence[int]) -> Pattern:
     b = _Builder(items, host)
-    for i in order:
-        if caps[i] > 0:
-            b.add(i, caps[i])
+    b.fill(order, caps)
     return b.pattern()
 
 
@@ -144,9 +155,7 @@ def _variants(
             keep = p.counts[i] - (1 if i == out else 0)
             if keep > 0:
                 b.add(i, keep)
-        for i in order:
-            if i != out:
-                b.add(i, caps[i] - b.counts[i])
+        b.fill([i for i in order if i != out], caps)
         found.append(b.pattern())
     return found
 
@@ -189,8 +198,7 @@ def _topped(items: Sequence[Item], host: HostSpec, p: Pattern, left: Sequence[in
     if b.counts != list(p.counts):
         return p
     dominant = _fixed(items, host).dominant
-    for i in sorted((i for i, n in enumerate(left) if n > b.counts[i]), key=lambda i: (-dominant[i], i)):
-        b.add(i, left[i] - b.counts[i])
+    b.fill(sorted((i for i, n in enumerate(left) if n > b.counts[i]), key=lambda i: (-dominant[i], i)), left)
     return b.pattern()
 
 
@@ -213,8 +221,7 @@ def _candidates(
     for i in sorted(live, key=lambda i: (-(counts[i] - math.floor(counts[i] + 1e-9)), i)):
         if counts[i] >= 1 - 1e-9:
             b.add(i, min(caps[i], math.floor(counts[i] + 1e-9)))
-    for i in priced:
-        b.add(i, caps[i] - b.counts[i])
+    b.fill(priced, caps)
     found.append(b.pattern())
     # Knapsacks: one GPU's memory (its contents then repeated on every GPU), the host's CPU, the host's memory; each
     # with the other rows at the pricing LP's prices, then repaired by the builder and filled in the priced order.
@@ -239,8 +246,7 @@ def _candidates(
                 i = chosen[j]
                 if contents[j]:
                     b.add(i, min(contents[j], caps[i] - b.counts[i]), only=g if row == 0 else None)
-        for i in priced:
-            b.add(i, caps[i] - b.counts[i])
+        b.fill(priced, caps)
         found.append(b.pattern())
     return found
 
