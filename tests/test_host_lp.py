@@ -541,8 +541,8 @@ def test_column_generation_runs_longer_while_the_search_prices(monkeypatch: pyte
 def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 16 at 10,000 tasks (eight H100s a host, where the one-GPU search does not apply): the LP's value
     still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
-    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts, to LONGEST_ROUNDS at most (all of them
-    here), and to no more than LONGEST_WORK over its 143 services (a round's cost grows with them; 131 rounds where
+    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts (to round 190 here), to LONGEST_ROUNDS at
+    most, and to no more than LONGEST_WORK over its 143 services (a round's cost grows with them; 131 rounds where
     that is 130, and never fewer than LONGEST_FLOOR). The plan: 401 instances (414 with LONGEST_ROUNDS at MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
     (there the split search prices alone, as it does after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu)."""
     from ecs_gpu_sharing.core.host_lp import highs
@@ -592,7 +592,16 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     assert milp_at == [blank[0]]  # with the MILP, after them with the split search alone
     for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
         assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
-    assert len(at_round) == host_lp.LONGEST_ROUNDS + 1  # here the value falls fast enough all the way
+    last = len(at_round) - 1  # 190 here: the tail-off rule stopped it, not LONGEST_ROUNDS
+    assert last < host_lp.LONGEST_ROUNDS and at_round[last - step] - at_round[last] < host_lp.TAIL_OFF
+    at_round.clear()
+    longest = host_lp.LONGEST_ROUNDS
+    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", 150)  # the value fell fast enough all the way to there
+    host_lp._generate(
+        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
+    )
+    assert len(at_round) == 151
+    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", longest)
     at_round.clear()
     monkeypatch.setattr(host_lp, "LONGEST_WORK", 130 * len(items))
     host_lp._generate(
@@ -897,6 +906,20 @@ def test_the_pricings_past_the_milp_lower_the_plan_where_it_stops_short(monkeypa
     assert plan([fleet.capacity], fleet.services).instances == 1416
 
 
+def test_the_decompositions_integer_search_has_the_nodes_to_find_a_pattern_worth_a_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tuning seed 10 at 10,000 tasks (four L40S a host, 90 services each binding its own resource): with 2,000 nodes
+    for the small master's integer search the plan is 1,745 instances; with 200 the search misses combinations of its
+    contents worth more than a host, and the plan is 1,746."""
+    from ecs_gpu_sharing.core.host_lp import per_gpu
+
+    fleet = fleet_generator.generate(10, 10_000)
+    assert plan([fleet.capacity], fleet.services).instances == 1745
+    monkeypatch.setattr(per_gpu, "PER_GPU_NODES", 200)
+    assert plan([fleet.capacity], fleet.services).instances == 1746
+
+
 def test_on_one_gpu_hosts_the_exact_pricing_also_runs_where_the_greedys_pattern_is_weak(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1084,15 +1107,15 @@ def test_the_dives_stop_once_a_rounding_kept_needs_no_more_than_the_bound(monkey
 
 def test_the_dives_stop_where_the_lp_says_they_cannot_beat_a_rounding_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     """The dives also stop where the hosts they have taken plus the LP's value over what is left, rounded up, reach
-    the best rounding kept: tuning seed 26 at 1,000 tasks (eight L40S a host, bound 97) dives to 98 hosts in 6 LP
+    the best rounding kept: tuning seed 26 at 1,000 tasks (eight L40S a host, bound 97) dives to 98 hosts in 5 LP
     solves; told a rounding kept finishes on 98, it stops after one dive (3 solves), its rest left to the packings.
     Told one finishes on 99, it dives as before."""
     fleet = fleet_generator.generate(26, 1000)
     items, host = _problem(fleet.capacity, fleet.services)
     calls = _counted(monkeypatch)
     alone = host_lp.solve(items, host)
-    assert (len(calls), alone.bound, sum(k for _, k in alone.hosts), sum(alone.rest)) == (6, 97, 98, 0)
-    for total, solves in ((98, 3), (99, 6)):
+    assert (len(calls), alone.bound, sum(k for _, k in alone.hosts), sum(alone.rest)) == (5, 97, 98, 0)
+    for total, solves in ((98, 3), (99, 5)):
         calls.clear()
         found = host_lp.solve(items, host, finish=lambda hosts, rest, total=total: total - sum(k for _, k in hosts))
         assert len(calls) == solves, total
