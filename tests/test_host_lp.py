@@ -7,6 +7,7 @@ import math
 import random
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -31,6 +32,18 @@ finally:
 
 def _problem(cap: CapacityInput, services: list[ServiceInput]) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
     return lp_problem(cap, [(s, s.tasks) for s in services])
+
+
+def _several_gpus(
+    seeds: Iterable[int],
+) -> Iterator[tuple[fleet_generator.Fleet, list[ServiceInput], list[host_lp.Item], host_lp.HostSpec]]:
+    """Each seed's 60-task fleet, of hosts with several GPUs, cut to its first six services: the fleet, those
+    services, and the LP's view of them."""
+    for seed in seeds:
+        fleet = fleet_generator.generate(seed, 60)
+        assert fleet.capacity.gpus_per_instance > 1
+        services = fleet.services[:6]
+        yield (fleet, services, *_problem(fleet.capacity, services))
 
 
 def test_the_bound_on_a_patterns_worth_is_never_below_the_exact_best_pattern() -> None:
@@ -58,11 +71,7 @@ def test_the_exact_pricing_on_a_multi_gpu_host_never_bounds_below_the_best_patte
     per-GPU MILP finds, and the pattern it returns must be one a host holds."""
     rng = random.Random(5)
     checked = 0
-    for seed in (0, 1, 3, 6, 11, 12, 13, 17):
-        fleet = fleet_generator.generate(seed, 60)
-        assert fleet.capacity.gpus_per_instance > 1
-        services = fleet.services[:6]
-        items, host = _problem(fleet.capacity, services)
+    for fleet, services, items, host in _several_gpus((0, 1, 3, 6, 11, 12, 13, 17)):
         exact = host_lp.highs._Exact(items, host)
         for _ in range(2):
             duals = [rng.uniform(0, 0.6) for _ in items]
@@ -787,11 +796,7 @@ def test_the_decomposition_over_gpus_lays_out_patterns_a_host_holds_and_bounds_t
             found += 1
     assert found >= 8
     checked = 0
-    for seed in (0, 1, 3, 4, 6, 11, 12, 13):
-        fleet = fleet_generator.generate(seed, 60)
-        assert fleet.capacity.gpus_per_instance > 1
-        services = fleet.services[:6]
-        items, host = _problem(fleet.capacity, services)
+    for fleet, services, items, host in _several_gpus((0, 1, 3, 4, 6, 11, 12, 13)):
         caps = [min(it.demand, host_lp.per_host(it, host)) for it in items]
         pricer = PerGpu(items, host)  # one for both: the contents it keeps from the first pricing
         for _ in range(2):
