@@ -417,6 +417,27 @@ def test_the_search_says_where_it_passed_its_node_limit() -> None:
     assert sum(d * c for d, c in zip(duals, stopped.seen, strict=True)) == pytest.approx(stopped.worth)
 
 
+def test_the_first_cut_is_the_first_index_that_does_not_pass() -> None:
+    """Over indices true and then false, for every place of the first false and every [low, high): the first false
+    from ``low`` on, before ``high`` (``high`` where none is), reading only indices in [low, high), and a few of them."""
+    from ecs_gpu_sharing.core.host_lp.one_gpu import _first_cut
+
+    for first_false, low in itertools.product(range(40), range(40)):
+        for high in range(low, 41):
+            read: list[int] = []
+
+            def passes(
+                j: int, low: int = low, high: int = high, read: list[int] = read, cut: int = first_false
+            ) -> bool:
+                assert low <= j < high, "read outside [low, high)"
+                read.append(j)
+                return j < cut
+
+            expected = min(max(first_false, low), high)
+            assert _first_cut(passes, low, high) == expected, (first_false, low, high)
+            assert len(read) <= 2 * (high - low).bit_length() + 1  # a few reads, not one per index
+
+
 def test_a_one_gpu_host_is_priced_by_the_search_and_by_highs_once_a_search_passes_its_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

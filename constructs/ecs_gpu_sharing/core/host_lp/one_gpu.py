@@ -18,7 +18,7 @@ the host has left: a heuristic pricing, where HiGHS's MILP, which pools the host
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..mps import MAX_CLIENTS_PER_GPU
@@ -95,12 +95,22 @@ class OneGpu:
         used = [tuple((r, u[r]) for r in range(5) if u[r]) for u in a]
 
         def search(rem: tuple[int, ...], start: int, worth: float, gpu_group: str | None, first: float) -> None:
-            """Every count of the items from ``start`` on, within ``rem``; ``first``: bound(rem, start), known."""
+            """Every count of the items from ``start`` on, within ``rem``; ``first``: bound(rem, start), known. The
+            items are tried up to ``end``, the first whose bound cannot pass the best (``_first_cut``), found again
+            where a deeper search has raised the best."""
             nonlocal best_worth, best, nodes
             nodes += 1
+
+            def passes(j: int) -> bool:
+                return worth + (first if j == start else bound(rem, j)) > best_worth + _EPS
+
+            end = _first_cut(passes, start, n)
+            against = best_worth  # the best that end was found against
             for j in range(start, n):
-                if nodes > limit or worth + (first if j == start else bound(rem, j)) <= best_worth + _EPS:
-                    return  # the bound only falls along the order
+                if best_worth != against:
+                    end, against = _first_cut(passes, j, end), best_worth
+                if nodes > limit or j >= end:
+                    return
                 g = group[j]
                 if g is not None and gpu_group is not None and g != gpu_group:
                     continue  # one isolation group on the GPU
@@ -142,6 +152,29 @@ class OneGpu:
         full = widened(best)
         runners = tuple(widened(c) for c in reversed(replaced[max(0, len(replaced) - RUNNERS) :]))
         return Searched(None if nodes > limit else full, best_worth, nodes, full, runners)
+
+
+def _first_cut(passes: Callable[[int], bool], low: int, high: int) -> int:
+    """The first index from ``low`` on, before ``high``, where ``passes`` is false (``high`` where none is); it must be
+    true and then false along the indices. The search's bound only falls along its order, so a node's items end at the
+    first whose bound cannot pass the best: galloping to it and then halving reads a few bounds, where reading each
+    item's in turn was most of the search's time (44 bounds a node on tuning seed 28)."""
+    if low >= high or not passes(low):
+        return low
+    step = 1
+    while low + step < high:  # low passes
+        if not passes(low + step):
+            high = low + step
+            break
+        low += step
+        step *= 2
+    while high - low > 1:  # low passes; high does not, or is the end
+        mid = (low + high) // 2
+        if passes(mid):
+            low = mid
+        else:
+            high = mid
+    return high
 
 
 def _suffix_bounds(
