@@ -22,7 +22,8 @@ EXACT_ITEMS = 40  # items one exact pricing weighs at most (the most promising a
 EXACT_WORK = 1500  # exact pricings in the first column generation, times the services priced (a MILP's cost grows
 # with its items: 30 pricings of 50 services, 7 of 200)
 ONE_GPU_NODES = 5000  # nodes of one exact search on a one-GPU host; past them, HiGHS prices it (and the rest)
-ONE_GPU_WORK = 50_000  # nodes of those searches in one column generation (about a second)
+ONE_GPU_WORK = 70_000  # nodes of those searches in one column generation (about a second; 50,000 before the search
+# galloped to its cut-off, see one_gpu._first_cut)
 ONE_GPU_LOOK = 300  # nodes of a search once one has passed ONE_GPU_NODES: its best pattern is priced, not proved best
 LONGEST_ROUNDS = 200  # column generation rounds at most, past MAX_ROUNDS only while the one-GPU search proves its
 # patterns, or while the cheap pricings (the greedy, a search that only looks) lower the LP's value by TAIL_OFF hosts
