@@ -408,6 +408,69 @@ def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left
     assert len(run.hosts) == 2 and run.live["other"][0].host is not full
 
 
+def test_the_fit_is_its_plain_definition_while_tasks_come_and_go() -> None:
+    """_fits keeps, per host, the roomiest GPU with an MPS client left until the host changes. Through random places
+    and stops of tasks that run out of clients (one and two containers) among larger ones, on hosts of four GPUs,
+    every host's fit for every service must be what reading its GPUs afresh gives."""
+    services = [
+        replace(svc("one", 400, 100), placement=(P.BINPACK_MEMORY,)),
+        replace(svc("two", 300, 0), shape=TaskShape(64, 256, (150, 60)), placement=(P.BINPACK_MEMORY,)),
+        svc("mid", 40, 3000),
+        svc("big", 20, 15000),
+    ]
+    rng = random.Random(7)
+    run = P._Replay(replace(L4X4, min_instances=2), services, "worst-fit", random.Random(0), 1 << 30)
+    needs = [run.needs[s.name] for s in services]
+
+    def plain(h: P._Host, need: P._Need) -> bool:
+        return (
+            h.cpu >= need.cpu
+            and h.mem >= need.mem
+            and any(r >= need.size and c >= need.clients for r, c in zip(h.room, h.clients, strict=True))
+        )
+
+    checked = kept = 0
+    for step in range(3000):
+        s = rng.choice(services)
+        if run.live[s.name] and rng.random() < 0.45:
+            run.stop_oldest(s) if rng.random() < 0.5 else run.stop_newest(s)
+        else:
+            run.place(s)
+        if step % 2 == 0:
+            for h in run.hosts:
+                for need in needs:
+                    assert run._fits(h, need) == plain(h, need), (step, h.room, h.clients, need)
+                    checked += 1
+                    # the case the kept figure is for: the roomiest GPU has the memory but no client left
+                    kept += max(h.room) >= need.size and h.clients[h.room.index(max(h.room))] < need.clients
+    assert checked > 1000 and kept > 100
+
+
+def test_a_gpu_with_one_client_left_still_takes_a_task_when_the_roomiest_has_none() -> None:
+    """The roomiest GPU is out of clients, one GPU has one client and room left, the others nearly no room: a task of
+    one client fits there (up to exactly its room), one of two clients does not, and once a task stops on the roomiest
+    GPU it fits again."""
+    one, mid, big = svc("one", 99, 100), svc("mid", 4, 3000), svc("big", 2, 15000)
+    two = replace(svc("two", 30, 0), shape=TaskShape(64, 256, (150, 60)))  # two MPS clients
+    exact = svc("exact", 1, 22307 - 23 * 210 - 100)
+    run = P._Replay(L4X4, [one, two, mid, big, exact], "first-fit", random.Random(0), 1 << 30)
+    host = run._launch()
+    run._take(host, one, (0,), 48)  # 17,507 MiB left, no client
+    run._take(host, two, (1,), 23)
+    run._take(host, one, (1,), 1)  # 17,377 MiB and one client left
+    for g in (2, 3):
+        run._take(host, big, (g,), 1)
+        run._take(host, mid, (g,), 2)
+        run._take(host, one, (g,), 13)  # 7 MiB left
+    assert host.clients[:2] == [0, 1] and host.room[0] == max(host.room) and max(host.room[2:]) < 100
+    assert run._fits(host, run.needs["one"]) and run._fits(host, run.needs["exact"])
+    assert not run._fits(host, run.needs["two"])
+    run._take(host, one, (1,), 1)  # the one client left taken
+    assert not run._fits(host, run.needs["one"]) and not run._fits(host, run.needs["mid"])
+    run._take(host, one, (0,), -1)  # a client back on the roomiest GPU
+    assert run._fits(host, run.needs["one"]) and run._fits(host, run.needs["mid"])
+
+
 def test_the_common_strategies_keys_order_hosts_as_the_general_ones() -> None:
     """The library's strategy and ECS's default have keys written out as one int a host; on hosts of a replay in
     progress every pair of hosts must compare as the general builder's tuples compare."""
