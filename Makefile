@@ -38,11 +38,13 @@ rehearse: $(PY_STAMP) $(NODE_STAMP)
 
 # docs/planning.md's tables: the planner against its bound and first-fit decreasing on generated fleets (held-out
 # seeds, 1,000 and 10,000 tasks), the planner's time on held-out fleets of 100,000 tasks and of about 1,000
-# services, the small fleets against their exact optimum (HiGHS), the earlier fixed workloads at 100,000 tasks with
-# the whole command's time, and ECS's own placement replayed over the workloads.
+# services, the whole plan command on held-out fleets of 100,000 tasks on each host of eight GPUs, the small fleets
+# against their exact optimum (HiGHS), the earlier fixed workloads at 100,000 tasks with the whole command's time,
+# and ECS's own placement replayed over the workloads.
 bench: $(PY_STAMP)
 	$(PY) benchmarks/generated_benchmark.py --sizes 1000,10000 --fleets 50
 	$(PY) benchmarks/generated_benchmark.py --timing --sizes 100000,40000 --fleets 20 --worst 5
+	$(PY) benchmarks/generated_benchmark.py --command --sizes 100000 --fleets 20 --worst 5
 	$(PY) benchmarks/small_fleets.py
 	$(PY) benchmarks/small_fleets.py --generated --fleets 200
 	$(PY) benchmarks/plan_benchmark.py --sizes 100000 --no-ffd --no-lp

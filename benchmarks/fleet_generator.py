@@ -78,10 +78,15 @@ def _factor(rng: random.Random, binds: bool) -> float:
     return rng.uniform(1.1, 2.5) if binds else rng.uniform(0.15, 0.8)
 
 
-def generate(seed: int, tasks: int) -> Fleet:
+def generate(seed: int, tasks: int, host: str | None = None) -> Fleet:
+    """The fleet of ``seed`` and ``tasks``; ``host``: on that instance type, whatever the seed draws (the other draws
+    are the seed's)."""
     rng = random.Random(seed * 1_000_003 + tasks)
     gpus = rng.choice(sorted(HOSTS))
-    cap = capacity_input("gpu", host_facts([rng.choice(HOSTS[gpus])]))
+    drawn = rng.choice(HOSTS[gpus])
+    facts = host_facts([host or drawn])
+    gpus = facts.gpus_per_instance if host else gpus
+    cap = capacity_input("gpu", facts)
     binding = rng.choice(BINDING)
     mix = [rng.random() ** 2 for _ in FAMILIES]
     sidecar_share = rng.uniform(0, 0.6)
@@ -112,3 +117,41 @@ def generate(seed: int, tasks: int) -> Fleet:
         )
         services.append(service_input(f"s{i:04d}", cap.name, shape, count, count_source="generator"))
     return Fleet(seed, tasks, cap, services, binding, sidecar_share)
+
+
+def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = 5000) -> str:
+    """``fleet`` as a fleet file for the ``plan`` command: each service split into services of at most 5,000 tasks
+    (ECS's tasks per service), a whole-GPU task as an MPS budget of the GPU's usable memory (a fleet file has no
+    whole-GPU tasks), each task's GPU budgets, CPU and memory times ``scale`` (rounded down to 256 MiB, 128 units and
+    128 MiB; a sidecar's 64 MiB of memory taken from its task's model container), and ``max_instances`` given (a
+    deployment's surge past it is a warning, not an error)."""
+    cap = fleet.capacity
+    lines = ['name = "generated"', "[capacity.gpu]", f'instance_types = ["{cap.instance_type}"]']
+    lines.append(f"max_instances = {max_instances}")
+    for s in fleet.services:
+        shape = s.shape
+        budgets = shape.gpu_budgets_mib or (cap.usable_gpu_memory_mib,)
+        budgets = tuple(max(256, int(b * scale) // 256 * 256) for b in budgets)
+        left, part = s.tasks, 0
+        while left > 0:
+            count = min(left, 5000)
+            lines += [
+                f"[service.{s.name}p{part}]",
+                'capacity = "gpu"',
+                'image = "my-registry/model:1.0"',
+                f"desired_count = {count}",
+                f"cpu_units = {max(128, int(shape.cpu_units * scale) // 128 * 128)}",
+                f"memory_mib = {max(256, int(shape.memory_mib * scale) // 128 * 128 - 64 * (len(budgets) - 1))}",
+                f"gpu_budget_mib = {budgets[0]}",
+            ]
+            for k, budget in enumerate(budgets[1:]):
+                lines += [
+                    f"[[service.{s.name}p{part}.sidecar]]",
+                    f'name = "sidecar{k}"',
+                    'image = "my-registry/sidecar:1.0"',
+                    "cpu_units = 0",
+                    "memory_mib = 64",
+                    f"gpu_budget_mib = {budget}",
+                ]
+            left, part = left - count, part + 1
+    return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 """The planner on generated fleets (``fleet_generator.py``): the distribution of planner / bound, next to FFD.
 
 Usage: python benchmarks/generated_benchmark.py [--sizes 1000,10000] [--fleets 50] [--seeds held-out|tuning]
-                                                 [--lp-bound] [--lp-seconds 20] [--timing]
+                                                 [--lp-bound] [--lp-seconds 20] [--timing] [--command]
 
 For each size, plans ``--fleets`` fleets of the chosen seeds (tuning: 0-99, held out: 1000-1099; the planner's
 figures are reported on the held-out ones) and prints the median, 95th percentile and worst of planner / bound and
@@ -13,6 +13,8 @@ the planner's time per fleet (median, worst), as a ratio to a reference run of f
 and the worst fleets. With ``--timing``, only the planner's time (no bound, no FFD baseline: those take minutes at
 100,000 tasks): per size, the services and the seconds per fleet, median, 95th percentile and worst, as ratios to
 the reference run too. A size of 40,000 tasks gives 400 to 2,000 services a fleet (1,000 services at the median).
+With ``--command``, the whole ``plan --json`` command's time instead, on each seed's fleet drawn on each host of eight
+GPUs and written as a fleet file (``_command``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import statistics
 import time
 
 from ffd import ffd
-from fleet_generator import HELD_OUT, TUNING, Fleet, generate
+from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, fleet_file, generate
 
 from ecs_gpu_sharing.core.planner import Plan, plan
 
@@ -69,6 +71,7 @@ def main() -> None:
     parser.add_argument("--worst", type=int, default=3, help="worst fleets listed per size")
     parser.add_argument("--only", default="", help="these seeds only (comma-separated)")
     parser.add_argument("--timing", action="store_true", help="the planner's time only (no bound, no FFD)")
+    parser.add_argument("--command", action="store_true", help="the whole plan command's time on fleet files")
     args = parser.parse_args()
     seeds = list(HELD_OUT if args.seeds == "held-out" else TUNING)[: args.fleets]
     if args.only:
@@ -77,6 +80,9 @@ def main() -> None:
     print(f"reference run: {reference:.3f} s; seeds {seeds[0]}-{seeds[-1]} ({args.seeds})\n")
     if args.timing:
         _timing(args.sizes, seeds, reference, args.worst)
+        return
+    if args.command:
+        _command(args.sizes, seeds, reference, args.worst)
         return
     print(
         "| tasks | fleets | planner/bound median | p95 | worst | FFD/bound median | p95 | worst | planner > FFD "
@@ -132,6 +138,53 @@ def _timing(sizes: str, seeds: list[int], reference: float, worst: int) -> None:
             f"| {max(times) / reference:.1f} |",
             flush=True,
         )
+    print("\nslowest fleets:")
+    for seconds, size, label in sorted(slowest, reverse=True)[:worst]:
+        print(f"- {size:,} tasks, {label}: {seconds:.2f} s")
+
+
+def _command(sizes: str, seeds: list[int], reference: float, worst: int) -> None:
+    """The whole ``plan --json`` command (``plan_benchmark.time_command``) on each seed's fleet drawn on each host of
+    eight GPUs (a fleet of 100,000 tasks on fewer GPUs a host needs more than ECS's 5,000 instances a cluster), written
+    as a fleet file (``fleet_generator.fleet_file``), its tasks halved in size until the command says it fits."""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from plan_benchmark import time_command
+
+    print(
+        "| tasks | host | fleets | services | command s median | p95 | worst | median / reference | worst / reference |"
+    )
+    print("| ---: | --- " + "| ---: " * 7 + "|")
+    slowest = []
+    for size in (int(s) for s in sizes.split(",")):
+        for host in HOSTS[8]:
+            times, counts = [], []
+            for seed in seeds:
+                fleet = generate(seed, size, host)
+                scale = 1.0
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = Path(tmp) / "fleet.toml"
+                    while True:
+                        text = fleet_file(fleet, scale)
+                        path.write_text(text)
+                        command = [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", str(path)]
+                        if subprocess.run(command, capture_output=True).returncode == 0:
+                            break
+                        scale /= 2
+                seconds = time_command(text)
+                services = sum(line.startswith("[service.") for line in text.splitlines())
+                times.append(seconds)
+                counts.append(services)
+                slowest.append((seconds, size, f"{fleet.label} ({services} in the file, tasks x {scale:g})"))
+            print(
+                f"| {size:,} | {host} | {len(seeds)} | {min(counts)}-{max(counts)} | {statistics.median(times):.2f} "
+                f"| {_quantile(times, 0.95):.2f} | {max(times):.2f} | {statistics.median(times) / reference:.1f} "
+                f"| {max(times) / reference:.1f} |",
+                flush=True,
+            )
     print("\nslowest fleets:")
     for seconds, size, label in sorted(slowest, reverse=True)[:worst]:
         print(f"- {size:,} tasks, {label}: {seconds:.2f} s")

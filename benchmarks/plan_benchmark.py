@@ -185,7 +185,14 @@ def _fleet_file(tasks: int, services: int, seed: int) -> str:
 
 
 def time_cli(tasks: int, services: int, seed: int) -> float:
-    """Seconds for the whole ``ecs-gpu-sharing plan --json`` command (best of three, interpreter start included).
+    """Seconds for the whole ``ecs-gpu-sharing plan --json`` command on this benchmark's fleet file
+    (``time_command``)."""
+    return time_command(_fleet_file(tasks, services, seed))
+
+
+def time_command(fleet_text: str) -> float:
+    """Seconds for the whole ``ecs-gpu-sharing plan --json`` command on a fleet file of ``fleet_text`` (best of three,
+    interpreter start included).
 
     pip compiles an installed package's bytecode, so a team's command loads it; an environment that sets
     PYTHONDONTWRITEBYTECODE (this project's build machines do) would compile the package from source on every run,
@@ -193,7 +200,7 @@ def time_cli(tasks: int, services: int, seed: int) -> float:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
         fleet = Path(tmp) / "fleet.toml"
-        fleet.write_text(_fleet_file(tasks, services, seed))
+        fleet.write_text(fleet_text)
         best = math.inf
         for _ in range(3):
             start = time.perf_counter()

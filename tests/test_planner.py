@@ -10,6 +10,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -430,6 +431,41 @@ def test_generated_fleets_plan_within_every_limit_and_never_above_first_fit_decr
         _assert_valid(result, fleet.services)
         hosts, _ = ffd(fleet.capacity, fleet.services)  # type: ignore[operator]
         assert result.fits and result.instances <= hosts, fleet.label
+
+
+def test_a_generated_fleet_written_as_a_fleet_file_reads_back_as_its_tasks(tmp_path: Path) -> None:
+    """The command benchmark (``generated_benchmark.py --command``) times the plan command on generated fleets written
+    as fleet files: read back, each service's tasks (split at ECS's 5,000 a service) and each task's CPU, memory and
+    GPU budgets, sidecars included, must be the generated ones, scaled where asked; a whole-GPU task becomes a budget
+    of the GPU's usable memory."""
+    from ecs_gpu_sharing.core.fleet import load
+    from ecs_gpu_sharing.core.plan_inputs import from_fleet
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import fleet_generator
+    finally:
+        sys.path.pop(0)
+    seen = {"split": 0, "sidecars": 0, "whole": 0}
+    for seed, scale in ((1014, 1.0), (1002, 0.5), (4, 1.0)):
+        fleet = fleet_generator.generate(seed, 100_000, "p5.48xlarge")
+        path = tmp_path / f"{seed}.toml"
+        path.write_text(fleet_generator.fleet_file(fleet, scale))
+        caps, read = from_fleet(load(path))[:2]
+        (cap,) = caps
+        assert cap.instance_type == "p5.48xlarge" and cap.max_instances == 5000
+        for s in fleet.services:
+            parts = [r for r in read if r.name.startswith(f"{s.name}p")]
+            assert sum(r.tasks for r in parts) == s.tasks and all(r.tasks <= 5000 for r in parts)
+            budgets = s.shape.gpu_budgets_mib or (cap.usable_gpu_memory_mib,)
+            for r in parts:
+                assert r.shape.gpu_budgets_mib == tuple(max(256, int(b * scale) // 256 * 256) for b in budgets)
+                assert r.shape.cpu_units == max(128, int(s.shape.cpu_units * scale) // 128 * 128)
+                assert r.shape.memory_mib == max(256, int(s.shape.memory_mib * scale) // 128 * 128)
+            seen["split"] += len(parts) > 1
+            seen["sidecars"] += len(budgets) > 1
+            seen["whole"] += s.shape.whole_gpus > 0
+    assert all(seen.values()), seen
 
 
 def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_work(
