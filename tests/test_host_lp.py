@@ -266,8 +266,13 @@ def test_the_last_search_for_a_bound_is_skipped_only_where_it_cannot_pass_the_bo
     the value over the most a pattern is worth, cannot then pass ``known``). Seed 29's fleet at 1,000 tasks (four GPUs
     a host): its LP value is 109.87, the greedy's best pattern at the last duals is worth 1.040 (so 105.7 at most),
     and the search takes the bound from 99 to 100. For each bound known, the better of it and the LP's must be what
-    the search gives, and the search must run below 106 and be skipped from there."""
+    the search gives, and the search must run below 106 and be skipped from there. Column generation as this was
+    written for, without the greedy's climb and with a tail-off of half a host: with them the greedy's pattern at the
+    last duals there is worth a host, and only the first reason to skip arises."""
     from ecs_gpu_sharing.core.host_lp import highs
+
+    monkeypatch.setattr(host_lp, "CLIMB", 0)
+    monkeypatch.setattr(host_lp, "TAIL_OFF", 0.5)
 
     fleet = fleet_generator.generate(29, 1000)
     items, spec = _problem(fleet.capacity, fleet.services)
@@ -571,10 +576,12 @@ def test_column_generation_runs_longer_while_the_search_prices(monkeypatch: pyte
 def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 16 at 10,000 tasks (eight H100s a host, where the one-GPU search does not apply): the LP's value
     still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
-    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts (to round 190 here), to LONGEST_ROUNDS at
-    most, and to no more than LONGEST_WORK over its 143 services (a round's cost grows with them; 131 rounds where
-    that is 130, and never fewer than LONGEST_FLOOR). The plan: 401 instances (414 with LONGEST_ROUNDS at MAX_ROUNDS). Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after
-    (there the split search prices alone, as it does after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu)."""
+    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts (here to LONGEST_ROUNDS; with a bar of
+    one host, the tail-off rule stops it before), to LONGEST_ROUNDS at most, and to no more than LONGEST_WORK over its
+    143 services (a round's cost grows with them; 131 rounds where that is 130, and never fewer than LONGEST_FLOOR).
+    The plan: 397 instances (398 without the greedy's climb, 410 with LONGEST_ROUNDS at MAX_ROUNDS). Where the greedy
+    finds nothing, the MILP prices before MAX_ROUNDS, not after (there the split search prices alone, as it does
+    after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu)."""
     from ecs_gpu_sharing.core.host_lp import highs
 
     fleet = fleet_generator.generate(16, 10_000)
@@ -592,11 +599,17 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     greedy = host_lp._price
     blank = (30, host_lp.MAX_ROUNDS + 15)  # rounds where the greedy is made to find nothing
 
+    empty: list[int] = []  # rounds where the greedy found nothing worth a host
+
     def round_priced(*args: object) -> object:
         at_round.append(values[-1])
         if len(at_round) - 1 in blank:
+            empty.append(len(at_round) - 1)
             return False, math.inf, 0.0
-        return greedy(*args)  # type: ignore[arg-type]
+        found = greedy(*args)  # type: ignore[arg-type]
+        if not found[0]:
+            empty.append(len(at_round) - 1)
+        return found
 
     monkeypatch.setattr(host_lp, "_price", round_priced)
     priced_at: list[int] = []  # the round of each exact pricing
@@ -618,12 +631,23 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     )
     rounds, step = host_lp.MAX_ROUNDS, host_lp.BOUND_EVERY
     assert rounds + step < len(at_round) <= host_lp.LONGEST_ROUNDS + 1  # past MAX_ROUNDS, no further than allowed
-    assert priced_at == list(blank)  # where the greedy found nothing the exact pricing priced: before MAX_ROUNDS
-    assert milp_at == [blank[0]]  # with the MILP, after them with the split search alone
+    assert priced_at == empty and set(blank) <= set(empty)  # only where the greedy found nothing, the exact pricing
+    assert milp_at == [blank[0]]  # with the MILP before MAX_ROUNDS, after them with the split search alone
     for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
         assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
-    last = len(at_round) - 1  # 190 here: the tail-off rule stopped it, not LONGEST_ROUNDS
-    assert last < host_lp.LONGEST_ROUNDS and at_round[last - step] - at_round[last] < host_lp.TAIL_OFF
+    assert len(at_round) - 1 == host_lp.LONGEST_ROUNDS  # here LONGEST_ROUNDS stopped it, the value still falling
+    at_round.clear()
+    monkeypatch.setattr(host_lp, "TAIL_OFF", 1.0)  # a higher bar: the tail-off rule stops it
+    host_lp._generate(
+        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
+    )
+    last = len(at_round) - 1
+    assert rounds + step <= last < host_lp.LONGEST_ROUNDS and at_round[last - step] - at_round[last] < 1.0
+    for r in range(rounds, last, step):
+        assert at_round[r - step] - at_round[r] >= 1.0
+    monkeypatch.undo()
+    monkeypatch.setattr(highs._Master, "solve", recorded)
+    monkeypatch.setattr(host_lp, "_price", round_priced)
     at_round.clear()
     longest = host_lp.LONGEST_ROUNDS
     monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", 150)  # the value fell fast enough all the way to there
@@ -645,7 +669,12 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     )
     assert len(at_round) == host_lp.LONGEST_FLOOR + 1
     monkeypatch.undo()
-    assert plan([fleet.capacity], fleet.services).instances == 401
+    assert plan([fleet.capacity], fleet.services).instances == 397
+    monkeypatch.setattr(host_lp, "CLIMB", 0)
+    assert plan([fleet.capacity], fleet.services).instances == 398
+    monkeypatch.undo()
+    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", host_lp.MAX_ROUNDS)
+    assert plan([fleet.capacity], fleet.services).instances == 410
 
 
 def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
@@ -672,10 +701,10 @@ def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
 def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
     passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
-    on pricing, past MAX_ROUNDS too: 2,563 instances; 2,581 where they stop at MAX_ROUNDS; 2,614 where column
+    on pricing, past MAX_ROUNDS too: 2,562 instances; 2,581 where they stop at MAX_ROUNDS; 2,614 where column
     generation stops at HiGHS's last call."""
     fleet = fleet_generator.generate(28, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2563
+    assert plan([fleet.capacity], fleet.services).instances == 2562
     monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
     assert plan([fleet.capacity], fleet.services).instances == 2581
     searched = host_lp._ExactPricing._searched
@@ -710,6 +739,37 @@ def test_the_split_search_lays_out_patterns_a_host_holds() -> None:
             assert work > 0 if any(caps) else work == 0
             checked += any(pattern.counts)
     assert checked >= 20
+
+
+def test_the_greedys_best_pattern_climbs_to_better_neighbours_on_hosts_of_several_gpus() -> None:
+    """In the first column generation, on a host of several GPUs, the greedy's best pattern steps to its best neighbour
+    (one task out, the room refilled) while that is worth more, CLIMB steps at most: each pattern stepped to must be
+    worth more than the one before (the first more than the greedy's best), hold on the host and keep within the caps.
+    Asked for no steps, or on a host of one GPU, the greedy's patterns are all there is."""
+    from ecs_gpu_sharing.core.host_lp import highs, patterns
+
+    rng = random.Random(5)
+    climbed = 0
+    for seed, gpus in ((0, 4), (4, 8), (5, 8), (24, 8), (2, 1)):
+        fleet = fleet_generator.generate(seed, 1000)
+        items, host = _problem(fleet.capacity, fleet.services)
+        assert host.gpus == gpus
+        pricing = highs._Pricing(items, host)
+        for _ in range(6):
+            duals = [rng.uniform(0.02, 0.5) for _ in items]
+            caps = [rng.randint(0, host_lp.per_host(it, host)) for it in items]
+            _, counts, prices = pricing.solve(duals, caps)
+            greedy = patterns._candidates(items, host, duals, caps, counts, prices)
+            found = patterns._candidates(items, host, duals, caps, counts, prices, host_lp.CLIMB)
+            assert found[: len(greedy)] == greedy
+            steps = found[len(greedy) :]
+            assert len(steps) <= host_lp.CLIMB and (not steps or host.gpus > 1)
+            worth = [max(host_lp._worth(duals, p) for p in greedy)] + [host_lp._worth(duals, p) for p in steps]
+            assert all(a < b for a, b in itertools.pairwise(worth))
+            for p in steps:
+                assert _holds(p, items, host) and all(a <= c for a, c in zip(p.counts, caps, strict=True))
+            climbed += bool(steps)
+    assert climbed >= 5
 
 
 def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gpu_by_gpu(
@@ -922,28 +982,28 @@ def test_the_small_masters_integer_search_is_exact(
 def test_the_pricings_past_the_milp_lower_the_plan_where_it_stops_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 37 at 10,000 tasks (four L4s a host, 80 services each binding its own resource): the pooled MILP
     finds no pattern worth a host long before column generation has converged. With the decomposition over the GPUs
-    the plan is 1,365 instances, its bound; with the split search alone, 1,395; with neither, 1,416."""
+    the plan is 1,365 instances, its bound; with the split search alone, 1,407; with neither, 1,412."""
     fleet = fleet_generator.generate(37, 10_000)
     result = plan([fleet.capacity], fleet.services)
     assert (result.instances, result.capacities[0].instance_lower_bound) == (1365, 1365)
     monkeypatch.setattr(host_lp, "PER_GPU_WORK", 0)
-    assert plan([fleet.capacity], fleet.services).instances == 1395
+    assert plan([fleet.capacity], fleet.services).instances == 1407
     monkeypatch.setattr(host_lp, "SPLIT_STEPS", 0)
-    assert plan([fleet.capacity], fleet.services).instances == 1416
+    assert plan([fleet.capacity], fleet.services).instances == 1412
 
 
 def test_the_decompositions_integer_search_has_the_nodes_to_find_a_pattern_worth_a_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Tuning seed 10 at 10,000 tasks (four L40S a host, 90 services each binding its own resource): with 2,000 nodes
-    for the small master's integer search the plan is 1,745 instances; with 200 the search misses combinations of its
-    contents worth more than a host, and the plan is 1,746."""
+    for the small master's integer search the plan is 1,744 instances; with 200 the search misses combinations of its
+    contents worth more than a host, and the plan is 1,749."""
     from ecs_gpu_sharing.core.host_lp import per_gpu
 
     fleet = fleet_generator.generate(10, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 1745
+    assert plan([fleet.capacity], fleet.services).instances == 1744
     monkeypatch.setattr(per_gpu, "PER_GPU_NODES", 200)
-    assert plan([fleet.capacity], fleet.services).instances == 1746
+    assert plan([fleet.capacity], fleet.services).instances == 1749
 
 
 def test_on_one_gpu_hosts_the_exact_pricing_also_runs_where_the_greedys_pattern_is_weak(
@@ -1140,7 +1200,9 @@ def test_the_dives_stop_where_the_lp_says_they_cannot_beat_a_rounding_kept(monke
     """The dives also stop where the hosts they have taken plus the LP's value over what is left, rounded up, reach
     the best rounding kept: tuning seed 26 at 1,000 tasks (eight L40S a host, bound 97) dives to 98 hosts in 5 LP
     solves; told a rounding kept finishes on 98, it stops after one dive (3 solves), its rest left to the packings.
-    Told one finishes on 99, it dives as before."""
+    Told one finishes on 99, it dives as before. Without the greedy's climb: with it the bound there is 98, and a
+    rounding kept on 98 stops the dives for the other reason (the test before this one)."""
+    monkeypatch.setattr(host_lp, "CLIMB", 0)
     fleet = fleet_generator.generate(26, 1000)
     items, host = _problem(fleet.capacity, fleet.services)
     calls = _counted(monkeypatch)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from .highs import _Exact, _Master, _Pricing, new_highs
 from .model import (
     BOUND_EVERY,
+    CLIMB,
     DIVE_FIX,
     DIVE_KEEP,
     DIVE_ROUNDS,
@@ -162,7 +163,7 @@ def _built_worth(
 ) -> float:
     """The most a pattern the greedy builds at ``duals`` is worth there: no more than the most any pattern is."""
     _, counts, prices = pricing.solve(duals, caps)
-    return max((_worth(duals, p) for p in _candidates(items, host, duals, caps, counts, prices)), default=0.0)
+    return max((_worth(duals, p) for p in _candidates(items, host, duals, caps, counts, prices, CLIMB)), default=0.0)
 
 
 class _ExactPricing:
@@ -329,7 +330,8 @@ def _price(
     bounds: bool,
     due: bool,
 ) -> tuple[bool, float, float]:
-    """The greedy's patterns priced at ``at``, those worth more than a host at the master's ``duals`` added; whether
+    """The greedy's patterns priced at ``at`` (with ``bounds``, in the first column generation, climbed: ``CLIMB``),
+    those worth more than a host at the master's ``duals`` added; whether
     one was, the most a pattern is worth at ``at`` (the pricing LP's value, or, with ``bounds``, the Lagrangian
     bound's where the bound is ``due`` or nothing was added), and the best of the greedy's patterns' worth at ``at``."""
     worth, counts, prices = pricing.solve(at, caps)
@@ -340,7 +342,7 @@ def _price(
         most = min(most, _most_worth(items, host, at, prices))
     added = False
     best = 0.0
-    for p in _candidates(items, host, at, caps, counts, prices):
+    for p in _candidates(items, host, at, caps, counts, prices, CLIMB if bounds else 0):
         best = max(best, _worth(at, p))
         if _worth(duals, p) > 1 + 1e-7:
             added |= master.add(p)

@@ -31,7 +31,8 @@ LONGEST_ROUNDS = 200  # column generation rounds at most, past MAX_ROUNDS only w
 # nor fewer than LONGEST_FLOOR
 LONGEST_WORK = 40_000
 LONGEST_FLOOR = 120
-TAIL_OFF = 0.5
+TAIL_OFF = 0.25  # (0.5 before the greedy's patterns climbed: then a pause of ten rounds stopped what would go on)
+CLIMB = 2  # in the first column generation on a host of several GPUs: steps up from the greedy's best pattern
 WEAK_GREEDY = 0.5  # on a one-GPU host, the exact pricing also runs where the greedy's best pattern gains less than this
 # share of what the pricing's bound says a pattern could gain (its worth less one host)
 SPLIT_STEPS = 20_000  # work of the one-GPU search on each GPU of a host of several (split_search): nodes x items
