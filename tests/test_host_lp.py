@@ -702,7 +702,8 @@ def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatc
     """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
     passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
     on pricing, past MAX_ROUNDS too: 2,562 instances; 2,581 where they stop at MAX_ROUNDS; 2,614 where column
-    generation stops at HiGHS's last call."""
+    generation stops at HiGHS's last call (2,604 since the search for the bound also prices where every pricing finds
+    nothing: test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices)."""
     fleet = fleet_generator.generate(28, 10_000)
     assert plan([fleet.capacity], fleet.services).instances == 2562
     monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
@@ -713,7 +714,7 @@ def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatc
         return searched(self, duals, caps) if self.proving else None
 
     monkeypatch.setattr(host_lp._ExactPricing, "_searched", proving_only)
-    assert plan([fleet.capacity], fleet.services).instances == 2614
+    assert plan([fleet.capacity], fleet.services).instances == 2604
 
 
 def test_the_split_search_lays_out_patterns_a_host_holds() -> None:
@@ -739,6 +740,34 @@ def test_the_split_search_lays_out_patterns_a_host_holds() -> None:
             assert work > 0 if any(caps) else work == 0
             checked += any(pattern.counts)
     assert checked >= 20
+
+
+def test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Column generation stops where no pricing finds a pattern worth more than a host; once HiGHS's calls and the
+    search's nodes are spent, the pricings left (the greedy, a search that only looks) miss some. There the search for
+    the bound (HiGHS's MILP, FINAL_SEARCH times a pricing's nodes) prices, FINAL_PRICINGS times at most: its pattern
+    is added where it is worth more than a host, and its bound is Farley's there. Tuning seed 67 at 1,000 tasks (four
+    L40S a host, host memory binding): the first such search finds a pattern worth 1.006 hosts; added, the plan is 39
+    instances, its bound; with none it is 40. Held-out seed 1017 at 1,000 tasks (four L4s): the bound rises from 208
+    to the plan's 209."""
+    found: list[bool] = []  # each search: whether its pattern is worth more than a host
+    final = host_lp._ExactPricing.final
+
+    def recorded(self: host_lp._ExactPricing, duals: list[float], caps: list[int]) -> object:
+        pattern, bound = final(self, duals, caps)
+        found.append(pattern is not None and host_lp._worth(duals, pattern) > 1 + 1e-7)
+        return pattern, bound
+
+    monkeypatch.setattr(host_lp._ExactPricing, "final", recorded)
+    fleet = fleet_generator.generate(67, 1000)
+    result = plan([fleet.capacity], fleet.services)
+    assert (result.instances, result.capacities[0].instance_lower_bound) == (39, 39) and found[0]
+    assert len(found) <= host_lp.FINAL_PRICINGS + 1
+    held_out = fleet_generator.generate(1017, 1000)
+    assert plan([held_out.capacity], held_out.services).capacities[0].instance_lower_bound == 209
+    monkeypatch.setattr(host_lp, "FINAL_PRICINGS", 0)
+    assert plan([fleet.capacity], fleet.services).instances == 40
+    assert plan([held_out.capacity], held_out.services).capacities[0].instance_lower_bound == 208
 
 
 def test_the_greedys_best_pattern_climbs_to_better_neighbours_on_hosts_of_several_gpus() -> None:
@@ -997,13 +1026,13 @@ def test_the_decompositions_integer_search_has_the_nodes_to_find_a_pattern_worth
 ) -> None:
     """Tuning seed 10 at 10,000 tasks (four L40S a host, 90 services each binding its own resource): with 2,000 nodes
     for the small master's integer search the plan is 1,744 instances; with 200 the search misses combinations of its
-    contents worth more than a host, and the plan is 1,749."""
+    contents worth more than a host, and the plan is 1,745."""
     from ecs_gpu_sharing.core.host_lp import per_gpu
 
     fleet = fleet_generator.generate(10, 10_000)
     assert plan([fleet.capacity], fleet.services).instances == 1744
     monkeypatch.setattr(per_gpu, "PER_GPU_NODES", 200)
-    assert plan([fleet.capacity], fleet.services).instances == 1749
+    assert plan([fleet.capacity], fleet.services).instances == 1745
 
 
 def test_on_one_gpu_hosts_the_exact_pricing_also_runs_where_the_greedys_pattern_is_weak(
@@ -1039,16 +1068,16 @@ def test_the_exact_pricing_where_the_greedy_is_weak_takes_a_one_gpu_fleet_near_i
 ) -> None:
     """Tuning seed 45 at 10,000 tasks (one L4 a host, 118 services each binding its own resource): the greedy finds a
     pattern worth a host in almost every round, each worth little more, and column generation ends far above the LP's
-    optimum. With the exact pricing where the greedy is weak: 2,855 instances; 2,858 without. And with the searches'
-    budget (ONE_GPU_WORK) at the 50,000 nodes it had before the search galloped to its cut-off (``_first_cut``), 2,858:
+    optimum. With the exact pricing where the greedy is weak: 2,853 instances; 2,855 without. And with the searches'
+    budget (ONE_GPU_WORK) at the 50,000 nodes it had before the search galloped to its cut-off (``_first_cut``), 2,857:
     there the searches' nodes ran out and HiGHS's MILP priced the rest, 0.2 s a call."""
     fleet = fleet_generator.generate(45, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2855
+    assert plan([fleet.capacity], fleet.services).instances == 2853
     monkeypatch.setattr(host_lp, "WEAK_GREEDY", 0.0)
-    assert plan([fleet.capacity], fleet.services).instances == 2858
+    assert plan([fleet.capacity], fleet.services).instances == 2855
     monkeypatch.undo()
     monkeypatch.setattr(host_lp, "ONE_GPU_WORK", 50_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2858
+    assert plan([fleet.capacity], fleet.services).instances == 2857
 
 
 def test_a_pattern_cut_down_to_what_is_left_is_filled_from_the_rest() -> None:
@@ -1200,9 +1229,11 @@ def test_the_dives_stop_where_the_lp_says_they_cannot_beat_a_rounding_kept(monke
     """The dives also stop where the hosts they have taken plus the LP's value over what is left, rounded up, reach
     the best rounding kept: tuning seed 26 at 1,000 tasks (eight L40S a host, bound 97) dives to 98 hosts in 5 LP
     solves; told a rounding kept finishes on 98, it stops after one dive (3 solves), its rest left to the packings.
-    Told one finishes on 99, it dives as before. Without the greedy's climb: with it the bound there is 98, and a
-    rounding kept on 98 stops the dives for the other reason (the test before this one)."""
+    Told one finishes on 99, it dives as before. Without the greedy's climb and the search for the bound pricing:
+    with the climb the bound there is 98, and a rounding kept on 98 stops the dives for the other reason (the test
+    before this one); the search adds an LP solve."""
     monkeypatch.setattr(host_lp, "CLIMB", 0)
+    monkeypatch.setattr(host_lp, "FINAL_PRICINGS", 0)
     fleet = fleet_generator.generate(26, 1000)
     items, host = _problem(fleet.capacity, fleet.services)
     calls = _counted(monkeypatch)

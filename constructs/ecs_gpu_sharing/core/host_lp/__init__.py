@@ -36,6 +36,7 @@ from .model import (
     EXACT_ITEMS,
     EXACT_NODES,
     EXACT_WORK,
+    FINAL_PRICINGS,
     FINAL_SEARCH,
     KNAPSACK_UNITS,
     LONGEST_FLOOR,
@@ -95,7 +96,9 @@ def _generate(
     while the one-GPU search proves its patterns (``_ExactPricing``), or, with ``bounds``, with the cheap pricings
     alone (the greedy, and a one-GPU search that only looks; no MILP) while each BOUND_EVERY rounds lower the master's
     value by TAIL_OFF hosts: on hosts of several GPUs the value was still falling at MAX_ROUNDS. The exact pricing runs
-    where the greedy finds nothing, and on a host of one GPU also where the greedy's pattern is weak (WEAK_GREEDY)."""
+    where the greedy finds nothing, and on a host of one GPU also where the greedy's pattern is weak (WEAK_GREEDY).
+    Where every pricing finds nothing, the search for the bound (``_ExactPricing.final``) prices, FINAL_PRICINGS
+    times at most in the first column generation."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
     exact = _ExactPricing(items, host, exact_calls)
@@ -104,6 +107,7 @@ def _generate(
     centre: list[float] | None = None
     longest = max(rounds, min(LONGEST_ROUNDS, max(LONGEST_FLOOR, LONGEST_WORK // max(len(items), 1))))
     mark, tailing = math.inf, not bounds
+    finals, searched_at = FINAL_PRICINGS if exact_calls else 0, None
     for r in range(longest + 1):
         cheap_only = r >= rounds and not exact.searching  # past the rounds: the greedy and a search that looks, no MILP
         if (r - rounds) % BOUND_EVERY == 0:  # past the rounds, on while the last BOUND_EVERY lowered the value enough
@@ -142,11 +146,17 @@ def _generate(
         if not added and at is not duals:
             centre = None  # the midpoint found nothing: price the master's own duals next
             continue
+        if not added and finals > 0 and len(master.patterns) < MAX_COLUMNS:
+            finals -= 1
+            added, bound = _final_pricing(master, items, host, exact, duals, caps)
+            if bounds and bound is not None:
+                farley, searched_at = max(farley, value / max(bound, 1.0)), duals
         if not added or len(master.patterns) >= MAX_COLUMNS:
             break
         value, duals, x = master.solve()
     if (
         exact_calls
+        and searched_at is not duals
         and math.ceil(farley - 1e-6) < math.ceil(value - 1e-6)
         and math.ceil(value - 1e-6) > known
         and not (known and _built_worth(items, host, duals, caps, pricing) * known >= value)
@@ -156,6 +166,28 @@ def _generate(
         # value / most, cannot pass ``known`` (on held-out 1017, 0.3 s of HiGHS's MILP spared).
         farley = max(farley, value / max(exact.most(duals, caps), 1.0))
     return value, x, farley
+
+
+def _final_pricing(
+    master: _Master,
+    items: Sequence[Item],
+    host: HostSpec,
+    exact: _ExactPricing,
+    duals: Sequence[float],
+    caps: Sequence[int],
+) -> tuple[bool, float | None]:
+    """Where every pricing found nothing at the master's ``duals``: the search for the bound (``_ExactPricing.final``)
+    prices, its pattern and its neighbours added where worth more than a host (HiGHS's cheaper calls and the search's
+    looks miss some once their budgets are spent: on held-out 1000 one worth 1.024 hosts). Whether one was, and the
+    search's bound on every pattern's worth there."""
+    found, bound = exact.final(duals, caps)
+    if found is None or _worth(duals, found) <= 1 + 1e-7:
+        return False, bound
+    added = master.add(found)
+    for p in _variants(items, host, found, duals, caps):
+        if _worth(duals, p) > 1 + 1e-7:
+            master.add(p)
+    return added, bound
 
 
 def _built_worth(
@@ -289,13 +321,18 @@ class _ExactPricing:
         return pattern, None
 
     def most(self, duals: Sequence[float], caps: Sequence[int]) -> float:
-        """The most any pattern is worth at ``duals``: the search's, or HiGHS's MILP searched FINAL_SEARCH times further
-        than a pricing (the search is not: a search of many nodes cost seconds, where HiGHS's took 0.03 s)."""
+        """The most any pattern is worth at ``duals`` (``final``'s bound)."""
+        return self.final(duals, caps)[1]
+
+    def final(self, duals: Sequence[float], caps: Sequence[int]) -> tuple[Pattern | None, float]:
+        """The best pattern found at ``duals`` and the most any pattern is worth there: the search's, or HiGHS's MILP
+        searched FINAL_SEARCH times further than a pricing (the search is not: a search of many nodes cost seconds,
+        where HiGHS's took 0.03 s)."""
         found = self._searched(duals, caps) if self.proving else None  # past it, HiGHS searches further
         if found is not None and found.counts is not None:
-            return found.worth
+            return (_pattern(self.items, self.host, found.counts) if found.worth > _NOTHING else None), found.worth
         self.milp = self.milp or _Exact(self.items, self.host)
-        return self.milp.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)[1]
+        return self.milp.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
 
 
 def _pattern(items: Sequence[Item], host: HostSpec, counts: Sequence[int]) -> Pattern:

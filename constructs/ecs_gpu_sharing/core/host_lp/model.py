@@ -18,6 +18,7 @@ SMOOTHING = 0.5  # weight of the best bound's duals in the duals priced (Wentges
 BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
 EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
 FINAL_SEARCH = 10  # times EXACT_NODES: the last exact pricing's nodes, for the bound where the LP stopped short
+FINAL_PRICINGS = 6  # where every pricing finds nothing, that last exact pricing prices (its pattern added), at most
 EXACT_ITEMS = 40  # items one exact pricing weighs at most (the most promising at the duals priced)
 EXACT_WORK = 1500  # exact pricings in the first column generation, times the services priced (a MILP's cost grows
 # with its items: 30 pricings of 50 services, 7 of 200)
