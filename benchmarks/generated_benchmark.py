@@ -132,12 +132,20 @@ def _timing(sizes: str, seeds: list[int], reference: float, worst: int) -> None:
             times.append(seconds)
             counts.append(len(fleet.services))
             slowest.append((seconds, size, fleet.label))
-        print(
-            f"| {size:,} | {len(seeds)} | {min(counts)}-{max(counts)} | {statistics.median(times):.2f} "
-            f"| {_quantile(times, 0.95):.2f} | {max(times):.2f} | {statistics.median(times) / reference:.1f} "
-            f"| {max(times) / reference:.1f} |",
-            flush=True,
-        )
+        print(f"| {size:,} | {len(seeds)} | {_times_row(times, counts, reference)}", flush=True)
+    _slowest(slowest, worst)
+
+
+def _times_row(times: list[float], counts: list[int], reference: float) -> str:
+    """A timing table's last cells: the services, the seconds' median, 95th percentile and worst, and both as ratios."""
+    median = statistics.median(times)
+    return (
+        f"{min(counts)}-{max(counts)} | {median:.2f} | {_quantile(times, 0.95):.2f} | {max(times):.2f} "
+        f"| {median / reference:.1f} | {max(times) / reference:.1f} |"
+    )
+
+
+def _slowest(slowest: list[tuple[float, int, str]], worst: int) -> None:
     print("\nslowest fleets:")
     for seconds, size, label in sorted(slowest, reverse=True)[:worst]:
         print(f"- {size:,} tasks, {label}: {seconds:.2f} s")
@@ -179,15 +187,8 @@ def _command(sizes: str, seeds: list[int], reference: float, worst: int) -> None
                 times.append(seconds)
                 counts.append(services)
                 slowest.append((seconds, size, f"{fleet.label} ({services} in the file, tasks x {scale:g})"))
-            print(
-                f"| {size:,} | {host} | {len(seeds)} | {min(counts)}-{max(counts)} | {statistics.median(times):.2f} "
-                f"| {_quantile(times, 0.95):.2f} | {max(times):.2f} | {statistics.median(times) / reference:.1f} "
-                f"| {max(times) / reference:.1f} |",
-                flush=True,
-            )
-    print("\nslowest fleets:")
-    for seconds, size, label in sorted(slowest, reverse=True)[:worst]:
-        print(f"- {size:,} tasks, {label}: {seconds:.2f} s")
+            print(f"| {size:,} | {host} | {len(seeds)} | {_times_row(times, counts, reference)}", flush=True)
+    _slowest(slowest, worst)
 
 
 if __name__ == "__main__":

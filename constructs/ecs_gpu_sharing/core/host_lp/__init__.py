@@ -65,14 +65,10 @@ from .model import (
     per_host,
 )
 from .one_gpu import OneGpu, Searched, split_search
-from .patterns import _build, _candidates, _most_worth, _restrict, _topped, _variants, largest_first
+from .patterns import _build, _candidates, _most_worth, _restrict, _topped, _variants, _worth, largest_first
 from .per_gpu import PER_GPU_WORK, PerGpu
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
-
-
-def _worth(duals: Sequence[float], p: Pattern) -> float:
-    return sum(d * a for d, a in zip(duals, p.counts, strict=True))
 
 
 def _generate(

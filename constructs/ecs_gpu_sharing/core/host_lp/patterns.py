@@ -202,6 +202,30 @@ def _topped(items: Sequence[Item], host: HostSpec, p: Pattern, left: Sequence[in
     return b.pattern()
 
 
+def _worth(duals: Sequence[float], p: Pattern) -> float:
+    """What a pattern is worth at ``duals``: its tasks' dual prices summed (a host is worth 1)."""
+    return sum(d * a for d, a in zip(duals, p.counts, strict=True))
+
+
+def _climbed(
+    items: Sequence[Item], host: HostSpec, duals: Sequence[float], caps: Sequence[int], found: list[Pattern], steps: int
+) -> list[Pattern]:
+    """From the most worth of ``found``, up to ``steps`` steps to its best neighbour (``_variants``: one task out, the
+    room refilled) while that is worth more; the patterns stepped to. On a host of several GPUs, where every service
+    binds its own resource, the greedy's orders each weigh the resources one way, and a pattern that mixes them well is
+    often a swap away from one of them: column generation then falls further in its rounds (docs/planning.md)."""
+    best = max(found, key=lambda p: _worth(duals, p))
+    most = _worth(duals, best)
+    out = []
+    for _ in range(steps):
+        step = max(_variants(items, host, best, duals, caps), key=lambda p: _worth(duals, p), default=None)
+        if step is None or _worth(duals, step) <= most + 1e-9:
+            break
+        best, most = step, _worth(duals, step)
+        out.append(step)
+    return out
+
+
 def _candidates(
     items: Sequence[Item],
     host: HostSpec,
@@ -214,43 +238,6 @@ def _candidates(
     """Hosts the greedy builds at these duals: in each order of ``_orders``, in the order the pricing LP's host
     prices give, and the pricing LP's own counts rounded down, then filled in that order; then, on a host of several
     GPUs, up to ``climb`` steps up from the best of them (``_climbed``)."""
-    found = _greedy(items, host, duals, caps, counts, prices)
-    if climb and host.gpus > 1 and found:
-        found += _climbed(items, host, duals, caps, found, climb)
-    return found
-
-
-def _climbed(
-    items: Sequence[Item], host: HostSpec, duals: Sequence[float], caps: Sequence[int], found: list[Pattern], steps: int
-) -> list[Pattern]:
-    """From the most worth of ``found``, up to ``steps`` steps to its best neighbour (``_variants``: one task out, the
-    room refilled) while that is worth more; the patterns stepped to. On a host of several GPUs, where every service
-    binds its own resource, the greedy's orders each weigh the resources one way, and a pattern that mixes them well is
-    often a swap away from one of them: column generation then falls further in its rounds (docs/planning.md)."""
-
-    def worth(p: Pattern) -> float:
-        return sum(d * a for d, a in zip(duals, p.counts, strict=True))
-
-    best = max(found, key=worth)
-    most = worth(best)
-    out = []
-    for _ in range(steps):
-        step = max(_variants(items, host, best, duals, caps), key=worth, default=None)
-        if step is None or worth(step) <= most + 1e-9:
-            break
-        best, most = step, worth(step)
-        out.append(step)
-    return out
-
-
-def _greedy(
-    items: Sequence[Item],
-    host: HostSpec,
-    duals: Sequence[float],
-    caps: Sequence[int],
-    counts: Sequence[float],
-    prices: Sequence[float],
-) -> list[Pattern]:
     live = [i for i, d in enumerate(duals) if d > 1e-9]
     use = _fixed(items, host).use
     weight = [sum(p * u for p, u in zip(prices, row, strict=True)) for row in use]
@@ -287,6 +274,8 @@ def _greedy(
                     b.add(i, min(contents[j], caps[i] - b.counts[i]), only=g if row == 0 else None)
         b.fill(priced, caps)
         found.append(b.pattern())
+    if climb and host.gpus > 1 and found:
+        found += _climbed(items, host, duals, caps, found, climb)
     return found
 
 
