@@ -477,10 +477,58 @@ def test_a_one_gpu_host_is_priced_by_the_search_and_by_highs_once_a_search_passe
     assert not exact.looking  # HiGHS has a call left: no pricing past MAX_ROUNDS
     exact.price(duals, duals, caps, pricing)  # HiGHS, while it has calls
     assert limits == [1] and exact.milp is not None and exact.calls == 0 and exact.looking
-    looked, unproved = exact.price(duals, duals, caps, pricing)
-    assert limits == [1, 2] and unproved is None and looked is not None and host_lp._worth(duals, looked) > 1
+    looked, unproved = exact.price(duals, duals, caps, pricing)  # a look, and the search over the promising items
+    assert limits == [1, 2, host_lp.PROMISING_LOOK] and unproved is None
+    assert looked is not None and host_lp._worth(duals, looked) > 1
     low = [d / 100 for d in duals]  # no pattern is worth a host: nothing taken
-    assert exact.price(low, low, caps, pricing) == (None, None) and limits == [1, 2, 2]
+    assert exact.price(low, low, caps, pricing) == (None, None) and limits == [1, 2, 1000, 2, 1000]
+
+
+def test_beside_each_look_the_search_prices_the_promising_items_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once HiGHS's calls are spent, each look (the search over every item, ONE_GPU_LOOK nodes) has beside it the search
+    over the EXACT_ITEMS items HiGHS would weigh (``_promising``), PROMISING_LOOK nodes, PROMISING_WORK in all: its
+    pattern holds on the host, within the caps, of those items only, and goes to column generation beside the look's
+    (or alone where the look found nothing). Tuning seed 86 at 10,000 tasks (one L4 a host, 138 services, each binding
+    its own resource): 3,132 instances, its bound; without it 3,133 over a bound of 3,047."""
+    fleet = _one_gpu_fleets(1000, 1)[0]
+    items, host = _problem(fleet.capacity, fleet.services)
+    assert len(items) > host_lp.EXACT_ITEMS
+    pricing = host_lp.highs._Pricing(items, host)
+    rng = random.Random(8)
+    exact = host_lp._ExactPricing(items, host, calls=1)
+    exact.proving, exact.calls = False, 0  # a search has passed its limit, and HiGHS's calls are spent: it looks
+    promising = host_lp._promising
+
+    def fewer(*args: object) -> list[int]:  # the items it keeps, every other one of them dropped: they must stay out
+        kept = promising(*args)  # type: ignore[arg-type]
+        return [c if i % 2 else 0 for i, c in enumerate(kept)]
+
+    monkeypatch.setattr(host_lp, "_promising", fewer)
+    monkeypatch.setattr(host_lp, "ONE_GPU_LOOK", 2)  # a look that proves its pattern the best needs nothing beside it
+    priced = 0
+    for _ in range(4):
+        duals = [rng.uniform(0.02, 0.4) / max(host_lp.per_host(it, host), 1) * 8 for it in items]
+        caps = [rng.randint(0, host_lp.per_host(it, host)) for it in items]
+        kept = fewer(items, host, duals, caps, pricing)
+        work = exact.promising_work
+        found = exact._promising_look(duals, caps, pricing)
+        assert found is not None and _holds(found, items, host)
+        assert all(a <= k for a, k in zip(found.counts, kept, strict=True))  # the promising items, within their caps
+        assert 0 < work - exact.promising_work <= host_lp.PROMISING_LOOK
+        looked, _ = exact.price(duals, duals, caps, pricing)  # the same search again, beside the look
+        if host_lp._worth(duals, found) > 1 + 1e-7:
+            priced += 1
+            assert found == looked or found in exact.runners
+    assert priced >= 2
+    exact.promising_work = 0  # spent: no more
+    assert exact._promising_look(duals, caps, pricing) is None
+    monkeypatch.undo()
+    tuning = fleet_generator.generate(86, 10_000)
+    result = plan([tuning.capacity], tuning.services)
+    assert (result.instances, result.instance_lower_bound) == (3132, 3132)
+    monkeypatch.setattr(host_lp, "PROMISING_WORK", 0)
+    result = plan([tuning.capacity], tuning.services)
+    assert (result.instances, result.instance_lower_bound) == (3133, 3047)
 
 
 def test_column_generation_on_one_gpu_hosts_reaches_its_bound() -> None:
@@ -701,19 +749,24 @@ def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
 def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
     passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
-    on pricing, past MAX_ROUNDS too: 2,562 instances; 2,581 where they stop at MAX_ROUNDS; 2,614 where column
-    generation stops at HiGHS's last call (2,604 since the search for the bound also prices where every pricing finds
-    nothing: test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices)."""
+    on pricing, past MAX_ROUNDS too, each with the search over the promising items beside it: 2,560 instances; 2,577
+    where they stop at MAX_ROUNDS; 2,579 with the search over the promising items alone; 2,604 where column generation
+    stops at HiGHS's last call (the search for the bound pricing where every pricing finds nothing:
+    test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices)."""
     fleet = fleet_generator.generate(28, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2562
+    assert plan([fleet.capacity], fleet.services).instances == 2560
+    looking = host_lp._ExactPricing.looking
     monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
-    assert plan([fleet.capacity], fleet.services).instances == 2581
+    assert plan([fleet.capacity], fleet.services).instances == 2577
+    monkeypatch.setattr(host_lp._ExactPricing, "looking", looking)
     searched = host_lp._ExactPricing._searched
 
     def proving_only(self: host_lp._ExactPricing, duals: list[float], caps: list[int]) -> object:
         return searched(self, duals, caps) if self.proving else None
 
     monkeypatch.setattr(host_lp._ExactPricing, "_searched", proving_only)
+    assert plan([fleet.capacity], fleet.services).instances == 2579
+    monkeypatch.setattr(host_lp, "PROMISING_WORK", 0)
     assert plan([fleet.capacity], fleet.services).instances == 2604
 
 

@@ -26,6 +26,8 @@ ONE_GPU_NODES = 5000  # nodes of one exact search on a one-GPU host; past them, 
 ONE_GPU_WORK = 70_000  # nodes of those searches in one column generation (about a second; 50,000 before the search
 # galloped to its cut-off, see one_gpu._first_cut)
 ONE_GPU_LOOK = 300  # nodes of a search once one has passed ONE_GPU_NODES: its best pattern is priced, not proved best
+PROMISING_LOOK = 1000  # beside each look, a search over the EXACT_ITEMS most promising items only (this many nodes)
+PROMISING_WORK = 70_000  # nodes of those searches in one column generation
 LONGEST_ROUNDS = 200  # column generation rounds at most, past MAX_ROUNDS only while the one-GPU search proves its
 # patterns, or while the cheap pricings (the greedy, a search that only looks) lower the LP's value by TAIL_OFF hosts
 # every BOUND_EVERY rounds; and no more than LONGEST_WORK over the services priced (a round's cost grows with them),
