@@ -14,6 +14,7 @@ Only capacities without isolation groups are bounded here (the benchmark's workl
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -181,9 +182,11 @@ def host_bound(
     *,
     max_columns: int = 3000,
     pricing_seconds: float = 5.0,
+    total_seconds: float = math.inf,
     ffd_hosts: int | None = None,
 ) -> HostBound:
-    """The host-level LP bound of one capacity's services (each at its ``tasks``)."""
+    """The host-level LP bound of one capacity's services (each at its ``tasks``): converged, or Farley's where the
+    pricing stops short, the columns run out, or the pricings have taken ``total_seconds`` in all."""
     services = [s for s in services if s.tasks > 0]
     demand = [s.tasks for s in services]
     # Start from one-service patterns: each service's tasks alone, as many as fit a host.
@@ -197,8 +200,11 @@ def host_bound(
     value, duals, x = master.solve()
     converged = False
     farley = 0.0
-    while len(patterns) < max_columns:
+    spent = 0.0
+    while len(patterns) < max_columns and spent <= total_seconds:
+        start = time.perf_counter()
         p, most = _price(cap, services, duals, pricing_seconds)
+        spent += time.perf_counter() - start
         farley = max(farley, value / most) if most > 0 else farley
         if most <= 1 + 1e-7:  # no pattern prices out, proven: the LP is optimal
             converged = True

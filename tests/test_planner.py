@@ -539,6 +539,24 @@ def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meet
         assert result.instances == best, (cap.instance_type, services)
 
 
+def test_the_benchmarks_lp_bound_stops_at_its_time_in_all_with_farleys_bound() -> None:
+    """`generated_benchmark.py --lp-seconds` is the benchmark LP's time of pricing a fleet in all: past it, column
+    generation stops and Farley's bound stands (never above the converged one). Tuning seed 72 at 1,000 tasks (four
+    L40S a host, 56 services) does not converge in one pricing: with no time, that pricing's pattern is the only one
+    added to the services' own."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import fleet_generator
+        import host_lp
+    finally:
+        sys.path.pop(0)
+    fleet = fleet_generator.generate(72, 1000)
+    converged = host_lp.host_bound(fleet.capacity, fleet.services, ffd_hosts=0)
+    stopped = host_lp.host_bound(fleet.capacity, fleet.services, total_seconds=0.0, ffd_hosts=0)
+    assert converged.converged and not stopped.converged
+    assert stopped.columns == len(fleet.services) + 1 and stopped.bound <= converged.bound
+
+
 # --- network interfaces of awsvpc tasks (#29) -----------------------------------------------------------------------
 
 G6E_XLARGE = capacity_input("l40s1", host_facts(["g6e.xlarge"]))  # 1 GPU, 4 network interfaces: 3 for tasks
