@@ -481,7 +481,8 @@ def test_a_one_gpu_host_is_priced_by_the_search_and_by_highs_once_a_search_passe
     assert limits == [1, 2, host_lp.PROMISING_LOOK] and unproved is None
     assert looked is not None and host_lp._worth(duals, looked) > 1
     low = [d / 100 for d in duals]  # no pattern is worth a host: nothing taken
-    assert exact.price(low, low, caps, pricing) == (None, None) and limits == [1, 2, 1000, 2, 1000]
+    assert exact.price(low, low, caps, pricing) == (None, None)
+    assert limits == [1, 2, host_lp.PROMISING_LOOK, 2, host_lp.PROMISING_LOOK]
 
 
 def test_beside_each_look_the_search_prices_the_promising_items_alone(monkeypatch: pytest.MonkeyPatch) -> None:
