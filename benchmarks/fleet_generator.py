@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+from ecs_gpu_sharing.core.quotas import INSTANCES_PER_CLUSTER, TASKS_PER_SERVICE
 from ecs_gpu_sharing.core.shape import TaskShape
 
 HOSTS = {
@@ -119,7 +120,7 @@ def generate(seed: int, tasks: int, host: str | None = None) -> Fleet:
     return Fleet(seed, tasks, cap, services, binding, sidecar_share)
 
 
-def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = 5000) -> str:
+def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = INSTANCES_PER_CLUSTER.number) -> str:
     """``fleet`` as a fleet file for the ``plan`` command: each service split into services of at most 5,000 tasks
     (ECS's tasks per service), a whole-GPU task as an MPS budget of the GPU's usable memory (a fleet file has no
     whole-GPU tasks), each task's GPU budgets, CPU and memory times ``scale`` (rounded down to 256 MiB, 128 units and
@@ -134,7 +135,7 @@ def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = 5000) -> s
         budgets = tuple(max(256, int(b * scale) // 256 * 256) for b in budgets)
         left, part = s.tasks, 0
         while left > 0:
-            count = min(left, 5000)
+            count = min(left, TASKS_PER_SERVICE.number)
             lines += [
                 f"[service.{s.name}p{part}]",
                 'capacity = "gpu"',

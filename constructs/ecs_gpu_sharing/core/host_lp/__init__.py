@@ -132,10 +132,7 @@ def _generate(
             if bound is not None:
                 most = min(most, bound)  # over every item: a bound on every pattern
             if found is not None and _worth(duals, found) > 1 + 1e-7:
-                added = master.add(found) or added
-                for p in [*_variants(items, host, found, at, caps), *exact.runners]:
-                    if _worth(duals, p) > 1 + 1e-7:
-                        master.add(p)
+                added = _add_priced(master, items, host, found, at, duals, caps, exact.runners) or added
         covered = sum(d * n for d, n in zip(at, left, strict=True))
         if bounds and covered / max(most, 1.0) > farley - 1e-9:
             farley, centre = covered / max(most, 1.0), at
@@ -183,11 +180,26 @@ def _final_pricing(
     found, bound = exact.final(duals, caps)
     if found is None or _worth(duals, found) <= 1 + 1e-7:
         return False, bound
+    return _add_priced(master, items, host, found, duals, duals, caps), bound
+
+
+def _add_priced(
+    master: _Master,
+    items: Sequence[Item],
+    host: HostSpec,
+    found: Pattern,
+    at: Sequence[float],
+    duals: Sequence[float],
+    caps: Sequence[int],
+    runners: Sequence[Pattern] = (),
+) -> bool:
+    """An exact pricing's pattern (found at ``at``) into the master, with its neighbours (``_variants``) and the
+    ``runners`` that are worth more than a host at the master's ``duals``: whether the pattern was new."""
     added = master.add(found)
-    for p in _variants(items, host, found, duals, caps):
+    for p in [*_variants(items, host, found, at, caps), *runners]:
         if _worth(duals, p) > 1 + 1e-7:
             master.add(p)
-    return added, bound
+    return added
 
 
 def _built_worth(
