@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -124,6 +125,55 @@ def test_a_builders_fill_places_what_adding_each_item_in_turn_places(
         added.add(i, most[i] - added.counts[i])
     assert filled.pattern() == added.pattern()
     assert (filled.cpu, filled.mem, filled.enis) == (added.cpu, added.mem, added.enis)
+
+
+def _best_fit_by_sorting(b: Any, i: int, most: int, only: int | None) -> None:
+    """``_Builder.add`` as it was written first, for an MPS task: every GPU open to the item's group sorted by (idle,
+    room), GPUs of the group with the least room first."""
+    it = b.items[i]
+    k = min(most, *(r // u for r, u in ((b.cpu, it.cpu), (b.mem, it.mem), (b.enis, it.enis)) if u))
+    if k <= 0 or max(b.room) < it.size:
+        return
+    order = sorted(
+        (g for g in range(b.host.gpus) if b.group[g] in (it.group, None) and not b.whole[g]),
+        key=lambda g: (b.group[g] is None, b.room[g]),
+    )
+    placed = 0
+    for g in [g for g in order if only is None or g == only]:
+        fit = min(k - placed, b.room[g] // it.size, b.clients[g] // it.clients)
+        if fit > 0:
+            b.group[g] = it.group
+            b.room[g] -= fit * it.size
+            b.clients[g] -= fit * it.clients
+            b.load[g][i] = b.load[g].get(i, 0) + fit
+            placed += fit
+    b.counts[i] += placed
+    b.cpu, b.mem, b.enis = b.cpu - placed * it.cpu, b.mem - placed * it.mem, b.enis - placed * it.enis
+
+
+# _MIXED with an MPS service in the group "" that whole-GPU tasks' GPUs are marked with: it must not land on them
+_GROUPS = [*_MIXED, host_lp.Item("h", "", 4000, 1, 0, 256, 1000, 0, 50)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_GROUPS) - 1), st.integers(0, 9), st.integers(-1, 3)), max_size=14))
+def test_a_builder_places_each_mps_task_by_best_fit(adds: list[tuple[int, int, int]]) -> None:
+    """``add`` lays an MPS task on the GPUs of its group with the least room that takes it, then on idle GPUs, each by
+    its index (or on GPU ``only``); whole-GPU and GPU-less tasks as they come: the layout of the best fit written as a
+    sort over every open GPU, call after call."""
+    from ecs_gpu_sharing.core.host_lp.patterns import _Builder
+
+    fast, slow = _Builder(_GROUPS, _MIXED_HOST), _Builder(_GROUPS, _MIXED_HOST)
+    for i, k, only in adds:
+        where = None if only < 0 else only
+        fast.add(i, k, only=where)
+        if _GROUPS[i].size and not _GROUPS[i].whole:
+            _best_fit_by_sorting(slow, i, k, where)
+        else:
+            slow.add(i, k, only=where)
+        assert fast.pattern() == slow.pattern()
+        assert (fast.room, fast.clients, fast.group) == (slow.room, slow.clients, slow.group)
+    assert fast.top == max(fast.room)
 
 
 def _holds(pattern: host_lp.Pattern, items: list[host_lp.Item], host: host_lp.HostSpec) -> bool:

@@ -17,6 +17,7 @@ class _Builder:
         self.items = items
         self.host = host
         self.room = [host.usable] * host.gpus
+        self.top = max(self.room, default=0)  # the most room any GPU has: an MPS task larger fits nowhere
         self.clients = [MAX_CLIENTS_PER_GPU] * host.gpus
         self.group: list[str | None] = [None] * host.gpus
         self.whole = [False] * host.gpus
@@ -45,15 +46,16 @@ class _Builder:
                 self.group[g], self.whole[g], self.room[g] = "", True, 0
                 self.load[g][i] = 1
         elif it.size:
-            if max(self.room) < it.size:
+            if self.top < it.size:
                 return  # no GPU has the room (a whole GPU's room is 0)
-            # Best fit: GPUs of the item's group with the least room that fits first, then idle GPUs.
-            order = sorted(
-                (g for g in range(self.host.gpus) if self.group[g] in (it.group, None) and not self.whole[g]),
-                key=lambda g: (self.group[g] is None, self.room[g]),
-            )
-            if only is not None:
-                order = [g for g in order if g == only]
+            # Best fit: GPUs of the item's group with the least room that fits first, then idle GPUs (their room
+            # whole), each by its index. A GPU without the room (a whole-GPU task's has none) would take none.
+            group, room = self.group, self.room
+            gpus = range(self.host.gpus) if only is None else (only,)
+            order = [g for g in gpus if group[g] == it.group and room[g] >= it.size]
+            if len(order) > 1:
+                order.sort(key=room.__getitem__)
+            order += [g for g in gpus if group[g] is None]
             for g in order:
                 if placed == k:
                     break
@@ -67,6 +69,8 @@ class _Builder:
         else:
             placed = k
             self.no_gpu[i] = self.no_gpu.get(i, 0) + k
+        if placed and (it.whole or it.size):
+            self.top = max(self.room, default=0)
         self.counts[i] += placed
         self.cpu -= placed * it.cpu
         self.mem -= placed * it.mem
@@ -74,12 +78,13 @@ class _Builder:
 
     def fill(self, order: Sequence[int], most: Sequence[int]) -> None:
         """Each item of ``order`` in turn, up to ``most`` tasks of it in all (``add``). An item whose task the host's
-        CPU or memory left cannot take is passed over at once: once a host is nearly full most items are, and a call of
-        ``add`` for each was most of the greedy's time (on tuning seed 43, 94% of those calls added nothing)."""
+        CPU or memory left, or the roomiest GPU, cannot take is passed over at once: once a host is nearly full most
+        items are, and a call of ``add`` for each was most of the greedy's time (on tuning seed 43, 94% of those calls
+        added nothing; with the GPUs' room looked at too, held-out 1048's calls fell from 451,817 to 159,100)."""
         items, counts = self.items, self.counts
         for i in order:
             it = items[i]
-            if it.cpu > self.cpu or it.mem > self.mem:
+            if it.cpu > self.cpu or it.mem > self.mem or (it.size > self.top and not it.whole):
                 continue
             k = most[i] - counts[i]
             if k > 0:
