@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from ..mps import MAX_CLIENTS_PER_GPU
 from .highs import _Exact, _Master, _Pricing, new_highs
 from .model import (
     BOUND_EVERY,
@@ -101,7 +102,7 @@ def _generate(
     times at most in the first column generation."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
-    exact = _ExactPricing(items, host, exact_calls)
+    exact = _ExactPricing(items, host, exact_calls, pricing)
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
@@ -228,8 +229,9 @@ class _ExactPricing:
     The split search not past SPLIT_ITEMS services: there the LP it leaves uses no pattern whole, and its dives cost
     seconds."""
 
-    def __init__(self, items: Sequence[Item], host: HostSpec, calls: int) -> None:
+    def __init__(self, items: Sequence[Item], host: HostSpec, calls: int, pricing: _Pricing | None = None) -> None:
         self.items, self.host, self.calls = items, host, calls
+        self.pricing = pricing
         self.search = OneGpu(items, host) if host.gpus == 1 and calls and ONE_GPU_WORK > 0 else None
         self.work = ONE_GPU_WORK
         self.promising_work = PROMISING_WORK
@@ -260,7 +262,9 @@ class _ExactPricing:
         searches only look."""
         if self.search is None:
             return None
-        found = self.search.solve(duals, caps, min(ONE_GPU_NODES if self.proving else ONE_GPU_LOOK, self.work))
+        found = self.search.solve(
+            duals, caps, min(ONE_GPU_NODES if self.proving else ONE_GPU_LOOK, self.work), self._prices_for(duals)
+        )
         self.work -= found.nodes
         self.proving = self.proving and found.counts is not None
         if self.work <= 0:
@@ -292,6 +296,22 @@ class _ExactPricing:
             return None, None
         return self._milp(at, duals, caps, pricing)
 
+    def _prices_for(self, duals: Sequence[float]) -> Callable[[list[int]], Sequence[float]] | None:
+        """The pricing LP's prices of a one-GPU host's resources at ``duals``, per unit in the search's order
+        (``OneGpu.solve``), for the caps the search asks: the first call solves it, the later ones change the caps."""
+        pricing, host = self.pricing, self.host
+        if pricing is None:
+            return None
+        solved = False
+
+        def prices(caps: list[int]) -> Sequence[float]:
+            nonlocal solved
+            p = pricing.rebound(caps) if solved else pricing.solve(duals, caps)[2]
+            solved = True
+            return (p[2], p[3], p[4], p[0] / host.usable, p[1] / MAX_CLIENTS_PER_GPU)
+
+        return prices
+
     def _promising_look(self, at: Sequence[float], caps: Sequence[int], pricing: _Pricing) -> Pattern | None:
         """Beside a look, the search over the EXACT_ITEMS items the MILP would weigh (``_promising``), PROMISING_LOOK
         nodes, PROMISING_WORK in all: its best pattern, proved best among those items or not. Where every service binds
@@ -300,7 +320,9 @@ class _ExactPricing:
         the promising items alone it proved one worth 1.109 in 162 nodes (docs/planning.md)."""
         if self.promising_work <= 0 or self.search is None:
             return None
-        found = self.search.solve(at, _promising(self.items, self.host, at, caps, pricing), PROMISING_LOOK)
+        found = self.search.solve(
+            at, _promising(self.items, self.host, at, caps, pricing), PROMISING_LOOK, self._prices_for(at)
+        )
         self.promising_work -= found.nodes
         counts = found.counts if found.counts is not None else found.seen
         return _pattern(self.items, self.host, counts) if counts is not None and any(counts) else None

@@ -74,6 +74,17 @@ class _Pricing:
         value = self.h.getInfo().objective_function_value
         return value, list(solution.col_value), [abs(y) for y in solution.row_dual]
 
+    def rebound(self, caps: Sequence[int]) -> list[float]:
+        """The prices of ``solve`` at the duals it was last given, with the items' caps now ``caps`` (the one-GPU
+        search's bound asks for a few sets of caps at the same duals: only the bounds change, and HiGHS starts from the
+        last basis)."""
+        np = self.np
+        self.h.changeColsBounds(
+            self.n, np.arange(self.n, dtype=np.int32), np.zeros(self.n), np.array(caps, dtype=float)
+        )
+        self.h.run()
+        return [abs(y) for y in self.h.getSolution().row_dual]
+
 
 class _Exact:
     """The pricing problem as a MILP: a count of each item on each GPU (one isolation group per GPU, its memory and

@@ -6,10 +6,14 @@ network interfaces, and at most one isolation group on the GPU (a whole-GPU task
 takes the items in order of their dual price, largest first, and for each the most tasks that fit, then fewer. A
 branch is cut where what it has plus a bound on what the items after it can add is no more than the best found. The
 bound is the least of: every later task its cap allows; each resource's room at the best worth per unit any later
-item gets from it; and as many tasks as the room takes of the later items' least uses, each worth the largest later
-dual. Where a host holds a handful of tasks (hosts bound by their CPU or memory), this visits hundreds of nodes where
-HiGHS's MILP takes 50-100 ms; where it holds dozens of small tasks it can visit millions, so the search stops at a
-node limit and says so.
+item gets from it; as many tasks as the room takes of the later items' least uses, each worth the largest later
+dual; and, given the pricing LP (``prices_for``), its prices for the later items alone: the room at those prices, plus
+each later item's worth over what its tasks take at them, times its cap (weak duality: any prices of the host's
+resources bound every pattern so). The per-resource bounds are loose where several resources bind: at tuning seed 72's
+duals in column generation, the search proved 52 of 177 pricings within 5,000 nodes without the LP's prices and 97
+with them (docs/planning.md). Where a host holds a handful of tasks (hosts bound by their CPU or memory), this visits
+hundreds of nodes where HiGHS's MILP takes 50-100 ms; where it holds dozens of small tasks it can visit millions, so
+the search stops at a node limit and says so.
 
 On a host of several GPUs the same search lays out a pattern GPU by GPU (``split_search``), each GPU on a share of what
 the host has left: a heuristic pricing, where HiGHS's MILP, which pools the host's GPUs, finds nothing.
@@ -29,6 +33,9 @@ _INF = math.inf
 _EPS = 1e-12
 RUNNERS = 2  # of the patterns a search's best replaced, the last this many go to column generation beside it
 MOST_ITEMS = 400  # the search recurses once per item a pattern holds: past this many priced items, it declines
+# The suffixes of the search's order whose pricing LP is solved (when first needed), each item's bound taking the prices
+# of the last of them at or before it: a few LPs a search (~0.1 ms each); one per item cost more than it proved
+PRICED_FROM = frozenset((0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384))
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,16 @@ class OneGpu:
         self.groups = [it.group if it.size and not it.whole else None for it in items]
         self.room = (host.cpu, host.mem, interfaces(host), host.usable, MAX_CLIENTS_PER_GPU)
 
-    def solve(self, duals: Sequence[float], caps: Sequence[int], limit: int) -> Searched:
+    def solve(
+        self,
+        duals: Sequence[float],
+        caps: Sequence[int],
+        limit: int,
+        prices_for: Callable[[list[int]], Sequence[float]] | None = None,
+    ) -> Searched:
+        """The best pattern at ``duals`` within ``caps``, in ``limit`` nodes. ``prices_for``: given caps (0 for the
+        items left out), prices per unit of the host's CPU, memory, interfaces, GPU memory and MPS clients (``uses``'
+        order); the pricing LP's bind best, and any prices of 0 or more give a valid bound."""
         order = sorted((i for i, d in enumerate(duals) if d > _EPS and caps[i] > 0), key=lambda i: (-duals[i], i))
         n = len(order)
         if n > MOST_ITEMS:
@@ -73,6 +89,26 @@ class OneGpu:
         capped = [0.0] * (n + 1)  # per suffix: every task its caps allow, at its dual
         for j in range(n - 1, -1, -1):
             capped[j] = capped[j + 1] + most[j] * d[j]
+        priced_at = [0] * (n + 1)  # per suffix: the suffix of PRICED_FROM whose prices bound it
+        for j in range(1, n + 1):
+            priced_at[j] = j if j in PRICED_FROM else priced_at[j - 1]
+        priced: dict[int, tuple[tuple[float, ...], list[float]]] = {}
+
+        def prices(s: int) -> tuple[tuple[float, ...], list[float]]:
+            """The prices for the items from ``s`` on, and per suffix from there what the caps add to the room at
+            those prices: each item's worth over its use there, times its cap."""
+            if s not in priced:
+                sub = [0] * len(duals)
+                for k in range(s, n):
+                    sub[order[k]] = most[k]
+                lam = tuple(max(0.0, q) for q in prices_for(sub))  # type: ignore[misc]
+                over = [0.0] * (n + 1)
+                for j in range(n - 1, s - 1, -1):
+                    gain = d[j] - sum(q * u for q, u in zip(lam, a[j], strict=True))
+                    over[j] = over[j + 1] + most[j] * max(0.0, gain)
+                priced[s] = (lam, over)
+            return priced[s]
+
         best_worth = 0.0
         best: list[int] = [0] * n
         replaced: list[list[int]] = []  # each best the search found before the one it ends with
@@ -90,6 +126,12 @@ class OneGpu:
                 x = rem[r] // q
                 if x < t:
                     t = x
+            if prices_for is not None:
+                lam, over = prices(priced_at[j])
+                x = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
+                x *= 1 + 1e-12  # a sum's rounding never cuts the best
+                if x < b:
+                    b = x
             return min(b, t * d[j]) if t < _INF else b
 
         used = [tuple((r, u[r]) for r in range(5) if u[r]) for u in a]
