@@ -317,11 +317,12 @@ def test_the_last_search_for_a_bound_is_skipped_only_where_it_cannot_pass_the_bo
     a host): its LP value is 109.87, the greedy's best pattern at the last duals is worth 1.040 (so 105.7 at most),
     and the search takes the bound from 99 to 100. For each bound known, the better of it and the LP's must be what
     the search gives, and the search must run below 106 and be skipped from there. Column generation as this was
-    written for, without the greedy's climb and with a tail-off of half a host: with them the greedy's pattern at the
-    last duals there is worth a host, and only the first reason to skip arises."""
+    written for, without the greedy's climb and its passes over the other items and with a tail-off of half a host:
+    with them the greedy's pattern at the last duals there is worth a host, and only the first reason to skip arises."""
     from ecs_gpu_sharing.core.host_lp import highs
 
     monkeypatch.setattr(host_lp, "CLIMB", 0)
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     monkeypatch.setattr(host_lp, "TAIL_OFF", 0.5)
 
     fleet = fleet_generator.generate(29, 1000)
@@ -784,11 +785,14 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts (here to LONGEST_ROUNDS; with a bar of
     one host, the tail-off rule stops it before), to LONGEST_ROUNDS at most, and to no more than LONGEST_WORK over its
     143 services (a round's cost grows with them; 131 rounds where that is 130, and never fewer than LONGEST_FLOOR).
-    The plan: 397 instances (398 without the greedy's climb, 410 with LONGEST_ROUNDS at MAX_ROUNDS). Where the greedy
-    finds nothing, the MILP prices before MAX_ROUNDS, not after (there the split search prices alone, as it does
-    after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu)."""
+    The plan: 394 instances; 397 without the greedy's passes over the other items (``_other_items``), 398 without the
+    greedy's climb either, 410 with LONGEST_ROUNDS at MAX_ROUNDS. Where the greedy finds nothing, the MILP prices before
+    MAX_ROUNDS, not after (there the split search prices alone, as it does after the MILP,
+    test_a_host_of_several_gpus_is_priced_gpu_by_gpu). Column generation as this was written for, without the passes
+    over the other items: with them it falls faster and stops before LONGEST_ROUNDS (at round 150)."""
     from ecs_gpu_sharing.core.host_lp import highs
 
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     fleet = fleet_generator.generate(16, 10_000)
     items, host = _problem(fleet.capacity, fleet.services)
     values: list[float] = []  # the master's value at each solve
@@ -851,6 +855,7 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     for r in range(rounds, last, step):
         assert at_round[r - step] - at_round[r] >= 1.0
     monkeypatch.undo()
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     monkeypatch.setattr(highs._Master, "solve", recorded)
     monkeypatch.setattr(host_lp, "_price", round_priced)
     at_round.clear()
@@ -874,10 +879,12 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     )
     assert len(at_round) == host_lp.LONGEST_FLOOR + 1
     monkeypatch.undo()
+    assert plan([fleet.capacity], fleet.services).instances == 394
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     assert plan([fleet.capacity], fleet.services).instances == 397
     monkeypatch.setattr(host_lp, "CLIMB", 0)
     assert plan([fleet.capacity], fleet.services).instances == 398
-    monkeypatch.undo()
+    monkeypatch.setattr(host_lp, "CLIMB", 2)
     monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", host_lp.MAX_ROUNDS)
     assert plan([fleet.capacity], fleet.services).instances == 410
 
@@ -959,7 +966,9 @@ def test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices(monke
     is added where it is worth more than a host, and its bound is Farley's there. Tuning seed 67 at 1,000 tasks (four
     L40S a host, host memory binding): the first such search finds a pattern worth 1.006 hosts; added, the plan is 39
     instances, its bound; with none it is 40. Held-out seed 1017 at 1,000 tasks (four L4s): the bound rises from 208
-    to the plan's 209."""
+    to the plan's 209. Column generation as this was written for, without the greedy's passes over the other items:
+    with them seed 67 takes another path, to 40 instances either way."""
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     found: list[bool] = []  # each search: whether its pattern is worth more than a host
     final = host_lp._ExactPricing.final
 
@@ -978,6 +987,8 @@ def test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices(monke
     monkeypatch.setattr(host_lp, "FINAL_PRICINGS", 0)
     assert plan([fleet.capacity], fleet.services).instances == 40
     assert plan([held_out.capacity], held_out.services).capacities[0].instance_lower_bound == 208
+    monkeypatch.undo()
+    assert plan([fleet.capacity], fleet.services).instances == 40
 
 
 def test_the_greedys_best_pattern_climbs_to_better_neighbours_on_hosts_of_several_gpus() -> None:
@@ -1009,6 +1020,43 @@ def test_the_greedys_best_pattern_climbs_to_better_neighbours_on_hosts_of_severa
                 assert _holds(p, items, host) and all(a <= c for a, c in zip(p.counts, caps, strict=True))
             climbed += bool(steps)
     assert climbed >= 5
+
+
+def test_on_hosts_of_several_gpus_the_greedy_also_prices_the_items_its_best_pattern_left_out() -> None:
+    """In the first column generation on a host of several GPUs, after the greedy (and its climb), OTHER_ITEMS more
+    passes, each over the items the last pass's best pattern left out (their duals as they are, the others' at 0): the
+    patterns added hold none of that best pattern's items, are worth more than a host at the master's duals, hold on the
+    host and keep within the caps. Not on a host of one GPU, and not where the LP is solved again while rounding."""
+    from ecs_gpu_sharing.core.host_lp import highs, patterns
+
+    rng = random.Random(9)
+    passed = 0
+    for seed, gpus in ((0, 4), (4, 8), (5, 8), (24, 8), (2, 1)):
+        fleet = fleet_generator.generate(seed, 1000)
+        items, host = _problem(fleet.capacity, fleet.services)
+        assert host.gpus == gpus
+        for _ in range(6):
+            duals = [rng.uniform(0.02, 0.5) for _ in items]
+            caps = [rng.randint(0, host_lp.per_host(it, host)) for it in items]
+            for bounds in (True, False):
+                # A pricing LP of its own each time: its optimum is not unique, and HiGHS starts from its last basis.
+                _, counts, prices = highs._Pricing(items, host).solve(duals, caps)
+                found = patterns._candidates(items, host, duals, caps, counts, prices, host_lp.CLIMB if bounds else 0)
+                best = max(found, key=lambda p: host_lp._worth(duals, p))
+                master = host_lp._first_master(items, host)
+                before = len(master.patterns)
+                host_lp._price(master, items, host, duals, duals, caps, highs._Pricing(items, host), bounds, False)
+                greedy = [p for p in found if host_lp._worth(duals, p) > 1 + 1e-7]
+                extra = [p for p in master.patterns[before:] if p not in greedy]
+                if host.gpus == 1 or not bounds:
+                    assert not extra
+                    continue
+                for p in extra:
+                    assert not any(a and b for a, b in zip(p.counts, best.counts, strict=True))
+                    assert host_lp._worth(duals, p) > 1 + 1e-7
+                    assert _holds(p, items, host) and all(a <= c for a, c in zip(p.counts, caps, strict=True))
+                passed += bool(extra)
+    assert passed >= 5
 
 
 def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gpu_by_gpu(
@@ -1221,11 +1269,15 @@ def test_the_small_masters_integer_search_is_exact(
 def test_the_pricings_past_the_milp_lower_the_plan_where_it_stops_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 37 at 10,000 tasks (four L4s a host, 80 services each binding its own resource): the pooled MILP
     finds no pattern worth a host long before column generation has converged. With the decomposition over the GPUs
-    the plan is 1,365 instances, its bound; with the split search alone, 1,407; with neither, 1,412."""
+    the plan is 1,365 instances, its bound; without it, 1,415. Without the greedy's passes over the other items (as this
+    was written for), with the split search alone 1,407, with neither 1,412; with those passes the split search alone
+    is 1,415 too."""
     fleet = fleet_generator.generate(37, 10_000)
     result = plan([fleet.capacity], fleet.services)
     assert (result.instances, result.capacities[0].instance_lower_bound) == (1365, 1365)
     monkeypatch.setattr(host_lp, "PER_GPU_WORK", 0)
+    assert plan([fleet.capacity], fleet.services).instances == 1415
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     assert plan([fleet.capacity], fleet.services).instances == 1407
     monkeypatch.setattr(host_lp, "SPLIT_STEPS", 0)
     assert plan([fleet.capacity], fleet.services).instances == 1412
@@ -1236,9 +1288,11 @@ def test_the_decompositions_integer_search_has_the_nodes_to_find_a_pattern_worth
 ) -> None:
     """Tuning seed 10 at 10,000 tasks (four L40S a host, 90 services each binding its own resource): with 2,000 nodes
     for the small master's integer search the plan is 1,744 instances; with 200 the search misses combinations of its
-    contents worth more than a host, and the plan is 1,745."""
+    contents worth more than a host, and the plan is 1,745. Column generation as this was written for, without the
+    greedy's passes over the other items: with them the plan is 1,745 either way."""
     from ecs_gpu_sharing.core.host_lp import per_gpu
 
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     fleet = fleet_generator.generate(10, 10_000)
     assert plan([fleet.capacity], fleet.services).instances == 1744
     monkeypatch.setattr(per_gpu, "PER_GPU_NODES", 200)
@@ -1391,6 +1445,9 @@ def test_a_dive_fixes_a_host_of_every_pattern_the_lp_uses_nearly_whole(monkeypat
     """Where no pattern is used whole, a dive fixes a host of the pattern the LP uses most and of every other it uses
     DIVE_FIX of: tuning seed 37 at 1,000 tasks (four L40S a host) rounds in 9 LP solves, where fixing one pattern a
     dive took 12, with the same hosts; every task is held or left to the planner either way."""
+    monkeypatch.setattr(
+        host_lp, "OTHER_ITEMS", 0
+    )  # the LPs these numbers were set on: no greedy passes over other items
     fleet = fleet_generator.generate(37, 1000)
     items, host = _problem(fleet.capacity, fleet.services)
     calls = _counted(monkeypatch)
@@ -1411,6 +1468,9 @@ def test_the_dives_stop_once_a_rounding_kept_needs_no_more_than_the_bound(monkey
     LP's bound: no dive can do better. Tuning seed 4 at 1,000 tasks (eight L40S a host, bound 117): with packings
     that finish any rest on no hosts at all, or on the 12 the bound leaves, the first rounding kept (105 hosts, 137
     tasks left) ends the dives; with packings that never meet the bound, the dives run as they do without packings, to 117 hosts and nothing left."""
+    monkeypatch.setattr(
+        host_lp, "OTHER_ITEMS", 0
+    )  # the LPs these numbers were set on: no greedy passes over other items
     fleet = fleet_generator.generate(4, 1000)
     items, host = _problem(fleet.capacity, fleet.services)
     calls = _counted(monkeypatch)
@@ -1443,6 +1503,9 @@ def test_the_dives_stop_where_the_lp_says_they_cannot_beat_a_rounding_kept(monke
     Told one finishes on 99, it dives as before. Without the greedy's climb and the search for the bound pricing:
     with the climb the bound there is 98, and a rounding kept on 98 stops the dives for the other reason (the test
     before this one); the search adds an LP solve."""
+    monkeypatch.setattr(
+        host_lp, "OTHER_ITEMS", 0
+    )  # the LPs these numbers were set on: no greedy passes over other items
     monkeypatch.setattr(host_lp, "CLIMB", 0)
     monkeypatch.setattr(host_lp, "FINAL_PRICINGS", 0)
     fleet = fleet_generator.generate(26, 1000)

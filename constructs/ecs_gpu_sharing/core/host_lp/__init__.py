@@ -50,6 +50,7 @@ from .model import (
     ONE_GPU_LOOK,
     ONE_GPU_NODES,
     ONE_GPU_WORK,
+    OTHER_ITEMS,
     PROMISING_LOOK,
     PROMISING_WORK,
     RESOLVE_ROUNDS,
@@ -433,13 +434,48 @@ def _price(
         most = min(most, _most_worth(items, host, at, prices))
     added = False
     best = 0.0
-    for p in _candidates(items, host, at, caps, counts, prices, CLIMB if bounds else 0):
+    found = _candidates(items, host, at, caps, counts, prices, CLIMB if bounds else 0)
+    for p in found:
         best = max(best, _worth(at, p))
         if _worth(duals, p) > 1 + 1e-7:
             added |= master.add(p)
+    if bounds and host.gpus > 1 and found:
+        added |= _other_items(master, items, host, at, duals, caps, pricing, found)
     if not added and bounds:
         most = min(most, _most_worth(items, host, at, prices))
     return added, most, best
+
+
+def _other_items(
+    master: _Master,
+    items: Sequence[Item],
+    host: HostSpec,
+    at: Sequence[float],
+    duals: Sequence[float],
+    caps: Sequence[int],
+    pricing: _Pricing,
+    found: Sequence[Pattern],
+) -> bool:
+    """On a host of several GPUs, OTHER_ITEMS more passes of the greedy (climbing too), each over the items the last
+    pass's best pattern (at ``at``) left out: their dual prices as they are, the others' at 0, the pricing LP solved
+    again there. Its patterns worth more than a host at the master's ``duals`` are added; whether one was. Where every
+    service binds its own resource, column generation adds one good pattern a round and crawls; a pattern over the
+    other items covers other rows of the master in the same round (docs/planning.md)."""
+    added = False
+    best = max(found, key=lambda p: _worth(at, p))
+    for _ in range(OTHER_ITEMS):
+        at = [0.0 if a else d for d, a in zip(at, best.counts, strict=True)]
+        worth, counts, prices = pricing.solve(at, caps)
+        if worth <= 1 + 1e-7:
+            break
+        more = _candidates(items, host, at, caps, counts, prices, CLIMB)
+        if not more:
+            break
+        for p in more:
+            if _worth(duals, p) > 1 + 1e-7:
+                added |= master.add(p)
+        best = max(more, key=lambda p: _worth(at, p))
+    return added
 
 
 def _first_master(items: Sequence[Item], host: HostSpec) -> _Master:

@@ -36,6 +36,8 @@ LONGEST_WORK = 40_000
 LONGEST_FLOOR = 120
 TAIL_OFF = 0.25  # (0.5 before the greedy's patterns climbed: then a pause of ten rounds stopped what would go on)
 CLIMB = 2  # in the first column generation on a host of several GPUs: steps up from the greedy's best pattern
+OTHER_ITEMS = 1  # in the first column generation on a host of several GPUs: greedy passes over the items the last
+# pass's best pattern left out (``host_lp._other_items``)
 WEAK_GREEDY = 0.5  # on a one-GPU host, the exact pricing also runs where the greedy's best pattern gains less than this
 # share of what the pricing's bound says a pattern could gain (its worth less one host)
 SPLIT_STEPS = 20_000  # work of the one-GPU search on each GPU of a host of several (split_search): nodes x items
