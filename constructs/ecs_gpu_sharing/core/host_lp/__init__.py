@@ -6,7 +6,8 @@ own) within the host's CPU units, memory and network interfaces. The master LP c
 the fewest patterns (Gilmore and Gomory's column generation). Its dual prices ask for a pattern worth more than one
 host; a greedy builds candidates in several orders (services by dual price over their share of the host, each
 resource weighed on its own, summed and at its largest), best fit onto the GPUs; on hosts of several GPUs, in the first
-column generation, the best of them climbs to better neighbours (``patterns._climbed``). Where it finds nothing, exact
+column generation, the best of them climbs to better neighbours (``patterns._climbed``), and the greedy passes again
+over the items that best pattern left out (``_other_items``). Where it finds nothing, exact
 or closer pricings (``_ExactPricing``): a search on one-GPU hosts; HiGHS's MILP; on hosts of several GPUs a small master
 of what each GPU holds (``per_gpu``) and a search GPU by GPU; where all of them find nothing, the longer search for the
 bound (``_final_pricing``).
@@ -422,8 +423,9 @@ def _price(
     bounds: bool,
     due: bool,
 ) -> tuple[bool, float, float]:
-    """The greedy's patterns priced at ``at`` (with ``bounds``, in the first column generation, climbed: ``CLIMB``),
-    those worth more than a host at the master's ``duals`` added; whether
+    """The greedy's patterns priced at ``at`` (with ``bounds``, in the first column generation, climbed: ``CLIMB``;
+    on a host of several GPUs, with the passes over the items the best left out: ``_other_items``), those worth more
+    than a host at the master's ``duals`` added; whether
     one was, the most a pattern is worth at ``at`` (the pricing LP's value, or, with ``bounds``, the Lagrangian
     bound's where the bound is ``due`` or nothing was added), and the best of the greedy's patterns' worth at ``at``."""
     worth, counts, prices = pricing.solve(at, caps)
