@@ -7,10 +7,10 @@ the fewest patterns (Gilmore and Gomory's column generation). Its dual prices as
 host; a greedy builds candidates in several orders (services by dual price over their share of the host, each
 resource weighed on its own, summed and at its largest), best fit onto the GPUs; on hosts of several GPUs, in the first
 column generation, the best of them climbs to better neighbours (``patterns._climbed``), and the greedy passes again
-over the items that best pattern left out (``_other_items``). Where it finds nothing, exact
-or closer pricings (``_ExactPricing``): a search on one-GPU hosts; HiGHS's MILP; on hosts of several GPUs a small master
-of what each GPU holds (``per_gpu``) and a search GPU by GPU; where all of them find nothing, the longer search for the
-bound (``_final_pricing``).
+over the items that best pattern left out (``_other_items``). Where it finds nothing, exact or closer pricings
+(``_ExactPricing``): a search on one-GPU hosts; HiGHS's MILP; on hosts of several GPUs a small master of what each GPU
+holds (``per_gpu``) and a search GPU by GPU; where all of them find nothing, the longer search for the bound
+(``_final_pricing``).
 
 Plan: the LP's patterns rounded down, the LP solved again over what is left (new patterns priced for it), again,
 until the rest is small; the planner places that rest with its own packings. A pattern cut down to the last tasks of
