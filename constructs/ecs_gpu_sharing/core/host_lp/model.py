@@ -34,7 +34,8 @@ LONGEST_ROUNDS = 200  # column generation rounds at most, past MAX_ROUNDS only w
 # nor fewer than LONGEST_FLOOR
 LONGEST_WORK = 40_000
 LONGEST_FLOOR = 120
-TAIL_OFF = 0.25  # (0.5 before the greedy's patterns climbed: then a pause of ten rounds stopped what would go on)
+TAIL_OFF = 0.1  # (0.25 before the greedy passed over the other items, 0.5 before its patterns climbed: each time a
+# pause of ten rounds stopped column generation where it would have gone on)
 CLIMB = 2  # in the first column generation on a host of several GPUs: steps up from the greedy's best pattern
 OTHER_ITEMS = 1  # in the first column generation on a host of several GPUs: greedy passes over the items the last
 # pass's best pattern left out (``host_lp._other_items``)
