@@ -1390,8 +1390,8 @@ def test_the_rounding_fills_a_cut_down_pattern_and_takes_a_fleet_to_its_bound(mo
     monkeypatch.setattr(one_gpu, "RUNNERS", 0)
     result = plan([fleet.capacity], fleet.services)
     assert result.instances == result.capacities[0].instance_lower_bound == 226
-    monkeypatch.setattr(host_lp, "_topped", lambda items, host, p, left: p)
-    assert patterns._topped is not host_lp._topped
+    monkeypatch.setattr(host_lp, "_topped", lambda items, host, p, left: p)  # the rounding's cut-down patterns
+    monkeypatch.setattr(patterns, "_topped", lambda items, host, p, left: p)  # and its hosts' room (_fill_rest)
     assert plan([fleet.capacity], fleet.services).instances == 227
 
 

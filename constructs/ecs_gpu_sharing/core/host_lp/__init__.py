@@ -70,7 +70,7 @@ from .model import (
     per_host,
 )
 from .one_gpu import OneGpu, Searched, split_search
-from .patterns import _build, _candidates, _most_worth, _restrict, _topped, _variants, _worth, largest_first
+from .patterns import _build, _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _variants, _worth
 from .per_gpu import PER_GPU_WORK, PerGpu
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
@@ -299,8 +299,7 @@ class _ExactPricing:
         return self._milp(at, duals, caps, pricing)
 
     def _prices_for(self, duals: Sequence[float]) -> Callable[[list[int]], Sequence[float]] | None:
-        """The pricing LP's prices of a one-GPU host's resources at ``duals``, per unit in the search's order
-        (``OneGpu.solve``), for the caps the search asks: the first call solves it, the later ones change the caps."""
+        """The pricing LP's prices at ``duals`` for the caps the search asks (``OneGpu.solve``'s order, per unit)."""
         pricing, host = self.pricing, self.host
         if pricing is None:
             return None
@@ -391,11 +390,6 @@ class _ExactPricing:
         return self.milp.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
 
 
-def _pattern(items: Sequence[Item], host: HostSpec, counts: Sequence[int]) -> Pattern:
-    """``counts`` laid out on the host's GPUs."""
-    return _build(items, host, largest_first(items), counts)
-
-
 def _promising(
     items: Sequence[Item], host: HostSpec, at: Sequence[float], caps: Sequence[int], pricing: _Pricing
 ) -> list[int]:
@@ -458,11 +452,9 @@ def _other_items(
     pricing: _Pricing,
     found: Sequence[Pattern],
 ) -> bool:
-    """On a host of several GPUs, OTHER_ITEMS more passes of the greedy (climbing too), each over the items the last
-    pass's best pattern (at ``at``) left out: their dual prices as they are, the others' at 0, the pricing LP solved
-    again there. Its patterns worth more than a host at the master's ``duals`` are added; whether one was. Where every
-    service binds its own resource, column generation adds one good pattern a round and crawls; a pattern over the
-    other items covers other rows of the master in the same round (docs/planning.md)."""
+    """OTHER_ITEMS more passes of the greedy (climbing too), each over the items the last pass's best pattern (at
+    ``at``) left out, the others' duals at 0; its patterns worth a host at ``duals`` added (whether one was). Where each
+    service binds its own resource, a round added one good pattern and crawled (docs/planning.md)."""
     added = False
     best = max(found, key=lambda p: _worth(at, p))
     for _ in range(OTHER_ITEMS):
@@ -586,27 +578,6 @@ def _rounded(
             break  # this rounding cannot beat one kept: what is left goes to the caller's packings
     hosts, left = _fill_rest(items, host, hosts, left)
     return Solution(bound, value, hosts, left, kept)
-
-
-def _fill_rest(
-    items: Sequence[Item], host: HostSpec, hosts: list[tuple[Pattern, int]], left: Sequence[int]
-) -> tuple[list[tuple[Pattern, int]], list[int]]:
-    """The rounding's hosts with the room their patterns leave filled from the rest (``_topped``), one host at a time
-    while a host of a pattern takes more, before the rest goes to the planner's packings on hosts of their own; and
-    what is left then."""
-    rest = list(left)
-    out: list[tuple[Pattern, int]] = []
-    for p, k in hosts:
-        while k > 0 and any(rest):
-            filled = _topped(items, host, p, [a + n for a, n in zip(p.counts, rest, strict=True)])
-            if filled.counts == p.counts:
-                break
-            out.append((filled, 1))
-            rest = [n - (b - a) for n, a, b in zip(rest, p.counts, filled.counts, strict=True)]
-            k -= 1
-        if k > 0:
-            out.append((p, k))
-    return out, rest
 
 
 __all__ = [

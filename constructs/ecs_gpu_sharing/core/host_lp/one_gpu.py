@@ -85,55 +85,12 @@ class OneGpu:
         a = [self.uses[i] for i in order]
         most = [caps[i] for i in order]
         group = [self.groups[i] for i in order]
-        rated, fewest = _suffix_bounds(d, a)
-        capped = [0.0] * (n + 1)  # per suffix: every task its caps allow, at its dual
-        for j in range(n - 1, -1, -1):
-            capped[j] = capped[j + 1] + most[j] * d[j]
-        priced_at = [0] * (n + 1)  # per suffix: the suffix of PRICED_FROM whose prices bound it
-        for j in range(1, n + 1):
-            priced_at[j] = j if j in PRICED_FROM else priced_at[j - 1]
-        priced: dict[int, tuple[tuple[float, ...], list[float]]] = {}
-
-        def prices(s: int) -> tuple[tuple[float, ...], list[float]]:
-            """The prices for the items from ``s`` on, and per suffix from there what the caps add to the room at
-            those prices: each item's worth over its use there, times its cap."""
-            if s not in priced:
-                sub = [0] * len(duals)
-                for k in range(s, n):
-                    sub[order[k]] = most[k]
-                lam = tuple(max(0.0, q) for q in prices_for(sub))  # type: ignore[misc]
-                over = [0.0] * (n + 1)
-                for j in range(n - 1, s - 1, -1):
-                    gain = d[j] - sum(q * u for q, u in zip(lam, a[j], strict=True))
-                    over[j] = over[j + 1] + most[j] * max(0.0, gain)
-                priced[s] = (lam, over)
-            return priced[s]
-
+        bound = _bounds(order, d, a, most, len(duals), prices_for)
         best_worth = 0.0
         best: list[int] = [0] * n
         replaced: list[list[int]] = []  # each best the search found before the one it ends with
         counts = [0] * n
         nodes = 0
-
-        def bound(rem: tuple[int, ...], j: int) -> float:
-            b = capped[j]
-            for r, q in rated[j]:
-                x = rem[r] * q
-                if x < b:
-                    b = x
-            t = _INF
-            for r, q in fewest[j]:
-                x = rem[r] // q
-                if x < t:
-                    t = x
-            if prices_for is not None:
-                lam, over = prices(priced_at[j])
-                x = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
-                x *= 1 + 1e-12  # a sum's rounding never cuts the best
-                if x < b:
-                    b = x
-            return min(b, t * d[j]) if t < _INF else b
-
         used = [tuple((r, u[r]) for r in range(5) if u[r]) for u in a]
 
         def search(rem: tuple[int, ...], start: int, worth: float, gpu_group: str | None, first: float) -> None:
@@ -194,6 +151,63 @@ class OneGpu:
         full = widened(best)
         runners = tuple(widened(c) for c in reversed(replaced[max(0, len(replaced) - RUNNERS) :]))
         return Searched(None if nodes > limit else full, best_worth, nodes, full, runners)
+
+
+def _bounds(
+    order: Sequence[int],
+    d: Sequence[float],
+    a: Sequence[tuple[int, ...]],
+    most: Sequence[int],
+    items: int,
+    prices_for: Callable[[list[int]], Sequence[float]] | None,
+) -> Callable[[tuple[int, ...], int], float]:
+    """The search's bound (the module's docstring) on what the items from ``j`` of its order on can add within ``rem``:
+    ``d``, ``a`` and ``most`` are their duals, uses and caps in that order, ``items`` all the LP's items."""
+    n = len(order)
+    rated, fewest = _suffix_bounds(d, a)
+    capped = [0.0] * (n + 1)  # per suffix: every task its caps allow, at its dual
+    for j in range(n - 1, -1, -1):
+        capped[j] = capped[j + 1] + most[j] * d[j]
+    priced_at = [0] * (n + 1)  # per suffix: the suffix of PRICED_FROM whose prices bound it
+    for j in range(1, n + 1):
+        priced_at[j] = j if j in PRICED_FROM else priced_at[j - 1]
+    priced: dict[int, tuple[tuple[float, ...], list[float]]] = {}
+
+    def prices(s: int) -> tuple[tuple[float, ...], list[float]]:
+        """The prices for the items from ``s`` on, and per suffix from there what the caps add to the room at
+        those prices: each item's worth over its use there, times its cap."""
+        if s not in priced:
+            sub = [0] * items
+            for k in range(s, n):
+                sub[order[k]] = most[k]
+            lam = tuple(max(0.0, q) for q in prices_for(sub))  # type: ignore[misc]
+            over = [0.0] * (n + 1)
+            for j in range(n - 1, s - 1, -1):
+                gain = d[j] - sum(q * u for q, u in zip(lam, a[j], strict=True))
+                over[j] = over[j + 1] + most[j] * max(0.0, gain)
+            priced[s] = (lam, over)
+        return priced[s]
+
+    def bound(rem: tuple[int, ...], j: int) -> float:
+        b = capped[j]
+        for r, q in rated[j]:
+            x = rem[r] * q
+            if x < b:
+                b = x
+        t = _INF
+        for r, q in fewest[j]:
+            x = rem[r] // q
+            if x < t:
+                t = x
+        if prices_for is not None:
+            lam, over = prices(priced_at[j])
+            x = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
+            x *= 1 + 1e-12  # a sum's rounding never cuts the best
+            if x < b:
+                b = x
+        return min(b, t * d[j]) if t < _INF else b
+
+    return bound
 
 
 def _first_cut(passes: Callable[[int], bool], low: int, high: int) -> int:

@@ -338,3 +338,29 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
             value = _knapsack(reduced, sizes, caps, room, bound=True)[0]
         best = min(best, value + priced)
     return best
+
+
+def _pattern(items: Sequence[Item], host: HostSpec, counts: Sequence[int]) -> Pattern:
+    """``counts`` laid out on the host's GPUs."""
+    return _build(items, host, largest_first(items), counts)
+
+
+def _fill_rest(
+    items: Sequence[Item], host: HostSpec, hosts: list[tuple[Pattern, int]], left: Sequence[int]
+) -> tuple[list[tuple[Pattern, int]], list[int]]:
+    """The rounding's hosts with the room their patterns leave filled from the rest (``_topped``), one host at a time
+    while a host of a pattern takes more, before the rest goes to the planner's packings on hosts of their own; and
+    what is left then."""
+    rest = list(left)
+    out: list[tuple[Pattern, int]] = []
+    for p, k in hosts:
+        while k > 0 and any(rest):
+            filled = _topped(items, host, p, [a + n for a, n in zip(p.counts, rest, strict=True)])
+            if filled.counts == p.counts:
+                break
+            out.append((filled, 1))
+            rest = [n - (b - a) for n, a, b in zip(rest, p.counts, filled.counts, strict=True)]
+            k -= 1
+        if k > 0:
+            out.append((p, k))
+    return out, rest
