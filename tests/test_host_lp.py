@@ -391,9 +391,14 @@ def _feasible_on_one_gpu(items: list[host_lp.Item], host: host_lp.HostSpec, coun
     )
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(
+_DRAWN = tuple[str, str, int, int, int, int, int, int]
+_ONE_GPU_HOST = host_lp.HostSpec(gpus=1, usable=1000, cpu=1000, mem=1000, enis=2)
+
+
+def _drawn_services(most_cap: int, most: int) -> st.SearchStrategy[list[_DRAWN]]:
+    """Services for ``_ONE_GPU_HOST``, up to ``most`` of them and ``most_cap`` tasks each: MPS, whole-GPU or GPU-less
+    tasks, in isolation groups, with some resources unused, and a dual price each."""
+    return st.lists(
         st.tuples(
             st.sampled_from(["mps", "whole", "none"]),
             st.sampled_from(["", "a", "b"]),
@@ -401,23 +406,16 @@ def _feasible_on_one_gpu(items: list[host_lp.Item], host: host_lp.HostSpec, coun
             st.integers(0, 6),  # CPU units, tenths of the host's (0: none)
             st.integers(0, 6),  # memory, tenths
             st.integers(0, 1),  # an interface each (awsvpc) or none
-            st.integers(0, 3),  # cap
+            st.integers(0, most_cap),  # cap
             st.integers(0, 10),  # dual, tenths
         ),
         min_size=1,
-        max_size=5,
+        max_size=most,
     )
-)
-def test_the_search_is_exact_with_isolation_groups_whole_gpus_and_resources_some_tasks_do_not_use(
-    drawn: list[tuple[str, str, int, int, int, int, int, int]],
-) -> None:
-    """Against every count the caps allow: the best worth, and a pattern one host takes. Tasks that use no CPU, no
-    interface or no MPS client are where a bound that assumes every later task uses a resource would cut too much."""
-    import itertools
 
-    from ecs_gpu_sharing.core.host_lp.one_gpu import OneGpu
 
-    host = host_lp.HostSpec(gpus=1, usable=1000, cpu=1000, mem=1000, enis=2)
+def _drawn_problem(drawn: list[_DRAWN]) -> tuple[list[host_lp.Item], list[float], list[int]]:
+    """The drawn services as the LP's items on ``_ONE_GPU_HOST``, their duals and their caps."""
     items = [
         host_lp.Item(
             name=f"s{i}",
@@ -428,12 +426,26 @@ def test_the_search_is_exact_with_isolation_groups_whole_gpus_and_resources_some
             cpu=cpu * 100,
             mem=mem * 100,
             enis=enis,
-            demand=cap,
+            demand=max(cap, 1),
         )
         for i, (kind, group, gpu, cpu, mem, enis, cap, _) in enumerate(drawn)
     ]
-    duals = [dual / 10 for *_, dual in drawn]
-    caps = [cap for *_, cap, _ in drawn]
+    return items, [dual / 10 for *_, dual in drawn], [cap for *_, cap, _ in drawn]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_drawn_services(3, 5))
+def test_the_search_is_exact_with_isolation_groups_whole_gpus_and_resources_some_tasks_do_not_use(
+    drawn: list[_DRAWN],
+) -> None:
+    """Against every count the caps allow: the best worth, and a pattern one host takes. Tasks that use no CPU, no
+    interface or no MPS client are where a bound that assumes every later task uses a resource would cut too much."""
+    import itertools
+
+    from ecs_gpu_sharing.core.host_lp.one_gpu import OneGpu
+
+    host = _ONE_GPU_HOST
+    items, duals, caps = _drawn_problem(drawn)
     found = OneGpu(items, host).solve(duals, caps, 1_000_000)
     assert found.counts is not None
     assert _feasible_on_one_gpu(items, host, tuple(found.counts))
@@ -456,24 +468,11 @@ def test_the_search_is_exact_with_isolation_groups_whole_gpus_and_resources_some
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["mps", "whole", "none"]),
-            st.sampled_from(["", "a", "b"]),
-            st.integers(1, 9),  # GPU memory, tenths of the GPU
-            st.integers(0, 6),  # CPU units, tenths of the host's (0: none)
-            st.integers(0, 6),  # memory, tenths
-            st.integers(0, 1),  # an interface each (awsvpc) or none
-            st.integers(0, 4),  # cap
-            st.integers(0, 10),  # dual, tenths
-        ),
-        min_size=1,
-        max_size=8,
-    ),
+    _drawn_services(4, 8),
     st.lists(st.lists(st.integers(0, 4), min_size=5, max_size=5), min_size=1, max_size=4),
 )
 def test_any_prices_of_the_hosts_resources_bound_the_search_without_cutting_its_best(
-    drawn: list[tuple[str, str, int, int, int, int, int, int]], drawn_prices: list[list[int]]
+    drawn: list[_DRAWN], drawn_prices: list[list[int]]
 ) -> None:
     """Given prices of the host's resources (``prices_for``: the pricing LP's, or any of 0 or more), each bound the
     search takes is the room at those prices plus each later item's worth over them times its cap: never below what
@@ -481,23 +480,8 @@ def test_any_prices_of_the_hosts_resources_bound_the_search_without_cutting_its_
     nothing better than the best it had). Prices drawn at random, one set per call, and the pricing LP's."""
     from ecs_gpu_sharing.core.host_lp.one_gpu import OneGpu
 
-    host = host_lp.HostSpec(gpus=1, usable=1000, cpu=1000, mem=1000, enis=2)
-    items = [
-        host_lp.Item(
-            name=f"s{i}",
-            group=group if kind == "mps" else "",
-            size=gpu * 100 if kind == "mps" else 0,
-            clients=1 if kind == "mps" else 0,
-            whole=1 if kind == "whole" else 0,
-            cpu=cpu * 100,
-            mem=mem * 100,
-            enis=enis,
-            demand=max(cap, 1),
-        )
-        for i, (kind, group, gpu, cpu, mem, enis, cap, _) in enumerate(drawn)
-    ]
-    duals = [dual / 10 for *_, dual in drawn]
-    caps = [cap for *_, cap, _ in drawn]
+    host = _ONE_GPU_HOST
+    items, duals, caps = _drawn_problem(drawn)
     search = OneGpu(items, host)
     plain = search.solve(duals, caps, 1_000_000)
     room = (host.cpu, host.mem, host.enis, host.usable, 48)
