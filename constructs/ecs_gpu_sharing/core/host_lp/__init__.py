@@ -199,9 +199,7 @@ def _add_priced(
     """An exact pricing's pattern (found at ``at``) into the master, with its neighbours (``_variants``) and the
     ``runners`` that are worth more than a host at the master's ``duals``: whether the pattern was new."""
     added = master.add(found)
-    for p in [*_variants(items, host, found, at, caps), *runners]:
-        if _worth(duals, p) > 1 + 1e-7:
-            master.add(p)
+    master.add_worth_a_host(duals, [*_variants(items, host, found, at, caps), *runners])
     return added
 
 
@@ -428,13 +426,9 @@ def _price(
         return False, most, 0.0
     if bounds and due:
         most = min(most, _most_worth(items, host, at, prices))
-    added = False
-    best = 0.0
     found = _candidates(items, host, at, caps, counts, prices, CLIMB if bounds else 0)
-    for p in found:
-        best = max(best, _worth(at, p))
-        if _worth(duals, p) > 1 + 1e-7:
-            added |= master.add(p)
+    best = max((_worth(at, p) for p in found), default=0.0)
+    added = master.add_worth_a_host(duals, found)
     if bounds and host.gpus > 1 and found:
         added |= _other_items(master, items, host, at, duals, caps, pricing, found)
     if not added and bounds:
@@ -465,9 +459,7 @@ def _other_items(
         more = _candidates(items, host, at, caps, counts, prices, CLIMB)
         if not more:
             break
-        for p in more:
-            if _worth(duals, p) > 1 + 1e-7:
-                added |= master.add(p)
+        added |= master.add_worth_a_host(duals, more)
         best = max(more, key=lambda p: _worth(at, p))
     return added
 

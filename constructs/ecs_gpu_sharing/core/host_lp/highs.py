@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use, interfaces
-from .patterns import _Builder, largest_first
+from .patterns import _Builder, _worth, largest_first
 
 _BANNER_SHOWN = False
 
@@ -248,6 +248,14 @@ class _Master:
             self.np.array([float(p.counts[i]) for i in rows]),
         )
         return True
+
+    def add_worth_a_host(self, duals: Sequence[float], patterns: Sequence[Pattern]) -> bool:
+        """Each of ``patterns`` worth more than a host at the master's ``duals``: whether one was new."""
+        added = False
+        for p in patterns:
+            if _worth(duals, p) > 1 + 1e-7:
+                added |= self.add(p)
+        return added
 
     def demand(self, demand: Sequence[int]) -> None:
         for r, d in enumerate(demand):

@@ -172,6 +172,7 @@ def _bounds(
     for j in range(1, n + 1):
         priced_at[j] = j if j in PRICED_FROM else priced_at[j - 1]
     priced: dict[int, tuple[tuple[float, ...], list[float]]] = {}
+    fetch = prices_for or (lambda _caps: (0.0,) * 5)  # called only with prices_for (bound below)
 
     def prices(s: int) -> tuple[tuple[float, ...], list[float]]:
         """The prices for the items from ``s`` on, and per suffix from there what the caps add to the room at
@@ -180,7 +181,7 @@ def _bounds(
             sub = [0] * items
             for k in range(s, n):
                 sub[order[k]] = most[k]
-            lam = tuple(max(0.0, q) for q in prices_for(sub))  # type: ignore[misc]
+            lam = tuple(max(0.0, q) for q in fetch(sub))
             over = [0.0] * (n + 1)
             for j in range(n - 1, s - 1, -1):
                 gain = d[j] - sum(q * u for q, u in zip(lam, a[j], strict=True))
