@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime
 from dataclasses import replace
 
+import pytest
+
 from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
-from ecs_gpu_sharing.core.planner import ServiceInput
+from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
     OUTSIDE_PLAN_WARNING,
@@ -127,3 +129,57 @@ def test_name_clashes_and_unreadable_shapes_are_errors_with_ids() -> None:
         "ecs-gpu-sharing:ServiceNameClash",
         "ecs-gpu-sharing:TaskShapeNotLiteral",
     ]
+
+
+# --- the surge's packing: the host-level LP only where a finding reads it ---------------------------------------
+
+
+def _lp_pair(monkeypatch: pytest.MonkeyPatch) -> tuple[CapacityInput, list[ServiceInput]]:
+    """A fleet the host-level LP packs tighter than the other strategies (the small-fleet search off): steady 2 hosts
+    against 3; at the surge (a 12, b 8) 4 against 5, its lower bound 4."""
+    from ecs_gpu_sharing.core.plan_inputs import service_input
+    from ecs_gpu_sharing.core.planner import search
+
+    monkeypatch.setattr(search, "SEARCH_TASKS", 0)
+    l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
+    shapes = {"a": (6, TaskShape(2048, 11648, (2176, 2176))), "b": (4, TaskShape(512, 12800, (1024,)))}
+    services = [
+        replace(service_input(name, "l40s", shape, n, count_source="desired count"), allocation=MEASURED)
+        for name, (n, shape) in shapes.items()
+    ]
+    return l40s, services
+
+
+def test_the_surge_is_packed_without_the_host_level_lp_where_no_finding_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#32: the LP is the plan's costliest strategy, and the surge's packing decides nothing where max_instances is
+    derived (ECS's own placement needs more) or holds the packing without it: there the surge costs no LP."""
+    l40s, services = _lp_pair(monkeypatch)
+    for max_instances in (None, 5, 9):
+        result = assess([replace(l40s, max_instances=max_instances)], services)
+        surge = result.surge.capacity("l40s")
+        assert (surge.instance_count, surge.instances_without_lp, surge.instance_lower_bound) == (5, 5, 4)
+        assert result.steady.capacity("l40s").instance_count == 2  # the steady plan keeps its LP
+        assert not [f for f in result.findings if f.rule_id == SURGE_WARNING]
+
+
+def test_the_surge_is_packed_with_the_host_level_lp_where_a_finding_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a given max_instances is below the surge's packing without the LP, SurgeDoesNotFit reads the surge's
+    instances: the LP packs it, so the warning fires only where the LP's packing does not fit either (4 holds it, 3
+    does not), and names the LP's count. A derived max_instances past the cluster quota is read the same way."""
+    from ecs_gpu_sharing.core import quotas
+
+    l40s, services = _lp_pair(monkeypatch)
+    fits = assess([replace(l40s, max_instances=4)], services)
+    assert fits.surge.capacity("l40s").instance_count == 4
+    assert not [f for f in fits.findings if f.rule_id == SURGE_WARNING]
+    short = assess([replace(l40s, max_instances=3)], services)
+    (warning,) = [f for f in short.findings if f.rule_id == SURGE_WARNING]
+    assert "needs 4 instances" in warning.message
+    monkeypatch.setattr(quotas, "INSTANCES_PER_CLUSTER", replace(quotas.INSTANCES_PER_CLUSTER, number=4))
+    assert assess([l40s], services).surge.capacity("l40s").instance_count == 4  # 5 would pass the quota of 4
+    monkeypatch.setattr(quotas, "INSTANCES_PER_CLUSTER", replace(quotas.INSTANCES_PER_CLUSTER, number=3))
+    over = assess([l40s], services)
+    assert over.surge.capacity("l40s").instance_count == 4
+    assert [f for f in over.errors if f.rule_id == quotas.INSTANCES_PER_CLUSTER.rule_id]

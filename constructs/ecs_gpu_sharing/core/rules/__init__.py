@@ -10,9 +10,10 @@ CLI prints them. Every finding carries its rule's id, errors included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from .. import quotas
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
 from ..placement import CapacityPlacement, place_capacity
@@ -128,7 +129,10 @@ def assess(
     svcs = sorted(services, key=lambda s: s.name)
     steady = plan(caps.values(), svcs)
     # The surge is planned without the bound: the answer says how many instances a deployment needs.
-    surge = plan([replace(c, max_instances=None) for c in caps.values()], svcs, surge=True)
+    free = [replace(c, max_instances=None) for c in caps.values()]
+    surge = plan(free, svcs, surge=True, host_lp=False)
+    if _surge_read(caps, surge):
+        surge = plan(free, svcs, surge=True)
     findings = []
     placement: dict[str, CapacityPlacement] = {}
     for cap in caps.values():
@@ -182,6 +186,23 @@ def assess(
         if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
     }
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside), placement)
+
+
+def _surge_read(caps: Mapping[str, CapacityInput], surge: Plan) -> bool:
+    """Whether a finding reads the surge's instance count where the host-level LP might lower it: a given
+    max_instances below it (``SurgeDoesNotFit``), or a derived one past ECS's instances per cluster. Elsewhere the
+    surge's packing decides nothing (a derived max_instances is what ECS's own placement needs, which is never less),
+    and the LP, the planner's costliest strategy, would double a plan's time at 10,000 tasks (docs/planning.md)."""
+    limit = quotas.INSTANCES_PER_CLUSTER.number
+    for name, cap in caps.items():
+        packed = surge.capacity(name)
+        if packed.instance_count <= packed.instance_lower_bound:
+            continue  # the LP cannot do better
+        if cap.max_instances is not None and cap.max_instances < packed.instance_count:
+            return True
+        if cap.max_instances is None and cap.kind != MANAGED_INSTANCES and packed.instance_count > limit:
+            return True
+    return False
 
 
 def markdown() -> str:
