@@ -183,3 +183,23 @@ def test_the_surge_is_packed_with_the_host_level_lp_where_a_finding_reads_it(mon
     over = assess([l40s], services)
     assert over.surge.capacity("l40s").instance_count == 4
     assert [f for f in over.errors if f.rule_id == quotas.INSTANCES_PER_CLUSTER.rule_id]
+
+
+def test_a_derived_max_instances_is_held_to_the_cluster_quota_where_ecs_placement_sets_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The quota error reads the max_instances the plan derives: the larger of the surge's packing and what ECS's own
+    placement needs. Here the surge packs into 4 instances and ECS's placement needs 5: a quota of 4 is passed."""
+    from ecs_gpu_sharing.core import quotas
+
+    l40s, services = _lp_pair(monkeypatch)
+    quota = quotas.INSTANCES_PER_CLUSTER
+    monkeypatch.setattr(quotas, "INSTANCES_PER_CLUSTER", replace(quota, number=5))
+    fits = assess([l40s], services)
+    assert fits.max_instances == {"l40s": 5} and not fits.errors
+    monkeypatch.setattr(quotas, "INSTANCES_PER_CLUSTER", replace(quota, number=4))
+    over = assess([l40s], services)
+    assert over.surge.capacity("l40s").instance_count == 4 and over.placement["l40s"].needed == 5
+    (error,) = over.errors
+    assert error.rule_id == quota.rule_id and "derived as 5" in error.message
+    assert "ECS's own placement needs 5 at the peak of a fleet-wide rollout" in error.message

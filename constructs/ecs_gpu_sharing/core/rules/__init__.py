@@ -45,6 +45,7 @@ from .plan_rules import (
     budget_is_a_guess,
     counts_exceed_max_instances,
     deployment_cannot_start,
+    derived_max,
     derived_max_instances,
     derived_max_over_quota,
     ecs_placement_needs_more,
@@ -176,12 +177,7 @@ def assess(
             ack = acks.get((rule.about, subject, rule.rule_id)) if rule.level is Level.WARNING else None
             findings.append(Finding(rule.rule_id, rule.level, rule.about, subject, message, acknowledged=ack))
     max_instances = {
-        name: cap.max_instances
-        if cap.max_instances is not None
-        else derived_max_instances(
-            max(surge.capacity(name).instance_count, placement[name].needed if name in placement else 0),
-            cap.min_instances,
-        )
+        name: cap.max_instances if cap.max_instances is not None else derived_max(ctx, name)
         for name, cap in caps.items()
         if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
     }

@@ -82,6 +82,14 @@ def derived_max_instances(surge_instances: int, min_instances: int) -> int:
     return max(surge_instances, min_instances + 1 if min_instances else 1)
 
 
+def derived_max(ctx: Context, name: str) -> int:
+    """The max_instances the plan derives for capacity ``name`` where none is given: the larger of the surge's packing
+    and what ECS's own placement needs at the peak of a fleet-wide rollout (``core.placement``)."""
+    placed = ctx.placement.get(name)
+    surge = ctx.surge.capacity(name).instance_count
+    return derived_max_instances(max(surge, placed.needed if placed else 0), ctx.capacities[name].min_instances)
+
+
 def _clashes(kind: str) -> Check:
     def check(ctx: Context) -> Iterator[tuple[str, str]]:
         for c in ctx.clashes:
@@ -136,11 +144,15 @@ def derived_max_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
     for name, cap in ctx.capacities.items():
         if cap.max_instances is not None or cap.kind == MANAGED_INSTANCES:
             continue
-        need = ctx.surge.capacity(name).instance_count
+        need = derived_max(ctx, name)
         if need > limit:
+            placed = ctx.placement.get(name)
+            why = f"the deployment surge packs into {ctx.surge.capacity(name).instance_count} {cap.instance_type}"
+            if placed is not None:
+                why += f"; ECS's own placement needs {placed.needed} at the peak of a fleet-wide rollout"
             yield (
                 name,
-                f"max_instances would be derived as {need} (the deployment surge's instances of {cap.instance_type}), "
+                f"max_instances would be derived as {need} ({why}), "
                 f"more than ECS's {limit:,} container instances per cluster ({quotas.INSTANCES_PER_CLUSTER.source}); "
                 "lower the counts or the services' maximum percent, use a larger instance type, or split the fleet "
                 "over clusters",
