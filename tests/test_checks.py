@@ -150,33 +150,31 @@ def _lp_pair(monkeypatch: pytest.MonkeyPatch) -> tuple[CapacityInput, list[Servi
     return l40s, services
 
 
-def test_the_surge_is_packed_without_the_host_level_lp_where_no_finding_reads_it(
+def test_the_surge_is_packed_without_the_host_level_lp_where_max_instances_is_derived(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """#32: the LP is the plan's costliest strategy, and the surge's packing decides nothing where max_instances is
-    derived (ECS's own placement needs more) or holds the packing without it: there the surge costs no LP."""
+    """#32: the LP is the plan's costliest strategy, and where max_instances is left to the plan the surge's packing
+    decides nothing (ECS's own placement needs more, and sets it): there the surge costs no LP."""
     l40s, services = _lp_pair(monkeypatch)
-    for max_instances in (None, 5, 9):
-        result = assess([replace(l40s, max_instances=max_instances)], services)
-        surge = result.surge.capacity("l40s")
-        assert (surge.instance_count, surge.instances_without_lp, surge.instance_lower_bound) == (5, 5, 4)
-        assert result.steady.capacity("l40s").instance_count == 2  # the steady plan keeps its LP
-        assert not [f for f in result.findings if f.rule_id == SURGE_WARNING]
+    result = assess([l40s], services)
+    surge = result.surge.capacity("l40s")
+    assert (surge.instance_count, surge.instances_without_lp, surge.instance_lower_bound) == (5, 5, 4)
+    assert result.steady.capacity("l40s").instance_count == 2  # the steady plan keeps its LP
+    assert result.max_instances == {"l40s": result.placement["l40s"].needed} and not result.errors
 
 
 def test_the_surge_is_packed_with_the_host_level_lp_where_a_finding_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where a given max_instances is below the surge's packing without the LP, SurgeDoesNotFit reads the surge's
-    instances: the LP packs it, so the warning fires only where the LP's packing does not fit either (4 holds it, 3
-    does not), and names the LP's count. A derived max_instances past the cluster quota is read the same way."""
+    """A given max_instances is compared with the surge's packing (SurgeDoesNotFit): the LP packs it, the same figure
+    whatever max_instances is given, and the warning fires only where the LP's packing does not fit either (4 holds
+    it, 3 does not). A derived max_instances past the cluster quota is read the same way."""
     from ecs_gpu_sharing.core import quotas
 
     l40s, services = _lp_pair(monkeypatch)
-    fits = assess([replace(l40s, max_instances=4)], services)
-    assert fits.surge.capacity("l40s").instance_count == 4
-    assert not [f for f in fits.findings if f.rule_id == SURGE_WARNING]
-    short = assess([replace(l40s, max_instances=3)], services)
-    (warning,) = [f for f in short.findings if f.rule_id == SURGE_WARNING]
-    assert "needs 4 instances" in warning.message
+    for max_instances in (3, 4, 5, 9):
+        result = assess([replace(l40s, max_instances=max_instances)], services)
+        assert result.surge.capacity("l40s").instance_count == 4
+        warnings = [f for f in result.findings if f.rule_id == SURGE_WARNING]
+        assert len(warnings) == (max_instances < 4) and all("needs 4 instances" in w.message for w in warnings)
     monkeypatch.setattr(quotas, "INSTANCES_PER_CLUSTER", replace(quotas.INSTANCES_PER_CLUSTER, number=4))
     assert assess([l40s], services).surge.capacity("l40s").instance_count == 4  # 5 would pass the quota of 4
     monkeypatch.setattr(quotas, "INSTANCES_PER_CLUSTER", replace(quotas.INSTANCES_PER_CLUSTER, number=3))

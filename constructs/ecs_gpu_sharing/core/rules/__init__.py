@@ -185,18 +185,19 @@ def assess(
 
 
 def _surge_read(caps: Mapping[str, CapacityInput], surge: Plan) -> bool:
-    """Whether a finding reads the surge's instance count where the host-level LP might lower it: a given
-    max_instances below it (``SurgeDoesNotFit``), or a derived one past ECS's instances per cluster. Elsewhere the
-    surge's packing decides nothing (a derived max_instances is what ECS's own placement needs, which is never less),
-    and the LP, the planner's costliest strategy, would double a plan's time at 10,000 tasks (docs/planning.md)."""
+    """Whether a capacity's surge is read where the host-level LP might pack it tighter: a given max_instances (which
+    ``SurgeDoesNotFit`` compares it with, so the figure is the same whatever max_instances is given), or a derived one
+    past ECS's instances per cluster. Where max_instances is left to the plan, it is what ECS's own placement needs,
+    which is never below the surge's packing, so the LP, the planner's costliest strategy, would only double a plan's
+    time at 10,000 tasks (docs/planning.md)."""
     limit = quotas.INSTANCES_PER_CLUSTER.number
     for name, cap in caps.items():
         packed = surge.capacity(name)
         if packed.instance_count <= packed.instance_lower_bound:
             continue  # the LP cannot do better
-        if cap.max_instances is not None and cap.max_instances < packed.instance_count:
+        if cap.max_instances is not None:
             return True
-        if cap.max_instances is None and cap.kind != MANAGED_INSTANCES and packed.instance_count > limit:
+        if cap.kind != MANAGED_INSTANCES and packed.instance_count > limit:
             return True
     return False
 
