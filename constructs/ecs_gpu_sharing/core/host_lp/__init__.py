@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .highs import _Exact, _Master, _Pricing, new_highs
@@ -72,6 +73,7 @@ from .model import (
 from .one_gpu import OneGpu, Searched, split_search
 from .patterns import _build, _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _variants, _worth
 from .per_gpu import PER_GPU_WORK, PerGpu
+from .polish import polished, worth_polishing
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
 
@@ -500,6 +502,8 @@ def solve(
     for p in start:  # the hosts of a plan in hand: the LP starts no worse than it
         master.add(p)
     value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known)
+    if exact_calls and worth_polishing(host, value, max(farley, known)):
+        value, x, farley = polished(master, items, host, demand, farley, partial(_add_priced, master, items, host))
     bound = math.ceil(farley - 1e-6)
     if beat and math.ceil(value - 1e-6) >= beat:
         return Solution(bound, value, [], list(demand))

@@ -44,6 +44,8 @@ WEAK_GREEDY = 0.5  # on a one-GPU host, the exact pricing also runs where the gr
 SPLIT_STEPS = 20_000  # work of the one-GPU search on each GPU of a host of several (split_search): nodes x items
 SPLIT_WORK = 250_000  # work of those searches in one column generation (about 0.5 s)
 SPLIT_ITEMS = 200  # services at most in an LP the split search prices: past them it cost seconds in dives
+POLISH_GAP = 1.02  # on a one-GPU host, where the first column generation's value is this far above its bound ...
+POLISH_WORK = 10_000  # ... HiGHS's MILP prices on, this many calls over the services priced (``host_lp.polish``)
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 
