@@ -10,7 +10,8 @@ column generation, the best of them climbs to better neighbours (``patterns._cli
 over the items that best pattern left out (``_other_items``). Where it finds nothing, exact or closer pricings
 (``_ExactPricing``): a search on one-GPU hosts; HiGHS's MILP; on hosts of several GPUs a small master of what each GPU
 holds (``per_gpu``) and a search GPU by GPU; where all of them find nothing, the longer search for the bound
-(``_final_pricing``).
+(``_final_pricing``). On a one-GPU host where the first column generation stops far above its bound, HiGHS's MILP
+prices on (``polish``).
 
 Plan: the LP's patterns rounded down, the LP solved again over what is left (new patterns priced for it), again,
 until the rest is small; the planner places that rest with its own packings. A pattern cut down to the last tasks of
