@@ -1550,13 +1550,15 @@ def test_the_patterns_a_proved_search_replaced_go_to_column_generation_beside_it
 # --- column generation polished by HiGHS's MILP where it stalled far above its bound (one-GPU hosts) -------------
 
 
-def test_only_a_one_gpu_lp_far_above_its_bound_is_polished() -> None:
-    from ecs_gpu_sharing.core.host_lp.polish import worth_polishing
+def test_only_a_one_gpu_lp_far_above_its_bound_is_polished_and_within_what_it_can_win() -> None:
+    from ecs_gpu_sharing.core.host_lp.polish import polish_calls
 
     one, four = _ONE_GPU_HOST, host_lp.HostSpec(gpus=4, usable=1000, cpu=1000, mem=1000, enis=2)
-    assert worth_polishing(one, 102.3, 100.0)  # 103 instances over a bound of 100: more than 2% above
-    assert not worth_polishing(one, 102.0, 100.0) and not worth_polishing(one, 101.5, 99.2)  # 102 over 100: 2% at most
-    assert not worth_polishing(four, 130.0, 100.0)  # the MILP is the exact pricing on one GPU only
+    assert polish_calls(one, 100, 102.3, 100.0) == 3 * 3  # 103 instances over a bound of 100: three calls a host
+    assert polish_calls(one, 100, 2502.3, 2000.0) == 10_000 // 100  # hundreds of hosts at stake: the items' budget
+    assert polish_calls(one, 400, 2502.3, 2000.0) == 10_000 // 400  # a call's cost grows with its items
+    assert polish_calls(one, 100, 102.0, 100.0) == polish_calls(one, 100, 101.5, 99.2) == 0  # 2% above at most
+    assert polish_calls(four, 100, 130.0, 100.0) == 0  # the MILP is the exact pricing on one GPU only
 
 
 def _lp_optimum(items: list[host_lp.Item], host: host_lp.HostSpec) -> float:
@@ -1606,7 +1608,7 @@ def test_polishing_converges_to_the_lp_and_its_bound_never_passes_it(drawn: list
     master = host_lp._first_master(items, host)
     demand = [it.demand for it in items]
     add = partial(host_lp._add_priced, master, items, host)
-    value, x, farley = polished(master, items, host, demand, 0.0, add)
+    value, x, farley = polished(master, items, host, demand, 0.0, add, 10_000)
     best = _lp_optimum(items, host)
     assert farley <= best + 1e-6 <= value + 2e-6  # a bound on the LP, and the master no better than the LP
     assert math.ceil(farley - 1e-6) == math.ceil(best - 1e-6)  # it stops once the bound meets the value, rounded up

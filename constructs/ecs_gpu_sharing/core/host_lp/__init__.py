@@ -74,7 +74,7 @@ from .model import (
 from .one_gpu import OneGpu, Searched, split_search
 from .patterns import _build, _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _variants, _worth
 from .per_gpu import PER_GPU_WORK, PerGpu
-from .polish import polished, worth_polishing
+from .polish import polish_calls, polished
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
 
@@ -503,8 +503,11 @@ def solve(
     for p in start:  # the hosts of a plan in hand: the LP starts no worse than it
         master.add(p)
     value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known)
-    if exact_calls and worth_polishing(host, value, max(farley, known)):
-        value, x, farley = polished(master, items, host, demand, farley, partial(_add_priced, master, items, host))
+    calls = polish_calls(host, len(items), value, max(farley, known)) if exact_calls else 0
+    if calls:
+        value, x, farley = polished(
+            master, items, host, demand, farley, partial(_add_priced, master, items, host), calls
+        )
     bound = math.ceil(farley - 1e-6)
     if beat and math.ceil(value - 1e-6) >= beat:
         return Solution(bound, value, [], list(demand))

@@ -45,7 +45,8 @@ SPLIT_STEPS = 20_000  # work of the one-GPU search on each GPU of a host of seve
 SPLIT_WORK = 250_000  # work of those searches in one column generation (about 0.5 s)
 SPLIT_ITEMS = 200  # services at most in an LP the split search prices: past them it cost seconds in dives
 POLISH_GAP = 1.02  # on a one-GPU host, where the first column generation's value is this far above its bound ...
-POLISH_WORK = 10_000  # ... HiGHS's MILP prices on, this many calls over the services priced (``host_lp.polish``)
+POLISH_WORK = 10_000  # ... HiGHS's MILP prices on, this many calls over the services priced (``host_lp.polish``) ...
+POLISH_PER_HOST = 3  # ... and no more than this many for each host between the value and the bound
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 

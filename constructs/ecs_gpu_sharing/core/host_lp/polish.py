@@ -5,8 +5,8 @@ the first column generation can stop at its tail-off with patterns worth well ov
 the greedy and the search's looks find only weak ones, and HiGHS's calls are spent. Farley's bound there is far
 below the LP's value (held-out 3026: 2,161 against 2,506.5, while HiGHS's MILP proves a pattern worth 1.16 hosts in
 0.15 s). Where the value is more than POLISH_GAP above the bound, this goes on with the MILP as the pricing, over
-every item, at Wentges's smoothed duals, within POLISH_WORK over the items priced calls (each about 0.2 s there),
-until the bound meets the value or no pattern is worth more than a host at the master's duals. Each MILP's dual
+every item, at Wentges's smoothed duals, within ``polish_calls`` calls (each about 0.2 s there), until the bound
+meets the value or no pattern is worth more than a host at the master's duals. Each MILP's dual
 bound joins Farley's, so the bound holds however far it gets (docs/planning.md)."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .model import (
     FINAL_SEARCH,
     MAX_COLUMNS,
     POLISH_GAP,
+    POLISH_PER_HOST,
     POLISH_WORK,
     SMOOTHING,
     HostSpec,
@@ -30,10 +31,15 @@ from .model import (
 from .patterns import _worth
 
 
-def worth_polishing(host: HostSpec, value: float, bound: float) -> bool:
-    """Whether the first column generation stopped far enough above its bound (``value`` over ``bound``, both
-    rounded up) to be polished: on a host of one GPU, where the MILP is the exact pricing."""
-    return host.gpus == 1 and math.ceil(value - 1e-6) > POLISH_GAP * max(math.ceil(bound - 1e-6), 1)
+def polish_calls(host: HostSpec, items: int, value: float, bound: float) -> int:
+    """The MILP calls a polish may spend, 0 where none: on a host of one GPU (where the MILP is the exact pricing),
+    where the first column generation's ``value`` is more than POLISH_GAP above its ``bound`` (both rounded up).
+    POLISH_WORK over the ``items`` priced at most (a call's cost grows with them), and POLISH_PER_HOST for each host
+    between the two (what the polish can win): a few hosts at stake are not worth many seconds."""
+    top, low = math.ceil(value - 1e-6), max(math.ceil(bound - 1e-6), 1)
+    if host.gpus != 1 or top <= POLISH_GAP * low:
+        return 0
+    return min(POLISH_WORK // max(items, 1), POLISH_PER_HOST * (top - low))
 
 
 def polished(
@@ -43,15 +49,16 @@ def polished(
     left: Sequence[int],
     farley: float,
     add: Callable[[Pattern, Sequence[float], Sequence[float], Sequence[int]], bool],
+    calls: int,
 ) -> tuple[float, list[float], float]:
-    """Column generation on ``master`` with HiGHS's MILP as the pricing (``add``: a pattern found at the first duals
-    into the master with its neighbours, worth more than a host at the second; whether it was new). Returns the
-    master's value and solution, and Farley's bound, at least ``farley``."""
+    """Column generation on ``master`` with HiGHS's MILP as the pricing, ``calls`` at most (``add``: a pattern found at
+    the first duals into the master with its neighbours, worth more than a host at the second; whether it was new).
+    Returns the master's value and solution, and Farley's bound, at least ``farley``."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     milp = _Exact(items, host)
     centre: list[float] | None = None
     value, duals, x = master.solve()
-    for _ in range(POLISH_WORK // max(len(items), 1)):
+    for _ in range(calls):
         at = (
             duals
             if centre is None
