@@ -1554,9 +1554,10 @@ def test_only_a_one_gpu_lp_far_above_its_bound_is_polished_and_within_what_it_ca
     from ecs_gpu_sharing.core.host_lp.polish import polish_calls
 
     one, four = _ONE_GPU_HOST, host_lp.HostSpec(gpus=4, usable=1000, cpu=1000, mem=1000, enis=2)
-    assert polish_calls(one, 100, 102.3, 100.0) == 3 * 3  # 103 instances over a bound of 100: three calls a host
+    assert polish_calls(one, 100, 102.3, 100.0) == 400 * 3 // 100  # 103 instances over a bound of 100: 3 hosts at stake
+    assert polish_calls(one, 400, 102.3, 100.0) == 3  # a call's cost grows with its items
     assert polish_calls(one, 100, 2502.3, 2000.0) == 10_000 // 100  # hundreds of hosts at stake: the items' budget
-    assert polish_calls(one, 400, 2502.3, 2000.0) == 10_000 // 400  # a call's cost grows with its items
+    assert polish_calls(one, 400, 2502.3, 2000.0) == 10_000 // 400
     assert polish_calls(one, 100, 102.0, 100.0) == polish_calls(one, 100, 101.5, 99.2) == 0  # 2% above at most
     assert polish_calls(four, 100, 130.0, 100.0) == 0  # the MILP is the exact pricing on one GPU only
 

@@ -46,7 +46,8 @@ SPLIT_WORK = 250_000  # work of those searches in one column generation (about 0
 SPLIT_ITEMS = 200  # services at most in an LP the split search prices: past them it cost seconds in dives
 POLISH_GAP = 1.02  # on a one-GPU host, where the first column generation's value is this far above its bound ...
 POLISH_WORK = 10_000  # ... HiGHS's MILP prices on, this many calls over the services priced (``host_lp.polish``) ...
-POLISH_PER_HOST = 3  # ... and no more than this many for each host between the value and the bound
+POLISH_HOST_WORK = 400  # ... and no more than this many over the services priced for each host between the value
+# and the bound (a call's cost grows with the services: about 0.6 s of MILP for each host at stake)
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
 
 

@@ -20,7 +20,7 @@ from .model import (
     FINAL_SEARCH,
     MAX_COLUMNS,
     POLISH_GAP,
-    POLISH_PER_HOST,
+    POLISH_HOST_WORK,
     POLISH_WORK,
     SMOOTHING,
     HostSpec,
@@ -34,12 +34,12 @@ from .patterns import _worth
 def polish_calls(host: HostSpec, items: int, value: float, bound: float) -> int:
     """The MILP calls a polish may spend, 0 where none: on a host of one GPU (where the MILP is the exact pricing),
     where the first column generation's ``value`` is more than POLISH_GAP above its ``bound`` (both rounded up).
-    POLISH_WORK over the ``items`` priced at most (a call's cost grows with them), and POLISH_PER_HOST for each host
-    between the two (what the polish can win): a few hosts at stake are not worth many seconds."""
+    POLISH_WORK over the ``items`` priced at most (a call's cost grows with them), and POLISH_HOST_WORK over them for
+    each host between the two (what the polish can win): a few hosts at stake are not worth many seconds."""
     top, low = math.ceil(value - 1e-6), max(math.ceil(bound - 1e-6), 1)
     if host.gpus != 1 or top <= POLISH_GAP * low:
         return 0
-    return min(POLISH_WORK // max(items, 1), POLISH_PER_HOST * (top - low))
+    return min(POLISH_WORK, POLISH_HOST_WORK * (top - low)) // max(items, 1)
 
 
 def polished(
