@@ -201,3 +201,28 @@ def test_a_derived_max_instances_is_held_to_the_cluster_quota_where_ecs_placemen
     (error,) = over.errors
     assert error.rule_id == quota.rule_id and "derived as 5" in error.message
     assert "ECS's own placement needs 5 at the peak of a fleet-wide rollout" in error.message
+
+
+def test_the_surge_is_not_planned_again_where_the_lp_would_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A given max_instances reads the surge's count, but past the LP's tasks (HOST_LP_TASKS) the LP does not run: a
+    second plan would be the same, and at 100,000 tasks it cost a tenth of the command's time."""
+    from ecs_gpu_sharing.core import rules
+    from ecs_gpu_sharing.core.planner import packing
+
+    l40s, services = _lp_pair(monkeypatch)
+    surges: list[bool] = []
+    planned = rules.plan
+
+    def counted(*args: object, **kwargs: object) -> object:
+        if kwargs.get("surge"):
+            surges.append(bool(kwargs.get("host_lp", True)))
+        return planned(*args, **kwargs)
+
+    monkeypatch.setattr(rules, "plan", counted)
+    assert assess([replace(l40s, max_instances=9)], services).surge.capacity("l40s").instance_count == 4
+    assert surges == [False, True]  # without the LP, then with it
+    surges.clear()
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 19)  # the surge is 20 tasks; the steady plan's 10 keep the LP
+    result = assess([replace(l40s, max_instances=9)], services)
+    assert surges == [False] and result.surge.capacity("l40s").instance_count == 5
+    assert result.steady.capacity("l40s").instance_count == 2

@@ -17,7 +17,7 @@ from .. import quotas
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
 from ..placement import CapacityPlacement, place_capacity
-from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, plan
+from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, packing, plan
 from ..rule_family import Level, Source
 from ..shape import TASK_MIXES_GPU_OPTIONS
 from ..task_rules import TASK_RULES
@@ -132,7 +132,7 @@ def assess(
     # The surge is planned without the bound: the answer says how many instances a deployment needs.
     free = [replace(c, max_instances=None) for c in caps.values()]
     surge = plan(free, svcs, surge=True, host_lp=False)
-    if _surge_read(caps, surge):
+    if _surge_read(caps, svcs, surge):
         surge = plan(free, svcs, surge=True)
     findings = []
     placement: dict[str, CapacityPlacement] = {}
@@ -184,17 +184,20 @@ def assess(
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside), placement)
 
 
-def _surge_read(caps: Mapping[str, CapacityInput], surge: Plan) -> bool:
+def _surge_read(caps: Mapping[str, CapacityInput], services: Iterable[ServiceInput], surge: Plan) -> bool:
     """Whether a capacity's surge is read where the host-level LP might pack it tighter: a given max_instances (which
     ``SurgeDoesNotFit`` compares it with, so the figure is the same whatever max_instances is given), or a derived one
     past ECS's instances per cluster. Where max_instances is left to the plan, it is what ECS's own placement needs,
     which is never below the surge's packing, so the LP, the planner's costliest strategy, would only double a plan's
-    time at 10,000 tasks (docs/planning.md)."""
+    time at 10,000 tasks (docs/planning.md). Not where the LP would not run: a plan at its bound, or a capacity's surge
+    past the LP's tasks (the few partitions below them there, isolation groups kept apart, go without it too)."""
     limit = quotas.INSTANCES_PER_CLUSTER.number
     for name, cap in caps.items():
         packed = surge.capacity(name)
         if packed.instance_count <= packed.instance_lower_bound:
             continue  # the LP cannot do better
+        if sum(s.surge_count() for s in services if s.capacity == name) > packing.HOST_LP_TASKS:
+            continue  # the LP does not run: planning again would give the same plan
         if cap.max_instances is not None:
             return True
         if cap.kind != MANAGED_INSTANCES and packed.instance_count > limit:
