@@ -986,6 +986,22 @@ def test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices(monke
     assert plan([fleet.capacity], fleet.services).instances == 40
 
 
+def _greedy_draws(
+    rng: random.Random,
+) -> Iterator[tuple[list[host_lp.Item], host_lp.HostSpec, list[tuple[list[float], list[int]]]]]:
+    """Tuning fleets of 1,000 tasks on hosts of four, eight and one GPUs, each with six draws of duals and caps for the
+    greedy to price."""
+    for seed, gpus in ((0, 4), (4, 8), (5, 8), (24, 8), (2, 1)):
+        fleet = fleet_generator.generate(seed, 1000)
+        items, host = _problem(fleet.capacity, fleet.services)
+        assert host.gpus == gpus
+        draws = []
+        for _ in range(6):
+            duals = [rng.uniform(0.02, 0.5) for _ in items]
+            draws.append((duals, [rng.randint(0, host_lp.per_host(it, host)) for it in items]))
+        yield items, host, draws
+
+
 def test_the_greedys_best_pattern_climbs_to_better_neighbours_on_hosts_of_several_gpus() -> None:
     """In the first column generation, on a host of several GPUs, the greedy's best pattern steps to its best neighbour
     (one task out, the room refilled) while that is worth more, CLIMB steps at most: each pattern stepped to must be
@@ -993,16 +1009,10 @@ def test_the_greedys_best_pattern_climbs_to_better_neighbours_on_hosts_of_severa
     Asked for no steps, or on a host of one GPU, the greedy's patterns are all there is."""
     from ecs_gpu_sharing.core.host_lp import highs, patterns
 
-    rng = random.Random(5)
     climbed = 0
-    for seed, gpus in ((0, 4), (4, 8), (5, 8), (24, 8), (2, 1)):
-        fleet = fleet_generator.generate(seed, 1000)
-        items, host = _problem(fleet.capacity, fleet.services)
-        assert host.gpus == gpus
+    for items, host, draws in _greedy_draws(random.Random(5)):
         pricing = highs._Pricing(items, host)
-        for _ in range(6):
-            duals = [rng.uniform(0.02, 0.5) for _ in items]
-            caps = [rng.randint(0, host_lp.per_host(it, host)) for it in items]
+        for duals, caps in draws:
             _, counts, prices = pricing.solve(duals, caps)
             greedy = patterns._candidates(items, host, duals, caps, counts, prices)
             found = patterns._candidates(items, host, duals, caps, counts, prices, host_lp.CLIMB)
@@ -1024,15 +1034,9 @@ def test_on_hosts_of_several_gpus_the_greedy_also_prices_the_items_its_best_patt
     host and keep within the caps. Not on a host of one GPU, and not where the LP is solved again while rounding."""
     from ecs_gpu_sharing.core.host_lp import highs, patterns
 
-    rng = random.Random(9)
     passed = 0
-    for seed, gpus in ((0, 4), (4, 8), (5, 8), (24, 8), (2, 1)):
-        fleet = fleet_generator.generate(seed, 1000)
-        items, host = _problem(fleet.capacity, fleet.services)
-        assert host.gpus == gpus
-        for _ in range(6):
-            duals = [rng.uniform(0.02, 0.5) for _ in items]
-            caps = [rng.randint(0, host_lp.per_host(it, host)) for it in items]
+    for items, host, draws in _greedy_draws(random.Random(9)):
+        for duals, caps in draws:
             for bounds in (True, False):
                 # A pricing LP of its own each time: its optimum is not unique, and HiGHS starts from its last basis.
                 _, counts, prices = highs._Pricing(items, host).solve(duals, caps)
