@@ -7,7 +7,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .. import cutting_stock
+from .. import arc_flow, cutting_stock
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import CapacityInput, GpuLoad
 
@@ -233,22 +233,20 @@ def _take(items: list[Item], contents: dict[int, int], repeat: int) -> tuple[Gpu
 
 
 def lp_solution(
-    items: list[Item], cap: CapacityInput, many: bool = False, needless: float = 0.0
+    items: list[Item], cap: CapacityInput, many: bool = False, needless: float = 0.0, exact: bool = False
 ) -> cutting_stock.Solution | None:
     """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together);
-    ``many`` and ``needless``: as cutting_stock.solve has them."""
+    ``many`` and ``needless``: as cutting_stock.solve has them. ``exact``: the arc-flow MILP's instead
+    (``arc_flow.solve``: the fewest GPUs by memory)."""
     demand: dict[tuple[int, int], int] = {}
     for it in items:
         demand[(it.size, it.clients)] = demand.get((it.size, it.clients), 0) + it.left
     keys = sorted(demand)
+    sizes, clients, counts = [s for s, _ in keys], [c for _, c in keys], [demand[k] for k in keys]
+    if exact:
+        return arc_flow.solve(sizes, clients, counts, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU)
     return cutting_stock.solve(
-        [s for s, _ in keys],
-        [c for _, c in keys],
-        [demand[k] for k in keys],
-        cap.usable_gpu_memory_mib,
-        MAX_CLIENTS_PER_GPU,
-        many=many,
-        needless=needless,
+        sizes, clients, counts, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU, many=many, needless=needless
     )
 
 

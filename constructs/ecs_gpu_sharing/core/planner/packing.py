@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from .. import cutting_stock, host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
+from .exact_gpus import Stage, Staged, exact_gpus
 from .ffd import ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, plan_size
@@ -88,7 +89,7 @@ def _pack_partition(
     have without the host-level LP (what ``host_lp=False`` gives). ``count_only``: see ``plan``."""
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
-    best, gpu_bound = _pack_staged(capacity, groups, host_bound if count_only else 0)
+    best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0)
     if host_lp and plan_size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
         gpu_bound = max(gpu_bound, _many_sizes_bound(capacity, groups, host_bound))
         host_bound = max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
@@ -100,7 +101,12 @@ def _pack_partition(
     host_bound = max(host_bound, lp_bound)
     if planned is not None and plan_size(planned) < plan_size(best):
         best = planned
-    return _searched(capacity, groups, best, host_bound), gpu_bound, host_bound, plan_size(without)[0]
+    best = _searched(capacity, groups, best, host_bound)
+    if plan_size(best)[0] > host_bound:  # still above: where a GPU more costs a host, the exact GPU stage
+        exact, gpu_bound = exact_gpus(capacity, staged, best, gpu_bound, host_bound)
+        host_bound = max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
+        best = _searched(capacity, groups, exact, host_bound) if exact is not best else best
+    return best, gpu_bound, host_bound, plan_size(without)[0]
 
 
 def _many_sizes_bound(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], known: int) -> int:
@@ -263,14 +269,16 @@ def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int
 
 def _pack_staged(
     capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], enough: int = 0
-) -> tuple[list[Host], int]:
+) -> tuple[list[Host], int, Staged]:
     """The staged packings (GPUs filled, then hosts) and first-fit decreasing over GPUs and hosts: the plan with the
-    fewest hosts; and the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run). ``enough``:
+    fewest hosts; the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run); and the GPU
+    stage's ways, for the exact GPU stage (``exact_gpus``). ``enough``:
     hosts at which the first-fit decreasing orders stop (0: never), for a caller that reads only the instance count;
     a plan at a lower bound on the hosts cannot have fewer, though another might have fewer busy GPUs."""
     candidates: list[list[list[tuple[GpuLoad, int, int, int]]]] = []
     others: list[Unit] = []
     bound = 0
+    exact_inputs: list[tuple[list[Item], int]] = []  # each group's MPS tasks and the LP's bound on their GPUs
     enis = {s.name: s.network_interfaces for group in groups for s, _ in group}
     room = eni_room(capacity)
 
@@ -302,6 +310,7 @@ def _pack_staged(
             if guided is not None:
                 packed.append(guided)
         candidates.append(packed)
+        exact_inputs.append((items, solution.bound if solution is not None and solution.patterns else 0))
     best: list[Host] | None = None
     # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
     for i in range(max((len(c) for c in candidates), default=1) if staged else 0):
@@ -329,7 +338,8 @@ def _pack_staged(
     assert best is not None
     while (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None:
         best = fewer
-    return best, bound
+    stages = [Stage(items, lp, packed) for (items, lp), packed in zip(exact_inputs, candidates, strict=True)]
+    return best, bound, Staged(stages, others, enis)
 
 
 def _enis_may_bind(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> bool:
