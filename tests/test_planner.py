@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -934,3 +935,29 @@ def test_the_greedy_gpu_fill_passes_over_only_what_cannot_fit(
     used = _greedy_fill(items, room, clients, cpu, mem, taken, start)
     assert taken == expected and used == room - r
     assert _exact_fill(items, room, {}, start) == _exact_fill(items, room, {})
+
+
+def test_a_plan_read_only_for_its_count_runs_no_lp_that_needs_highs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``PURE_SIZES`` task sizes the GPU cutting-stock LP is HiGHS's, and importing it (with numpy) costs the
+    100,000-task command a tenth of its time: a count-only plan (ECS's placement on a scaled-down fleet) goes without
+    it, a full plan does not, and up to ``PURE_SIZES`` sizes both run the pure-Python LP."""
+    from ecs_gpu_sharing.core import cutting_stock
+
+    calls = {"highs": 0, "simplex": 0}
+    highs, simplex = cutting_stock._cover_lp_highs, cutting_stock._cover_lp_simplex
+
+    def counted(name: str, solve: Any) -> Any:
+        def run(*args: Any) -> Any:
+            calls[name] += 1
+            return solve(*args)
+
+        return run
+
+    monkeypatch.setattr(cutting_stock, "_cover_lp_highs", counted("highs", highs))
+    monkeypatch.setattr(cutting_stock, "_cover_lp_simplex", counted("simplex", simplex))
+    for sizes, lp in ((cutting_stock.PURE_SIZES + 4, "highs"), (cutting_stock.PURE_SIZES, "simplex")):
+        services = [si(f"s{i}", "l4", 40, 256, 1024, (512 * (i + 1),)) for i in range(sizes)]
+        for count_only in (True, False):
+            calls.update(highs=0, simplex=0)
+            plan([L4], services, host_lp=False, count_only=count_only)
+            assert (calls[lp] > 0) == (not count_only or lp == "simplex"), (sizes, count_only)

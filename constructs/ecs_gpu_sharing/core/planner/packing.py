@@ -302,7 +302,10 @@ def _pack_staged(
                 )
         if not items:
             continue
-        solution = lp_solution(items, capacity)
+        # A caller that reads only the count (ECS's placement on a scaled-down fleet) is spared the LP where HiGHS
+        # would solve it: importing it and numpy is 0.06 s of a command that should take under 0.5 s.
+        spared = enough and len({(it.size, it.clients) for it in items}) > cutting_stock.PURE_SIZES
+        solution = None if spared else lp_solution(items, capacity)
         packed = [pack_gpus(items, capacity, fill) for fill in FILLS]
         if solution is not None and solution.patterns:
             bound += solution.bound
