@@ -61,15 +61,21 @@ def exact_gpus(
         chosen.append(way)
         bounds += bound
     gpu_bound = max(gpu_bound, bounds)
-    units = [
-        Unit([load], cpu, mem, count, enis=sum(staged.enis[name] * k for name, k in load.tasks))
-        for way in chosen
-        for load, cpu, mem, count in way
-    ]
+    units = gpu_units(chosen, staged.enis)
     if any(u.enis > eni_room(capacity) for u in units):
         return best, gpu_bound  # a GPU with more awsvpc tasks than a host has interfaces for
     hosts = pack_hosts(units + staged.others, capacity)
     return (hosts if plan_size(hosts) < plan_size(best) else best), gpu_bound
+
+
+def gpu_units(ways: list[Way], enis: dict[str, int]) -> list[Unit]:
+    """The GPUs of ``ways`` (one a group) as stage 2's units, each with the network interfaces its tasks take
+    (``enis``: a task's, by service)."""
+    return [
+        Unit([load], cpu, mem, count, enis=sum(enis[name] * k for name, k in load.tasks))
+        for way in ways
+        for load, cpu, mem, count in way
+    ]
 
 
 def _count(way: Way) -> int:

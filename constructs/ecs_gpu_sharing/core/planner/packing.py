@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from .. import cutting_stock, host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
-from .exact_gpus import Stage, Staged, exact_gpus
+from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, plan_size
@@ -275,16 +275,11 @@ def _pack_staged(
     stage's ways, for the exact GPU stage (``exact_gpus``). ``enough``:
     hosts at which the first-fit decreasing orders stop (0: never), for a caller that reads only the instance count;
     a plan at a lower bound on the hosts cannot have fewer, though another might have fewer busy GPUs."""
-    candidates: list[list[list[tuple[GpuLoad, int, int, int]]]] = []
+    stages: list[Stage] = []  # each group's MPS tasks, the LP's bound on their GPUs, and its ways of filling them
     others: list[Unit] = []
     bound = 0
-    exact_inputs: list[tuple[list[Item], int]] = []  # each group's MPS tasks and the LP's bound on their GPUs
     enis = {s.name: s.network_interfaces for group in groups for s, _ in group}
     room = eni_room(capacity)
-
-    def load_enis(load: GpuLoad) -> int:
-        return sum(enis[name] * k for name, k in load.tasks)
-
     staged = staged_may_win(capacity, groups)
     for group in groups if staged else ():
         items = [
@@ -312,16 +307,11 @@ def _pack_staged(
             guided = pack_gpus_lp(items, capacity, solution)
             if guided is not None:
                 packed.append(guided)
-        candidates.append(packed)
-        exact_inputs.append((items, solution.bound if solution is not None and solution.patterns else 0))
+        stages.append(Stage(items, solution.bound if solution is not None and solution.patterns else 0, packed))
     best: list[Host] | None = None
     # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
-    for i in range(max((len(c) for c in candidates), default=1) if staged else 0):
-        gpus = [
-            Unit([load], cpu, mem, count, enis=load_enis(load))
-            for packed in candidates
-            for load, cpu, mem, count in packed[min(i, len(packed) - 1)]
-        ]
+    for i in range(max((len(stage.ways) for stage in stages), default=1) if staged else 0):
+        gpus = gpu_units([stage.ways[min(i, len(stage.ways) - 1)] for stage in stages], enis)
         if any(u.enis > room for u in gpus):
             continue  # a GPU filled with more awsvpc tasks than a host has interfaces for: FFD places them
         hosts = pack_hosts(gpus + others, capacity)
@@ -341,7 +331,6 @@ def _pack_staged(
     assert best is not None
     while (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None:
         best = fewer
-    stages = [Stage(items, lp, packed) for (items, lp), packed in zip(exact_inputs, candidates, strict=True)]
     return best, bound, Staged(stages, others, enis)
 
 
