@@ -1,6 +1,6 @@
 """The exact GPU stage: where a plan on hosts of several GPUs stays above its bound after every other strategy, and
 its GPUs, not its hosts' CPU or memory, are what fill the hosts, each isolation group's MPS tasks packed on the fewest
-GPUs by the arc-flow MILP (``core.arc_flow``), and the hosts packed again from those GPUs.
+GPUs the arc-flow LP's rounding finds (``core.arc_flow``), and the hosts packed again from those GPUs.
 
 On one GPU a host the host-level LP's patterns are already GPUs with the host's CPU and memory, so this is for hosts of
 four and eight GPUs, where one GPU over a multiple of eight is one host more (docs/planning.md)."""
@@ -40,9 +40,9 @@ class Staged:
 def exact_gpus(
     capacity: CapacityInput, staged: Staged, best: list[Host], gpu_bound: int, host_bound: int
 ) -> tuple[list[Host], int]:
-    """``best``, or the hosts packed from the exact GPU stage where they are fewer; and the GPU bound with the MILP's.
-    Runs only where the GPUs could lower the hosts: more than one GPU a host, and the fewest GPUs any way used would
-    fill more hosts than ``host_bound``. Groups already at the LP's bound keep their last way."""
+    """``best``, or the hosts packed from the exact GPU stage where they are fewer; and the GPU bound with the
+    arc-flow LP's. Runs only where the GPUs could lower the hosts: more than one GPU a host, and the fewest GPUs any
+    way used would fill more hosts than ``host_bound``. Groups already at the LP's bound keep their last way."""
     gpus = capacity.gpus_per_instance
     fewest = sum(min(_count(way) for way in stage.ways) for stage in staged.stages)
     fewest += sum(len(u.gpus) * u.count for u in staged.others)

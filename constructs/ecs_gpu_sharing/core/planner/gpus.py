@@ -236,8 +236,8 @@ def lp_solution(
     items: list[Item], cap: CapacityInput, many: bool = False, needless: float = 0.0, exact: bool = False
 ) -> cutting_stock.Solution | None:
     """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together);
-    ``many`` and ``needless``: as cutting_stock.solve has them. ``exact``: the arc-flow MILP's instead
-    (``arc_flow.solve``: the fewest GPUs by memory)."""
+    ``many`` and ``needless``: as cutting_stock.solve has them. ``exact``: the arc-flow LP's instead
+    (``arc_flow.solve``: a model exact over GPU memory, its bound and its flow as patterns)."""
     demand: dict[tuple[int, int], int] = {}
     for it in items:
         demand[(it.size, it.clients)] = demand.get((it.size, it.clients), 0) + it.left
