@@ -1620,6 +1620,70 @@ def test_polishing_converges_to_the_lp_and_its_bound_never_passes_it(drawn: list
     assert sum(x) == pytest.approx(value)
 
 
+@settings(max_examples=150, deadline=None)
+@given(_drawn_services(6, 8))
+def test_the_milps_improving_solutions_are_patterns_a_host_holds_each_worth_no_less_than_the_last(
+    drawn: list[_DRAWN],
+) -> None:
+    """What the polish takes beside each MILP's best: the solutions its search improved on, each one a host of one GPU
+    holds, within the caps, worth no less than the one before and no more than the best. A MILP not made ``improving`` keeps
+    none."""
+    from hypothesis import assume
+
+    items, duals, caps = _drawn_problem(drawn)
+    host = _ONE_GPU_HOST
+    assume(all(host_lp.per_host(it, host) > 0 for it in items))
+    caps = [min(c, host_lp.per_host(it, host)) for c, it in zip(caps, items, strict=True)]
+    kept = host_lp.highs._Exact(items, host, improving=True)
+    best, _ = kept.solve(duals, caps, nodes=10_000)
+    worths = [sum(d * a for d, a in zip(duals, p.counts, strict=True)) for p in kept.improved()]
+    for p in kept.improved():
+        assert _feasible_on_one_gpu(items, host, p.counts)
+        assert all(a <= c for a, c in zip(p.counts, caps, strict=True))
+    assert worths == sorted(worths)
+    if best is not None:
+        assert all(w <= sum(d * a for d, a in zip(duals, best.counts, strict=True)) + 1e-9 for w in worths)
+    plain = host_lp.highs._Exact(items, host)
+    plain.solve(duals, caps, nodes=10_000)
+    assert plain.improved() == []
+
+
+def test_the_polish_takes_each_milps_improving_solutions_and_needs_fewer_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Several patterns a call: from the master of each item alone, the polish reaches the same LP value and bound in
+    fewer MILP calls with each call's improving solutions than with its best alone (tuning seed 6 at 2,000 tasks, 40
+    services on one GPU a host: 25 calls, against 32)."""
+    from functools import partial
+
+    from ecs_gpu_sharing.core.host_lp import highs
+    from ecs_gpu_sharing.core.host_lp.polish import polished
+
+    fleet = fleet_generator.generate(6, 2000)
+    items, host = _problem(fleet.capacity, fleet.services[:40])
+    assert host.gpus == 1
+    solve, improved = highs._Exact.solve, highs._Exact.improved
+    calls = 0
+
+    def counted(self: highs._Exact, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return solve(self, *args)
+
+    monkeypatch.setattr(highs._Exact, "solve", counted)
+    runs = []
+    for kept in (improved, lambda self: []):
+        monkeypatch.setattr(highs._Exact, "improved", kept)
+        calls = 0
+        master = host_lp._first_master(items, host)
+        add = partial(host_lp._add_priced, master, items, host)
+        value, _, farley = polished(master, items, host, [it.demand for it in items], 0.0, add, 10_000)
+        runs.append((round(value, 6), round(farley, 6), calls))
+    (value, farley, with_them), (value_alone, farley_alone, alone) = runs
+    assert (value, farley) == (value_alone, farley_alone) == (634.375, 634.375)
+    assert with_them < alone
+
+
 def test_where_column_generation_stops_far_above_its_bound_the_milp_polishes_it_to_the_lps(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

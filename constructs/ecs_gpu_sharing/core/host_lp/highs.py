@@ -89,9 +89,10 @@ class _Pricing:
 class _Exact:
     """The pricing problem as a MILP: a count of each item on each GPU (one isolation group per GPU, its memory and
     clients), whole-GPU tasks on GPUs of their own, the host's CPU, memory and interfaces. Solved by HiGHS within a
-    node limit (deterministic): its best pattern, and its dual bound, an upper bound on every pattern's worth."""
+    node limit (deterministic): its best pattern, and its dual bound, an upper bound on every pattern's worth.
+    ``improving``: HiGHS keeps each solution that improved on the last during a search (``improved``)."""
 
-    def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
+    def __init__(self, items: Sequence[Item], host: HostSpec, improving: bool = False) -> None:
         import highspy
         import numpy as np
 
@@ -106,6 +107,7 @@ class _Exact:
         self.h.setOptionValue("mip_detect_symmetry", False)
         self.h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
         self.h.setOptionValue("mip_heuristic_effort", 0.0)
+        self.h.setOptionValue("mip_improving_solution_save", improving)
         self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         inf = highspy.kHighsInf
         n, gpus = len(items), host.gpus
@@ -206,7 +208,14 @@ class _Exact:
         info = self.h.getInfo()
         if info.primal_solution_status != 2:  # no feasible solution found
             return None, max(0.0, info.mip_dual_bound)
-        values = self.h.getSolution().col_value
+        return self._pattern(self.h.getSolution().col_value), info.mip_dual_bound
+
+    def improved(self) -> list[Pattern]:
+        """The patterns the last search found before its best, each better than the one before (none unless the
+        model was made ``improving``): patterns worth nearly as much, for column generation to take several a call."""
+        return [self._pattern(s.col_value) for s in self.h.getSavedMipSolutions()[:-1]]
+
+    def _pattern(self, values: Sequence[float]) -> Pattern:
         b = _Builder(self.items, self.host)
         for g in range(0 if self.compact or self.pooled else self.host.gpus):
             for i in range(self.n):
@@ -215,7 +224,7 @@ class _Exact:
                     b.add(i, round(values[j]), only=g)
         for i in largest_first(self.items):  # any the layout above left out
             b.add(i, round(values[self.index[("x", i, -1)]]) - b.counts[i])
-        return b.pattern(), info.mip_dual_bound
+        return b.pattern()
 
 
 class _Master:
