@@ -115,3 +115,17 @@ def test_without_the_arc_flow_model_that_fleet_is_a_host_above(monkeypatch: pyte
     fleet = fleet_generator.generate(6004, 1000)
     result = plan([fleet.capacity], fleet.services)
     assert (result.instances, result.capacities[0].gpus_used) == (31, 241)
+
+
+def test_an_lp_highs_does_not_solve_gives_no_bound_and_the_plan_goes_on_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where HiGHS stops short of the LP's optimum (a limit, a numerical failure), its value is no bound and its flow
+    no plan: ``solve`` says it has none, and 6004 is planned as without the model (31 hosts, 241 GPUs)."""
+    import highspy
+
+    monkeypatch.setattr(highspy.Highs, "getModelStatus", lambda self: highspy.HighsModelStatus.kIterationLimit)
+    assert arc_flow.solve([256, 512], [1, 1], [3, 3], 22307, 48) is None
+    fleet = fleet_generator.generate(6004, 1000)
+    result = plan([fleet.capacity], fleet.services)
+    assert (result.instances, result.capacities[0].gpus_used) == (31, 241)

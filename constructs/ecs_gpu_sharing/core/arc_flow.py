@@ -83,7 +83,8 @@ def paths(
 def solve(sizes: list[int], clients: list[int], demand: list[int], capacity: int, max_clients: int) -> Solution | None:
     """GPUs of ``capacity`` MiB for ``demand`` tasks of each of ``sizes`` (MiB) by the arc-flow LP: its value rounded
     up (a bound on the GPUs by memory), and its flow as patterns (copies of each size) with the GPUs each carries,
-    fractional; those within ``max_clients`` only. ``None`` where the model is too large (MAX_UNITS, MAX_ARCS)."""
+    fractional; those within ``max_clients`` only. ``None`` where the model is too large (MAX_UNITS, MAX_ARCS), or
+    HiGHS does not solve its LP to optimality (the planner then goes on without it)."""
     step = 0
     for size in sizes:
         step = math.gcd(step, size)
@@ -96,7 +97,10 @@ def solve(sizes: list[int], clients: list[int], demand: list[int], capacity: int
     arc_list = arcs(weights, demand, units)
     if len(arc_list) > MAX_ARCS:
         return None
-    value, flow = _lp(arc_list, demand, units)
+    solved = _lp(arc_list, demand, units)
+    if solved is None:
+        return None
+    value, flow = solved
     patterns = [
         (pattern, float(round(count)) if abs(count - round(count)) < FLOW_EPSILON else count)  # 2.9999999 is 3 GPUs
         for pattern, count in sorted(paths(arc_list, flow, len(sizes), units).items())
@@ -105,9 +109,9 @@ def solve(sizes: list[int], clients: list[int], demand: list[int], capacity: int
     return Solution(max(0, math.ceil(value - 1e-6)), patterns)
 
 
-def _lp(arc_list: list[tuple[int, int, int]], demand: list[int], units: int) -> tuple[float, list[float]]:
+def _lp(arc_list: list[tuple[int, int, int]], demand: list[int], units: int) -> tuple[float, list[float]] | None:
     """min GPUs (the flow out of node 0) with flow conserved and each item's arcs carrying its demand, relaxed: the
-    LP's value and each arc's flow."""
+    LP's value and each arc's flow (None where HiGHS does not report it optimal: no bound or plan is read from it)."""
     import highspy
     import numpy as np
 
@@ -129,6 +133,8 @@ def _lp(arc_list: list[tuple[int, int, int]], demand: list[int], units: int) -> 
     for i, d in enumerate(demand):
         _add_row(h, np, [(j, 1.0) for j, (_, _, item) in enumerate(arc_list) if item == i], float(d), float(d))
     h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
     return h.getInfo().objective_function_value, list(h.getSolution().col_value[:n])
 
 
