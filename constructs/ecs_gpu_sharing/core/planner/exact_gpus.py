@@ -10,11 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .gpus import Item, lp_solution, pack_gpus_lp
+from .gpus import Item, Way, lp_solution, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, pack_hosts, plan_size
-from .model import CapacityInput, GpuLoad
-
-Way = list[tuple[GpuLoad, int, int, int]]  # a GPU stage's GPUs: (contents, host CPU, host memory, how many)
+from .model import CapacityInput
 
 
 @dataclass(frozen=True)

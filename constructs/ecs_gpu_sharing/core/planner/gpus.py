@@ -11,6 +11,8 @@ from .. import arc_flow, cutting_stock
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import CapacityInput, GpuLoad
 
+Way = list[tuple[GpuLoad, int, int, int]]  # a GPU stage's GPUs: (contents, host CPU, host memory, how many such GPUs)
+
 
 def bin_lower_bound(sizes: dict[int, int], capacity: int) -> int:
     """A lower bound on the bins of ``capacity`` that items of ``sizes`` (size -> count) need.
@@ -198,7 +200,7 @@ FILLS: tuple[Callable[[list[Item], int, CapacityInput], dict[int, int]], ...] = 
 
 def pack_gpus(
     items: list[Item], cap: CapacityInput, fill: Callable[[list[Item], int, CapacityInput], dict[int, int]]
-) -> list[tuple[GpuLoad, int, int, int]]:
+) -> Way:
     """Stage 1: MPS tasks onto GPUs, as (GPU contents, CPU units, memory, how many such GPUs)."""
     groups = []
     items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
@@ -250,15 +252,13 @@ def lp_solution(
     )
 
 
-def pack_gpus_lp(
-    items: list[Item], cap: CapacityInput, solution: cutting_stock.Solution
-) -> list[tuple[GpuLoad, int, int, int]] | None:
+def pack_gpus_lp(items: list[Item], cap: CapacityInput, solution: cutting_stock.Solution) -> Way | None:
     """Stage 1 guided by the LP: its patterns, rounded down, filled with services of each size; the rest by the
     exact fill. ``None`` when a GPU so filled would break a host's CPU or memory (the other fills handle that)."""
     items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
     keys = sorted({(it.size, it.clients) for it in items})
     by_key = {k: [i for i, it in enumerate(items) if (it.size, it.clients) == k] for k in keys}
-    groups: list[tuple[GpuLoad, int, int, int]] = []
+    groups: Way = []
     for pattern, value in sorted(solution.patterns, key=lambda p: (-p[1], p[0])):
         copies = int(value + 1e-9)
         while copies > 0:
