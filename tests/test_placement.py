@@ -14,6 +14,8 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Match, Template
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import placement as P
@@ -274,6 +276,28 @@ def test_the_gpu_rules_and_the_fit_are_their_plain_definitions(monkeypatch: pyte
     assert _generated_outcomes() == fast
 
 
+@given(
+    rooms=st.lists(st.sampled_from([0, 1000, 5000, 5000, 9000, 22307]), min_size=4, max_size=4),
+    left=st.lists(st.integers(0, 3), min_size=4, max_size=4),
+    size=st.sampled_from([500, 1000, 5000, 9000]),
+    clients=st.integers(1, 2),
+    rule=st.sampled_from(P.GPU_RULES),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_gpu_each_rule_picks_is_its_plain_definition(
+    rooms: list[int], left: list[int], size: int, clients: int, rule: str
+) -> None:
+    """Best-fit takes the GPU with the least room that fits, worst-fit the most, first-fit the first; ties go to the
+    first GPU. _gpus reads the GPUs once: on drawn rooms (many equal), it must pick as ranking every fitting GPU does."""
+    run = P._Replay(L4X4, [svc("x", 1, size)], rule, random.Random(0), 1 << 30)
+    host = run._launch()
+    host.room, host.clients = list(rooms), list(left)
+    need = replace(run.needs["x"], size=size, clients=clients)
+    fitting = [i for i, r in enumerate(rooms) if r >= size and left[i] >= clients]
+    rank = {"first-fit": lambda i: i, "best-fit": lambda i: (rooms[i], i), "worst-fit": lambda i: (-rooms[i], i)}
+    assert run._gpus(host, need) == ((min(fitting, key=rank[rule]),) if fitting else None)
+
+
 def test_stopping_every_task_leaves_every_host_as_launched() -> None:
     """A task's stop gives back what its placement took: CPU, memory, interfaces, GPU memory, MPS clients, whole GPUs.
     After a mix of MPS, whole-GPU, no-GPU and awsvpc tasks is placed and stopped, each host reads as a new one."""
@@ -409,9 +433,10 @@ def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left
 
 
 def test_the_fit_is_its_plain_definition_while_tasks_come_and_go() -> None:
-    """_fits keeps, per host, the roomiest GPU with an MPS client left until the host changes. Through random places
-    and stops of tasks that run out of clients (one and two containers) among larger ones, on hosts of four GPUs,
-    every host's fit for every service must be what reading its GPUs afresh gives."""
+    """_fits keeps, per host, the roomiest GPU with an MPS client left until the host changes, and _take the most room
+    on one GPU without reading every GPU. Through random places and stops of tasks that run out of clients (one and
+    two containers) among larger ones, on hosts of four GPUs, every host's fit for every service, and its most room,
+    must be what reading its GPUs afresh gives."""
     services = [
         replace(svc("one", 400, 100), placement=(P.BINPACK_MEMORY,)),
         replace(svc("two", 300, 0), shape=TaskShape(64, 256, (150, 60)), placement=(P.BINPACK_MEMORY,)),
@@ -438,6 +463,7 @@ def test_the_fit_is_its_plain_definition_while_tasks_come_and_go() -> None:
             run.place(s)
         if step % 2 == 0:
             for h in run.hosts:
+                assert h.largest_room == max(h.room), (step, h.room)
                 for need in needs:
                     assert run._fits(h, need) == plain(h, need), (step, h.room, h.clients, need)
                     checked += 1

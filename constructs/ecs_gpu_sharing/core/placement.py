@@ -225,14 +225,18 @@ class _Replay:
                 if free >= size and left[i] >= clients:
                     return (i,)
             return None
-        fitting = [i for i, free in enumerate(room) if free >= size and left[i] >= clients]
-        if not fitting:
-            return None
-        if self.rule == "best-fit":
-            return (min(fitting, key=lambda i: (host.room[i], i)),)
-        if self.rule == "worst-fit":
-            return (min(fitting, key=lambda i: (-host.room[i], i)),)
-        raise ValueError(f"unknown GPU rule {self.rule!r}")
+        if self.rule not in ("best-fit", "worst-fit"):
+            raise ValueError(f"unknown GPU rule {self.rule!r}")
+        least = self.rule == "best-fit"  # the least room that fits, else the most; ties to the first GPU
+        pick = -1
+        for i, free in enumerate(room):
+            if (
+                free >= size
+                and left[i] >= clients
+                and (pick < 0 or (free < room[pick] if least else free > room[pick]))
+            ):
+                pick = i
+        return (pick,) if pick >= 0 else None
 
     def _fits(self, host: _Host, need: _Need) -> bool:
         if host.cpu < need.cpu or host.mem < need.mem or host.eni < need.eni or host.largest_room < need.size:
@@ -378,13 +382,19 @@ class _Replay:
             for i in gpus:
                 host.idle[i] = k < 0
                 room[i] = usable if k < 0 else 0
-        else:
-            size, clients = need.size * k, need.clients * k
-            for i in gpus:
-                room[i] -= size
-                host.clients[i] -= clients
-                host.idle[i] = room[i] == usable
-        host.largest_room = max(room)
+            host.largest_room = max(room)
+            return
+        # The most room on a GPU, kept without reading every GPU: a task taken changes it only where its GPU had it;
+        # a task stopped raises it at most to its GPU's room.
+        size, clients, largest, lost = need.size * k, need.clients * k, host.largest_room, False
+        for i in gpus:
+            lost = lost or room[i] == largest
+            room[i] -= size
+            host.clients[i] -= clients
+            host.idle[i] = room[i] == usable
+            if room[i] > largest:
+                largest = room[i]
+        host.largest_room = max(room) if k > 0 and lost else largest
 
     def _close(self, host: _Host) -> None:
         cpu, mem, eni, budget = self.smallest
