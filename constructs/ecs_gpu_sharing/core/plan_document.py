@@ -43,7 +43,19 @@ class _Part:
     """What every part of the document does: write itself as JSON."""
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: _json(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        names = _NAMES.get(type(self))
+        if names is None:  # read once a part: dataclasses.fields builds its tuple on each call (thousands a plan)
+            names = _NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        out = {}
+        for name in names:  # _json, inlined: most fields are numbers and names
+            value = getattr(self, name)
+            out[name] = (
+                value.to_json() if isinstance(value, _Part) else _json(value) if isinstance(value, tuple) else value
+            )
+        return out
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}  # each part's field names, in order
 
 
 def _json(value: Any) -> Any:
