@@ -4,6 +4,7 @@ lands; reasons that say something."""
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import signal
@@ -228,8 +229,23 @@ def test_a_refused_load_balancer_is_reported_once_not_for_every_service(
     assert "load_balancer.internal" in err and "which is not defined" not in err
 
 
+class _Word(str):
+    """A str of another type: json_text writes a plain str and int itself, and every other type as json does."""
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
 _JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text()
+    | st.text(max_size=3).map(_Word)
+    | st.sampled_from(list(_Level)),
     lambda inner: (
         st.lists(inner, max_size=4)
         | st.tuples(inner, inner)

@@ -150,10 +150,11 @@ def json_text(doc: Any, indent: int) -> str:
     out: list[str] = []
     add = out.append
     step = " " * indent
+    encode = json.encoder.encode_basestring_ascii
 
     def scalar(value: Any) -> str:  # the json module's checks, in its order
         if isinstance(value, str):
-            return json.encoder.encode_basestring_ascii(value)
+            return encode(value)
         if value is None:
             return "null"
         if value is True:
@@ -176,9 +177,15 @@ def json_text(doc: Any, indent: int) -> str:
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise _Unusual
-                add(first + json.encoder.encode_basestring_ascii(key) + ": ")
+                kind = type(item)  # a name or a whole number (most of a plan) is written here, not by a call
+                if kind is str:
+                    add(first + encode(key) + ": " + encode(item))
+                elif kind is int:
+                    add(first + encode(key) + ": " + int.__repr__(item))
+                else:
+                    add(first + encode(key) + ": ")
+                    walk(item, inner)
                 first = ",\n" + inner
-                walk(item, inner)
             add("\n" + at + "}")
         elif isinstance(value, (list, tuple)):
             if not value:
