@@ -483,13 +483,13 @@ def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_wo
     from ecs_gpu_sharing.core.planner import packing
 
     runs = {"count": 0}
-    ffd_hosts = packing.ffd_hosts
+    ffd_fill = packing.ffd_fill
 
     def counted(*args: object) -> object:
         runs["count"] += 1
-        return ffd_hosts(*args)  # type: ignore[arg-type]
+        return ffd_fill(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(packing, "ffd_hosts", counted)
+    monkeypatch.setattr(packing, "ffd_fill", counted)
     skipped = 0
     for seed, size in itertools.product(range(6), (300, 1500)):
         fleet = fleet_generator.generate(seed, size)
@@ -662,7 +662,9 @@ def test_a_large_memory_bound_fleet_is_planned_by_ffd_alone_and_fits() -> None:
 
 def _ffd_plans() -> list[object]:
     """FFD's hosts, in every order, on generated fleets of one, four and eight GPUs a host, with whole-GPU tasks, and
-    with tasks without a GPU added (they land on hosts already open)."""
+    with tasks without a GPU added (they land on hosts already open). Each fill's size must be its hosts'."""
+    from ecs_gpu_sharing.core.planner.hosts import plan_size
+
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
         import fleet_generator
@@ -694,7 +696,9 @@ def _ffd_plans() -> list[object]:
             (dataclasses.replace(fleet.capacity, task_network_interfaces=12), awsvpc),
         ):
             for order in ("gpu", "cpu", "memory", "dominant", "sum"):
-                hosts = ffd.ffd_hosts(capacity, [placed], order)
+                fill = ffd.ffd_fill(capacity, [placed], order)
+                hosts = fill.hosts()
+                assert fill.size() == plan_size(hosts)  # what a plan compares its FFD orders by, read off the fill
                 out.append([(h.count, h.gpus, h.cpu, h.mem, sorted(h.without_gpu.items()), h.enis) for h in hosts])
     return out
 

@@ -33,6 +33,13 @@ def normalized(s: ServiceInput, capacity: CapacityInput) -> tuple[float, float, 
 def ffd_hosts(
     capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], ordering: str = "gpu"
 ) -> list[Host]:
+    """First-fit decreasing's hosts (``ffd_fill``), identical ones counted together."""
+    return ffd_fill(capacity, groups, ordering).hosts()
+
+
+def ffd_fill(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], ordering: str = "gpu"
+) -> FirstFitHosts:
     """First-fit decreasing, task by task, over GPUs and hosts together: each task (largest first: whole GPUs, GPU
     budget, CPU, memory) goes to the first GPU in opening order with its memory and clients and whose host still
     has its CPU and memory; else to an idle GPU of the first open host with room; else to a new host. Where host CPU
@@ -55,7 +62,7 @@ def ffd_hosts(
             fill.place_without_gpu(s, n)
         else:
             fill.place_mps(s, n, group)
-    return fill.hosts()
+    return fill
 
 
 def _smallest_to_come(services: list[ServiceInput]) -> list[tuple[int, int, int, int]]:

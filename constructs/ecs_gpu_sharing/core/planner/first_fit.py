@@ -301,6 +301,11 @@ class FirstFitHosts:
             self.gpus[index] = gpu
         return gpu
 
+    def size(self) -> tuple[int, int]:
+        """``plan_size`` of ``hosts()``: the open hosts and their busy GPUs, read without working out their kinds (a
+        plan keeps one FFD order of several; the others' hosts are never read)."""
+        return len(self.cpu_left), sum(1 for gpu in self.gpus if gpu.tasks)
+
     def hosts(self) -> list[Host]:
         """The open hosts, identical ones counted together (in the order each kind was first opened). Hosts one
         step made and nothing touched since are alike (one block): their kind is worked out once."""

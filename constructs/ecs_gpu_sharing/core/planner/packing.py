@@ -8,7 +8,7 @@ from .. import cutting_stock, host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
-from .ffd import ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
+from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, plan_size
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
@@ -324,9 +324,9 @@ def _pack_staged(
         for ordering in ffd_orders(capacity, groups):
             if best is not None and plan_size(best)[0] <= enough:
                 break
-            ffd = ffd_hosts(capacity, groups, ordering)
-            if best is None or plan_size(ffd) < plan_size(best):
-                best = ffd
+            fill = ffd_fill(capacity, groups, ordering)
+            if best is None or fill.size() < plan_size(best):
+                best = fill.hosts()
     # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
     assert best is not None
     while (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None:
