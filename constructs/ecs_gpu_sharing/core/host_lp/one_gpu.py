@@ -184,12 +184,15 @@ def _bounds(
             lam = tuple(max(0.0, q) for q in fetch(sub))
             over = [0.0] * (n + 1)
             for j in range(n - 1, s - 1, -1):
-                gain = d[j] - sum(q * u for q, u in zip(lam, a[j], strict=True))
+                u = a[j]  # what sum() over the five resources adds, in its order, without a generator
+                gain = d[j] - (0 + lam[0] * u[0] + lam[1] * u[1] + lam[2] * u[2] + lam[3] * u[3] + lam[4] * u[4])
                 over[j] = over[j + 1] + most[j] * max(0.0, gain)
             priced[s] = (lam, over)
         return priced[s]
 
-    def bound(rem: tuple[int, ...], j: int) -> float:
+    at_item: list[tuple[tuple[float, ...], list[float]] | None] = [None] * (n + 1)  # prices(priced_at[j]), by j
+
+    def bound(rem: tuple[int, ...], j: int) -> float:  # a million calls a search on some fleets: read once a call
         b = capped[j]
         for r, q in rated[j]:
             x = rem[r] * q
@@ -201,12 +204,19 @@ def _bounds(
             if x < t:
                 t = x
         if prices_for is not None:
-            lam, over = prices(priced_at[j])
+            known = at_item[j]
+            if known is None:
+                known = at_item[j] = prices(priced_at[j])
+            lam, over = known
             x = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
             x *= 1 + 1e-12  # a sum's rounding never cuts the best
             if x < b:
                 b = x
-        return min(b, t * d[j]) if t < _INF else b
+        if t < _INF:
+            x = t * d[j]
+            if x < b:
+                b = x
+        return b
 
     return bound
 
