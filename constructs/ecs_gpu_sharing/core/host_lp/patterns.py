@@ -133,9 +133,15 @@ def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> li
     return [sorted(live, key=lambda i: (-duals[i] / weight[i], i)) for weight in _fixed(items, host).weights]
 
 
-def largest_first(items: Sequence[Item]) -> list[int]:
-    """The order a pattern's tasks are laid out on its GPUs: whole-GPU tasks, then the largest first."""
-    return sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i))
+def largest_first(items: Sequence[Item]) -> tuple[int, ...]:
+    """The order a pattern's tasks are laid out on its GPUs: whole-GPU tasks, then the largest first. Sorted once for
+    an LP's items: column generation lays out thousands of patterns over the same ones."""
+    if not _largest or _largest[0][0] is not items:
+        _largest[:] = [(items, tuple(sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i))))]
+    return _largest[0][1]
+
+
+_largest: list[tuple[Sequence[Item], tuple[int, ...]]] = []  # the last LP's items and their order
 
 
 def _build(items: Sequence[Item], host: HostSpec, order: Sequence[int], caps: Sequence[int]) -> Pattern:
@@ -152,11 +158,11 @@ def _variants(
     are often all worth more than a host; adding them together saves rounds."""
     dominant = _fixed(items, host).dominant
     order = sorted((i for i, d in enumerate(duals) if d > 1e-9), key=lambda i: (-duals[i] / dominant[i], i))
-    largest = largest_first(items)
+    held = [i for i in largest_first(items) if p.counts[i]]
     found = []
     for out in (i for i, a in enumerate(p.counts) if a):
         b = _Builder(items, host)
-        for i in largest:
+        for i in held:
             keep = p.counts[i] - (1 if i == out else 0)
             if keep > 0:
                 b.add(i, keep)

@@ -257,13 +257,14 @@ def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int
                     clients=sum(services[i].clients * k for i, k in tasks),
                 )
             )
+    held = [(services[i], a) for i, a in enumerate(p.counts) if a]  # a host holds a few of a fleet's services
     return Host(
         count,
         gpus,
-        cpu=sum(services[i].cpu_units * a for i, a in enumerate(p.counts)),
-        mem=sum(services[i].memory_mib * a for i, a in enumerate(p.counts)),
+        cpu=sum(s.cpu_units * a for s, a in held),
+        mem=sum(s.memory_mib * a for s, a in held),
         without_gpu={services[i].name: k for i, k in p.no_gpu},
-        enis=sum(services[i].network_interfaces * a for i, a in enumerate(p.counts)),
+        enis=sum(s.network_interfaces * a for s, a in held),
     )
 
 
