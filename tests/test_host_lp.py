@@ -1701,3 +1701,23 @@ def test_where_column_generation_stops_far_above_its_bound_the_milp_polishes_it_
         monkeypatch.setattr(polish, "POLISH_GAP", 100.0)
         assert host_lp.solve(items, host).bound == short, seed
         monkeypatch.setattr(polish, "POLISH_GAP", 1.02)
+
+
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 2), st.integers(0, 20_000)), min_size=1, max_size=8), min_size=1, max_size=4
+    )
+)
+@settings(max_examples=50, deadline=None)
+def test_the_largest_first_order_is_each_lps_own_though_it_is_sorted_once_for_its_items(
+    lps: list[list[tuple[int, int]]],
+) -> None:
+    """largest_first keeps the last LP's order (column generation lays out thousands of patterns over the same items).
+    Asked in turn for the items of several LPs, and again for the first, it must give each its own order: whole-GPU
+    tasks first, then the largest, ties by position."""
+    from ecs_gpu_sharing.core.host_lp.patterns import largest_first
+
+    made = [[host_lp.Item(f"s{i}", "", size, 1, whole, 1, 1, 0, 1) for i, (whole, size) in enumerate(lp)] for lp in lps]
+    for items in [*made, made[0]]:
+        plain = sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i))
+        assert list(largest_first(items)) == plain
