@@ -225,7 +225,7 @@ class _Replay:
                 if free >= size and left[i] >= clients:
                     return (i,)
             return None
-        if self.rule not in ("best-fit", "worst-fit"):
+        if self.rule not in GPU_RULES:
             raise ValueError(f"unknown GPU rule {self.rule!r}")
         least = self.rule == "best-fit"  # the least room that fits, else the most; ties to the first GPU
         pick = -1

@@ -46,13 +46,7 @@ class _Part:
         names = _NAMES.get(type(self))
         if names is None:  # read once a part: dataclasses.fields builds its tuple on each call (thousands a plan)
             names = _NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
-        out = {}
-        for name in names:  # _json, inlined: most fields are numbers and names
-            value = getattr(self, name)
-            out[name] = (
-                value.to_json() if isinstance(value, _Part) else _json(value) if isinstance(value, tuple) else value
-            )
-        return out
+        return {name: _json(getattr(self, name)) for name in names}
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}  # each part's field names, in order
