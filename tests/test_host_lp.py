@@ -307,6 +307,76 @@ def test_the_pricing_knapsack_is_exact_where_its_units_are(items: list[tuple[int
     assert value == pytest.approx(best)
 
 
+def _best_on_one_gpu(values: list[float], sizes: list[int], clients: list[int], caps: list[int], room: int) -> float:
+    """The most a choice within ``caps``, ``room`` and a GPU's MPS clients is worth, by trying every choice."""
+    import itertools
+
+    from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
+
+    return max(
+        sum(k * v for k, v in zip(choice, values, strict=True))
+        for choice in itertools.product(*(range(c + 1) for c in caps))
+        if sum(k * s for k, s in zip(choice, sizes, strict=True)) <= room
+        and sum(k * c for k, c in zip(choice, clients, strict=True)) <= MAX_CLIENTS_PER_GPU
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 20), st.integers(1, 20), st.integers(1, 30), st.integers(0, 6)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(1, 60),
+)
+def test_the_knapsack_over_memory_and_clients_is_exact(items: list[tuple[int, int, int, int]], room: int) -> None:
+    """One GPU's knapsack where each task also takes MPS clients: the counts fit the room and the GPU's 48 clients,
+    keep to the caps, are worth the value said, and no choice is worth more (by trying every one). It fails where a
+    piece is taken twice in one pass, or where the clients are left out."""
+    from ecs_gpu_sharing.core.cutting_stock import knapsack_with_clients
+    from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
+
+    values, sizes = [float(v) for v, _, _, _ in items], [s for _, s, _, _ in items]
+    clients, caps = [c for _, _, c, _ in items], [k for _, _, _, k in items]
+    value, counts = knapsack_with_clients(sizes, clients, caps, values, room, MAX_CLIENTS_PER_GPU)
+    assert all(0 <= k <= c for k, c in zip(counts, caps, strict=True))
+    assert sum(k * s for k, s in zip(counts, sizes, strict=True)) <= room
+    assert sum(k * c for k, c in zip(counts, clients, strict=True)) <= MAX_CLIENTS_PER_GPU
+    assert value == pytest.approx(sum(k * v for k, v in zip(counts, values, strict=True)))
+    assert value == pytest.approx(_best_on_one_gpu(values, sizes, clients, caps, room))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 20), st.integers(1, 5000), st.integers(1, 30), st.integers(0, 6)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(1000, 30000),
+)
+def test_a_gpus_knapsack_keeps_to_its_clients_and_its_bound_stays_above_every_choice(
+    items: list[tuple[int, int, int, int]], room: int
+) -> None:
+    """``_knapsack`` with the tasks' clients (one GPU's, for the host-level LP's candidates and bounds): its counts
+    fit the room and the clients; with ``bound`` (sizes rounded down, the memory alone or the memory and clients), its
+    value is never below the best choice, and never above the bound over memory alone. Fails where the counts over
+    memory alone are returned though they take more clients than a GPU has."""
+    from ecs_gpu_sharing.core.host_lp.patterns import _knapsack
+    from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
+
+    values, sizes = [float(v) for v, _, _, _ in items], [s for _, s, _, _ in items]
+    clients, caps = [c for _, _, c, _ in items], [k for _, _, _, k in items]
+    _, counts = _knapsack(values, sizes, caps, room, clients=clients)
+    assert all(0 <= k <= c for k, c in zip(counts, caps, strict=True))
+    assert sum(k * s for k, s in zip(counts, sizes, strict=True)) <= room
+    assert sum(k * c for k, c in zip(counts, clients, strict=True)) <= MAX_CLIENTS_PER_GPU
+    bound = _knapsack(values, sizes, caps, room, bound=True, clients=clients)[0]
+    assert bound >= _best_on_one_gpu(values, sizes, clients, caps, room) - 1e-9
+    assert bound <= _knapsack(values, sizes, caps, room, bound=True)[0] + 1e-9
+
+
 def test_the_last_search_for_a_bound_is_skipped_only_where_it_cannot_pass_the_bound_known(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

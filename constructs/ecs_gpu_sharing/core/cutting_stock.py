@@ -108,6 +108,41 @@ def bounded_knapsack(sizes: list[int], caps: list[int], values: list[float], roo
     return value, pattern
 
 
+def knapsack_with_clients(
+    sizes: list[int], clients: list[int], caps: list[int], values: list[float], room: int, max_clients: int
+) -> tuple[float, list[int]]:
+    """``bounded_knapsack`` with a second room: each copy also takes ``clients`` of ``max_clients`` (a GPU's MPS
+    clients). The same binary splitting; each piece's pass is one array operation over a table of clients by room,
+    from the largest of both down, so a piece is taken once. The most value, and the copies of each item."""
+    import numpy as np
+
+    pieces = []
+    for i, (size, client, cap) in enumerate(zip(sizes, clients, caps, strict=True)):
+        chunk = 1
+        while cap > 0:
+            take = min(chunk, cap)
+            if values[i] * take > 0 and size * take <= room and client * take <= max_clients:
+                pieces.append((i, take, size * take, client * take, values[i] * take))
+            cap -= take
+            chunk *= 2
+    best = np.zeros((max_clients + 1, room + 1))
+    taken = []
+    for _, _, weight, client, value in pieces:
+        candidate = best[: max_clients + 1 - client, : room + 1 - weight] + value
+        better = candidate > best[client:, weight:] + 1e-12
+        np.copyto(best[client:, weight:], candidate, where=better)  # candidate is a copy: best may change in place
+        taken.append(better)
+    at_clients, at_room = (int(a) for a in np.unravel_index(int(np.argmax(best)), best.shape))
+    value = float(best[at_clients, at_room])
+    pattern = [0] * len(sizes)
+    for (i, take, weight, client, _), better in zip(reversed(pieces), reversed(taken), strict=True):
+        if at_room >= weight and at_clients >= client and better[at_clients - client, at_room - weight]:
+            pattern[i] += take
+            at_room -= weight
+            at_clients -= client
+    return value, pattern
+
+
 def _cover_lp(columns: list[list[int]], demand: list[int]) -> tuple[list[float], list[float]]:
     """min sum(x) with columns @ x >= demand, x >= 0. Returns (x, y): the primal and dual solutions. Over more than
     PURE_SIZES sizes by HiGHS (the dense simplex below redoes every pivot each round: 8 s on 26 sizes), else by the

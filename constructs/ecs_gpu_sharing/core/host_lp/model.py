@@ -49,6 +49,8 @@ POLISH_WORK = 10_000  # ... HiGHS's MILP prices on, this many calls over the ser
 POLISH_HOST_WORK = 400  # ... and no more than this many over the services priced for each host between the value
 # and the bound (a call's cost grows with the services: about 0.6 s of MILP for each host at stake)
 KNAPSACK_UNITS = 2048  # units of a knapsack's room, at most (sizes rounded up for a candidate, down for a bound)
+CLIENTS_BIND = 0.5  # MPS clients needing this share of the GPUs the memory needs: one GPU's knapsacks keep to them
+CLIENT_KNAPSACK_UNITS = 512  # the same, for one GPU's knapsack over its memory and its MPS clients (a row a client)
 
 
 @dataclass(frozen=True)

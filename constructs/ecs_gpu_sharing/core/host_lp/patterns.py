@@ -5,9 +5,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..cutting_stock import bounded_knapsack
+from ..cutting_stock import bounded_knapsack, knapsack_with_clients
 from ..mps import MAX_CLIENTS_PER_GPU
-from .model import KNAPSACK_UNITS, HostSpec, Item, Pattern, _capacity, _shares, _use, per_host
+from .model import (
+    CLIENT_KNAPSACK_UNITS,
+    CLIENTS_BIND,
+    KNAPSACK_UNITS,
+    HostSpec,
+    Item,
+    Pattern,
+    _capacity,
+    _shares,
+    _use,
+    per_host,
+)
 
 
 class _Builder:
@@ -113,6 +124,17 @@ class _Fixed:
         self.weights = [[max(sum(a * b for a, b in zip(s, w, strict=True)), 1e-12) for s in shares] for w in ways]
         self.dominant = [max(max(s), 1e-12) for s in shares]  # also the order _variants refills in
         self.weights.append(self.dominant)
+        self.clients = _clients(items, host)
+
+
+def _clients(items: Sequence[Item], host: HostSpec) -> list[int] | None:
+    """Each item's MPS clients, for one GPU's knapsacks to keep to (``_knapsack``), where the tasks' clients need at
+    least CLIENTS_BIND of the GPUs their memory needs; else None (the clients cannot bind: no generated benchmark
+    fleet's need more than 0.37, and the knapsacks stay as they were there)."""
+    mps = [it for it in items if it.size and not it.whole]
+    clients = sum(it.clients * it.demand for it in mps) / MAX_CLIENTS_PER_GPU
+    memory = sum(it.size * it.demand for it in mps) / host.usable if host.usable else 0.0
+    return [it.clients for it in items] if clients >= CLIENTS_BIND * memory > 0 else None
 
 
 _last: list[_Fixed] = []  # the last LP's: column generation asks for the same items and host hundreds of times
@@ -250,7 +272,8 @@ def _candidates(
     prices give, and the pricing LP's own counts rounded down, then filled in that order; then, on a host of several
     GPUs, up to ``climb`` steps up from the best of them (``_climbed``)."""
     live = [i for i, d in enumerate(duals) if d > 1e-9]
-    use = _fixed(items, host).use
+    fixed = _fixed(items, host)
+    use = fixed.use
     weight = [sum(p * u for p, u in zip(prices, row, strict=True)) for row in use]
     priced = sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i))
     found = [_build(items, host, order, caps) for order in [*_orders(items, host, duals), priced]]
@@ -276,7 +299,13 @@ def _candidates(
             room, copies = (host.cpu, host.mem)[row - 2], 1
         if not chosen or not copies:
             continue
-        _, contents = _knapsack([reduced[i] for i in chosen], sizes, [caps[i] for i in chosen], room)
+        _, contents = _knapsack(
+            [reduced[i] for i in chosen],
+            sizes,
+            [caps[i] for i in chosen],
+            room,
+            clients=[fixed.clients[i] for i in chosen] if row == 0 and fixed.clients else None,
+        )
         b = _Builder(items, host)
         for g in range(copies):
             for j in sorted(range(len(chosen)), key=lambda j: (-sizes[j], chosen[j])):
@@ -291,11 +320,57 @@ def _candidates(
 
 
 def _knapsack(
-    values: Sequence[float], sizes: Sequence[int], caps: Sequence[int], room: int, *, bound: bool = False
+    values: Sequence[float],
+    sizes: Sequence[int],
+    caps: Sequence[int],
+    room: int,
+    *,
+    bound: bool = False,
+    clients: Sequence[int] | None = None,
 ) -> tuple[float, list[int]]:
     """The counts of most value within ``room`` (a bounded knapsack, by binary splitting, on numpy), and that value.
     Sizes in units of their GCD, or of 1/KNAPSACK_UNITS of the room where that is too fine: rounded up, so the counts
-    always fit; or, with ``bound``, rounded down, so the value bounds the true knapsack's from above."""
+    always fit; or, with ``bound``, rounded down, so the value bounds the true knapsack's from above. ``clients``: one
+    GPU's knapsack, each task also taking that many of its MPS clients; where the counts over its memory alone take
+    more clients than a GPU has, the knapsack over both (``_knapsack_with_clients``)."""
+    value, counts = _knapsack_by_room(values, sizes, caps, room, bound=bound)
+    if clients is None or sum(c * k for c, k in zip(clients, counts, strict=True)) <= MAX_CLIENTS_PER_GPU:
+        return value, counts  # within the clients: the best over both too
+    both, counts_both = _knapsack_with_clients(values, sizes, clients, caps, room, bound=bound)
+    return (min(value, both), counts) if bound else (both, counts_both)
+
+
+def _knapsack_with_clients(
+    values: Sequence[float],
+    sizes: Sequence[int],
+    clients: Sequence[int],
+    caps: Sequence[int],
+    room: int,
+    *,
+    bound: bool = False,
+) -> tuple[float, list[int]]:
+    """One GPU's knapsack over its memory and its MPS clients: sizes in units of 1/CLIENT_KNAPSACK_UNITS of the room
+    at most (the table is a row a client), rounded up so the counts fit, or with ``bound`` down, so the value bounds
+    the true knapsack's from above. Where the clients bind with the memory (many small tasks, sidecars), the knapsack
+    over memory alone fills a GPU with more tasks than its clients take: candidates a GPU cannot hold, and a bound
+    that stays above every pattern a host holds (docs/planning.md)."""
+    step = 0
+    for size in sizes:
+        step = math.gcd(step, size)
+    unit = step if step and room // step <= CLIENT_KNAPSACK_UNITS else max(1, math.ceil(room / CLIENT_KNAPSACK_UNITS))
+    units = room // unit if not bound else math.ceil(room / unit)
+    weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
+    kept = [
+        min(c, units // w if w else c, MAX_CLIENTS_PER_GPU // max(k, 1)) if v > 0 else 0
+        for v, w, c, k in zip(values, weights, caps, clients, strict=True)
+    ]
+    return knapsack_with_clients(weights, list(clients), kept, list(values), units, MAX_CLIENTS_PER_GPU)
+
+
+def _knapsack_by_room(
+    values: Sequence[float], sizes: Sequence[int], caps: Sequence[int], room: int, *, bound: bool = False
+) -> tuple[float, list[int]]:
+    """``_knapsack`` over the room alone."""
     step = 0
     for size in sizes:
         step = math.gcd(step, size)
@@ -321,7 +396,7 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
     these. Kept whole: one GPU's memory (MPS tasks of any group, no client limit; the best GPU on every GPU, or a share
     of a whole-GPU task), the host's CPU, the host's memory."""
     caps = [per_host(it, host) for it in items]
-    use = _fixed(items, host).use
+    use, clients = _fixed(items, host).use, _fixed(items, host).clients
     capacity = _capacity(host)
     best = math.inf
     for row in (0, 2, 3):
@@ -333,7 +408,12 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
         if row == 0:
             mps = [i for i, it in enumerate(items) if it.size and not it.whole]
             per_gpu = _knapsack(
-                [reduced[i] for i in mps], [items[i].size for i in mps], [caps[i] for i in mps], host.usable, bound=True
+                [reduced[i] for i in mps],
+                [items[i].size for i in mps],
+                [caps[i] for i in mps],
+                host.usable,
+                bound=True,
+                clients=[clients[i] for i in mps] if clients else None,
             )[0]
             whole = max((reduced[i] / it.whole for i, it in enumerate(items) if it.whole), default=0.0)
             value = host.gpus * max(per_gpu, whole, 0.0)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import HostSpec, Item, Pattern, interfaces
-from .patterns import _Builder, _knapsack
+from .patterns import _Builder, _clients, _knapsack
 
 PER_GPU_ROUNDS = 30  # column generation rounds of the small master at most, per pricing
 PER_GPU_NODES = 2000  # nodes of its integer search: at 200, where column generation stopped on seed 2013 it found a
@@ -65,6 +65,7 @@ class PerGpu:
         self.groups = sorted({items[i].group for i in mps})
         # one GPU's most tasks of each MPS item, by its memory and its clients
         self.fit = {i: min(host.usable // items[i].size, MAX_CLIENTS_PER_GPU // max(items[i].clients, 1)) for i in mps}
+        self.clients = _clients(items, host)  # where the clients can bind, the GPU's knapsack keeps to them
         self.kept: list[Contents] = []
         self.rounds = 0  # small-master rounds run, in all (the work done)
 
@@ -169,8 +170,9 @@ class PerGpu:
             values = [reduced[i] for i in chosen]
             sizes = [items[i].size for i in chosen]
             tops = [min(caps[i], self.fit[i]) for i in chosen]
-            most = max(most, _knapsack(values, sizes, tops, self.host.usable, bound=True)[0])
-            _, counts = _knapsack(values, sizes, tops, self.host.usable)
+            clients = [self.clients[i] for i in chosen] if self.clients else None
+            most = max(most, _knapsack(values, sizes, tops, self.host.usable, bound=True, clients=clients)[0])
+            _, counts = _knapsack(values, sizes, tops, self.host.usable, clients=clients)
             contents = tuple((i, k) for i, k in zip(chosen, counts, strict=True) if k)
             value = sum(reduced[i] * k for i, k in contents)
             if contents and value > worth:
