@@ -1,0 +1,195 @@
+"""Fleets shaped unlike ``fleet_generator``'s, to try the planner on what it was not tuned on.
+
+    python shaped_fleets.py FAMILIES SEEDS SIZE     (e.g. clients,iso 1,2,3 10000; OUT=file.json writes the figures)
+
+Families: ``triplets`` (GPU budgets around a third and a half of a GPU), ``few`` (two to eight services of thousands
+of tasks), ``clients`` (tasks of 0.4-3% of a GPU with up to three sidecars: MPS's 48 clients a GPU bind with the
+memory), ``eni`` (awsvpc tasks), ``whole`` (whole-GPU tasks of one to four GPUs beside MPS tasks), ``iso`` (isolation
+groups, some keeping their hosts), ``cpu4l4`` (CPU-heavy embedders on four L4s) and ``pairs`` (budgets around half a
+GPU). Each line: the plan's instances, its lower bound, their ratio, plain FFD (which knows no isolation groups or
+interfaces, so it can be below the plan there) and the planner's time. docs/planning.md says what they showed.
+"""
+
+import json
+import math
+import os
+import random
+import sys
+import time
+import zlib
+
+from ffd import ffd
+
+from ecs_gpu_sharing.core.allocation import AllocationNote
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
+from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, plan
+from ecs_gpu_sharing.core.shape import TaskShape
+
+
+def counts(total: int, n: int, rng: random.Random, skew: bool = True) -> list[int]:
+    w = [math.exp(rng.uniform(0, math.log(50 if skew else 2))) for _ in range(n)]
+    c = [1 + int((total - n) * x / sum(w)) for x in w]
+    for i in range(total - sum(c)):
+        c[i % n] += 1
+    return c
+
+
+def mk(
+    rng: random.Random,
+    cap: CapacityInput,
+    i: int,
+    count: int,
+    frac: float,
+    cpu_share: float,
+    mem_share: float,
+    sidecars: int = 0,
+    whole: int = 0,
+    enis: int = 0,
+    group: str | None = None,
+    iso_host: bool = False,
+) -> ServiceInput:
+    usable = cap.usable_gpu_memory_mib
+    containers: tuple[int, ...] = ()
+    if not whole:
+        budget = max(256, int(usable * frac) // 256 * 256)
+        side = [256 * rng.randint(1, 4) for _ in range(sidecars)]
+        containers = (max(256, budget - sum(side)), *side)
+    cpu = min(cap.host_cpu_units, max(128, round(cap.host_cpu_units * cpu_share / 128) * 128))
+    mem = min(cap.host_memory_mib, max(256, round(cap.host_memory_mib * mem_share / 128) * 128))
+    note = None
+    if group is not None:
+        note = AllocationNote(
+            residency_mib=100,
+            peak_working_mib=100,
+            shared_failure="tasks restart",
+            isolation_group=group,
+            isolate_host=iso_host,
+        )
+    return service_input(
+        f"s{i:04d}",
+        cap.name,
+        TaskShape(cpu, mem, containers, whole_gpus=whole, network_interfaces=enis),
+        count,
+        count_source="gen",
+        allocation=note,
+    )
+
+
+def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[ServiceInput], str]:
+    rng = random.Random(zlib.crc32(f"{family}/{seed}/{size}".encode()))
+    R = rng.uniform
+    if family == "triplets":
+        t = rng.choice(["g6e.2xlarge", "g6e.12xlarge", "g6.2xlarge"])
+    elif family in ("cpu4l4",):
+        t = "g6.12xlarge"
+    elif family in ("whole", "few"):
+        t = rng.choice(["g6e.48xlarge", "p5.48xlarge", "g6.48xlarge", "g6e.12xlarge"])
+    elif family == "eni":
+        t = rng.choice(["g6.2xlarge", "g6e.2xlarge", "g6.12xlarge", "g6e.12xlarge"])
+    else:
+        t = rng.choice(
+            ["g6.2xlarge", "g6e.2xlarge", "g6.12xlarge", "g6e.12xlarge", "g6e.48xlarge", "p5.48xlarge", "g6.48xlarge"]
+        )
+    cap = capacity_input("gpu", host_facts([t]))
+    g = cap.gpus_per_instance
+    out = []
+    if family == "triplets":
+        n = rng.randint(8, 40) if size <= 1000 else rng.randint(30, 120)
+        for i, c in enumerate(counts(size, n, rng)):
+            frac = R(0.25, 0.36) if rng.random() < 0.7 else R(0.45, 0.6)
+            out.append(mk(rng, cap, i, c, frac, frac / g * R(0.2, 0.6), frac / g * R(0.2, 0.6)))
+    elif family == "few":
+        n = rng.randint(2, 8)
+        for i, c in enumerate(counts(size, n, rng, skew=False)):
+            frac = R(0.05, 0.9)
+            out.append(
+                mk(rng, cap, i, c, frac, frac / g * R(0.3, 1.6), frac / g * R(0.3, 1.6), sidecars=rng.randint(0, 2))
+            )
+    elif family == "clients":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        for i, c in enumerate(counts(size, n, rng)):
+            frac = R(0.004, 0.03)
+            out.append(
+                mk(rng, cap, i, c, frac, frac / g * R(0.2, 0.8), frac / g * R(0.2, 0.8), sidecars=rng.randint(0, 3))
+            )
+    elif family == "eni":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        for i, c in enumerate(counts(size, n, rng)):
+            frac = R(0.02, 0.3)
+            out.append(
+                mk(
+                    rng,
+                    cap,
+                    i,
+                    c,
+                    frac,
+                    frac / g * R(0.1, 0.5),
+                    frac / g * R(0.1, 0.5),
+                    enis=1 if rng.random() < 0.8 else 0,
+                )
+            )
+    elif family == "whole":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        for i, c in enumerate(counts(size, n, rng)):
+            if rng.random() < 0.4:
+                w = rng.choice([1, 1, 2, 4]) if g >= 4 else 1
+                out.append(mk(rng, cap, i, c, 0, w / g * R(0.3, 1.2), w / g * R(0.3, 1.2), whole=w))
+            else:
+                frac = R(0.02, 0.7)
+                out.append(
+                    mk(rng, cap, i, c, frac, frac / g * R(0.3, 1.2), frac / g * R(0.3, 1.2), sidecars=rng.randint(0, 1))
+                )
+    elif family == "iso":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        groups = [f"g{k}" for k in range(rng.randint(3, 12))]
+        iso = set(rng.sample(groups, k=rng.randint(0, 2)))
+        for i, c in enumerate(counts(size, n, rng)):
+            frac = R(0.02, 0.6)
+            gr = rng.choice(groups)
+            out.append(
+                mk(rng, cap, i, c, frac, frac / g * R(0.3, 1.5), frac / g * R(0.3, 1.5), group=gr, iso_host=gr in iso)
+            )
+    elif family == "cpu4l4":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        for i, c in enumerate(counts(size, n, rng)):
+            frac = R(0.02, 0.2)
+            out.append(mk(rng, cap, i, c, frac, frac / g * R(1.5, 4), frac / g * R(0.3, 1.2)))
+    elif family == "pairs":
+        n = rng.randint(8, 40) if size <= 1000 else rng.randint(30, 120)
+        for i, c in enumerate(counts(size, n, rng)):
+            frac = R(0.4, 0.6) if rng.random() < 0.8 else R(0.05, 0.2)
+            out.append(mk(rng, cap, i, c, frac, frac / g * R(0.2, 0.9), frac / g * R(0.2, 0.9)))
+    return cap, out, t
+
+
+if __name__ == "__main__":
+    res = {}
+    for fam in sys.argv[1].split(","):
+        for seed in [int(s) for s in sys.argv[2].split(",")]:
+            size = int(sys.argv[3])
+            cap, svcs, t = fleet(fam, seed, size)
+            t0 = time.perf_counter()
+            try:
+                r = plan([cap], svcs)
+            except Exception as e:
+                print(fam, seed, "ERROR", type(e).__name__, str(e)[:200], flush=True)
+                continue
+            dt = time.perf_counter() - t0
+            c = r.capacities[0]
+            try:
+                f = ffd(cap, svcs)[0]
+            except Exception:
+                f = -1
+            un = sum(u.tasks for u in c.unplaced) if c.unplaced else 0
+            ratio = r.instances / max(c.instance_lower_bound, 1)
+            flag = " <<<" if ratio > 1.02 or (f > 0 and r.instances > f) or un else ""
+            print(
+                f"{fam:9s} {seed:3d} {t:14s} svcs {len(svcs):3d} plan {r.instances:5d}"
+                f" bound {c.instance_lower_bound:5d} {ratio:.3f} ffd {f:5d} unpl {un} {dt:.2f}s{flag}",
+                flush=True,
+            )
+            res[f"{fam}/{seed}"] = dict(inst=r.instances, bound=c.instance_lower_bound, ffd=f, t=round(dt, 2))
+    if os.environ.get("OUT"):
+        with open(os.environ["OUT"], "w") as out:
+            json.dump(res, out)
