@@ -377,6 +377,24 @@ def test_a_gpus_knapsack_keeps_to_its_clients_and_its_bound_stays_above_every_ch
     assert bound <= _knapsack(values, sizes, caps, room, bound=True)[0] + 1e-9
 
 
+def test_a_gpus_knapsacks_keep_to_the_clients_only_where_the_clients_can_bind() -> None:
+    """The clients go into one GPU's knapsacks where the MPS tasks' clients need at least CLIENTS_BIND of the GPUs
+    their memory needs: many small tasks of several containers, not the generated benchmark's fleets (whose
+    knapsacks and plans stay as they were), and not a host without MPS tasks."""
+    from ecs_gpu_sharing.core.host_lp.patterns import _clients
+
+    host = host_lp.HostSpec(4, 22000, 49152, 184000, 1 << 30)
+    small = [host_lp.Item("a", "", 220, 3, 0, 128, 512, 0, 900), host_lp.Item("b", "", 440, 1, 0, 128, 512, 0, 300)]
+    assert _clients(small, host) == [3, 1]  # 3,000 clients: 62 GPUs; 330,000 MiB: 15 GPUs
+    large = [host_lp.Item("a", "", 4400, 2, 0, 128, 512, 0, 900), host_lp.Item("b", "", 440, 1, 0, 128, 512, 0, 300)]
+    assert _clients(large, host) is None  # 2,100 clients: 44 GPUs; 4,092,000 MiB: 186 GPUs
+    assert _clients([host_lp.Item("w", "", 0, 0, 1, 128, 512, 0, 9)], host) is None
+    for seed in range(100):  # the tuning seeds at 10,000 tasks: their clients need at most 0.37 of the GPUs
+        fleet = fleet_generator.generate(seed, 10_000)
+        items, spec = _problem(fleet.capacity, fleet.services)
+        assert _clients(items, spec) is None, fleet.label
+
+
 def test_the_last_search_for_a_bound_is_skipped_only_where_it_cannot_pass_the_bound_known(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
