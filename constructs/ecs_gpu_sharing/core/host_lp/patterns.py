@@ -354,12 +354,7 @@ def _knapsack_with_clients(
     the true knapsack's from above. Where the clients bind with the memory (many small tasks, sidecars), the knapsack
     over memory alone fills a GPU with more tasks than its clients take: candidates a GPU cannot hold, and a bound
     that stays above every pattern a host holds (docs/planning.md)."""
-    step = 0
-    for size in sizes:
-        step = math.gcd(step, size)
-    unit = step if step and room // step <= CLIENT_KNAPSACK_UNITS else max(1, math.ceil(room / CLIENT_KNAPSACK_UNITS))
-    units = room // unit if not bound else math.ceil(room / unit)
-    weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
+    units, weights = _in_units(sizes, room, CLIENT_KNAPSACK_UNITS, bound)
     kept = [
         min(c, units // w if w else c, MAX_CLIENTS_PER_GPU // max(k, 1)) if v > 0 else 0
         for v, w, c, k in zip(values, weights, caps, clients, strict=True)
@@ -371,13 +366,8 @@ def _knapsack_by_room(
     values: Sequence[float], sizes: Sequence[int], caps: Sequence[int], room: int, *, bound: bool = False
 ) -> tuple[float, list[int]]:
     """``_knapsack`` over the room alone."""
-    step = 0
-    for size in sizes:
-        step = math.gcd(step, size)
-    most = KNAPSACK_UNITS * (2 if bound else 1)  # a bound is computed every BOUND_EVERY rounds: finer, tighter
-    unit = step if step and room // step <= most else max(1, math.ceil(room / most))
-    units = room // unit if not bound else math.ceil(room / unit)
-    weights = [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
+    # a bound is computed every BOUND_EVERY rounds: finer, tighter
+    units, weights = _in_units(sizes, room, KNAPSACK_UNITS * (2 if bound else 1), bound)
     free = 0.0  # items of no size (rounded down to nothing): each at its cap
     kept = [0] * len(sizes)  # copies offered to the knapsack: no more than the room takes
     for j, (v, w, c) in enumerate(zip(values, weights, caps, strict=True)):
@@ -390,13 +380,26 @@ def _knapsack_by_room(
     return value + free, counts
 
 
+def _in_units(sizes: Sequence[int], room: int, most: int, bound: bool) -> tuple[int, list[int]]:
+    """The room and the sizes in units of the sizes' GCD, or of 1/``most`` of the room where that is too fine: sizes
+    rounded up, so counts that fit the units fit the room; with ``bound``, rounded down (and the room up), so a value
+    over the units is at least the true one."""
+    step = 0
+    for size in sizes:
+        step = math.gcd(step, size)
+    unit = step if step and room // step <= most else max(1, math.ceil(room / most))
+    units = room // unit if not bound else math.ceil(room / unit)
+    return units, [(size // unit if bound else math.ceil(size / unit)) for size in sizes]
+
+
 def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], prices: Sequence[float]) -> float:
     """An upper bound on what one host's pattern is worth at ``duals``, by Lagrangian relaxation: every resource but
     one priced (at the pricing LP's prices), that one kept as an exact knapsack with sizes rounded down; the least of
-    these. Kept whole: one GPU's memory (MPS tasks of any group, no client limit; the best GPU on every GPU, or a share
-    of a whole-GPU task), the host's CPU, the host's memory."""
+    these. Kept whole: one GPU's memory (MPS tasks of any group, the clients kept to only where they can bind; the best
+    GPU on every GPU, or a share of a whole-GPU task), the host's CPU, the host's memory."""
     caps = [per_host(it, host) for it in items]
-    use, clients = _fixed(items, host).use, _fixed(items, host).clients
+    fixed = _fixed(items, host)
+    use, clients = fixed.use, fixed.clients
     capacity = _capacity(host)
     best = math.inf
     for row in (0, 2, 3):

@@ -13,9 +13,9 @@ pooled MILP found none worth more than one; this finds 1.059, the optimum (an ex
 it), in 7 rounds and 4 ms: two contents, each on two GPUs.
 
 Any prices of the host's rows and the caps also bound every pattern's worth (Lagrangian relaxation): the rows at those
-prices, plus G times the best one GPU can be worth (a knapsack over its memory with sizes rounded down and no client
-limit, or its share of a whole-GPU task), plus every task without a GPU worth more than its price, to its cap. The
-least of these over the rounds is the bound returned.
+prices, plus G times the best one GPU can be worth (a knapsack over its memory with sizes rounded down, over its clients
+too where they can bind, or its share of a whole-GPU task), plus every task without a GPU worth more than its price, to
+its cap. The least of these over the rounds is the bound returned.
 """
 
 from __future__ import annotations
@@ -158,7 +158,8 @@ class PerGpu:
         self, reduced: Sequence[float], caps: Sequence[int], live: Sequence[int]
     ) -> tuple[Contents | None, float, float]:
         """One GPU's best contents at ``reduced`` (a knapsack over its memory per isolation group, sizes rounded up so
-        they fit), its reduced worth, and a bound on any GPU's (sizes rounded down, clients not counted)."""
+        they fit; over its clients too where they can bind), its reduced worth, and a bound on any GPU's (sizes rounded
+        down, the clients counted only where they can bind)."""
         items = self.items
         found: Contents | None = None
         worth = 0.0
