@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_gpu_sharing.core import host_lp
+from ecs_gpu_sharing.core.host_lp.patterns import _build
 from ecs_gpu_sharing.core.host_lp.per_gpu import PerGpu, _combine, column
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem, plan
 from ecs_gpu_sharing.core.planner.ffd import ffd_hosts, ffd_orders
@@ -1160,9 +1161,9 @@ def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gp
     items, host = _problem(fleet.capacity, fleet.services)
     duals = [0.3] * len(items)
     caps = [host_lp.per_host(it, host) for it in items]
-    rich = host_lp._build(items, host, [0], [min(caps[0], 5), *[0] * (len(items) - 1)])
+    rich = _build(items, host, [0], [min(caps[0], 5), *[0] * (len(items) - 1)])
     assert host_lp._worth(duals, rich) > 1
-    poor = host_lp._build(items, host, [0], [1, *[0] * (len(items) - 1)])
+    poor = _build(items, host, [0], [1, *[0] * (len(items) - 1)])
     assert host_lp._worth(duals, poor) < 1
     milp: list[tuple[host_lp.Pattern | None, float | None]] = []
     over: list[tuple[host_lp.Pattern | None, float, int]] = []
@@ -1587,14 +1588,16 @@ def test_the_dives_stop_where_the_lp_says_they_cannot_beat_a_rounding_kept(monke
     """The dives also stop where the hosts they have taken plus the LP's value over what is left, rounded up, reach
     the best rounding kept: tuning seed 26 at 1,000 tasks (eight L40S a host, bound 97) dives to 98 hosts in 5 LP
     solves; told a rounding kept finishes on 98, it stops after one dive (3 solves), its rest left to the packings.
-    Told one finishes on 99, it dives as before. Without the greedy's climb and the search for the bound pricing:
-    with the climb the bound there is 98, and a rounding kept on 98 stops the dives for the other reason (the test
-    before this one); the search adds an LP solve."""
+    Told one finishes on 99, it dives as before. Without the greedy's climb, the search for the bound pricing and the
+    pricing over a GPU's listed contents: with the climb, or with the contents (73 of them there), the bound there is
+    98, and a rounding kept on 98 stops the dives for the other reason (the test before this one); the search adds an
+    LP solve."""
     monkeypatch.setattr(
         host_lp, "OTHER_ITEMS", 0
     )  # the LPs these numbers were set on: no greedy passes over other items
     monkeypatch.setattr(host_lp, "CLIMB", 0)
     monkeypatch.setattr(host_lp, "FINAL_PRICINGS", 0)
+    monkeypatch.setattr(host_lp, "gpu_contents", lambda *args, **kwargs: None)
     fleet = fleet_generator.generate(26, 1000)
     items, host = _problem(fleet.capacity, fleet.services)
     calls = _counted(monkeypatch)
@@ -1809,3 +1812,187 @@ def test_the_largest_first_order_is_each_lps_own_though_it_is_sorted_once_for_it
     for items in [*made, made[0]]:
         plain = sorted(range(len(items)), key=lambda i: (-items[i].whole, -items[i].size, i))
         assert list(largest_first(items)) == plain
+
+
+# --- the exact pricing over every GPU contents, on hosts of several GPUs where they can be listed -----------------
+
+
+def _contents_by_brute_force(items: list[host_lp.Item], host: host_lp.HostSpec) -> set[tuple[tuple[int, int], ...]]:
+    """Every non-empty choice of MPS tasks of one isolation group one GPU holds (memory, clients), each item's count
+    tried from 0 to the most its memory allows."""
+    from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
+
+    mps = [i for i, it in enumerate(items) if it.size and not it.whole]
+    found = set()
+    for counts in itertools.product(*(range(host.usable // items[i].size + 1) for i in mps)):
+        tasks = tuple((i, k) for i, k in zip(mps, counts, strict=True) if k)
+        if (
+            tasks
+            and sum(items[i].size * k for i, k in tasks) <= host.usable
+            and sum(items[i].clients * k for i, k in tasks) <= MAX_CLIENTS_PER_GPU
+            and len({items[i].group for i, _ in tasks}) == 1
+            and all(items[i].cpu * k <= host.cpu and items[i].mem * k <= host.mem for i, k in tasks)
+        ):
+            found.add(tasks)
+    return found
+
+
+def test_a_gpus_contents_are_listed_whole_or_not_at_all() -> None:
+    """gpu_contents lists every choice one GPU holds, each once (isolation groups apart, clients counted, whole-GPU
+    tasks and tasks without a GPU never on it), and None where there are more than its limit."""
+    from ecs_gpu_sharing.core.host_lp.contents import gpu_contents
+
+    listed = gpu_contents(_MIXED, _MIXED_HOST)
+    assert listed is not None and len(listed) == len(set(listed))
+    assert set(listed) == _contents_by_brute_force(_MIXED, _MIXED_HOST)
+    crowded = [*_MIXED[:5], host_lp.Item("g", "g1", 1000, 2, 0, 1, 1, 0, 50)]  # 24 clients' worth of 22 tasks a GPU
+    listed = gpu_contents(crowded, _MIXED_HOST)
+    assert listed is not None and set(listed) == _contents_by_brute_force(crowded, _MIXED_HOST)
+    assert gpu_contents(crowded, _MIXED_HOST, limit=len(listed)) is not None
+    assert gpu_contents(crowded, _MIXED_HOST, limit=len(listed) - 1) is None
+
+
+def _best_over_contents(
+    items: list[host_lp.Item], host: host_lp.HostSpec, duals: list[float], caps: list[int]
+) -> float:
+    """The best pattern's worth by brute force: every multiset of GPU contents (one a GPU), every count of whole-GPU
+    tasks and of tasks without a GPU, within the host's GPUs, CPU, memory, interfaces and the caps."""
+    contents = sorted(_contents_by_brute_force(items, host))
+    others = [i for i, it in enumerate(items) if it.whole or not it.size]
+    best = 0.0
+    for used in range(host.gpus + 1):
+        for chosen in itertools.combinations_with_replacement(contents, used):
+            counts = [0] * len(items)
+            for tasks in chosen:
+                for i, k in tasks:
+                    counts[i] += k
+            for extra in itertools.product(*(range(caps[i] + 1) for i in others)):
+                total = list(counts)
+                for i, k in zip(others, extra, strict=True):
+                    total[i] += k
+                if (
+                    used + sum(items[i].whole * total[i] for i in others) <= host.gpus
+                    and all(total[i] <= caps[i] for i in range(len(items)))
+                    and sum(it.cpu * k for it, k in zip(items, total, strict=True)) <= host.cpu
+                    and sum(it.mem * k for it, k in zip(items, total, strict=True)) <= host.mem
+                    and sum(it.enis * k for it, k in zip(items, total, strict=True)) <= host.enis
+                ):
+                    best = max(best, sum(d * k for d, k in zip(duals, total, strict=True)))
+    return best
+
+
+def test_the_pricing_over_the_listed_contents_finds_the_best_pattern_and_lays_it_out() -> None:
+    """On the mixed items (isolation groups, a whole-GPU task, tasks without a GPU, awsvpc tasks) at random duals and
+    caps, the pricing's pattern is one the host holds, within the caps, worth the brute force's best, and its bound is
+    no lower. Small caps make the host's rows and the caps bind, where a choice below a GPU's fullest is the best."""
+    from ecs_gpu_sharing.core.host_lp.contents import ContentsPricing, gpu_contents
+
+    listed = gpu_contents(_MIXED, _MIXED_HOST)
+    assert listed is not None
+    pricing = ContentsPricing(_MIXED, _MIXED_HOST, listed)
+    rng = random.Random(7)
+    for _ in range(12):
+        duals = [rng.choice([0.0, rng.uniform(0.01, 0.4)]) for _ in _MIXED]
+        caps = [rng.randint(0, 6) for _ in _MIXED]
+        best = _best_over_contents(_MIXED, _MIXED_HOST, duals, caps)
+        found, bound = pricing.price(duals, caps)
+        worth = 0.0 if found is None else host_lp._worth(duals, found)
+        assert worth == pytest.approx(best, abs=1e-6) and bound >= best - 1e-6, (duals, caps)
+        if found is not None:
+            assert _holds(found, _MIXED, _MIXED_HOST) and all(a <= c for a, c in zip(found.counts, caps, strict=True))
+
+
+# Five services of 0.24 to 0.62 of an H100 on eight a host, 2,000 tasks (``shaped_fleets.py few 25 10000``, a fifth
+# of its tasks): the greedy, the pooled MILP and the decomposition over the GPUs stopped with the LP at 90.3, Farley's
+# bound at 87.
+_FEW = [
+    ((4608, 47616, (19712, 1024)), 444),
+    ((5248, 21376, (18176, 512, 512)), 401),
+    ((10496, 238080, (50176,)), 280),
+    ((7680, 89088, (21760, 768)), 377),
+    ((7040, 89472, (22272,)), 496),
+]
+
+
+def _few_problem() -> tuple[CapacityInput, list[ServiceInput], list[host_lp.Item], host_lp.HostSpec]:
+    from ecs_gpu_sharing.core.capacity_facts import host_facts
+    from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
+    from ecs_gpu_sharing.core.shape import TaskShape
+
+    cap = capacity_input("gpu", host_facts(["p5.48xlarge"]))
+    services = [
+        service_input(f"s{i}", "gpu", TaskShape(cpu, mem, gpus), tasks, count_source="test")
+        for i, ((cpu, mem, gpus), tasks) in enumerate(_FEW)
+    ]
+    return (cap, services, *_problem(cap, services))
+
+
+def test_on_few_services_of_large_tasks_the_pricing_over_every_contents_takes_the_lp_to_its_optimum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Column generation converges where the contents are listed: the bound is the LP's optimum rounded up (89), and
+    the plan meets it; without the listed contents the bound is 87 and the plan 90."""
+    cap, services, items, host = _few_problem()
+    assert host_lp.solve(items, host).bound == 89
+    r = plan([cap], services)
+    assert r.instances == r.capacities[0].instance_lower_bound == 89
+    monkeypatch.setattr(host_lp, "gpu_contents", lambda *args, **kwargs: None)
+    assert host_lp.solve(items, host).bound == 87
+    assert plan([cap], services).instances == 90
+
+
+def test_the_pricing_over_the_contents_follows_the_milp_where_it_finds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a host's contents are listed, the pricing over them comes after the pooled MILP (cheaper, and often
+    enough) and before the decomposition: its pattern is taken, and from then on the MILP is not asked; CONTENTS_CALLS
+    of it at most; none where the contents are too many to list. The search for the bound asks the pricing over the
+    contents, and HiGHS's pooled MILP for a bound where that finds nothing worth a host."""
+    from ecs_gpu_sharing.core.host_lp.contents import CONTENTS_CALLS, ContentsPricing
+
+    _, _, items, host = _few_problem()
+    duals = [0.1] * len(items)
+    caps = [host_lp.per_host(it, host) for it in items]
+    rich = _build(items, host, [0], [caps[0], *[0] * (len(items) - 1)])
+    poor = _build(items, host, [0], [1, *[0] * (len(items) - 1)])
+    assert host_lp._worth(duals, rich) > 1 > host_lp._worth(duals, poor)
+    asked: list[str] = []
+    answers: dict[str, list[tuple[host_lp.Pattern | None, float | None]]] = {"milp": [], "contents": [], "per_gpu": []}
+
+    def fake(name: str) -> object:
+        def answer(self: object, *args: object) -> object:
+            asked.append(name)
+            if name == "milp":
+                self.calls -= 1  # type: ignore[attr-defined]
+            return answers[name].pop(0)
+
+        return answer
+
+    monkeypatch.setattr(host_lp._ExactPricing, "_milp", fake("milp"))
+    monkeypatch.setattr(ContentsPricing, "price", fake("contents"))
+    monkeypatch.setattr(PerGpu, "price", fake("per_gpu"))
+    monkeypatch.setattr(host_lp, "split_search", lambda *args: (None, 1))
+    pricing = host_lp.highs._Pricing(items, host)
+    exact = host_lp._ExactPricing(items, host, calls=9)
+    assert exact.contents is not None
+
+    answers["milp"].append((rich, None))
+    assert exact.price(duals, duals, caps, pricing) == (rich, None) and asked == ["milp"]
+    answers["milp"].append((poor, 1.3))
+    answers["contents"].append((rich, 1.2))
+    assert exact.price(duals, duals, caps, pricing) == (rich, 1.2) and asked[1:] == ["milp", "contents"]
+    assert exact.calls == 0  # the MILP found nothing the pricing over the contents did: not asked again
+    exact.contents_calls = 1
+    answers["contents"].append((poor, 1.1))
+    answers["per_gpu"].append((rich, 1.05))
+    assert exact.price(duals, duals, caps, pricing) == (rich, 1.05) and asked[3:] == ["contents", "per_gpu"]
+    answers["per_gpu"].append((None, 1.05))
+    assert exact.price(duals, duals, caps, pricing) == (None, 1.05) and asked[5:] == ["per_gpu"]  # its calls are spent
+    assert host_lp._ExactPricing(items, host, calls=9).contents_calls == CONTENTS_CALLS
+
+    monkeypatch.setattr(host_lp.highs._Exact, "solve", lambda self, *args: (None, 1.01))
+    answers["contents"].append((poor, 1.2))  # nothing worth a host, the bound over the contents not proved
+    assert exact.final(duals, caps) == (poor, 1.01)
+    answers["contents"].append((rich, 1.3))  # a pattern worth a host: no need of the MILP's bound
+    assert exact.final(duals, caps) == (rich, 1.3)
+
+    monkeypatch.setattr(host_lp, "gpu_contents", lambda *args, **kwargs: None)
+    assert host_lp._ExactPricing(items, host, calls=9).contents is None

@@ -8,8 +8,9 @@ host; a greedy builds candidates in several orders (services by dual price over 
 resource weighed on its own, summed and at its largest), best fit onto the GPUs; on hosts of several GPUs, in the first
 column generation, the best of them climbs to better neighbours (``patterns._climbed``), and the greedy passes again
 over the items that best pattern left out (``_other_items``). Where it finds nothing, exact or closer pricings
-(``_ExactPricing``): a search on one-GPU hosts; HiGHS's MILP; on hosts of several GPUs a small master of what each GPU
-holds (``per_gpu``) and a search GPU by GPU; where all of them find nothing, the longer search for the bound
+(``_ExactPricing``): a search on one-GPU hosts; HiGHS's MILP; on hosts of several GPUs, where every GPU's contents can
+be listed, a MILP over them (``contents``), then a small master of what each GPU holds (``per_gpu``) and a search GPU by
+GPU; where all of them find nothing, the longer search for the bound
 (``_final_pricing``). On a one-GPU host where the first column generation stops far above its bound, HiGHS's MILP
 prices on (``polish``).
 
@@ -29,9 +30,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import TypeGuard
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .highs import _Exact, _Master, _Pricing, new_highs
+from .contents import CONTENTS_CALLS, ContentsPricing, gpu_contents
+from .highs import _Exact, _first_master, _Master, _Pricing, _promising, new_highs
 from .model import (
     BOUND_EVERY,
     CLIMB,
@@ -68,15 +71,19 @@ from .model import (
     Item,
     Pattern,
     Solution,
-    _use,
     per_host,
 )
 from .one_gpu import OneGpu, Searched, split_search
-from .patterns import _build, _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _variants, _worth
+from .patterns import _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _variants, _worth
 from .per_gpu import PER_GPU_WORK, PerGpu
 from .polish import polish_calls, polished
 
 _NOTHING = 1e-12  # a pattern worth no more is no pattern
+
+
+def _pays(found: Pattern | None, duals: Sequence[float]) -> TypeGuard[Pattern]:
+    """Whether ``found`` is a pattern worth more than a host at ``duals``."""
+    return found is not None and _worth(duals, found) > 1 + 1e-7
 
 
 def _generate(
@@ -137,7 +144,7 @@ def _generate(
             found, bound = exact.price(at, duals, caps, pricing, cheap_only)
             if bound is not None:
                 most = min(most, bound)  # over every item: a bound on every pattern
-            if found is not None and _worth(duals, found) > 1 + 1e-7:
+            if _pays(found, duals):
                 added = _add_priced(master, items, host, found, at, duals, caps, exact.runners) or added
         covered = sum(d * n for d, n in zip(at, left, strict=True))
         if bounds and covered / max(most, 1.0) > farley - 1e-9:
@@ -224,9 +231,10 @@ class _ExactPricing:
     but the search's go on where HiGHS's calls have stopped.
 
     On a host of several GPUs, HiGHS's MILP pools the GPUs and weighs the most promising items only, so where it finds
-    nothing worth a host (and its bound does not prove there is none) two cheaper pricings follow (``_several``): the
+    nothing worth a host (and its bound does not prove there is none) other pricings follow (``_several``): where
+    every GPU's contents can be listed, a MILP over them (``contents``, CONTENTS_CALLS in all); then the
     decomposition over the host's GPUs (``per_gpu``: a small master of what each GPU holds, PER_GPU_WORK rounds in
-    all), then the split search (``split_search``: the one-GPU search GPU by GPU, SPLIT_WORK in all). Once either has
+    all), then the split search (``split_search``: the one-GPU search GPU by GPU, SPLIT_WORK in all). Once one has
     found a pattern the MILP did not, they price alone, and past MAX_ROUNDS too (they are cheap). The split search on
     tuning seeds 30-59 at 10,000 tasks: 27 instances fewer; the decomposition after it, on tuning seeds 0-59: 42 fewer.
     The split search not past SPLIT_ITEMS services: there the LP it leaves uses no pattern whole, and its dives cost
@@ -244,6 +252,9 @@ class _ExactPricing:
         self.split_work = SPLIT_WORK
         self.runners: list[Pattern] = []  # beside the last pattern priced: runners-up the search proved it against
         self.per_gpu = PerGpu(items, host) if host.gpus > 1 and calls > 0 and PER_GPU_WORK > 0 else None
+        listed = gpu_contents(items, host) if host.gpus > 1 and calls > 0 else None
+        self.contents = ContentsPricing(items, host, listed) if listed is not None else None
+        self.contents_calls = CONTENTS_CALLS
 
     @property
     def searching(self) -> bool:
@@ -293,7 +304,7 @@ class _ExactPricing:
             if _worth(duals, seen) > 1 + 1e-7:
                 self.runners = [promising] if promising is not None else []
                 return seen, None
-        if promising is not None and _worth(duals, promising) > 1 + 1e-7:
+        if _pays(promising, duals):
             return promising, None
         if self.calls <= 0:
             return None, None
@@ -332,17 +343,21 @@ class _ExactPricing:
     def _several(
         self, at: Sequence[float], duals: Sequence[float], caps: Sequence[int], pricing: _Pricing, cheap: bool
     ) -> tuple[Pattern | None, float | None]:
-        """On a host of several GPUs: HiGHS's pooled MILP (while its calls last, and not past MAX_ROUNDS), then the
-        decomposition over the GPUs (``per_gpu``), then the split search, until one finds a pattern worth more than a
+        """On a host of several GPUs: HiGHS's pooled MILP (while its calls last, and not past MAX_ROUNDS), then the MILP
+        over the listed contents (where they are), then the decomposition over the GPUs (``per_gpu``), then the split
+        search, until one finds a pattern worth more than a
         host or a bound proves there is none. Where the MILP found nothing a later one did, the later ones price from
         then on (the MILP's calls cost the most)."""
         bound: float | None = None
         tried = False
-        for step in ("milp", "per_gpu", "split"):
+        for step in ("milp", "contents", "per_gpu", "split"):
             found: Pattern | None = None
             if step == "milp" and not cheap and self.calls > 0:
                 tried = True
                 found, b = self._milp(at, duals, caps, pricing)
+            elif step == "contents" and self.contents is not None and self.contents_calls > 0:
+                self.contents_calls -= 1
+                found, b = self.contents.price(at, caps)
             elif step == "per_gpu" and self.per_gpu is not None:
                 found, b = self.per_gpu.price(at, caps)
                 if self.per_gpu.rounds >= PER_GPU_WORK:
@@ -356,7 +371,7 @@ class _ExactPricing:
                 continue
             if b is not None:
                 bound = b if bound is None else min(bound, b)
-            if found is not None and _worth(duals, found) > 1 + 1e-7:
+            if _pays(found, duals):
                 if tried and step != "milp":
                     self.calls = 0  # the MILP found nothing this did: the cheaper pricings price from here
                 return found, bound
@@ -383,28 +398,19 @@ class _ExactPricing:
     def final(self, duals: Sequence[float], caps: Sequence[int]) -> tuple[Pattern | None, float]:
         """The best pattern found at ``duals`` and the most any pattern is worth there: the search's, or HiGHS's MILP
         searched FINAL_SEARCH times further than a pricing (the search is not: a search of many nodes cost seconds,
-        where HiGHS's took 0.03 s)."""
+        where HiGHS's took 0.03 s). Where a host's contents are listed, the MILP over them first, and where it finds
+        nothing worth a host and proves nothing, HiGHS's pooled bound beside it: over the items' counts alone, with its
+        cuts, it proves in a few hundred nodes what the MILP over the contents does not in thousands (seed 21 of
+        ``shaped_fleets.py few``: 1,176 hosts, where over the contents alone the bound was 1,175)."""
+        listed = self.contents.price(duals, caps) if self.contents is not None else None
+        if listed is not None and (listed[1] <= 1 + 1e-7 or _pays(listed[0], duals)):
+            return listed
         found = self._searched(duals, caps) if self.proving else None  # past it, HiGHS searches further
         if found is not None and found.counts is not None:
             return (_pattern(self.items, self.host, found.counts) if found.worth > _NOTHING else None), found.worth
         self.milp = self.milp or _Exact(self.items, self.host)
-        return self.milp.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
-
-
-def _promising(
-    items: Sequence[Item], host: HostSpec, at: Sequence[float], caps: Sequence[int], pricing: _Pricing
-) -> list[int]:
-    """``caps`` for the EXACT_ITEMS items whose worth at ``at`` is the least below what they take of the host at the
-    pricing LP's prices (relative to their worth), 0 for the others: the MILP's cost grows fast with its items."""
-    if len(items) <= EXACT_ITEMS:
-        return list(caps)
-    _, _, prices = pricing.solve(at, caps)
-    gain = [
-        (d - sum(p * u for p, u in zip(prices, _use(it, host), strict=True))) / max(d, 1e-9)
-        for it, d in zip(items, at, strict=True)
-    ]
-    kept = set(sorted(range(len(items)), key=lambda i: (-gain[i], i))[:EXACT_ITEMS])
-    return [c if i in kept else 0 for i, c in enumerate(caps)]
+        pattern, bound = self.milp.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
+        return (pattern, bound) if listed is None else (listed[0], min(listed[1], bound))
 
 
 def _price(
@@ -465,16 +471,6 @@ def _other_items(
         added |= master.add_worth_a_host(duals, more)
         best = max(more, key=lambda p: _worth(at, p))
     return added
-
-
-def _first_master(items: Sequence[Item], host: HostSpec) -> _Master:
-    """The master over every item's demand, with each item alone as its first patterns (as many as a host takes)."""
-    master = _Master([it.demand for it in items])
-    for i, it in enumerate(items):
-        caps = [0] * len(items)
-        caps[i] = min(it.demand, per_host(it, host))
-        master.add(_build(items, host, [i], caps))
-    return master
 
 
 def solve(

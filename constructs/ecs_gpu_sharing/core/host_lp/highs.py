@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .model import EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use, interfaces
-from .patterns import _Builder, _worth, largest_first
+from .model import EXACT_ITEMS, EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use, interfaces, per_host
+from .patterns import _build, _Builder, _worth, largest_first
 
 _BANNER_SHOWN = False
 
@@ -37,6 +37,15 @@ def new_highs():  # type: ignore[no-untyped-def]
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     return h
+
+
+def small_milp(h) -> None:  # type: ignore[no-untyped-def]
+    """HiGHS set for a small pricing MILP: its root work (presolve, symmetry, feasibility jump, heuristics) costs more
+    than it saves there."""
+    h.setOptionValue("presolve", "off")
+    h.setOptionValue("mip_detect_symmetry", False)
+    h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
+    h.setOptionValue("mip_heuristic_effort", 0.0)
 
 
 class _Pricing:
@@ -86,6 +95,22 @@ class _Pricing:
         return [abs(y) for y in self.h.getSolution().row_dual]
 
 
+def _promising(
+    items: Sequence[Item], host: HostSpec, at: Sequence[float], caps: Sequence[int], pricing: _Pricing
+) -> list[int]:
+    """``caps`` for the EXACT_ITEMS items whose worth at ``at`` is the least below what they take of the host at the
+    pricing LP's prices (relative to their worth), 0 for the others: the MILP's cost grows fast with its items."""
+    if len(items) <= EXACT_ITEMS:
+        return list(caps)
+    _, _, prices = pricing.solve(at, caps)
+    gain = [
+        (d - sum(p * u for p, u in zip(prices, _use(it, host), strict=True))) / max(d, 1e-9)
+        for it, d in zip(items, at, strict=True)
+    ]
+    kept = set(sorted(range(len(items)), key=lambda i: (-gain[i], i))[:EXACT_ITEMS])
+    return [c if i in kept else 0 for i, c in enumerate(caps)]
+
+
 class _Exact:
     """The pricing problem as a MILP: a count of each item on each GPU (one isolation group per GPU, its memory and
     clients), whole-GPU tasks on GPUs of their own, the host's CPU, memory and interfaces. Solved by HiGHS within a
@@ -102,11 +127,7 @@ class _Exact:
         self.h = new_highs()
         self.h.setOptionValue("mip_max_nodes", EXACT_NODES)
         self.h.setOptionValue("mip_rel_gap", 1e-4)
-        # A small knapsack: HiGHS's root work (presolve, symmetry, feasibility jump) costs more than it saves here.
-        self.h.setOptionValue("presolve", "off")
-        self.h.setOptionValue("mip_detect_symmetry", False)
-        self.h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
-        self.h.setOptionValue("mip_heuristic_effort", 0.0)
+        small_milp(self.h)
         self.h.setOptionValue("mip_improving_solution_save", improving)
         self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         inf = highspy.kHighsInf
@@ -274,3 +295,13 @@ class _Master:
         self.h.run()
         solution = self.h.getSolution()
         return self.h.getInfo().objective_function_value, list(solution.row_dual), list(solution.col_value)
+
+
+def _first_master(items: Sequence[Item], host: HostSpec) -> _Master:
+    """The master over every item's demand, with each item alone as its first patterns (as many as a host takes)."""
+    master = _Master([it.demand for it in items])
+    for i, it in enumerate(items):
+        caps = [0] * len(items)
+        caps[i] = min(it.demand, per_host(it, host))
+        master.add(_build(items, host, [i], caps))
+    return master
