@@ -5,9 +5,11 @@
 Families: ``triplets`` (GPU budgets around a third and a half of a GPU), ``few`` (two to eight services of thousands
 of tasks), ``clients`` (tasks of 0.4-3% of a GPU with up to three sidecars: MPS's 48 clients a GPU bind with the
 memory), ``eni`` (awsvpc tasks), ``whole`` (whole-GPU tasks of one to four GPUs beside MPS tasks), ``iso`` (isolation
-groups, some keeping their hosts), ``cpu4l4`` (CPU-heavy embedders on four L4s) and ``pairs`` (budgets around half a
-GPU). Each line: the plan's instances, its lower bound, their ratio, plain FFD (which knows no isolation groups or
-interfaces, so it can be below the plan there) and the planner's time. docs/planning.md says what they showed.
+groups, some keeping their hosts), ``cpu4l4`` (CPU-heavy embedders on four L4s), ``pairs`` (budgets around half a
+GPU), ``skewed`` (one service of 60-90% of the tasks beside many small ones) and ``many`` (hundreds to a thousand
+services of a few tasks each). Each line: the plan's instances, its lower bound, their ratio, plain FFD (which knows
+no isolation groups or interfaces, so it can be below the plan there) and the planner's time. docs/planning.md says
+what they showed.
 """
 
 import json
@@ -155,6 +157,21 @@ def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[Servic
         for i, c in enumerate(counts(size, n, rng)):
             frac = R(0.02, 0.2)
             out.append(mk(rng, cap, i, c, frac, frac / g * R(1.5, 4), frac / g * R(0.3, 1.2)))
+    elif family == "skewed":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        big = int(size * R(0.6, 0.9))
+        for i, c in enumerate([big, *counts(size - big, n - 1, rng)]):
+            frac = R(0.02, 0.9)
+            out.append(
+                mk(rng, cap, i, c, frac, frac / g * R(0.2, 1.2), frac / g * R(0.2, 1.2), sidecars=rng.randint(0, 2))
+            )
+    elif family == "many":
+        n = min(size // 3, rng.randint(200, 600) if size <= 1000 else rng.randint(600, 1000))
+        for i, c in enumerate(counts(size, n, rng, skew=False)):
+            frac = R(0.02, 0.9) ** 1.5
+            out.append(
+                mk(rng, cap, i, c, frac, frac / g * R(0.2, 1.2), frac / g * R(0.2, 1.2), sidecars=rng.randint(0, 2))
+            )
     elif family == "pairs":
         n = rng.randint(8, 40) if size <= 1000 else rng.randint(30, 120)
         for i, c in enumerate(counts(size, n, rng)):
