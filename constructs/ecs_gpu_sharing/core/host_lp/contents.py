@@ -24,7 +24,7 @@ from .patterns import _Builder
 from .per_gpu import Contents
 
 CONTENTS_LIMIT = 400  # one GPU's contents listed at most; past them this pricing is not used
-CONTENTS_NODES = 100  # branch-and-bound nodes of one pricing (HiGHS's, deterministic)
+CONTENTS_NODES = 300  # branch-and-bound nodes of one pricing (HiGHS's, deterministic)
 CONTENTS_CALLS = 30  # pricings over the contents in one column generation, besides the search for the bound
 
 
@@ -94,14 +94,10 @@ class ContentsPricing:
         h.setOptionValue("mip_max_nodes", CONTENTS_NODES)
         h.setOptionValue("mip_rel_gap", 1e-6)
         small_milp(h)
-        for heuristic in (
-            "rins",
-            "rens",
-            "root_reduced_cost",
-            "zi_round",
-            "shifting",
-        ):  # half of each call, at its root
+        # HiGHS's root heuristics took half of each call, its strong branching half of each node's time
+        for heuristic in ("rins", "rens", "root_reduced_cost", "zi_round", "shifting"):
             h.setOptionValue(f"mip_heuristic_run_{heuristic}", False)
+        h.setOptionValue("mip_pscost_minreliable", 0)
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         inf = self.inf = highspy.kHighsInf
         n = len(items)
