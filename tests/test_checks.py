@@ -204,8 +204,9 @@ def test_a_derived_max_instances_is_held_to_the_cluster_quota_where_ecs_placemen
 
 
 def test_the_surge_is_not_planned_again_where_the_lp_would_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A given max_instances reads the surge's count, but past the LP's tasks (HOST_LP_TASKS) the LP does not run: a
-    second plan would be the same, and at 100,000 tasks it cost a tenth of the command's time."""
+    """A given max_instances reads the surge's count, but past the LP's tasks (HOST_LP_TASKS) and services
+    (HOST_LP_SERVICES) the LP does not run: a second plan would be the same, and at 100,000 tasks it cost a tenth of
+    the command's time. Past the tasks but within the services, it runs."""
     from ecs_gpu_sharing.core import rules
     from ecs_gpu_sharing.core.planner import packing
 
@@ -223,6 +224,10 @@ def test_the_surge_is_not_planned_again_where_the_lp_would_not_run(monkeypatch: 
     assert surges == [False, True]  # without the LP, then with it
     surges.clear()
     monkeypatch.setattr(packing, "HOST_LP_TASKS", 19)  # the surge is 20 tasks; the steady plan's 10 keep the LP
+    assert assess([replace(l40s, max_instances=9)], services).surge.capacity("l40s").instance_count == 4
+    assert surges == [False, True]  # two services: within HOST_LP_SERVICES, the surge's LP runs all the same
+    surges.clear()
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 1)
     result = assess([replace(l40s, max_instances=9)], services)
     assert surges == [False] and result.surge.capacity("l40s").instance_count == 5
     assert result.steady.capacity("l40s").instance_count == 2

@@ -368,6 +368,7 @@ def test_a_small_fleet_is_searched_for_fewer_hosts_than_first_fit_finds(monkeypa
         _svc("b", 4, 512, 12800, (1024,), "l40s"),
     ]
     monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)  # the host-level LP finds it too: this is the search's
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
     assert plan([l40s], services).instances == 2  # the search finds the two-host placement
     monkeypatch.setattr(search, "SEARCH_TASKS", 0)
     assert plan([l40s], services).instances == 3  # first-fit, in every order, needs three
@@ -385,7 +386,40 @@ def test_the_host_level_lp_finds_what_first_fit_misses_and_proves_it_optimal(mon
     _assert_valid(result, services)
     assert result.instances == 2 and result.capacity("l40s").optimal
     monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
     assert plan([l40s], services).instances == 3
+
+
+# Five services of 0.24 to 0.62 of an H100 on eight a host (``shaped_fleets.py few 25``), each at twelve times its
+# count there: 23,976 tasks, past HOST_LP_TASKS.
+_FEW_AT_SCALE = [
+    ((4608, 47616, (19712, 1024)), 5328),
+    ((5248, 21376, (18176, 512, 512)), 4812),
+    ((10496, 238080, (50176,)), 3360),
+    ((7680, 89088, (21760, 768)), 4524),
+    ((7040, 89472, (22272,)), 5952),
+]
+
+
+def test_past_the_lps_tasks_a_fleet_of_few_services_still_gets_the_host_level_lp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host-level LP's cost grows with the services, not the tasks: past HOST_LP_TASKS a partition of at most
+    HOST_LP_SERVICES services still gets it. Here it plans 1,062 hosts, its bound, where the other strategies need
+    1,214; with one service fewer allowed than the fleet has, the LP does not run."""
+    from ecs_gpu_sharing.core import host_lp
+    from ecs_gpu_sharing.core.planner import packing
+
+    p5 = capacity_input("h100", host_facts(["p5.48xlarge"]))
+    services = [_svc(f"s{i}", n, cpu, mem, gpus, "h100") for i, ((cpu, mem, gpus), n) in enumerate(_FEW_AT_SCALE)]
+    assert sum(s.tasks for s in services) > packing.HOST_LP_TASKS >= packing.HOST_LP_SERVICES >= len(services)
+    result = plan([p5], services)
+    _assert_valid(result, services)
+    assert result.instances == result.capacity("h100").instance_lower_bound == 1062
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", len(services) - 1)
+    monkeypatch.setattr(host_lp, "solve", lambda *a, **k: pytest.fail("the LP ran"))
+    assert plan([p5], services).instances == 1214
+    assert packing.host_lp_runs(packing.HOST_LP_TASKS, 1000) and not packing.host_lp_runs(packing.HOST_LP_TASKS + 1, 5)
 
 
 def test_a_plan_says_what_it_would_need_without_the_host_level_lp(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -414,6 +448,7 @@ def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeyp
     services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
     monkeypatch.setattr(search, "SEARCH_STEPS", 1)
     monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
     assert plan([l40s], services).instances == 3
 
 

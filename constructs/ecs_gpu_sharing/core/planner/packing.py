@@ -90,10 +90,11 @@ def _pack_partition(
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
     best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0)
-    if host_lp and plan_size(best)[0] > host_bound and sum(n for _, n in flat) <= HOST_LP_TASKS:
+    runs = host_lp and host_lp_runs(sum(n for _, n in flat), sum(1 for _, n in flat if n))
+    if runs and plan_size(best)[0] > host_bound:
         gpu_bound = max(gpu_bound, _many_sizes_bound(capacity, groups, host_bound))
         host_bound = max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
-    if not host_lp or plan_size(best)[0] <= host_bound or sum(n for _, n in flat) > HOST_LP_TASKS:
+    if not runs or plan_size(best)[0] <= host_bound:
         best = _searched(capacity, groups, best, host_bound)
         return best, gpu_bound, host_bound, plan_size(best)[0]
     planned, lp_bound = _pack_host_lp(capacity, groups, best, host_bound)
@@ -144,9 +145,21 @@ def _searched(
     return best
 
 
-HOST_LP_TASKS = (
-    20_000  # a partition of at most this many tasks gets the host-level LP (when its plan is above its bound)
-)
+# A partition of at most HOST_LP_TASKS tasks gets the host-level LP (where its plan is above its bound), and past them,
+# one of at most HOST_LP_SERVICES services (``host_lp_runs``)
+HOST_LP_TASKS = 20_000
+HOST_LP_SERVICES = 48
+
+
+def host_lp_runs(tasks: int, services: int) -> bool:
+    """Whether a partition of ``tasks`` tasks of ``services`` services gets the host-level LP (where its plan is above
+    its bound). Its cost grows with the services, far less with the tasks (they are the LP's demand, not its rows),
+    and past 20,000 tasks the other strategies are furthest from the bound where the services are few: on generated
+    fleets cut to 8-48 services (18,000-91,000 tasks, ECS's 5,000 a service) the LP won up to 16% of the hosts, in
+    1.7 s at most (``benchmarks/few_services_at_scale.py``, docs/planning.md). The 100,000-task fleets of the command's
+    benchmark, of 112-195 services, go without it and keep the command within its 0.5 s: they are within 2% of their
+    bounds, and on three of them the LP took 0.2-2.0 s to win 0-0.5% (docs/planning.md)."""
+    return tasks <= HOST_LP_TASKS or services <= HOST_LP_SERVICES
 
 
 def _pack_host_lp(
