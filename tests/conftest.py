@@ -31,6 +31,16 @@ def repo() -> Path:
 # example fleet.toml can grow without rewriting them.
 THREE_MODELS = REPO / "tests" / "fleets" / "three-models.toml"
 
+# Five services of 0.24 to 0.62 of an H100 (cpu units, memory MiB, GPU budgets MiB) and their counts: a fifth of
+# ``benchmarks/shaped_fleets.py few 25 10000``, planned on eight H100s a host (p5.48xlarge).
+FIVE_LLMS = [
+    ((4608, 47616, (19712, 1024)), 444),
+    ((5248, 21376, (18176, 512, 512)), 401),
+    ((10496, 238080, (50176,)), 280),
+    ((7680, 89088, (21760, 768)), 377),
+    ((7040, 89472, (22272,)), 496),
+]
+
 
 def plan_only(doc: dict[str, Any]) -> dict[str, Any]:
     """A plan document without what only a synth can know (the allow-list's allowances and what it could not judge,

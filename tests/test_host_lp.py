@@ -21,7 +21,7 @@ from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem
 from ecs_gpu_sharing.core.planner.ffd import ffd_hosts, ffd_orders
 from ecs_gpu_sharing.core.planner.packing import _as_pattern
 
-from conftest import REPO
+from conftest import FIVE_LLMS, REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 try:
@@ -1902,16 +1902,8 @@ def test_the_pricing_over_the_listed_contents_finds_the_best_pattern_and_lays_it
             assert _holds(found, _MIXED, _MIXED_HOST) and all(a <= c for a, c in zip(found.counts, caps, strict=True))
 
 
-# Five services of 0.24 to 0.62 of an H100 on eight a host, 2,000 tasks (``shaped_fleets.py few 25 10000``, a fifth
-# of its tasks): the greedy, the pooled MILP and the decomposition over the GPUs stopped with the LP at 90.3, Farley's
-# bound at 87.
-_FEW = [
-    ((4608, 47616, (19712, 1024)), 444),
-    ((5248, 21376, (18176, 512, 512)), 401),
-    ((10496, 238080, (50176,)), 280),
-    ((7680, 89088, (21760, 768)), 377),
-    ((7040, 89472, (22272,)), 496),
-]
+# FIVE_LLMS, 1,998 tasks: without the pricing over the contents, the greedy, the pooled MILP and the decomposition over
+# the GPUs stopped with the LP at 89.3 (its optimum is 88.6) and Farley's bound at 86.8.
 
 
 def _few_problem() -> tuple[CapacityInput, list[ServiceInput], list[host_lp.Item], host_lp.HostSpec]:
@@ -1922,7 +1914,7 @@ def _few_problem() -> tuple[CapacityInput, list[ServiceInput], list[host_lp.Item
     cap = capacity_input("gpu", host_facts(["p5.48xlarge"]))
     services = [
         service_input(f"s{i}", "gpu", TaskShape(cpu, mem, gpus), tasks, count_source="test")
-        for i, ((cpu, mem, gpus), tasks) in enumerate(_FEW)
+        for i, ((cpu, mem, gpus), tasks) in enumerate(FIVE_LLMS)
     ]
     return (cap, services, *_problem(cap, services))
 

@@ -25,7 +25,7 @@ from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
 from ecs_gpu_sharing.core.planner import CapacityInput, GpuLoad, Plan, ServiceInput, bin_lower_bound, plan
 from ecs_gpu_sharing.core.shape import TaskShape
 
-from conftest import REPO
+from conftest import FIVE_LLMS, REPO
 
 L4 = capacity_input("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 22307 usable, 8192 units, 30801 MiB
 L40S = capacity_input("l40s", host_facts(["g6e.12xlarge"]))  # 4 GPUs
@@ -390,17 +390,6 @@ def test_the_host_level_lp_finds_what_first_fit_misses_and_proves_it_optimal(mon
     assert plan([l40s], services).instances == 3
 
 
-# Five services of 0.24 to 0.62 of an H100 on eight a host (``shaped_fleets.py few 25``), each at twelve times its
-# count there: 23,976 tasks, past HOST_LP_TASKS.
-_FEW_AT_SCALE = [
-    ((4608, 47616, (19712, 1024)), 5328),
-    ((5248, 21376, (18176, 512, 512)), 4812),
-    ((10496, 238080, (50176,)), 3360),
-    ((7680, 89088, (21760, 768)), 4524),
-    ((7040, 89472, (22272,)), 5952),
-]
-
-
 def test_past_the_lps_tasks_a_fleet_of_few_services_still_gets_the_host_level_lp(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -411,7 +400,8 @@ def test_past_the_lps_tasks_a_fleet_of_few_services_still_gets_the_host_level_lp
     from ecs_gpu_sharing.core.planner import packing
 
     p5 = capacity_input("h100", host_facts(["p5.48xlarge"]))
-    services = [_svc(f"s{i}", n, cpu, mem, gpus, "h100") for i, ((cpu, mem, gpus), n) in enumerate(_FEW_AT_SCALE)]
+    # each of FIVE_LLMS at twelve times its count: 23,976 tasks, past HOST_LP_TASKS
+    services = [_svc(f"s{i}", 12 * n, cpu, mem, gpus, "h100") for i, ((cpu, mem, gpus), n) in enumerate(FIVE_LLMS)]
     assert sum(s.tasks for s in services) > packing.HOST_LP_TASKS >= packing.HOST_LP_SERVICES >= len(services)
     result = plan([p5], services)
     _assert_valid(result, services)

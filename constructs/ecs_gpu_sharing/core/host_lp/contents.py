@@ -20,8 +20,7 @@ from collections.abc import Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import HostSpec, Item, Pattern, interfaces
-from .patterns import _Builder
-from .per_gpu import Contents
+from .per_gpu import Contents, laid_out
 
 CONTENTS_LIMIT = 400  # one GPU's contents listed at most; past them this pricing is not used
 CONTENTS_NODES = 300  # branch-and-bound nodes of one pricing (HiGHS's, deterministic)
@@ -134,16 +133,6 @@ class ContentsPricing:
         if info.primal_solution_status != 2:
             return None, bound
         values = self.h.getSolution().col_value
-        b = _Builder(items, self.host)
-        gpu = 0
-        for (kind, tasks), v in zip(self.columns, values, strict=True):
-            if kind == "gpu" and round(v):
-                for _ in range(round(v)):
-                    for i, k in tasks:
-                        b.add(i, k, only=gpu)
-                    gpu += 1
-        for (kind, tasks), v in zip(self.columns, values, strict=True):
-            if kind != "gpu" and round(v):
-                b.add(tasks[0][0], round(v))
-        p = b.pattern()
+        chosen = [(kind, tasks, round(v)) for (kind, tasks), v in zip(self.columns, values, strict=True) if round(v)]
+        p = laid_out(items, self.host, chosen)
         return (p if any(p.counts) else None), bound

@@ -56,6 +56,23 @@ def column(items: Sequence[Item], kind: str, gpus: int, tasks: Contents) -> Colu
     return Column(kind, tasks, (use[0], use[1], use[2], use[3]))
 
 
+def laid_out(items: Sequence[Item], host: HostSpec, chosen: Sequence[tuple[str, Contents, int]]) -> Pattern:
+    """A host's pattern from how many GPUs hold each contents ("gpu": each copy on a GPU of its own) and how many
+    whole-GPU tasks and tasks without a GPU it takes (any other kind: the one item, that many times)."""
+    b = _Builder(items, host)
+    gpu = 0
+    for kind, what, copies in chosen:
+        if kind == "gpu":
+            for _ in range(copies):
+                for i, k in what:
+                    b.add(i, k, only=gpu)
+                gpu += 1
+    for kind, what, copies in chosen:
+        if kind != "gpu":
+            b.add(what[0][0], copies)
+    return b.pattern()
+
+
 class PerGpu:
     """The pricing problem on a host of several GPUs: its best pattern found and a bound on every pattern's worth."""
 
@@ -141,18 +158,7 @@ class PerGpu:
         chosen = _combine(host, duals, caps, columns, PER_GPU_NODES)
         if not chosen:
             return None, max(best, 0.0)
-        b = _Builder(items, host)
-        gpu = 0
-        for kind, what, copies in chosen:
-            if kind == "gpu":
-                for _ in range(copies):
-                    for i, k in what:
-                        b.add(i, k, only=gpu)
-                    gpu += 1
-        for kind, what, copies in chosen:
-            if kind != "gpu":
-                b.add(what[0][0], copies)
-        return b.pattern(), max(best, 0.0)
+        return laid_out(items, host, chosen), max(best, 0.0)
 
     def _gpu(
         self, reduced: Sequence[float], caps: Sequence[int], live: Sequence[int]
