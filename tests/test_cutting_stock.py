@@ -29,6 +29,69 @@ def test_the_client_limit_is_respected_by_the_patterns_it_returns() -> None:
     assert all(sum(pattern) <= 48 for pattern, _ in solution.patterns)
 
 
+def _every_contents(weights: list[int], clients: list[int], demand: list[int], units: int) -> list[list[int]]:
+    """Every GPU's contents within its memory and its 48 clients (each item up to its demand), by trying every count."""
+    out: list[list[int]] = [[]]
+    for d in demand:
+        out = [
+            [*p, k]
+            for p in out
+            for k in range(d + 1)
+            if sum(a * b for a, b in zip([*p, k], weights, strict=False)) <= units
+            and sum(a * b for a, b in zip([*p, k], clients, strict=False)) <= 48
+        ]
+    return [p for p in out if any(p)]
+
+
+def test_where_a_gpus_memory_holds_more_clients_than_it_has_the_pricing_weighs_both() -> None:
+    """Tasks of four MPS clients in 256 MiB (an embedder with three sidecars) beside larger tasks of one client: by
+    memory a GPU holds 87 of the first, by clients 12. Over memory alone the LP's bound is the memory's and its
+    patterns break the client limit; priced over both, its bound is the LP's over every contents that fits a GPU (each
+    enumerated), and its patterns are whole GPUs. Fails where the pricing ignores the clients, or weighs them where no
+    contents could break the limit (the second case: then the bound is the memory's and must stay so)."""
+    sizes, clients, demand, capacity = [256, 5120, 768], [4, 1, 3], [120, 40, 50], 22307
+    units = capacity // 256
+    every = _every_contents([s // 256 for s in sizes], clients, demand, units)
+    x, _ = cutting_stock._cover_lp_highs(every, demand)
+    solution = cutting_stock.solve(sizes, clients, demand, capacity, 48)
+    assert solution is not None
+    memory = math.ceil(sum(s * n for s, n in zip(sizes, demand, strict=True)) / (units * 256))
+    assert solution.bound == math.ceil(sum(x) - 1e-6) > memory
+    assert (
+        abs(sum(v for _, v in solution.patterns) - sum(x)) < 1e-6
+    )  # no pattern dropped: each holds 48 clients at most
+    assert cutting_stock.clients_bind([1, 20, 3], [4, 1, 3], [87, 4, 29], units, 48)
+    # One client a task, at most 87 tasks a GPU by memory: only 48 fit, yet memory binds first for the larger ones.
+    assert not cutting_stock.clients_bind([20, 3], [1, 1], [4, 16], units, 48)
+    plain = cutting_stock.solve([5120, 768], [1, 1], [40, 50], capacity, 48)
+    assert plain is not None and plain.bound == math.ceil((5120 * 40 + 768 * 50) / (units * 256))
+
+
+def test_past_its_work_the_pricing_weighs_memory_alone_and_its_bound_still_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no CLIENT_WORK left the knapsack prices memory alone: the bound falls back to the memory's (a relaxation,
+    so it still holds) and the patterns past the client limit are dropped. Fails where the work is not counted."""
+    monkeypatch.setattr(cutting_stock, "CLIENT_WORK", 0)
+    sizes, clients, demand = [256, 5120, 768], [4, 1, 3], [120, 40, 50]
+    solution = cutting_stock.solve(sizes, clients, demand, 22307, 48)
+    memory = sum(s * n for s, n in zip(sizes, demand, strict=True))
+    assert solution is not None and solution.bound == math.ceil(memory / 22272)
+    assert all(sum(k * c for k, c in zip(p, clients, strict=True)) <= 48 for p, _ in solution.patterns)
+
+
+def test_a_fleet_whose_mps_clients_bind_with_its_memory_is_planned_at_its_bound() -> None:
+    """``shaped_fleets.py clients`` fleet 1 at 10,000 tasks: 142 services of 0.4-3% of an L4 with up to three sidecars,
+    four L4s a host; by clients 118.2 hosts, by GPU memory 116.8. With the GPU stage's LP priced over memory alone its
+    patterns broke the client limit, and the plan was 125 hosts over a bound of 119 (the host-level LP's column
+    generation crawled for 5 s); priced over both, the staged plan is 119, its bound."""
+    import shaped_fleets
+
+    capacity, services, _ = shaped_fleets.fleet("clients", 1, 10_000)
+    result = plan([capacity], services)
+    assert result.instances == result.instance_lower_bound == 119
+
+
 def test_it_steps_aside_when_the_knapsack_or_the_simplex_would_be_slow() -> None:
     assert cutting_stock.solve([1001, 1003], [1, 1], [5, 5], 22307, 48) is None  # gcd 1: 22307 units
     assert cutting_stock.solve([256 * (i + 1) for i in range(40)], [1] * 40, [1] * 40, 22272, 48) is None

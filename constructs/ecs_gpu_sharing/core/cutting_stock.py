@@ -22,6 +22,7 @@ PURE_SIZES = 24  # distinct task sizes above which the LP is solved by HiGHS, no
 MAX_ROUNDS = 80  # column generation rounds; the bound stays valid when it stops early
 MANY_SIZES = 400  # distinct task sizes at most where the caller asks for many (the planner: for the bound alone)
 ROUNDS_PER_SIZE = 3  # column generation rounds a size, past MAX_SIZES
+CLIENT_WORK = 200_000_000  # cells (clients by units of memory) the knapsacks over both may pass in one LP (~0.4 s)
 
 
 @dataclass(frozen=True)
@@ -30,17 +31,23 @@ class Solution:
     patterns: list[tuple[tuple[int, ...], float]]  # (copies of each size, LP value)
 
 
+def binary_pieces(cap: int) -> list[int]:
+    """Binary splitting of a bounded item: pieces of 1, 2, 4, ... copies and the rest, whose sums are every count from
+    0 to ``cap``."""
+    out, chunk = [], 1
+    while cap > 0:
+        out.append(min(chunk, cap))
+        cap -= out[-1]
+        chunk *= 2
+    return out
+
+
 def _knapsack(sizes: list[int], caps: list[int], values: list[float], capacity: int) -> tuple[float, list[int]]:
     """max sum(values * k) with sum(sizes * k) <= capacity and 0 <= k <= caps (bounded, by binary splitting)."""
     best = [0.0] * (capacity + 1)
-    pieces = []
+    pieces: list[tuple[int, int, int, float]] = []
     for i, (size, cap) in enumerate(zip(sizes, caps, strict=True)):
-        chunk = 1
-        while cap > 0:
-            take = min(chunk, cap)
-            pieces.append((i, take, size * take, values[i] * take))
-            cap -= take
-            chunk *= 2
+        pieces.extend((i, take, size * take, values[i] * take) for take in binary_pieces(cap))
     taken: list[bytearray] = []
     for _, _, weight, value in pieces:
         row = bytearray(capacity + 1)
@@ -92,15 +99,13 @@ def bounded_knapsack(sizes: list[int], caps: list[int], values: list[float], roo
     room), then ``best_pieces``. Over the same pieces this is ``_knapsack``'s value and pattern (a hypothesis test),
     for many sizes, where the pure-Python passes cost a tenth of a second a knapsack; the host-level LP's knapsacks
     call it too."""
-    pieces = []
+    pieces: list[tuple[int, int, int, float]] = []
     for i, (size, cap) in enumerate(zip(sizes, caps, strict=True)):
-        chunk = 1
-        while cap > 0:
-            take = min(chunk, cap)
-            if values[i] * take > 0 and size * take <= room:
-                pieces.append((i, take, size * take, values[i] * take))
-            cap -= take
-            chunk *= 2
+        pieces.extend(
+            (i, take, size * take, values[i] * take)
+            for take in binary_pieces(cap)
+            if values[i] * take > 0 and size * take <= room
+        )
     value, chosen = best_pieces(pieces, room)
     pattern = [0] * len(sizes)
     for i, take in chosen:
@@ -116,15 +121,13 @@ def knapsack_with_clients(
     from the largest of both down, so a piece is taken once. The most value, and the copies of each item."""
     import numpy as np
 
-    pieces = []
+    pieces: list[tuple[int, int, int, int, float]] = []
     for i, (size, client, cap) in enumerate(zip(sizes, clients, caps, strict=True)):
-        chunk = 1
-        while cap > 0:
-            take = min(chunk, cap)
-            if values[i] * take > 0 and size * take <= room and client * take <= max_clients:
-                pieces.append((i, take, size * take, client * take, values[i] * take))
-            cap -= take
-            chunk *= 2
+        pieces.extend(
+            (i, take, size * take, client * take, values[i] * take)
+            for take in binary_pieces(cap)
+            if values[i] * take > 0 and size * take <= room and client * take <= max_clients
+        )
     best = np.zeros((max_clients + 1, room + 1))
     taken = []
     for _, _, weight, client, value in pieces:
@@ -141,6 +144,18 @@ def knapsack_with_clients(
             at_room -= weight
             at_clients -= client
     return value, pattern
+
+
+def clients_bind(weights: list[int], clients: list[int], caps: list[int], units: int, max_clients: int) -> bool:
+    """Whether some GPU's contents within its ``units`` of memory (and ``caps`` of each item) pass ``max_clients``: the
+    most clients a GPU's memory holds, a knapsack with the clients as values. Where none does, the memory is the
+    only room a pricing needs to weigh (no knapsack where even the densest item in clients fills a GPU's memory within
+    them)."""
+    if max(c * units / w for w, c in zip(weights, clients, strict=True)) <= max_clients:
+        return False
+    knapsack = _knapsack if len(weights) <= PURE_SIZES else bounded_knapsack
+    most, _ = knapsack(weights, caps, [float(c) for c in clients], units)
+    return most > max_clients + 1e-9
 
 
 def _cover_lp(columns: list[list[int]], demand: list[int]) -> tuple[list[float], list[float]]:
@@ -254,8 +269,22 @@ def solve(
     if units > MAX_UNITS:
         return None
     weights = [size // step for size in sizes]
-    knapsack = _knapsack if len(sizes) <= PURE_SIZES else bounded_knapsack
     caps = [min(units // w, max_clients // c, d) for w, c, d in zip(weights, clients, demand, strict=True)]
+    knapsack = _knapsack if len(sizes) <= PURE_SIZES else bounded_knapsack
+    # Where a GPU's memory holds more MPS clients than it has, the patterns priced over memory alone break the client
+    # limit and are dropped, and the LP's rounding leaves most tasks to the fills: the knapsack weighs both, within
+    # CLIENT_WORK cells of its tables (then memory alone, a relaxation: the bound still holds).
+    both = clients_bind(weights, clients, caps, units, max_clients)
+    cost = sum(len(binary_pieces(cap)) for cap in caps) * (max_clients + 1) * (units + 1)  # a knapsack's cells
+    work = CLIENT_WORK
+
+    def price(values: list[float]) -> tuple[float, list[int]]:
+        nonlocal work
+        if both and work >= cost:
+            work -= cost
+            return knapsack_with_clients(weights, clients, caps, values, units, max_clients)
+        return knapsack(weights, caps, values, units)
+
     columns = []
     for i, cap in enumerate(caps):
         column = [0] * len(sizes)
@@ -265,7 +294,7 @@ def solve(
     x, y = cover.solve() if cover is not None else _cover_lp(columns, demand)
     best_value = 1.0
     for _ in range(MAX_ROUNDS if len(sizes) <= MAX_SIZES else ROUNDS_PER_SIZE * len(sizes)):
-        value, pattern = knapsack(weights, caps, y, units)  # ignores the client total: a relaxation, still a bound
+        value, pattern = price(y)
         best_value = max(1.0, value)
         if value <= 1 + 1e-9 or pattern in columns:
             break
@@ -276,7 +305,7 @@ def solve(
         if sum(x) <= needless:
             return None
     else:
-        best_value = max(1.0, knapsack(weights, caps, y, units)[0])
+        best_value = max(1.0, price(y)[0])
     dual = sum(d * v for d, v in zip(demand, y, strict=True)) / best_value
     valid = [
         (tuple(column), value)

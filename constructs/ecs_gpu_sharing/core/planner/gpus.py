@@ -121,13 +121,9 @@ def _exact_fill(items: list[Item], room: int, taken: dict[int, int], start: int 
         it = items[i]
         avail = min(it.left - taken.get(i, 0), room // it.size)
         weight = it.size // step
-        chunk = 1
-        while avail > 0:
-            k = min(chunk, avail)
+        for k in cutting_stock.binary_pieces(avail):
             history.append((reach, i, k))
             reach = (reach | (reach << (weight * k))) & mask
-            avail -= k
-            chunk *= 2
         if reach >> cap:
             break  # the room filled exactly: no later task changes what is chosen (it was reachable before them)
     target = reach.bit_length() - 1
