@@ -5,7 +5,8 @@ Toth's L2 bound cannot tell whether that is the heuristic or the instance. Colum
 over GPU contents ("patterns") gives a lower bound on the GPUs any placement needs (any dual solution that no
 pattern violates bounds the optimum, by weak duality), and its solution, rounded down, gives most of a plan; the
 rest is packed by the ordinary fills. The pricing step is a knapsack over GPU memory in units of the sizes' greatest
-common divisor, in Python (past 24 sizes, a pass of the knapsack at a time on numpy); when that makes the knapsack
+common divisor, in Python (past 24 sizes, a pass of the knapsack at a time on numpy), and over MPS's 48 clients too
+where a GPU's memory holds more (``clients_bind``: small tasks with sidecars); when that makes the knapsack
 too large (budgets in single MiB), or there are more than 32 distinct sizes, this step is skipped and the bound is
 L2's, unless the caller asks for many sizes (the planner, for the bound alone, where the host-level LP would run). The
 LP itself is a pure-Python simplex up to 24 sizes and HiGHS past them (one model kept between rounds past 32).
