@@ -4,8 +4,8 @@
 
 Each generated fleet (``fleet_generator``, seed by seed) is cut to its first K services, their counts scaled back to
 TASKS in all (100,000 by default), none past ECS's 5,000 tasks a service (so 16 services hold 80,000 at most). Each
-line: the plan without the LP past HOST_LP_TASKS (HOST_LP_SERVICES 0), the plan with it, the plan's lower bound, the
-first over the second, and the second plan's seconds. docs/planning.md says what it showed.
+line: the plan without the LP (``host_lp=False``), the plan with it, the plan's lower bound, the first over the
+second, and the second plan's seconds. docs/planning.md says what it showed.
 """
 
 import dataclasses
@@ -33,8 +33,7 @@ def main() -> None:
                 dataclasses.replace(s, tasks=min(TASKS_PER_SERVICE.number, max(1, s.tasks * tasks // total)))
                 for s in services
             ]
-            packing.HOST_LP_SERVICES = 0
-            without = plan([fleet.capacity], services)
+            without = plan([fleet.capacity], services, host_lp=False)
             packing.HOST_LP_SERVICES = max(kept, k)
             start = time.perf_counter()
             with_lp = plan([fleet.capacity], services)

@@ -205,8 +205,9 @@ def test_a_derived_max_instances_is_held_to_the_cluster_quota_where_ecs_placemen
 
 def test_the_surge_is_not_planned_again_where_the_lp_would_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """A given max_instances reads the surge's count, but past the LP's tasks (HOST_LP_TASKS) and services
-    (HOST_LP_SERVICES) the LP does not run: a second plan would be the same, and at 100,000 tasks it cost a tenth of
-    the command's time. Past the tasks but within the services, it runs."""
+    (HOST_LP_SERVICES) the LP does not run where the surge is within HOST_LP_GAP of its bound: a second plan would be
+    the same, and at 100,000 tasks it cost a tenth of the command's time. Past the tasks but within the services it
+    runs, and past both where the surge is further above its bound."""
     from ecs_gpu_sharing.core import rules
     from ecs_gpu_sharing.core.planner import packing
 
@@ -227,7 +228,11 @@ def test_the_surge_is_not_planned_again_where_the_lp_would_not_run(monkeypatch: 
     assert assess([replace(l40s, max_instances=9)], services).surge.capacity("l40s").instance_count == 4
     assert surges == [False, True]  # two services: within HOST_LP_SERVICES, the surge's LP runs all the same
     surges.clear()
-    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 1)
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 1)  # past both: the surge's 5 hosts are far above its bound of 4
+    assert assess([replace(l40s, max_instances=9)], services).surge.capacity("l40s").instance_count == 4
+    assert surges == [False, True]
+    surges.clear()
+    monkeypatch.setattr(packing, "HOST_LP_GAP", 5 / 4)  # ... but not more than this
     result = assess([replace(l40s, max_instances=9)], services)
     assert surges == [False] and result.surge.capacity("l40s").instance_count == 5
     assert result.steady.capacity("l40s").instance_count == 2

@@ -308,6 +308,25 @@ def test_benchmark_script_runs_and_compares_with_ffd() -> None:
     assert float(rows[2][7]) == 1.0 and float(rows[3][7]) == 1.0  # the cases a bound settles are optimal
 
 
+def _no_host_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host-level LP off: no partition within its tasks or services, and no gap past which it runs all the same."""
+    from ecs_gpu_sharing.core.planner import packing
+
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
+    monkeypatch.setattr(packing, "HOST_LP_GAP", math.inf)
+
+
+@contextlib.contextmanager
+def _benchmarks_on_path() -> Iterator[None]:
+    """``benchmarks/`` importable for the block (the generator, the benchmark's own LP and fleets)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        yield
+    finally:
+        sys.path.pop(0)
+
+
 def _benchmark_ffd() -> object:
     """The benchmark's first-fit decreasing (benchmarks/ffd.py): an independent implementation of the baseline."""
     import importlib.util
@@ -360,15 +379,14 @@ def test_where_host_memory_and_cpu_bind_the_binding_order_packs_pairs_that_gpu_o
 
 
 def test_a_small_fleet_is_searched_for_fewer_hosts_than_first_fit_finds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ecs_gpu_sharing.core.planner import packing, search
+    from ecs_gpu_sharing.core.planner import search
 
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     services = [
         _svc("a", 6, 2048, 11648, (2176, 2176), "l40s"),
         _svc("b", 4, 512, 12800, (1024,), "l40s"),
     ]
-    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)  # the host-level LP finds it too: this is the search's
-    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
+    _no_host_lp(monkeypatch)  # the host-level LP finds it too: this is the search's
     assert plan([l40s], services).instances == 2  # the search finds the two-host placement
     monkeypatch.setattr(search, "SEARCH_TASKS", 0)
     assert plan([l40s], services).instances == 3  # first-fit, in every order, needs three
@@ -377,7 +395,7 @@ def test_a_small_fleet_is_searched_for_fewer_hosts_than_first_fit_finds(monkeypa
 def test_the_host_level_lp_finds_what_first_fit_misses_and_proves_it_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
     """#32: the LP's patterns pair a's tasks with b's where first-fit in every order needs a third host; its bound
     (Farley's, from the LP) says two is the optimum."""
-    from ecs_gpu_sharing.core.planner import packing, search
+    from ecs_gpu_sharing.core.planner import search
 
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
@@ -385,8 +403,7 @@ def test_the_host_level_lp_finds_what_first_fit_misses_and_proves_it_optimal(mon
     result = plan([l40s], services)
     _assert_valid(result, services)
     assert result.instances == 2 and result.capacity("l40s").optimal
-    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
-    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
+    _no_host_lp(monkeypatch)
     assert plan([l40s], services).instances == 3
 
 
@@ -395,7 +412,8 @@ def test_past_the_lps_tasks_a_fleet_of_few_services_still_gets_the_host_level_lp
 ) -> None:
     """The host-level LP's cost grows with the services, not the tasks: past HOST_LP_TASKS a partition of at most
     HOST_LP_SERVICES services still gets it. Here it plans 1,062 hosts, its bound, where the other strategies need
-    1,214; with one service fewer allowed than the fleet has, the LP does not run."""
+    1,214; with one service fewer allowed than the fleet has (and no gap past which it runs all the same), the LP does
+    not run."""
     from ecs_gpu_sharing.core import host_lp
     from ecs_gpu_sharing.core.planner import packing
 
@@ -407,9 +425,45 @@ def test_past_the_lps_tasks_a_fleet_of_few_services_still_gets_the_host_level_lp
     _assert_valid(result, services)
     assert result.instances == result.capacity("h100").instance_lower_bound == 1062
     monkeypatch.setattr(packing, "HOST_LP_SERVICES", len(services) - 1)
+    monkeypatch.setattr(packing, "HOST_LP_GAP", math.inf)  # past both, only far above its bound (the next test)
     monkeypatch.setattr(host_lp, "solve", lambda *a, **k: pytest.fail("the LP ran"))
     assert plan([p5], services).instances == 1214
-    assert packing.host_lp_runs(packing.HOST_LP_TASKS, 1000) and not packing.host_lp_runs(packing.HOST_LP_TASKS + 1, 5)
+    assert packing.host_lp_exact(packing.HOST_LP_TASKS, 1000)
+    assert not packing.host_lp_exact(packing.HOST_LP_TASKS + 1, len(services))
+
+
+def test_past_its_tasks_and_services_the_lp_runs_where_the_plan_is_far_above_its_bound_without_exact_pricings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past HOST_LP_TASKS and HOST_LP_SERVICES the LP runs only where the plan is more than HOST_LP_GAP above its
+    bound, and with the greedy's pricings alone (``exact_calls=0``: HiGHS's MILP and the searches cost seconds over
+    150 services). Held-out seed 1008 at 1,000 tasks (each service binding its own resource), the limits set to 0: 60
+    hosts over a bound of 58 without the LP (3.4% above), 58 with it; where the gap allowed is 60 / 58, it does not
+    run. Fails where the LP runs past the limits whatever the gap, or with its exact pricings."""
+    from ecs_gpu_sharing.core import host_lp
+    from ecs_gpu_sharing.core.planner import packing
+
+    with _benchmarks_on_path():
+        import fleet_generator
+
+    fleet = fleet_generator.generate(1008, 1000)
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
+    calls: list[object] = []
+    solve = host_lp.solve
+
+    def spied(*args: Any, **kwargs: Any) -> host_lp.Solution:
+        calls.append(kwargs.get("exact_calls"))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(host_lp, "solve", spied)
+    result = plan([fleet.capacity], fleet.services)
+    _assert_valid(result, fleet.services)
+    assert calls == [0] and result.instances == result.instance_lower_bound == 58
+    assert result.capacities[0].instances_without_lp == 60
+    calls.clear()
+    monkeypatch.setattr(packing, "HOST_LP_GAP", 60 / 58)
+    assert plan([fleet.capacity], fleet.services).instances == 60 and calls == []
 
 
 def test_a_plan_says_what_it_would_need_without_the_host_level_lp(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -432,24 +486,20 @@ def test_a_plan_says_what_it_would_need_without_the_host_level_lp(monkeypatch: p
 
 
 def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ecs_gpu_sharing.core.planner import packing, search
+    from ecs_gpu_sharing.core.planner import search
 
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     services = [_svc("a", 6, 2048, 11648, (2176, 2176), "l40s"), _svc("b", 4, 512, 12800, (1024,), "l40s")]
     monkeypatch.setattr(search, "SEARCH_STEPS", 1)
-    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
-    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
+    _no_host_lp(monkeypatch)
     assert plan([l40s], services).instances == 3
 
 
 def test_generated_fleets_plan_within_every_limit_and_never_above_first_fit_decreasing() -> None:
     """#32: fleets from the benchmark's generator (tuning seeds, 300 tasks: small enough for the suite), where host
     CPU, host memory or GPU memory binds, with sidecars and whole-GPU tasks, on 1-, 4- and 8-GPU hosts."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with _benchmarks_on_path():
         import fleet_generator
-    finally:
-        sys.path.pop(0)
     ffd = _benchmark_ffd()
     for seed in range(8):
         fleet = fleet_generator.generate(seed, 300)
@@ -467,11 +517,8 @@ def test_a_generated_fleet_written_as_a_fleet_file_reads_back_as_its_tasks(tmp_p
     from ecs_gpu_sharing.core.fleet import load
     from ecs_gpu_sharing.core.plan_inputs import from_fleet
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with _benchmarks_on_path():
         import fleet_generator
-    finally:
-        sys.path.pop(0)
     seen = {"split": 0, "sidecars": 0, "whole": 0}
     for seed, scale in ((1014, 1.0), (1002, 0.5), (4, 1.0)):
         fleet = fleet_generator.generate(seed, 100_000, "p5.48xlarge")
@@ -500,11 +547,8 @@ def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_wo
     """``count_only`` (the placement model's scaled-down fleets) stops the FFD orders once a plan meets its lower bound
     on the hosts: every capacity's instance count must be the full plan's, with isolation groups too, and on some of
     these fleets fewer FFD orders run."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with _benchmarks_on_path():
         import fleet_generator
-    finally:
-        sys.path.pop(0)
     from ecs_gpu_sharing.core.planner import packing
 
     runs = {"count": 0}
@@ -544,12 +588,9 @@ def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_wo
 def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meets_it_on_small_fleets() -> None:
     import random
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with _benchmarks_on_path():
         import host_lp
         import small_fleets
-    finally:
-        sys.path.pop(0)
     rng = random.Random(5)
     checked = 0
     while checked < 12:
@@ -570,12 +611,9 @@ def test_the_benchmarks_lp_bound_stops_at_its_time_in_all_with_farleys_bound() -
     generation stops and Farley's bound stands (never above the converged one). Tuning seed 72 at 1,000 tasks (four
     L40S a host, 56 services) does not converge in one pricing: with no time, that pricing's pattern is the only one
     added to the services' own."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with _benchmarks_on_path():
         import fleet_generator
         import host_lp
-    finally:
-        sys.path.pop(0)
     fleet = fleet_generator.generate(72, 1000)
     converged = host_lp.host_bound(fleet.capacity, fleet.services, ffd_hosts=0)
     stopped = host_lp.host_bound(fleet.capacity, fleet.services, total_seconds=0.0, ffd_hosts=0)
@@ -690,11 +728,8 @@ def _ffd_plans() -> list[object]:
     with tasks without a GPU added (they land on hosts already open). Each fill's size must be its hosts'."""
     from ecs_gpu_sharing.core.planner.hosts import plan_size
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with _benchmarks_on_path():
         import fleet_generator
-    finally:
-        sys.path.pop(0)
     from ecs_gpu_sharing.core.planner import ffd
 
     out = []

@@ -37,13 +37,14 @@ from .model import (
     ServiceInput,
     Unplaced,
 )
-from .packing import HOST_LP_SERVICES, HOST_LP_TASKS, host_lp_runs, lp_problem, plan
+from .packing import HOST_LP_GAP, HOST_LP_SERVICES, HOST_LP_TASKS, host_lp_exact, host_lp_runs, lp_problem, plan
 from .search import SEARCH_STEPS, SEARCH_TASKS
 
 __all__ = [
     "EC2",
     "ECS_DEFAULT_MAX_PERCENT",
     "FFD_ALWAYS_TASKS",
+    "HOST_LP_GAP",
     "HOST_LP_SERVICES",
     "HOST_LP_TASKS",
     "KINDS",
@@ -58,6 +59,7 @@ __all__ = [
     "ServiceInput",
     "Unplaced",
     "bin_lower_bound",
+    "host_lp_exact",
     "host_lp_runs",
     "lp_problem",
     "plan",

@@ -90,14 +90,16 @@ def _pack_partition(
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
     best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0)
-    runs = host_lp and host_lp_runs(sum(n for _, n in flat), sum(1 for _, n in flat if n))
-    if runs and plan_size(best)[0] > host_bound:
+    tasks, services = sum(n for _, n in flat), sum(1 for _, n in flat if n)
+    runs = host_lp and host_lp_runs(tasks, services, plan_size(best)[0], host_bound)
+    if runs:
         gpu_bound = max(gpu_bound, _many_sizes_bound(capacity, groups, host_bound))
         host_bound = max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
-    if not runs or plan_size(best)[0] <= host_bound:
+        runs = host_lp_runs(tasks, services, plan_size(best)[0], host_bound)
+    if not runs:
         best = _searched(capacity, groups, best, host_bound)
         return best, gpu_bound, host_bound, plan_size(best)[0]
-    planned, lp_bound = _pack_host_lp(capacity, groups, best, host_bound)
+    planned, lp_bound = _pack_host_lp(capacity, groups, best, host_bound, host_lp_exact(tasks, services))
     without = _searched(capacity, groups, best, host_bound)
     host_bound = max(host_bound, lp_bound)
     if planned is not None and plan_size(planned) < plan_size(best):
@@ -146,27 +148,42 @@ def _searched(
 
 
 # A partition of at most HOST_LP_TASKS tasks gets the host-level LP (where its plan is above its bound), and past them,
-# one of at most HOST_LP_SERVICES services (``host_lp_runs``)
+# one of at most HOST_LP_SERVICES services (``host_lp_exact``); past both, the LP without its exact pricings, where the
+# plan is more than HOST_LP_GAP above its bound (``host_lp_runs``)
 HOST_LP_TASKS = 20_000
 HOST_LP_SERVICES = 48
+HOST_LP_GAP = 1.02
 
 
-def host_lp_runs(tasks: int, services: int) -> bool:
-    """Whether a partition of ``tasks`` tasks of ``services`` services gets the host-level LP (where its plan is above
-    its bound). Its cost grows with the services, far less with the tasks (they are the LP's demand, not its rows),
-    and past 20,000 tasks the other strategies are furthest from the bound where the services are few: on generated
-    fleets cut to 8-48 services (18,000-91,000 tasks, ECS's 5,000 a service) the LP won up to 16% of the hosts, in
-    1.7 s at most (``benchmarks/few_services_at_scale.py``, docs/planning.md). The 100,000-task fleets of the command's
-    benchmark, of 112-195 services, go without it and keep the command within its 0.5 s: they are within 2% of their
-    bounds, and on three of them the LP took 0.2-2.0 s to win 0-0.5% (docs/planning.md)."""
+def host_lp_exact(tasks: int, services: int) -> bool:
+    """Whether a partition of ``tasks`` tasks of ``services`` services gets the whole host-level LP, its exact pricings
+    (HiGHS's MILP, the searches) too. Their cost grows with the services, far less with the tasks (they are the LP's
+    demand, not its rows), and past 20,000 tasks the other strategies are furthest from the bound where the services
+    are few: on generated fleets cut to 8-48 services (18,000-91,000 tasks, ECS's 5,000 a service) the LP won up to 16%
+    of the hosts, in 1.7 s at most (``benchmarks/few_services_at_scale.py``, docs/planning.md)."""
     return tasks <= HOST_LP_TASKS or services <= HOST_LP_SERVICES
 
 
+def host_lp_runs(tasks: int, services: int, hosts: int, bound: int) -> bool:
+    """Whether the host-level LP runs on a partition whose plan has ``hosts`` over a lower ``bound``: never at the
+    bound; within ``host_lp_exact``'s tasks or services wherever it is above; past both only where the plan is more
+    than HOST_LP_GAP above its bound, with the greedy's pricings alone. There a plan within 2% of its bound keeps the
+    ``plan`` command at 100,000 tasks within its 0.5 s, and a plan further off has more hosts at stake than seconds:
+    held-out seed 1008 of the generated benchmark at 100,000 tasks, each service binding its own resource, 1,788 hosts
+    over a bound of 1,433 without the LP, 1,454 with it (docs/planning.md)."""
+    return hosts > bound and (host_lp_exact(tasks, services) or hosts > HOST_LP_GAP * bound)
+
+
 def _pack_host_lp(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], best: list[Host], known: int = 0
+    capacity: CapacityInput,
+    groups: list[list[tuple[ServiceInput, int]]],
+    best: list[Host],
+    known: int = 0,
+    exact: bool = True,
 ) -> tuple[list[Host] | None, int]:
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
-    cannot beat ``best``, whose hosts are its first patterns); and the LP's bound."""
+    cannot beat ``best``, whose hosts are its first patterns); and the LP's bound. ``exact``: with its exact pricings
+    (``host_lp_exact``)."""
     pairs = [(s, n) for group in groups for s, n in group if n]
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
@@ -194,6 +211,7 @@ def _pack_host_lp(
         items,
         spec,
         beat=plan_size(best)[0],
+        exact_calls=None if exact else 0,
         start=start,
         known=known,
         finish=lambda _, rest_counts: plan_size(finish(rest_counts))[0],

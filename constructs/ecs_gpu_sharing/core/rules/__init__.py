@@ -189,16 +189,15 @@ def _surge_read(caps: Mapping[str, CapacityInput], services: Iterable[ServiceInp
     ``SurgeDoesNotFit`` compares it with, so the figure is the same whatever max_instances is given), or a derived one
     past ECS's instances per cluster. Where max_instances is left to the plan, it is what ECS's own placement needs,
     which is never below the surge's packing, so the LP, the planner's costliest strategy, would only double a plan's
-    time at 10,000 tasks (docs/planning.md). Not where the LP would not run: a plan at its bound, or a capacity's surge
-    past the LP's tasks and services (``packing.host_lp_runs``; the few partitions within them there, isolation groups
-    kept apart, go without it too)."""
+    time at 10,000 tasks (docs/planning.md). Not where the LP would not run (``packing.host_lp_runs``): a plan at its
+    bound, or a capacity's surge past the LP's tasks and services within HOST_LP_GAP of its bound (the few partitions
+    within them there, isolation groups kept apart, go without it too)."""
     limit = quotas.INSTANCES_PER_CLUSTER.number
     for name, cap in caps.items():
         packed = surge.capacity(name)
-        if packed.instance_count <= packed.instance_lower_bound:
-            continue  # the LP cannot do better
         counts = [s.surge_count() for s in services if s.capacity == name]
-        if not packing.host_lp_runs(sum(counts), sum(1 for n in counts if n)):
+        tasks, kinds = sum(counts), sum(1 for n in counts if n)
+        if not packing.host_lp_runs(tasks, kinds, packed.instance_count, packed.instance_lower_bound):
             continue  # the LP does not run: planning again would give the same plan
         if cap.max_instances is not None:
             return True
