@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
+from .highs import found_solution, new_highs, small_milp
 from .model import HostSpec, Item, Pattern, interfaces
 from .per_gpu import Contents, laid_out
 
@@ -80,8 +81,6 @@ class ContentsPricing:
         import highspy
         import numpy as np
 
-        from .highs import new_highs, small_milp
-
         self.np, self.items, self.host = np, items, host
         self.columns: list[tuple[str, Contents]] = [("gpu", c) for c in contents]
         for i, it in enumerate(items):
@@ -130,7 +129,7 @@ class ContentsPricing:
         self.h.run()
         info = self.h.getInfo()
         bound = max(0.0, info.mip_dual_bound)
-        if info.primal_solution_status != 2:
+        if not found_solution(self.h):
             return None, bound
         values = self.h.getSolution().col_value
         chosen = [(kind, tasks, round(v)) for (kind, tasks), v in zip(self.columns, values, strict=True) if round(v)]

@@ -48,6 +48,13 @@ def small_milp(h) -> None:  # type: ignore[no-untyped-def]
     h.setOptionValue("mip_heuristic_effort", 0.0)
 
 
+def found_solution(h) -> bool:  # type: ignore[no-untyped-def]
+    """Whether HiGHS's last run found a feasible solution (a MILP may stop at its node limit with none)."""
+    import highspy
+
+    return bool(h.getInfo().primal_solution_status == int(highspy.SolutionStatus.kSolutionStatusFeasible))
+
+
 class _Pricing:
     """The pricing problem's LP relaxation: the most a host is worth at the master's duals when its GPUs are pooled
     (GPU memory, clients and whole GPUs counted over the host) and tasks may be split. Its value bounds every pattern
@@ -227,7 +234,7 @@ class _Exact:
         self.h.changeColsBounds(self.n, index, np.zeros(self.n), np.array([float(c) for c in caps]))
         self.h.run()
         info = self.h.getInfo()
-        if info.primal_solution_status != 2:  # no feasible solution found
+        if not found_solution(self.h):
             return None, max(0.0, info.mip_dual_bound)
         return self._pattern(self.h.getSolution().col_value), info.mip_dual_bound
 
