@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -1225,12 +1226,38 @@ def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gp
     assert price(False, fresh) == (rich, 1.2) and fresh.calls == 0
     plain = host_lp._ExactPricing(items, host, calls=0)  # no exact pricing asked for (the LP solved again)
     assert not plain.split and plain.per_gpu is None and not plain.left
+    light = host_lp._ExactPricing(items, host, calls=0, searches=True)  # past the LP's limits: no MILP, the rest
+    assert light.split and light.per_gpu is not None and light.contents is None and light.left and light.looking
     monkeypatch.setattr(host_lp, "SPLIT_ITEMS", len(items) - 1)
     many = host_lp._ExactPricing(items, host, calls=5)
     assert not many.split and many.per_gpu is not None  # too many services to split in time; decomposed still
     one = _one_gpu_fleets(300, 1)[0]
     alone = host_lp._ExactPricing(*_problem(one.capacity, one.services), calls=5)
     assert not alone.split and alone.per_gpu is None  # one GPU: the search's
+
+
+def _scaled(seed: int, size: int, tasks: int) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
+    """The LP's view of the generator's fleet of ``size`` tasks, every service's count scaled to ``tasks`` in all."""
+    fleet = fleet_generator.generate(seed, size)
+    services = [dataclasses.replace(s, tasks=max(1, round(s.tasks * tasks / size))) for s in fleet.services]
+    return _problem(fleet.capacity, services)
+
+
+def test_without_milp_pricings_the_searches_still_price_on_one_gpu() -> None:
+    """Past the planner's limits the LP runs without HiGHS's MILP pricings (``exact_calls=0``), but with the searches
+    whose work is counted in nodes (``searches``): on a one-GPU host the greedy alone stops where it finds nothing and
+    its bound is far below; the search goes on and proves the LP's value. Held-out seed 1034's 100,000-task fleet (136
+    services, one L40S a host, each service binding its own resource) cut to 1,000 tasks: 794.5 hosts over a bound of
+    451 with the greedy alone, 786 proved with the search. Fails where ``solve`` leaves the searches out without MILP
+    calls."""
+    items, host = _scaled(1034, 100_000, 1000)
+    assert host.gpus == 1
+    greedy = host_lp._generate(
+        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS
+    )
+    assert greedy[0] > 790 and greedy[2] < 500
+    solution = host_lp.solve(items, host, exact_calls=0)
+    assert solution.bound == 786  # the LP's value, proved (Farley's bound from the search's bound on every pattern)
 
 
 def test_the_decomposition_over_gpus_lays_out_patterns_a_host_holds_and_bounds_the_best() -> None:

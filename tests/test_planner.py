@@ -436,10 +436,11 @@ def test_past_its_tasks_and_services_the_lp_runs_where_the_plan_is_far_above_its
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Past HOST_LP_TASKS and HOST_LP_SERVICES the LP runs only where the plan is more than HOST_LP_GAP above its
-    bound, and with the greedy's pricings alone (``exact_calls=0``: HiGHS's MILP and the searches cost seconds over
-    150 services). Held-out seed 1008 at 1,000 tasks (each service binding its own resource), the limits set to 0: 60
+    bound, and without HiGHS's MILP pricings (``exact_calls=0``: they cost seconds over 150 services; the searches and
+    the decomposition over the GPUs, whose work is counted in nodes and rounds, still price). Held-out seed 1008 at
+    1,000 tasks (each service binding its own resource), the limits set to 0: 60
     hosts over a bound of 58 without the LP (3.4% above), 58 with it; where the gap allowed is 60 / 58, it does not
-    run. Fails where the LP runs past the limits whatever the gap, or with its exact pricings."""
+    run. Fails where the LP runs past the limits whatever the gap, or with its MILP pricings."""
     from ecs_gpu_sharing.core import host_lp
     from ecs_gpu_sharing.core.planner import packing
 

@@ -95,6 +95,7 @@ def _generate(
     exact_calls: int = 0,
     bounds: bool = True,
     known: int = 0,
+    searches: bool = False,
 ) -> tuple[float, list[float], float]:
     """Column generation for ``left`` tasks of each item: new patterns from the greedy, guided by the pricing LP, until
     none is worth more than a host or the rounds run out. Returns the master's value and solution, and the best lower
@@ -111,10 +112,10 @@ def _generate(
     value by TAIL_OFF hosts: on hosts of several GPUs the value was still falling at MAX_ROUNDS. The exact pricing runs
     where the greedy finds nothing, and on a host of one GPU also where the greedy's pattern is weak (WEAK_GREEDY).
     Where every pricing finds nothing, the search for the bound (``_ExactPricing.final``) prices, FINAL_PRICINGS
-    times at most in the first column generation."""
+    times at most in the first column generation. ``searches``: the searches and the decomposition, without MILPs."""
     caps = [min(n, per_host(it, host)) for it, n in zip(items, left, strict=True)]
     pricing = _Pricing(items, host)
-    exact = _ExactPricing(items, host, exact_calls, pricing)
+    exact = _ExactPricing(items, host, exact_calls, pricing, searches)
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
@@ -238,20 +239,22 @@ class _ExactPricing:
     found a pattern the MILP did not, they price alone, and past MAX_ROUNDS too (they are cheap). The split search on
     tuning seeds 30-59 at 10,000 tasks: 27 instances fewer; the decomposition after it, on tuning seeds 0-59: 42 fewer.
     The split search not past SPLIT_ITEMS services: there the LP it leaves uses no pattern whole, and its dives cost
-    seconds."""
+    seconds. Without ``calls``, the searches and the decomposition price where ``searches`` asks (``solve``)."""
 
-    def __init__(self, items: Sequence[Item], host: HostSpec, calls: int, pricing: _Pricing | None = None) -> None:
-        self.items, self.host, self.calls = items, host, calls
-        self.pricing = pricing
-        self.search = OneGpu(items, host) if host.gpus == 1 and calls and ONE_GPU_WORK > 0 else None
+    def __init__(
+        self, items: Sequence[Item], host: HostSpec, calls: int, pricing: _Pricing | None = None, searches: bool = False
+    ) -> None:
+        self.items, self.host, self.calls, self.pricing = items, host, calls, pricing
+        searches = searches or calls > 0
+        self.search = OneGpu(items, host) if host.gpus == 1 and searches and ONE_GPU_WORK > 0 else None
         self.work = ONE_GPU_WORK
         self.promising_work = PROMISING_WORK
         self.proving = True  # the search's patterns are proved best: column generation may run LONGEST_ROUNDS
         self.milp: _Exact | None = None
-        self.split = host.gpus > 1 and calls > 0 and 0 < len(items) <= SPLIT_ITEMS and SPLIT_STEPS > 0
+        self.split = host.gpus > 1 and searches and 0 < len(items) <= SPLIT_ITEMS and SPLIT_STEPS > 0
         self.split_work = SPLIT_WORK
         self.runners: list[Pattern] = []  # beside the last pattern priced: runners-up the search proved it against
-        self.per_gpu = PerGpu(items, host) if host.gpus > 1 and calls > 0 and PER_GPU_WORK > 0 else None
+        self.per_gpu = PerGpu(items, host) if host.gpus > 1 and searches and PER_GPU_WORK > 0 else None
         listed = gpu_contents(items, host) if host.gpus > 1 and calls > 0 else None
         self.contents = ContentsPricing(items, host, listed) if listed is not None else None
         self.contents_calls = CONTENTS_CALLS
@@ -485,11 +488,12 @@ def solve(
 ) -> Solution:
     """A plan of whole-host patterns for ``items`` (the rest left to the caller) and the LP's lower bound. ``beat``:
     the hosts of a plan the caller has; where the LP's value already needs as many, no plan is rounded from it (a
-    rounding never does better than the LP it rounds). ``exact_calls``: MILP pricings when the greedy finds no pattern
-    (by default EXACT_WORK over the number of items). ``start``: patterns the master begins with (a plan's hosts).
-    ``known``: a lower bound the caller has, which spares a search for a bound that cannot pass it. ``finish``: the
-    hosts the caller's packings need for a rounding's rest; with it, the dives stop once a rounding kept meets the
-    bound, or the hosts taken and the LP's value over what is left reach the best rounding kept (``_rounded``)."""
+    rounding never does better than the LP it rounds). ``exact_calls``: HiGHS's MILP pricings when the greedy finds no
+    pattern (by default EXACT_WORK over the number of items); with none, the searches still price, and no polish runs.
+    ``start``: patterns the master begins with (a plan's hosts). ``known``: a lower bound the caller has, which spares
+    a search for a bound that cannot pass it. ``finish``: the hosts the caller's packings need for a rounding's rest;
+    with it, the dives stop once a rounding kept meets the bound, or the hosts taken and the LP's value over what is
+    left reach the best rounding kept (``_rounded``)."""
     if exact_calls is None:
         exact_calls = EXACT_WORK // max(len(items), 1)
     demand = [it.demand for it in items]
@@ -498,7 +502,7 @@ def solve(
     master = _first_master(items, host)
     for p in start:  # the hosts of a plan in hand: the LP starts no worse than it
         master.add(p)
-    value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known)
+    value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known, searches=True)
     calls = polish_calls(host, len(items), value, max(farley, known)) if exact_calls else 0
     if calls:
         value, x, farley = polished(

@@ -148,16 +148,16 @@ def _searched(
 
 
 # A partition of at most HOST_LP_TASKS tasks gets the host-level LP (where its plan is above its bound), and past them,
-# one of at most HOST_LP_SERVICES services (``host_lp_exact``); past both, the LP without its exact pricings, where the
-# plan is more than HOST_LP_GAP above its bound (``host_lp_runs``)
+# one of at most HOST_LP_SERVICES services (``host_lp_exact``); past both, the LP without HiGHS's MILP pricings, where
+# the plan is more than HOST_LP_GAP above its bound (``host_lp_runs``)
 HOST_LP_TASKS = 20_000
 HOST_LP_SERVICES = 48
 HOST_LP_GAP = 1.02
 
 
 def host_lp_exact(tasks: int, services: int) -> bool:
-    """Whether a partition of ``tasks`` tasks of ``services`` services gets the whole host-level LP, its exact pricings
-    (HiGHS's MILP, the searches) too. Their cost grows with the services, far less with the tasks (they are the LP's
+    """Whether a partition of ``tasks`` tasks of ``services`` services gets the whole host-level LP, HiGHS's MILP
+    pricings and its polish too. Their cost grows with the services, far less with the tasks (they are the LP's
     demand, not its rows), and past 20,000 tasks the other strategies are furthest from the bound where the services
     are few: on generated fleets cut to 8-48 services (18,000-91,000 tasks, ECS's 5,000 a service) the LP won up to 16%
     of the hosts, in 1.7 s at most (``benchmarks/few_services_at_scale.py``, docs/planning.md)."""
@@ -166,11 +166,14 @@ def host_lp_exact(tasks: int, services: int) -> bool:
 
 def host_lp_runs(tasks: int, services: int, hosts: int, bound: int) -> bool:
     """Whether the host-level LP runs on a partition whose plan has ``hosts`` over a lower ``bound``: never at the
-    bound; within ``host_lp_exact``'s tasks or services wherever it is above; past both only where the plan is more
-    than HOST_LP_GAP above its bound, with the greedy's pricings alone. There a plan within 2% of its bound keeps the
-    ``plan`` command at 100,000 tasks within its 0.5 s, and a plan further off has more hosts at stake than seconds:
-    held-out seed 1008 of the generated benchmark at 100,000 tasks, each service binding its own resource, 1,788 hosts
-    over a bound of 1,433 without the LP, 1,454 with it (docs/planning.md)."""
+    bound; within ``host_lp_exact``'s tasks or services wherever it is above; past both only where the plan is more than
+    HOST_LP_GAP above its bound, without HiGHS's MILP pricings (the greedy, the searches and the decomposition over the
+    GPUs price: their work is counted in nodes and rounds). There a plan within 2% of its bound keeps the ``plan``
+    command at 100,000 tasks within its 0.5 s, and a plan further off has more hosts at stake than seconds: held-out
+    seed 1008 of the generated benchmark at 100,000 tasks, each service binding its own resource, 1,788 hosts over a
+    bound of 1,433 without the LP, 1,454 with the greedy's pricings alone (its fleet file; in process 1,434 and 1,433
+    with the rest); held-out 1046 (one GPU a host), 29,283 over 25,546 with the greedy's pricings alone, 27,739 over
+    27,604 with the search too (docs/planning.md)."""
     return hosts > bound and (host_lp_exact(tasks, services) or hosts > HOST_LP_GAP * bound)
 
 
@@ -182,8 +185,8 @@ def _pack_host_lp(
     exact: bool = True,
 ) -> tuple[list[Host] | None, int]:
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
-    cannot beat ``best``, whose hosts are its first patterns); and the LP's bound. ``exact``: with its exact pricings
-    (``host_lp_exact``)."""
+    cannot beat ``best``, whose hosts are its first patterns); and the LP's bound. ``exact``: with HiGHS's MILP
+    pricings (``host_lp_exact``)."""
     pairs = [(s, n) for group in groups for s, n in group if n]
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
