@@ -171,9 +171,9 @@ def host_lp_runs(tasks: int, services: int, hosts: int, bound: int) -> bool:
     GPUs price: their work is counted in nodes and rounds). There a plan within 2% of its bound keeps the ``plan``
     command at 100,000 tasks within its 0.5 s, and a plan further off has more hosts at stake than seconds: held-out
     seed 1008 of the generated benchmark at 100,000 tasks, each service binding its own resource, 1,788 hosts over a
-    bound of 1,433 without the LP, 1,454 with the greedy's pricings alone (its fleet file; in process 1,434 and 1,433
-    with the rest); held-out 1046 (one GPU a host), 29,283 over 25,546 with the greedy's pricings alone, 27,739 over
-    27,604 with the search too (docs/planning.md)."""
+    bound of 1,433 without the LP, 1,454 with the greedy's pricings alone and 1,434 with the rest (its fleet file);
+    held-out 1046 (one GPU a host), 29,283 over 25,546 with the greedy's pricings alone, 27,739 over 27,604 with the
+    search too (docs/planning.md)."""
     return hosts > bound and (host_lp_exact(tasks, services) or hosts > HOST_LP_GAP * bound)
 
 
