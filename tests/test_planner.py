@@ -467,6 +467,28 @@ def test_past_its_tasks_and_services_the_lp_runs_where_the_plan_is_far_above_its
     assert plan([fleet.capacity], fleet.services).instances == 60 and calls == []
 
 
+def test_past_its_limits_on_one_gpu_hosts_the_lp_proves_its_plan_with_the_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the limits the one-GPU search prices without HiGHS's MILP: held-out seed 1034's 100,000-task fleet (136
+    services, one L40S a host, each binding its own resource) cut to 1,000 tasks, the limits set to 0, plans 786 hosts
+    over a bound of 786 (793 without the LP). With the greedy's pricings alone it planned 788 over 731. Fails where
+    the LP past its limits leaves the searches out."""
+    from ecs_gpu_sharing.core.planner import packing
+
+    with _benchmarks_on_path():
+        import fleet_generator
+
+    fleet = fleet_generator.generate(1034, 100_000)
+    services = [dataclasses.replace(s, tasks=max(1, round(s.tasks / 100))) for s in fleet.services]
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 0)
+    monkeypatch.setattr(packing, "HOST_LP_SERVICES", 0)
+    result = plan([fleet.capacity], services)
+    _assert_valid(result, services)
+    assert result.instances == result.instance_lower_bound == 786
+    assert result.capacities[0].instances_without_lp == 793
+
+
 def test_a_plan_says_what_it_would_need_without_the_host_level_lp(monkeypatch: pytest.MonkeyPatch) -> None:
     """The placement model's scaled-down replays take their ratio over the planner without the LP on both fleets:
     ``instances_without_lp`` is what ``host_lp=False`` plans, whether the LP won (three against two), with the search
