@@ -18,6 +18,7 @@ Seeds 0-99 are the tuning seeds, 1,000-1,099 are held out: the planner's figures
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -118,6 +119,20 @@ def generate(seed: int, tasks: int, host: str | None = None) -> Fleet:
         )
         services.append(service_input(f"s{i:04d}", cap.name, shape, count, count_source="generator"))
     return Fleet(seed, tasks, cap, services, binding, sidecar_share)
+
+
+def copies(fleet: Fleet, k: int) -> Fleet:
+    """``fleet`` with each service run as ``k`` alike services (fewer where it has fewer tasks), its tasks shared out:
+    a team running one model as a service a tenant or a region."""
+    if k <= 1:
+        return fleet
+    services = [
+        dataclasses.replace(s, name=f"{s.name}-{j}", tasks=s.tasks // parts + (j < s.tasks % parts))
+        for s in fleet.services
+        for parts in [min(k, s.tasks)]
+        for j in range(parts)
+    ]
+    return dataclasses.replace(fleet, services=services)
 
 
 def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = INSTANCES_PER_CLUSTER.number) -> str:

@@ -3,6 +3,7 @@
 
 Usage: python benchmarks/generated_benchmark.py [--sizes 1000,10000] [--fleets 50] [--seeds held-out|tuning]
                                                  [--lp-bound] [--lp-seconds 20] [--timing] [--command]
+                                                 [--copies K]
 
 For each size, plans ``--fleets`` fleets of the chosen seeds (tuning: 0-99, held out: 1000-1099; the planner's
 figures are reported on the held-out ones) and prints the median, 95th percentile and worst of planner / bound and
@@ -14,7 +15,8 @@ and the worst fleets. With ``--timing``, only the planner's time (no bound, no F
 100,000 tasks): per size, the services and the seconds per fleet, median, 95th percentile and worst, as ratios to
 the reference run too. A size of 40,000 tasks gives 400 to 2,000 services a fleet (1,000 services at the median).
 With ``--command``, the whole ``plan --json`` command's time instead, on each seed's fleet drawn on each host of eight
-GPUs and written as a fleet file (``_command``).
+GPUs and written as a fleet file (``_command``). With ``--copies K``, each service of each fleet is run as K alike
+services (``fleet_generator.copies``: one model a tenant), for the table of plans.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import statistics
 import time
 
 from ffd import ffd
-from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, fleet_file, generate
+from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, copies, fleet_file, generate
 
 from ecs_gpu_sharing.core.planner import Plan, plan
 
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="these seeds only (comma-separated)")
     parser.add_argument("--timing", action="store_true", help="the planner's time only (no bound, no FFD)")
     parser.add_argument("--command", action="store_true", help="the whole plan command's time on fleet files")
+    parser.add_argument("--copies", type=int, default=1, help="each service run as this many alike services")
     args = parser.parse_args()
     seeds = list(HELD_OUT if args.seeds == "held-out" else TUNING)[: args.fleets]
     if args.only:
@@ -101,7 +104,7 @@ def main() -> None:
         ratios, ffd_ratios, times, rows = [], [], [], []
         above_ffd = optimal = 0
         for seed in seeds:
-            fleet = generate(seed, size)
+            fleet = copies(generate(seed, size), args.copies)
             result, seconds = _planned(fleet)
             bound = result.instance_lower_bound
             if args.lp_bound and result.instances > bound:  # a plan at its own bound needs no other
