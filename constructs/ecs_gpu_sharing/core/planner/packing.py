@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from .. import cutting_stock, host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
+from .alike import merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
@@ -186,10 +187,12 @@ def _pack_host_lp(
 ) -> tuple[list[Host] | None, int]:
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
     cannot beat ``best``, whose hosts are its first patterns); and the LP's bound. ``exact``: with HiGHS's MILP
-    pricings (``host_lp_exact``)."""
+    pricings (``host_lp_exact``). Alike services are one item (``alike.merged``)."""
+    groups, kinds = merged(groups)
     pairs = [(s, n) for group in groups for s, n in group if n]
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
+    index.update((name, index[rep]) for rep, members in kinds.items() for name, _ in members)
     start = [_as_pattern(h, index, items) for h in best]
     finished: dict[tuple[int, ...], list[Host]] = {}
 
@@ -225,7 +228,7 @@ def _pack_host_lp(
         [_lp_host(p, k, pairs) for p, k in patterns] + finish(rest_counts)
         for patterns, rest_counts in [(solution.hosts, solution.rest), *solution.others]
     ]
-    return min(planned, key=plan_size), solution.bound
+    return named_back(min(planned, key=plan_size), kinds), solution.bound
 
 
 def lp_problem(
