@@ -6,14 +6,18 @@ import dataclasses
 from typing import Any
 
 import pytest
-from test_planner import _assert_valid, _benchmarks_on_path
+from test_planner import _assert_valid, _benchmarks_on_path, _svc
 
 from ecs_gpu_sharing.core.allocation import AllocationNote
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import ServiceInput, plan
 from ecs_gpu_sharing.core.planner.alike import merged, named_back
 from ecs_gpu_sharing.core.planner.hosts import Host
 from ecs_gpu_sharing.core.planner.model import GpuLoad
 from ecs_gpu_sharing.core.shape import TaskShape
+
+from conftest import FIVE_LLMS
 
 
 def _s(name: str, tasks: int, cpu: int = 256, mib: int = 2048, group: str = "") -> ServiceInput:
@@ -90,3 +94,35 @@ def test_a_fleet_of_many_copies_of_a_few_models_is_planned_as_the_few(monkeypatc
     _assert_valid(result, services)
     assert seen == [len(fleet.services)] == [16]
     assert result.instances == result.instance_lower_bound == 209
+
+
+def test_past_the_lps_tasks_many_copies_of_few_models_get_the_whole_lp_as_the_few(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past HOST_LP_TASKS the whole host-level LP (HiGHS's MILP pricings too) is kept for partitions of at most
+    HOST_LP_SERVICES services, since its cost grows with its items: alike services are one item, so they are counted
+    as one. FIVE_LLMS at twelve times their counts (23,976 tasks), each model run as twelve services (60, past 48):
+    the whole LP runs on five items and plans 1,062 hosts, the bound, as for the five services. Fails where the
+    services are counted, not the kinds (the LP then runs without its MILP pricings, or not at all)."""
+    from ecs_gpu_sharing.core import host_lp
+    from ecs_gpu_sharing.core.planner import packing
+
+    p5 = capacity_input("h100", host_facts(["p5.48xlarge"]))
+    services = [
+        _svc(f"s{i}-{j}", n, cpu, mem, gpus, "h100")
+        for i, ((cpu, mem, gpus), n) in enumerate(FIVE_LLMS)
+        for j in range(12)
+    ]
+    assert len(services) > packing.HOST_LP_SERVICES and sum(s.tasks for s in services) > packing.HOST_LP_TASKS
+    calls: list[tuple[int, object]] = []
+    solve = host_lp.solve
+
+    def spied(items: Any, *args: Any, **kwargs: Any) -> host_lp.Solution:
+        calls.append((len(items), kwargs.get("exact_calls")))
+        return solve(items, *args, **kwargs)
+
+    monkeypatch.setattr(host_lp, "solve", spied)
+    result = plan([p5], services)
+    _assert_valid(result, services)
+    assert calls == [(5, None)]
+    assert result.instances == result.capacity("h100").instance_lower_bound == 1062

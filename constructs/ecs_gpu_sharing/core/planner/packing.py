@@ -91,7 +91,7 @@ def _pack_partition(
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
     best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0)
-    tasks, services = sum(n for _, n in flat), sum(1 for _, n in flat if n)
+    tasks, services = sum(n for _, n in flat), sum(len(group) for group in merged(groups)[0])  # the LP's items
     runs = host_lp and host_lp_runs(tasks, services, plan_size(best)[0], host_bound)
     if runs:
         gpu_bound = max(gpu_bound, _many_sizes_bound(capacity, groups, host_bound))
@@ -161,7 +161,8 @@ def host_lp_exact(tasks: int, services: int) -> bool:
     pricings and its polish too. Their cost grows with the services, far less with the tasks (they are the LP's
     demand, not its rows), and past 20,000 tasks the other strategies are furthest from the bound where the services
     are few: on generated fleets cut to 8-48 services (18,000-91,000 tasks, ECS's 5,000 a service) the LP won up to 16%
-    of the hosts, in 1.7 s at most (``benchmarks/few_services_at_scale.py``, docs/planning.md)."""
+    of the hosts, in 1.7 s at most (``benchmarks/few_services_at_scale.py``, docs/planning.md). Alike services are one
+    of the LP's items (``alike.merged``), and the caller counts them as one."""
     return tasks <= HOST_LP_TASKS or services <= HOST_LP_SERVICES
 
 
