@@ -2015,3 +2015,48 @@ def test_the_pricing_over_the_contents_follows_the_milp_where_it_finds_nothing(m
 
     monkeypatch.setattr(host_lp, "gpu_contents", lambda *args, **kwargs: None)
     assert host_lp._ExactPricing(items, host, calls=9).contents is None
+
+
+def _plain(*counts: int) -> host_lp.Pattern:
+    return host_lp.Pattern(tuple(counts), (), tuple((i, k) for i, k in enumerate(counts) if k))
+
+
+def test_a_full_master_drops_the_patterns_out_of_its_basis_worth_least_first_and_keeps_its_value() -> None:
+    """``_Master.purge``: past the protected first patterns, only those out of the last solution's basis go, the
+    highest reduced cost first, down to ``keep``; the value stays, and a pattern dropped may be added again. Demand
+    (6, 6): the LP takes (2, 0) three times and (0, 3) twice (5 hosts; duals 1/2 and 1/3), so (1, 1) costs 1/6 more
+    than it is worth there and (0, 2) 1/3. Fails where a basic or protected pattern goes, or (1, 1) goes first."""
+    master = host_lp.highs._Master([6, 6])
+    for p in (_plain(1, 0), _plain(0, 1)):
+        master.add(p)
+    master.protected = 2
+    for p in (_plain(1, 1), _plain(2, 0), _plain(0, 2), _plain(0, 3)):
+        master.add(p)
+    value, duals, _ = master.solve()
+    assert value == pytest.approx(5.0) and duals == pytest.approx([0.5, 1 / 3])
+    assert master.room()  # far from MAX_COLUMNS: nothing to drop
+    assert master.purge(keep=5)
+    assert [p.counts for p in master.patterns] == [(1, 0), (0, 1), (1, 1), (2, 0), (0, 3)]
+    assert master.solve()[0] == pytest.approx(5.0)
+    assert master.purge(keep=0)  # down to the protected and the basis
+    assert [p.counts for p in master.patterns] == [(1, 0), (0, 1), (2, 0), (0, 3)]
+    assert master.solve()[0] == pytest.approx(5.0)
+    assert not master.purge(keep=0)  # nothing left out of the basis
+    assert master.add(_plain(0, 2))  # dropped, so no longer seen: it may come back
+
+
+def test_column_generation_goes_on_past_a_full_master_once_it_is_purged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the master reaches MAX_COLUMNS, the first column generation drops the patterns out of its basis and goes
+    on (the roundings' stop as before). Tuning seed 35 at 1,000 tasks (eight L40S a host, 31 services) with room for
+    40 patterns past each service's own: 32 hosts, its bound; where a full master stops column generation, 36."""
+    from ecs_gpu_sharing.core.host_lp import highs
+
+    fleet = fleet_generator.generate(35, 1000)
+    columns = len(fleet.services) + 40
+    monkeypatch.setattr(host_lp, "MAX_COLUMNS", columns)
+    monkeypatch.setattr(highs, "MAX_COLUMNS", columns)
+    monkeypatch.setattr(highs, "PURGE_TO", columns - 20)
+    result = plan([fleet.capacity], fleet.services)
+    assert result.instances == result.instance_lower_bound == 32
+    monkeypatch.setattr(highs._Master, "purge", lambda self, keep: False)
+    assert plan([fleet.capacity], fleet.services).instances == 36

@@ -162,7 +162,7 @@ def _generate(
             added, bound = _final_pricing(master, items, host, exact, duals, caps)
             if bounds and bound is not None:
                 farley, searched_at = max(farley, value / max(bound, 1.0)), duals
-        if not added or len(master.patterns) >= MAX_COLUMNS:
+        if not added or not master.room(purge=bounds):
             break
         value, duals, x = master.solve()
     if (

@@ -5,7 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .model import EXACT_ITEMS, EXACT_NODES, HostSpec, Item, Pattern, _capacity, _use, interfaces, per_host
+from .model import (
+    EXACT_ITEMS,
+    EXACT_NODES,
+    MAX_COLUMNS,
+    PURGE_TO,
+    HostSpec,
+    Item,
+    Pattern,
+    _capacity,
+    _use,
+    interfaces,
+    per_host,
+)
 from .patterns import _build, _Builder, _worth, largest_first
 
 _BANNER_SHOWN = False
@@ -266,6 +278,8 @@ class _Master:
         self.inf = highspy.kHighsInf
         self.h = new_highs()
         self.patterns: list[Pattern] = []
+        self.protected = 0  # the first patterns, never purged: each item alone, so any demand is met
+        self.reduced: Sequence[float] = ()  # each pattern's reduced cost at the last solve
         self.seen: set[tuple[int, ...]] = set()
         for d in demand:
             self.h.addRow(float(d), self.inf, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
@@ -294,6 +308,34 @@ class _Master:
                 added |= self.add(p)
         return added
 
+    def room(self, purge: bool = False) -> bool:
+        """Whether the master takes more patterns: under MAX_COLUMNS, or, with ``purge``, once the patterns its last
+        solution leaves out of its basis are dropped (``purge``), where any were."""
+        return len(self.patterns) < MAX_COLUMNS or (purge and self.purge(PURGE_TO))
+
+    def purge(self, keep: int) -> bool:
+        """Drop the patterns past the first ``protected`` that the master's last solution left out of its basis, those
+        of the highest reduced cost there (worth least at its duals) first, until ``keep`` patterns are left: whether
+        any went. Its basis stays (only patterns out of it go, and none added since its last solve), so its value never
+        rises; a pattern dropped may come back."""
+        import highspy
+
+        reduced = self.reduced  # the last solve's: HiGHS drops its solution once a column is added
+        status = self.h.getBasis().col_status
+        solved = min(len(reduced), len(status), len(self.patterns))
+        basic = highspy.HighsBasisStatus.kBasic
+        out = [j for j in range(self.protected, solved) if status[j] != basic]
+        out.sort(key=lambda j: (-reduced[j], j))
+        out = sorted(out[: max(len(self.patterns) - keep, 0)])
+        if not out:
+            return False
+        self.h.deleteCols(len(out), self.np.array(out, dtype=self.np.int32))
+        gone = set(out)
+        for j in out:
+            self.seen.discard(self.patterns[j].counts)
+        self.patterns = [p for j, p in enumerate(self.patterns) if j not in gone]
+        return True
+
     def demand(self, demand: Sequence[int]) -> None:
         for r, d in enumerate(demand):
             self.h.changeRowBounds(r, float(d), self.inf)
@@ -301,6 +343,7 @@ class _Master:
     def solve(self) -> tuple[float, list[float], list[float]]:
         self.h.run()
         solution = self.h.getSolution()
+        self.reduced = list(solution.col_dual)
         return self.h.getInfo().objective_function_value, list(solution.row_dual), list(solution.col_value)
 
 
@@ -311,4 +354,5 @@ def _first_master(items: Sequence[Item], host: HostSpec) -> _Master:
         caps = [0] * len(items)
         caps[i] = min(it.demand, per_host(it, host))
         master.add(_build(items, host, [i], caps))
+    master.protected = len(master.patterns)
     return master

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from ..mps import MAX_CLIENTS_PER_GPU
 
 MAX_ROUNDS = 60  # column generation rounds in one LP
-MAX_COLUMNS = 2500  # patterns in one master
+MAX_COLUMNS = 2500  # patterns in one master; where it is reached, those out of the master's basis are purged ...
+PURGE_TO = 1500  # ... the least worth first, down to this many (column generation stops where none can go)
 RESOLVE_ROUNDS = 12  # pricing rounds after the first solve, per rounding pass
 ROUNDING_PASSES = 6  # with DIVES: the most LP solves over what is left one rounding makes
 DIVE_KEEP = 5  # dives between two roundings kept for the planner to finish
