@@ -48,6 +48,15 @@ def test_alike_services_of_two_isolation_groups_are_two_and_a_few_twins_are_not_
     assert merged([five]) == ([five], {})
 
 
+def test_services_of_tasks_of_several_whole_gpus_are_not_merged_those_of_one_are() -> None:
+    """A task of two whole GPUs is on each of them: given back GPU by GPU, its two GPUs could go to two services."""
+    whole = [ServiceInput(f"{'ab'[g - 1]}{i}", "l4", TaskShape(256, 1024, (), g), 2) for g in (1, 2) for i in range(3)]
+    whole.append(ServiceInput("a3", "l4", TaskShape(256, 1024, (), 1), 2))
+    groups, kinds = merged([[(s, 2) for s in whole]])
+    assert [(s.name, n) for s, n in groups[0]] == [("a0", 8), ("b0", 2), ("b1", 2), ("b2", 2)]
+    assert kinds == {"a0": [("a0", 2), ("a1", 2), ("a2", 2), ("a3", 2)]}
+
+
 def _one(name: str, k: int) -> Host:
     return Host(1, [GpuLoad(tasks=((name, k),), used_gpu_memory_mib=2048 * k, clients=k)], cpu=256 * k, mem=1024 * k)
 

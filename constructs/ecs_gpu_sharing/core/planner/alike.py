@@ -1,9 +1,11 @@
 """Services no packing can tell apart, as one for the host-level LP, and the LP's hosts given back to each of them.
 
-A team may run the same model as many services (one a tenant, one a region): the same task shape, isolation group and
-network interfaces. To the LP they are one item; kept apart they are as many rows, and a master of thousands of rows
-fills with patterns before its column generation gets far (held-out seed 1008 at 100,000 tasks, its 154 services each
-split in thirteen: 1,654 hosts kept apart, 1,434 as one; docs/planning.md)."""
+A team may run the same model as many services (one a tenant, one a region): the same task shape (CPU, memory, GPU
+budgets, whole GPUs, network interfaces), isolation group and host isolation. To the LP they are one item; kept apart
+they are as many rows, and a master of thousands of rows fills with patterns before its column generation gets far
+(held-out seed 1008 at 100,000 tasks, its 154 services each split in thirteen: 1,654 hosts kept apart, 1,433 as one;
+docs/planning.md). A task of two whole GPUs or more is on each of its GPUs, so its services are not merged: a host's
+GPUs could otherwise be given back to two services for one task."""
 
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ Kinds = dict[str, list[tuple[str, int]]]  # a merged service's name: its service
 
 
 def _key(s: ServiceInput) -> tuple[object, ...]:
-    """What a packing sees of a service: alike services share all of it."""
-    return (s.shape, s.isolation_group, s.isolate_host, s.kept_apart)
+    """What a packing sees of a service: alike services share all of it (a task of several whole GPUs: its name)."""
+    return (s.shape, s.isolation_group, s.isolate_host, s.kept_apart, s.name if s.whole_gpus > 1 else "")
 
 
 def merged(
