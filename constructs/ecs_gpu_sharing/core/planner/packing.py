@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from .. import cutting_stock, host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
-from .alike import merged, named_back
+from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
@@ -91,7 +91,8 @@ def _pack_partition(
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
     best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0)
-    tasks, services = sum(n for _, n in flat), sum(len(group) for group in merged(groups)[0])  # the LP's items
+    alike, kinds = merged(groups)  # the LP's items: alike services as one
+    tasks, services = sum(n for _, n in flat), sum(len(group) for group in alike)
     runs = host_lp and host_lp_runs(tasks, services, plan_size(best)[0], host_bound)
     if runs:
         gpu_bound = max(gpu_bound, _many_sizes_bound(capacity, groups, host_bound))
@@ -100,7 +101,7 @@ def _pack_partition(
     if not runs:
         best = _searched(capacity, groups, best, host_bound)
         return best, gpu_bound, host_bound, plan_size(best)[0]
-    planned, lp_bound = _pack_host_lp(capacity, groups, best, host_bound, host_lp_exact(tasks, services))
+    planned, lp_bound = _pack_host_lp(capacity, alike, kinds, best, host_bound, host_lp_exact(tasks, services))
     without = _searched(capacity, groups, best, host_bound)
     host_bound = max(host_bound, lp_bound)
     if planned is not None and plan_size(planned) < plan_size(best):
@@ -182,14 +183,15 @@ def host_lp_runs(tasks: int, services: int, hosts: int, bound: int) -> bool:
 def _pack_host_lp(
     capacity: CapacityInput,
     groups: list[list[tuple[ServiceInput, int]]],
+    kinds: Kinds,
     best: list[Host],
     known: int = 0,
     exact: bool = True,
 ) -> tuple[list[Host] | None, int]:
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
     cannot beat ``best``, whose hosts are its first patterns); and the LP's bound. ``exact``: with HiGHS's MILP
-    pricings (``host_lp_exact``). Alike services are one item (``alike.merged``)."""
-    groups, kinds = merged(groups)
+    pricings (``host_lp_exact``). ``groups``: alike services as one (``alike.merged``), whose ``kinds`` the hosts are
+    given back to."""
     pairs = [(s, n) for group in groups for s, n in group if n]
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
