@@ -142,3 +142,26 @@ def test_a_changed_budget_names_its_service(tmp_path: Path, capsys: pytest.Captu
     after = [b + 1024 for b in before]
     assert f"service {service['name']}: GPU budgets (MiB) {before} -> {after}" in out
     assert code == 0  # a budget alone is not growth; the capacity figures say whether it grew
+
+
+def test_the_text_table_keeps_its_columns_apart_however_wide_the_figures() -> None:
+    """Each column is as wide as its widest cell: a GPU memory figure of nine digits changing, or a long capacity name,
+    must not run into the next column."""
+    from ecs_gpu_sharing.core.plan_diff import Change, PlanDiff, to_text
+
+    d = PlanDiff()
+    for name, old, new in (("l4", 2, 3), ("a-capacity-with-a-long-name", 1, 1)):
+        d.capacities[name] = {
+            "instances": Change(name, old, new),
+            "GPUs": Change(name, old * 8, new * 8),
+            "GPU MiB used": Change(name, 123_456_789 * old, 123_456_789 * new),
+            "max instances": Change(name, None, 4),
+            "surge instances": Change(name, old, None),
+        }
+    lines = to_text(d).splitlines()[:3]
+    header = lines[0]
+    starts = [header.index(label) for label in ("instances", "GPUs", "GPU MiB used", "max instances", "surge")]
+    for line in lines[1:]:
+        cells = [c for c in line.split("  ") if c.strip()]
+        assert len(cells) == 6, line  # capacity and five figures, each apart from the next by two spaces at least
+        assert [line.index(c.strip(), s) for c, s in zip(cells[1:], starts, strict=True)] == starts, line

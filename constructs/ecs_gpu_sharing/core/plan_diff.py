@@ -175,9 +175,12 @@ def _cells(figures: dict[str, Change], labels: list[str]) -> list[str]:
 
 def to_text(d: PlanDiff) -> str:
     labels = _labels(d)
-    rows = [f"{'capacity':<16}" + "".join(f"{label:<28}" for label in labels)]
-    for name, figures in d.capacities.items():
-        rows.append(f"{text.one_line(name):<16}" + "".join(f"{text.one_line(c):<28}" for c in _cells(figures, labels)))
+    table = [["capacity", *labels]] + [
+        [text.one_line(name), *(text.one_line(c) for c in _cells(figures, labels))]
+        for name, figures in d.capacities.items()
+    ]
+    widths = [max(len(row[k]) for row in table) + 2 for k in range(len(table[0]))]  # each column its widest cell's
+    rows = ["".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)) for row in table]
     rows += _lists(d, bullet="")
     rows.append("grew: yes (review the capacity and services above)" if d.grew else "grew: no")
     return "\n".join(row.rstrip() for row in rows)
