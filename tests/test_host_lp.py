@@ -960,8 +960,12 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     )
     assert len(at_round) == host_lp.LONGEST_FLOOR + 1
     monkeypatch.undo()
+    assert plan([fleet.capacity], fleet.services).instances == 391  # its GPUs spread evenly over the hosts
+    from ecs_gpu_sharing.core.planner import packing
+
+    monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)  # the LP's part alone: 393 ...
     assert plan([fleet.capacity], fleet.services).instances == 393
-    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)  # ... and 396 without the greedy's passes over the other items
     assert plan([fleet.capacity], fleet.services).instances == 396
     monkeypatch.setattr(host_lp, "CLIMB", 0)
     assert plan([fleet.capacity], fleet.services).instances == 398
@@ -2048,9 +2052,12 @@ def test_a_full_master_drops_the_patterns_out_of_its_basis_worth_least_first_and
 def test_column_generation_goes_on_past_a_full_master_once_it_is_purged(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the master reaches MAX_COLUMNS, the first column generation drops the patterns out of its basis and goes
     on (the roundings' stop as before). Tuning seed 35 at 1,000 tasks (eight L40S a host, 31 services) with room for
-    40 patterns past each service's own: 32 hosts, its bound; where a full master stops column generation, 36."""
+    40 patterns past each service's own: 32 hosts, its bound; where a full master stops column generation, 36. The
+    LP's part alone: the staged plan spreading its GPUs evenly over the hosts finds 32 without the LP."""
     from ecs_gpu_sharing.core.host_lp import highs
+    from ecs_gpu_sharing.core.planner import packing
 
+    monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)
     fleet = fleet_generator.generate(35, 1000)
     columns = len(fleet.services) + 40
     monkeypatch.setattr(host_lp, "MAX_COLUMNS", columns)

@@ -1,0 +1,71 @@
+"""Stage 2 spread evenly: GPUs onto a set number of hosts, each copy where the host's load overlaps its needs least."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.plan_inputs import capacity_input
+from ecs_gpu_sharing.core.planner import hosts as stage2
+from ecs_gpu_sharing.core.planner import plan
+from ecs_gpu_sharing.core.planner.hosts import Unit, pack_hosts, pack_hosts_even, plan_size, units_floor
+from ecs_gpu_sharing.core.planner.model import GpuLoad
+
+from conftest import REPO
+
+L40S = capacity_input("l40s", host_facts(["g6e.12xlarge"]))  # four GPUs, 369,624 MiB of memory a host
+
+
+def _gpus(name: str, share: float, count: int) -> Unit:
+    """``count`` GPUs each holding one task of ``name`` that takes ``share`` of a host's memory."""
+    return Unit([GpuLoad(((name, 1),), 1000, 1)], 256, int(share * L40S.host_memory_mib), count)
+
+
+def _units() -> list[Unit]:
+    """Eight GPUs, two hosts' worth of GPUs and of memory: four taking 0.3 of a host's memory, four taking 0.2. First
+    fit puts three of 0.3 on a host (no 0.2 fits beside them), then three of 0.2 beside the last 0.3, and needs a
+    third host for the last GPU."""
+    return [_gpus("heavy", 0.3, 4), _gpus("light", 0.2, 4)]
+
+
+def test_spread_evenly_the_gpus_fill_the_hosts_first_fit_needs_one_more_than() -> None:
+    assert units_floor(_units(), L40S) == (2, 2)
+    assert plan_size(pack_hosts(_units(), L40S))[0] == 3
+    even = pack_hosts_even(_units(), L40S, 2)
+    assert even is not None and plan_size(even) == (2, 8)
+    for host in even:
+        assert len(host.gpus) <= L40S.gpus_per_instance and host.mem <= L40S.host_memory_mib
+        assert host.cpu <= L40S.host_cpu_units
+    placed: dict[str, int] = {}
+    for host in even:
+        for gpu in host.gpus:
+            for name, k in gpu.tasks:
+                placed[name] = placed.get(name, 0) + k * host.count
+    assert placed == {"heavy": 4, "light": 4}
+
+
+def test_too_few_hosts_is_none() -> None:
+    assert pack_hosts_even(_units(), L40S, 1) is None
+
+
+def test_past_its_copies_it_steps_aside(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stage2, "EVEN_COPIES", 7)
+    assert pack_hosts_even(_units(), L40S, 2) is None
+
+
+def test_a_held_out_fleet_whose_gpus_fill_its_bound_is_planned_on_it() -> None:
+    """Held-out 6012 at 1,000 tasks (eight L40S a host, 58 services, each binding its own resource): its 240 GPUs fill
+    30 hosts, first fit put them on 32, and the plan was 31 over a bound of 30. Spread evenly, 30."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import fleet_generator
+    finally:
+        sys.path.pop(0)
+    from test_planner import _assert_valid
+
+    fleet = fleet_generator.generate(6012, 1000)
+    result = plan([fleet.capacity], fleet.services)
+    _assert_valid(result, fleet.services)
+    assert (result.instances, result.instance_lower_bound) == (30, 30)
