@@ -1056,8 +1056,10 @@ def test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices(monke
     L40S a host, host memory binding): the first such search finds a pattern worth 1.006 hosts; added, the plan is 39
     instances, its bound; with none it is 40. Held-out seed 1017 at 1,000 tasks (four L4s): the bound rises from 208
     to the plan's 209. Column generation as this was written for, without the greedy's passes over the other items:
-    with them seed 67 takes another path, to 40 instances either way."""
+    with them seed 67 takes another path, to 40 instances either way; and without the layout pricing, with which it
+    takes another path to 40."""
     monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
+    monkeypatch.setattr(host_lp.highs, "LAYOUT_CALLS", 0)
     found: list[bool] = []  # each search: whether its pattern is worth more than a host
     final = host_lp._ExactPricing.final
 
@@ -1160,7 +1162,9 @@ def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gp
     all), then the split search (GPU by GPU, without HiGHS, within SPLIT_WORK). Walked through: the MILP's pattern is
     taken where it has one; nothing more is searched where a bound proves no pattern is worth a host; else the next
     one's pattern, and once a later one found a pattern the MILP found not, the later ones alone, also past MAX_ROUNDS
-    (cheap), each until its work is spent. The split search not past SPLIT_ITEMS services."""
+    (cheap), each until its work is spent. The split search not past SPLIT_ITEMS services. Last, where all found
+    nothing, the MILP over each item's tasks on each GPU (``highs._Layout``): its pattern taken, the MILP's calls
+    kept."""
 
     fleet = fleet_generator.generate(0, 1000)  # four L40S a host
     items, host = _problem(fleet.capacity, fleet.services)
@@ -1173,7 +1177,8 @@ def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gp
     milp: list[tuple[host_lp.Pattern | None, float | None]] = []
     over: list[tuple[host_lp.Pattern | None, float, int]] = []
     split: list[tuple[host_lp.Pattern, int]] = []
-    calls = {"milp": 0, "per_gpu": 0, "split": 0}
+    laid: list[tuple[host_lp.Pattern | None, float | None]] = []
+    calls = {"milp": 0, "per_gpu": 0, "split": 0, "layout": 0}
 
     def fake_milp(self: host_lp._ExactPricing, *args: object) -> object:
         calls["milp"] += 1
@@ -1190,7 +1195,13 @@ def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gp
         calls["split"] += 1
         return split.pop(0)
 
+    def fake_layout(self: host_lp.highs._Layout, *args: object) -> object:
+        calls["layout"] += 1
+        self.calls -= 1
+        return laid.pop(0)
+
     monkeypatch.setattr(host_lp._ExactPricing, "_milp", fake_milp)
+    monkeypatch.setattr(host_lp.highs._Layout, "price", fake_layout)
     monkeypatch.setattr(PerGpu, "price", fake_per_gpu)
     monkeypatch.setattr(host_lp, "split_search", fake_split)
     pricing = host_lp.highs._Pricing(items, host)
@@ -1201,29 +1212,36 @@ def test_a_host_of_several_gpus_is_priced_by_the_milp_then_over_its_gpus_then_gp
         return on.price(duals, duals, caps, pricing, cheap)
 
     milp.append((rich, None))  # the MILP's pattern: taken, nothing else asked
-    assert price() == (rich, None) and calls == {"milp": 1, "per_gpu": 0, "split": 0}
+    assert price() == (rich, None) and calls == {"milp": 1, "per_gpu": 0, "split": 0, "layout": 0}
     milp.append((None, 0.99))  # the MILP proves no pattern is worth a host: nothing else asked
-    assert price() == (None, 0.99) and calls == {"milp": 2, "per_gpu": 0, "split": 0}
+    assert price() == (None, 0.99) and calls == {"milp": 2, "per_gpu": 0, "split": 0, "layout": 0}
     milp.append((poor, 1.3))  # nothing worth a host, nothing proved: over the GPUs, whose bound proves it
     over.append((poor, 0.98, 3))
-    assert price() == (poor, 0.98) and calls == {"milp": 3, "per_gpu": 1, "split": 0}
+    assert price() == (poor, 0.98) and calls == {"milp": 3, "per_gpu": 1, "split": 0, "layout": 0}
     milp.append((None, 1.3))  # neither finds one: the split search, which finds nothing either
     over.append((poor, 1.2, 3))
     split.append((poor, 100))
-    assert price() == (None, 1.2) and calls == {"milp": 4, "per_gpu": 2, "split": 1}
+    laid.append((None, None))  # and the layout MILP, over the promising items only: no bound
+    assert price() == (None, 1.2) and calls == {"milp": 4, "per_gpu": 2, "split": 1, "layout": 1}
     assert exact.calls == 5 and exact.split_work == host_lp.SPLIT_WORK - 100
+    milp.append((None, 1.3))  # again, and the layout MILP finds one: taken, the MILP keeps its calls
+    over.append((None, 1.2, 1))
+    split.append((poor, 100))
+    laid.append((rich, 1.1))
+    assert price() == (rich, 1.1) and calls == {"milp": 5, "per_gpu": 3, "split": 2, "layout": 2}
+    assert exact.calls == 4 and exact.layout is not None and exact.layout.calls == host_lp.highs.LAYOUT_CALLS - 2
     milp.append((None, 1.3))  # again, and the decomposition finds one: the MILP is done
     over.append((rich, 1.2, 3))
-    assert price() == (rich, 1.2) and calls == {"milp": 5, "per_gpu": 3, "split": 1}
+    assert price() == (rich, 1.2) and calls == {"milp": 6, "per_gpu": 4, "split": 2, "layout": 2}
     assert exact.calls == 0 and exact.looking
     over.append((None, 1.2, host_lp.PER_GPU_WORK))  # from here the later ones alone; its work spent, the split search
     split.append((rich, 100))
-    assert price() == (rich, 1.2) and calls == {"milp": 5, "per_gpu": 4, "split": 2}
+    assert price() == (rich, 1.2) and calls == {"milp": 6, "per_gpu": 5, "split": 3, "layout": 2}
     assert exact.per_gpu is None and exact.split
     fresh = host_lp._ExactPricing(items, host, calls=5)
     over.append((None, 1.2, 1))  # past MAX_ROUNDS (cheap): no MILP, though it has calls
     split.append((rich, host_lp.SPLIT_WORK))
-    assert price(True, fresh) == (rich, 1.2) and calls == {"milp": 5, "per_gpu": 5, "split": 3}
+    assert price(True, fresh) == (rich, 1.2) and calls == {"milp": 6, "per_gpu": 6, "split": 4, "layout": 2}
     assert not fresh.split and fresh.looking and fresh.left  # the split search's work is spent, not the decomposition's
     milp.append((poor, 1.3))  # the MILP found nothing; the decomposition did, and the split search had run out
     over.append((rich, 1.2, 1))
@@ -1390,11 +1408,14 @@ def test_the_pricings_past_the_milp_lower_the_plan_where_it_stops_short(monkeypa
     finds no pattern worth a host long before column generation has converged. With the decomposition over the GPUs
     the plan is 1,365 instances, its bound; without it, 1,415. Without the greedy's passes over the other items (as this
     was written for), with the split search alone 1,407, with neither 1,412; with those passes the split search alone
-    is 1,415 too."""
+    is 1,415 too. The layout MILP, pricing where all of them find nothing, brings it to 1,365 without the
+    decomposition too; the rest is measured without it."""
     fleet = fleet_generator.generate(37, 10_000)
     result = plan([fleet.capacity], fleet.services)
     assert (result.instances, result.capacities[0].instance_lower_bound) == (1365, 1365)
     monkeypatch.setattr(host_lp, "PER_GPU_WORK", 0)
+    assert plan([fleet.capacity], fleet.services).instances == 1365
+    monkeypatch.setattr(host_lp.highs, "LAYOUT_CALLS", 0)
     assert plan([fleet.capacity], fleet.services).instances == 1415
     monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
     assert plan([fleet.capacity], fleet.services).instances == 1407
@@ -1622,10 +1643,11 @@ def test_the_dives_stop_where_the_lp_says_they_cannot_beat_a_rounding_kept(monke
     Told one finishes on 99, it dives as before. Without the greedy's climb, the search for the bound pricing and the
     pricing over a GPU's listed contents: with the climb, or with the contents (73 of them there), the bound there is
     98, and a rounding kept on 98 stops the dives for the other reason (the test before this one); the search adds an
-    LP solve."""
+    LP solve. Without the layout MILP either, which finds the patterns that make the bound 98."""
     monkeypatch.setattr(
         host_lp, "OTHER_ITEMS", 0
     )  # the LPs these numbers were set on: no greedy passes over other items
+    monkeypatch.setattr(host_lp.highs, "LAYOUT_CALLS", 0)
     monkeypatch.setattr(host_lp, "CLIMB", 0)
     monkeypatch.setattr(host_lp, "FINAL_PRICINGS", 0)
     monkeypatch.setattr(host_lp, "gpu_contents", lambda *args, **kwargs: None)
@@ -1954,14 +1976,18 @@ def test_on_few_services_of_large_tasks_the_pricing_over_every_contents_takes_th
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Column generation converges where the contents are listed: the bound is the LP's optimum rounded up (89), and
-    the plan meets it; without the listed contents the bound is 87 and the plan 90."""
+    the plan meets it. Without the listed contents the layout MILP, pricing last, takes it there too; without either,
+    the bound is 87."""
     cap, services, items, host = _few_problem()
     assert host_lp.solve(items, host).bound == 89
     r = plan([cap], services)
     assert r.instances == r.capacities[0].instance_lower_bound == 89
     monkeypatch.setattr(host_lp, "gpu_contents", lambda *args, **kwargs: None)
+    assert host_lp.solve(items, host).bound == 89
+    r = plan([cap], services)
+    assert r.instances == r.capacities[0].instance_lower_bound == 89
+    monkeypatch.setattr(host_lp.highs, "LAYOUT_CALLS", 0)
     assert host_lp.solve(items, host).bound == 87
-    assert plan([cap], services).instances == 90
 
 
 def test_the_pricing_over_the_contents_follows_the_milp_where_it_finds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1993,6 +2019,7 @@ def test_the_pricing_over_the_contents_follows_the_milp_where_it_finds_nothing(m
     monkeypatch.setattr(ContentsPricing, "price", fake("contents"))
     monkeypatch.setattr(PerGpu, "price", fake("per_gpu"))
     monkeypatch.setattr(host_lp, "split_search", lambda *args: (None, 1))
+    monkeypatch.setattr(host_lp.highs, "LAYOUT_CALLS", 0)  # the layout MILP, which prices after all of them: not here
     pricing = host_lp.highs._Pricing(items, host)
     exact = host_lp._ExactPricing(items, host, calls=9)
     assert exact.contents is not None
@@ -2067,3 +2094,44 @@ def test_column_generation_goes_on_past_a_full_master_once_it_is_purged(monkeypa
     assert result.instances == result.instance_lower_bound == 32
     monkeypatch.setattr(highs._Master, "purge", lambda self, keep: False)
     assert plan([fleet.capacity], fleet.services).instances == 36
+
+
+def _layout_items() -> tuple[list[host_lp.Item], host_lp.HostSpec, list[int]]:
+    """Two GPUs of 100 MiB a host, room for everything else, and tasks of 67 and 52 MiB: no GPU holds two of them,
+    though three fit the two GPUs' memory summed."""
+    host = host_lp.HostSpec(2, 100, 10_000, 10_000, 1 << 30)
+    items = [host_lp.Item(name, "", size, 1, 0, 1, 1, 0, 10) for name, size in (("big", 67), ("small", 52))]
+    return items, host, [min(it.demand, host_lp.per_host(it, host)) for it in items]
+
+
+def test_the_layout_pricing_finds_a_pattern_that_lays_out_on_the_gpus() -> None:
+    from ecs_gpu_sharing.core.host_lp.highs import _Layout, _Pricing
+
+    items, host, caps = _layout_items()
+    duals = [0.6, 0.3]
+    pattern, bound = _Layout(items, host).price(duals, caps, _Pricing(items, host))
+    assert pattern is not None and host_lp._worth(duals, pattern) > 1 and _holds(pattern, items, host)
+    assert bound is not None and bound >= host_lp._worth(duals, pattern)
+
+
+def test_the_layout_pricing_proves_no_pattern_pays_where_the_pooled_milp_cannot() -> None:
+    """Two big tasks and a small one are worth 1.29 with the GPUs' memory pooled; a host holds two tasks, 0.98 at
+    most."""
+    from ecs_gpu_sharing.core.host_lp.highs import _Exact, _Layout, _Pricing
+
+    duals = [0.49, 0.31]
+    items, host, caps = _layout_items()
+    pooled_best, pooled_bound = _Exact(items, host).solve(duals, caps)
+    assert pooled_bound > 1.2  # the pooled MILP cannot say no pattern pays
+    assert pooled_best is None or host_lp._worth(duals, pooled_best) <= 1  # and what it lays out does not pay
+    layout = _Layout(items, host)
+    assert layout.price(duals, caps, _Pricing(items, host)) == (None, 1.0)
+    assert layout.calls == host_lp.model.LAYOUT_CALLS - 1
+
+
+def test_a_held_out_fleet_whose_pooled_pricing_stopped_short_is_planned_near_its_bound() -> None:
+    """Held-out 11032 at 1,000 tasks (four L40S a host, memory binding): the pooled MILP's patterns did not lay out, and
+    column generation stopped at 192.6 hosts over an LP of 187.8; 193 instances then, 189 with the layout pricing."""
+    fleet = fleet_generator.generate(11032, 1000)
+    result = plan([fleet.capacity], fleet.services)
+    assert result.instance_lower_bound == 188 and result.instances <= 189

@@ -34,7 +34,7 @@ from typing import TypeGuard
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .contents import CONTENTS_CALLS, ContentsPricing, gpu_contents
-from .highs import _Exact, _first_master, _Master, _Pricing, _promising, new_highs
+from .highs import _built_worth, _Exact, _first_master, _Layout, _Master, _Pricing, _promising, new_highs
 from .model import (
     BOUND_EVERY,
     CLIMB,
@@ -214,14 +214,6 @@ def _add_priced(
     return added
 
 
-def _built_worth(
-    items: Sequence[Item], host: HostSpec, duals: Sequence[float], caps: Sequence[int], pricing: _Pricing
-) -> float:
-    """The most a pattern the greedy builds at ``duals`` is worth there: no more than the most any pattern is."""
-    _, counts, prices = pricing.solve(duals, caps)
-    return max((_worth(duals, p) for p in _candidates(items, host, duals, caps, counts, prices, CLIMB)), default=0.0)
-
-
 class _ExactPricing:
     """The exact pricing where the greedy finds nothing, within its budgets. On a host of one GPU the search
     (``one_gpu``), ONE_GPU_WORK nodes in all: until a search passes ONE_GPU_NODES it proves its pattern the best; the
@@ -235,7 +227,8 @@ class _ExactPricing:
     nothing worth a host (and its bound does not prove there is none) other pricings follow (``_several``): where
     every GPU's contents can be listed, a MILP over them (``contents``, CONTENTS_CALLS in all); then the
     decomposition over the host's GPUs (``per_gpu``: a small master of what each GPU holds, PER_GPU_WORK rounds in
-    all), then the split search (``split_search``: the one-GPU search GPU by GPU, SPLIT_WORK in all). Once one has
+    all), then the split search (``split_search``: the one-GPU search GPU by GPU, SPLIT_WORK in all), and last, where
+    MILPs price, the MILP over each item's tasks on each GPU (``highs._Layout``). Once one but the last has
     found a pattern the MILP did not, they price alone, and past MAX_ROUNDS too (they are cheap). The split search on
     tuning seeds 30-59 at 10,000 tasks: 27 instances fewer; the decomposition after it, on tuning seeds 0-59: 42 fewer.
     The split search not past SPLIT_ITEMS services: there the LP it leaves uses no pattern whole, and its dives cost
@@ -258,6 +251,7 @@ class _ExactPricing:
         listed = gpu_contents(items, host) if host.gpus > 1 and calls > 0 else None
         self.contents = ContentsPricing(items, host, listed) if listed is not None else None
         self.contents_calls = CONTENTS_CALLS
+        self.layout = _Layout(items, host) if host.gpus > 1 and calls > 0 else None
 
     @property
     def searching(self) -> bool:
@@ -348,16 +342,18 @@ class _ExactPricing:
     ) -> tuple[Pattern | None, float | None]:
         """On a host of several GPUs: HiGHS's pooled MILP (while its calls last, and not past MAX_ROUNDS), then the MILP
         over the listed contents (where they are), then the decomposition over the GPUs (``per_gpu``), then the split
-        search, until one finds a pattern worth more than a
-        host or a bound proves there is none. Where the MILP found nothing a later one did, the later ones price from
-        then on (the MILP's calls cost the most)."""
+        search, then the layout MILP (not past MAX_ROUNDS), until one finds a pattern worth more than a host or a bound
+        proves there is none. Where the pooled MILP found nothing a later one but the layout MILP did, the later ones
+        price from then on (the MILP's calls cost the most)."""
         bound: float | None = None
         tried = False
-        for step in ("milp", "contents", "per_gpu", "split"):
+        for step in ("milp", "contents", "per_gpu", "split", "layout"):
             found: Pattern | None = None
             if step == "milp" and not cheap and self.calls > 0:
                 tried = True
                 found, b = self._milp(at, duals, caps, pricing)
+            elif step == "layout" and not cheap and self.layout is not None and self.layout.calls > 0:
+                found, b = self.layout.price(at, caps, pricing)
             elif step == "contents" and self.contents is not None and self.contents_calls > 0:
                 self.contents_calls -= 1
                 found, b = self.contents.price(at, caps)
@@ -375,8 +371,8 @@ class _ExactPricing:
             if b is not None:
                 bound = b if bound is None else min(bound, b)
             if _pays(found, duals):
-                if tried and step != "milp":
-                    self.calls = 0  # the MILP found nothing this did: the cheaper pricings price from here
+                if tried and step not in ("milp", "layout"):
+                    self.calls = 0  # the MILPs found nothing this did: the cheaper pricings price from here
                 return found, bound
             if bound is not None and bound <= 1 + 1e-7:
                 return found, bound

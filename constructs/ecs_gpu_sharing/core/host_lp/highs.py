@@ -6,8 +6,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import (
+    CLIMB,
     EXACT_ITEMS,
     EXACT_NODES,
+    LAYOUT_CALLS,
+    LAYOUT_ITEMS,
     MAX_COLUMNS,
     PURGE_TO,
     HostSpec,
@@ -18,7 +21,7 @@ from .model import (
     interfaces,
     per_host,
 )
-from .patterns import _build, _Builder, _worth, largest_first
+from .patterns import _build, _Builder, _candidates, _worth, largest_first
 
 _BANNER_SHOWN = False
 
@@ -115,18 +118,23 @@ class _Pricing:
 
 
 def _promising(
-    items: Sequence[Item], host: HostSpec, at: Sequence[float], caps: Sequence[int], pricing: _Pricing
+    items: Sequence[Item],
+    host: HostSpec,
+    at: Sequence[float],
+    caps: Sequence[int],
+    pricing: _Pricing,
+    most: int = EXACT_ITEMS,
 ) -> list[int]:
-    """``caps`` for the EXACT_ITEMS items whose worth at ``at`` is the least below what they take of the host at the
+    """``caps`` for the ``most`` items whose worth at ``at`` is the least below what they take of the host at the
     pricing LP's prices (relative to their worth), 0 for the others: the MILP's cost grows fast with its items."""
-    if len(items) <= EXACT_ITEMS:
+    if len(items) <= most:
         return list(caps)
     _, _, prices = pricing.solve(at, caps)
     gain = [
         (d - sum(p * u for p, u in zip(prices, _use(it, host), strict=True))) / max(d, 1e-9)
         for it, d in zip(items, at, strict=True)
     ]
-    kept = set(sorted(range(len(items)), key=lambda i: (-gain[i], i))[:EXACT_ITEMS])
+    kept = set(sorted(range(len(items)), key=lambda i: (-gain[i], i))[:most])
     return [c if i in kept else 0 for i, c in enumerate(caps)]
 
 
@@ -136,7 +144,9 @@ class _Exact:
     node limit (deterministic): its best pattern, and its dual bound, an upper bound on every pattern's worth.
     ``improving``: HiGHS keeps each solution that improved on the last during a search (``improved``)."""
 
-    def __init__(self, items: Sequence[Item], host: HostSpec, improving: bool = False) -> None:
+    def __init__(
+        self, items: Sequence[Item], host: HostSpec, improving: bool = False, pooled: bool = True, first: bool = False
+    ) -> None:
         import highspy
         import numpy as np
 
@@ -154,7 +164,7 @@ class _Exact:
         groups = sorted({it.group for it in items if it.size and not it.whole})
         mps = [i for i, it in enumerate(items) if it.size and not it.whole]
         self.compact = gpus == 1 and len(groups) <= 1  # one GPU, one group: the counts alone say it all
-        self.pooled = gpus > 1
+        self.pooled = gpus > 1 and pooled
         columns: list[tuple[str, int, int]] = [("x", i, -1) for i in range(n)]
         if not self.compact and not self.pooled:
             columns += [("y", i, g) for i in mps for g in range(gpus)]
@@ -174,6 +184,10 @@ class _Exact:
                 low, high, len(keys), np.array(keys, dtype=np.int32), np.array([coefficients[k] for k in keys])
             )
 
+        self.first, self.infeasible = first, highspy.HighsModelStatus.kInfeasible
+        if first:  # a row of the pattern's worth, its coefficients the duals of each solve: more than a host
+            self.h.addRow(1 + 1e-6, inf, n, np.arange(n, dtype=np.int32), np.ones(n))
+            self.h.setOptionValue("mip_max_improving_sols", 1)
         row({x[i]: it.cpu for i, it in enumerate(items)}, -inf, host.cpu)
         row({x[i]: it.mem for i, it in enumerate(items)}, -inf, host.mem)
         row({x[i]: it.enis for i, it in enumerate(items)}, -inf, interfaces(host))
@@ -244,8 +258,12 @@ class _Exact:
         index = np.arange(self.n, dtype=np.int32)
         self.h.changeColsCost(self.n, index, np.array([float(d) for d in duals]))
         self.h.changeColsBounds(self.n, index, np.zeros(self.n), np.array([float(c) for c in caps]))
+        for i, d in enumerate(duals) if self.first else ():
+            self.h.changeCoeff(0, i, float(d))
         self.h.run()
         info = self.h.getInfo()
+        if self.first and self.h.getModelStatus() == self.infeasible:
+            return None, 1.0  # no pattern is worth more than a host
         if not found_solution(self.h):
             return None, max(0.0, info.mip_dual_bound)
         return self._pattern(self.h.getSolution().col_value), info.mip_dual_bound
@@ -265,6 +283,34 @@ class _Exact:
         for i in largest_first(self.items):  # any the layout above left out
             b.add(i, round(values[self.index[("x", i, -1)]]) - b.counts[i])
         return b.pattern()
+
+
+class _Layout:
+    """On a host of several GPUs, where every other pricing found nothing: HiGHS's MILP over each item's tasks on each
+    GPU, LAYOUT_ITEMS of the most promising items, stopped at the first pattern worth more than a host (LAYOUT_CALLS
+    in one column generation). The pooled MILP's best may not lay out on the GPUs: at held-out 11032's last duals
+    (1,000 tasks, four L40S a host) it laid out to a pattern worth 0.93, where one worth 1.08 stood and column
+    generation had stopped at 192.6 over an LP of 187.8 (docs/planning.md)."""
+
+    def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
+        self.items, self.host, self.calls = items, host, LAYOUT_CALLS
+        self.milp: _Exact | None = None
+
+    def price(self, at: Sequence[float], caps: Sequence[int], pricing: _Pricing) -> tuple[Pattern | None, float | None]:
+        """The first pattern found worth more than a host at ``at`` (or None), and where every item was weighed, a
+        bound on every pattern's worth (1.0 where none is worth more than a host)."""
+        self.calls -= 1
+        self.milp = self.milp or _Exact(self.items, self.host, pooled=False, first=True)
+        pattern, bound = self.milp.solve(at, _promising(self.items, self.host, at, caps, pricing, LAYOUT_ITEMS))
+        return pattern, bound if len(self.items) <= LAYOUT_ITEMS else None
+
+
+def _built_worth(
+    items: Sequence[Item], host: HostSpec, duals: Sequence[float], caps: Sequence[int], pricing: _Pricing
+) -> float:
+    """The most a pattern the greedy builds at ``duals`` is worth there: no more than the most any pattern is."""
+    _, counts, prices = pricing.solve(duals, caps)
+    return max((_worth(duals, p) for p in _candidates(items, host, duals, caps, counts, prices, CLIMB)), default=0.0)
 
 
 class _Master:

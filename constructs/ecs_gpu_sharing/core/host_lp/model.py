@@ -18,6 +18,9 @@ DIVE_FIX = 0.9  # a dive fixes a host of the pattern the LP uses most and of eve
 SMOOTHING = 0.5  # weight of the best bound's duals in the duals priced (Wentges's smoothing)
 BOUND_EVERY = 10  # pricing rounds between two computations of the bound (each a few knapsacks)
 EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
+LAYOUT_CALLS = 10  # on a host of several GPUs, where every other pricing found nothing: MILPs over each item's tasks
+# on each GPU (``highs._Layout``), in one column generation where HiGHS's MILPs price ...
+LAYOUT_ITEMS = 15  # ... over this many of the most promising items at most
 FINAL_SEARCH = 10  # times EXACT_NODES: the last exact pricing's nodes, for the bound where the LP stopped short
 FINAL_PRICINGS = 6  # where every pricing finds nothing, that last exact pricing prices (its pattern added), at most
 EXACT_ITEMS = 40  # items one exact pricing weighs at most (the most promising at the duals priced)
