@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def benchmarks_on_path() -> Iterator[None]:
+    """``benchmarks/`` importable for the block (the generator, the benchmark's own LP and fleets)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        yield
+    finally:
+        sys.path.pop(0)
 
 
 def cdk_json_context() -> dict[str, Any]:

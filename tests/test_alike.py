@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from test_planner import _assert_valid, _benchmarks_on_path, _svc
+from test_planner import _assert_valid, _svc
 
 from ecs_gpu_sharing.core.allocation import AllocationNote
 from ecs_gpu_sharing.core.capacity_facts import host_facts
@@ -17,7 +17,7 @@ from ecs_gpu_sharing.core.planner.hosts import Host
 from ecs_gpu_sharing.core.planner.model import GpuLoad
 from ecs_gpu_sharing.core.shape import TaskShape
 
-from conftest import FIVE_LLMS
+from conftest import FIVE_LLMS, benchmarks_on_path
 
 
 def _s(name: str, tasks: int, cpu: int = 256, mib: int = 2048, group: str = "") -> ServiceInput:
@@ -85,7 +85,7 @@ def test_a_fleet_of_many_copies_of_a_few_models_is_planned_as_the_few(monkeypatc
     hosts over a bound of 208 in ten times the time. Fails where the LP is given the copies apart."""
     from ecs_gpu_sharing.core import host_lp
 
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
 
     fleet = fleet_generator.generate(1017, 1000)

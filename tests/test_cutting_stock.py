@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing.core import cutting_stock
 from ecs_gpu_sharing.core.planner import plan
 
-from conftest import REPO
+from conftest import REPO, benchmarks_on_path
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import plan_benchmark
@@ -193,11 +193,8 @@ def test_a_fleet_of_more_sizes_than_the_staged_plan_prices_is_proved_optimal_by_
     """Tuning seed 33 at 10,000 tasks (four L40S a host, 180 services, GPU memory binding, 100 and more sizes): the
     plan is 1,017 instances. The GPU LP over its many sizes, run for its bound alone, proves it optimal; without it
     the bound is Martello and Toth's, 1,003."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with benchmarks_on_path():
         import fleet_generator
-    finally:
-        sys.path.pop(0)
     from ecs_gpu_sharing.core.planner import packing
 
     fleet = fleet_generator.generate(33, 10_000)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
@@ -13,7 +11,7 @@ from ecs_gpu_sharing.core.planner import plan
 from ecs_gpu_sharing.core.planner.hosts import Unit, pack_hosts, pack_hosts_even, plan_size, units_floor
 from ecs_gpu_sharing.core.planner.model import GpuLoad
 
-from conftest import REPO
+from conftest import benchmarks_on_path
 
 L40S = capacity_input("l40s", host_facts(["g6e.12xlarge"]))  # four GPUs, 369,624 MiB of memory a host
 
@@ -58,11 +56,8 @@ def test_past_its_copies_it_steps_aside(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_held_out_fleet_whose_gpus_fill_its_bound_is_planned_on_it() -> None:
     """Held-out 6012 at 1,000 tasks (eight L40S a host, 58 services, each binding its own resource): its 240 GPUs fill
     30 hosts, first fit put them on 32, and the plan was 31 over a bound of 30. Spread evenly, 30."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with benchmarks_on_path():
         import fleet_generator
-    finally:
-        sys.path.pop(0)
     from test_planner import _assert_valid
 
     fleet = fleet_generator.generate(6012, 1000)

@@ -26,7 +26,7 @@ from ecs_gpu_sharing.core.planner import ServiceInput, plan
 from ecs_gpu_sharing.core.rules import DEPLOYMENT_CANNOT_START, PLACEMENT_NEEDS_MORE, PLACEMENT_SCATTERS, assess
 from ecs_gpu_sharing.core.shape import TaskShape
 
-from conftest import new_app
+from conftest import benchmarks_on_path, new_app
 
 L4X4 = capacity_input("l4x4", host_facts(["g6.12xlarge"]))  # 4 GPUs of 22307 usable MiB
 L4 = capacity_input("l4", host_facts(["g6.2xlarge"]))  # 1 GPU
@@ -172,15 +172,8 @@ def test_a_scaled_down_replay_takes_its_ratio_over_the_packer_without_the_host_l
 def _generated_outcomes() -> list[object]:
     """Replays of generated fleets of one, four and eight GPUs a host, under every rule and order, at no limit and at
     a limit, and the services blocked at a limit."""
-    import sys
-
-    from conftest import REPO
-
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
+    with benchmarks_on_path():
         import fleet_generator
-    finally:
-        sys.path.pop(0)
     out: list[object] = []
     for seed in (3, 5, 6, 13, 24):
         fleet = fleet_generator.generate(seed, 400)

@@ -25,7 +25,7 @@ from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
 from ecs_gpu_sharing.core.planner import CapacityInput, GpuLoad, Plan, ServiceInput, bin_lower_bound, plan
 from ecs_gpu_sharing.core.shape import TaskShape
 
-from conftest import FIVE_LLMS, REPO
+from conftest import FIVE_LLMS, REPO, benchmarks_on_path
 
 L4 = capacity_input("l4", host_facts(["g6.2xlarge"]))  # 1 GPU, 22307 usable, 8192 units, 30801 MiB
 L40S = capacity_input("l40s", host_facts(["g6e.12xlarge"]))  # 4 GPUs
@@ -317,16 +317,6 @@ def _no_host_lp(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(packing, "HOST_LP_GAP", math.inf)
 
 
-@contextlib.contextmanager
-def _benchmarks_on_path() -> Iterator[None]:
-    """``benchmarks/`` importable for the block (the generator, the benchmark's own LP and fleets)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        yield
-    finally:
-        sys.path.pop(0)
-
-
 def _benchmark_ffd() -> object:
     """The benchmark's first-fit decreasing (benchmarks/ffd.py): an independent implementation of the baseline."""
     import importlib.util
@@ -444,7 +434,7 @@ def test_past_its_tasks_and_services_the_lp_runs_where_the_plan_is_far_above_its
     from ecs_gpu_sharing.core import host_lp
     from ecs_gpu_sharing.core.planner import packing
 
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
 
     fleet = fleet_generator.generate(1008, 1000)
@@ -476,7 +466,7 @@ def test_past_its_limits_on_one_gpu_hosts_the_lp_proves_its_plan_with_the_search
     the LP past its limits leaves the searches out."""
     from ecs_gpu_sharing.core.planner import packing
 
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
 
     fleet = fleet_generator.generate(1034, 100_000)
@@ -521,7 +511,7 @@ def test_the_search_gives_up_within_its_budget_and_the_plan_found_stands(monkeyp
 def test_generated_fleets_plan_within_every_limit_and_never_above_first_fit_decreasing() -> None:
     """#32: fleets from the benchmark's generator (tuning seeds, 300 tasks: small enough for the suite), where host
     CPU, host memory or GPU memory binds, with sidecars and whole-GPU tasks, on 1-, 4- and 8-GPU hosts."""
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
     ffd = _benchmark_ffd()
     for seed in range(8):
@@ -540,7 +530,7 @@ def test_a_generated_fleet_written_as_a_fleet_file_reads_back_as_its_tasks(tmp_p
     from ecs_gpu_sharing.core.fleet import load
     from ecs_gpu_sharing.core.plan_inputs import from_fleet
 
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
     seen = {"split": 0, "sidecars": 0, "whole": 0}
     for seed, scale in ((1014, 1.0), (1002, 0.5), (4, 1.0)):
@@ -570,7 +560,7 @@ def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_wo
     """``count_only`` (the placement model's scaled-down fleets) stops the FFD orders once a plan meets its lower bound
     on the hosts: every capacity's instance count must be the full plan's, with isolation groups too, and on some of
     these fleets fewer FFD orders run."""
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
     from ecs_gpu_sharing.core.planner import packing
 
@@ -611,7 +601,7 @@ def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_wo
 def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meets_it_on_small_fleets() -> None:
     import random
 
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import host_lp
         import small_fleets
     rng = random.Random(5)
@@ -634,7 +624,7 @@ def test_the_benchmarks_lp_bound_stops_at_its_time_in_all_with_farleys_bound() -
     generation stops and Farley's bound stands (never above the converged one). Tuning seed 72 at 1,000 tasks (four
     L40S a host, 56 services) does not converge in one pricing: with no time, that pricing's pattern is the only one
     added to the services' own."""
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
         import host_lp
     fleet = fleet_generator.generate(72, 1000)
@@ -751,7 +741,7 @@ def _ffd_plans() -> list[object]:
     with tasks without a GPU added (they land on hosts already open). Each fill's size must be its hosts'."""
     from ecs_gpu_sharing.core.planner.hosts import plan_size
 
-    with _benchmarks_on_path():
+    with benchmarks_on_path():
         import fleet_generator
     from ecs_gpu_sharing.core.planner import ffd
 
