@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .. import cutting_stock, host_lp
 from ..errors import PlanError
 from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
-from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
+from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, normalized, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, pack_hosts_even, plan_size, units_floor
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
@@ -155,6 +155,10 @@ def _searched(
 HOST_LP_TASKS = 20_000
 HOST_LP_SERVICES = 48
 HOST_LP_GAP = 1.02
+# Past both, one column generation over more than SPLIT_SERVICES of the LP's items stops far from converging (each
+# round prices a pattern or a few over all of them, and its rounds are counted): there the items are dealt into parts of
+# at most that many, each part's LP solved and rounded on its own, and the rests placed together (``_parts_planned``)
+SPLIT_SERVICES = 320
 
 
 def host_lp_exact(tasks: int, services: int) -> bool:
@@ -190,8 +194,9 @@ def _pack_host_lp(
 ) -> tuple[list[Host] | None, int]:
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
     cannot beat ``best``, whose hosts are its first patterns); and the LP's bound. ``exact``: with HiGHS's MILP
-    pricings (``host_lp_exact``). ``groups``: alike services as one (``alike.merged``), whose ``kinds`` the hosts are
-    given back to."""
+    pricings (``host_lp_exact``); without them, more than SPLIT_SERVICES services are planned in parts
+    (``_parts_planned``), whose bounds are not the fleet's (0 is given back). ``groups``: alike services as one
+    (``alike.merged``), whose ``kinds`` the hosts are given back to."""
     pairs = [(s, n) for group in groups for s, n in group if n]
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
@@ -216,6 +221,8 @@ def _pack_host_lp(
             finished[key] = hosts
         return finished[key]
 
+    if not exact and len(items) > SPLIT_SERVICES:
+        return named_back(_parts_planned(capacity, items, spec, pairs, finish), kinds), 0
     solution = host_lp.solve(
         items,
         spec,
@@ -232,6 +239,44 @@ def _pack_host_lp(
         for patterns, rest_counts in [(solution.hosts, solution.rest), *solution.others]
     ]
     return named_back(min(planned, key=plan_size), kinds), solution.bound
+
+
+def _parts_planned(
+    capacity: CapacityInput,
+    items: list[host_lp.Item],
+    spec: host_lp.HostSpec,
+    pairs: list[tuple[ServiceInput, int]],
+    finish: Callable[[Sequence[int]], list[Host]],
+) -> list[Host]:
+    """The hosts of more than SPLIT_SERVICES items: each part (``_parts``) the LP's patterns, rounded on its own (no
+    HiGHS MILP pricings: the caller runs this only past ``host_lp_exact``), and the rests of all the parts finished
+    together by ``finish``."""
+    hosts: list[Host] = []
+    rest = [0] * len(items)
+    for part in _parts(capacity, pairs):
+        solution = host_lp.solve([items[i] for i in part], spec, exact_calls=0)
+        hosts += [_lp_host(p, k, [pairs[i] for i in part]) for p, k in solution.hosts]
+        for i, n in zip(part, solution.rest, strict=True):
+            rest[i] = n
+    return hosts + finish(rest)
+
+
+def _parts(capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]]) -> list[list[int]]:
+    """The indexes of ``pairs`` dealt into parts of at most SPLIT_SERVICES, each with the same mix: whole-GPU services
+    first, then by the resource a task needs most of a host (GPU memory, CPU, memory) and by that share, largest
+    first, dealt round-robin. A part keeps the fleet's mix of what binds, so its hosts can pair the tasks that bind
+    one resource with those that bind another, as the whole fleet's would."""
+
+    def key(i: int) -> tuple[int, int, float, str]:
+        s = pairs[i][0]
+        gpu, cpu, mem = normalized(s, capacity)
+        shares = (gpu / max(capacity.gpus_per_instance, 1), cpu, mem)
+        most = max(range(len(shares)), key=shares.__getitem__)
+        return (-s.whole_gpus, most, -shares[most], s.name)
+
+    order = sorted(range(len(pairs)), key=key)
+    count = -(-len(pairs) // SPLIT_SERVICES)
+    return [order[j::count] for j in range(count)]
 
 
 def lp_problem(

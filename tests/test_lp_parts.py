@@ -1,0 +1,75 @@
+"""The host-level LP in parts: past the exact LP's tasks and services, many services are dealt into parts of one mix."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from ecs_gpu_sharing.core import host_lp
+from ecs_gpu_sharing.core.planner import packing, plan
+from ecs_gpu_sharing.core.planner.ffd import normalized
+
+from conftest import benchmarks_on_path
+
+
+def _fleet(seed: int, tasks: int):  # type: ignore[no-untyped-def]
+    with benchmarks_on_path():
+        import fleet_generator
+    return fleet_generator.generate(seed, tasks)
+
+
+def _solved_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The items of each host-level LP the planner solves from now on."""
+    sizes: list[int] = []
+    solve = host_lp.solve
+
+    def counted(items, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sizes.append(len(items))
+        return solve(items, *args, **kwargs)
+
+    monkeypatch.setattr(packing.host_lp, "solve", counted)
+    return sizes
+
+
+def test_the_services_are_dealt_into_parts_of_the_fleets_mix(monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = _fleet(49, 40_000)  # 439 services on one L40S a host, each binding its own resource
+    pairs = [(s, s.tasks) for s in fleet.services]
+    monkeypatch.setattr(packing, "SPLIT_SERVICES", 100)
+    parts = packing._parts(fleet.capacity, pairs)
+    assert [len(p) for p in parts] == [88, 88, 88, 88, 87]
+    assert sorted(i for p in parts for i in p) == list(range(len(pairs)))
+
+    def binds(i: int) -> int:
+        gpu, cpu, mem = normalized(pairs[i][0], fleet.capacity)
+        shares = (gpu / fleet.capacity.gpus_per_instance, cpu, mem)
+        return shares.index(max(shares))
+
+    mixes = [Counter(binds(i) for i in p) for p in parts]
+    for resource in range(3):  # each part has as many services binding each resource as any other, or one fewer
+        counts = [mix[resource] for mix in mixes]
+        assert max(counts) - min(counts) <= 1
+
+
+def test_past_the_exact_lp_many_services_are_planned_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuning seed 49 at 40,000 tasks: 439 services, one LP over all of them plans 22,272 hosts, two parts 22,158."""
+    from test_planner import _assert_valid
+
+    fleet = _fleet(49, 40_000)
+    sizes = _solved_sizes(monkeypatch)
+    result = plan([fleet.capacity], fleet.services)
+    _assert_valid(result, fleet.services)
+    assert sizes and max(sizes) <= packing.SPLIT_SERVICES < len(fleet.services)
+    assert result.instances <= 22_158
+    sizes.clear()
+    monkeypatch.setattr(packing, "SPLIT_SERVICES", 10_000)
+    assert plan([fleet.capacity], fleet.services).instances >= 22_272
+    assert sizes == [len(fleet.services)]
+
+
+def test_within_the_exact_lp_the_services_are_one_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = _fleet(7036, 1_000)  # 1,000 tasks: the LP with HiGHS's MILP pricings, whatever its services
+    sizes = _solved_sizes(monkeypatch)
+    monkeypatch.setattr(packing, "SPLIT_SERVICES", 5)
+    plan([fleet.capacity], fleet.services)
+    assert sizes and set(sizes) == {len(fleet.services)}
