@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
 
 from ecs_gpu_sharing.core import host_lp
+from ecs_gpu_sharing.core.allocation import AllocationNote
 from ecs_gpu_sharing.core.planner import packing, plan
 from ecs_gpu_sharing.core.planner.ffd import normalized
 
@@ -73,3 +75,29 @@ def test_within_the_exact_lp_the_services_are_one_lp(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(packing, "SPLIT_SERVICES", 5)
     plan([fleet.capacity], fleet.services)
     assert sizes and set(sizes) == {len(fleet.services)}
+
+
+def test_a_plan_in_parts_keeps_isolation_groups_interfaces_and_whole_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts of four services on small generated fleets (one, four and eight GPUs a host; whole-GPU tasks), with
+    isolation groups (one on hosts of its own) and awsvpc tasks: every plan valid, every LP at most a part."""
+    from test_planner import _assert_valid
+
+    for name, value in (("HOST_LP_TASKS", 0), ("HOST_LP_SERVICES", 0), ("HOST_LP_GAP", 1.0), ("SPLIT_SERVICES", 4)):
+        monkeypatch.setattr(packing, name, value)
+    sizes = _solved_sizes(monkeypatch)
+    for seed in range(4):
+        fleet = _fleet(seed, 300)
+        varied = [
+            dataclasses.replace(
+                s,
+                shape=dataclasses.replace(s.shape, network_interfaces=i % 2),
+                allocation=AllocationNote(1, 1, shared_failure="-", isolation_group=f"g{i % 3}", isolate_host=i == 1)
+                if i % 3
+                else None,
+            )
+            for i, s in enumerate(fleet.services)
+        ]
+        awsvpc = dataclasses.replace(fleet.capacity, task_network_interfaces=12)
+        for capacity, services in ((fleet.capacity, fleet.services), (awsvpc, varied)):
+            _assert_valid(plan([capacity], services), services)
+    assert sizes and max(sizes) <= 4
