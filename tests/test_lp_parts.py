@@ -53,20 +53,21 @@ def test_the_services_are_dealt_into_parts_of_the_fleets_mix(monkeypatch: pytest
         assert max(counts) - min(counts) <= 1
 
 
-def test_past_the_exact_lp_many_services_are_planned_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tuning seed 49 at 40,000 tasks: 439 services, one LP over all of them plans 22,272 hosts, two parts 22,158."""
+def test_past_the_exact_lp_two_parts_then_one_lp_from_their_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuning seed 49 at 40,000 tasks, 439 services: one LP over all of them plans 22,272 hosts, two parts 22,158, and
+    the LP over all of them started from the parts' plan 22,119."""
     from test_planner import _assert_valid
 
     fleet = _fleet(49, 40_000)
     sizes = _solved_sizes(monkeypatch)
     result = plan([fleet.capacity], fleet.services)
     _assert_valid(result, fleet.services)
-    assert sizes and max(sizes) <= packing.SPLIT_SERVICES < len(fleet.services)
-    assert result.instances <= 22_158
+    assert sizes == [220, 219, 439]
+    assert result.instances <= 22_119
     sizes.clear()
     monkeypatch.setattr(packing, "SPLIT_SERVICES", 10_000)
     assert plan([fleet.capacity], fleet.services).instances >= 22_272
-    assert sizes == [len(fleet.services)]
+    assert sizes == [439]
 
 
 def test_within_the_exact_lp_the_services_are_one_lp(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,12 +80,21 @@ def test_within_the_exact_lp_the_services_are_one_lp(monkeypatch: pytest.MonkeyP
 
 def test_a_plan_in_parts_keeps_isolation_groups_interfaces_and_whole_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     """Parts of four services on small generated fleets (one, four and eight GPUs a host; whole-GPU tasks), with
-    isolation groups (one on hosts of its own) and awsvpc tasks: every plan valid, every LP at most a part."""
+    isolation groups (one on hosts of its own) and awsvpc tasks: every plan valid; after two parts the LP over all of
+    them, after more, none."""
     from test_planner import _assert_valid
 
     for name, value in (("HOST_LP_TASKS", 0), ("HOST_LP_SERVICES", 0), ("HOST_LP_GAP", 1.0), ("SPLIT_SERVICES", 4)):
         monkeypatch.setattr(packing, name, value)
     sizes = _solved_sizes(monkeypatch)
+    dealt: list[tuple[int, list[int]]] = []  # (LPs solved before, each part's items)
+    parts = packing._parts
+
+    def recorded(*args):  # type: ignore[no-untyped-def]
+        dealt.append((len(sizes), [len(p) for p in parts(*args)]))
+        return parts(*args)
+
+    monkeypatch.setattr(packing, "_parts", recorded)
     for seed in range(4):
         fleet = _fleet(seed, 300)
         varied = [
@@ -100,4 +110,11 @@ def test_a_plan_in_parts_keeps_isolation_groups_interfaces_and_whole_gpus(monkey
         awsvpc = dataclasses.replace(fleet.capacity, task_network_interfaces=12)
         for capacity, services in ((fleet.capacity, fleet.services), (awsvpc, varied)):
             _assert_valid(plan([capacity], services), services)
-    assert sizes and max(sizes) <= 4
+    assert {len(p) for _, p in dealt} & {2} and {len(p) for _, p in dealt} & {3, 4, 5}
+    for before, part_sizes in dealt:
+        solved = sizes[before : before + len(part_sizes) + 1]
+        assert solved[: len(part_sizes)] == part_sizes and max(part_sizes) <= 4
+        if len(part_sizes) <= packing.WHOLE_AFTER_PARTS:
+            assert solved[-1] == sum(part_sizes)  # then the LP over all of them
+        else:
+            assert len(solved) == len(part_sizes) or solved[-1] <= 4  # no LP over all: the next is another's

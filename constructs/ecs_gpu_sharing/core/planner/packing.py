@@ -159,6 +159,9 @@ HOST_LP_GAP = 1.02
 # round prices a pattern or a few over all of them, and its rounds are counted): there the items are dealt into parts of
 # at most that many, each part's LP solved and rounded on its own, and the rests placed together (``_parts_planned``)
 SPLIT_SERVICES = 320
+# Where the parts are this many or fewer, the LP over every item runs after them, from their plan (its hosts as the
+# master's first patterns, its count to beat): one LP over up to 640 items converges near enough to better it
+WHOLE_AFTER_PARTS = 2
 
 
 def host_lp_exact(tasks: int, services: int) -> bool:
@@ -195,8 +198,9 @@ def _pack_host_lp(
     """Hosts from the host-level cutting-stock LP's patterns, the rest by first-fit decreasing (None where the LP
     cannot beat ``best``, whose hosts are its first patterns); and the LP's bound. ``exact``: with HiGHS's MILP
     pricings (``host_lp_exact``); without them, more than SPLIT_SERVICES services are planned in parts
-    (``_parts_planned``), whose bounds are not the fleet's (0 is given back). ``groups``: alike services as one
-    (``alike.merged``), whose ``kinds`` the hosts are given back to."""
+    (``_parts_planned``), then, where they are at most WHOLE_AFTER_PARTS parts, by the LP over all of them started
+    from the parts' plan; past that, the parts' plan is given back with a bound of 0 (theirs are not the fleet's).
+    ``groups``: alike services as one (``alike.merged``), whose ``kinds`` the hosts are given back to."""
     pairs = [(s, n) for group in groups for s, n in group if n]
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
@@ -221,8 +225,13 @@ def _pack_host_lp(
             finished[key] = hosts
         return finished[key]
 
+    parted: list[Host] | None = None
     if not exact and len(items) > SPLIT_SERVICES:
-        return named_back(_parts_planned(capacity, items, spec, pairs, finish), kinds), 0
+        parted = _parts_planned(capacity, items, spec, pairs, finish)
+        if len(items) > WHOLE_AFTER_PARTS * SPLIT_SERVICES:
+            return named_back(parted, kinds), 0  # the parts' bounds are not the fleet's
+        if plan_size(parted) < plan_size(best):  # the LP over every item starts from the parts' plan, and must beat it
+            best, start = parted, [_as_pattern(h, index, items) for h in parted]
     solution = host_lp.solve(
         items,
         spec,
@@ -232,12 +241,14 @@ def _pack_host_lp(
         known=known,
         finish=lambda _, rest_counts: plan_size(finish(rest_counts))[0],
     )
-    if not solution.hosts:
-        return None, solution.bound
     planned = [
         [_lp_host(p, k, pairs) for p, k in patterns] + finish(rest_counts)
-        for patterns, rest_counts in [(solution.hosts, solution.rest), *solution.others]
+        for patterns, rest_counts in ([(solution.hosts, solution.rest), *solution.others] if solution.hosts else [])
     ]
+    if parted is not None:
+        planned.append(parted)
+    if not planned:
+        return None, solution.bound
     return named_back(min(planned, key=plan_size), kinds), solution.bound
 
 
