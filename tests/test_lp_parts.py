@@ -36,16 +36,17 @@ def _solved_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_the_services_are_dealt_into_parts_of_the_fleets_mix(monkeypatch: pytest.MonkeyPatch) -> None:
     fleet = _fleet(49, 40_000)  # 439 services on one L40S a host, each binding its own resource
-    pairs = [(s, s.tasks) for s in fleet.services]
+    items, spec = packing.lp_problem(fleet.capacity, [(s, s.tasks) for s in fleet.services])
     monkeypatch.setattr(packing, "SPLIT_SERVICES", 100)
-    parts = packing._parts(fleet.capacity, pairs)
+    parts = packing._parts(items, spec)
     assert [len(p) for p in parts] == [88, 88, 88, 88, 87]
-    assert sorted(i for p in parts for i in p) == list(range(len(pairs)))
+    assert sorted(i for p in parts for i in p) == list(range(len(items)))
 
-    def binds(i: int) -> int:
-        gpu, cpu, mem = normalized(pairs[i][0], fleet.capacity)
-        shares = (gpu / fleet.capacity.gpus_per_instance, cpu, mem)
-        return shares.index(max(shares))
+    def binds(i: int) -> int:  # from the fleet's own figures, as a share of the host
+        s, cap = fleet.services[i], fleet.capacity
+        gpu, cpu, mem = normalized(s, cap)
+        taken = (s.whole_gpus or gpu) / cap.gpus_per_instance, cpu, mem
+        return taken.index(max(taken))
 
     mixes = [Counter(binds(i) for i in p) for p in parts]
     for resource in range(3):  # each part has as many services binding each resource as any other, or one fewer

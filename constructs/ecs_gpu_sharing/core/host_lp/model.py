@@ -132,6 +132,7 @@ def _capacity(host: HostSpec) -> tuple[float, float, float, float, float]:
     return (float(host.gpus), float(host.gpus), float(host.cpu), float(host.mem), float(interfaces(host)))
 
 
-def _shares(it: Item, host: HostSpec) -> tuple[float, ...]:
+def shares(it: Item, host: HostSpec) -> tuple[float, ...]:
+    """What one task of ``it`` takes of a host: its GPUs, CPU, memory and network interfaces, each as a share."""
     gpu = (it.whole / host.gpus) if it.whole else (it.size / (host.usable * host.gpus) if host.gpus else 0.0)
     return (gpu, it.cpu / host.cpu, it.mem / host.mem, it.enis / host.enis if host.enis else 0.0)

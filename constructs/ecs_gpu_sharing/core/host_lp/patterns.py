@@ -15,9 +15,9 @@ from .model import (
     Item,
     Pattern,
     _capacity,
-    _shares,
     _use,
     per_host,
+    shares,
 )
 
 
@@ -115,14 +115,14 @@ class _Fixed:
     def __init__(self, items: Sequence[Item], host: HostSpec) -> None:
         self.items, self.host = items, host
         self.use = [_use(it, host) for it in items]
-        shares = [_shares(it, host) for it in items]
-        used = [r for r in range(4) if any(s[r] for s in shares)]
-        total = [sum(s[r] * it.demand for s, it in zip(shares, items, strict=True)) for r in range(4)]
+        shares_of = [shares(it, host) for it in items]
+        used = [r for r in range(4) if any(s[r] for s in shares_of)]
+        total = [sum(s[r] * it.demand for s, it in zip(shares_of, items, strict=True)) for r in range(4)]
         ways: list[tuple[float, ...]] = [tuple(1.0 if r == u else 0.0 for r in range(4)) for u in used]
         ways.append(tuple(1.0 if r in used else 0.0 for r in range(4)))
         ways.append(tuple(total))  # each resource by how much of it the fleet needs
-        self.weights = [[max(sum(a * b for a, b in zip(s, w, strict=True)), 1e-12) for s in shares] for w in ways]
-        self.dominant = [max(max(s), 1e-12) for s in shares]  # also the order _variants refills in
+        self.weights = [[max(sum(a * b for a, b in zip(s, w, strict=True)), 1e-12) for s in shares_of] for w in ways]
+        self.dominant = [max(max(s), 1e-12) for s in shares_of]  # also the order _variants refills in
         self.weights.append(self.dominant)
         self.clients = _clients(items, host)
 

@@ -6,10 +6,11 @@ from collections.abc import Callable, Iterable, Sequence
 
 from .. import cutting_stock, host_lp
 from ..errors import PlanError
+from ..host_lp.model import shares
 from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
-from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, normalized, staged_may_win
+from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, pack_hosts_even, plan_size, units_floor
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
@@ -227,7 +228,7 @@ def _pack_host_lp(
 
     parted: list[Host] | None = None
     if not exact and len(items) > SPLIT_SERVICES:
-        parted = _parts_planned(capacity, items, spec, pairs, finish)
+        parted = _parts_planned(items, spec, pairs, finish)
         if len(items) > WHOLE_AFTER_PARTS * SPLIT_SERVICES:
             return named_back(parted, kinds), 0  # the parts' bounds are not the fleet's
         if plan_size(parted) < plan_size(best):  # the LP over every item starts from the parts' plan, and must beat it
@@ -253,7 +254,6 @@ def _pack_host_lp(
 
 
 def _parts_planned(
-    capacity: CapacityInput,
     items: list[host_lp.Item],
     spec: host_lp.HostSpec,
     pairs: list[tuple[ServiceInput, int]],
@@ -264,7 +264,7 @@ def _parts_planned(
     together by ``finish``."""
     hosts: list[Host] = []
     rest = [0] * len(items)
-    for part in _parts(capacity, pairs):
+    for part in _parts(items, spec):
         solution = host_lp.solve([items[i] for i in part], spec, exact_calls=0)
         hosts += [_lp_host(p, k, [pairs[i] for i in part]) for p, k in solution.hosts]
         for i, n in zip(part, solution.rest, strict=True):
@@ -272,21 +272,19 @@ def _parts_planned(
     return hosts + finish(rest)
 
 
-def _parts(capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]]) -> list[list[int]]:
-    """The indexes of ``pairs`` dealt into parts of at most SPLIT_SERVICES, each with the same mix: whole-GPU services
-    first, then by the resource a task needs most of a host (GPU memory, CPU, memory) and by that share, largest
-    first, dealt round-robin. A part keeps the fleet's mix of what binds, so its hosts can pair the tasks that bind
-    one resource with those that bind another, as the whole fleet's would."""
+def _parts(items: Sequence[host_lp.Item], spec: host_lp.HostSpec) -> list[list[int]]:
+    """The indexes of ``items`` dealt into parts of at most SPLIT_SERVICES, each with the same mix: whole-GPU items
+    first, then by the resource a task needs most of a host (``shares``: GPUs, CPU, memory, interfaces) and by that
+    share, largest first, dealt round-robin. A part keeps the fleet's mix of what binds, so its hosts can pair the
+    tasks that bind one resource with those that bind another, as the whole fleet's would."""
 
     def key(i: int) -> tuple[int, int, float, str]:
-        s = pairs[i][0]
-        gpu, cpu, mem = normalized(s, capacity)
-        shares = (gpu / max(capacity.gpus_per_instance, 1), cpu, mem)
-        most = max(range(len(shares)), key=shares.__getitem__)
-        return (-s.whole_gpus, most, -shares[most], s.name)
+        share = shares(items[i], spec)
+        most = max(range(len(share)), key=share.__getitem__)
+        return (-items[i].whole, most, -share[most], items[i].name)
 
-    order = sorted(range(len(pairs)), key=key)
-    count = -(-len(pairs) // SPLIT_SERVICES)
+    order = sorted(range(len(items)), key=key)
+    count = -(-len(items) // SPLIT_SERVICES)
     return [order[j::count] for j in range(count)]
 
 
