@@ -218,3 +218,70 @@ def test_findings_read_the_same_from_a_fleet_file_and_from_its_plan_json(
     doc.write_text(capsys.readouterr().out)
     assert main(["plan", str(doc)]) == 0
     assert from_fleet and finding_lines(capsys.readouterr().out) == from_fleet
+
+
+def _guessing_fleet(path: Path, services: int) -> Path:
+    """A fleet of ``services`` services whose GPU budgets are guesses (BudgetIsAGuess on each), the last acknowledged."""
+    lines = ['name = "many"', "", "[capacity.l4]", 'instance_types = ["g6.12xlarge"]', ""]
+    for i in range(services):
+        lines += [
+            f"[service.s{i}]",
+            'capacity = "l4"',
+            'image = "ghcr.io/huggingface/text-embeddings-inference:1.8"',
+            "desired_count = 1",
+            "cpu_units = 1024",
+            "memory_mib = 2048",
+            "gpu_budget_mib = 2048",
+            "port = 80",
+        ]
+        if i == services - 1:
+            lines.append('acknowledge = { "ecs-gpu-sharing:BudgetIsAGuess" = "a new model, measured next week" }')
+        lines.append("")
+    path.write_text("\n".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(("services", "shown"), [(6, 5), (9, 3)])
+def test_a_warning_on_many_services_is_shown_for_three_and_the_rest_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], services: int, shown: int
+) -> None:
+    """Up to five services a warning is shown for each; past five, for the first three and one line counts the rest.
+    The acknowledged one is shown as it is, and the plan JSON lists every finding; read back, it prints the same."""
+    fleet = str(_guessing_fleet(tmp_path / "fleet.toml", services))
+    assert main(["plan", fleet]) == 0
+    out = capsys.readouterr().out.splitlines()
+    guesses = [line for line in out if line.startswith("warning [ecs-gpu-sharing:BudgetIsAGuess]: service s")]
+    assert len(guesses) == shown
+    counted = [line for line in out if "the same on" in line]
+    unshown = services - 1 - shown
+    assert counted == (
+        [f"warning [ecs-gpu-sharing:BudgetIsAGuess]: the same on {unshown} more services (`plan --json` lists each)"]
+        if unshown
+        else []
+    )
+    assert [line for line in out if line.startswith("acknowledged [")] == [
+        f"acknowledged [ecs-gpu-sharing:BudgetIsAGuess]: service s{services - 1}: a new model, measured next week"
+    ]
+    assert main(["plan", fleet, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sum(1 for f in doc["findings"] if f["rule_id"] == "ecs-gpu-sharing:BudgetIsAGuess") == services
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    assert main(["plan", str(tmp_path / "plan.json")]) == 0
+    back = capsys.readouterr().out.splitlines()
+    assert [line for line in back if line.startswith(("warning [", "acknowledged ["))] == [
+        line for line in out if line.startswith(("warning [", "acknowledged ["))
+    ]
+
+
+def test_errors_are_never_folded() -> None:
+    from ecs_gpu_sharing.core.plan_report import finding_rows
+    from ecs_gpu_sharing.core.rules import Finding, Level
+
+    errors = [Finding("ecs-gpu-sharing:X", Level.ERROR, "service", f"s{i}", "too big") for i in range(8)]
+    warnings = [Finding("ecs-gpu-sharing:Y", Level.WARNING, "service", f"s{i}", "a guess") for i in range(8)]
+    rows = finding_rows([*errors, *warnings])
+    assert rows[:8] == [f"error [ecs-gpu-sharing:X]: service s{i}: too big" for i in range(8)]
+    assert rows[8:] == [
+        *(f"warning [ecs-gpu-sharing:Y]: service s{i}: a guess" for i in range(3)),
+        "warning [ecs-gpu-sharing:Y]: the same on 5 more services (`plan --json` lists each)",
+    ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import colorsys
 import hashlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from html import escape
 
@@ -18,7 +19,7 @@ from .cost import Prices, add_cost, cost_lines
 from .markdown import table
 from .placement import REPLAYED_TASKS
 from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput
-from .rules import Assessment, finding_line
+from .rules import Assessment, Finding, Level, finding_line
 
 
 def _allocation(s: ServiceInput) -> pd.Allocation | None:
@@ -326,8 +327,39 @@ def to_table(assessment: Assessment) -> str:
         f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
     )
     rows.extend(f"note: {line}" for s in plan.services if (line := allocation_line(s)))
-    rows.extend(str(f) for f in assessment.findings)
+    rows.extend(finding_rows(assessment.findings))
     return "\n".join(rows)
+
+
+# A warning on more than FOLD_PAST subjects is shown for the first SHOWN_OF_FOLDED of them, the rest counted on a line:
+# on a fleet of 300 services whose budgets are guesses, 300 lines of BudgetIsAGuess buried the plan's totals above.
+FOLD_PAST = 5
+SHOWN_OF_FOLDED = 3
+
+
+def finding_rows(findings: Sequence[Finding] | Sequence[pd.Finding]) -> list[str]:
+    """Each finding on a line, in order, but a warning (not acknowledged) of one rule on more than FOLD_PAST subjects:
+    its first SHOWN_OF_FOLDED, then one line counting the rest. Errors and acknowledged warnings are never folded;
+    `plan --json` and the plan file list every finding. The same from a fleet file's plan and a plan JSON read back."""
+
+    def folds(f: Finding | pd.Finding) -> bool:
+        return f.level == Level.WARNING and f.acknowledged is None
+
+    many = Counter((f.rule_id, f.about) for f in findings if folds(f))
+    rows: list[str] = []
+    shown: Counter[tuple[str, str]] = Counter()
+    for f in findings:
+        key = (f.rule_id, f.about)
+        if not folds(f) or many[key] <= FOLD_PAST:
+            rows.append(finding_line(f.rule_id, str(f.level), f.about, f.subject, f.message, f.acknowledged))
+            continue
+        shown[key] += 1
+        if shown[key] <= SHOWN_OF_FOLDED:
+            rows.append(finding_line(f.rule_id, str(f.level), f.about, f.subject, f.message, f.acknowledged))
+        if shown[key] == SHOWN_OF_FOLDED:
+            rest = many[key] - SHOWN_OF_FOLDED
+            rows.append(f"warning [{f.rule_id}]: the same on {rest} more {f.about}s (`plan --json` lists each)")
+    return rows
 
 
 def to_markdown(
@@ -512,8 +544,7 @@ def doc_summary(plan: pd.PlanDocument) -> list[str]:
         f"total: {_count(summary.instances, 'instance')} (lower bound {summary.instance_lower_bound}), "
         f"{summary.gpus} GPUs; fits: {'yes' if summary.fits else 'no'}"
     )
-    for f in plan.findings:
-        lines.append(finding_line(f.rule_id, f.level, f.about, f.subject, f.message, f.acknowledged))
+    lines.extend(finding_rows(plan.findings))
     return lines
 
 
