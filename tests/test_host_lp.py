@@ -619,22 +619,6 @@ def test_the_pricing_lps_prices_prove_the_search_where_each_service_binds_its_ow
     assert all(b.worth >= a.worth - 1e-9 for a, b in zip(plain, priced, strict=True))
 
 
-def test_with_the_pricing_lps_prices_the_search_takes_a_fleet_to_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, each binding its own resource): 2,558 instances
-    over a bound of 2,543 (1.006), where the search without the pricing LP's prices gave 2,560 over 2,474 (1.035); the
-    benchmark's own LP, run to convergence, is 2,557.3. Without the prices, polishing with HiGHS's MILP
-    (``host_lp.polish``) would take it to 2,558 over 2,544: this keeps the search's own scenario without it."""
-    from ecs_gpu_sharing.core.host_lp import polish
-
-    fleet = fleet_generator.generate(28, 10_000)
-    result = plan([fleet.capacity], fleet.services)
-    assert (result.instances, result.instance_lower_bound) == (2558, 2543)
-    monkeypatch.setattr(polish, "POLISH_GAP", math.inf)
-    monkeypatch.setattr(host_lp._ExactPricing, "_prices_for", lambda self, duals: None)
-    result = plan([fleet.capacity], fleet.services)
-    assert (result.instances, result.instance_lower_bound) == (2560, 2474)
-
-
 def test_the_search_says_where_it_passed_its_node_limit() -> None:
     """A search stopped at its limit gives no counts (its best so far is no bound), and one within it gives them; both
     give the best pattern they saw, worth what they say."""
@@ -860,120 +844,6 @@ def test_column_generation_runs_longer_while_the_search_prices(monkeypatch: pyte
             assert not searched and len(solves) <= expected
 
 
-def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tuning seed 16 at 10,000 tasks (eight H100s a host, where the one-GPU search does not apply): the LP's value
-    still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
-    while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts (here to LONGEST_ROUNDS; with a bar of
-    one host, the tail-off rule stops it before), to LONGEST_ROUNDS at most, and to no more than LONGEST_WORK over its
-    143 services (a round's cost grows with them; 131 rounds where that is 130, and never fewer than LONGEST_FLOOR).
-    The plan: 393 instances; 396 without the greedy's passes over the other items (``_other_items``), 398 without the
-    greedy's climb either, 410 with LONGEST_ROUNDS at MAX_ROUNDS. Where the greedy finds nothing, the MILP prices before
-    MAX_ROUNDS, not after (there the split search prices alone, as it does after the MILP,
-    test_a_host_of_several_gpus_is_priced_gpu_by_gpu). Column generation as this was written for, without the passes
-    over the other items: with them it falls faster and stops before LONGEST_ROUNDS (at round 150)."""
-    from ecs_gpu_sharing.core.host_lp import highs
-
-    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
-    fleet = fleet_generator.generate(16, 10_000)
-    items, host = _problem(fleet.capacity, fleet.services)
-    values: list[float] = []  # the master's value at each solve
-    solve = highs._Master.solve
-
-    def recorded(self: highs._Master) -> tuple[float, list[float], list[float]]:
-        found = solve(self)
-        values.append(found[0])
-        return found
-
-    monkeypatch.setattr(highs._Master, "solve", recorded)
-    at_round: list[float] = []  # the master's value at each round's pricing
-    greedy = host_lp._price
-    blank = (30, host_lp.MAX_ROUNDS + 15)  # rounds where the greedy is made to find nothing
-
-    empty: list[int] = []  # rounds where the greedy found nothing worth a host
-
-    def round_priced(*args: object) -> object:
-        at_round.append(values[-1])
-        if len(at_round) - 1 in blank:
-            empty.append(len(at_round) - 1)
-            return False, math.inf, 0.0
-        found = greedy(*args)  # type: ignore[arg-type]
-        if not found[0]:
-            empty.append(len(at_round) - 1)
-        return found
-
-    monkeypatch.setattr(host_lp, "_price", round_priced)
-    priced_at: list[int] = []  # the round of each exact pricing
-    milp_at: list[int] = []  # the round of each MILP pricing
-    price, milp = host_lp._ExactPricing.price, host_lp._ExactPricing._milp
-
-    def exact(self: host_lp._ExactPricing, *args: object) -> object:
-        priced_at.append(len(at_round) - 1)
-        return price(self, *args)  # type: ignore[arg-type]
-
-    def milp_priced(self: host_lp._ExactPricing, *args: object) -> object:
-        milp_at.append(len(at_round) - 1)
-        return milp(self, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(host_lp._ExactPricing, "price", exact)
-    monkeypatch.setattr(host_lp._ExactPricing, "_milp", milp_priced)
-    host_lp._generate(
-        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
-    )
-    rounds, step = host_lp.MAX_ROUNDS, host_lp.BOUND_EVERY
-    assert rounds + step < len(at_round) <= host_lp.LONGEST_ROUNDS + 1  # past MAX_ROUNDS, no further than allowed
-    assert priced_at == empty and set(blank) <= set(empty)  # only where the greedy found nothing, the exact pricing
-    assert milp_at == [blank[0]]  # with the MILP before MAX_ROUNDS, after them with the split search alone
-    for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
-        assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
-    assert len(at_round) - 1 == host_lp.LONGEST_ROUNDS  # here LONGEST_ROUNDS stopped it, the value still falling
-    at_round.clear()
-    monkeypatch.setattr(host_lp, "TAIL_OFF", 1.0)  # a higher bar: the tail-off rule stops it
-    host_lp._generate(
-        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
-    )
-    last = len(at_round) - 1
-    assert rounds + step <= last < host_lp.LONGEST_ROUNDS and at_round[last - step] - at_round[last] < 1.0
-    for r in range(rounds, last, step):
-        assert at_round[r - step] - at_round[r] >= 1.0
-    monkeypatch.undo()
-    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
-    monkeypatch.setattr(highs._Master, "solve", recorded)
-    monkeypatch.setattr(host_lp, "_price", round_priced)
-    at_round.clear()
-    longest = host_lp.LONGEST_ROUNDS
-    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", 150)  # the value fell fast enough all the way to there
-    host_lp._generate(
-        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
-    )
-    assert len(at_round) == 151
-    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", longest)
-    at_round.clear()
-    monkeypatch.setattr(host_lp, "LONGEST_WORK", 130 * len(items))
-    host_lp._generate(
-        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
-    )
-    assert len(at_round) == 131
-    at_round.clear()
-    monkeypatch.setattr(host_lp, "LONGEST_WORK", 50 * len(items))  # never below LONGEST_FLOOR
-    host_lp._generate(
-        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
-    )
-    assert len(at_round) == host_lp.LONGEST_FLOOR + 1
-    monkeypatch.undo()
-    assert plan([fleet.capacity], fleet.services).instances == 391  # its GPUs spread evenly over the hosts
-    from ecs_gpu_sharing.core.planner import packing
-
-    monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)  # the LP's part alone: 393 ...
-    assert plan([fleet.capacity], fleet.services).instances == 393
-    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)  # ... and 396 without the greedy's passes over the other items
-    assert plan([fleet.capacity], fleet.services).instances == 396
-    monkeypatch.setattr(host_lp, "CLIMB", 0)
-    assert plan([fleet.capacity], fleet.services).instances == 398
-    monkeypatch.setattr(host_lp, "CLIMB", 2)
-    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", host_lp.MAX_ROUNDS)
-    assert plan([fleet.capacity], fleet.services).instances == 410
-
-
 def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
     """The greedy's weights are kept between rounds of one LP (patterns._fixed); an LP over other items, or over the
     same items on another host, must get its own, as if computed afresh."""
@@ -993,34 +863,6 @@ def test_the_greedys_fixed_weights_follow_the_lp_they_belong_to() -> None:
     assert same(patterns._fixed(items, other_host), items, other_host)  # the same items on another host
     assert same(patterns._fixed(other, other_host), other, other_host)  # other items on that host
     assert same(patterns._fixed(list(items), host), items, host)
-
-
-def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tuning seed 28 at 10,000 tasks (one L4 a host, 200 services, dozens of small tasks a host): the first search
-    passes its node limit and HiGHS's calls are spent long before column generation ends. Searches that only look go
-    on pricing, past MAX_ROUNDS too, each with the search over the promising items beside it: 2,558 instances; 2,568
-    where they stop at MAX_ROUNDS; 2,576 with the search over the promising items alone; 2,603 where column generation
-    stops at HiGHS's last call (the search for the bound pricing where every pricing finds nothing:
-    test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices). Each without polishing with HiGHS's MILP
-    (``host_lp.polish``), which takes them to 2,558, 2,566 over 2,481 and 2,570 over 2,401."""
-    from ecs_gpu_sharing.core.host_lp import polish
-
-    fleet = fleet_generator.generate(28, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2558
-    monkeypatch.setattr(polish, "POLISH_GAP", math.inf)
-    looking = host_lp._ExactPricing.looking
-    monkeypatch.setattr(host_lp._ExactPricing, "looking", property(lambda self: False))
-    assert plan([fleet.capacity], fleet.services).instances == 2568
-    monkeypatch.setattr(host_lp._ExactPricing, "looking", looking)
-    searched = host_lp._ExactPricing._searched
-
-    def proving_only(self: host_lp._ExactPricing, duals: list[float], caps: list[int]) -> object:
-        return searched(self, duals, caps) if self.proving else None
-
-    monkeypatch.setattr(host_lp._ExactPricing, "_searched", proving_only)
-    assert plan([fleet.capacity], fleet.services).instances == 2576
-    monkeypatch.setattr(host_lp, "PROMISING_WORK", 0)
-    assert plan([fleet.capacity], fleet.services).instances == 2603
 
 
 def test_the_split_search_lays_out_patterns_a_host_holds() -> None:
@@ -1465,24 +1307,6 @@ def test_on_one_gpu_hosts_the_exact_pricing_also_runs_where_the_greedys_pattern_
         asked.clear()
         host_lp._generate(host_lp._first_master(items, host), items, host, [it.demand for it in items], 3, 5)
         assert bool(asked) == expected, (fleet.label, greedy)
-
-
-def test_the_exact_pricing_where_the_greedy_is_weak_takes_a_one_gpu_fleet_near_its_lp(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Tuning seed 45 at 10,000 tasks (one L4 a host, 118 services each binding its own resource): the greedy finds a
-    pattern worth a host in almost every round, each worth little more, and column generation ends far above the LP's
-    optimum. With the exact pricing where the greedy is weak: 2,844 instances; 2,845 without. And with the searches'
-    budget (ONE_GPU_WORK) at the 50,000 nodes it had before the search galloped to its cut-off (``_first_cut``), 2,845:
-    there the searches' nodes ran out and HiGHS's MILP priced the rest, 0.2 s a call. (Before the search took the
-    pricing LP's prices: 2,853, 2,855 and 2,857.)"""
-    fleet = fleet_generator.generate(45, 10_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2844
-    monkeypatch.setattr(host_lp, "WEAK_GREEDY", 0.0)
-    assert plan([fleet.capacity], fleet.services).instances == 2845
-    monkeypatch.undo()
-    monkeypatch.setattr(host_lp, "ONE_GPU_WORK", 50_000)
-    assert plan([fleet.capacity], fleet.services).instances == 2845
 
 
 def test_a_pattern_cut_down_to_what_is_left_is_filled_from_the_rest() -> None:
