@@ -255,7 +255,7 @@ def test_a_warning_on_many_services_is_shown_for_three_and_the_rest_counted(
     counted = [line for line in out if "the same on" in line]
     unshown = services - 1 - shown
     assert counted == (
-        [f"warning [ecs-gpu-sharing:BudgetIsAGuess]: the same on {unshown} more services (`plan --json` lists each)"]
+        [f"warning [ecs-gpu-sharing:BudgetIsAGuess]: the same on {unshown} more services (the plan JSON lists each)"]
         if unshown
         else []
     )
@@ -283,5 +283,5 @@ def test_errors_are_never_folded() -> None:
     assert rows[:8] == [f"error [ecs-gpu-sharing:X]: service s{i}: too big" for i in range(8)]
     assert rows[8:] == [
         *(f"warning [ecs-gpu-sharing:Y]: service s{i}: a guess" for i in range(3)),
-        "warning [ecs-gpu-sharing:Y]: the same on 5 more services (`plan --json` lists each)",
+        "warning [ecs-gpu-sharing:Y]: the same on 5 more services (the plan JSON lists each)",
     ]

@@ -358,7 +358,7 @@ def finding_rows(findings: Sequence[Finding] | Sequence[pd.Finding]) -> list[str
             rows.append(finding_line(f.rule_id, str(f.level), f.about, f.subject, f.message, f.acknowledged))
         if shown[key] == SHOWN_OF_FOLDED:
             rest = many[key] - SHOWN_OF_FOLDED
-            rows.append(f"warning [{f.rule_id}]: the same on {rest} more {f.about}s (`plan --json` lists each)")
+            rows.append(f"warning [{f.rule_id}]: the same on {rest} more {f.about}s (the plan JSON lists each)")
     return rows
 
 
