@@ -22,15 +22,12 @@ from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem
 from ecs_gpu_sharing.core.planner.ffd import ffd_hosts, ffd_orders
 from ecs_gpu_sharing.core.planner.packing import _as_pattern
 
-from conftest import FIVE_LLMS, REPO
+from conftest import FIVE_LLMS, benchmarks_on_path
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-try:
+with benchmarks_on_path():
     import fleet_generator
     import small_fleets
     from host_lp import _price as exact_price  # the benchmark's own pricing MILP (HiGHS), written apart
-finally:
-    sys.path.pop(0)
 
 
 def _problem(cap: CapacityInput, services: list[ServiceInput]) -> tuple[list[host_lp.Item], host_lp.HostSpec]:

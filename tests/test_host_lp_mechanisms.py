@@ -5,20 +5,16 @@ which take a file each, share them with test_host_lp.py."""
 from __future__ import annotations
 
 import math
-import sys
 
 import pytest
 
 from ecs_gpu_sharing.core import host_lp
 from ecs_gpu_sharing.core.planner import lp_problem, plan
 
-from conftest import REPO
+from conftest import benchmarks_on_path
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-try:
+with benchmarks_on_path():
     import fleet_generator
-finally:
-    sys.path.pop(0)
 
 
 def test_with_the_pricing_lps_prices_the_search_takes_a_fleet_to_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
