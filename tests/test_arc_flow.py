@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -12,10 +11,10 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing.core import arc_flow
 from ecs_gpu_sharing.core.planner import plan
 
-from conftest import REPO
+from conftest import benchmarks_on_path
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import fleet_generator
+with benchmarks_on_path():
+    import fleet_generator
 
 
 def _fits(items: list[int], loads: list[int], capacity: int) -> bool:

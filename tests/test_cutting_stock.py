@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -12,10 +11,10 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing.core import cutting_stock
 from ecs_gpu_sharing.core.planner import plan
 
-from conftest import REPO, benchmarks_on_path
+from conftest import benchmarks_on_path
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import plan_benchmark
+with benchmarks_on_path():
+    import plan_benchmark
 
 
 def test_one_size_bounds_at_its_count_over_what_fits() -> None:
@@ -85,7 +84,8 @@ def test_a_fleet_whose_mps_clients_bind_with_its_memory_is_planned_at_its_bound(
     four L4s a host; by clients 118.2 hosts, by GPU memory 116.8. With the GPU stage's LP priced over memory alone its
     patterns broke the client limit, and the plan was 125 hosts over a bound of 119 (the host-level LP's column
     generation crawled for 5 s); priced over both, the staged plan is 119, its bound."""
-    import shaped_fleets
+    with benchmarks_on_path():
+        import shaped_fleets
 
     capacity, services, _ = shaped_fleets.fleet("clients", 1, 10_000)
     result = plan([capacity], services)
