@@ -37,12 +37,14 @@ rehearse: $(PY_STAMP) $(NODE_STAMP)
 	$(PY) scripts/rehearse.py $(REHEARSE)
 
 # docs/planning.md's tables: the planner against its bound and first-fit decreasing on generated fleets (held-out
-# seeds, 1,000 and 10,000 tasks), the planner's time on held-out fleets of 100,000 tasks and of about 1,000
+# seeds, 1,000 and 10,000 tasks), what the host-level LP adds to the plan's time at 10,000 tasks in 150 services or
+# fewer, the planner's time on held-out fleets of 100,000 tasks and of about 1,000
 # services, the whole plan command on held-out fleets of 100,000 tasks on each host of eight GPUs, the small fleets
 # against their exact optimum (HiGHS), the earlier fixed workloads at 100,000 tasks with the whole command's time,
 # and ECS's own placement replayed over the workloads.
 bench: $(PY_STAMP)
 	$(PY) benchmarks/generated_benchmark.py --sizes 1000,10000 --fleets 50
+	$(PY) benchmarks/generated_benchmark.py --lp-cost --sizes 10000 --fleets 100 --worst 5
 	$(PY) benchmarks/generated_benchmark.py --timing --sizes 100000,40000 --fleets 20 --worst 5
 	$(PY) benchmarks/generated_benchmark.py --command --sizes 100000 --fleets 20 --worst 5
 	$(PY) benchmarks/small_fleets.py

@@ -3,7 +3,7 @@
 
 Usage: python benchmarks/generated_benchmark.py [--sizes 1000,10000] [--fleets 50] [--seeds held-out|tuning]
                                                  [--lp-bound] [--lp-seconds 20] [--timing] [--command]
-                                                 [--copies K]
+                                                 [--copies K] [--lp-cost [--most-services 150]]
 
 For each size, plans ``--fleets`` fleets of the chosen seeds (tuning: 0-99, held out: 1000-1099; the planner's
 figures are reported on the held-out ones) and prints the median, 95th percentile and worst of planner / bound and
@@ -16,7 +16,10 @@ and the worst fleets. With ``--timing``, only the planner's time (no bound, no F
 the reference run too. A size of 40,000 tasks gives 400 to 2,000 services a fleet (1,000 services at the median).
 With ``--command``, the whole ``plan --json`` command's time instead, on each seed's fleet drawn on each host of eight
 GPUs and written as a fleet file (``_command``). With ``--copies K``, each service of each fleet is run as K alike
-services (``fleet_generator.copies``: one model a tenant), for the table of plans.
+services (``fleet_generator.copies``: one model a tenant), for the table of plans. With ``--lp-cost``, what the
+host-level LP adds to the plan's time (#32: at most 2 s at 10,000 tasks in 150 services): each fleet of at most
+``--most-services`` services planned without the LP (``host_lp=False``) and with it, one after the other, and the
+difference's median, 95th percentile and worst, the fleets over 2 s, and the hosts the LP saved (``_lp_cost``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ def main() -> None:
     parser.add_argument("--timing", action="store_true", help="the planner's time only (no bound, no FFD)")
     parser.add_argument("--command", action="store_true", help="the whole plan command's time on fleet files")
     parser.add_argument("--copies", type=int, default=1, help="each service run as this many alike services")
+    parser.add_argument("--lp-cost", action="store_true", help="the seconds the host-level LP adds to a plan")
+    parser.add_argument("--most-services", type=int, default=150, help="with --lp-cost: fleets of this many at most")
     args = parser.parse_args()
     seeds = list(HELD_OUT if args.seeds == "held-out" else TUNING)[: args.fleets]
     if args.only:
@@ -93,6 +98,9 @@ def main() -> None:
         return
     if args.command:
         _command(args.sizes, seeds, reference, args.worst)
+        return
+    if args.lp_cost:
+        _lp_cost(args.sizes, seeds, reference, args.worst, args.most_services)
         return
     print(
         "| tasks | fleets | planner/bound median | p95 | worst | FFD/bound median | p95 | worst | planner > FFD "
@@ -159,6 +167,47 @@ def _slowest(slowest: list[tuple[float, int, str]], worst: int) -> None:
     print("\nslowest fleets:")
     for seconds, size, label in sorted(slowest, reverse=True)[:worst]:
         print(f"- {size:,} tasks, {label}: {seconds:.2f} s")
+
+
+LP_BUDGET_SECONDS = 2.0  # #32: what the host-level LP may add to a plan at 10,000 tasks in 150 services
+
+
+def _lp_cost(sizes: str, seeds: list[int], reference: float, worst: int, most_services: int) -> None:
+    """Per size, over the seeds' fleets of at most ``most_services`` services: the plan's seconds with the host-level
+    LP less those without it (the same fleet, one plan after the other, in this process), as seconds and as ratios to
+    the reference run; the fleets where it adds more than LP_BUDGET_SECONDS; and the hosts it saves in all."""
+    print(
+        "| tasks | fleets | services | LP s median | p95 | worst | median / reference | worst / reference "
+        f"| over {LP_BUDGET_SECONDS:g} s | hosts without LP | with |"
+    )
+    print("| ---: " * 11 + "|")
+    slowest = []
+    for size in (int(s) for s in sizes.split(",")):
+        extra, counts, over = [], [], 0
+        without_hosts = with_hosts = 0
+        for seed in seeds:
+            fleet = generate(seed, size)
+            if len(fleet.services) > most_services:
+                continue
+            start = time.perf_counter()
+            without = plan([fleet.capacity], fleet.services, host_lp=False)
+            base = time.perf_counter() - start
+            result, seconds = _planned(fleet)
+            extra.append(seconds - base)
+            counts.append(len(fleet.services))
+            over += seconds - base > LP_BUDGET_SECONDS
+            without_hosts += without.instances
+            with_hosts += result.instances
+            slowest.append((seconds - base, size, fleet.label))
+        if not extra:
+            print(f"| {size:,} | 0 | no fleet of {most_services} services or fewer |")
+            continue
+        print(
+            f"| {size:,} | {len(extra)} | {_times_row(extra, counts, reference)} {over} | {without_hosts:,} "
+            f"| {with_hosts:,} |",
+            flush=True,
+        )
+    _slowest(slowest, worst)
 
 
 def _command(sizes: str, seeds: list[int], reference: float, worst: int) -> None:

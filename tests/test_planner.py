@@ -619,6 +619,27 @@ def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meet
         assert result.instances == best, (cap.instance_type, services)
 
 
+def test_the_lp_cost_benchmark_times_each_fleet_with_and_without_the_lp(capsys: pytest.CaptureFixture[str]) -> None:
+    """`generated_benchmark.py --lp-cost` measures #32's budget for the host-level LP (what it adds to a plan at 10,000
+    tasks in 150 services): over the seeds' fleets of at most ``--most-services`` services, the plan's seconds with
+    the LP less those without, and the hosts of both. Fewer hosts with the LP, never more; fleets over the services
+    are left out, and where none is left the row says so."""
+    with benchmarks_on_path():
+        import fleet_generator
+        import generated_benchmark
+    seeds = [0, 1, 2]
+    counts = [len(fleet_generator.generate(seed, 300).services) for seed in seeds]
+    generated_benchmark._lp_cost("300", seeds, 1.0, 2, max(counts) - 1)
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| 300 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert int(cells[1]) == sum(c < max(counts) for c in counts) > 0
+    assert cells[2] == f"{min(c for c in counts if c < max(counts))}-{max(c for c in counts if c < max(counts))}"
+    over, without, with_lp = (int(c.replace(",", "")) for c in cells[8:11])
+    assert 0 <= over <= int(cells[1]) and with_lp <= without
+    generated_benchmark._lp_cost("300", seeds, 1.0, 2, min(counts) - 1)
+    assert "| 300 | 0 | no fleet of" in capsys.readouterr().out
+
+
 def test_the_benchmarks_lp_bound_stops_at_its_time_in_all_with_farleys_bound() -> None:
     """`generated_benchmark.py --lp-seconds` is the benchmark LP's time of pricing a fleet in all: past it, column
     generation stops and Farley's bound stands (never above the converged one). Tuning seed 72 at 1,000 tasks (four
