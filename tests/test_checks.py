@@ -10,7 +10,7 @@ import pytest
 from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
-from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput
+from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
     OUTSIDE_PLAN_WARNING,
@@ -21,6 +21,7 @@ from ecs_gpu_sharing.core.rules import (
     NameClash,
     OutsideService,
     assess,
+    surge_factor,
 )
 from ecs_gpu_sharing.core.shape import TaskShape
 
@@ -134,9 +135,10 @@ def test_name_clashes_and_unreadable_shapes_are_errors_with_ids() -> None:
 # --- the surge's packing: the host-level LP only where a finding reads it ---------------------------------------
 
 
-def _lp_pair(monkeypatch: pytest.MonkeyPatch) -> tuple[CapacityInput, list[ServiceInput]]:
+def _lp_pair(monkeypatch: pytest.MonkeyPatch, b_percent: int = 150) -> tuple[CapacityInput, list[ServiceInput]]:
     """A fleet the host-level LP packs tighter than the other strategies (the small-fleet search off): steady 2 hosts
-    against 3; at the surge (a 12, b 8) 4 against 5, its lower bound 4."""
+    against 3; at the surge (a 12, b 6: b's maximum percent 150, so the surge is not the steady fleet repeated) 4
+    against 5, its lower bound 4. With ``b_percent`` 200 (a 12, b 8), the same figures."""
     from ecs_gpu_sharing.core.plan_inputs import service_input
     from ecs_gpu_sharing.core.planner import search
 
@@ -144,7 +146,11 @@ def _lp_pair(monkeypatch: pytest.MonkeyPatch) -> tuple[CapacityInput, list[Servi
     l40s = capacity_input("l40s", host_facts(["g6e.2xlarge"]))
     shapes = {"a": (6, TaskShape(2048, 11648, (2176, 2176))), "b": (4, TaskShape(512, 12800, (1024,)))}
     services = [
-        replace(service_input(name, "l40s", shape, n, count_source="desired count"), allocation=MEASURED)
+        replace(
+            service_input(name, "l40s", shape, n, count_source="desired count"),
+            allocation=MEASURED,
+            max_percent=200 if name == "a" else b_percent,
+        )
         for name, (n, shape) in shapes.items()
     ]
     return l40s, services
@@ -181,6 +187,71 @@ def test_the_surge_is_packed_with_the_host_level_lp_where_a_finding_reads_it(mon
     over = assess([l40s], services)
     assert over.surge.capacity("l40s").instance_count == 4
     assert [f for f in over.errors if f.rule_id == quotas.INSTANCES_PER_CLUSTER.rule_id]
+
+
+def test_the_surge_factor_is_a_maximum_percent_shared_by_every_service_over_100() -> None:
+    def on(*percents: int) -> list[ServiceInput]:
+        return [replace(svc(2, 4096, name=f"s{i}"), max_percent=p) for i, p in enumerate(percents)]
+
+    assert [surge_factor(on(*p)) for p in ((200, 200), (100,), (300, 300, 300))] == [2, 1, 3]
+    assert [surge_factor(on(*p)) for p in ((200, 150), (250,), (150, 150))] == [None, None, None]
+    assert surge_factor([*on(200), replace(svc(0, 4096, name="idle"), max_percent=150)]) == 2  # no tasks, no surge
+
+
+def _counts_held(result: CapacityPlan) -> dict[str, int]:
+    held: dict[str, int] = {}
+    for group in result.instances:
+        for gpu in group.gpus:
+            for name, n in gpu.tasks:
+                held[name] = held.get(name, 0) + n * group.count
+        for name, n in group.tasks_without_gpu:
+            held[name] = held.get(name, 0) + n * group.count
+    return held
+
+
+def test_a_surge_of_k_times_every_count_is_the_steady_plans_hosts_k_times_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where every service on a capacity surges by the same whole factor k (ECS's default maximum percent of 200: k =
+    2), k copies of each of the steady plan's hosts hold the surge. That is the LP's packing without a second LP: 4
+    instances where the other strategies need 5, the same figure whatever max_instances is given, or left to the plan.
+    The LP plans the surge only where that packing does not fit a given max_instances and is above the surge's bound:
+    then it decides the warning."""
+    from ecs_gpu_sharing.core import rules
+
+    surges: list[bool] = []
+    planned = rules.plan
+
+    def counted(*args: object, **kwargs: object) -> object:
+        if kwargs.get("surge"):
+            surges.append(bool(kwargs.get("host_lp", True)))
+        return planned(*args, **kwargs)
+
+    monkeypatch.setattr(rules, "plan", counted)
+    for percent, surge_hosts in ((200, 4), (300, 6)):
+        l40s, services = _lp_pair(monkeypatch, b_percent=percent)
+        services = [replace(s, max_percent=percent) for s in services]
+        for max_instances in (None, surge_hosts, 9):
+            surges.clear()
+            result = assess([replace(l40s, max_instances=max_instances)], services)
+            surge = result.surge.capacity("l40s")
+            assert surges == [False] and result.steady.capacity("l40s").instance_count == 2
+            assert surge.instance_count == surge_hosts and surge.instances_without_lp > surge_hosts
+            assert _counts_held(surge) == {s.name: s.surge_count() for s in services}
+            assert not [f for f in result.findings if f.rule_id == SURGE_WARNING]
+        surges.clear()  # a max_instances the repeated hosts do not fit: they are at the surge's bound, so no LP
+        short = assess([replace(l40s, max_instances=surge_hosts - 1)], services)
+        assert surges == [False] and short.surge.capacity("l40s").instance_count == surge_hosts
+        (warning,) = [f for f in short.findings if f.rule_id == SURGE_WARNING]
+        assert f"needs {surge_hosts} instances" in warning.message
+    # a 9 and b 8: the steady plan's 4 hosts twice over are 8, where the others need 9 and the LP packs the surge on
+    # its bound of 7. Given 9 or left to the plan, 8 without a second LP; given 7, the LP runs, and the surge fits.
+    l40s, services = _lp_pair(monkeypatch, b_percent=200)
+    services = [replace(s, tasks=n) for s, n in zip(services, (9, 8), strict=True)]
+    for max_instances, hosts, lp in ((9, 8, False), (None, 8, False), (7, 7, True)):
+        surges.clear()
+        result = assess([replace(l40s, max_instances=max_instances)], services)
+        assert result.steady.capacity("l40s").instance_count == 4
+        assert surges == [False, *([True] if lp else [])] and result.surge.capacity("l40s").instance_count == hosts
+        assert not [f for f in result.findings if f.rule_id == SURGE_WARNING]
 
 
 def test_a_derived_max_instances_is_held_to_the_cluster_quota_where_ecs_placement_sets_it(
@@ -224,7 +295,7 @@ def test_the_surge_is_not_planned_again_where_the_lp_would_not_run(monkeypatch: 
     assert assess([replace(l40s, max_instances=9)], services).surge.capacity("l40s").instance_count == 4
     assert surges == [False, True]  # without the LP, then with it
     surges.clear()
-    monkeypatch.setattr(packing, "HOST_LP_TASKS", 19)  # the surge is 20 tasks; the steady plan's 10 keep the LP
+    monkeypatch.setattr(packing, "HOST_LP_TASKS", 17)  # the surge is 18 tasks; the steady plan's 10 keep the LP
     assert assess([replace(l40s, max_instances=9)], services).surge.capacity("l40s").instance_count == 4
     assert surges == [False, True]  # two services: within HOST_LP_SERVICES, the surge's LP runs all the same
     surges.clear()

@@ -10,7 +10,7 @@ CLI prints them. Every finding carries its rule's id, errors included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .. import quotas
@@ -131,9 +131,9 @@ def assess(
     steady = plan(caps.values(), svcs)
     # The surge is planned without the bound: the answer says how many instances a deployment needs.
     free = [replace(c, max_instances=None) for c in caps.values()]
-    surge = plan(free, svcs, surge=True, host_lp=False)
+    surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True, host_lp=False))
     if _surge_read(caps, svcs, surge):
-        surge = plan(free, svcs, surge=True)
+        surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
     findings = []
     placement: dict[str, CapacityPlacement] = {}
     for cap in caps.values():
@@ -184,14 +184,46 @@ def assess(
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside), placement)
 
 
+def surge_factor(services: Iterable[ServiceInput]) -> int | None:
+    """The whole number every one of ``services`` (one capacity's) surges by: their maximum percent, where it is the
+    same for all and a multiple of 100 (ECS's default of 200 among them), over 100; None otherwise. A surge of k times
+    every count is held by the steady plan's hosts k times over."""
+    percents = {s.max_percent for s in services if s.tasks}
+    if len(percents) != 1:
+        return None
+    (percent,) = percents
+    return percent // 100 if percent >= 100 and percent % 100 == 0 else None
+
+
+def _steady_repeated(services: Sequence[ServiceInput], steady: Plan, surge: Plan) -> Plan:
+    """``surge`` with each capacity's packing replaced by the steady plan's hosts k times over, where its services
+    all surge by k (``surge_factor``), the steady plan holds all of them, and that is fewer instances. The steady
+    plan has the host-level LP's packing; k copies of each of its hosts hold k times each count, the surge. The
+    surge's bounds stay its own (k times a bound on the steady hosts bounds nothing about the surge's)."""
+    out = []
+    for packed in surge.capacities:
+        name = packed.capacity.name
+        k = surge_factor(s for s in services if s.capacity == name)
+        held = steady.capacity(name)
+        if k is None or not held.fits or not packed.fits or k * held.instance_count >= packed.instance_count:
+            out.append(packed)
+            continue
+        groups = [replace(g, count=g.count * k) for g in held.instances]
+        out.append(replace(packed, instances=groups, instances_needed=k * held.instance_count))
+    return replace(surge, capacities=out)
+
+
 def _surge_read(caps: Mapping[str, CapacityInput], services: Iterable[ServiceInput], surge: Plan) -> bool:
     """Whether a capacity's surge is read where the host-level LP might pack it tighter: a given max_instances (which
     ``SurgeDoesNotFit`` compares it with, so the figure is the same whatever max_instances is given), or a derived one
-    past ECS's instances per cluster. Where max_instances is left to the plan, it is what ECS's own placement needs,
-    which is never below the surge's packing, so the LP, the planner's costliest strategy, would only double a plan's
-    time at 10,000 tasks (docs/planning.md). Not where the LP would not run (``packing.host_lp_runs``): a plan at its
-    bound, or a capacity's surge past the LP's tasks and services within HOST_LP_GAP of its bound (the few partitions
-    within them there, isolation groups kept apart, go without it too)."""
+    past ECS's instances per cluster. Where its services all surge by a whole factor (``surge_factor``), the packing
+    in hand is at most the steady plan's LP packing repeated (``_steady_repeated``), and a given max_instances reads
+    it only where it does not fit: the LP then decides whether the surge does. Where max_instances is left to the
+    plan, it is what ECS's own placement needs, which is never below the surge's packing, so the LP, the planner's
+    costliest strategy, would only double a plan's time at 10,000 tasks (docs/planning.md). Not where the LP would
+    not run (``packing.host_lp_runs``): a plan at its bound, or a capacity's surge past the LP's tasks and services
+    within HOST_LP_GAP of its bound (the few partitions within them there, isolation groups kept apart, go without it
+    too)."""
     limit = quotas.INSTANCES_PER_CLUSTER.number
     for name, cap in caps.items():
         packed = surge.capacity(name)
@@ -199,7 +231,8 @@ def _surge_read(caps: Mapping[str, CapacityInput], services: Iterable[ServiceInp
         tasks, kinds = sum(counts), sum(1 for n in counts if n)
         if not packing.host_lp_runs(tasks, kinds, packed.instance_count, packed.instance_lower_bound):
             continue  # the LP does not run: planning again would give the same plan
-        if cap.max_instances is not None:
+        repeated = surge_factor(s for s in services if s.capacity == name) is not None
+        if cap.max_instances is not None and (not repeated or packed.instance_count > cap.max_instances):
             return True
         if cap.kind != MANAGED_INSTANCES and packed.instance_count > limit:
             return True
@@ -272,6 +305,7 @@ __all__ = [
     "roll_takes_host_out",
     "service_outside_plan",
     "surge_does_not_fit",
+    "surge_factor",
     "task_alone_findings",
     "task_shape_not_literal",
     "tasks_over_quota",
