@@ -213,8 +213,8 @@ def test_a_surge_of_k_times_every_count_is_the_steady_plans_hosts_k_times_over(m
     """Where every service on a capacity surges by the same whole factor k (ECS's default maximum percent of 200: k =
     2), k copies of each of the steady plan's hosts hold the surge. That is the LP's packing without a second LP: 4
     instances where the other strategies need 5, the same figure whatever max_instances is given, or left to the plan.
-    The LP plans the surge only where that packing does not fit a given max_instances and is above the surge's bound:
-    then it decides the warning."""
+    Given a max_instances, the LP plans the surge where that packing is above the surge's bound and does not fit it
+    (then the LP decides the warning), or is more than HOST_LP_GAP above the bound."""
     from ecs_gpu_sharing.core import rules
 
     surges: list[bool] = []
@@ -243,14 +243,25 @@ def test_a_surge_of_k_times_every_count_is_the_steady_plans_hosts_k_times_over(m
         (warning,) = [f for f in short.findings if f.rule_id == SURGE_WARNING]
         assert f"needs {surge_hosts} instances" in warning.message
     # a 9 and b 8: the steady plan's 4 hosts twice over are 8, where the others need 9 and the LP packs the surge on
-    # its bound of 7. Given 9 or left to the plan, 8 without a second LP; given 7, the LP runs, and the surge fits.
+    # its bound of 7. Left to the plan, 8 without a second LP. Given, 8 is more than HOST_LP_GAP above the bound of
+    # 7: the LP packs the surge (7), for 9 as for 7; within a gap of 8/7 it does only where 8 does not fit (7).
+    from ecs_gpu_sharing.core.planner import packing
+
     l40s, services = _lp_pair(monkeypatch, b_percent=200)
     services = [replace(s, tasks=n) for s, n in zip(services, (9, 8), strict=True)]
-    for max_instances, hosts, lp in ((9, 8, False), (None, 8, False), (7, 7, True)):
+    for gap, max_instances, hosts, lp in (
+        (packing.HOST_LP_GAP, None, 8, False),
+        (packing.HOST_LP_GAP, 9, 7, True),
+        (packing.HOST_LP_GAP, 7, 7, True),
+        (8 / 7, 9, 8, False),
+        (8 / 7, 7, 7, True),
+    ):
+        monkeypatch.setattr(packing, "HOST_LP_GAP", gap)
         surges.clear()
         result = assess([replace(l40s, max_instances=max_instances)], services)
         assert result.steady.capacity("l40s").instance_count == 4
         assert surges == [False, *([True] if lp else [])] and result.surge.capacity("l40s").instance_count == hosts
+        assert result.surge.capacity("l40s").instance_lower_bound == 7
         assert not [f for f in result.findings if f.rule_id == SURGE_WARNING]
 
 

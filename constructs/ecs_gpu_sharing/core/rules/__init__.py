@@ -217,8 +217,10 @@ def _surge_read(caps: Mapping[str, CapacityInput], services: Iterable[ServiceInp
     """Whether a capacity's surge is read where the host-level LP might pack it tighter: a given max_instances (which
     ``SurgeDoesNotFit`` compares it with, so the figure is the same whatever max_instances is given), or a derived one
     past ECS's instances per cluster. Where its services all surge by a whole factor (``surge_factor``), the packing
-    in hand is at most the steady plan's LP packing repeated (``_steady_repeated``), and a given max_instances reads
-    it only where it does not fit: the LP then decides whether the surge does. Where max_instances is left to the
+    in hand is at most the steady plan's LP packing repeated (``_steady_repeated``); a given max_instances reads it
+    only where it does not fit (the LP then decides whether the surge does) or is more than HOST_LP_GAP above the
+    surge's bound (a small fleet's steady hosts, repeated, can be a host or two more than the LP packs: 8 where it
+    packs 7; a large fleet's within 0.1%). Where max_instances is left to the
     plan, it is what ECS's own placement needs, which is never below the surge's packing, so the LP, the planner's
     costliest strategy, would only double a plan's time at 10,000 tasks (docs/planning.md). Not where the LP would
     not run (``packing.host_lp_runs``): a plan at its bound, or a capacity's surge past the LP's tasks and services
@@ -232,7 +234,8 @@ def _surge_read(caps: Mapping[str, CapacityInput], services: Iterable[ServiceInp
         if not packing.host_lp_runs(tasks, kinds, packed.instance_count, packed.instance_lower_bound):
             continue  # the LP does not run: planning again would give the same plan
         repeated = surge_factor(s for s in services if s.capacity == name) is not None
-        if cap.max_instances is not None and (not repeated or packed.instance_count > cap.max_instances):
+        close = packed.instance_count <= packing.HOST_LP_GAP * packed.instance_lower_bound
+        if cap.max_instances is not None and (not repeated or not close or packed.instance_count > cap.max_instances):
             return True
         if cap.kind != MANAGED_INSTANCES and packed.instance_count > limit:
             return True
