@@ -205,3 +205,18 @@ def test_a_mistyped_key_gets_a_did_you_mean(tmp_path: Path) -> None:
     with pytest.raises(FleetSpecError) as error:
         _load(tmp_path, BASE + "colour = 1\n")
     assert "did you mean" not in str(error.value)  # nothing close: no guess
+
+
+def test_a_misnamed_required_key_is_guessed_from_the_keys_missing_beside_it(tmp_path: Path) -> None:
+    """gpu_memory_mib for gpu_budget_mib: memory_mib is the closer name, but it is there, and gpu_budget_mib, a key of
+    the same type, is missing from the same table: that is the guess, and it says so."""
+    misnamed = BASE.replace("gpu_budget_mib = 2048", "gpu_memory_mib = 2048")
+    with pytest.raises(FleetSpecError) as error:
+        _load(tmp_path, misnamed)
+    assert "unknown key service.emb.gpu_memory_mib; did you mean gpu_budget_mib (missing here)?" in str(error.value)
+    with pytest.raises(FleetSpecError) as error:  # a text is no budget: the closest name, as for any key
+        _load(tmp_path, BASE.replace("gpu_budget_mib = 2048", 'gpu_memory_mib = "2048"'))
+    assert "gpu_memory_mib; did you mean memory_mib?" in str(error.value)
+    with pytest.raises(FleetSpecError) as error:  # nothing close to the missing key: no guess
+        _load(tmp_path, BASE.replace("gpu_budget_mib = 2048", "colour = 2048"))
+    assert "did you mean" not in str(error.value)

@@ -59,6 +59,30 @@ class _Problems:
             raise FleetSpecError("\n".join(lines))
 
 
+MISSING_CUTOFF = 0.6  # how alike an unknown key's name must be to a required key missing beside it to be guessed
+CLOSE_CUTOFF = 0.75  # ... and to any other key of the table
+
+
+def _guess(name: str, table: Mapping[str, Any], keys: tuple[Key, ...]) -> str:
+    """The "did you mean" of an unknown key: a required key missing from the same table, its value of that key's type,
+    where the names are alike (gpu_memory_mib for gpu_budget_mib: memory_mib is closer, but it is there); otherwise
+    the closest name of the table's keys; nothing where none is close."""
+    value = table[name]
+    missing = [
+        k.name
+        for k in keys
+        if k.required
+        and k.name not in table
+        and isinstance(value, k.value_type)
+        and not (isinstance(value, bool) and k.value_type is not bool)
+    ]
+    found = difflib.get_close_matches(str(name), missing, n=1, cutoff=MISSING_CUTOFF)
+    if found:
+        return f"did you mean {found[0]} (missing here)? "
+    close = difflib.get_close_matches(str(name), [k.name for k in keys], n=1, cutoff=CLOSE_CUTOFF)
+    return f"did you mean {close[0]}? " if close else ""
+
+
 def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys: tuple[Key, ...]) -> dict[str, Any]:
     """The table's well-typed, in-range values; every problem is added to ``problems``."""
     known = {k.name: k for k in keys}
@@ -66,9 +90,9 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
     for name in table:
         if name not in known:
             shown = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else repr(name)
-            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.75)
-            hint = f"did you mean {close[0]}? " if close else ""
-            problems.add(f"unknown key {where}{shown}; {hint}the keys here are: {', '.join(known)}")
+            problems.add(
+                f"unknown key {where}{shown}; {_guess(name, table, keys)}the keys here are: {', '.join(known)}"
+            )
     for key in keys:
         if key.name not in table:
             if key.required:
