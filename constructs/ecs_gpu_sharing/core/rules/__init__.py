@@ -220,12 +220,11 @@ def _surge_read(caps: Mapping[str, CapacityInput], services: Iterable[ServiceInp
     in hand is at most the steady plan's LP packing repeated (``_steady_repeated``); a given max_instances reads it
     only where it does not fit (the LP then decides whether the surge does) or is more than HOST_LP_GAP above the
     surge's bound (a small fleet's steady hosts, repeated, can be a host or two more than the LP packs: 8 where it
-    packs 7; a large fleet's within 0.1%). Where max_instances is left to the
-    plan, it is what ECS's own placement needs, which is never below the surge's packing, so the LP, the planner's
-    costliest strategy, would only double a plan's time at 10,000 tasks (docs/planning.md). Not where the LP would
-    not run (``packing.host_lp_runs``): a plan at its bound, or a capacity's surge past the LP's tasks and services
-    within HOST_LP_GAP of its bound (the few partitions within them there, isolation groups kept apart, go without it
-    too)."""
+    packs 7; a large fleet's within 0.1%). Where max_instances is left to the plan, it is what ECS's own placement
+    needs, which is never below the surge's packing, so the LP, the planner's costliest strategy, would only double a
+    plan's time at 10,000 tasks (docs/planning.md). Not where the LP would not run (``packing.host_lp_runs``): a plan
+    at its bound, or a capacity's surge past the LP's tasks and services within HOST_LP_GAP of its bound (the few
+    partitions within them there, isolation groups kept apart, go without it too)."""
     limit = quotas.INSTANCES_PER_CLUSTER.number
     for name, cap in caps.items():
         packed = surge.capacity(name)
