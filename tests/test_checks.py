@@ -189,6 +189,22 @@ def test_the_surge_is_packed_with_the_host_level_lp_where_a_finding_reads_it(mon
     assert [f for f in over.errors if f.rule_id == quotas.INSTANCES_PER_CLUSTER.rule_id]
 
 
+def _surge_plans(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Filled as ``assess`` plans each surge: whether that plan had the host-level LP."""
+    from ecs_gpu_sharing.core import rules
+
+    surges: list[bool] = []
+    planned = rules.plan
+
+    def counted(*args: object, **kwargs: object) -> object:
+        if kwargs.get("surge"):
+            surges.append(bool(kwargs.get("host_lp", True)))
+        return planned(*args, **kwargs)
+
+    monkeypatch.setattr(rules, "plan", counted)
+    return surges
+
+
 def test_the_surge_factor_is_a_maximum_percent_shared_by_every_service_over_100() -> None:
     def on(*percents: int) -> list[ServiceInput]:
         return [replace(svc(2, 4096, name=f"s{i}"), max_percent=p) for i, p in enumerate(percents)]
@@ -215,17 +231,7 @@ def test_a_surge_of_k_times_every_count_is_the_steady_plans_hosts_k_times_over(m
     instances where the other strategies need 5, the same figure whatever max_instances is given, or left to the plan.
     Given a max_instances, the LP plans the surge where that packing is above the surge's bound and does not fit it
     (then the LP decides the warning), or is more than HOST_LP_GAP above the bound."""
-    from ecs_gpu_sharing.core import rules
-
-    surges: list[bool] = []
-    planned = rules.plan
-
-    def counted(*args: object, **kwargs: object) -> object:
-        if kwargs.get("surge"):
-            surges.append(bool(kwargs.get("host_lp", True)))
-        return planned(*args, **kwargs)
-
-    monkeypatch.setattr(rules, "plan", counted)
+    surges = _surge_plans(monkeypatch)
     for percent, surge_hosts in ((200, 4), (300, 6)):
         l40s, services = _lp_pair(monkeypatch, b_percent=percent)
         services = [replace(s, max_percent=percent) for s in services]
@@ -290,19 +296,10 @@ def test_the_surge_is_not_planned_again_where_the_lp_would_not_run(monkeypatch: 
     (HOST_LP_SERVICES) the LP does not run where the surge is within HOST_LP_GAP of its bound: a second plan would be
     the same, and at 100,000 tasks it cost a tenth of the command's time. Past the tasks but within the services it
     runs, and past both where the surge is further above its bound."""
-    from ecs_gpu_sharing.core import rules
     from ecs_gpu_sharing.core.planner import packing
 
     l40s, services = _lp_pair(monkeypatch)
-    surges: list[bool] = []
-    planned = rules.plan
-
-    def counted(*args: object, **kwargs: object) -> object:
-        if kwargs.get("surge"):
-            surges.append(bool(kwargs.get("host_lp", True)))
-        return planned(*args, **kwargs)
-
-    monkeypatch.setattr(rules, "plan", counted)
+    surges = _surge_plans(monkeypatch)
     assert assess([replace(l40s, max_instances=9)], services).surge.capacity("l40s").instance_count == 4
     assert surges == [False, True]  # without the LP, then with it
     surges.clear()
