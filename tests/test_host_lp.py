@@ -175,6 +175,26 @@ def test_a_builder_places_each_mps_task_by_best_fit(adds: list[tuple[int, int, i
     assert fast.top == max(fast.room)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.floats(-2.0, 2.0, allow_nan=False) | st.sampled_from([0.0, -0.0, 1e-9])),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_a_patterns_worth_over_the_items_it_holds_is_the_sum_over_every_item(terms: list[tuple[int, float]]) -> None:
+    """``_worth`` sums only the items a pattern holds; the column generation's choices compare worths, so it must be
+    the sum over every item to the bit (the zeros it skips change no partial sum), negative and zero duals included."""
+    from ecs_gpu_sharing.core.host_lp.patterns import _worth
+
+    counts = tuple(k for k, _ in terms)
+    duals = [d for _, d in terms]
+    pattern = host_lp.Pattern(counts, (), ())
+    assert _worth(duals, pattern) == sum(d * k for d, k in zip(duals, counts, strict=True))
+    assert pattern.held == tuple((i, k) for i, k in enumerate(counts) if k)
+
+
 def _holds(pattern: host_lp.Pattern, items: list[host_lp.Item], host: host_lp.HostSpec) -> bool:
     """Whether one host holds ``pattern``: GPU memory and clients per GPU, one isolation group per GPU, CPU, memory,
     network interfaces."""

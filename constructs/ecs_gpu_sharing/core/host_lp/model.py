@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..mps import MAX_CLIENTS_PER_GPU
 
@@ -86,6 +87,12 @@ class Pattern:
     counts: tuple[int, ...]  # tasks of each item
     gpus: tuple[tuple[tuple[tuple[int, int], ...], bool], ...]  # per GPU in use: ((item, tasks), ...), whole
     no_gpu: tuple[tuple[int, int], ...]  # (item, tasks) without a GPU
+
+    @cached_property
+    def held(self) -> tuple[tuple[int, int], ...]:
+        """(item, tasks) of each item the pattern holds, in the items' order: a host holds a few of a fleet's
+        services, and a pattern's worth is summed over these alone (``patterns._worth``)."""
+        return tuple((i, k) for i, k in enumerate(self.counts) if k)
 
 
 @dataclass

@@ -164,7 +164,7 @@ def _bounds(
     """The search's bound (the module's docstring) on what the items from ``j`` of its order on can add within ``rem``:
     ``d``, ``a`` and ``most`` are their duals, uses and caps in that order, ``items`` all the LP's items."""
     n = len(order)
-    rated, fewest = _suffix_bounds(d, a)
+    limits = _suffix_bounds(d, a)
     capped = [0.0] * (n + 1)  # per suffix: every task its caps allow, at its dual
     for j in range(n - 1, -1, -1):
         capped[j] = capped[j + 1] + most[j] * d[j]
@@ -192,31 +192,32 @@ def _bounds(
 
     at_item: list[tuple[tuple[float, ...], list[float]] | None] = [None] * (n + 1)  # prices(priced_at[j]), by j
 
-    def bound(rem: tuple[int, ...], j: int) -> float:  # a million calls a search on some fleets: read once a call
+    def bound(rem: tuple[int, ...], j: int) -> float:
+        """A million calls a search on some fleets: each resource read once, the prices' bound last (a search
+        without ``prices_for`` stops before it)."""
         b = capped[j]
-        for r, q in rated[j]:
-            x = rem[r] * q
-            if x < b:
-                b = x
         t = _INF
-        for r, q in fewest[j]:
-            x = rem[r] // q
-            if x < t:
-                t = x
-        if prices_for is not None:
-            known = at_item[j]
-            if known is None:
-                known = at_item[j] = prices(priced_at[j])
-            lam, over = known
-            x = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
-            x *= 1 + 1e-12  # a sum's rounding never cuts the best
-            if x < b:
-                b = x
+        for r, q, least in limits[j]:
+            x = rem[r]
+            y = x * q
+            if y < b:
+                b = y
+            y = x // least
+            if y < t:
+                t = y
         if t < _INF:
-            x = t * d[j]
-            if x < b:
-                b = x
-        return b
+            y = t * d[j]
+            if y < b:
+                b = y
+        known = at_item[j]
+        if known is None:
+            if prices_for is None:
+                return b
+            known = at_item[j] = prices(priced_at[j])
+        lam, over = known
+        y = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
+        y *= 1 + 1e-12  # a sum's rounding never cuts the best
+        return y if y < b else b
 
     return bound
 
@@ -244,15 +245,13 @@ def _first_cut(passes: Callable[[int], bool], low: int, high: int) -> int:
     return high
 
 
-def _suffix_bounds(
-    d: Sequence[float], a: Sequence[tuple[int, ...]]
-) -> tuple[list[tuple[tuple[int, float], ...]], list[tuple[tuple[int, int], ...]]]:
-    """For each suffix of the order: per resource every item of it uses, the best worth per unit, and the least use."""
+def _suffix_bounds(d: Sequence[float], a: Sequence[tuple[int, ...]]) -> list[tuple[tuple[int, float, int], ...]]:
+    """For each suffix of the order, each resource every item of it uses: (the resource, the best worth per unit any
+    of them gets from it, the least use of it)."""
     n = len(d)
     ratio = [_INF] * 5
     least = [0] * 5
-    rated: list[tuple[tuple[int, float], ...]] = [()] * (n + 1)
-    fewest: list[tuple[tuple[int, int], ...]] = [()] * (n + 1)
+    limits: list[tuple[tuple[int, float, int], ...]] = [()] * (n + 1)
     uses_all = [True] * 5  # a resource some later item does not use bounds nothing at a rate
     for j in range(n - 1, -1, -1):
         for r in range(5):
@@ -262,9 +261,8 @@ def _suffix_bounds(
                 least[r] = u if not least[r] else min(least[r], u)
             else:
                 uses_all[r] = False
-        rated[j] = tuple((r, ratio[r]) for r in range(5) if uses_all[r])
-        fewest[j] = tuple((r, least[r]) for r in range(5) if uses_all[r])
-    return rated, fewest
+        limits[j] = tuple((r, ratio[r], least[r]) for r in range(5) if uses_all[r])
+    return limits
 
 
 def split_search(

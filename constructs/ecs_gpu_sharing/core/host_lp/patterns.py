@@ -236,8 +236,9 @@ def _topped(items: Sequence[Item], host: HostSpec, p: Pattern, left: Sequence[in
 
 
 def _worth(duals: Sequence[float], p: Pattern) -> float:
-    """What a pattern is worth at ``duals``: its tasks' dual prices summed (a host is worth 1)."""
-    return sum(d * a for d, a in zip(duals, p.counts, strict=True))
+    """What a pattern is worth at ``duals``: its tasks' dual prices summed (a host is worth 1). Over the items it holds:
+    the terms of the others are zeros, which change no partial sum, so this is the sum over every item, to the bit."""
+    return sum(duals[i] * k for i, k in p.held)
 
 
 def _climbed(
