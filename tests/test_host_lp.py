@@ -1976,3 +1976,26 @@ def test_a_held_out_fleet_whose_pooled_pricing_stopped_short_is_planned_near_its
     fleet = fleet_generator.generate(11032, 1000)
     result = plan([fleet.capacity], fleet.services)
     assert result.instance_lower_bound == 188 and result.instances <= 189
+
+
+def test_a_pricing_milp_runs_no_sub_mips_and_a_search_for_the_bound_does() -> None:
+    """HiGHS's RINS and RENS solve sub-MIPs at the root: two thirds of a pricing MILP's time where the one-GPU search
+    had passed its node limit, for no plan or bound on the held-out fleets measured. A pricing (EXACT_NODES) runs
+    without them; the longer searches for a bound (FINAL_SEARCH times as many nodes: the last pricing, the polish)
+    keep them. Both solve to the same best pattern on a small problem."""
+    from ecs_gpu_sharing.core.host_lp.model import EXACT_NODES, FINAL_SEARCH
+
+    fleet = fleet_generator.generate(1000, 10000)
+    items, host = _problem(fleet.capacity, fleet.services[:12])
+    caps = [min(it.demand, host_lp.per_host(it, host)) for it in items]
+    duals = [1.5 / host_lp.per_host(it, host) for it in items]
+    exact = host_lp.highs._Exact(items, host)
+    pricing, pricing_bound = exact.solve(duals, caps)
+    assert not exact.h.getOptionValue("mip_heuristic_run_rins")[1]
+    assert not exact.h.getOptionValue("mip_heuristic_run_rens")[1]
+    searched, searched_bound = exact.solve(duals, caps, EXACT_NODES * FINAL_SEARCH)
+    assert exact.h.getOptionValue("mip_heuristic_run_rins")[1]
+    assert exact.h.getOptionValue("mip_heuristic_run_rens")[1]
+    assert pricing is not None and searched is not None
+    assert pricing.counts == searched.counts
+    assert pricing_bound == pytest.approx(searched_bound, rel=1e-3)
