@@ -19,7 +19,8 @@ GPUs and written as a fleet file (``_command``). With ``--copies K``, each servi
 services (``fleet_generator.copies``: one model a tenant), for the table of plans. With ``--lp-cost``, what the
 host-level LP adds to the plan's time (#32: at most 2 s at 10,000 tasks in 150 services): each fleet of at most
 ``--most-services`` services planned without the LP (``host_lp=False``) and with it, one after the other, and the
-difference's median, 95th percentile and worst, the fleets over 2 s, and the hosts the LP saved (``_lp_cost``).
+difference's median, 95th percentile and worst (in seconds, and over the run's reference and over a reference run
+just before each fleet), the fleets over 2 s, and the hosts the LP saved (``_lp_cost``).
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, copies, fleet_file, 
 from ecs_gpu_sharing.core.planner import Plan, plan
 
 
-def reference_seconds() -> float:
-    """Fixed pure-Python work (sorting a million pseudo-random integers, best of three): timings divided by it can be
+def reference_seconds(runs: int = 3) -> float:
+    """Fixed pure-Python work (sorting a million pseudo-random integers, best of ``runs``): timings divided by it can be
     compared across machines and runs."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(runs):
         values = [(i * 2_654_435_761) % 1_000_003 for i in range(1_000_000)]
         start = time.perf_counter()
         values.sort()
@@ -175,35 +176,41 @@ LP_BUDGET_SECONDS = 2.0  # #32: what the host-level LP may add to a plan at 10,0
 def _lp_cost(sizes: str, seeds: list[int], reference: float, worst: int, most_services: int) -> None:
     """Per size, over the seeds' fleets of at most ``most_services`` services: the plan's seconds with the host-level
     LP less those without it (the same fleet, one plan after the other, in this process), as seconds and as ratios to
-    the reference run; the fleets where it adds more than LP_BUDGET_SECONDS; and the hosts it saves in all."""
+    the reference run; the same ratios to a reference run just before each fleet (best of two: this machine's speed
+    moves by half within minutes, and a fleet's own reference follows it); the fleets where it adds more than
+    LP_BUDGET_SECONDS; and the hosts it saves in all."""
     print(
         "| tasks | fleets | services | LP s median | p95 | worst | median / reference | worst / reference "
+        "| own reference: median | p95 | worst "
         f"| over {LP_BUDGET_SECONDS:g} s | hosts without LP | with |"
     )
-    print("| ---: " * 11 + "|")
+    print("| ---: " * 14 + "|")
     slowest = []
     for size in (int(s) for s in sizes.split(",")):
-        extra, counts, over = [], [], 0
+        extra, counts, over, units = [], [], 0, []
         without_hosts = with_hosts = 0
         for seed in seeds:
             fleet = generate(seed, size)
             if len(fleet.services) > most_services:
                 continue
+            own = reference_seconds(runs=2)
             start = time.perf_counter()
             without = plan([fleet.capacity], fleet.services, host_lp=False)
             base = time.perf_counter() - start
             result, seconds = _planned(fleet)
             extra.append(seconds - base)
+            units.append((seconds - base) / own)
             counts.append(len(fleet.services))
             over += seconds - base > LP_BUDGET_SECONDS
             without_hosts += without.instances
             with_hosts += result.instances
-            slowest.append((seconds - base, size, fleet.label))
+            slowest.append((seconds - base, size, f"{fleet.label} ({units[-1]:.1f} times its reference)"))
         if not extra:
             print(f"| {size:,} | 0 | no fleet of {most_services} services or fewer |")
             continue
         print(
-            f"| {size:,} | {len(extra)} | {_times_row(extra, counts, reference)} {over} | {without_hosts:,} "
+            f"| {size:,} | {len(extra)} | {_times_row(extra, counts, reference)} {statistics.median(units):.1f} "
+            f"| {_quantile(units, 0.95):.1f} | {max(units):.1f} | {over} | {without_hosts:,} "
             f"| {with_hosts:,} |",
             flush=True,
         )

@@ -619,14 +619,19 @@ def test_the_host_level_lp_bound_is_below_the_exact_optimum_and_the_planner_meet
         assert result.instances == best, (cap.instance_type, services)
 
 
-def test_the_lp_cost_benchmark_times_each_fleet_with_and_without_the_lp(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_lp_cost_benchmark_times_each_fleet_with_and_without_the_lp(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`generated_benchmark.py --lp-cost` measures #32's budget for the host-level LP (what it adds to a plan at 10,000
     tasks in 150 services): over the seeds' fleets of at most ``--most-services`` services, the plan's seconds with
-    the LP less those without, and the hosts of both. Fewer hosts with the LP, never more; fleets over the services
-    are left out, and where none is left the row says so."""
+    the LP less those without, as ratios to the run's reference and to a reference run just before each fleet, and
+    the hosts of both. Fewer hosts with the LP, never more; fleets over the services are left out, and where none is
+    left the row says so."""
     with benchmarks_on_path():
         import fleet_generator
         import generated_benchmark
+    own = []
+    monkeypatch.setattr(generated_benchmark, "reference_seconds", lambda runs=3: own.append(runs) or 0.5)
     seeds = [0, 1, 2]
     counts = [len(fleet_generator.generate(seed, 300).services) for seed in seeds]
     generated_benchmark._lp_cost("300", seeds, 1.0, 2, max(counts) - 1)
@@ -634,7 +639,10 @@ def test_the_lp_cost_benchmark_times_each_fleet_with_and_without_the_lp(capsys: 
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert int(cells[1]) == sum(c < max(counts) for c in counts) > 0
     assert cells[2] == f"{min(c for c in counts if c < max(counts))}-{max(c for c in counts if c < max(counts))}"
-    over, without, with_lp = (int(c.replace(",", "")) for c in cells[8:11])
+    assert own == [2] * int(cells[1])  # one reference run a fleet, best of two
+    median, p95, worst = (float(c) for c in cells[8:11])
+    assert median <= p95 <= worst == pytest.approx(float(cells[5]) / 0.5, abs=0.1)
+    over, without, with_lp = (int(c.replace(",", "")) for c in cells[11:14])
     assert 0 <= over <= int(cells[1]) and with_lp <= without
     generated_benchmark._lp_cost("300", seeds, 1.0, 2, min(counts) - 1)
     assert "| 300 | 0 | no fleet of" in capsys.readouterr().out
