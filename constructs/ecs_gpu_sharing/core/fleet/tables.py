@@ -59,6 +59,16 @@ class _Problems:
             raise FleetSpecError("\n".join(lines))
 
 
+def _of_type(value: Any, key: Key) -> bool:
+    """Whether ``value`` is of ``key``'s type as a fleet file means it: TOML's booleans are not numbers, and a date is
+    not a date and time."""
+    return (
+        isinstance(value, key.value_type)
+        and not (isinstance(value, bool) and key.value_type is not bool)
+        and not (key.value_type is datetime.date and isinstance(value, datetime.datetime))
+    )
+
+
 MISSING_CUTOFF = 0.6  # how alike an unknown key's name must be to a required key missing beside it to be guessed
 CLOSE_CUTOFF = 0.75  # ... and to any other key of the table
 
@@ -68,14 +78,7 @@ def _guess(name: str, table: Mapping[str, Any], keys: tuple[Key, ...]) -> str:
     where the names are alike (gpu_memory_mib for gpu_budget_mib: memory_mib is closer, but it is there); otherwise
     the closest name of the table's keys; nothing where none is close."""
     value = table[name]
-    missing = [
-        k.name
-        for k in keys
-        if k.required
-        and k.name not in table
-        and isinstance(value, k.value_type)
-        and not (isinstance(value, bool) and k.value_type is not bool)
-    ]
+    missing = [k.name for k in keys if k.required and k.name not in table and _of_type(value, k)]
     found = difflib.get_close_matches(str(name), missing, n=1, cutoff=MISSING_CUTOFF)
     if found:
         return f"did you mean {found[0]} (missing here)? "
@@ -99,11 +102,7 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
                 problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.value_type]}): {key.doc}")
             continue
         value: Any = table[key.name]
-        if (
-            (isinstance(value, bool) and key.value_type is not bool)
-            or not isinstance(value, key.value_type)
-            or (key.value_type is datetime.date and isinstance(value, datetime.datetime))
-        ):
+        if not _of_type(value, key):
             problems.add(
                 f"{where}{key.name} must be {_TYPE_NAMES[key.value_type]}, got {value!r} ({type(value).__name__})"
             )
