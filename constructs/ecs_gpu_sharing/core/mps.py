@@ -3,7 +3,9 @@
 Facts (ECS API reference, ``ResourceRequirement.sharingStrategy.nvidiaMps``): a container declares the GPU
 memory it may pin (MiB, an integer >= 1) and an optional compute cap (percent, 1..100). The cap is a ceiling,
 not a reservation, so caps on one GPU may add up to more than 100. NVIDIA's MPS documentation: at most 48
-client CUDA contexts per GPU (Volta and newer, CUDA 13.0 and earlier); ECS counts memory, not clients.
+client CUDA contexts per GPU (Volta and newer, CUDA 13.0 and earlier); ECS counts memory, not clients. Measured on
+an H200 with driver 580.159.04 (scripts/mps_facts.py, docs/gpu-measured.md): the 49th client's context is refused
+(CUDA error 808, CUDA_ERROR_MPS_MAX_CLIENTS_REACHED).
 """
 
 from __future__ import annotations
