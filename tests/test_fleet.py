@@ -199,6 +199,19 @@ def test_a_fleet_files_problems_come_in_one_round(tmp_path: Path) -> None:
     assert any("service.big.gpu_budget_mib" in line and "TaskExceedsGpuMemory" in line for line in lines)
 
 
+def test_a_budget_below_the_gpus_cuda_context_names_the_key(tmp_path: Path) -> None:
+    text = BASE + (
+        '[capacity.h200]\ninstance_types = ["p5e.48xlarge"]\nmax_instances = 2\n\n'
+        '[service.tiny]\ncapacity = "h200"\nimage = "img"\ndesired_count = 1\ncpu_units = 512\nmemory_mib = 1024\n'
+        "gpu_budget_mib = 512\n"
+    )
+    with pytest.raises(FleetSpecError) as error:
+        _load(tmp_path, text)
+    (line,) = [line for line in str(error.value).splitlines() if "service.tiny" in line]
+    assert "service.tiny.gpu_budget_mib" in line and "[ecs-gpu-sharing:TaskBelowCudaContext]" in line
+    assert "budget of 512 MiB cannot hold a CUDA context" in line
+
+
 def test_a_mistyped_key_gets_a_did_you_mean(tmp_path: Path) -> None:
     with pytest.raises(FleetSpecError, match=r"unknown key service.emb.gpu_budget_mb; did you mean gpu_budget_mib\?"):
         _load(tmp_path, BASE.replace("gpu_budget_mib = 2048", "gpu_budget_mib = 2048\ngpu_budget_mb = 1"))

@@ -35,7 +35,15 @@ def test_a_model_from_a_public_nvidia_smi_output_keeps_a_driver_allowance_off() 
     memory = gpu_memory("L40S", 45776, margin_mib=256)
     assert (memory.basis, memory.ecs_mib) == (Basis.TABLE, 46068 - 479 - 256)  # 4135 MiB more than the fallback
     assert "thamada/gls" in memory.source and "driver 550.127.05" in memory.source
-    assert REGISTERED[("H200", 144384)].ecs_mib == 143771 - 700 - 256
+
+
+def test_the_h200_takes_the_reserve_measured_on_the_amis_driver_branch_and_keeps_the_allowance() -> None:
+    """docs/gpu-measured.md: NVML on driver 580.159.04 reserves 615 MiB of an H200 (700 on driver 550.90.12); the
+    AMI's exact 580 driver was not the one measured, so the allowance for other drivers stays."""
+    h200 = REGISTERED[("H200", 144384)]
+    assert (h200.ecs_mib, h200.driver, h200.cuda_context_mib) == (143771 - 615 - 256, "580.159.04", 514)
+    assert "gpu-measured.md" in h200.source and "gpu-measured.md" in h200.cuda_context_source
+    assert all(known.cuda_context_mib == 0 for (name, _), known in REGISTERED.items() if name != "H200")
 
 
 def test_every_gpu_the_catalog_supports_has_a_sourced_figure_or_says_why_not() -> None:

@@ -117,6 +117,20 @@ def test_a_task_larger_than_a_gpu_is_unplaced_with_the_reason() -> None:
     assert unplaced.tasks == 2 and "30000 MiB of GPU memory on one GPU, more than the 22307 MiB" in unplaced.reason
 
 
+def test_a_container_budget_below_a_measured_cuda_context_is_unplaced_with_the_reason() -> None:
+    """docs/gpu-measured.md: on an H200 (driver 580) a CUDA context takes 514 MiB of an MPS client's pinned limit, and
+    under a limit of 512 MiB the context itself is refused. A budget at or below the context can never run there."""
+    h200 = capacity_input("h200", host_facts(["p5e.48xlarge"]))
+    assert h200.cuda_context_mib == 514 and "gpu-measured.md" in h200.cuda_context_source
+    result = plan([h200], [svc("tiny", 2, 4096, 514, cap="h200"), svc("fine", 2, 4096, 515, cap="h200")])
+    assert result.placed == {"tiny": 0, "fine": 2}
+    (unplaced,) = result.unplaced_of("tiny")
+    assert "a container's GPU budget of 514 MiB cannot hold a CUDA context" in unplaced.reason
+    assert "514 MiB of an MPS client's limit on a p5e.48xlarge's GPU (measured: scripts/mps_facts.py" in unplaced.reason
+    # A GPU without a measured context is not judged by it.
+    assert L4.cuda_context_mib == 0 and plan([L4], [svc("small", 1, 256)]).placed == {"small": 1}
+
+
 def test_max_instances_bounds_the_plan_and_reports_what_is_needed() -> None:
     bounded = CapacityInput(**{**L4.__dict__, "max_instances": 2})
     result = plan([bounded], [svc("emb", 9, 6000)])

@@ -67,7 +67,13 @@ class AllocationNote:
     :param evidence: what was measured (``Evidence``); without it, the budget is a guess (a warning).
     """
 
-    residency_mib: int = key(int, True, "GPU memory the model keeps resident (weights, state)", low=0, high=1048576)
+    residency_mib: int = key(
+        int,
+        True,
+        "GPU memory the process keeps resident: weights, state and its CUDA context (514 MiB on an H200)",
+        low=0,
+        high=1048576,
+    )
     peak_working_mib: int = key(
         int,
         True,

@@ -36,6 +36,8 @@ class RegisteredMemory:
     source: str
     driver: str = ""
     allowance_mib: int = 0  # more off the figure, for a reserve that differs by driver (0: registered by ECS)
+    cuda_context_mib: int = 0  # what one CUDA context takes of an MPS client's limit (0: not measured)
+    cuda_context_source: str = ""
 
     @property
     def ecs_mib(self) -> int:
@@ -60,6 +62,8 @@ def _load_table() -> dict[tuple[str, int], RegisteredMemory]:
             ),
             driver=str(m["driver"]),
             allowance_mib=0 if m["registered_by_ecs"] else allowance,
+            cuda_context_mib=int(m.get("cuda_context_mib", 0)),
+            cuda_context_source=str(m.get("cuda_context_source", "")),
         )
         for m in doc["models"]
     }
@@ -106,6 +110,8 @@ class GpuMemory:
     margin_mib: int
     basis: Basis
     source: str
+    cuda_context_mib: int = 0  # what one CUDA context takes of an MPS client's limit on this model (0: not measured)
+    cuda_context_source: str = ""
 
     @property
     def usable_mib(self) -> int:
@@ -114,11 +120,12 @@ class GpuMemory:
 
 def gpu_memory(gpu_name: str, ec2_mib: int, *, margin_mib: int, measured_mib: int | None = None) -> GpuMemory:
     """The figures for one GPU of ``gpu_name`` (EC2 lists ``ec2_mib``); ``measured_mib`` overrides the table."""
-    if measured_mib is not None:
-        return GpuMemory(ec2_mib, measured_mib, margin_mib, Basis.MEASURED, "ecs_gpu_memory_mib, measured")
     known = REGISTERED.get((gpu_name, ec2_mib))
+    context = (known.cuda_context_mib, known.cuda_context_source) if known is not None else (0, "")
+    if measured_mib is not None:
+        return GpuMemory(ec2_mib, measured_mib, margin_mib, Basis.MEASURED, "ecs_gpu_memory_mib, measured", *context)
     if known is not None:
-        return GpuMemory(ec2_mib, known.ecs_mib, margin_mib, Basis.TABLE, known.source)
+        return GpuMemory(ec2_mib, known.ecs_mib, margin_mib, Basis.TABLE, known.source, *context)
     fallback = ec2_mib * FALLBACK_PERCENT // 100
     source = (
         f"no data for the {gpu_name}: {FALLBACK_PERCENT}% of EC2's {ec2_mib} MiB, conservative; measure it "

@@ -61,6 +61,8 @@ def capacity_input(
         daemons=tuple(d.name for d in shares),
         acknowledged=tuple(sorted((acknowledged or {}).items())),
         task_network_interfaces=facts.task_network_interfaces,
+        cuda_context_mib=facts.gpu_memory.cuda_context_mib,
+        cuda_context_source=facts.gpu_memory.cuda_context_source,
     )
 
 

@@ -20,6 +20,7 @@ TASK_EXCEEDS_MPS_CLIENTS = "ecs-gpu-sharing:TaskExceedsMpsClients"
 TASK_EXCEEDS_GPUS = "ecs-gpu-sharing:TaskExceedsGpus"
 TASK_EXCEEDS_HOST_CPU = "ecs-gpu-sharing:TaskExceedsHostCpu"
 TASK_EXCEEDS_HOST_MEMORY = "ecs-gpu-sharing:TaskExceedsHostMemory"
+TASK_BELOW_CUDA_CONTEXT = "ecs-gpu-sharing:TaskBelowCudaContext"
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,18 @@ def _clients(service: ServiceInput, capacity: CapacityInput) -> str | None:
     return (
         f"one task has {service.clients} MPS containers, more than the {MAX_CLIENTS_PER_GPU} clients "
         "NVIDIA MPS accepts on one GPU"
+    )
+
+
+def _cuda_context(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    context = capacity.cuda_context_mib
+    smallest = min(service.shape.gpu_budgets_mib, default=0)
+    if not context or not smallest or smallest > context:
+        return None
+    return (
+        f"a container's GPU budget of {smallest} MiB cannot hold a CUDA context, which takes {context} MiB of an MPS "
+        f"client's limit on a {capacity.instance_type}'s GPU (measured: {capacity.cuda_context_source}), and leave "
+        "room for its model"
     )
 
 
@@ -110,6 +123,13 @@ TASK_RULES: tuple[TaskRule, ...] = (
         f"NVIDIA MPS accepts at most {MAX_CLIENTS_PER_GPU} clients per GPU; each MPS container is one at least",
         "split the containers over several task definitions",
         _clients,
+    ),
+    TaskRule(
+        TASK_BELOW_CUDA_CONTEXT,
+        "each MPS container's CUDA context counts against its GPU budget (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT), so a "
+        "budget at or below the context, where it is measured for the GPU, can never run a model",
+        "give each container a GPU budget of the context plus its model's memory (docs/gpu-measured.md)",
+        _cuda_context,
     ),
     TaskRule(
         TASK_EXCEEDS_GPUS,

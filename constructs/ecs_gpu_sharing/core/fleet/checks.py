@@ -12,7 +12,12 @@ from typing import Any
 from .. import quotas
 from ..errors import FleetSpecError, GpuSharingError
 from ..rules import BUDGET_BELOW_NEED, task_alone_findings
-from ..task_rules import TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_CPU, TASK_EXCEEDS_HOST_MEMORY
+from ..task_rules import (
+    TASK_BELOW_CUDA_CONTEXT,
+    TASK_EXCEEDS_GPU_MEMORY,
+    TASK_EXCEEDS_HOST_CPU,
+    TASK_EXCEEDS_HOST_MEMORY,
+)
 from ..text import few
 from .fleet_checks import _capacities, _check_across, _check_aws_limits, _check_shared_balancers, _load_balancers
 from .keys import TOP
@@ -26,6 +31,7 @@ _RULE_KEYS = {  # the key to edit when a task alone breaks a rule
     TASK_EXCEEDS_HOST_CPU: "cpu_units",
     TASK_EXCEEDS_HOST_MEMORY: "memory_mib",
     BUDGET_BELOW_NEED: "gpu_budget_mib",
+    TASK_BELOW_CUDA_CONTEXT: "gpu_budget_mib",
 }
 
 

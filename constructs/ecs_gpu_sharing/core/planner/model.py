@@ -41,6 +41,8 @@ class CapacityInput:
     daemons: tuple[str, ...] = ()  # daemon services whose one task per host the host figures already leave out
     acknowledged: tuple[tuple[str, str], ...] = ()  # (warning id, reason) accepted for this capacity
     task_network_interfaces: int = 0  # awsvpc tasks one host takes (its interfaces less its own; 0: not limited)
+    cuda_context_mib: int = 0  # what a CUDA context takes of an MPS client's limit on its GPU (0: not measured)
+    cuda_context_source: str = ""
 
 
 @dataclass(frozen=True)
