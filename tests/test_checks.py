@@ -13,6 +13,7 @@ from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
+    FRACTION_WARNING,
     OUTSIDE_PLAN_WARNING,
     RULES,
     RULES_BY_ID,
@@ -95,6 +96,24 @@ def test_warning_more_than_48_clients_possible() -> None:
     assert finding.rule_id == CLIENT_LIMIT_WARNING and "87 of them on one 22307 MiB GPU" in finding.message
     assert "at least 465 MiB" in finding.message
     assert assess([L4], [svc(2, 465)]).findings == ()
+
+
+def test_warning_a_memory_fraction_of_the_whole_gpu_past_the_budget() -> None:
+    """docs/gpu-measured.md: a client under an MPS limit is told the whole GPU as its total, and vLLM asks for
+    --gpu-memory-utilization times that total (vllm/v1/worker/gpu_worker.py: requested_memory = total_memory *
+    gpu_memory_utilization, refused at startup when free memory is less)."""
+
+    def asking(fraction: float, budget: int = 8192) -> ServiceInput:
+        shape = TaskShape(512, 1024, (budget,), memory_fractions=(("--gpu-memory-utilization", fraction, budget),))
+        return ServiceInput("llm", "l4", shape, 1, allocation=MEASURED)
+
+    (finding,) = assess([L4], [asking(0.9)]).findings
+    assert finding.rule_id == FRACTION_WARNING and not finding.error
+    assert "--gpu-memory-utilization 0.9 asks for 20306 MiB" in finding.message  # 0.9 of the L4's 22563
+    assert "of the whole GPU (22563 MiB as ECS registers it), not of its budget of 8192 MiB" in finding.message
+    assert "set it at most 0.31" in finding.message  # (8192 - 1024) / 22563
+    assert assess([L4], [asking(0.31)]).findings == ()
+    assert assess([L4], [asking(0.36)]).findings == ()  # 8122 MiB: inside the budget, if with little to spare
 
 
 # --- the rule table ----------------------------------------------------------------------------------------

@@ -212,6 +212,28 @@ def test_a_budget_below_the_gpus_cuda_context_names_the_key(tmp_path: Path) -> N
     assert "budget of 512 MiB cannot hold a CUDA context" in line
 
 
+def test_the_example_llms_memory_fraction_is_of_the_whole_gpu_and_fits_its_budget(tmp_path: Path) -> None:
+    """The example's vLLM asks for 0.33 of an L40S (about 15 GiB of its 16 GiB budget); 0.9, what vLLM's own examples
+    write, would ask for 0.9 of the whole GPU under MPS, and the plan warns."""
+    from ecs_gpu_sharing.core.rules import FRACTION_WARNING, assess
+
+    def judged(spec: fleet_module.FleetSpec) -> tuple[object, list[str]]:
+        capacities, services = from_fleet(spec)
+        (llm,) = [s for s in services if s.name == "llm"]
+        found = [f.message for f in assess(capacities, services).findings if f.rule_id == FRACTION_WARNING]
+        return llm.shape.memory_fractions, found
+
+    assert judged(fleet_module.load(REPO / "fleet.toml")) == ((("--gpu-memory-utilization", 0.33, 16384),), [])
+    text = (
+        (REPO / "fleet.toml")
+        .read_text()
+        .replace('"--gpu-memory-utilization", "0.33"', '"--gpu-memory-utilization", "0.9"')
+    )
+    fractions, (message,) = judged(_load(tmp_path, text))
+    assert fractions == (("--gpu-memory-utilization", 0.9, 16384),)
+    assert "--gpu-memory-utilization 0.9 asks for 40799 MiB" in message and "set it at most 0.33" in message
+
+
 def test_a_mistyped_key_gets_a_did_you_mean(tmp_path: Path) -> None:
     with pytest.raises(FleetSpecError, match=r"unknown key service.emb.gpu_budget_mb; did you mean gpu_budget_mib\?"):
         _load(tmp_path, BASE.replace("gpu_budget_mib = 2048", "gpu_budget_mib = 2048\ngpu_budget_mb = 1"))

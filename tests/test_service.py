@@ -26,7 +26,7 @@ from ecs_gpu_sharing import (
 )
 from ecs_gpu_sharing.cdk.fleet_plan import PLAN_FILE
 from ecs_gpu_sharing.core import cost
-from ecs_gpu_sharing.core.rules import CLIENT_LIMIT_WARNING, SURGE_WARNING
+from ecs_gpu_sharing.core.rules import CLIENT_LIMIT_WARNING, FRACTION_WARNING, SURGE_WARNING
 
 from conftest import new_app
 
@@ -233,6 +233,33 @@ def test_warns_when_budgets_allow_more_than_48_mps_clients() -> None:
     fleet.service("Tiny", 2, 256)
     (warning,) = _warnings(fleet)
     assert CLIENT_LIMIT_WARNING in warning and "more than the 48 clients" in warning
+
+
+def test_warns_when_a_command_asks_for_a_fraction_of_the_whole_gpu() -> None:
+    """The construct road reads a GPU container's command as the fleet file's does (MemoryFractionOfWholeGpu)."""
+    fleet = Fleet()
+    td = SharedGpuTaskDefinition(fleet.stack, "LlmTask")
+    td.add_container(
+        "vllm",
+        image=IMAGE,
+        cpu=512,
+        memory_limit_mib=1024,
+        gpu=MpsShare(8192),
+        user="1000:1000",
+        readonly_root_filesystem=True,
+        command=["--model", "m", "--gpu-memory-utilization=0.9"],
+    )
+    SharedGpuService(
+        fleet.stack,
+        "Llm",
+        cluster=fleet.cluster,
+        capacity=fleet.capacity,
+        task_definition=td,
+        desired_count=1,
+        allocation=MEASURED,
+    )
+    (warning,) = _warnings(fleet)
+    assert FRACTION_WARNING in warning and "--gpu-memory-utilization 0.9 asks for 20306 MiB" in warning
 
 
 def test_a_measured_gpu_figure_replaces_the_table() -> None:

@@ -65,3 +65,35 @@ def test_refuses_what_cannot_be_planned_naming_the_field(facts: ContainerFacts, 
 def test_refuses_container_definitions_that_are_not_a_list() -> None:
     with pytest.raises(TaskDefinitionError, match="not a list the plan can read"):
         containers_from_cloudformation({"Fn::If": []}, owner="T")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["--model", "m", "--gpu-memory-utilization", "0.9"], (("--gpu-memory-utilization", 0.9, 8000),)),
+        (["vllm", "serve", "m", "--gpu-memory-utilization=0.33"], (("--gpu-memory-utilization", 0.33, 8000),)),
+        (["--model", "m"], ()),  # no fraction written: nothing to judge (the framework's default is not read)
+        (["--gpu-memory-utilization"], ()),  # no value
+        (["--gpu-memory-utilization", "most"], ()),  # not a number: the framework refuses it itself
+        ({"Fn::Split": [" ", "x"]}, ()),  # a command built at deploy time cannot be read
+    ],
+)
+def test_a_gpu_containers_memory_fraction_is_read_from_its_command(command: object, expected: tuple[object]) -> None:
+    """docs/gpu-measured.md: under MPS a client is told the whole GPU as its total, so a framework's fraction of GPU
+    memory is a fraction of the whole GPU; the shape keeps what a GPU container's command asks for, with its budget."""
+    shape = task_shape(
+        [
+            ContainerFacts("m", memory_mib=512, gpu_budget_mib=8000, command=command),
+            ContainerFacts("no-gpu", memory_mib=512, command=["--gpu-memory-utilization", "0.9"]),
+        ],
+        owner="T",
+    )
+    assert shape.memory_fractions == expected
+    assert shape == TaskShape(0, 1024, (8000,), 0)  # a shape is its resources: what a command asks is not compared
+
+
+def test_reads_a_cloudformation_containers_command() -> None:
+    (facts,) = containers_from_cloudformation(
+        [{"Name": "m", "Command": ["--gpu-memory-utilization", "0.5"]}], owner="T"
+    )
+    assert facts.command == ["--gpu-memory-utilization", "0.5"]

@@ -20,6 +20,32 @@ from .tokens import describe, is_token
 MAX_CLIENTS_PER_GPU = 48
 """NVIDIA MPS: client CUDA contexts per GPU (Volta and newer). ECS does not enforce it."""
 
+MEMORY_FRACTION_FLAGS = ("--gpu-memory-utilization",)
+"""Command-line flags that size a framework's GPU memory as a fraction of the GPU's total. vLLM asks for
+``--gpu-memory-utilization`` times the total torch reports (``vllm/v1/worker/gpu_worker.py``: requested_memory =
+total_memory * gpu_memory_utilization, refused at startup when the free memory is less); under MPS that total is the
+whole GPU, not the client's limit (measured: docs/gpu-measured.md)."""
+
+
+def memory_fraction(command: Any) -> tuple[str, float] | None:
+    """The fraction of GPU memory a container's command asks for (flag, value), as ``--flag value`` or ``--flag=value``;
+    ``None`` when it names none, or when the command or the value cannot be read literally."""
+    if not isinstance(command, list) or not all(isinstance(part, str) for part in command):
+        return None
+    for i, part in enumerate(command):
+        flag, equals, value = part.partition("=")
+        if flag not in MEMORY_FRACTION_FLAGS:
+            continue
+        if not equals:
+            value = command[i + 1] if i + 1 < len(command) else ""
+        try:
+            fraction = float(value)
+        except ValueError:
+            return None
+        return (flag, fraction) if 0 < fraction <= 1 else None
+    return None
+
+
 GPU_ENVIRONMENT = re.compile(r"^(NVIDIA_.*|CUDA_VISIBLE_DEVICES|CUDA_MPS_.*)$")
 """Environment names that steer which GPU a container sees or how MPS limits it: ECS sets them for MPS containers
 (NVIDIA_VISIBLE_DEVICES, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so a container's own

@@ -12,10 +12,11 @@ How ECS reserves host resources for a task on EC2 (ECS task definition parameter
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import TaskDefinitionError
+from .mps import memory_fraction
 from .rule_family import Family, Level, Source
 from .tokens import describe, is_token
 
@@ -30,6 +31,7 @@ class ContainerFacts:
     memory_reservation_mib: Any = None  # the soft limit
     whole_gpus: Any = None  # GPUs held whole (ResourceRequirements Type GPU, Value n)
     gpu_budget_mib: Any = None  # MPS GPU memory budget
+    command: Any = None  # the container's command as written (a fraction of GPU memory it asks for is read from it)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class TaskShape:
     gpu_budgets_mib: tuple[int, ...] = ()  # one per MPS container, all on the task's one GPU
     whole_gpus: int = 0
     network_interfaces: int = 0  # 1 in the awsvpc network mode: the task's own elastic network interface
+    # (flag, fraction, the container's budget) for each MPS container whose command asks for a fraction of the GPU's
+    # memory (core.mps.memory_fraction); what a task asks, not what it takes, so not part of the shape's identity
+    memory_fractions: tuple[tuple[str, float, int], ...] = field(default=(), compare=False)
 
     @property
     def task_gpu_budget_mib(self) -> int:
@@ -135,6 +140,7 @@ def task_shape(
     if service_connect:
         cpu_sum, memory_sum = SERVICE_CONNECT_PROXY_CPU_UNITS, proxy_memory_mib
     budgets: list[int] = []
+    fractions: list[tuple[str, float, int]] = []
     for c in containers:
         where = f"container {c.name}"
         cpu_sum += literal_int(c.cpu_units, field=f"{where} cpu", owner=owner) or 0
@@ -145,6 +151,9 @@ def task_shape(
         budget = literal_int(c.gpu_budget_mib, field=f"{where} GPU budget", owner=owner, low=1)
         if budget is not None:
             budgets.append(budget)
+            asked = memory_fraction(c.command)
+            if asked is not None:
+                fractions.append((*asked, budget))
     cpu = literal_int(task_cpu_units, field="task-level cpu", owner=owner)
     memory = literal_int(task_memory_mib, field="task-level memory", owner=owner)
     return TaskShape(
@@ -153,6 +162,7 @@ def task_shape(
         gpu_budgets_mib=tuple(budgets),
         whole_gpus=whole,
         network_interfaces=1 if awsvpc else 0,
+        memory_fractions=tuple(fractions),
     )
 
 
@@ -195,6 +205,7 @@ def containers_from_cloudformation(container_definitions: Any, *, owner: str) ->
                 memory_reservation_mib=c.get("memoryReservation"),
                 whole_gpus=whole,
                 gpu_budget_mib=budget,
+                command=c.get("command"),
             )
         )
     return out

@@ -308,10 +308,10 @@ class ServiceSpec:
         """The task's shape, through the same road as a CDK task definition's; with ``service_connect`` (the fleet
         names a namespace), the proxy ECS adds to each task is counted (``FleetSpec.proxy_memory_mib``)."""
         containers = [
-            ContainerFacts(name=c_name, cpu_units=cpu, memory_mib=memory, gpu_budget_mib=budget)
-            for c_name, cpu, memory, budget in [
-                (CONTAINER_NAME, self.cpu_units, self.memory_mib, self.gpu_budget_mib),
-                *((c.name, c.cpu_units, c.memory_mib, c.gpu_budget_mib) for c in self.sidecars),
+            ContainerFacts(name=c_name, cpu_units=cpu, memory_mib=memory, gpu_budget_mib=budget, command=list(command))
+            for c_name, cpu, memory, budget, command in [
+                (CONTAINER_NAME, self.cpu_units, self.memory_mib, self.gpu_budget_mib, self.command),
+                *((c.name, c.cpu_units, c.memory_mib, c.gpu_budget_mib, c.command) for c in self.sidecars),
             ]
         ]
         return task_shape(

@@ -12,6 +12,7 @@ from ..rule_family import Level, Source
 BUDGET_BELOW_NEED = "ecs-gpu-sharing:BudgetBelowNeed"
 SURGE_WARNING = "ecs-gpu-sharing:SurgeDoesNotFit"
 CLIENT_LIMIT_WARNING = "ecs-gpu-sharing:MpsClientLimit"
+FRACTION_WARNING = "ecs-gpu-sharing:MemoryFractionOfWholeGpu"
 OUTSIDE_PLAN_WARNING = "ecs-gpu-sharing:ServiceOutsidePlan"
 
 

@@ -19,6 +19,7 @@ from ..text import few
 from .model import (
     BUDGET_BELOW_NEED,
     CLIENT_LIMIT_WARNING,
+    FRACTION_WARNING,
     OUTSIDE_PLAN_WARNING,
     SURGE_WARNING,
     Check,
@@ -444,6 +445,38 @@ def mps_client_limit(ctx: Context) -> Iterator[tuple[str, str]]:
                 f"containers of {smallest} MiB let ECS, which places by memory only, put {usable // smallest} of "
                 f"them on one {usable} MiB GPU, more than the {MAX_CLIENTS_PER_GPU} clients NVIDIA MPS accepts (the "
                 f"next CUDA context fails); give each container at least {floor} MiB",
+            )
+
+
+FRACTION_ROOM_MIB = 1024
+"""What a suggested fraction leaves of a budget for the CUDA context and a framework's libraries (a PyTorch process
+held 676 MiB beyond its allocator on an H200: docs/gpu-measured.md)."""
+
+
+@plan_rule(
+    FRACTION_WARNING,
+    Level.WARNING,
+    "service",
+    "under MPS a framework is told the whole GPU as its total, so a fraction of GPU memory in a container's command "
+    "(vLLM's --gpu-memory-utilization) is a fraction of the whole GPU, not of the container's budget",
+)
+def memory_fraction_of_whole_gpu(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        cap = ctx.capacities[s.capacity]
+        total = cap.registered_gpu_memory_mib or cap.usable_gpu_memory_mib
+        for flag, fraction, budget in s.shape.memory_fractions:
+            asked = math.floor(fraction * total)
+            if asked + cap.cuda_context_mib <= budget:
+                continue
+            most = max(0, budget - FRACTION_ROOM_MIB) * 100 // total / 100
+            context = f" and a {cap.cuda_context_mib} MiB CUDA context" if cap.cuda_context_mib else ""
+            yield (
+                s.name,
+                f"the container's {flag} {fraction:g} asks for {asked} MiB{context}: under MPS the framework takes "
+                f"the fraction of the whole GPU ({total} MiB as ECS registers it), not of its budget of {budget} MiB, "
+                f"and cannot start or runs out of memory; set it at most {most:.2f} (the budget less "
+                f"{FRACTION_ROOM_MIB} MiB for the CUDA context and libraries, over the GPU), or give the size in bytes "
+                "where the framework takes one",
             )
 
 
