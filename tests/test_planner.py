@@ -125,8 +125,10 @@ def test_a_container_budget_below_a_measured_cuda_context_is_unplaced_with_the_r
     result = plan([h200], [svc("tiny", 2, 4096, 514, cap="h200"), svc("fine", 2, 4096, 515, cap="h200")])
     assert result.placed == {"tiny": 0, "fine": 2}
     (unplaced,) = result.unplaced_of("tiny")
-    assert "a container's GPU budget of 514 MiB cannot hold a CUDA context" in unplaced.reason
-    assert "514 MiB of an MPS client's limit on a p5e.48xlarge's GPU (measured: scripts/mps_facts.py" in unplaced.reason
+    assert "a container's GPU budget of 514 MiB cannot hold a CUDA context and a model" in unplaced.reason
+    assert (
+        "the context alone takes 514 MiB of an MPS client's limit on a p5e.48xlarge's GPU (measured" in unplaced.reason
+    )
     # A GPU without a measured context is not judged by it.
     assert L4.cuda_context_mib == 0 and plan([L4], [svc("small", 1, 256)]).placed == {"small": 1}
 

@@ -68,9 +68,8 @@ def _cuda_context(service: ServiceInput, capacity: CapacityInput) -> str | None:
     if not context or not smallest or smallest > context:
         return None
     return (
-        f"a container's GPU budget of {smallest} MiB cannot hold a CUDA context, which takes {context} MiB of an MPS "
-        f"client's limit on a {capacity.instance_type}'s GPU (measured: {capacity.cuda_context_source}), and leave "
-        "room for its model"
+        f"a container's GPU budget of {smallest} MiB cannot hold a CUDA context and a model: the context alone takes "
+        f"{context} MiB of an MPS client's limit on a {capacity.instance_type}'s GPU ({capacity.cuda_context_source})"
     )
 
 
