@@ -20,6 +20,7 @@ daemon. It measures:
 - fault: what a client's illegal memory access (a kernel writing to an address it does not own) does to a busy and
   an idle client on the same GPU, and how soon a new client connects after it (torch and cupy, where installed);
 - cap: a bf16 matrix product's speed under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of 100, 50, 25 and 10 (torch);
+- utilization: whether NVML's per-process utilization tells two busy clients apart (torch and nvidia-ml-py);
 - clients: how many clients one GPU's MPS server takes (NVIDIA documents 48 on Volta and newer, CUDA 13.0).
 
 It prints one line a measurement and, with --json, writes them. Needs an NVIDIA driver with nvidia-smi and
@@ -408,6 +409,62 @@ def cap(work: Path, facts: dict[str, object]) -> None:
     facts["cap"] = results
 
 
+BUSY = r"""
+import time
+import torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+torch.cuda.synchronize()
+print("ready", flush=True)
+end = time.monotonic() + 20
+while time.monotonic() < end:
+    a @ a
+torch.cuda.synchronize()
+"""
+
+
+def utilization(work: Path, facts: dict[str, object]) -> None:
+    """Whether NVML tells one MPS client's GPU use from another's: two busy clients (caps 60% and 20%), NVML's
+    per-process utilization samples and `nvidia-smi pmon`."""
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("pynvml") is None:
+        facts["utilization"] = "torch or nvidia-ml-py not installed"
+        return
+    import pynvml  # type: ignore[import-not-found,import-untyped,unused-ignore]  # nvidia-ml-py, where installed
+
+    mps = Mps(work, "utilization")
+    try:
+        busy = {}
+        for percent in (60, 20):
+            env = dict(mps.env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(percent))
+            process = subprocess.Popen([sys.executable, "-c", BUSY], env=env, stdout=subprocess.PIPE)
+            mps.clients.append(process)
+            busy[process.pid] = percent
+        ready = [first_line(process, seconds=90) for process in mps.clients]
+        time.sleep(5)
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            try:
+                samples = [
+                    {"pid": s.pid, "sm": s.smUtil, "mem": s.memUtil}
+                    for s in pynvml.nvmlDeviceGetProcessUtilization(handle, 0)
+                ]
+            except pynvml.NVMLError as error:
+                samples = [{"error": str(error)}]
+            gpu = pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
+        finally:
+            pynvml.nvmlShutdown()
+        pmon = subprocess.run(["nvidia-smi", "pmon", "-c", "1"], capture_output=True, text=True, timeout=30)
+        facts["utilization"] = {
+            "clients (pid: cap %)": {str(pid): cap for pid, cap in busy.items()},
+            "ready": ready,
+            "nvml process samples": samples,
+            "nvml gpu utilization %": gpu,
+            "nvidia-smi pmon": " | ".join(line.strip() for line in pmon.stdout.splitlines()),
+        }
+    finally:
+        mps.close()
+
+
 def clients(work: Path, facts: dict[str, object], most: int = 64) -> None:
     mps = Mps(work, "clients")
     answers: list[str] = []
@@ -426,7 +483,7 @@ def clients(work: Path, facts: dict[str, object], most: int = 64) -> None:
         mps.close()
 
 
-PHASES = (memory, overhead, context, environment, floor, framework, fault, cap, clients)
+PHASES = (memory, overhead, context, environment, floor, framework, fault, cap, utilization, clients)
 
 
 def main() -> int:
