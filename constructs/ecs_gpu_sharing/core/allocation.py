@@ -84,8 +84,8 @@ class AllocationNote:
     shared_failure: str = key(
         str,
         True,
-        "what happens to the service when the MPS server or the host restarts, and what it does then (at most "
-        "1,000 characters)",
+        "what happens to the service when the MPS server or the host restarts, or another client of its GPU faults "
+        "(which ends its CUDA context), and what it does then (at most 1,000 characters)",
         pattern=re.compile(r"\s*\S.{0,999}", re.S),
         example="requests fail until ECS restarts the task; callers retry",
     )

@@ -199,7 +199,9 @@ class Allocation(_Part):
     need_mib: int = _field("residency plus peak working memory", low=0)
     headroom_mib: int = _field("the task's GPU budget less the need")
     compute_percent: int | None = _field("the compute share it needs, or null", low=0)
-    shared_failure: str = _field("what happens when the MPS server or the host restarts")
+    shared_failure: str = _field(
+        "what happens when the MPS server or the host restarts, or another client of its GPU faults"
+    )
     isolation_group: str | None = _field("its isolation group, or null (the common group)")
     isolate_host: bool = _field("its group is kept off other groups' hosts")
     evidence: Evidence | None = _field("what was measured, or null (the budget is a guess)")
