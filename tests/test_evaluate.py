@@ -126,6 +126,19 @@ def test_a_peak_above_the_budget_is_a_broken_limit_not_a_raise() -> None:
     assert evaluate.changes([broken], datetime.date(2026, 12, 1)) == {}
 
 
+def test_a_peak_a_few_mib_above_the_budget_is_the_limit_reached_not_broken() -> None:
+    """docs/gpu-measured.md: NVML counts an MPS client's CUDA context 2 MiB above what its pinned limit counts (516 and
+    514 MiB on an H200), so a task that fills its budget reads a little above it while the limit holds."""
+    one = {"llm": right_size.Subject("llm", 16384)}
+    (reached,) = right_size.judge(one, {"llm": Measured("llm", "l", peak_mib=16386)})
+    assert reached.verdict == TOO_TIGHT and "the limit held" in reached.why
+    (broken,) = right_size.judge(one, {"llm": Measured("llm", "l", peak_mib=16384 + 33)})
+    assert broken.verdict == right_size.LIMIT_BROKEN
+    two = {"llm": right_size.Subject("llm", 16384, sidecars=(("proxy", 1024),))}  # 32 MiB a GPU container
+    (with_sidecar,) = right_size.judge(two, {"llm": Measured("llm", "l", peak_mib=16384 + 64)})
+    assert with_sidecar.verdict == TOO_TIGHT
+
+
 def test_no_suggestion_goes_above_one_gpus_usable_memory() -> None:
     subject = right_size.Subject("llm", 22000, usable_mib=22307)
     (v,) = right_size.judge({"llm": subject}, {"llm": Measured("llm", "l", peak_mib=21900)})
