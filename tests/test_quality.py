@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +69,37 @@ def test_mypy_reads_every_aws_cdk_module_the_code_imports() -> None:
     assert "aws_cdk.aws_ecs" in _aws_cdk_modules_imported()  # the walk sees the imports it must
     missing = sorted(_aws_cdk_modules_imported() - read)
     assert not missing, f"add these to the follow_imports = 'normal' override in pyproject.toml: {missing}"
+
+
+def test_the_mps_measurements_script_runs_its_phases_and_writes_what_it_saw(tmp_path: Path) -> None:
+    """scripts/mps_facts.py runs on a GPU host, never in CI (docs/gpu-measured.md). Here, against stand-ins for
+    nvidia-smi and the MPS control daemon, its orchestration is run so it does not rot: each phase runs, a client that
+    cannot load libcuda answers "refused", and the JSON holds every measurement it printed."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "nvidia-smi").write_text(
+        '#!/bin/sh\ncase "$1" in\n  --query-gpu=memory.used) echo 0;;\n'
+        '  --query-gpu=*) echo "Stand-in GPU, 0.0, 1000, Default";;\n  -q) echo "FB Memory Usage Total : 1000 MiB BAR1";;\n'
+        "esac\n"
+    )
+    (tools / "nvidia-cuda-mps-control").write_text("#!/bin/sh\ncat >/dev/null\n")
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    out = tmp_path / "facts.json"
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}", "LD_LIBRARY_PATH": str(tmp_path)}
+    phases = ["--phase", "memory", "--phase", "floor", "--phase", "environment"]
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "mps_facts.py"), "--json", str(out), *phases],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    facts = json.loads(out.read_text())
+    assert facts["gpu"] == ["Stand-in GPU", "0.0", "1000", "Default"]
+    assert "Total : 1000 MiB" in facts["nvidia_smi_fb_memory"]
+    answers = [*facts["context_under_small_limits"].values(), *facts["environment"].values()]
+    # 6 limits tried, 7 environments; without libcuda each is refused at load (on a GPU host, refused or ready)
+    assert len(answers) == 13 and all(a.split()[0] in ("refused", "ready") for a in answers), answers
+    assert all(f"{key}: " in done.stdout for key in facts)
