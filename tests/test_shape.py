@@ -72,6 +72,11 @@ def test_refuses_container_definitions_that_are_not_a_list() -> None:
     [
         (["--model", "m", "--gpu-memory-utilization", "0.9"], (("--gpu-memory-utilization", 0.9, 8000),)),
         (["vllm", "serve", "m", "--gpu-memory-utilization=0.33"], (("--gpu-memory-utilization", 0.33, 8000),)),
+        (
+            ["sh", "-c", "vllm serve m --gpu_memory_utilization '0.8' --port 80"],
+            (("--gpu-memory-utilization", 0.8, 8000),),
+        ),
+        (["--gpu-memory-utilization-x", "0.9"], ()),  # another flag that starts the same
         (["--model", "m"], ()),  # no fraction written: nothing to judge (the framework's default is not read)
         (["--gpu-memory-utilization"], ()),  # no value
         (["--gpu-memory-utilization", "most"], ()),  # not a number: the framework refuses it itself
@@ -92,8 +97,10 @@ def test_a_gpu_containers_memory_fraction_is_read_from_its_command(command: obje
     assert shape == TaskShape(0, 1024, (8000,), 0)  # a shape is its resources: what a command asks is not compared
 
 
-def test_reads_a_cloudformation_containers_command() -> None:
+def test_reads_a_cloudformation_containers_command_and_entry_point() -> None:
     (facts,) = containers_from_cloudformation(
-        [{"Name": "m", "Command": ["--gpu-memory-utilization", "0.5"]}], owner="T"
+        [{"Name": "m", "EntryPoint": ["vllm", "serve", "--gpu-memory-utilization"], "Command": ["0.5"]}], owner="T"
     )
-    assert facts.command == ["--gpu-memory-utilization", "0.5"]
+    assert (facts.entry_point, facts.command) == (["vllm", "serve", "--gpu-memory-utilization"], ["0.5"])
+    facts = ContainerFacts(facts.name, gpu_budget_mib=8000, command=facts.command, entry_point=facts.entry_point)
+    assert task_shape([facts], owner="T").memory_fractions == (("--gpu-memory-utilization", 0.5, 8000),)

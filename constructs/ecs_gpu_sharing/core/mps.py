@@ -20,30 +20,26 @@ from .tokens import describe, is_token
 MAX_CLIENTS_PER_GPU = 48
 """NVIDIA MPS: client CUDA contexts per GPU (Volta and newer). ECS does not enforce it."""
 
-MEMORY_FRACTION_FLAGS = ("--gpu-memory-utilization",)
-"""Command-line flags that size a framework's GPU memory as a fraction of the GPU's total. vLLM asks for
-``--gpu-memory-utilization`` times the total torch reports (``vllm/v1/worker/gpu_worker.py``: requested_memory =
-total_memory * gpu_memory_utilization, refused at startup when the free memory is less); under MPS that total is the
-whole GPU, not the client's limit (measured: docs/gpu-measured.md)."""
+MEMORY_FRACTION_FLAG = "--gpu-memory-utilization"
+"""vLLM's flag that sizes its GPU memory as a fraction of the GPU's total: it asks for the flag's value times the total
+torch reports (``vllm/v1/worker/gpu_worker.py``: requested_memory = total_memory * gpu_memory_utilization, refused at
+startup when the free memory is less); under MPS that total is the whole GPU, not the client's limit (measured:
+docs/gpu-measured.md)."""
+
+_FRACTION = re.compile(r"(?<![\w-])--gpu[-_]memory[-_]utilization(?:=|\s+)[\"']?([0-9]*\.?[0-9]+)(?![\w.])")
 
 
-def memory_fraction(command: Any) -> tuple[str, float] | None:
-    """The fraction of GPU memory a container's command asks for (flag, value), as ``--flag value`` or ``--flag=value``;
-    ``None`` when it names none, or when the command or the value cannot be read literally."""
-    if not isinstance(command, list) or not all(isinstance(part, str) for part in command):
+def memory_fraction(words: Any) -> tuple[str, float] | None:
+    """The fraction of GPU memory a container's entry point and command ask for (flag, value), however written:
+    ``--flag value``, ``--flag=value``, with underscores (vLLM's parser takes both), or inside one shell string
+    (``sh -c "vllm serve ... --flag 0.9"``). Parts built at deploy time are not read; ``None`` when none names it."""
+    if not isinstance(words, (list, tuple)):
         return None
-    for i, part in enumerate(command):
-        flag, equals, value = part.partition("=")
-        if flag not in MEMORY_FRACTION_FLAGS:
-            continue
-        if not equals:
-            value = command[i + 1] if i + 1 < len(command) else ""
-        try:
-            fraction = float(value)
-        except ValueError:
-            return None
-        return (flag, fraction) if 0 < fraction <= 1 else None
-    return None
+    found = _FRACTION.search(" ".join(w for w in words if isinstance(w, str)))
+    if found is None:
+        return None
+    fraction = float(found.group(1))
+    return (MEMORY_FRACTION_FLAG, fraction) if 0 < fraction <= 1 else None
 
 
 GPU_ENVIRONMENT = re.compile(r"^(NVIDIA_.*|CUDA_VISIBLE_DEVICES|CUDA_MPS_.*)$")

@@ -32,6 +32,7 @@ class ContainerFacts:
     whole_gpus: Any = None  # GPUs held whole (ResourceRequirements Type GPU, Value n)
     gpu_budget_mib: Any = None  # MPS GPU memory budget
     command: Any = None  # the container's command as written (a fraction of GPU memory it asks for is read from it)
+    entry_point: Any = None  # the container's entry point as written (read with its command)
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def task_shape(
         budget = literal_int(c.gpu_budget_mib, field=f"{where} GPU budget", owner=owner, low=1)
         if budget is not None:
             budgets.append(budget)
-            asked = memory_fraction(c.command)
+            asked = memory_fraction([*_words(c.entry_point), *_words(c.command)])
             if asked is not None:
                 fractions.append((*asked, budget))
     cpu = literal_int(task_cpu_units, field="task-level cpu", owner=owner)
@@ -164,6 +165,11 @@ def task_shape(
         network_interfaces=1 if awsvpc else 0,
         memory_fractions=tuple(fractions),
     )
+
+
+def _words(value: Any) -> list[Any]:
+    """A command or entry point's parts (a list as written; anything else, a token among them, has no parts)."""
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def camel_keys(item: Any) -> dict[str, Any]:
@@ -206,6 +212,7 @@ def containers_from_cloudformation(container_definitions: Any, *, owner: str) ->
                 whole_gpus=whole,
                 gpu_budget_mib=budget,
                 command=c.get("command"),
+                entry_point=c.get("entryPoint"),
             )
         )
     return out
