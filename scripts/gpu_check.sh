@@ -4,8 +4,8 @@
 #   bash scripts/gpu_check.sh            # about 2-5 minutes: a virtualenv with nvidia-ml-py, then the checks
 #
 # It starts an MPS control daemon of its own (pipe and log folders in a temporary directory, a pinned memory limit
-# per client), runs two CUDA clients that each allocate a known amount through the driver API (libcuda.so.1 by
-# ctypes: no CUDA toolkit needed), runs the daemon's own sampler (operations/telemetry: read_gpus, with NVML's
+# per client), runs two CUDA clients that each allocate a known amount through the driver API (scripts/cuda_client.py:
+# libcuda.so.1 by ctypes, no CUDA toolkit needed), runs the daemon's own sampler (operations/telemetry: read_gpus, with NVML's
 # compute and MPS client lists) against them, and checks that each client's memory is attributed to its process;
 # a third client asks for more than the pinned limit and must be refused. It prints a pass/fail table and exits
 # non-zero when a check fails. Needs: an NVIDIA driver with nvidia-smi and nvidia-cuda-mps-control, python3 >= 3.10,
@@ -39,24 +39,6 @@ python3 -m venv "$work/venv"
 mkdir -p "$work/pkg/telemetry" "$work/pipes" "$work/logs"
 cp "$telemetry/__init__.py" "$telemetry/sampling.py" "$telemetry/daemon.py" "$work/pkg/telemetry/"
 
-# The client: a CUDA context and one allocation of N MiB through the driver API, held until it is killed.
-cat >"$work/client.py" <<'PY'
-import ctypes, sys, time
-mib = int(sys.argv[1])
-cuda = ctypes.CDLL("libcuda.so.1")
-def check(result, what):
-    if result != 0:
-        print(f"refused {what} {result}", flush=True)
-        sys.exit(3)
-check(cuda.cuInit(0), "cuInit")
-device, context, pointer = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
-check(cuda.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
-check(cuda.cuCtxCreate_v2(ctypes.byref(context), 0, device), "cuCtxCreate")
-check(cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(mib * 1024 * 1024)), "cuMemAlloc")
-print("ready", flush=True)
-time.sleep(600)
-PY
-
 echo "gpu_check: an MPS control daemon with a pinned limit of ${limit_mib} MiB per client"
 export CUDA_MPS_PIPE_DIRECTORY="$work/pipes" CUDA_MPS_LOG_DIRECTORY="$work/logs"
 nvidia-cuda-mps-control -d
@@ -71,11 +53,11 @@ wait_ready() {  # $1: the client's output file; waits up to 60 s for "ready" or 
 }
 
 for i in "${!sizes_mib[@]}"; do
-    "$work/venv/bin/python" "$work/client.py" "${sizes_mib[$i]}" >"$work/client$i.out" 2>&1 &
+    "$work/venv/bin/python" "$here/cuda_client.py" "${sizes_mib[$i]}" >"$work/client$i.out" 2>&1 &
     pids+=("$!")
     wait_ready "$work/client$i.out" || { echo "gpu_check: client $i did not start" >&2; cat "$work/client$i.out" >&2; exit 1; }
 done
-"$work/venv/bin/python" "$work/client.py" "$over_mib" >"$work/over.out" 2>&1 &
+"$work/venv/bin/python" "$here/cuda_client.py" "$over_mib" >"$work/over.out" 2>&1 &
 over_pid=$!
 pids+=("$over_pid")
 wait_ready "$work/over.out" || true

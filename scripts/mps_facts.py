@@ -3,8 +3,8 @@
     python3 scripts/mps_facts.py [--json OUT.json]      # about 1-3 minutes; stdlib only, no CUDA toolkit
 
 Each phase starts an MPS control daemon of its own (pipe and log folders in a temporary directory), runs CUDA clients
-that create a context and allocate through the driver API (libcuda.so.1 by ctypes), reads `nvidia-smi`, and quits the
-daemon. It measures:
+that create a context and allocate through the driver API (scripts/cuda_client.py, the one gpu_check.sh runs), reads
+`nvidia-smi`, and quits the daemon. It measures:
 
 - memory: what ECS registers for the GPU (NVML's total less its reserve) on this driver;
 - overhead: GPU memory used with no MPS, with the MPS server and one client that allocates nothing, and per client
@@ -42,30 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CLIENT = r"""
-import ctypes, sys, time
-mib = int(sys.argv[1])
-try:
-    cuda = ctypes.CDLL("libcuda.so.1")
-except OSError as error:
-    print(f"refused load {error}", flush=True)
-    sys.exit(3)
-def check(result, what):
-    if result != 0:
-        print(f"refused {what} {result}", flush=True)
-        sys.exit(3)
-check(cuda.cuInit(0), "cuInit")
-device, context, pointer = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
-check(cuda.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
-check(cuda.cuCtxCreate_v2(ctypes.byref(context), 0, device), "cuCtxCreate")
-free, total = ctypes.c_size_t(), ctypes.c_size_t()
-check(cuda.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total)), "cuMemGetInfo")
-info = f"free={free.value // 2**20} total={total.value // 2**20}"
-if mib:
-    check(cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(mib * 2**20)), "cuMemAlloc")
-print(f"ready {info}", flush=True)
-time.sleep(900)
-"""
+CLIENT = Path(__file__).resolve().parent / "cuda_client.py"  # the CUDA client gpu_check.sh runs too
 
 
 class Mps:
@@ -92,14 +69,23 @@ class Mps:
         )
         return done.stdout.strip()
 
-    def client(self, mib: int, limit: str | None = None, wait: bool = True) -> tuple[subprocess.Popen[bytes], str]:
-        env = dict(self.env)
-        if limit is not None:
-            env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limit
+    def spawn(self, program: str | Path, *args: str, **variables: str) -> subprocess.Popen[bytes]:
+        """A client of this daemon: ``program`` (Python source, or a script's path) with ``args``, and ``variables``
+        added to its environment; its output is read with :func:`first_line`, and :meth:`close` ends it."""
+        source = ["-c", program] if isinstance(program, str) else [str(program)]
         process = subprocess.Popen(
-            [sys.executable, "-c", CLIENT, str(mib)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            [sys.executable, *source, *args],
+            env=dict(self.env, **variables),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         self.clients.append(process)
+        return process
+
+    def client(self, mib: int, limit: str | None = None, wait: bool = True) -> tuple[subprocess.Popen[bytes], str]:
+        """The CUDA client with ``mib`` allocated, under ``limit`` (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) when given."""
+        variables = {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": limit} if limit is not None else {}
+        process = self.spawn(CLIENT, str(mib), **variables)
         return process, (first_line(process) if wait else "")
 
     def stop(self, process: subprocess.Popen[bytes]) -> None:
@@ -266,13 +252,8 @@ def framework(work: Path, facts: dict[str, object]) -> None:
     try:
         results: dict[str, object] = {}
         for limit in (None, "0=4096M"):
-            env = dict(mps.env)
-            if limit:
-                env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limit
-            process = subprocess.Popen(
-                [sys.executable, "-c", TORCH_CLIENT, "1024"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-            )
-            mps.clients.append(process)
+            variables = {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": limit} if limit else {}
+            process = mps.spawn(TORCH_CLIENT, "1024", **variables)
             line = first_line(process, seconds=120)
             settle()
             mine = {k: v for k, v in apps().items() if k.endswith(f":{process.pid}")}
@@ -322,13 +303,7 @@ def fault(work: Path, facts: dict[str, object]) -> None:
         return
     mps = Mps(work, "fault")
     try:
-        victims = {}
-        for mode in ("busy", "idle"):
-            process = subprocess.Popen(
-                [sys.executable, "-c", VICTIM, mode], env=mps.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-            )
-            mps.clients.append(process)
-            victims[mode] = process
+        victims = {mode: mps.spawn(VICTIM, mode) for mode in ("busy", "idle")}
         ready = {mode: first_line(process, seconds=120) for mode, process in victims.items()}
         faulter = subprocess.run(
             [sys.executable, "-c", FAULT], env=mps.env, capture_output=True, text=True, timeout=120
@@ -399,9 +374,7 @@ def cap(work: Path, facts: dict[str, object]) -> None:
     results: dict[str, str] = {}
     try:
         for percent in (100, 50, 25, 10):
-            env = dict(mps.env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(percent))
-            process = subprocess.Popen([sys.executable, "-c", CAPPED], env=env, stdout=subprocess.PIPE)
-            mps.clients.append(process)
+            process = mps.spawn(CAPPED, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(percent))
             results[f"{percent}%"] = first_line(process, seconds=90)
             process.wait()
     finally:
@@ -434,9 +407,7 @@ def utilization(work: Path, facts: dict[str, object]) -> None:
     try:
         busy = {}
         for percent in (60, 20):
-            env = dict(mps.env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(percent))
-            process = subprocess.Popen([sys.executable, "-c", BUSY], env=env, stdout=subprocess.PIPE)
-            mps.clients.append(process)
+            process = mps.spawn(BUSY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(percent))
             busy[process.pid] = percent
         ready = [first_line(process, seconds=90) for process in mps.clients]
         time.sleep(5)

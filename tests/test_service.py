@@ -54,7 +54,14 @@ class Fleet:
         )
 
     def service(
-        self, name: str, count: int, *budgets: int, cpu: int = 512, memory: int = 1024, **kwargs: Any
+        self,
+        name: str,
+        count: int,
+        *budgets: int,
+        cpu: int = 512,
+        memory: int = 1024,
+        command: list[str] | None = None,
+        **kwargs: Any,
     ) -> SharedGpuService:
         td = SharedGpuTaskDefinition(self.stack, f"{name}Task")
         for i, mib in enumerate(budgets):
@@ -66,6 +73,7 @@ class Fleet:
                 gpu=MpsShare(mib),
                 user="1000:1000",  # only the warnings a test is about, not the hardening ones
                 readonly_root_filesystem=True,
+                command=command,
             )
         kwargs.setdefault("allocation", MEASURED)  # only the warning a test is about, not BudgetIsAGuess
         return SharedGpuService(
@@ -238,26 +246,7 @@ def test_warns_when_budgets_allow_more_than_48_mps_clients() -> None:
 def test_warns_when_a_command_asks_for_a_fraction_of_the_whole_gpu() -> None:
     """The construct road reads a GPU container's command as the fleet file's does (MemoryFractionOfWholeGpu)."""
     fleet = Fleet()
-    td = SharedGpuTaskDefinition(fleet.stack, "LlmTask")
-    td.add_container(
-        "vllm",
-        image=IMAGE,
-        cpu=512,
-        memory_limit_mib=1024,
-        gpu=MpsShare(8192),
-        user="1000:1000",
-        readonly_root_filesystem=True,
-        command=["--model", "m", "--gpu-memory-utilization=0.9"],
-    )
-    SharedGpuService(
-        fleet.stack,
-        "Llm",
-        cluster=fleet.cluster,
-        capacity=fleet.capacity,
-        task_definition=td,
-        desired_count=1,
-        allocation=MEASURED,
-    )
+    fleet.service("Llm", 1, 8192, command=["--model", "m", "--gpu-memory-utilization=0.9"])
     (warning,) = _warnings(fleet)
     assert FRACTION_WARNING in warning and "--gpu-memory-utilization 0.9 asks for 20306 MiB" in warning
 
