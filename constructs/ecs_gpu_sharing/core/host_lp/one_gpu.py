@@ -101,7 +101,8 @@ class OneGpu:
             nodes += 1
 
             def passes(j: int) -> bool:
-                return worth + (first if j == start else bound(rem, j)) > best_worth + _EPS
+                cut = best_worth + _EPS
+                return worth + (first if j == start else bound(rem, j, worth, cut)) > cut
 
             end = _first_cut(passes, start, n)
             against = best_worth  # the best that end was found against
@@ -133,8 +134,9 @@ class OneGpu:
                             replaced.append(best)
                         best_worth, best = w, counts[:]
                     if j + 1 < n:
-                        later = bound(rest, j + 1)
-                        if w + later > best_worth + _EPS:
+                        cut = best_worth + _EPS
+                        later = bound(rest, j + 1, w, cut)
+                        if w + later > cut:
                             search(rest, j + 1, w, gpu_group if g is None else g, later)
                     counts[j] = 0
                     k -= 1
@@ -160,7 +162,7 @@ def _bounds(
     most: Sequence[int],
     items: int,
     prices_for: Callable[[list[int]], Sequence[float]] | None,
-) -> Callable[[tuple[int, ...], int], float]:
+) -> Callable[..., float]:
     """The search's bound (the module's docstring) on what the items from ``j`` of its order on can add within ``rem``:
     ``d``, ``a`` and ``most`` are their duals, uses and caps in that order, ``items`` all the LP's items."""
     n = len(order)
@@ -192,10 +194,24 @@ def _bounds(
 
     at_item: list[tuple[tuple[float, ...], list[float]] | None] = [None] * (n + 1)  # prices(priced_at[j]), by j
 
-    def bound(rem: tuple[int, ...], j: int) -> float:
-        """A million calls a search on some fleets: each resource read once, the prices' bound last (a search
-        without ``prices_for`` stops before it)."""
-        b = capped[j]
+    def bound(rem: tuple[int, ...], j: int, worth: float = 0.0, cut: float = -_INF) -> float:
+        """A million calls a search on some fleets. The prices' bound first (the tightest, mostly), then each
+        resource read once. Where one part alone shows ``worth`` plus the bound is no more than ``cut``, that part is
+        returned: the caller cuts there whichever part it gets, and the rest is not read."""
+        known = at_item[j]
+        if known is None and prices_for is not None:
+            known = at_item[j] = prices(priced_at[j])
+        if known is not None:
+            lam, over = known
+            b = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
+            b *= 1 + 1e-12  # a sum's rounding never cuts the best
+            if worth + b <= cut:
+                return b
+            y = capped[j]
+            if y < b:
+                b = y
+        else:
+            b = capped[j]
         t = _INF
         for r, q, least in limits[j]:
             x = rem[r]
@@ -209,15 +225,7 @@ def _bounds(
             y = t * d[j]
             if y < b:
                 b = y
-        known = at_item[j]
-        if known is None:
-            if prices_for is None:
-                return b
-            known = at_item[j] = prices(priced_at[j])
-        lam, over = known
-        y = over[j] + rem[0] * lam[0] + rem[1] * lam[1] + rem[2] * lam[2] + rem[3] * lam[3] + rem[4] * lam[4]
-        y *= 1 + 1e-12  # a sum's rounding never cuts the best
-        return y if y < b else b
+        return b
 
     return bound
 
