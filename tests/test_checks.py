@@ -114,6 +114,10 @@ def test_warning_a_memory_fraction_of_the_whole_gpu_past_the_budget() -> None:
     assert "set it at most 0.31" in finding.message  # (8192 - 1024) / 22563
     assert assess([L4], [asking(0.31)]).findings == ()
     assert assess([L4], [asking(0.36)]).findings == ()  # 8122 MiB: inside the budget, if with little to spare
+    # A budget that leaves nothing past the context and libraries: no fraction fits, so the advice is a larger budget.
+    (small,) = assess([L4], [asking(0.1, budget=1024)]).findings
+    assert "set it at most" not in small.message
+    assert "raise the GPU budget above 1024 MiB" in small.message and "or give the size in bytes" in small.message
 
 
 # --- the rule table ----------------------------------------------------------------------------------------

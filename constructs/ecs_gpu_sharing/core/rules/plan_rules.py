@@ -470,13 +470,19 @@ def memory_fraction_of_whole_gpu(ctx: Context) -> Iterator[tuple[str, str]]:
                 continue
             most = max(0, budget - FRACTION_ROOM_MIB) * 100 // total / 100
             context = f" and a {cap.cuda_context_mib} MiB CUDA context" if cap.cuda_context_mib else ""
+            fix = (
+                f"set it at most {most:.2f} (the budget less {FRACTION_ROOM_MIB} MiB for the CUDA context and "
+                "libraries, over the GPU)"
+                if most > 0
+                else f"raise the GPU budget above {budget} MiB: past the {FRACTION_ROOM_MIB} MiB a CUDA "
+                "context and libraries take it leaves less than a hundredth of the GPU"
+            )
             yield (
                 s.name,
                 f"the container's {flag} {fraction:g} asks for {asked} MiB{context}: under MPS the framework takes "
                 f"the fraction of the whole GPU ({total} MiB as ECS registers it), not of its budget of {budget} MiB, "
-                f"and cannot start or runs out of memory; set it at most {most:.2f} (the budget less "
-                f"{FRACTION_ROOM_MIB} MiB for the CUDA context and libraries, over the GPU), or give the size in bytes "
-                "where the framework takes one",
+                f"and cannot start or runs out of memory; {fix}, or give the size in bytes where the framework takes "
+                "one",
             )
 
 
