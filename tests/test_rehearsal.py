@@ -1,22 +1,26 @@
 """The deploy rehearsal's account of what the emulator holds: it never counts a resource that was not made, lists
 what it could not check, and fails on a security group rule declared twice, as EC2 would.
 
-Each case runs in its own process: the rehearsal completes moto at run time, which no other test should see. The
-whole rehearsal (the CDK CLI deploying both fleets) is `make rehearse`, which .ci/run runs after the tests.
+The cases run in one process of their own beside the tests (the rehearsal completes moto at run time, which no other
+test should see), started once per test worker: each case starts from an empty account, as moto's reset leaves it
+(`POST /moto-api/reset`), and a new one costs a tenth of a second where a process of its own cost six. The whole
+rehearsal (the CDK CLI deploying both fleets) is `make rehearse`, which .ci/run runs after the tests.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from conftest import REPO
 
 EMULATOR = """
-import json, os, socket, sys
+import json, os, socket, sys, urllib.request
 sock = socket.socket(); sock.bind(("localhost", 0)); port = sock.getsockname()[1]; sock.close()
 os.environ.update({"AWS_ENDPOINT_URL": f"http://localhost:{port}", "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/nonexistent"})
@@ -27,41 +31,91 @@ import rehearsal
 rehearsal.install_adapters()
 server = ThreadedMotoServer(ip_address="localhost", port=port, verbose=False); server.start()
 client = lambda service: boto3.client(service, region_name="us-east-1")
-"""
-"""A moto server on a free port of loopback, with the rehearsal's adapters, and ``client`` for it."""
-EMULATOR_ENV = {**os.environ, "REHEARSAL_SCRIPTS": str(REPO / "scripts")}
 
-SCRIPT = (
-    EMULATOR
-    + """
-template = json.loads(sys.argv[1])
-vpc = client("ec2").create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-body = json.dumps(template).replace("VPC_ID", vpc)
-error = None
-try:
-    client("cloudformation").create_stack(StackName="s", TemplateBody=body)
-except Exception as e:
-    error = str(e)
-report = rehearsal.account(client, {"s": json.loads(body)})
-print(json.dumps({"error": error, "problems": report.problems,
-    "checks": {c.logical_id: [c.status, c.detail] for c in report.checks}}))
+
+def create(template):
+    vpc = client("ec2").create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    body = json.dumps(template).replace("VPC_ID", vpc)
+    error = None
+    try:
+        client("cloudformation").create_stack(StackName="s", TemplateBody=body)
+    except Exception as e:
+        error = str(e)
+    report = rehearsal.account(client, {"s": json.loads(body)})
+    return {"error": error, "problems": report.problems,
+        "checks": {c.logical_id: [c.status, c.detail] for c in report.checks}}
+
+
+def update(first, second):
+    cfn = client("cloudformation")
+    cfn.create_stack(StackName="s", TemplateBody=json.dumps(first))
+    error = None
+    try:
+        cfn.update_stack(StackName="s", TemplateBody=json.dumps(second))
+    except Exception as e:
+        error = str(e)
+    return {"error": error, "problems": rehearsal.current_task_definitions(client, {"s": second})}
+
+
+for line in sys.stdin:  # a case a line: [kind, arguments]; each from an empty account
+    kind, arguments = json.loads(line)
+    urllib.request.urlopen(urllib.request.Request(f"http://localhost:{port}/moto-api/reset", method="POST"))
+    rehearsal.ADAPTED_IDS.clear()
+    print("answer " + json.dumps({"create": create, "update": update}[kind](*arguments)), flush=True)
 server.stop()
 """
-)
+"""A moto server on a free port of loopback, with the rehearsal's adapters, answering a case a line."""
+
+
+class _Emulator:
+    """The emulator's process, started on first use and ended when the worker ends. Its log goes to a file, not a
+    pipe that nobody reads (a full pipe would stall the server)."""
+
+    def __init__(self) -> None:
+        self.log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (open for the process's life, closed in close)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", EMULATOR],
+            cwd=REPO,
+            env={**os.environ, "REHEARSAL_SCRIPTS": str(REPO / "scripts")},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+        atexit.register(self.close)
+
+    def ask(self, kind: str, *arguments: Any) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps([kind, arguments]) + "\n")
+        self.process.stdin.flush()
+        for line in self.process.stdout:
+            if line.startswith("answer "):
+                return dict(json.loads(line[len("answer ") :]))
+        self.log.seek(0)
+        raise AssertionError("the emulator ended: " + self.log.read()[-2000:])
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            self.process.wait(timeout=30)
+        self.log.close()
+
+
+_emulator: _Emulator | None = None
+
+
+def _ask(kind: str, *arguments: Any) -> dict[str, Any]:
+    global _emulator
+    if _emulator is None or _emulator.process.poll() is not None:
+        _emulator = _Emulator()
+    return _emulator.ask(kind, *arguments)
 
 
 def _rehearse(resources: dict[str, Any]) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps({"Resources": resources})],
-        cwd=REPO,
-        env=EMULATOR_ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+    """``resources`` created as one stack in an empty account (``VPC_ID`` names a VPC made there), and the
+    rehearsal's account of them."""
+    return _ask("create", {"Resources": resources})
 
 
 GROUP = {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "g", "VpcId": "VPC_ID"}}
@@ -183,23 +237,6 @@ def test_a_service_with_placement_strategies_deploys_with_them() -> None:
     assert out["error"] is None and out["problems"] == [], out
 
 
-UPDATE_SCRIPT = (
-    EMULATOR
-    + """
-first, second = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-cfn = client("cloudformation")
-cfn.create_stack(StackName="s", TemplateBody=json.dumps(first))
-error = None
-try:
-    cfn.update_stack(StackName="s", TemplateBody=json.dumps(second))
-except Exception as e:
-    error = str(e)
-print(json.dumps({"error": error, "problems": rehearsal.current_task_definitions(client, {"s": second})}))
-server.stop()
-"""
-)
-
-
 def _task(image: str, budget: int) -> dict[str, Any]:
     mps = {"Type": "GPU", "SharingStrategy": {"NvidiaMps": {"Memory": budget}}}
     container = {"Name": "model", "Image": image, "Memory": 1024, "ResourceRequirements": [mps]}
@@ -211,15 +248,5 @@ def _task(image: str, budget: int) -> dict[str, Any]:
 def test_an_edited_shared_gpu_task_definition_deploys_as_an_update() -> None:
     """moto's update path skipped the key conversion its create path does (MODEL_GAPS); the budget and image edits a
     team makes most often must deploy, and the emulator must then hold the edited revision."""
-    result = subprocess.run(
-        [sys.executable, "-c", UPDATE_SCRIPT, json.dumps(_task("x:1", 2048)), json.dumps(_task("x:2", 2560))],
-        cwd=REPO,
-        env=EMULATOR_ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    outcome = _ask("update", _task("x:1", 2048), _task("x:2", 2560))
     assert outcome == {"error": None, "problems": []}
