@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_gpu_sharing.core import host_lp
+from ecs_gpu_sharing.core.host_lp import model
 from ecs_gpu_sharing.core.host_lp.patterns import _build
 from ecs_gpu_sharing.core.host_lp.per_gpu import PerGpu, _combine, column
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem, plan
@@ -1710,7 +1711,7 @@ def test_where_column_generation_stops_far_above_its_bound_the_milp_polishes_it_
     from ecs_gpu_sharing.core.host_lp import polish
 
     monkeypatch.setattr(host_lp, "MAX_ROUNDS", 1)
-    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", 1)
+    monkeypatch.setattr(model, "LONGEST_ROUNDS", 1)
     for seed, full, short in ((3, 231, 208), (7, 100, 83), (28, 106, 69)):
         fleet = fleet_generator.generate(seed, 300)
         items, host = _problem(fleet.capacity, fleet.services[:8])

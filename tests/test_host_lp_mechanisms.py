@@ -9,6 +9,7 @@ import math
 import pytest
 
 from ecs_gpu_sharing.core import host_lp
+from ecs_gpu_sharing.core.host_lp import model
 from ecs_gpu_sharing.core.planner import lp_problem, plan
 
 from conftest import benchmarks_on_path
@@ -39,7 +40,7 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     still falls after MAX_ROUNDS rounds. Past them column generation goes on with the greedy alone (no MILP pricing)
     while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts (here to LONGEST_ROUNDS; with a bar of
     one host, the tail-off rule stops it before), to LONGEST_ROUNDS at most, and to no more than LONGEST_WORK over its
-    143 services (a round's cost grows with them; 131 rounds where that is 130, and never fewer than LONGEST_FLOOR).
+    143 services (a round's cost grows with them; 131 rounds where that is 130; ``model.longest_rounds``).
     The plan: 393 instances; 396 without the greedy's passes over the other items (``_other_items``), 398 without the
     greedy's climb either, 410 with LONGEST_ROUNDS at MAX_ROUNDS. Where the greedy finds nothing, the MILP prices before
     MAX_ROUNDS, not after (there the split search prices alone, as it does after the MILP,
@@ -94,19 +95,19 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
         host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
     )
     rounds, step = host_lp.MAX_ROUNDS, host_lp.BOUND_EVERY
-    assert rounds + step < len(at_round) <= host_lp.LONGEST_ROUNDS + 1  # past MAX_ROUNDS, no further than allowed
+    assert rounds + step < len(at_round) <= model.LONGEST_ROUNDS + 1  # past MAX_ROUNDS, no further than allowed
     assert priced_at == empty and set(blank) <= set(empty)  # only where the greedy found nothing, the exact pricing
     assert milp_at == [blank[0]]  # with the MILP before MAX_ROUNDS, after them with the split search alone
     for r in range(rounds, len(at_round) - 1, step):  # each round that went on: the last step lowered the value enough
         assert at_round[r - step] - at_round[r] >= host_lp.TAIL_OFF
-    assert len(at_round) - 1 == host_lp.LONGEST_ROUNDS  # here LONGEST_ROUNDS stopped it, the value still falling
+    assert len(at_round) - 1 == model.LONGEST_ROUNDS  # here LONGEST_ROUNDS stopped it, the value still falling
     at_round.clear()
     monkeypatch.setattr(host_lp, "TAIL_OFF", 1.0)  # a higher bar: the tail-off rule stops it
     host_lp._generate(
         host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
     )
     last = len(at_round) - 1
-    assert rounds + step <= last < host_lp.LONGEST_ROUNDS and at_round[last - step] - at_round[last] < 1.0
+    assert rounds + step <= last < model.LONGEST_ROUNDS and at_round[last - step] - at_round[last] < 1.0
     for r in range(rounds, last, step):
         assert at_round[r - step] - at_round[r] >= 1.0
     monkeypatch.undo()
@@ -114,25 +115,13 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     monkeypatch.setattr(highs._Master, "solve", recorded)
     monkeypatch.setattr(host_lp, "_price", round_priced)
     at_round.clear()
-    longest = host_lp.LONGEST_ROUNDS
-    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", 150)  # the value fell fast enough all the way to there
-    host_lp._generate(
-        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
-    )
-    assert len(at_round) == 151
-    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", longest)
-    at_round.clear()
-    monkeypatch.setattr(host_lp, "LONGEST_WORK", 130 * len(items))
+    monkeypatch.setattr(
+        model, "LONGEST_WORK", 130 * len(items)
+    )  # the rounds its services allow (test_longest_rounds_...)
     host_lp._generate(
         host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
     )
     assert len(at_round) == 131
-    at_round.clear()
-    monkeypatch.setattr(host_lp, "LONGEST_WORK", 50 * len(items))  # never below LONGEST_FLOOR
-    host_lp._generate(
-        host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
-    )
-    assert len(at_round) == host_lp.LONGEST_FLOOR + 1
     monkeypatch.undo()
     assert plan([fleet.capacity], fleet.services).instances == 391  # its GPUs spread evenly over the hosts
     from ecs_gpu_sharing.core.planner import packing
@@ -144,8 +133,20 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     monkeypatch.setattr(host_lp, "CLIMB", 0)
     assert plan([fleet.capacity], fleet.services).instances == 398
     monkeypatch.setattr(host_lp, "CLIMB", 2)
-    monkeypatch.setattr(host_lp, "LONGEST_ROUNDS", host_lp.MAX_ROUNDS)
+    monkeypatch.setattr(model, "LONGEST_ROUNDS", host_lp.MAX_ROUNDS)
     assert plan([fleet.capacity], fleet.services).instances == 410
+
+
+def test_longest_rounds_is_longest_rounds_within_the_work_over_the_services_never_below_the_floor_or_the_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {"LONGEST_ROUNDS": 200, "LONGEST_WORK": 40_000, "LONGEST_FLOOR": 120}.items():
+        monkeypatch.setattr(model, name, value)
+    assert model.longest_rounds(60, 143) == 200  # 40,000 over 143 services is 279 rounds: LONGEST_ROUNDS holds
+    assert model.longest_rounds(60, 300) == 133  # the work over 300 services
+    assert model.longest_rounds(60, 1000) == 120  # 40 by the work: the floor
+    assert model.longest_rounds(60, 0) == 200
+    assert model.longest_rounds(250, 143) == 250  # never fewer than the rounds asked for
 
 
 def test_once_highs_calls_are_spent_the_search_prices_on_looking_only(monkeypatch: pytest.MonkeyPatch) -> None:

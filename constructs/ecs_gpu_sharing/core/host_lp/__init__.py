@@ -48,9 +48,6 @@ from .model import (
     FINAL_PRICINGS,
     FINAL_SEARCH,
     KNAPSACK_UNITS,
-    LONGEST_FLOOR,
-    LONGEST_ROUNDS,
-    LONGEST_WORK,
     MAX_COLUMNS,
     MAX_ROUNDS,
     ONE_GPU_LOOK,
@@ -71,6 +68,7 @@ from .model import (
     Item,
     Pattern,
     Solution,
+    longest_rounds,
     per_host,
 )
 from .one_gpu import OneGpu, Searched, split_search
@@ -119,7 +117,7 @@ def _generate(
     value, duals, x = master.solve()
     farley = 0.0
     centre: list[float] | None = None
-    longest = max(rounds, min(LONGEST_ROUNDS, max(LONGEST_FLOOR, LONGEST_WORK // max(len(items), 1))))
+    longest = longest_rounds(rounds, len(items))
     mark, tailing = math.inf, not bounds
     finals, searched_at = FINAL_PRICINGS if exact_calls else 0, None
     for r in range(longest + 1):

@@ -143,3 +143,10 @@ def shares(it: Item, host: HostSpec) -> tuple[float, ...]:
     """What one task of ``it`` takes of a host: its GPUs, CPU, memory and network interfaces, each as a share."""
     gpu = (it.whole / host.gpus) if it.whole else (it.size / (host.usable * host.gpus) if host.gpus else 0.0)
     return (gpu, it.cpu / host.cpu, it.mem / host.mem, it.enis / host.enis if host.enis else 0.0)
+
+
+def longest_rounds(rounds: int, services: int) -> int:
+    """The rounds a column generation of ``rounds`` may run to: LONGEST_ROUNDS, no more than LONGEST_WORK over the
+    ``services`` priced (a round's cost grows with them), no fewer than LONGEST_FLOOR, and never fewer than
+    ``rounds``."""
+    return max(rounds, min(LONGEST_ROUNDS, max(LONGEST_FLOOR, LONGEST_WORK // max(services, 1))))
