@@ -55,10 +55,11 @@ bench: $(PY_STAMP)
 docs: $(PY_STAMP)  # the reference pages generated from their tables: docs/fleet-file.md, rules.md, plan-json.md
 	$(PY) scripts/docs.py
 
-# On every core (pytest-xdist); each test file stays on one worker, so a module's synthesized app is built once.
+# On every core (pytest-xdist); each test file stays on one worker, so a module's synthesized app is built once;
+# the modules marked long start first (tests/conftest.py).
 test: $(PY_STAMP) $(NODE_STAMP)
 	@start=$$(date +%s); status=0; \
-	$(PY) -m pytest -q -n auto --dist loadfile || status=$$?; \
+	$(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder || status=$$?; \
 	echo "make test: the tests took $$(( $$(date +%s) - start )) s"; exit $$status
 
 lint: $(PY_STAMP)

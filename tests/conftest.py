@@ -35,6 +35,13 @@ def new_app(**context: Any) -> Any:
     return cdk.App(context={**cdk_json_context(), **context})
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules marked ``long`` first, each module's tests in their order. `make test` hands the workers a module at a
+    time in this order (``--dist loadfile --no-loadscope-reorder``): started last, a module of a minute or more left
+    one worker running it alone while the other had nothing left to take."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -22,6 +22,8 @@ from stacks.fleet_app import build_app
 from conftest import REPO, new_app
 from validators import cfn_lint_errors, ecs_register_task_definition_errors
 
+pytestmark = pytest.mark.long  # a synth, the CDK CLI and cfn-lint: started first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def synthesized() -> dict[str, Any]:

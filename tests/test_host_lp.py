@@ -30,6 +30,8 @@ with benchmarks_on_path():
     import small_fleets
     from host_lp import _price as exact_price  # the benchmark's own pricing MILP (HiGHS), written apart
 
+pytestmark = pytest.mark.long  # a minute in all: started first (tests/conftest.py)
+
 
 def _problem(cap: CapacityInput, services: list[ServiceInput]) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
     return lp_problem(cap, [(s, s.tasks) for s in services])

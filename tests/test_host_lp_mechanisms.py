@@ -17,6 +17,8 @@ from conftest import benchmarks_on_path
 with benchmarks_on_path():
     import fleet_generator
 
+pytestmark = pytest.mark.long  # half a minute a test: started first (tests/conftest.py)
+
 
 def test_with_the_pricing_lps_prices_the_search_takes_a_fleet_to_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tuning seed 72 at 10,000 tasks (one L4 a host, 93 services, each binding its own resource): 2,718 instances on

@@ -10,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ecs_gpu_sharing.testing import normalize_template
 
 from conftest import REPO
+
+pytestmark = pytest.mark.long  # four pytest runs of a consumer app: started first (tests/conftest.py)
 
 CONSUMER = REPO / "examples" / "consumer"
 
