@@ -117,9 +117,8 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     monkeypatch.setattr(highs._Master, "solve", recorded)
     monkeypatch.setattr(host_lp, "_price", round_priced)
     at_round.clear()
-    monkeypatch.setattr(
-        model, "LONGEST_WORK", 130 * len(items)
-    )  # the rounds its services allow (test_longest_rounds_...)
+    # The rounds its services allow: LONGEST_WORK over them (each clamp: test_longest_rounds_is_longest_rounds_...).
+    monkeypatch.setattr(model, "LONGEST_WORK", 130 * len(items))
     host_lp._generate(
         host_lp._first_master(items, host), items, host, [it.demand for it in items], host_lp.MAX_ROUNDS, 5
     )
