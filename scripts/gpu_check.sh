@@ -4,9 +4,10 @@
 #   bash scripts/gpu_check.sh            # about 2-5 minutes: a virtualenv with nvidia-ml-py, then the checks
 #
 # It starts an MPS control daemon of its own (pipe and log folders in a temporary directory, a pinned memory limit
-# per client), runs two CUDA clients that each allocate a known amount through the driver API (scripts/cuda_client.py:
-# libcuda.so.1 by ctypes, no CUDA toolkit needed), runs the daemon's own sampler (operations/telemetry: read_gpus, with NVML's
-# compute and MPS client lists) against them, and checks that each client's memory is attributed to its process;
+# per client), runs two CUDA clients that each allocate a known amount through the driver API
+# (scripts/cuda_client.py: libcuda.so.1 by ctypes, no CUDA toolkit needed), runs the daemon's own sampler
+# (operations/telemetry: read_gpus, with NVML's compute and MPS client lists) against them, and checks that each
+# client's memory is attributed to its process;
 # a third client asks for more than the pinned limit and must be refused. It prints a pass/fail table and exits
 # non-zero when a check fails. Needs: an NVIDIA driver with nvidia-smi and nvidia-cuda-mps-control, python3 >= 3.10,
 # and a GPU no other MPS daemon or exclusive-process job holds.
