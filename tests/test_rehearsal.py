@@ -3,7 +3,7 @@ what it could not check, and fails on a security group rule declared twice, as E
 
 The cases run in one process of their own beside the tests (the rehearsal completes moto at run time, which no other
 test should see), started once per test worker: each case starts from an empty account, as moto's reset leaves it
-(`POST /moto-api/reset`), and a new one costs a tenth of a second where a process of its own cost six. The whole
+(`POST /moto-api/reset`), and a case costs under a second where a process of its own cost six. The whole
 rehearsal (the CDK CLI deploying both fleets) is `make rehearse`, which .ci/run runs after the tests.
 """
 
