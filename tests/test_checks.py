@@ -117,7 +117,12 @@ def test_warning_a_memory_fraction_of_the_whole_gpu_past_the_budget() -> None:
     # A budget that leaves nothing past the context and libraries: no fraction fits, so the advice is a larger budget.
     (small,) = assess([L4], [asking(0.1, budget=1024)]).findings
     assert "set it at most" not in small.message
-    assert "raise the GPU budget above 1024 MiB" in small.message and "or give the size in bytes" in small.message
+    assert "raise the GPU budget to at least 1250 MiB" in small.message  # 1024 + a hundredth of 22563, rounded up
+    assert "or give the size in bytes" in small.message
+    (edge,) = assess([L4], [asking(0.1, budget=1249)]).findings
+    assert "raise the GPU budget to at least 1250 MiB" in edge.message
+    (enough,) = assess([L4], [asking(0.1, budget=1250)]).findings
+    assert "set it at most 0.01" in enough.message
 
 
 # --- the rule table ----------------------------------------------------------------------------------------

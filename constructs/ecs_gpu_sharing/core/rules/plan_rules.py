@@ -474,8 +474,9 @@ def memory_fraction_of_whole_gpu(ctx: Context) -> Iterator[tuple[str, str]]:
                 f"set it at most {most:.2f} (the budget less {FRACTION_ROOM_MIB} MiB for the CUDA context and "
                 "libraries, over the GPU)"
                 if most > 0
-                else f"raise the GPU budget above {budget} MiB: past the {FRACTION_ROOM_MIB} MiB a CUDA "
-                "context and libraries take it leaves less than a hundredth of the GPU"
+                else f"raise the GPU budget to at least {FRACTION_ROOM_MIB + math.ceil(total / 100)} MiB (the "
+                f"{FRACTION_ROOM_MIB} MiB a CUDA context and libraries take, and a hundredth of the GPU) for a "
+                "fraction of 0.01"
             )
             yield (
                 s.name,
