@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Any
 
 from conftest import REPO
@@ -65,6 +66,7 @@ for line in sys.stdin:  # a case a line: [kind, arguments]; each from an empty a
 server.stop()
 """
 """A moto server on a free port of loopback, with the rehearsal's adapters, answering a case a line."""
+CASE_SECONDS = 120  # a case takes under a second; the first, with moto's start, a few
 
 
 class _Emulator:
@@ -85,14 +87,20 @@ class _Emulator:
         atexit.register(self.close)
 
     def ask(self, kind: str, *arguments: Any) -> dict[str, Any]:
+        """The case's answer; a case that takes more than CASE_SECONDS ends the process, which fails the case."""
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps([kind, arguments]) + "\n")
         self.process.stdin.flush()
-        for line in self.process.stdout:
-            if line.startswith("answer "):
-                return dict(json.loads(line[len("answer ") :]))
+        timer = threading.Timer(CASE_SECONDS, self.process.kill)
+        timer.start()
+        try:
+            for line in self.process.stdout:
+                if line.startswith("answer "):
+                    return dict(json.loads(line[len("answer ") :]))
+        finally:
+            timer.cancel()
         self.log.seek(0)
-        raise AssertionError("the emulator ended: " + self.log.read()[-2000:])
+        raise AssertionError("the emulator ended or passed its time: " + self.log.read()[-2000:])
 
     def close(self) -> None:
         if self.process.poll() is None:
