@@ -133,7 +133,7 @@ def test_a_network_load_balancer_gives_the_service_a_tcp_listener_and_opens_brid
         r
         for t in platform["templates"].values()
         for r in _resources(t, "AWS::EC2::SecurityGroupIngress")
-        if r["Properties"].get("FromPort") == 32768
+        if r["Properties"].get("FromPort") == 32768 and "to bridge-mode host ports" in r["Properties"]["Description"]
     ]
     assert rules and all(r["Properties"]["ToPort"] == 65535 for r in rules)
 
@@ -275,7 +275,7 @@ def test_each_balancer_reaches_each_capacitys_host_ports_by_one_rule(
         name
         for name, t in templates.items()
         for r in _resources(t, "AWS::EC2::SecurityGroupIngress")
-        if r["Properties"].get("FromPort") == 32768
+        if r["Properties"].get("FromPort") == 32768 and "to bridge-mode host ports" in r["Properties"]["Description"]
     ]
     # Only the cluster stack opens host ports: once per (balancer, capacity) pair its bridge-mode services use.
     assert pairs and host_rules == [f"{spec.name}-cluster"] * len(pairs)
@@ -469,6 +469,23 @@ def test_platform_keys_are_refused_naming_the_key(text: str, message: str) -> No
     with pytest.raises(FleetSpecError) as error:
         _parse(text)
     assert message in str(error.value), str(error.value)
+
+
+def test_many_services_sharing_a_balancer_without_routes_are_each_told_in_one_short_line() -> None:
+    """Each unrouted service gets its own line, naming a few of the others: 70 such services are 70 short lines,
+    not 70 lines of 69 names each."""
+    services = "".join(
+        f'[service.s{i:02d}]\ncapacity = "l4"\nimage = "img"\ndesired_count = 1\ncpu_units = 256\n'
+        f'memory_mib = 512\ngpu_budget_mib = 512\nport = {8000 + i}\nload_balancer = "web"\n'
+        for i in range(70)
+    )
+    text = BASE.replace('load_balancer = "web"\npath = ["/a/*"]\n', "") + services
+    with pytest.raises(FleetSpecError) as error:
+        _parse(text)
+    lines = [line for line in str(error.value).splitlines() if "give it path or host" in line]
+    assert len(lines) == 70, str(error.value)
+    assert "service.s69: shares load_balancer 'web' with s00, s01, s02 and 66 more; give it path or host" in lines[-1]
+    assert max(len(line) for line in lines) < 160
 
 
 # --- a tag is not a digest (the library's own warning) ---------------------------------------------------------

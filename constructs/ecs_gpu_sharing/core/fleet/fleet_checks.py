@@ -12,7 +12,7 @@ from ..errors import GpuSharingError
 from ..escalation import TASK_ROLE_ESCALATION
 from ..planner import MANAGED_INSTANCES
 from ..rules import acknowledgeable
-from ..text import visible
+from ..text import few, visible
 from .keys import CAPACITY, LOAD_BALANCER
 from .model import CapacitySpec, LoadBalancerSpec
 from .service_spec import ServiceSpec
@@ -132,7 +132,7 @@ def _check_shared_balancers(
                 if len(users) > 1 and not svc.paths and svc.host is None:
                     problems.add(
                         f"service.{svc.name}: shares load_balancer {lb.name!r} with "
-                        f"{', '.join(u.name for u in users if u is not svc)}; give it path or host to route by"
+                        f"{few([u.name for u in users if u is not svc])}; give it path or host to route by"
                     )
                     continue
                 route: Any = (svc.host, frozenset(svc.paths))
