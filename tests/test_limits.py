@@ -90,6 +90,17 @@ def _scaling_dimensions(n: int) -> dict[str, Any]:
     )
 
 
+def _egress_rules(n: int) -> dict[str, Any]:
+    """``n`` outbound rules on one group: one inline, the rest resources of their own, one in another stack."""
+    lb = {"Fn::GetAtt": ["Lb", "GroupId"]}
+    inline = [{"IpProtocol": "tcp", "FromPort": 1, "ToPort": 1, "DestinationSecurityGroupId": "sg-0"}]
+    own = [
+        (f"E{i}", "AWS::EC2::SecurityGroupEgress", {"GroupId": lb, "IpProtocol": "tcp", "FromPort": i, "ToPort": i})
+        for i in range(2, n + 1)
+    ]
+    return _stack(("Lb", "AWS::EC2::SecurityGroup", {"SecurityGroupEgress": inline}), *own)
+
+
 CASES: list[tuple[quotas.Limit, Callable[[int], dict[str, Any]]]] = [
     (quotas.RESOURCES_PER_STACK, _resources),
     (quotas.CONTAINERS_PER_TASK_DEFINITION, _containers),
@@ -101,6 +112,7 @@ CASES: list[tuple[quotas.Limit, Callable[[int], dict[str, Any]]]] = [
     (quotas.TAGS_PER_RESOURCE, _tags),
     (quotas.DIMENSIONS_PER_METRIC, _alarm_dimensions),
     (quotas.DIMENSIONS_PER_METRIC, _scaling_dimensions),
+    (quotas.RULES_PER_SECURITY_GROUP, _egress_rules),
 ]
 
 
@@ -150,6 +162,36 @@ def test_a_rule_repeated_across_stacks_through_outputs_is_a_duplicate() -> None:
     (violation,) = duplicate_security_group_rules({"cluster": cluster, "services": services})
     assert violation.rule_id == quotas.DUPLICATE_RULE_ID and violation.logical_id == "Again"
     assert "repeats cluster/First" in violation.message and "InvalidPermission.Duplicate" in violation.message
+
+
+def test_a_groups_rules_are_counted_per_direction_and_family_across_stacks() -> None:
+    limit = quotas.RULES_PER_SECURITY_GROUP
+    lb = {"Fn::GetAtt": ["Lb", "GroupId"]}
+    cluster = _stack(("Lb", "AWS::EC2::SecurityGroup", {}))
+    cluster["Outputs"] = {"LbOut": {"Value": lb}}
+    lb_there = {"Fn::GetStackOutput": {"StackName": "cluster", "OutputName": "LbOut", "Region": {"Ref": "AWS::Region"}}}
+
+    def rule(kind: str, i: int, **peer: Any) -> tuple[str, str, dict[str, Any]]:
+        return (
+            f"{kind}{i}",
+            f"AWS::EC2::SecurityGroup{kind}",
+            {"GroupId": lb_there, "IpProtocol": "tcp", "FromPort": i, "ToPort": i, **peer},
+        )
+
+    # 60 of each: inbound IPv4, inbound IPv6, outbound IPv4: at the limit each way, so no violation.
+    services = _stack(
+        *(rule("Ingress", i, CidrIp="10.0.0.0/8") for i in range(60)),
+        *(rule("Ingress", 100 + i, CidrIpv6="::/0") for i in range(60)),
+        *(rule("Egress", i, DestinationSecurityGroupId="sg-1") for i in range(60)),
+    )
+    assert limit.rule_id not in _ids({"cluster": cluster, "services": services})
+    services["Resources"].update(_stack(rule("Egress", 999, DestinationSecurityGroupId="sg-1"))["Resources"])
+    (violation,) = [
+        v for v in check_templates({"cluster": cluster, "services": services}) if v.rule_id == limit.rule_id
+    ]
+    # Named by the group it fills, in the stack that declares it, though the rules are written in another.
+    assert (violation.stack, violation.logical_id) == ("cluster", "Lb")
+    assert "security group Lb, outbound IPv4: 61 rules one way on one security group" in violation.message
 
 
 def test_rules_that_differ_in_a_port_or_a_group_are_not_duplicates() -> None:

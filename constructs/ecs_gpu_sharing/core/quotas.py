@@ -112,6 +112,13 @@ INSTANCE_TYPES_PER_GROUP = Limit(
     "instance types in one Auto Scaling group",
     "Amazon EC2 Auto Scaling, MixedInstancesPolicy launch template overrides: at most 40 instance types per group",
 )
+RULES_PER_SECURITY_GROUP = Limit(
+    f"{PREFIX}RulesPerSecurityGroup",
+    60,
+    "rules one way on one security group",
+    "Amazon VPC User Guide, 'Amazon VPC quotas': inbound or outbound rules per security group, 60 (adjustable; "
+    "IPv4 and IPv6 rules counted apart; EC2 refuses the next with RulesPerSecurityGroupLimitExceeded)",
+)
 TAGS_PER_RESOURCE = Limit(
     f"{PREFIX}TagsPerResource",
     50,
@@ -140,6 +147,7 @@ LIMITS: tuple[Limit, ...] = (
     PATH_PATTERN_CHARACTERS,
     LISTENERS_PER_NLB,
     INSTANCE_TYPES_PER_GROUP,
+    RULES_PER_SECURITY_GROUP,
     TAGS_PER_RESOURCE,
     DIMENSIONS_PER_METRIC,
 )

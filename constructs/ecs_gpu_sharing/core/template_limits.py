@@ -39,8 +39,32 @@ def check_templates(templates: Mapping[str, Template]) -> list[Violation]:
     out: list[Violation] = []
     for stack, template in templates.items():
         out.extend(_stack_checks(stack, template))
+    rules = security_group_rules(templates)
+    out.extend(rules_per_security_group(rules))
     out.extend(duplicate_security_group_rules(templates))
     return out
+
+
+def rules_per_security_group(rules: list[SecurityGroupRule]) -> Iterator[Violation]:
+    """Each security group holding more rules one way (inbound or outbound, IPv4 or IPv6) than EC2 takes."""
+    counted: dict[tuple[str, bool, bool], list[SecurityGroupRule]] = defaultdict(list)
+    for rule in rules:
+        counted[(rule.group, rule.ingress, rule.ipv6)].append(rule)
+    for (group, ingress, ipv6), held in counted.items():
+        try:
+            where = json.loads(group)
+            stack, logical_id = where["stack"], where["Fn::GetAtt"][0]
+        except (ValueError, KeyError, TypeError):  # a group the templates import: name it by its first rule
+            stack, logical_id = held[0].stack, held[0].logical_id
+        yield from _over(
+            quotas.RULES_PER_SECURITY_GROUP,
+            stack,
+            logical_id,
+            f"security group {logical_id}, {'inbound' if ingress else 'outbound'} {'IPv6' if ipv6 else 'IPv4'}",
+            len(held),
+            "let the peers share one security group and open it by one rule (the fleet app does so for a "
+            "balancer's awsvpc targets and for Service Connect)",
+        )
 
 
 def _over(limit: Limit, stack: str, logical_id: str | None, subject: str, seen: int, fix: str) -> Iterator[Violation]:
@@ -154,16 +178,60 @@ def output_value(value: Any, templates: Mapping[str, Template]) -> tuple[str, An
     return None
 
 
-def _canonical(value: Any, stack: str, templates: Mapping[str, Template]) -> Any:
+def canonical(value: Any, stack: str, templates: Mapping[str, Template]) -> str:
     """A reference as one value wherever it is written: a cross-stack output read back to the value it exports."""
     exported = output_value(value, templates)
     if exported is not None:
-        return _canonical(exported[1], exported[0], templates)
+        return canonical(exported[1], exported[0], templates)
     if isinstance(value, dict) and len(value) == 1:
         ((key, arg),) = value.items()
         if key in ("Ref", "Fn::GetAtt"):
             return json.dumps({"stack": stack, key: arg}, sort_keys=True)
     return json.dumps(value, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class SecurityGroupRule:
+    """One rule as EC2 holds it, wherever the template writes it (inline in its group, or a resource of its own):
+    ``group`` and ``peer`` (a group, or ``None`` for an address range) as ``canonical`` values."""
+
+    stack: str
+    logical_id: str
+    group: str
+    ingress: bool
+    peer: str | None
+    properties: Mapping[str, Any]
+
+    @property
+    def ipv6(self) -> bool:
+        return "CidrIpv6" in self.properties
+
+
+_INLINE = (
+    ("SecurityGroupIngress", True, "SourceSecurityGroupId"),
+    ("SecurityGroupEgress", False, "DestinationSecurityGroupId"),
+)
+
+
+def security_group_rules(templates: Mapping[str, Template]) -> list[SecurityGroupRule]:
+    """Every security group rule of the templates: the inline rules of each ``AWS::EC2::SecurityGroup`` and each
+    ``AWS::EC2::SecurityGroupIngress`` and ``Egress``."""
+    out = []
+    for stack, template in templates.items():
+        for logical_id, resource in (template.get("Resources") or {}).items():
+            kind, props = resource.get("Type"), resource.get("Properties") or {}
+            if kind == "AWS::EC2::SecurityGroup":
+                group = canonical({"Fn::GetAtt": [logical_id, "GroupId"]}, stack, templates)
+                for key, ingress, peer_key in _INLINE:
+                    for rule in props.get(key) or ():
+                        peer = canonical(rule[peer_key], stack, templates) if peer_key in rule else None
+                        out.append(SecurityGroupRule(stack, logical_id, group, ingress, peer, rule))
+            elif kind in _RULE_TYPES:
+                group_key, direction, peers = _RULE_TYPES[kind]
+                peer = canonical(props[peers[0]], stack, templates) if peers[0] in props else None
+                group = canonical(props.get(group_key), stack, templates)
+                out.append(SecurityGroupRule(stack, logical_id, group, direction == "ingress", peer, props))
+    return out
 
 
 _RULE_TYPES = {
@@ -187,11 +255,11 @@ def duplicate_security_group_rules(templates: Mapping[str, Template]) -> list[Vi
             props = resource.get("Properties") or {}
             key = (
                 direction,
-                _canonical(props.get(group_key), stack, templates),
+                canonical(props.get(group_key), stack, templates),
                 str(props.get("IpProtocol")),
                 str(props.get("FromPort")),
                 str(props.get("ToPort")),
-                *(_canonical(props.get(p), stack, templates) for p in peers),
+                *(canonical(props.get(p), stack, templates) for p in peers),
             )
             seen[key].append((stack, logical_id))
     out = []
