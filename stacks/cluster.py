@@ -16,7 +16,7 @@ from constructs import Construct
 from ecs_gpu_sharing import FleetPlan, GpuAmi, GpuCapacity, GpuManagedInstancesCapacity, GpuTelemetry
 from ecs_gpu_sharing.core.fleet import MANAGED_INSTANCES, CapacitySpec, LoadBalancerSpec
 
-from .ingress import Balancer, build_load_balancers, open_host_ports
+from .ingress import EPHEMERAL_PORTS, Balancer, build_load_balancers, open_host_ports, open_task_ports
 
 AUTO_SCALING_SERVICE_ROLE = "AWSServiceRoleForAutoScaling"
 """The role Auto Scaling acts as (EC2 Auto Scaling User Guide, "Service-linked roles for Amazon EC2 Auto Scaling")."""
@@ -29,7 +29,10 @@ class ClusterStack(Stack):
     """An ECS cluster with Container Insights and one GpuCapacity per fleet capacity, on ``vpc``, or on the
     existing VPC ``vpc_id`` (an environment-bound app), and a topic for the groups' scaling events.
 
-    ``host_port_routes`` names the (load balancer, capacity) pairs whose bridge-mode services the balancer reaches."""
+    ``host_port_routes`` names the (load balancer, capacity) pairs whose bridge-mode services the balancer reaches,
+    ``task_port_routes`` the load balancers with awsvpc services. With a Service Connect namespace,
+    ``bridge_capacities`` names the EC2 capacities that run bridge-mode services (their hosts call through Service
+    Connect) and ``bridge_listeners`` those of them where one has a port (a listener on a host port)."""
 
     def __init__(
         self,
@@ -43,6 +46,9 @@ class ClusterStack(Stack):
         service_connect_namespace: str | None = None,
         telemetry: bool = True,
         host_port_routes: Iterable[tuple[str, str]] = (),
+        task_port_routes: Iterable[str] = (),
+        bridge_capacities: Iterable[str] = (),
+        bridge_listeners: Iterable[str] = (),
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
@@ -51,9 +57,18 @@ class ClusterStack(Stack):
         self.vpc = vpc
         self.cluster = ecs.Cluster(self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED)
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
+        # Service Connect: services with a port answer at http://<service>:<port> inside the namespace. Its tasks
+        # (awsvpc) and hosts (bridge mode) join one group, which each listener admits (_open_service_connect).
+        self.service_connect_members: ec2.SecurityGroup | None = None
         if service_connect_namespace:
-            # Service Connect: services with a port answer at http://<service>:<port> inside the namespace.
             self.cluster.add_default_cloud_map_namespace(name=service_connect_namespace, use_for_service_connect=True)
+            self.service_connect_members = ec2.SecurityGroup(
+                self,
+                "ServiceConnectMembers",
+                vpc=vpc,
+                description=f"tasks and hosts that call through Service Connect in {service_connect_namespace}",
+                allow_all_outbound=False,
+            )
         self.load_balancers: dict[str, Balancer] = build_load_balancers(
             Construct(self, "LoadBalancers"), vpc, load_balancers or {}
         )
@@ -133,6 +148,10 @@ class ClusterStack(Stack):
 
         # Each balancer reaches the bridge-mode host ports of the capacities its services run on, one rule a pair.
         open_host_ports(self.load_balancers, self.capacities, host_port_routes)
+        # Each ALB reaches its awsvpc targets through one rule to a group they join (a group holds 60 rules a way).
+        open_task_ports(self.load_balancers, task_port_routes, vpc)
+        if self.service_connect_members is not None:
+            self._open_service_connect(self.service_connect_members, set(bridge_capacities), set(bridge_listeners))
 
         # The GPU telemetry daemon on every EC2 GPU host (daemon services do not run on Managed Instances).
         ec2_capacities = [c for c in self.capacities.values() if isinstance(c, GpuCapacity)]
@@ -147,6 +166,19 @@ class ClusterStack(Stack):
             if telemetry and ec2_capacities
             else None
         )
+
+    def _open_service_connect(self, members: ec2.SecurityGroup, hosts: set[str], listeners: set[str]) -> None:
+        """Bridge-mode tasks call from their host's interface, so those hosts join the members' group; a bridge-mode
+        listener takes a host port of the agent's dynamic range (amazon-ecs-agent, agent/api/task/task.go,
+        buildPortMapWithSCIngressConfig), so its hosts admit the members there. One rule a capacity."""
+        for name in sorted(hosts):
+            capacity = self.capacities[name]
+            assert isinstance(capacity, GpuCapacity)  # bridge mode runs on EC2 capacities only
+            capacity.launch_template.add_security_group(members)
+            if name in listeners:
+                capacity.connections.security_groups[0].add_ingress_rule(
+                    members, EPHEMERAL_PORTS, "Service Connect to bridge-mode listeners"
+                )
 
     def _existing_vpc(self, vpc_id: str | None) -> ec2.IVpc:
         """The fleet's existing VPC, looked up at synth (credentials needed) and cached in cdk.context.json."""

@@ -81,6 +81,11 @@ def build_app(
             for s in spec.services.values()
             if s.load_balancer is not None and s.network_mode == BRIDGE
         ],
+        task_port_routes=[
+            s.load_balancer for s in spec.services.values() if s.load_balancer is not None and s.network_mode != BRIDGE
+        ],
+        bridge_capacities=[s.capacity for s in spec.services.values() if s.network_mode == BRIDGE],
+        bridge_listeners=[s.capacity for s in spec.services.values() if s.network_mode == BRIDGE and s.port],
         env=env,
     )
     stacks = FleetStacks(network=network, cluster=cluster)
@@ -105,6 +110,7 @@ def build_app(
                 service_names={name: spec.ecs_service_name(name) for name in isolated},
                 services=[s for s in services if s.name in members],
                 proxy_memory_mib=spec.proxy_memory_mib,
+                connect_members=cluster.service_connect_members,
                 env=env,
             )
         )

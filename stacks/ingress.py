@@ -33,6 +33,12 @@ class Balancer:
     spec: LoadBalancerSpec
     load_balancer: elbv2.ApplicationLoadBalancer | elbv2.NetworkLoadBalancer
     listener: elbv2.ApplicationListener | None  # the ALB's listener that carries the services' rules
+    # An ALB's awsvpc targets join this group, and the ALB sends to it by one outbound rule (open_task_ports).
+    targets: ec2.SecurityGroup | None = None
+
+    @property
+    def security_group(self) -> ec2.ISecurityGroup:
+        return self.load_balancer.connections.security_groups[0]
 
 
 def _ack(scope: IConstruct, pack: str, rule: str, reason: str) -> None:
@@ -197,6 +203,12 @@ def expose(
     the ALB target group, which request-count scaling needs."""
     assert spec.port is not None
     bridge = spec.network_mode == BRIDGE
+    # An awsvpc service's own group admits the balancer on its port. aws-ecs's load balancer target would also add
+    # an outbound rule to the balancer's group for each service, and an ALB's group holds at most 60
+    # (core.quotas.RULES_PER_SECURITY_GROUP): the ALB reaches its awsvpc targets through one rule instead.
+    own = None if bridge else task_security_group(service)
+    if own is not None:
+        own.add_ingress_rule(balancer.security_group, ec2.Port.tcp(spec.port), f"{balancer.spec.name} to {spec.name}")
     if balancer.listener is not None:
         group = elbv2.ApplicationTargetGroup(
             scope,
@@ -204,12 +216,9 @@ def expose(
             vpc=vpc,
             port=spec.port,
             protocol=elbv2.ApplicationProtocol.HTTP,
-            # awsvpc tasks register by IP through aws-ecs, which opens the service's own security group to the
-            # balancer; bridge-mode tasks register by instance, and the cluster stack opens the hosts once.
-            target_type=elbv2.TargetType.INSTANCE if bridge else None,
-            targets=None
-            if bridge
-            else [service.load_balancer_target(container_name=CONTAINER_NAME, container_port=spec.port)],
+            # Bridge-mode tasks register by instance, awsvpc tasks by IP; the rules are opened above and by the
+            # cluster stack (open_host_ports, open_task_ports), once each.
+            target_type=elbv2.TargetType.INSTANCE if bridge else elbv2.TargetType.IP,
             # Bridge-mode tasks listen on dynamic host ports: check each on the port it takes traffic on.
             health_check=elbv2.HealthCheck(
                 path=spec.health_check_path, healthy_http_codes="200-399", port="traffic-port"
@@ -229,8 +238,10 @@ def expose(
             conditions=conditions or [elbv2.ListenerCondition.path_patterns(["/*"])],
             target_groups=[group],
         )
-        if bridge:
-            _attach_by_instance(service, group, route, spec.port)
+        _attach(service, group, route, spec.port)
+        if not bridge:
+            assert balancer.targets is not None, f"open_task_ports did not open {balancer.spec.name}"
+            join_security_group(service, balancer.targets)
         return group
     assert isinstance(balancer.load_balancer, elbv2.NetworkLoadBalancer) and spec.listener_port is not None
     nlb_group = elbv2.NetworkTargetGroup(
@@ -256,11 +267,10 @@ def expose(
         "ELBv2ACMCertificateRequired",
         "a TCP listener passes the service's own protocol through; the service terminates TLS itself if it speaks it",
     )
-    # Network target groups open no security group by themselves: let the balancer reach an awsvpc service's tasks
-    # (bridge-mode hosts are opened once per balancer and capacity, by open_host_ports in the cluster stack).
+    # Network target groups open no security group by themselves: an awsvpc service's own group admits the balancer
+    # (above; the NLB's group lets all out), and bridge-mode hosts are opened once per balancer and capacity, by
+    # open_host_ports in the cluster stack.
     nlb = balancer.load_balancer
-    if not bridge:
-        service.connections.allow_from(nlb, ec2.Port.tcp(spec.port), f"{balancer.spec.name} to {spec.name}")
     _guard(nlb, vpc, balancer.spec, nlb.connections, ec2.Port.tcp(spec.listener_port))
     return None
 
@@ -268,12 +278,33 @@ def expose(
 HEALTH_CHECK_GRACE_SECONDS = 60  # what aws-ecs gives a load-balanced service when none is set
 
 
-def _attach_by_instance(
+def task_security_group(service: ecs.BaseService) -> ec2.ISecurityGroup:
+    """An awsvpc service's own security group, the one aws-ecs made for it. Rules go on it alone: a rule given to
+    ``service.connections`` would also land on every group the service joins later (a shared one)."""
+    groups = service.connections.security_groups
+    assert groups, f"{service.node.path} has no security group of its own: is it in awsvpc mode?"
+    return groups[0]
+
+
+def join_security_group(service: ecs.BaseService, group: ec2.ISecurityGroup) -> None:
+    """Adds a shared group to an awsvpc service's tasks. aws-ecs renders the tasks' groups from the list the service
+    was made with, not from its connections, so the network configuration is written again with all of them."""
+    service.connections.add_security_group(group)
+    resource = service.node.default_child
+    assert isinstance(resource, ecs.CfnService)
+    resource.add_property_override(
+        "NetworkConfiguration.AwsvpcConfiguration.SecurityGroups",
+        [g.security_group_id for g in service.connections.security_groups],
+    )
+
+
+def _attach(
     service: ecs.BaseService, group: elbv2.ApplicationTargetGroup, route: elbv2.ApplicationListenerRule, port: int
 ) -> None:
-    """Registers a bridge-mode service's tasks in ``group`` by instance, without the security group rules that
-    aws-ecs's load balancer target adds: it opens the balancer to every host group of the cluster, once per service,
-    and EC2 refuses the repeats (InvalidPermission.Duplicate). ``open_host_ports`` opens each pair once instead."""
+    """Registers a service's tasks in ``group`` without the security group rules that aws-ecs's load balancer target
+    adds. For bridge mode it opens the balancer to every host group of the cluster, once per service, and EC2 refuses
+    the repeats (InvalidPermission.Duplicate): ``open_host_ports`` opens each pair once instead. For awsvpc it adds an
+    outbound rule per service to the balancer's group: ``open_task_ports`` opens one for all."""
     resource = service.node.default_child
     assert isinstance(resource, ecs.CfnService)
     resource.add_property_override(
@@ -283,6 +314,26 @@ def _attach_by_instance(
     resource.add_property_override("HealthCheckGracePeriodSeconds", HEALTH_CHECK_GRACE_SECONDS)
     # ECS needs the target group on a listener before the service names it.
     resource.node.add_dependency(route)
+
+
+def open_task_ports(balancers: Mapping[str, Balancer], names: Iterable[str], vpc: ec2.IVpc) -> None:
+    """Gives each named ALB a group for its awsvpc targets, and one outbound rule to it on any TCP port: each target
+    admits the balancer on its own port only (``expose``), so the balancer can open no other. An NLB's group lets
+    all out already."""
+    for name in sorted(set(names)):
+        balancer = balancers[name]
+        if balancer.listener is None:
+            continue
+        balancer.targets = ec2.SecurityGroup(
+            balancer.load_balancer,
+            "Targets",
+            vpc=vpc,
+            description=f"awsvpc tasks behind {name}; each admits the balancer on its own port",
+            allow_all_outbound=False,
+        )
+        balancer.security_group.add_egress_rule(
+            balancer.targets, ec2.Port.all_tcp(), f"{name} to its awsvpc targets, each open on its own port only"
+        )
 
 
 def open_host_ports(

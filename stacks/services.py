@@ -38,7 +38,7 @@ from ecs_gpu_sharing.core.fleet import (
     scratch_volume_name,
 )
 
-from .ingress import Balancer, expose
+from .ingress import Balancer, expose, join_security_group, task_security_group
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
@@ -61,6 +61,7 @@ class ServicesStack(Stack):
         isolation: Mapping[str, str] | None = None,
         service_names: Mapping[str, str] | None = None,
         proxy_memory_mib: int,
+        connect_members: ec2.ISecurityGroup | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
@@ -96,6 +97,9 @@ class ServicesStack(Stack):
                 )
             if cluster.default_cloud_map_namespace is not None:
                 _service_connect(scope, spec, service)
+                if spec.network_mode == AWSVPC:
+                    assert connect_members is not None, "the cluster stack makes the group with the namespace"
+                    _join_service_connect(spec, service, connect_members)
             _scaling(spec, service, group)
             # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
             cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
@@ -310,6 +314,17 @@ def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseServi
             log_group=logs.LogGroup(scope, "ConnectLogs", retention=LOG_RETENTION),
         ),
     )
+
+
+def _join_service_connect(spec: ServiceSpec, service: ecs.BaseService, members: ec2.ISecurityGroup) -> None:
+    """An awsvpc task calls from its own interface, so it joins the namespace's members; a listener is reached on its
+    container port at that interface (amazon-ecs-agent, agent/api/serviceconnect/service_connect.go, InterceptPort),
+    which admits the members there. Bridge-mode hosts join in the cluster stack."""
+    if spec.port:
+        task_security_group(service).add_ingress_rule(
+            members, ec2.Port.tcp(spec.port), f"Service Connect to {spec.name}"
+        )
+    join_security_group(service, members)
 
 
 def _scaling(spec: ServiceSpec, service: ecs.BaseService, group: elbv2.ApplicationTargetGroup | None) -> None:
