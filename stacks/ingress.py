@@ -275,9 +275,6 @@ def expose(
     return None
 
 
-HEALTH_CHECK_GRACE_SECONDS = 60  # what aws-ecs gives a load-balanced service when none is set
-
-
 def task_security_group(service: ecs.BaseService) -> ec2.ISecurityGroup:
     """An awsvpc service's own security group, the one aws-ecs made for it. Rules go on it alone: a rule given to
     ``service.connections`` would also land on every group the service joins later (a shared one)."""
@@ -311,7 +308,6 @@ def _attach(
         "LoadBalancers",
         [{"ContainerName": CONTAINER_NAME, "ContainerPort": port, "TargetGroupArn": group.target_group_arn}],
     )
-    resource.add_property_override("HealthCheckGracePeriodSeconds", HEALTH_CHECK_GRACE_SECONDS)
     # ECS needs the target group on a listener before the service names it.
     resource.node.add_dependency(route)
 

@@ -32,6 +32,7 @@ from ecs_gpu_sharing.core.fleet import (
     AWSVPC,
     CONTAINER_NAME,
     MANAGED_POLICY_ON_TASK_ROLE,
+    MAX_CONTAINER_START_PERIOD,
     SERVICE_TAG,
     ServiceSpec,
     ecr_image,
@@ -101,6 +102,12 @@ class ServicesStack(Stack):
                     assert connect_members is not None, "the cluster stack makes the group with the namespace"
                     _join_service_connect(spec, service, connect_members)
             _scaling(spec, service, group)
+            if spec.load_balancer is not None or spec.health_check:
+                # ECS ignores failed load balancer and container checks this long after a task starts (botocore's
+                # ECS model, healthCheckGracePeriodSeconds); past it, a model still loading is stopped and restarted.
+                resource = service.node.default_child
+                assert isinstance(resource, ecs.CfnService)
+                resource.add_property_override("HealthCheckGracePeriodSeconds", spec.startup_seconds)
             # ECS tags each service so `ecs-gpu-sharing cluster status --fleet` can find it.
             cdk.Tags.of(service).add(SERVICE_TAG, spec.name)
             for key, value in spec.tags.items():
@@ -181,7 +188,13 @@ def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -
         ),
         logging=ecs.LogDrivers.aws_logs(stream_prefix=spec.name, log_group=group),
         command=list(spec.command) or None,
-        health_check=ecs.HealthCheck(command=list(spec.health_check)) if spec.health_check else None,
+        # Failures count only after the start period (at most ECS's 300 s): a model server loads its weights first.
+        health_check=ecs.HealthCheck(
+            command=list(spec.health_check),
+            start_period=cdk.Duration.seconds(min(spec.startup_seconds, MAX_CONTAINER_START_PERIOD)),
+        )
+        if spec.health_check
+        else None,
         linux_parameters=(
             ecs.LinuxParameters(scope, "Linux", shared_memory_size=spec.shm_size_mib) if spec.shm_size_mib else None
         ),

@@ -281,6 +281,27 @@ def test_each_balancer_reaches_each_capacitys_host_ports_by_one_rule(
     assert pairs and host_rules == [f"{spec.name}-cluster"] * len(pairs)
 
 
+def test_a_model_gets_its_startup_time_before_failed_health_checks_count(
+    example: dict[str, Any], platform: dict[str, Any]
+) -> None:
+    """ECS stops a task whose checks fail past the service's grace period (botocore's ECS model:
+    healthCheckGracePeriodSeconds covers load balancer and container checks), and a container check's failures count
+    only after its start period (at most 300 s): a model still loading must have both, or it restarts forever."""
+    services = example["models-services-1"]
+    (llm,) = _resources(services, "AWS::ECS::Service", "llm")
+    assert llm["Properties"]["HealthCheckGracePeriodSeconds"] == 600  # startup_seconds in fleet.toml
+    assert _containers(services, "llm")["model"]["HealthCheck"]["StartPeriod"] == 300  # ECS's most
+    (embedder,) = _resources(services, "AWS::ECS::Service", "embedder")
+    assert embedder["Properties"]["HealthCheckGracePeriodSeconds"] == fleet.DEFAULT_STARTUP_SECONDS
+    # A service with neither a load balancer nor a container check has no check to ignore.
+    (grpc,) = _resources(platform["templates"]["plat-services-1"], "AWS::ECS::Service", "grpc")
+    assert grpc["Properties"]["HealthCheckGracePeriodSeconds"] == fleet.DEFAULT_STARTUP_SECONDS  # an NLB checks it
+    assert (
+        _parse(BASE.replace('path = ["/a/*"]', 'path = ["/a/*"]\nstartup_seconds = 0')).services["a"].startup_seconds
+        == 0
+    )
+
+
 def test_the_example_llm_is_a_real_model_server(example: dict[str, Any]) -> None:
     services = example["models-services-1"]
     model = _containers(services, "llm")["model"]
@@ -402,6 +423,7 @@ def _svc(key_lines: str, service: str = "a") -> str:
             "an ALB rule takes at most 5",
         ),
         (_svc("scale_on_requests_per_target = 10"), "service.a.scale_on_requests_per_target needs max_tasks"),
+        (_svc("startup_seconds = -1"), "service.a.startup_seconds"),
         (
             _svc("max_tasks = 3\nscale_on_requests_per_target = 10", "b"),
             "service.b.scale_on_requests_per_target is for an application load balancer",

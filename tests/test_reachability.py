@@ -150,3 +150,14 @@ def test_an_alb_reaches_each_awsvpc_target_on_its_own_port_through_one_egress_ru
     # One rule however many targets: an ALB's group holds at most 60 outbound rules (Amazon VPC quotas).
     assert len(egress) == 1, egress
     assert check_templates(connect) == []
+
+
+def test_a_service_with_no_health_check_to_ignore_has_no_grace_period(connect: Templates) -> None:
+    # bridged has neither a load balancer nor a container check (web-a has a balancer: test_platform covers it).
+    (bridged,) = [
+        r
+        for t in connect.values()
+        for r in t["Resources"].values()
+        if r["Type"] == "AWS::ECS::Service" and {"Key": SERVICE_TAG, "Value": "bridged"} in r["Properties"]["Tags"]
+    ]
+    assert "HealthCheckGracePeriodSeconds" not in bridged["Properties"]

@@ -27,7 +27,14 @@ from .model import (
     scratch_volume_name,
 )
 from .schema import json_schema
-from .service_spec import MetricTarget, ServiceSpec, SidecarSpec, Statement
+from .service_spec import (
+    DEFAULT_STARTUP_SECONDS,
+    MAX_CONTAINER_START_PERIOD,
+    MetricTarget,
+    ServiceSpec,
+    SidecarSpec,
+    Statement,
+)
 from .values import APPLICATION, AWSVPC, BRIDGE, CONTAINER_NAME, NETWORK
 
 __all__ = [
@@ -37,10 +44,12 @@ __all__ = [
     "BRIDGE",
     "CAPACITY",
     "CONTAINER_NAME",
+    "DEFAULT_STARTUP_SECONDS",
     "EC2",
     "LOAD_BALANCER",
     "MANAGED_INSTANCES",
     "MANAGED_POLICY_ON_TASK_ROLE",
+    "MAX_CONTAINER_START_PERIOD",
     "MAX_FLEET_FILE_BYTES",
     "MAX_PLACEMENT_EXPRESSION",
     "METRIC",

@@ -27,6 +27,13 @@ from .values import (
     NAME,
 )
 
+MAX_CONTAINER_START_PERIOD = 300
+"""ECS's most for a container health check's ``startPeriod`` (botocore's ECS model: 0 to 300 seconds)."""
+DEFAULT_STARTUP_SECONDS = MAX_CONTAINER_START_PERIOD
+"""How long a service's tasks get to load their model before failed health checks count, unless the fleet file says:
+the longest start period a container check can have. aws-ecs's own grace period for a load-balanced service (60 s)
+restarts a model server still loading its weights, over and over."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class SidecarSpec:
@@ -151,6 +158,17 @@ class ServiceSpec:
     command: tuple[str, ...] = key(list, False, "the container's command, a list of strings (the image's by default)")
     health_check: tuple[str, ...] = key(
         list, False, 'a container health check command, such as ["CMD-SHELL", "curl -f localhost:8080/health"]'
+    )
+    startup_seconds: int = key(
+        int,
+        False,
+        "seconds a task may take to load its model before failed health checks count: the service's health check "
+        "grace period (load balancer and container checks) and the container check's start period (at most 300)",
+        low=0,
+        high=2147483647,
+        high_why="ECS's most for healthCheckGracePeriodSeconds",
+        default=DEFAULT_STARTUP_SECONDS,
+        example=900,
     )
     shm_size_mib: int | None = key(
         int,
