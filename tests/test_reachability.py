@@ -65,7 +65,8 @@ def _tasks(templates: Templates, service: str) -> list[str]:
         ]
         for stack, t in templates.items()
         for r in t["Resources"].values()
-        if r["Type"] == "AWS::ECS::Service" and {"Key": SERVICE_TAG, "Value": service} in r["Properties"]["Tags"]
+        if r["Type"] == "AWS::ECS::Service"
+        and {"Key": SERVICE_TAG, "Value": service} in r["Properties"].get("Tags", [])
     ]
     assert len(found) == 1, (service, found)
     return found[0]
@@ -158,6 +159,7 @@ def test_a_service_with_no_health_check_to_ignore_has_no_grace_period(connect: T
         r
         for t in connect.values()
         for r in t["Resources"].values()
-        if r["Type"] == "AWS::ECS::Service" and {"Key": SERVICE_TAG, "Value": "bridged"} in r["Properties"]["Tags"]
+        if r["Type"] == "AWS::ECS::Service"
+        and {"Key": SERVICE_TAG, "Value": "bridged"} in r["Properties"].get("Tags", [])
     ]
     assert "HealthCheckGracePeriodSeconds" not in bridged["Properties"]
