@@ -7,6 +7,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from ecs_gpu_sharing.core.fleet.model import VPC_ZONES
+
 
 class NetworkStack(Stack):
     """A new VPC over two AZs: public subnets for the NAT gateway, private subnets for GPU hosts, flow logs to
@@ -17,7 +19,7 @@ class NetworkStack(Stack):
         vpc = ec2.Vpc(
             self,
             "Vpc",
-            max_azs=2,
+            max_azs=VPC_ZONES,
             nat_gateways=1,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),

@@ -551,3 +551,79 @@ def test_a_missing_cluster_says_what_to_check(monkeypatch: pytest.MonkeyPatch) -
             aws.aws_errors("reading the services of cluster nowhere"),
         ):
             ecs.list_services(cluster="nowhere")
+
+
+# --- fleet zones ----------------------------------------------------------------------------------------------
+# moto carries AWS's published offerings by zone: in ca-central-1, p5.48xlarge only in ca-central-1d; in
+# ap-southeast-2, g5.xlarge in ap-southeast-2b and 2c only.
+
+
+def _zones_fleet(tmp_path: Path, types: list[str], extra: str = "") -> Path:
+    path = tmp_path / "fleet.toml"
+    path.write_text(
+        f'name = "z"\n{extra}\n[capacity.gpu]\ninstance_types = {json.dumps(types)}\n'
+        '[service.a]\ncapacity = "gpu"\nimage = "i"\ndesired_count = 1\ncpu_units = 256\nmemory_mib = 512\n'
+        "gpu_budget_mib = 1024\n"
+    )
+    return path
+
+
+@mock_aws
+def test_fleet_zones_passes_types_offered_in_both_zones(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet_file = _zones_fleet(tmp_path, ["g6.2xlarge", "g6.4xlarge"])
+    assert main(["fleet", "zones", str(fleet_file), "--region", "us-east-1"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "gpu: g6.2xlarge in us-east-1a, us-east-1b; g6.4xlarge in us-east-1a, us-east-1b"
+    )
+
+
+@mock_aws
+def test_fleet_zones_fails_a_capacity_no_zone_of_the_vpc_offers(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["fleet", "zones", str(_zones_fleet(tmp_path, ["p5.48xlarge"])), "--region", "ca-central-1"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "capacity.gpu: no zone of ca-central-1a, ca-central-1b offers p5.48xlarge in ca-central-1, so no host can "
+        "launch and its tasks would wait in PROVISIONING (offered in p5.48xlarge: ca-central-1d)"
+    ) in out
+
+
+@mock_aws
+def test_fleet_zones_warns_of_a_capacity_that_launches_in_one_zone(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["fleet", "zones", str(_zones_fleet(tmp_path, ["g5.xlarge"])), "--region", "ap-southeast-2"]) == 0
+    assert (
+        "capacity.gpu: hosts can launch only in ap-southeast-2b of ap-southeast-2a, ap-southeast-2b"
+        in capsys.readouterr().out
+    )
+
+
+@mock_aws
+def test_fleet_zones_takes_the_zones_of_the_default_subnets_or_of_the_named_vpc(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ec2 = boto3.client("ec2", region_name="ca-central-1")
+    # Fn::GetAZs gives the zones with a default subnet: without 1a's, an agnostic app's VPC is in 1b and 1d.
+    (default_a,) = ec2.describe_subnets(
+        Filters=[
+            {"Name": "default-for-az", "Values": ["true"]},
+            {"Name": "availability-zone", "Values": ["ca-central-1a"]},
+        ]
+    )["Subnets"]
+    ec2.delete_subnet(SubnetId=default_a["SubnetId"])
+    assert main(["fleet", "zones", str(_zones_fleet(tmp_path, ["p5.48xlarge"])), "--region", "ca-central-1"]) == 0
+    assert "p5.48xlarge in ca-central-1d" in capsys.readouterr().out
+    # A named VPC: its subnets' zones, here 1d only.
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/24", AvailabilityZone="ca-central-1d")
+    bound = f'account = "123456789012"\nregion = "ca-central-1"\nvpc_id = "{vpc}"'
+    assert main(["fleet", "zones", str(_zones_fleet(tmp_path, ["p5.48xlarge"], bound)), "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["zones"] == ["ca-central-1d"] and result["problems"] == [] and result["warnings"] == []
+    # A type the VPC's zones never offer beside one they do: the group never launches it.
+    assert main(["fleet", "zones", str(_zones_fleet(tmp_path, ["p5.48xlarge", "p5.4xlarge"], bound))]) == 1
+    assert "capacity.gpu: p5.4xlarge is offered in none of ca-central-1d in ca-central-1" in capsys.readouterr().out

@@ -407,12 +407,40 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.add_argument("--output", default="prices.json", help="where to write (default: prices.json)")
     refresh.set_defaults(func=_prices_refresh)
 
+    _add_fleet_commands(commands)
+    return parser
+
+
+def _add_fleet_commands(commands: Any) -> None:
     fleet_commands = commands.add_parser("fleet", help="the fleet file").add_subparsers(
         dest="fleet_command", required=True
     )
     schema = fleet_commands.add_parser("schema", help="print the fleet file's JSON Schema (for TOML editors)")
     schema.set_defaults(func=_fleet_schema)
-    return parser
+    zones = fleet_commands.add_parser(
+        "zones", help="whether each capacity's instance types are offered in the zones its hosts use (AWS calls)"
+    )
+    zones.add_argument("fleet", help="the fleet file")
+    zones.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+    zones.add_argument("--json", action="store_true", help="JSON instead of lines")
+    zones.set_defaults(func=_fleet_zones)
+
+
+def _fleet_zones(args: argparse.Namespace) -> int:
+    from .operations import zones
+    from .operations.aws import client
+
+    spec = fleet.load(args.fleet)
+    results = zones.check(client("ec2", args.region or spec.region), spec)
+    if args.json:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        for r in results:
+            print(f"{r.capacity}: " + "; ".join(f"{t} in {', '.join(z) or 'no zone'}" for t, z in r.offered.items()))
+        for r in results:
+            for line in (*r.problems, *r.warnings):
+                print(line)
+    return 1 if any(r.problems for r in results) else 0
 
 
 def _fleet_schema(args: argparse.Namespace) -> int:

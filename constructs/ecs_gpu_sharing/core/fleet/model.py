@@ -28,8 +28,9 @@ from .values import (
     VPC_ID,
 )
 
+VPC_ZONES = 2
+"""Availability Zones of the VPC the app makes when the fleet names no vpc_id (the network stack's max_azs)."""
 MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
-"""Tag on each deployed ECS service naming its fleet-file service; `cluster status --fleet` matches by it."""
 
 
 @dataclass(frozen=True, kw_only=True)
