@@ -290,6 +290,7 @@ def _operations(emulator: Emulator, spec: Any, fleet: Path, templates: dict[str,
             "evaluate",
             [*cli, "evaluate", "--cluster", cluster, "--fleet", str(fleet), "--since", "1d", "--region", "us-east-1"],
         ),
+        ("fleet zones", [*cli, "fleet", "zones", str(fleet), "--region", "us-east-1"]),
         *(
             (f"ami verify {release}", [*cli, "ami", "verify", "--release", release, "--region", "us-east-1"])
             for release in sorted({c.ami_release for c in spec.capacities.values() if c.ami_release})
