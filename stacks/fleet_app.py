@@ -138,7 +138,6 @@ def _layout(app: cdk.App, spec: FleetSpec, services: list[ServiceSpec], path: Pa
         services,
         read_layout(path) if path is not None else None,
         application_balancers=frozenset(b.name for b in balancers if b.type == APPLICATION),
-        network_balancers=frozenset(b.name for b in balancers if b.type != APPLICATION),
         service_connect=spec.service_connect_namespace is not None,
         budget=budget,
     )

@@ -27,7 +27,7 @@ STACK_OVERHEAD = 1  # AWS::CDK::Metadata
 SHARD_BUDGET = int(RESOURCES_PER_STACK.number * STACK_RESOURCE_HEADROOM) - STACK_OVERHEAD
 
 
-def service_resources(spec: ServiceSpec, *, service_connect: bool, network_balancer: bool = False) -> int:
+def service_resources(spec: ServiceSpec, *, service_connect: bool) -> int:
     """An upper bound of the CloudFormation resources the fleet app writes for one service (a test holds it to the
     synthesized count): task definition, task and execution roles with their policies, log group, service, route,
     scaling, Service Connect's log group and an awsvpc service's security group with its rules."""
@@ -37,7 +37,9 @@ def service_resources(spec: ServiceSpec, *, service_connect: bool, network_balan
     if spec.load_balancer is not None:
         count += 2  # target group, and a listener rule (ALB) or a listener (NLB)
     if spec.network_mode == AWSVPC:
-        count += 1 + (1 if network_balancer else 2)  # its security group; the balancer's ingress (and ALB egress)
+        # Its security group and the rules on it: the balancer's way in, Service Connect's to a listener (an ALB's
+        # way out to its awsvpc targets is one rule in the cluster stack).
+        count += 1 + (spec.load_balancer is not None) + (service_connect and spec.port is not None)
     if spec.max_tasks is not None:
         count += 1 + sum(
             x is not None for x in (spec.scale_on_cpu_percent, spec.scale_on_requests_per_target, spec.scale_on_metric)
@@ -79,7 +81,6 @@ def plan_layout(
     previous: Layout | None,
     *,
     application_balancers: frozenset[str] = frozenset(),
-    network_balancers: frozenset[str] = frozenset(),
     service_connect: bool = False,
     budget: int = SHARD_BUDGET,
 ) -> Layout:
@@ -92,10 +93,7 @@ def plan_layout(
     by_name = {s.name: s for s in services}
 
     def size(name: str) -> int:
-        spec = by_name[name]
-        return service_resources(
-            spec, service_connect=service_connect, network_balancer=spec.load_balancer in network_balancers
-        )
+        return service_resources(by_name[name], service_connect=service_connect)
 
     used: dict[int, int] = {}
     for name, shard in shards.items():

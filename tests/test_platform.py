@@ -592,14 +592,8 @@ def test_the_shard_estimate_bounds_each_services_resources(
 
     stacks = example_stacks if fleet_name == "example" else platform["stacks"]
     spec = fleet.load(REPO / "fleet.toml" if fleet_name == "example" else PLATFORM)
-    nlbs = {b.name for b in spec.load_balancers.values() if b.type == "network"}
     for name, count in resource_counts(stacks).items():
-        service = spec.services[name]
-        estimate = service_resources(
-            service,
-            service_connect=spec.service_connect_namespace is not None,
-            network_balancer=service.load_balancer in nlbs,
-        )
+        estimate = service_resources(spec.services[name], service_connect=spec.service_connect_namespace is not None)
         assert count <= estimate <= count + 2, (name, count, estimate)
 
 

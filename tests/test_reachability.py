@@ -27,21 +27,26 @@ DYNAMIC_PORT = 40000  # inside the agent's dynamic host port range, where a brid
 Templates = Mapping[str, Any]
 
 
-def _synth(path: Any) -> Templates:
+def _build(path: Any) -> tuple[Any, Templates]:
     app = new_app()
     stacks = build_app(app, fleet.load(path))
     assembly = app.synth()
-    return {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()}
+    return stacks, {s.stack_name: assembly.get_stack_artifact(s.artifact_id).template for s in stacks.all()}
 
 
 @pytest.fixture(scope="module")
-def connect() -> Templates:
-    return _synth(CONNECT)
+def connect_build() -> tuple[Any, Templates]:
+    return _build(CONNECT)
+
+
+@pytest.fixture(scope="module")
+def connect(connect_build: tuple[Any, Templates]) -> Templates:
+    return connect_build[1]
 
 
 @pytest.fixture(scope="module")
 def example() -> Templates:
-    return _synth(REPO / "fleet.toml")
+    return _build(REPO / "fleet.toml")[1]
 
 
 def _hosts(templates: Templates, capacity: str) -> list[str]:
@@ -114,7 +119,7 @@ def test_every_service_connect_client_reaches_a_bridge_mode_listener_on_another_
         assert reachable(connect, client, listeners, DYNAMIC_PORT)
 
 
-@pytest.mark.parametrize(("service", "port"), [("web-a", 8001), ("web-c", 8003), ("managed", 9000)])
+@pytest.mark.parametrize(("service", "port"), [("web-a", 8001), ("web-c", 8003), ("managed", 9000), ("web-n", 9100)])
 def test_every_service_connect_client_reaches_an_awsvpc_listener_on_its_port(
     connect: Templates, service: str, port: int
 ) -> None:
@@ -147,6 +152,9 @@ def test_an_alb_reaches_each_awsvpc_target_on_its_own_port_through_one_egress_ru
     for service, port in (("web-a", 8001), ("web-b", 8002), ("web-c", 8003)):
         assert reachable(connect, alb, _tasks(connect, service), port)
         assert not reachable(connect, alb, _tasks(connect, service), port + 10)
+    nlb = _balancer(connect, "tcp")
+    assert reachable(connect, nlb, _tasks(connect, "web-n"), 9100)
+    assert not reachable(connect, nlb, _tasks(connect, "web-a"), 8001)
     egress = [r for r in security_group_rules(connect) if r.group in alb and not r.ingress]
     # One rule however many targets: an ALB's group holds at most 60 outbound rules (Amazon VPC quotas).
     assert len(egress) == 1, egress
@@ -163,3 +171,15 @@ def test_a_service_with_no_health_check_to_ignore_has_no_grace_period(connect: T
         and {"Key": SERVICE_TAG, "Value": "bridged"} in r["Properties"].get("Tags", [])
     ]
     assert "HealthCheckGracePeriodSeconds" not in bridged["Properties"]
+
+
+def test_the_shard_estimate_bounds_the_rules_each_service_brings(connect_build: tuple[Any, Templates]) -> None:
+    """Service Connect's and a balancer's rules are counted in the services stacks' shard estimate."""
+    from test_layout_file import resource_counts
+
+    from stacks.layout import service_resources
+
+    spec = fleet.load(CONNECT)
+    for name, count in resource_counts(connect_build[0]).items():
+        estimate = service_resources(spec.services[name], service_connect=True)
+        assert count <= estimate <= count + 2, (name, count, estimate)
