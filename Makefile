@@ -19,7 +19,7 @@ NODE_STAMP := node_modules/.installed
 CDK := node_modules/.bin/cdk
 FLEET ?=
 
-.PHONY: synth test deploy rehearse lint typecheck check setup bench docs clean
+.PHONY: synth test deploy destroy rehearse lint typecheck check setup bench docs clean
 
 synth: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
@@ -28,6 +28,10 @@ synth: $(PY_STAMP) $(NODE_STAMP)
 # Needs AWS credentials and a bootstrapped account (cdk bootstrap).
 deploy: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) deploy --all --no-notices $(if $(FLEET),-c fleet=$(FLEET))
+
+# Deletes the fleet's stacks: services first, then the hosts' scale-in protection, then the cluster (scripts/destroy.py).
+destroy: $(PY_STAMP) $(NODE_STAMP)
+	$(PY) scripts/destroy.py $(if $(FLEET),--fleet $(FLEET))
 
 # Deploys fleets into moto's AWS emulator on loopback and accounts for every resource (no AWS account needed).
 # By default: the example fleet and its edit (deployed as an update), the platform fleet, a 120-service fleet and a fleet

@@ -112,6 +112,7 @@ def _synth(emulator: Emulator, fleet: Path, out: Path, log: Path, app: Path | No
 
 
 def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, verbose: bool) -> list[str]:
+    import destroy  # scripts/destroy.py, beside this script
     import rehearsal  # scripts/rehearsal/, beside this script
 
     from ecs_gpu_sharing.core import fleet as fleet_file
@@ -179,21 +180,16 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
         placed = now
     problems += _operations(emulator, spec, fleet, templates, log)
     started = time.monotonic()
-    destroyed = _run(
-        emulator,
-        str(CDK),
-        "destroy",
-        "--all",
-        "--force",
-        "--app",
-        str(work / f"cdk.out.{len(steps) - 1}"),
-        log=log,
-        check=False,
+    # make destroy's steps: services first, then the hosts' scale-in protection, then the rest.
+    failed = destroy.destroy(
+        lambda command: _run(emulator, *command, log=log, check=False),
+        list(templates),
+        spec.name,
+        ["--app", str(work / f"cdk.out.{len(steps) - 1}")],
+        "us-east-1",
     )
-    if destroyed.returncode != 0:
-        problems.append(
-            f"cdk destroy --all exited {destroyed.returncode}; left in the emulator: {_leftovers(emulator)}"
-        )
+    if failed:
+        problems.append(f"{failed}; left in the emulator: {_leftovers(emulator)}")
     left = [s for s in templates if _stack_exists(emulator, s)]
     if left:
         problems.append(f"destroy left stacks behind: {', '.join(left)}")

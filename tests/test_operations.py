@@ -627,3 +627,69 @@ def test_fleet_zones_takes_the_zones_of_the_default_subnets_or_of_the_named_vpc(
     # A type the VPC's zones never offer beside one they do: the group never launches it.
     assert main(["fleet", "zones", str(_zones_fleet(tmp_path, ["p5.48xlarge", "p5.4xlarge"], bound))]) == 1
     assert "capacity.gpu: p5.4xlarge is offered in none of ca-central-1d in ca-central-1" in capsys.readouterr().out
+
+
+# --- cluster unprotect ----------------------------------------------------------------------------------------
+
+
+def _protected_cluster() -> tuple[Any, Any, str]:
+    """A cluster whose capacity provider's group has three instances protected from scale-in, as ECS leaves them."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    autoscaling = boto3.client("autoscaling", region_name="us-east-1")
+    ecs = boto3.client("ecs", region_name="us-east-1")
+    subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    ec2.create_launch_template(LaunchTemplateName="hosts", LaunchTemplateData={"ImageId": image})
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName="gpu-hosts",
+        LaunchTemplate={"LaunchTemplateName": "hosts"},
+        MinSize=3,
+        MaxSize=3,
+        DesiredCapacity=3,
+        VPCZoneIdentifier=subnet,
+        NewInstancesProtectedFromScaleIn=True,
+    )
+    arn = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]["AutoScalingGroupARN"]
+    ecs.create_capacity_provider(
+        name="gpu", autoScalingGroupProvider={"autoScalingGroupArn": arn, "managedTerminationProtection": "ENABLED"}
+    )
+    ecs.create_cluster(clusterName="fleet", capacityProviders=["gpu"])
+    return ecs, autoscaling, "fleet"
+
+
+@mock_aws
+def test_cluster_unprotect_refuses_while_a_service_wants_tasks_then_clears_every_protection(
+    fake_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ecs, autoscaling, cluster = _protected_cluster()
+    ecs.register_task_definition(family="m", containerDefinitions=[{"name": "m", "image": "i", "memory": 64}])
+    ecs.create_service(cluster=cluster, serviceName="embedder", taskDefinition="m", desiredCount=2)
+    assert main(["cluster", "unprotect", "--cluster", cluster, "--region", "us-east-1"]) == 1
+    assert "cluster fleet still runs 1 services (embedder): delete the services stacks first" in capsys.readouterr().err
+    (group,) = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert all(i["ProtectedFromScaleIn"] for i in group["Instances"])  # refused before any change
+
+    ecs.update_service(cluster=cluster, service="embedder", desiredCount=0)
+    assert main(["cluster", "unprotect", "--cluster", cluster, "--region", "us-east-1"]) == 0
+    assert capsys.readouterr().out.strip() == "gpu-hosts: new instances unprotected; 3 instances unprotected"
+    (group,) = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert group["NewInstancesProtectedFromScaleIn"] is False
+    assert [i["ProtectedFromScaleIn"] for i in group["Instances"]] == [False] * 3
+
+
+@mock_aws
+def test_cluster_unprotect_finds_the_cluster_from_its_stack(
+    fake_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _protected_cluster()
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {"ClusterName": {"Value": "fleet"}},
+    }
+    boto3.client("cloudformation", region_name="us-east-1").create_stack(
+        StackName="models-cluster", TemplateBody=json.dumps(template)
+    )
+    assert main(["cluster", "unprotect", "--stack", "models-cluster", "--region", "us-east-1"]) == 0
+    assert "3 instances unprotected" in capsys.readouterr().out
+    assert main(["cluster", "unprotect", "--stack", "nope", "--region", "us-east-1"]) == 1
+    assert "reading stack nope" in capsys.readouterr().err

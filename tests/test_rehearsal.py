@@ -258,3 +258,34 @@ def test_an_edited_shared_gpu_task_definition_deploys_as_an_update() -> None:
     team makes most often must deploy, and the emulator must then hold the edited revision."""
     outcome = _ask("update", _task("x:1", 2048), _task("x:2", 2560))
     assert outcome == {"error": None, "problems": []}
+
+
+def test_make_destroy_deletes_services_then_unprotects_the_hosts_then_the_rest() -> None:
+    """scripts/destroy.py, which the rehearsal runs against moto: the order a real account needs (aws-cdk #18179)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import destroy
+
+    ran: list[list[str]] = []
+
+    def run(command: list[str], *, code: int = 0, said: str = "") -> subprocess.CompletedProcess[str]:
+        ran.append(command)
+        return subprocess.CompletedProcess(command, code, said, "")
+
+    stacks = ["m-network", "m-cluster", "m-services-1", "m-services-2", "m-observability-1", "other-services-1"]
+    assert destroy.destroy(run, stacks, "m", ["--app", "out"], None) is None
+    assert ran[0][-3:] == ["m-services-1", "m-services-2", "m-observability-1"]
+    assert ran[1][-4:] == ["cluster", "unprotect", "--stack", "m-cluster"]
+    assert ran[2][1:4] == ["destroy", "--all", "--force"]
+    # A cluster stack that was never deployed has nothing to unprotect; any other failure stops before the cluster.
+    ran.clear()
+    missing = "error: reading stack m-cluster: Stack with id m-cluster does not exist"
+    assert (
+        destroy.destroy(lambda c: run(c, code=1 if "unprotect" in c else 0, said=missing), ["m-cluster"], "m", [], None)
+        is None
+    )
+    assert len(ran) == 2
+    ran.clear()
+    denied = destroy.destroy(
+        lambda c: run(c, code=1 if "unprotect" in c else 0, said="AccessDenied"), ["m-cluster"], "m", [], None
+    )
+    assert denied == "cluster unprotect exited 1: AccessDenied" and len(ran) == 1

@@ -153,6 +153,16 @@ def _cluster_status(args: argparse.Namespace) -> int:
     return 1 if result.problems else 0
 
 
+def _cluster_unprotect(args: argparse.Namespace) -> int:
+    from .operations import teardown
+    from .operations.aws import client
+
+    name = args.cluster or teardown.cluster_from_stack(client("cloudformation", args.region), args.stack)
+    for group in teardown.unprotect(client("ecs", args.region), client("autoscaling", args.region), name):
+        print(f"{group.group}: new instances unprotected; {len(group.instances)} instances unprotected")
+    return 0
+
+
 def _prices_refresh(args: argparse.Namespace) -> int:
     from .operations import prices
     from .operations.aws import client, require_known_region
@@ -350,15 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     ami_table.add_argument("--output", help="where to write (default: the installed table)")
     ami_table.set_defaults(func=_ami_refresh)
 
-    cluster = commands.add_parser("cluster", help="a live ECS cluster").add_subparsers(
-        dest="cluster_command", required=True
-    )
-    cstatus = cluster.add_parser("status", help="GPU hosts, GPUs and services of a cluster (AWS calls)")
-    cstatus.add_argument("--cluster", required=True)
-    cstatus.add_argument("--fleet", help="compare with this fleet file's plan")
-    cstatus.add_argument("--region")
-    cstatus.add_argument("--json", action="store_true")
-    cstatus.set_defaults(func=_cluster_status)
+    _add_cluster_commands(commands)
 
     judging = commands.add_parser(
         "evaluate",
@@ -409,6 +411,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_fleet_commands(commands)
     return parser
+
+
+def _add_cluster_commands(commands: Any) -> None:
+    cluster = commands.add_parser("cluster", help="a live ECS cluster").add_subparsers(
+        dest="cluster_command", required=True
+    )
+    cstatus = cluster.add_parser("status", help="GPU hosts, GPUs and services of a cluster (AWS calls)")
+    cstatus.add_argument("--cluster", required=True)
+    cstatus.add_argument("--fleet", help="compare with this fleet file's plan")
+    cstatus.add_argument("--region")
+    cstatus.add_argument("--json", action="store_true")
+    cstatus.set_defaults(func=_cluster_status)
+    unprotect = cluster.add_parser(
+        "unprotect",
+        help="clear scale-in protection from the cluster's hosts so its stack can be deleted, once its services are "
+        "gone (AWS calls)",
+    )
+    which = unprotect.add_mutually_exclusive_group(required=True)
+    which.add_argument("--cluster", help="the cluster's name")
+    which.add_argument("--stack", help="a fleet's cluster stack (<name>-cluster): the cluster it outputs")
+    unprotect.add_argument("--region")
+    unprotect.set_defaults(func=_cluster_unprotect)
 
 
 def _add_fleet_commands(commands: Any) -> None:
