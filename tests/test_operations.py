@@ -675,6 +675,10 @@ def test_cluster_unprotect_refuses_while_a_service_wants_tasks_then_clears_every
     (group,) = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
     assert group["NewInstancesProtectedFromScaleIn"] is False
     assert [i["ProtectedFromScaleIn"] for i in group["Instances"]] == [False] * 3
+    # A provider whose group is gone (an update replaced it, or a hand deleted it): said, and not a failure.
+    autoscaling.delete_auto_scaling_group(AutoScalingGroupName="gpu-hosts", ForceDelete=True)
+    assert main(["cluster", "unprotect", "--cluster", cluster, "--region", "us-east-1"]) == 0
+    assert capsys.readouterr().out.strip() == "gpu-hosts: no such group any more; nothing to unprotect"
 
 
 @mock_aws

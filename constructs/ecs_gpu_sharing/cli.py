@@ -159,7 +159,10 @@ def _cluster_unprotect(args: argparse.Namespace) -> int:
 
     name = args.cluster or teardown.cluster_from_stack(client("cloudformation", args.region), args.stack)
     for group in teardown.unprotect(client("ecs", args.region), client("autoscaling", args.region), name):
-        print(f"{group.group}: new instances unprotected; {len(group.instances)} instances unprotected")
+        if group.found:
+            print(f"{group.group}: new instances unprotected; {len(group.instances)} instances unprotected")
+        else:
+            print(f"{group.group}: no such group any more; nothing to unprotect")
     return 0
 
 

@@ -23,6 +23,7 @@ PROTECTION_BATCH = 50  # SetInstanceProtection takes at most 50 instance ids (bo
 class Unprotected:
     group: str
     instances: tuple[str, ...]
+    found: bool = True  # False: the capacity provider names a group that no longer exists
 
 
 def cluster_from_stack(cloudformation: Any, stack: str) -> str:
@@ -77,8 +78,11 @@ def unprotect(ecs: Any, autoscaling: Any, cluster: str) -> list[Unprotected]:
     out = []
     for group in auto_scaling_groups(ecs, cluster):
         with aws_errors(f"unprotecting Auto Scaling group {group}"):
-            autoscaling.update_auto_scaling_group(AutoScalingGroupName=group, NewInstancesProtectedFromScaleIn=False)
             described = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group])["AutoScalingGroups"]
+            if not described:  # a provider whose group is already gone (replaced, or deleted by hand)
+                out.append(Unprotected(group, (), found=False))
+                continue
+            autoscaling.update_auto_scaling_group(AutoScalingGroupName=group, NewInstancesProtectedFromScaleIn=False)
             protected = [
                 i["InstanceId"] for g in described for i in g.get("Instances", []) if i.get("ProtectedFromScaleIn")
             ]
