@@ -697,3 +697,43 @@ def test_cluster_unprotect_finds_the_cluster_from_its_stack(
     assert "3 instances unprotected" in capsys.readouterr().out
     assert main(["cluster", "unprotect", "--stack", "nope", "--region", "us-east-1"]) == 1
     assert "reading stack nope" in capsys.readouterr().err
+
+
+# --- fleet quotas ---------------------------------------------------------------------------------------------
+# moto serves no EC2 quotas, so botocore's Stubber answers, checked against the Service Quotas model.
+
+
+def _quota(code: str, value: float) -> dict[str, Any]:
+    return {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": code, "Value": value}}
+
+
+@pytest.mark.parametrize(("quota", "code"), [(40.0, 0), (39.0, 1)])
+def test_fleet_quotas_holds_the_fleets_most_vcpus_to_the_accounts_quota(
+    quota: float, code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The example fleet at its most: l4 2 x 8 vCPUs (g6.2xlarge), l40s 3 x 8 (g6e.2xlarge): 40 vCPUs of G and VT.
+    quotas = _real("service-quotas")
+    with Stubber(quotas) as stub:
+        stub.add_response(
+            "get_service_quota", _quota("L-DB2E81BA", quota), {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}
+        )
+        _stubbed(monkeypatch, **{"service-quotas": quotas})
+        assert main(["fleet", "quotas", str(REPO / "fleet.toml"), "--region", "us-east-1"]) == code
+    out = capsys.readouterr().out
+    assert "Running On-Demand G and VT instances (L-DB2E81BA): 40 vCPUs at most (l4 2 x 8, l40s 3 x 8)" in out
+    assert ("the fleet needs 40 vCPUs at its most" in out) == (code == 1)
+
+
+def test_fleet_quotas_reads_aws_default_where_the_account_has_no_value(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fleet_file = _zones_fleet(tmp_path, ["p5.48xlarge"])
+    quotas = _real("service-quotas")
+    with Stubber(quotas) as stub:
+        stub.add_client_error("get_service_quota", "NoSuchResourceException", "no value of its own")
+        stub.add_response("get_aws_default_service_quota", _quota("L-417A185B", 0.0))
+        _stubbed(monkeypatch, **{"service-quotas": quotas})
+        assert main(["fleet", "quotas", str(fleet_file), "--json"]) == 1
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["quota_code"] == "L-417A185B" and result["needed_vcpus"] == 192 and result["quota_vcpus"] == 0
+    assert "request an increase in Service Quotas, or lower max_instances" in result["problem"]

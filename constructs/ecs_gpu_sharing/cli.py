@@ -451,6 +451,33 @@ def _add_fleet_commands(commands: Any) -> None:
     zones.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
     zones.add_argument("--json", action="store_true", help="JSON instead of lines")
     zones.set_defaults(func=_fleet_zones)
+    vcpus = fleet_commands.add_parser(
+        "quotas", help="whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most (AWS calls)"
+    )
+    vcpus.add_argument("fleet", help="the fleet file")
+    vcpus.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+    vcpus.add_argument("--json", action="store_true", help="JSON instead of lines")
+    vcpus.set_defaults(func=_fleet_quotas)
+
+
+def _fleet_quotas(args: argparse.Namespace) -> int:
+    from .operations import vcpu_quotas
+    from .operations.aws import client
+
+    spec = fleet.load(args.fleet)
+    results = vcpu_quotas.check(client("service-quotas", args.region or spec.region), spec)
+    if args.json:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        for r in results:
+            print(
+                f"{r.quota.name} ({r.quota.code}): {r.needed_vcpus:,} vCPUs at most "
+                f"({', '.join(r.capacities)}); quota {r.quota_vcpus:,.0f}"
+            )
+        for r in results:
+            if r.problem:
+                print(r.problem)
+    return 1 if any(r.problem for r in results) else 0
 
 
 def _fleet_zones(args: argparse.Namespace) -> int:

@@ -1,0 +1,93 @@
+"""``fleet quotas``: before deploy, whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most.
+
+EC2 counts running On-Demand instances in vCPUs per instance class and region ("Running On-Demand G and VT instances",
+"Running On-Demand P instances"), and many accounts start with 0 of either: the Auto Scaling group then retries its
+launches quietly (VcpuLimitExceeded) and the services' tasks wait in PROVISIONING, while every stack deploys. The fleet
+needs, per class, each capacity's ``max_instances`` (given, or as the plan derives it) times the vCPUs of its largest
+instance type. Quota codes: Service Quotas, EC2 (L-DB2E81BA G and VT, L-417A185B P).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import catalog, plan_inputs
+from ..core.fleet import FleetSpec
+from ..core.rules import assess
+from .aws import aws_errors
+
+
+@dataclass(frozen=True)
+class Quota:
+    code: str
+    name: str
+
+
+ON_DEMAND: Mapping[str, Quota] = {
+    "g": Quota("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    "p": Quota("L-417A185B", "Running On-Demand P instances"),
+}
+"""The On-Demand vCPU quota an instance family draws on, by the family's first letter (every usable GPU family of the
+catalog starts with g or p)."""
+
+
+@dataclass(frozen=True)
+class QuotaCheck:
+    quota: Quota
+    needed_vcpus: int  # the fleet's hosts at their most
+    quota_vcpus: float  # the account's applied quota in the region
+    capacities: tuple[str, ...]
+
+    @property
+    def problem(self) -> str | None:
+        if self.needed_vcpus <= self.quota_vcpus:
+            return None
+        return (
+            f"{self.quota.name} ({self.quota.code}): the fleet needs {self.needed_vcpus:,} vCPUs at its most "
+            f"({', '.join(self.capacities)}), the account's quota is {self.quota_vcpus:,.0f}; the groups would not "
+            "launch past it (VcpuLimitExceeded) and tasks would wait in PROVISIONING: request an increase in Service "
+            "Quotas, or lower max_instances"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "quota_code": self.quota.code,
+            "quota_name": self.quota.name,
+            "needed_vcpus": self.needed_vcpus,
+            "quota_vcpus": self.quota_vcpus,
+            "capacities": list(self.capacities),
+            "problem": self.problem,
+        }
+
+
+def needed(spec: FleetSpec) -> dict[str, tuple[int, list[str]]]:
+    """Per quota code: the vCPUs the fleet's hosts take at their most, and the capacities that take them."""
+    most = assess(*plan_inputs.from_fleet(spec)).max_instances
+    types = catalog.load()
+    out: dict[str, tuple[int, list[str]]] = {}
+    for name, capacity in spec.capacities.items():
+        vcpus = max(types[t].vcpus for t in capacity.instance_types)
+        quota = ON_DEMAND[types[capacity.instance_types[0]].family[0]]
+        total, names = out.get(quota.code, (0, []))
+        out[quota.code] = (total + most.get(name, 0) * vcpus, [*names, f"{name} {most.get(name, 0)} x {vcpus}"])
+    return out
+
+
+def applied_quota(quotas: Any, code: str) -> float:
+    """The quota as applied to the account in the region; AWS's default where the account has no value of its own."""
+    region = quotas.meta.region_name
+    with aws_errors(f"{region}: reading EC2 quota {code}"):
+        try:
+            return float(quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"])
+        except quotas.exceptions.NoSuchResourceException:
+            return float(quotas.get_aws_default_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"])
+
+
+def check(quotas: Any, spec: FleetSpec) -> list[QuotaCheck]:
+    by_code = {q.code: q for q in ON_DEMAND.values()}
+    return [
+        QuotaCheck(by_code[code], total, applied_quota(quotas, code), tuple(names))
+        for code, (total, names) in sorted(needed(spec).items())
+    ]
