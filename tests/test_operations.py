@@ -737,3 +737,48 @@ def test_fleet_quotas_reads_aws_default_where_the_account_has_no_value(
     (result,) = json.loads(capsys.readouterr().out)
     assert result["quota_code"] == "L-417A185B" and result["needed_vcpus"] == 192 and result["quota_vcpus"] == 0
     assert "request an increase in Service Quotas, or lower max_instances" in result["problem"]
+
+
+# --- fleet references -----------------------------------------------------------------------------------------
+
+
+def _references_fleet(tmp_path: Path) -> Path:
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/llm:v1"
+    path = tmp_path / "fleet.toml"
+    path.write_text(
+        'name = "r"\n[capacity.gpu]\ninstance_types = ["g6.2xlarge"]\n'
+        f'[service.llm]\ncapacity = "gpu"\nimage = "{image}"\ndesired_count = 1\ncpu_units = 256\n'
+        'memory_mib = 512\ngpu_budget_mib = 1024\nmodel_bucket = "team-weights"\n'
+        'secrets = { HF_TOKEN = "secretsmanager:models/hf-token", API_KEY = "ssm:/models/api-key" }\n'
+        '[service.embedder]\ncapacity = "gpu"\nimage = "ghcr.io/huggingface/text-embeddings-inference:1.8"\n'
+        "desired_count = 1\ncpu_units = 256\nmemory_mib = 512\ngpu_budget_mib = 1024\n"
+        'secrets = { HF_TOKEN = "secretsmanager:models/hf-token" }\n'
+    )
+    return path
+
+
+@mock_aws
+def test_fleet_references_finds_each_secret_parameter_image_and_bucket_the_fleet_names(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet_file = _references_fleet(tmp_path)
+    assert main(["fleet", "references", str(fleet_file), "--region", "us-east-1"]) == 1
+    out = capsys.readouterr().out
+    assert "service.llm: secret models/hf-token: no Secrets Manager secret 'models/hf-token' in us-east-1" in out
+    assert "service.llm: parameter /models/api-key: no SSM parameter '/models/api-key' in us-east-1" in out
+    assert "no ECR repository 'team/llm' in 123456789012, us-east-1" in out
+    assert "service.llm: bucket team-weights: no S3 bucket 'team-weights'" in out
+    assert "service.embedder: secret models/hf-token: no Secrets Manager secret" in out  # looked up once, told twice
+    assert "text-embeddings-inference" not in out  # a public registry's image is not this account's to look up
+
+    boto3.client("secretsmanager", region_name="us-east-1").create_secret(Name="models/hf-token", SecretString="t")
+    boto3.client("ssm", region_name="us-east-1").put_parameter(Name="/models/api-key", Value="k", Type="SecureString")
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="team-weights")
+    ecr = boto3.client("ecr", region_name="us-east-1")
+    ecr.create_repository(repositoryName="team/llm")
+    assert main(["fleet", "references", str(fleet_file), "--region", "us-east-1"]) == 1
+    assert "no image v1 in ECR repository 'team/llm'" in capsys.readouterr().out
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json"})
+    ecr.put_image(repositoryName="team/llm", imageManifest=manifest, imageTag="v1")
+    assert main(["fleet", "references", str(fleet_file), "--region", "us-east-1", "--json"]) == 0
+    assert all(r["problem"] is None for r in json.loads(capsys.readouterr().out))

@@ -458,6 +458,30 @@ def _add_fleet_commands(commands: Any) -> None:
     vcpus.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
     vcpus.add_argument("--json", action="store_true", help="JSON instead of lines")
     vcpus.set_defaults(func=_fleet_quotas)
+    refs = fleet_commands.add_parser(
+        "references",
+        help="whether the secrets, parameters, ECR images and buckets the fleet names exist (AWS calls)",
+    )
+    refs.add_argument("fleet", help="the fleet file")
+    refs.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+    refs.add_argument("--json", action="store_true", help="JSON instead of lines")
+    refs.set_defaults(func=_fleet_references)
+
+
+def _fleet_references(args: argparse.Namespace) -> int:
+    from .operations import references
+    from .operations.aws import client
+
+    spec = fleet.load(args.fleet)
+    results = references.check(client, args.region or spec.region, spec)
+    if args.json:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        for r in results:
+            print(f"service.{r.service}: {r.kind} {r.name}: {r.problem or 'found'}")
+        if not results:
+            print("the fleet names no secret, parameter, private ECR image or bucket")
+    return 1 if any(r.problem for r in results) else 0
 
 
 def _fleet_quotas(args: argparse.Namespace) -> int:

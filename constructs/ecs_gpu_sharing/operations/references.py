@@ -1,0 +1,106 @@
+"""``fleet references``: before deploy, whether what the fleet names outside itself exists in the account.
+
+The stacks deploy without them, and a task then fails to start: a secret that is not there (the task stops with
+``ResourceInitializationError``), an ECR image that is not there (``CannotPullContainerError``). A model bucket that
+is not there fails the model's first read. This looks each one up: Secrets Manager secrets and
+SSM parameters in the fleet's region, ECR images in their own registry's region, S3 buckets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import botocore.exceptions
+
+from ..core.fleet import FleetSpec, ecr_image
+from .aws import aws_errors
+
+
+@dataclass(frozen=True)
+class Reference:
+    service: str
+    kind: str  # secret, parameter, image, bucket
+    name: str
+    problem: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"service": self.service, "kind": self.kind, "name": self.name, "problem": self.problem}
+
+
+def _named(spec: FleetSpec) -> Iterator[tuple[str, str, str]]:
+    """(service, kind, name) for each secret, parameter, private ECR image and bucket the fleet names."""
+    for service in spec.services.values():
+        for ref in service.secrets.values():
+            kind, _, name = ref.partition(":")
+            yield service.name, "parameter" if kind == "ssm" else "secret", name
+        for image in (service.image, *(s.image for s in service.sidecars)):
+            if ecr_image(image) is not None:
+                yield service.name, "image", image
+        if service.model_bucket:
+            yield service.name, "bucket", service.model_bucket
+
+
+def _code(error: botocore.exceptions.ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _secret(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+    client = clients("secretsmanager", region)
+    try:
+        client.describe_secret(SecretId=name)
+    except client.exceptions.ResourceNotFoundException:
+        return f"no Secrets Manager secret {name!r} in {client.meta.region_name}: the task would not start"
+    return None
+
+
+def _parameter(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+    client = clients("ssm", region)
+    try:
+        client.get_parameter(Name=name, WithDecryption=False)
+    except client.exceptions.ParameterNotFound:
+        return f"no SSM parameter {name!r} in {client.meta.region_name}: the task would not start"
+    return None
+
+
+def _image(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+    ref = ecr_image(name)
+    assert ref is not None
+    client = clients("ecr", ref.region)
+    key = {"imageDigest": ref.reference} if ref.reference.startswith("sha256:") else {"imageTag": ref.reference}
+    try:
+        client.describe_images(registryId=ref.account, repositoryName=ref.repository, imageIds=[key])
+    except client.exceptions.RepositoryNotFoundException:
+        return f"no ECR repository {ref.repository!r} in {ref.account}, {ref.region}: the task could not pull {name}"
+    except client.exceptions.ImageNotFoundException:
+        return f"no image {ref.reference} in ECR repository {ref.repository!r}: the task could not pull {name}"
+    return None
+
+
+def _bucket(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+    client = clients("s3", region)
+    try:
+        client.head_bucket(Bucket=name)
+    except botocore.exceptions.ClientError as error:
+        if _code(error) in ("404", "NoSuchBucket", "NotFound"):
+            return f"no S3 bucket {name!r}: the model could not read its weights"
+        if _code(error) in ("403", "AccessDenied", "Forbidden"):
+            return None  # it exists; whether the task role may read it is the app's grant, not this account's view
+        raise
+    return None
+
+
+_LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket": _bucket}
+
+
+def check(clients: Callable[[str, str | None], Any], region: str | None, spec: FleetSpec) -> list[Reference]:
+    """Each reference, looked up once (by kind and name), with what is wrong with it."""
+    seen: dict[tuple[str, str], str | None] = {}
+    out = []
+    for service, kind, name in _named(spec):
+        if (kind, name) not in seen:
+            with aws_errors(f"looking up {kind} {name}"):
+                seen[(kind, name)] = _LOOKUPS[kind](clients, region, name)
+        out.append(Reference(service, kind, name, seen[(kind, name)]))
+    return out
