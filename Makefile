@@ -25,8 +25,11 @@ synth: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
 	@echo "templates written to cdk.out/"
 
-# Needs AWS credentials and a bootstrapped account (cdk bootstrap).
+# Needs AWS credentials and a bootstrapped account (cdk bootstrap). First checks the account (zones, vCPU quotas, the
+# secrets, images and buckets the fleet names, the AMI pin: `ecs-gpu-sharing fleet preflight`); PREFLIGHT=0 skips it.
+PREFLIGHT ?= 1
 deploy: $(PY_STAMP) $(NODE_STAMP)
+	$(if $(filter 0,$(PREFLIGHT)),,$(PY) -m ecs_gpu_sharing.cli fleet preflight $(or $(FLEET),fleet.toml))
 	$(CDK) deploy --all --no-notices $(if $(FLEET),-c fleet=$(FLEET))
 
 # Deletes the fleet's stacks: services first, then the hosts' scale-in protection, then the cluster (scripts/destroy.py).

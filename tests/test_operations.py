@@ -782,3 +782,31 @@ def test_fleet_references_finds_each_secret_parameter_image_and_bucket_the_fleet
     ecr.put_image(repositoryName="team/llm", imageManifest=manifest, imageTag="v1")
     assert main(["fleet", "references", str(fleet_file), "--region", "us-east-1", "--json"]) == 0
     assert all(r["problem"] is None for r in json.loads(capsys.readouterr().out))
+
+
+@mock_aws
+def test_fleet_preflight_runs_every_check_and_says_which_failed(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # moto serves no EC2 quotas; the caller here may not read them either (botocore's Stubber says AccessDenied).
+    quotas, real = _real("service-quotas"), aws.client
+    monkeypatch.setattr(
+        aws, "client", lambda service, region: quotas if service == "service-quotas" else real(service, region)
+    )
+    with Stubber(quotas) as stub:
+        stub.add_client_error("get_service_quota", "AccessDeniedException", "not allowed", 400)
+        assert main(["fleet", "preflight", str(_references_fleet(tmp_path)), "--region", "us-east-1"]) == 1
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("== ")] == [
+        "== zones",
+        "== quotas",
+        "== references",
+        "== ami",
+    ]
+    assert "gpu: g6.2xlarge in us-east-1a, us-east-1b" in out
+    # A check AWS will not answer is said, and does not fail the preflight.
+    assert "not checked: us-east-1: reading EC2 quota L-DB2E81BA: AccessDeniedException: not allowed; grant" in out
+    assert "no Secrets Manager secret 'models/hf-token'" in out
+    # moto's copy of AWS's public parameters ends before the floor, so the default release is "not published" there.
+    assert f"{ami_release.DEFAULT_AMI_RELEASE}: us-east-1: FAILED: no public SSM parameter" in out
+    assert out.strip().endswith("preflight: failed: references, ami")

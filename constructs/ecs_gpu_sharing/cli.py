@@ -15,6 +15,7 @@ from .core import catalog, cost, fleet, plan_diff, plan_document, plan_inputs, p
 from .core.errors import GpuSharingError, PlanError
 from .core.files import check_output_path, json_text, read_json, write_atomic
 from .core.rules import assess
+from .preflight import add_fleet_checks
 
 
 def _catalog_list(args: argparse.Namespace) -> int:
@@ -444,81 +445,7 @@ def _add_fleet_commands(commands: Any) -> None:
     )
     schema = fleet_commands.add_parser("schema", help="print the fleet file's JSON Schema (for TOML editors)")
     schema.set_defaults(func=_fleet_schema)
-    zones = fleet_commands.add_parser(
-        "zones", help="whether each capacity's instance types are offered in the zones its hosts use (AWS calls)"
-    )
-    zones.add_argument("fleet", help="the fleet file")
-    zones.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
-    zones.add_argument("--json", action="store_true", help="JSON instead of lines")
-    zones.set_defaults(func=_fleet_zones)
-    vcpus = fleet_commands.add_parser(
-        "quotas", help="whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most (AWS calls)"
-    )
-    vcpus.add_argument("fleet", help="the fleet file")
-    vcpus.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
-    vcpus.add_argument("--json", action="store_true", help="JSON instead of lines")
-    vcpus.set_defaults(func=_fleet_quotas)
-    refs = fleet_commands.add_parser(
-        "references",
-        help="whether the secrets, parameters, ECR images and buckets the fleet names exist (AWS calls)",
-    )
-    refs.add_argument("fleet", help="the fleet file")
-    refs.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
-    refs.add_argument("--json", action="store_true", help="JSON instead of lines")
-    refs.set_defaults(func=_fleet_references)
-
-
-def _fleet_references(args: argparse.Namespace) -> int:
-    from .operations import references
-    from .operations.aws import client
-
-    spec = fleet.load(args.fleet)
-    results = references.check(client, args.region or spec.region, spec)
-    if args.json:
-        print(json.dumps([r.to_json() for r in results], indent=2))
-    else:
-        for r in results:
-            print(f"service.{r.service}: {r.kind} {r.name}: {r.problem or 'found'}")
-        if not results:
-            print("the fleet names no secret, parameter, private ECR image or bucket")
-    return 1 if any(r.problem for r in results) else 0
-
-
-def _fleet_quotas(args: argparse.Namespace) -> int:
-    from .operations import vcpu_quotas
-    from .operations.aws import client
-
-    spec = fleet.load(args.fleet)
-    results = vcpu_quotas.check(client("service-quotas", args.region or spec.region), spec)
-    if args.json:
-        print(json.dumps([r.to_json() for r in results], indent=2))
-    else:
-        for r in results:
-            print(
-                f"{r.quota.name} ({r.quota.code}): {r.needed_vcpus:,} vCPUs at most "
-                f"({', '.join(r.capacities)}); quota {r.quota_vcpus:,.0f}"
-            )
-        for r in results:
-            if r.problem:
-                print(r.problem)
-    return 1 if any(r.problem for r in results) else 0
-
-
-def _fleet_zones(args: argparse.Namespace) -> int:
-    from .operations import zones
-    from .operations.aws import client
-
-    spec = fleet.load(args.fleet)
-    results = zones.check(client("ec2", args.region or spec.region), spec)
-    if args.json:
-        print(json.dumps([r.to_json() for r in results], indent=2))
-    else:
-        for r in results:
-            print(f"{r.capacity}: " + "; ".join(f"{t} in {', '.join(z) or 'no zone'}" for t, z in r.offered.items()))
-        for r in results:
-            for line in (*r.problems, *r.warnings):
-                print(line)
-    return 1 if any(r.problems for r in results) else 0
+    add_fleet_checks(fleet_commands)
 
 
 def _fleet_schema(args: argparse.Namespace) -> int:

@@ -1,0 +1,139 @@
+"""The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
+``fleet references`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it first)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .core import fleet
+from .core.errors import AwsOperationError
+
+Report = tuple[list[str], bool]  # the lines a pre-deploy check prints, and whether it found a problem
+
+
+def _references_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import references
+    from .operations.aws import client
+
+    results = references.check(client, region, spec)
+    lines = [f"service.{r.service}: {r.kind} {r.name}: {r.problem or 'found'}" for r in results]
+    lines = lines or ["the fleet names no secret, parameter, private ECR image or bucket"]
+    return results, (lines, any(r.problem for r in results))
+
+
+def _quotas_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import vcpu_quotas
+    from .operations.aws import client
+
+    results = vcpu_quotas.check(client("service-quotas", region), spec)
+    lines = [
+        f"{r.quota.name} ({r.quota.code}): {r.needed_vcpus:,} vCPUs at most ({', '.join(r.capacities)}); "
+        f"quota {r.quota_vcpus:,.0f}"
+        for r in results
+    ]
+    lines += [r.problem for r in results if r.problem]
+    return results, (lines, any(r.problem for r in results))
+
+
+def _zones_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import zones
+    from .operations.aws import client
+
+    results = zones.check(client("ec2", region), spec)
+    lines = [
+        f"{r.capacity}: " + "; ".join(f"{t} in {', '.join(z) or 'no zone'}" for t, z in r.offered.items())
+        for r in results
+    ]
+    lines += [line for r in results for line in (*r.problems, *r.warnings)]
+    return results, (lines, any(r.problems for r in results))
+
+
+def _ami_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import ami_verify
+    from .operations.aws import client
+
+    releases = sorted({c.ami_release for c in spec.capacities.values() if c.kind != fleet.MANAGED_INSTANCES})
+    regions: list[Any] = [region]  # None: your AWS configuration's, as the client resolves it
+    results = [r for release in releases for r in ami_verify.verify(release, regions, client)]
+    lines = [
+        f"{release}: {r.region}: {r.image_id} ok" if r.ok else f"{release}: {r.region}: FAILED: {r.problem}"
+        for release, r in zip(releases, results, strict=True)
+    ]
+    return results, (lines or ["no EC2 capacity: no AMI to check"], not all(r.ok for r in results))
+
+
+def _fleet_check(args: argparse.Namespace, report: Any) -> int:
+    """One pre-deploy check of ``fleet``: its lines, or its results as JSON; exit 1 on a problem."""
+    spec = fleet.load(args.fleet)
+    results, (lines, failed) = report(spec, args.region or spec.region)
+    print(json.dumps([r.to_json() for r in results], indent=2) if args.json else "\n".join(lines))
+    return 1 if failed else 0
+
+
+def _fleet_references(args: argparse.Namespace) -> int:
+    return _fleet_check(args, _references_report)
+
+
+def _fleet_quotas(args: argparse.Namespace) -> int:
+    return _fleet_check(args, _quotas_report)
+
+
+def _fleet_zones(args: argparse.Namespace) -> int:
+    return _fleet_check(args, _zones_report)
+
+
+def _fleet_preflight(args: argparse.Namespace) -> int:
+    """Every pre-deploy check; one that AWS will not answer (a permission the caller lacks) is said, not failed."""
+    spec = fleet.load(args.fleet)
+    region = args.region or spec.region
+    failed = []
+    for name, report in (
+        ("zones", _zones_report),
+        ("quotas", _quotas_report),
+        ("references", _references_report),
+        ("ami", _ami_report),
+    ):
+        print(f"== {name}")
+        try:
+            _, (lines, problem) = report(spec, region)
+        except AwsOperationError as error:
+            print(f"not checked: {error}")
+            continue
+        print("\n".join(lines))
+        if problem:
+            failed.append(name)
+    print(f"preflight: {'failed: ' + ', '.join(failed) if failed else 'passed'}")
+    return 1 if failed else 0
+
+
+def add_fleet_checks(fleet_commands: Any) -> None:
+    zones = fleet_commands.add_parser(
+        "zones", help="whether each capacity's instance types are offered in the zones its hosts use (AWS calls)"
+    )
+    zones.add_argument("fleet", help="the fleet file")
+    zones.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+    zones.add_argument("--json", action="store_true", help="JSON instead of lines")
+    zones.set_defaults(func=_fleet_zones)
+    vcpus = fleet_commands.add_parser(
+        "quotas", help="whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most (AWS calls)"
+    )
+    vcpus.add_argument("fleet", help="the fleet file")
+    vcpus.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+    vcpus.add_argument("--json", action="store_true", help="JSON instead of lines")
+    vcpus.set_defaults(func=_fleet_quotas)
+    preflight = fleet_commands.add_parser(
+        "preflight", help="zones, quotas, references and the AMI pin, before a deploy (AWS calls; make deploy runs it)"
+    )
+    preflight.add_argument("fleet", help="the fleet file")
+    preflight.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+    preflight.set_defaults(func=_fleet_preflight)
+    refs = fleet_commands.add_parser(
+        "references",
+        help="whether the secrets, parameters, ECR images and buckets the fleet names exist (AWS calls)",
+    )
+    refs.add_argument("fleet", help="the fleet file")
+    refs.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+    refs.add_argument("--json", action="store_true", help="JSON instead of lines")
+    refs.set_defaults(func=_fleet_references)
