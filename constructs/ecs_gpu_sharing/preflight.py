@@ -72,16 +72,12 @@ def _fleet_check(args: argparse.Namespace, report: Any) -> int:
     return 1 if failed else 0
 
 
-def _fleet_references(args: argparse.Namespace) -> int:
-    return _fleet_check(args, _references_report)
-
-
-def _fleet_quotas(args: argparse.Namespace) -> int:
-    return _fleet_check(args, _quotas_report)
-
-
-def _fleet_zones(args: argparse.Namespace) -> int:
-    return _fleet_check(args, _zones_report)
+CHECKS: tuple[tuple[str, Any, str], ...] = (
+    ("zones", _zones_report, "whether each capacity's instance types are offered in the zones its hosts use"),
+    ("quotas", _quotas_report, "whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most"),
+    ("references", _references_report, "whether the secrets, parameters, ECR images and buckets the fleet names exist"),
+)
+"""The account checks of a fleet, each a command of its own (``fleet <name>``) and a part of ``fleet preflight``."""
 
 
 def _fleet_preflight(args: argparse.Namespace) -> int:
@@ -89,12 +85,7 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
     spec = fleet.load(args.fleet)
     region = args.region or spec.region
     failed = []
-    for name, report in (
-        ("zones", _zones_report),
-        ("quotas", _quotas_report),
-        ("references", _references_report),
-        ("ami", _ami_report),
-    ):
+    for name, report, _ in (*CHECKS, ("ami", _ami_report, "")):
         print(f"== {name}")
         try:
             _, (lines, problem) = report(spec, region)
@@ -109,31 +100,13 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
 
 
 def add_fleet_checks(fleet_commands: Any) -> None:
-    zones = fleet_commands.add_parser(
-        "zones", help="whether each capacity's instance types are offered in the zones its hosts use (AWS calls)"
-    )
-    zones.add_argument("fleet", help="the fleet file")
-    zones.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
-    zones.add_argument("--json", action="store_true", help="JSON instead of lines")
-    zones.set_defaults(func=_fleet_zones)
-    vcpus = fleet_commands.add_parser(
-        "quotas", help="whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most (AWS calls)"
-    )
-    vcpus.add_argument("fleet", help="the fleet file")
-    vcpus.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
-    vcpus.add_argument("--json", action="store_true", help="JSON instead of lines")
-    vcpus.set_defaults(func=_fleet_quotas)
-    preflight = fleet_commands.add_parser(
-        "preflight", help="zones, quotas, references and the AMI pin, before a deploy (AWS calls; make deploy runs it)"
-    )
-    preflight.add_argument("fleet", help="the fleet file")
-    preflight.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
-    preflight.set_defaults(func=_fleet_preflight)
-    refs = fleet_commands.add_parser(
-        "references",
-        help="whether the secrets, parameters, ECR images and buckets the fleet names exist (AWS calls)",
-    )
-    refs.add_argument("fleet", help="the fleet file")
-    refs.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
-    refs.add_argument("--json", action="store_true", help="JSON instead of lines")
-    refs.set_defaults(func=_fleet_references)
+    preflight = "zones, quotas, references and the AMI pin, before a deploy; make deploy runs it"
+    for name, report, about in (*CHECKS, ("preflight", None, preflight)):
+        command = fleet_commands.add_parser(name, help=f"{about} (AWS calls)")
+        command.add_argument("fleet", help="the fleet file")
+        command.add_argument("--region", help="the region (default: the fleet file's, else your AWS configuration's)")
+        if report is None:
+            command.set_defaults(func=_fleet_preflight)
+        else:
+            command.add_argument("--json", action="store_true", help="JSON instead of lines")
+            command.set_defaults(func=lambda args, report=report: _fleet_check(args, report))

@@ -41,7 +41,7 @@ def check_templates(templates: Mapping[str, Template]) -> list[Violation]:
         out.extend(_stack_checks(stack, template))
     rules = security_group_rules(templates)
     out.extend(rules_per_security_group(rules))
-    out.extend(duplicate_security_group_rules(templates))
+    out.extend(_duplicates(rules, templates))
     return out
 
 
@@ -201,16 +201,18 @@ class SecurityGroupRule:
     ingress: bool
     peer: str | None
     properties: Mapping[str, Any]
+    inline: bool = False  # written in its group's own resource, not as a resource of its own
 
     @property
     def ipv6(self) -> bool:
         return "CidrIpv6" in self.properties
 
 
-_INLINE = (
+_DIRECTIONS = (
     ("SecurityGroupIngress", True, "SourceSecurityGroupId"),
     ("SecurityGroupEgress", False, "DestinationSecurityGroupId"),
 )
+"""Each direction: its key inline in a group (after ``AWS::EC2::``, its resource type), and its peer group's key."""
 
 
 def security_group_rules(templates: Mapping[str, Template]) -> list[SecurityGroupRule]:
@@ -222,22 +224,19 @@ def security_group_rules(templates: Mapping[str, Template]) -> list[SecurityGrou
             kind, props = resource.get("Type"), resource.get("Properties") or {}
             if kind == "AWS::EC2::SecurityGroup":
                 group = canonical({"Fn::GetAtt": [logical_id, "GroupId"]}, stack, templates)
-                for key, ingress, peer_key in _INLINE:
+                for key, ingress, peer_key in _DIRECTIONS:
                     for rule in props.get(key) or ():
                         peer = canonical(rule[peer_key], stack, templates) if peer_key in rule else None
-                        out.append(SecurityGroupRule(stack, logical_id, group, ingress, peer, rule))
+                        out.append(SecurityGroupRule(stack, logical_id, group, ingress, peer, rule, inline=True))
             elif kind in _RULE_TYPES:
-                group_key, direction, peers = _RULE_TYPES[kind]
-                peer = canonical(props[peers[0]], stack, templates) if peers[0] in props else None
-                group = canonical(props.get(group_key), stack, templates)
-                out.append(SecurityGroupRule(stack, logical_id, group, direction == "ingress", peer, props))
+                _, ingress, peer_key = _RULE_TYPES[kind]
+                peer = canonical(props[peer_key], stack, templates) if peer_key in props else None
+                group = canonical(props.get("GroupId"), stack, templates)
+                out.append(SecurityGroupRule(stack, logical_id, group, ingress, peer, props))
     return out
 
 
-_RULE_TYPES = {
-    "AWS::EC2::SecurityGroupIngress": ("GroupId", "ingress", ("SourceSecurityGroupId", "CidrIp", "CidrIpv6")),
-    "AWS::EC2::SecurityGroupEgress": ("GroupId", "egress", ("DestinationSecurityGroupId", "CidrIp", "CidrIpv6")),
-}
+_RULE_TYPES = {f"AWS::EC2::{d[0]}": d for d in _DIRECTIONS}
 
 
 def duplicate_security_group_rules(templates: Mapping[str, Template]) -> list[Violation]:
@@ -245,23 +244,23 @@ def duplicate_security_group_rules(templates: Mapping[str, Template]) -> list[Vi
 
     EC2 refuses the second (InvalidPermission.Duplicate), so CloudFormation fails the stack that declares it.
     """
-    seen: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
-    for stack, template in templates.items():
-        for logical_id, resource in (template.get("Resources") or {}).items():
-            shape = _RULE_TYPES.get(resource.get("Type"))
-            if shape is None:
-                continue
-            group_key, direction, peers = shape
-            props = resource.get("Properties") or {}
-            key = (
-                direction,
-                canonical(props.get(group_key), stack, templates),
-                str(props.get("IpProtocol")),
-                str(props.get("FromPort")),
-                str(props.get("ToPort")),
-                *(canonical(props.get(p), stack, templates) for p in peers),
-            )
-            seen[key].append((stack, logical_id))
+    return _duplicates(security_group_rules(templates), templates)
+
+
+def _duplicates(rules: list[SecurityGroupRule], templates: Mapping[str, Template]) -> list[Violation]:
+    seen: dict[tuple[object, ...], list[tuple[str, str]]] = defaultdict(list)
+    for rule in rules:
+        if rule.inline:
+            continue
+        props = rule.properties
+        key = (
+            rule.ingress,
+            rule.group,
+            rule.peer,
+            *(str(props.get(k)) for k in ("IpProtocol", "FromPort", "ToPort")),
+            *(canonical(props.get(k), rule.stack, templates) for k in ("CidrIp", "CidrIpv6")),
+        )
+        seen[key].append((rule.stack, rule.logical_id))
     out = []
     for places in seen.values():
         first, *repeats = places
