@@ -274,7 +274,7 @@ def _stack_exists(emulator: Emulator, name: str) -> bool:
 def _operations(emulator: Emulator, spec: Any, fleet: Path, templates: dict[str, Any], log: Path) -> list[str]:
     """The operations commands against what was deployed: they must run and read it."""
     cli = [sys.executable, "-m", "ecs_gpu_sharing.cli"]
-    outputs = emulator.client("cloudformation").describe_stacks(StackName=f"{spec.name}-cluster")["Stacks"][0]
+    outputs = emulator.client("cloudformation").describe_stacks(StackName=spec.stack_name("cluster"))["Stacks"][0]
     cluster = next(o["OutputValue"] for o in outputs.get("Outputs", []) if o["OutputKey"] == "ClusterName")
     problems = []
     commands = [

@@ -66,10 +66,10 @@ def build_app(
     # GPU capacity brings) checks them once the templates are written (core.service_rules).
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     env = cdk.Environment(account=spec.account, region=spec.region) if spec.account else None
-    network = None if spec.vpc_id else NetworkStack(app, f"{spec.name}-network", env=env)
+    network = None if spec.vpc_id else NetworkStack(app, spec.stack_name("network"), env=env)
     cluster = ClusterStack(
         app,
-        f"{spec.name}-cluster",
+        spec.stack_name("cluster"),
         vpc=network.vpc if network else None,
         vpc_id=spec.vpc_id,
         capacities=spec.capacities,
@@ -101,7 +101,7 @@ def build_app(
         stacks.services.append(
             ServicesStack(
                 app,
-                f"{spec.name}-services-{shard}",
+                spec.stack_name(f"services-{shard}"),
                 cluster=cluster.cluster,
                 capacities=cluster.capacities,
                 load_balancers=cluster.load_balancers,
@@ -121,7 +121,7 @@ def build_app(
             stacks.observability.append(
                 ObservabilityStack(
                     app,
-                    f"{spec.name}-observability-{shard}",
+                    spec.stack_name(f"observability-{shard}"),
                     cluster=cluster.cluster,
                     services=dict(stack.services),  # their budgets are read from the plan
                     alarm_topic=cluster.scaling_events,

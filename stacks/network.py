@@ -7,7 +7,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ecs_gpu_sharing.core.fleet.model import VPC_ZONES
+from ecs_gpu_sharing.core.fleet.model import NAT_GATEWAYS, VPC_ZONES
 
 
 class NetworkStack(Stack):
@@ -20,7 +20,7 @@ class NetworkStack(Stack):
             self,
             "Vpc",
             max_azs=VPC_ZONES,
-            nat_gateways=1,
+            nat_gateways=NAT_GATEWAYS,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
                 ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),

@@ -794,18 +794,21 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
         aws, "client", lambda service, region: quotas if service == "service-quotas" else real(service, region)
     )
     with Stubber(quotas) as stub:
-        stub.add_client_error("get_service_quota", "AccessDeniedException", "not allowed", 400)
+        for _ in range(5):  # the vCPUs' quota, then the VPC's, internet gateways', NAT gateways', Elastic IPs'
+            stub.add_client_error("get_service_quota", "AccessDeniedException", "not allowed", 400)
         assert main(["fleet", "preflight", str(_references_fleet(tmp_path)), "--region", "us-east-1"]) == 1
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if line.startswith("== ")] == [
         "== zones",
         "== quotas",
+        "== limits",
         "== references",
         "== ami",
     ]
     assert "gpu: g6.2xlarge in us-east-1a, us-east-1b" in out
     # A check AWS will not answer is said, and does not fail the preflight.
-    assert "not checked: us-east-1: reading EC2 quota L-DB2E81BA: AccessDeniedException: not allowed; grant" in out
+    assert "not checked: us-east-1: reading the ec2 quota L-DB2E81BA: AccessDeniedException: not allowed; grant" in out
+    assert "VPCs per Region (L-F678F1CE) in us-east-1: 1 in use, the fleet adds 1; quota not read: " in out
     assert "no Secrets Manager secret 'models/hf-token'" in out
     # moto's copy of AWS's public parameters ends before the floor, so the default release is "not published" there.
     assert f"{ami_release.DEFAULT_AMI_RELEASE}: us-east-1: FAILED: no public SSM parameter" in out

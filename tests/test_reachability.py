@@ -1,4 +1,5 @@
-"""Who reaches whom in the synthesized templates: the security groups' rules read as EC2 applies them.
+"""Who reaches whom in the synthesized templates: the security groups' rules read as EC2 applies them; and what
+the stacks add to the region's quotas.
 
 No emulator checks reachability, and a rule missing on a real account shows only as a call that times out. Service
 Connect's proxies call each other's listeners: a bridge-mode task's listener takes a host port of the agent's dynamic
@@ -16,6 +17,7 @@ import pytest
 
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.fleet import SERVICE_TAG
+from ecs_gpu_sharing.core.fleet.footprint import footprint, template_footprint
 from ecs_gpu_sharing.core.template_limits import canonical, check_templates, security_group_rules
 from stacks.fleet_app import build_app
 
@@ -183,3 +185,11 @@ def test_the_shard_estimate_bounds_the_rules_each_service_brings(connect_build: 
     for name, count in resource_counts(connect_build[0]).items():
         estimate = service_resources(spec.services[name], service_connect=True)
         assert count <= estimate <= count + 2, (name, count, estimate)
+
+
+def test_the_regional_footprint_is_what_the_templates_create(example: Templates, connect: Templates) -> None:
+    # ``fleet limits`` counts what the stacks add to the region's quotas from the fleet file: the example makes a VPC,
+    # an ALB and the telemetry's log policy; the connect fleet an ALB and an NLB, and no telemetry.
+    for path, templates in ((REPO / "fleet.toml", example), (CONNECT, connect)):
+        built = {name: template_footprint(t) for name, t in templates.items()}
+        assert {name: counts for name, counts in built.items() if counts} == footprint(fleet.load(path)), path

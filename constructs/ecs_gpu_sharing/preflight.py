@@ -1,5 +1,6 @@
 """The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
-``fleet references`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it first)."""
+``fleet limits``, ``fleet references`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it
+first)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,16 @@ def _quotas_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any]
         f"quota {r.quota_vcpus:,.0f}"
         for r in results
     ]
+    lines += [r.problem for r in results if r.problem]
+    return results, (lines, any(r.problem for r in results))
+
+
+def _limits_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import region_limits
+    from .operations.aws import client
+
+    results = region_limits.check(client, region, spec)
+    lines = [r.line() for r in results] or ["the stacks add nothing the region counts, or hold it already"]
     lines += [r.problem for r in results if r.problem]
     return results, (lines, any(r.problem for r in results))
 
@@ -75,6 +86,12 @@ def _fleet_check(args: argparse.Namespace, report: Any) -> int:
 CHECKS: tuple[tuple[str, Any, str], ...] = (
     ("zones", _zones_report, "whether each capacity's instance types are offered in the zones its hosts use"),
     ("quotas", _quotas_report, "whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most"),
+    (
+        "limits",
+        _limits_report,
+        "whether the region's quotas have room for the VPCs, gateways, Elastic IPs, load balancers and log policies "
+        "the stacks add",
+    ),
     ("references", _references_report, "whether the secrets, parameters, ECR images and buckets the fleet names exist"),
 )
 """The account checks of a fleet, each a command of its own (``fleet <name>``) and a part of ``fleet preflight``."""
@@ -100,7 +117,7 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
 
 
 def add_fleet_checks(fleet_commands: Any) -> None:
-    preflight = "zones, quotas, references and the AMI pin, before a deploy; make deploy runs it"
+    preflight = "zones, quotas, limits, references and the AMI pin, before a deploy; make deploy runs it"
     for name, report, about in (*CHECKS, ("preflight", None, preflight)):
         command = fleet_commands.add_parser(name, help=f"{about} (AWS calls)")
         command.add_argument("fleet", help="the fleet file")

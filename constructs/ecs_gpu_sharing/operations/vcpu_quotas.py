@@ -75,14 +75,14 @@ def needed(spec: FleetSpec) -> dict[str, tuple[int, list[str]]]:
     return out
 
 
-def applied_quota(quotas: Any, code: str) -> float:
+def applied_quota(quotas: Any, code: str, service: str = "ec2") -> float:
     """The quota as applied to the account in the region; AWS's default where the account has no value of its own."""
     region = quotas.meta.region_name
-    with aws_errors(f"{region}: reading EC2 quota {code}"):
+    with aws_errors(f"{region}: reading the {service} quota {code}"):
         try:
-            return float(quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"])
+            return float(quotas.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"])
         except quotas.exceptions.NoSuchResourceException:
-            return float(quotas.get_aws_default_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"])
+            return float(quotas.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"])
 
 
 def check(quotas: Any, spec: FleetSpec) -> list[QuotaCheck]:

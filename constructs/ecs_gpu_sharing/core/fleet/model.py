@@ -30,6 +30,8 @@ from .values import (
 
 VPC_ZONES = 2
 """Availability Zones of the VPC the app makes when the fleet names no vpc_id (the network stack's max_azs)."""
+NAT_GATEWAYS = 1
+"""NAT gateways of that VPC (the network stack's nat_gateways): one, in its first zone, each with an Elastic IP."""
 MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
 
 
@@ -173,6 +175,16 @@ class FleetSpec:
         return service_connect_proxy_memory_mib(
             len(self.services), sum(s.largest_count[0] for s in self.services.values())
         )
+
+    def stack_name(self, part: str) -> str:
+        """The name of one of the app's stacks: ``network``, ``cluster``, ``services-<n>``, ``observability-<n>``."""
+        return f"{self.name}-{part}"
+
+    @property
+    def runs_telemetry(self) -> bool:
+        """Whether the cluster stack has the GPU telemetry daemon: asked for, and an EC2 capacity to run it on
+        (daemon services do not run on Managed Instances)."""
+        return self.telemetry and any(c.kind != MANAGED_INSTANCES for c in self.capacities.values())
 
     def ecs_service_name(self, service: str) -> str:
         """The ECS service name the app gives a service that placement expressions must name."""
