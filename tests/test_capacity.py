@@ -12,8 +12,9 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match, Template
 from syrupy.assertion import SnapshotAssertion
 
-from ecs_gpu_sharing import CapacityError, CatalogError, GpuAmi, GpuCapacity
+from ecs_gpu_sharing import CapacityError, CatalogError, GpuAmi, GpuCapacity, GpuManagedInstancesCapacity
 from ecs_gpu_sharing.cdk.capacity import UNVERIFIED_FAMILY_WARNING
+from ecs_gpu_sharing.core.quotas import reserved_provider_prefix
 
 from conftest import new_app
 from validators import cfn_lint_errors
@@ -331,6 +332,37 @@ def test_refuses_bad_settings(kwargs: dict[str, Any], message: str) -> None:
     cluster = _cluster()
     with pytest.raises(ValueError, match=message):
         GpuCapacity(cluster, "Gpu", cluster=cluster, instance_types=["g6.xlarge"], **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("stack_name", "kwargs", "refused"),
+    [
+        ("gpu-models", {}, None),
+        ("ecsmodels", {}, None),  # CDK names the provider itself (cp-...) for a lowercase reserved prefix
+        ("EcsModels", {"capacity_provider_name": "gpu-l4"}, None),
+        ("EcsModels", {}, "the stack's name 'EcsModels' starts with 'Ecs', and CloudFormation names the capacity"),
+        ("AWSGpu", {}, "the stack's name 'AWSGpu' starts with 'AWS'"),
+        ("gpu-models", {"capacity_provider_name": "Fargate-l4"}, "capacity_provider_name 'Fargate-l4' starts with"),
+    ],
+)
+@pytest.mark.parametrize("managed", [False, True], ids=["ec2", "managed-instances"])
+def test_a_provider_name_ecs_refuses_at_deploy_is_refused_here(
+    stack_name: str, kwargs: dict[str, Any], refused: str | None, managed: bool
+) -> None:
+    # ECS refuses a capacity provider name that starts with aws, ecs or fargate in any case; CloudFormation names an
+    # unnamed provider after its stack, and CDK renames only a lowercase prefix, so "EcsModels" used to synthesize.
+    stack = cdk.Stack(new_app(), "Stack", stack_name=stack_name)
+    cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
+    kind = GpuManagedInstancesCapacity if managed else GpuCapacity
+    if refused is None:
+        capacity = kind(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"], **kwargs)
+        (provider,) = Template.from_stack(stack).find_resources("AWS::ECS::CapacityProvider").values()
+        name = provider["Properties"].get("Name", stack_name)  # CloudFormation's name starts with the stack's
+        assert reserved_provider_prefix(name) is None, name
+        assert capacity.capacity_provider is not None
+        return
+    with pytest.raises(CapacityError, match=refused):
+        kind(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"], **kwargs)
 
 
 def test_refuses_an_imported_cluster() -> None:

@@ -19,7 +19,7 @@ from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
 from ..core.planner import EC2
-from ..core.quotas import MAX_INSTANCES_PER_CLUSTER
+from ..core.quotas import MAX_INSTANCES_PER_CLUSTER, reserved_provider_prefix
 from ..core.rules import UNVERIFIED_INSTANCE_FAMILY, roll_in_service
 from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 from .ami import GpuAmi
@@ -140,6 +140,25 @@ class PlannedGpuCapacity:
                 f"to it), got {type(cluster).__name__}"
             )
         self._provider_name = provider_name
+
+    def _require_provider_name(self, path: str) -> None:
+        """Refuses, as rendered, a capacity provider name ECS would refuse at deploy. Without a name, CloudFormation
+        names the provider after the stack, and CDK renames it (``cp-...``) only for a lowercase reserved prefix: a
+        stack named ``EcsModels`` synthesizes and then fails to deploy (``quotas.RESERVED_PROVIDER_PREFIXES``)."""
+        resource = next(c for c in self.capacity_provider.node.find_all() if isinstance(c, ecs.CfnCapacityProvider))
+        stack = cdk.Stack.of(self.capacity_provider).stack_name
+        name = resource.name
+        if name is None and not cdk.Token.is_unresolved(stack) and (prefix := reserved_provider_prefix(stack)):
+            raise CapacityError(
+                f"{path}: the stack's name {stack!r} starts with {prefix!r}, and CloudFormation names the capacity "
+                "provider after the stack, which ECS refuses (a provider's name may not start with aws, ecs or "
+                "fargate, in any case); give capacity_provider_name=, or name the stack otherwise"
+            )
+        if isinstance(name, str) and (prefix := reserved_provider_prefix(name)):
+            raise CapacityError(
+                f"{path}: capacity_provider_name {name!r} starts with {prefix!r}, which ECS refuses (a provider's "
+                "name may not start with aws, ecs or fargate, in any case); choose another name"
+            )
 
     @property
     def plan_name(self) -> str:
@@ -286,6 +305,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             enable_managed_draining=True,
             target_capacity_percent=100,
         )
+        self._require_provider_name(path)
         cluster.add_asg_capacity_provider(self.capacity_provider)
         self._plan.add_capacity(self)
         self._acknowledge_nag_rules(role, notification_topic is None)

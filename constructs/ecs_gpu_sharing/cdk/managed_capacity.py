@@ -108,6 +108,7 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
                 accelerator_count_min=facts.gpus_per_instance,
             ),
         )
+        self._require_provider_name(path)
         cluster.add_managed_instances_capacity_provider(self.capacity_provider)
         host_role = self.capacity_provider.node.try_find_child("InstanceRole")
         if isinstance(host_role, iam.Role):

@@ -152,6 +152,18 @@ LIMITS: tuple[Limit, ...] = (
     DIMENSIONS_PER_METRIC,
 )
 
+RESERVED_PROVIDER_PREFIXES = ("aws", "ecs", "fargate")
+"""Amazon ECS API Reference, CreateCapacityProvider, name: "can't be prefixed with "aws", "ecs", or "fargate"". ECS
+refuses them in any case: aws-cdk pull request 36584 shows a stack named ``EcsCp`` failing to deploy its provider."""
+
+
+def reserved_provider_prefix(name: str) -> str | None:
+    """The prefix ECS reserves that ``name`` starts with, as written there (any case); ``None`` when it starts with
+    none."""
+    lowered = name.lower()
+    return next((name[: len(p)] for p in RESERVED_PROVIDER_PREFIXES if lowered.startswith(p)), None)
+
+
 MAX_TASKS_PER_SERVICE = TASKS_PER_SERVICE.number
 """Amazon ECS service quota "Tasks per service": 5,000. A larger count can never run."""
 

@@ -48,7 +48,7 @@ def parse(doc: Mapping[str, Any], *, source: str = "<fleet>") -> FleetSpec:
     if "vpc_id" in doc and "account" not in doc:
         problems.add("vpc_id needs account and region (the VPC is looked up in that account at synth)")
     name = top.get("name")
-    if isinstance(name, str) and name.lower().startswith(("aws", "ecs", "fargate")):
+    if isinstance(name, str) and quotas.reserved_provider_prefix(name):
         problems.add(
             f"name {name!r}: the stacks, and so the ECS capacity providers CloudFormation names after them, would "
             "start with aws, ecs or fargate, which ECS refuses for a capacity provider; choose another name"

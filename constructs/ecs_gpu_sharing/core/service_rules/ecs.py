@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -227,13 +226,10 @@ def strategy_one_base(ctx: Templates) -> Iterator[Finding]:
             yield service, f"{len(based)} capacity providers of its strategy have a base; give a base to one only"
 
 
-_RESERVED_PROVIDER_PREFIX = re.compile(r"^(aws|ecs|fargate)", re.IGNORECASE)
-
-
 def provider_name_prefix(ctx: Templates) -> Iterator[Finding]:
     for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
         name = provider.props.get("Name")
-        if isinstance(name, str) and _RESERVED_PROVIDER_PREFIX.match(name):
+        if isinstance(name, str) and quotas.reserved_provider_prefix(name):
             yield provider, f"its name {name!r} starts with a prefix ECS reserves (aws, ecs, fargate); rename it"
 
 
