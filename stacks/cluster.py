@@ -111,6 +111,30 @@ class ClusterStack(Stack):
             )
         )
         self.scaling_events = sns.Topic(self, "ScalingEvents", enforce_ssl=True, master_key=self.topic_key)
+        # enforce_ssl writes a topic policy, and a topic policy replaces SNS's default one, which admitted the
+        # account's services: without this statement every alarm's notification fails ("not authorized to perform:
+        # SNS:Publish", AWS re:Post Knowledge Center, "CloudWatch alarm SNS notification"). Auto Scaling publishes as
+        # its service-linked role, an identity of the account whose own policy allows sns:Publish on every topic
+        # (AutoScalingServiceRolePolicy v10, statement SNSManagement), so it needs no statement here.
+        self.scaling_events.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.scaling_events.topic_arn],
+                # Only this account's alarms: the condition the Knowledge Center's article gives (aws:SourceArn).
+                conditions={
+                    "ArnLike": {
+                        "aws:SourceArn": self.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name="*",
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    },
+                },
+            )
+        )
         CfnOutput(self, "ScalingEventsTopic", value=self.scaling_events.topic_arn)
         self.capacities: dict[str, GpuCapacity | GpuManagedInstancesCapacity] = {}
         # One scope per kind, so a fleet name can never collide with a construct of the stack ("Cluster", say).

@@ -83,6 +83,39 @@ _SLR = {
     ]
 }
 
+_SSL_ONLY = {
+    "Effect": "Deny",
+    "Principal": "*",
+    "Action": "sns:Publish",
+    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+}
+_CLOUDWATCH_PUBLISH = {"Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Action": "sns:Publish"}
+_CLOUDWATCH_KEY = {
+    "Effect": "Allow",
+    "Principal": {"Service": "cloudwatch.amazonaws.com"},
+    "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+}
+
+
+def _alarm_topic(
+    *statements: dict[str, Any], key: Any = None, key_statements: list[Any] | None = None
+) -> dict[str, Any]:
+    """An alarm notifying a topic; the topic's policy holds ``statements`` (no policy at all when there are none)."""
+    topic: dict[str, Any] = {} if key is None else {"KmsMasterKeyId": key}
+    resources: list[Res] = [
+        ("Alarm", "AWS::CloudWatch::Alarm", {"AlarmActions": [{"Ref": "Topic"}]}),
+        ("Topic", "AWS::SNS::Topic", topic),
+    ]
+    if statements:
+        document = {"Version": "2012-10-17", "Statement": list(statements)}
+        resources.append(
+            ("Policy", "AWS::SNS::TopicPolicy", {"Topics": [{"Ref": "Topic"}], "PolicyDocument": document})
+        )
+    if key_statements is not None:
+        resources.append(("Key", "AWS::KMS::Key", {"KeyPolicy": {"Statement": key_statements}}))
+    return _stack(*resources)
+
+
 # rule id -> (templates that keep the rule, templates that break it)
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.SERVICE_CONNECT_TASK_MEMORY: (
@@ -228,6 +261,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(("A", "AWS::CloudWatch::Alarm", {"DatapointsToAlarm": 3, "EvaluationPeriods": 3})),
         _stack(("A", "AWS::CloudWatch::Alarm", {"DatapointsToAlarm": 4, "EvaluationPeriods": 3})),
     ),
+    sr.ALARM_TOPIC_PUBLISH: (
+        _alarm_topic(_SSL_ONLY, _CLOUDWATCH_PUBLISH),
+        _alarm_topic(_SSL_ONLY),  # enforce_ssl's policy alone: it replaces SNS's default, which admitted CloudWatch
+    ),
     sr.RULE_TARGETS: (
         _stack(("E", "AWS::Events::Rule", {"Targets": [{"Id": str(i)} for i in range(5)]})),
         _stack(("E", "AWS::Events::Rule", {"Targets": [{"Id": str(i)} for i in range(6)]})),
@@ -333,3 +370,63 @@ def test_the_docs_page_lists_every_rule() -> None:
     page = sr.markdown()
     for rule in SERVICE_RULES:
         assert f"`{rule.rule_id.removeprefix(sr.PREFIX)}`" in page
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        (_alarm_topic(), None),  # no topic policy: SNS's default admits the account's services
+        (_alarm_topic({"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "SNS:*"}), None),
+        (_alarm_topic(_CLOUDWATCH_PUBLISH, key={"Fn::GetAtt": ["Key", "Arn"]}, key_statements=[_CLOUDWATCH_KEY]), None),
+        (_alarm_topic(key="arn:aws:kms:us-east-1:123456789012:key/outside"), None),  # a key outside: not judged
+        (
+            _alarm_topic({**_CLOUDWATCH_PUBLISH, "Effect": "Deny"}),
+            "allows no cloudwatch.amazonaws.com to sns:Publish",
+        ),
+        (
+            _alarm_topic({**_CLOUDWATCH_PUBLISH, "Action": "sns:Subscribe"}),
+            "allows no cloudwatch.amazonaws.com to sns:Publish",
+        ),
+        (_alarm_topic(key="alias/aws/sns"), "encrypted with the AWS managed key alias/aws/sns"),
+        (
+            _alarm_topic(key={"Ref": "Key"}, key_statements=[{**_CLOUDWATCH_KEY, "Action": "kms:Decrypt"}]),
+            "its key Key does not let cloudwatch.amazonaws.com use it",
+        ),
+    ],
+    ids=[
+        "default-policy",
+        "wildcard",
+        "key-admits",
+        "key-outside",
+        "deny",
+        "other-action",
+        "aws-managed-key",
+        "no-key-use",
+    ],
+)
+def test_an_alarms_topic_must_let_cloudwatch_publish(template: dict[str, Any], refused: str | None) -> None:
+    found = [v for v in check_service_rules({"s": template}) if v.rule_id == sr.ALARM_TOPIC_PUBLISH]
+    if refused is None:
+        assert found == []
+    else:
+        (violation,) = found
+        assert (
+            violation.logical_id == "Topic"
+            and refused in violation.message
+            and "alarm Alarm notifies it" in violation.message
+        )
+
+
+def test_an_alarm_in_another_stack_is_followed_to_its_topic() -> None:
+    topic = _alarm_topic(_SSL_ONLY)
+    del topic["Resources"]["Alarm"]
+    topic["Outputs"] = {"TopicArn": {"Value": {"Ref": "Topic"}}}
+    alarms = _stack(
+        (
+            "Alarm",
+            "AWS::CloudWatch::Alarm",
+            {"AlarmActions": [{"Fn::GetStackOutput": {"StackName": "topic", "OutputName": "TopicArn"}}]},
+        )
+    )
+    found = [v for v in check_service_rules({"topic": topic, "alarms": alarms}) if v.rule_id == sr.ALARM_TOPIC_PUBLISH]
+    assert [(v.stack, v.logical_id) for v in found] == [("topic", "Topic")]

@@ -75,10 +75,12 @@ from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, key_policy_principals, 
 from .observability import (
     ALARM_DATAPOINTS,
     ALARM_PERIOD,
+    ALARM_TOPIC_PUBLISH,
     LOG_RETENTION,
     RULE_TARGETS,
     alarm_datapoints,
     alarm_period,
+    alarm_topic_admits_cloudwatch,
     log_retention,
     rule_targets,
 )
@@ -289,6 +291,18 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         alarm_datapoints,
     ),
     ServiceRule(
+        ALARM_TOPIC_PUBLISH,
+        "Amazon SNS and AWS KMS",
+        "an alarm's SNS topic lets CloudWatch publish: its topic policy, where it has one, allows "
+        "cloudwatch.amazonaws.com sns:Publish, and its customer managed key lets CloudWatch use it",
+        "AWS re:Post Knowledge Center, 'Why didn't I receive an SNS notification for my CloudWatch alarm trigger?': "
+        '"Resource: arn:aws:cloudwatch:...:alarm:ALARM_NAME is not authorized to perform: SNS:Publish" until the '
+        "access policy allows the service principal cloudwatch.amazonaws.com; Amazon SNS Developer Guide, "
+        "'Encryption at rest': an alarm's topic needs a customer managed key whose policy lets CloudWatch use it",
+        alarm_topic_admits_cloudwatch,
+        rehearsal="not enforced by moto, nor by CloudFormation: the alarm deploys and its notifications fail",
+    ),
+    ServiceRule(
         RULE_TARGETS,
         "Amazon EventBridge",
         "an EventBridge rule has at most 5 targets",
@@ -388,6 +402,7 @@ def markdown() -> str:
 __all__ = [
     "ALARM_DATAPOINTS",
     "ALARM_PERIOD",
+    "ALARM_TOPIC_PUBLISH",
     "AWSVPC_HOST_PORT",
     "AWSVPC_NETWORK_CONFIGURATION",
     "CONTAINER_MEMORY_ON_EC2",
@@ -426,6 +441,7 @@ __all__ = [
     "Templates",
     "alarm_datapoints",
     "alarm_period",
+    "alarm_topic_admits_cloudwatch",
     "awsvpc_host_port",
     "awsvpc_network_configuration",
     "check_all",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, Templates, _int
+from .base import Finding, Resource, Templates, _int
 
 # --- Amazon CloudWatch, EventBridge, CloudWatch Logs ---------------------------------------------------------------
 
@@ -13,6 +15,7 @@ ALARM_PERIOD = f"{PREFIX}AlarmPeriod"
 ALARM_DATAPOINTS = f"{PREFIX}AlarmDatapointsWithinPeriods"
 RULE_TARGETS = f"{PREFIX}TargetsPerEventRule"
 LOG_RETENTION = f"{PREFIX}LogRetentionDays"
+ALARM_TOPIC_PUBLISH = f"{PREFIX}AlarmTopicAdmitsCloudWatch"
 
 _RETENTION_DAYS = frozenset(
     (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
@@ -50,3 +53,93 @@ def log_retention(ctx: Templates) -> Iterator[Finding]:
         days = _int(group.props.get("RetentionInDays"))
         if days is not None and days not in _RETENTION_DAYS:
             yield group, f"its retention of {days} days is not one CloudWatch Logs offers ({sorted(_RETENTION_DAYS)})"
+
+
+# --- alarm notifications: what SNS and KMS let CloudWatch do -------------------------------------------------------
+
+_CLOUDWATCH = "cloudwatch.amazonaws.com"
+_ACTIONS = ("AlarmActions", "OKActions", "InsufficientDataActions")
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
+def _statements(document: Any) -> list[Mapping[str, Any]]:
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError:
+            return []
+    if not isinstance(document, Mapping):
+        return []
+    return [s for s in _listed(document.get("Statement")) if isinstance(s, Mapping)]
+
+
+def _admits(statement: Mapping[str, Any], service: str, actions: tuple[str, ...]) -> bool:
+    """Whether an Allow statement grants ``service`` every one of ``actions`` (a wildcard action or principal counts;
+    its conditions are taken as met)."""
+    if statement.get("Effect") != "Allow":
+        return False
+    principal = statement.get("Principal")
+    if principal != "*":
+        if not isinstance(principal, Mapping):
+            return False
+        if service not in _listed(principal.get("Service")) and "*" not in _listed(principal.get("AWS")):
+            return False
+    granted = [str(a).lower() for a in _listed(statement.get("Action"))]
+
+    def grants(action: str) -> bool:
+        service_prefix = action.split(":", 1)[0]
+        return any(
+            g in ("*", f"{service_prefix}:*", action) or (g.endswith("*") and action.startswith(g[:-1]))
+            for g in granted
+        )
+
+    return all(grants(a.lower()) for a in actions)
+
+
+def alarm_topic_admits_cloudwatch(ctx: Templates) -> Iterator[Finding]:
+    """An alarm's SNS topic lets CloudWatch publish: a topic policy replaces SNS's default one, which admitted the
+    account's services, and an encrypted topic's key must let CloudWatch use it."""
+    alarms: dict[tuple[str, str], tuple[Resource, str]] = {}  # topic -> (topic, the first alarm that notifies it)
+    for alarm in ctx.of_type("AWS::CloudWatch::Alarm"):
+        for key in _ACTIONS:
+            for action in _listed(alarm.props.get(key)):
+                topic = ctx.target(action, alarm.stack)
+                if topic is not None and topic.kind == "AWS::SNS::Topic":
+                    alarms.setdefault((topic.stack, topic.logical_id), (topic, alarm.logical_id))
+    policies = list(ctx.of_type("AWS::SNS::TopicPolicy"))
+    for topic, first in alarms.values():
+        covering = [p for p in policies if any(ctx.target(t, p.stack) is topic for t in _listed(p.props.get("Topics")))]
+        statements = [s for p in covering for s in _statements(p.props.get("PolicyDocument"))]
+        if covering and not any(_admits(s, _CLOUDWATCH, ("sns:Publish",)) for s in statements):
+            yield (
+                topic,
+                f"alarm {first} notifies it, but its topic policy (which replaces SNS's default) allows no "
+                f'{_CLOUDWATCH} to sns:Publish, so each notification fails ("not authorized to perform: '
+                f'SNS:Publish"); add an Allow of sns:Publish for the service principal {_CLOUDWATCH}',
+            )
+        yield from _key_admits_cloudwatch(ctx, topic, first)
+
+
+def _key_admits_cloudwatch(ctx: Templates, topic: Resource, alarm: str) -> Iterator[Finding]:
+    key_id = topic.props.get("KmsMasterKeyId")
+    if isinstance(key_id, str) and key_id.endswith("alias/aws/sns"):
+        yield (
+            topic,
+            f"alarm {alarm} notifies it, but it is encrypted with the AWS managed key alias/aws/sns, whose policy lets "
+            "no service use it, so CloudWatch cannot publish; encrypt it with a customer managed key that allows "
+            f"{_CLOUDWATCH} kms:Decrypt and kms:GenerateDataKey*",
+        )
+        return
+    key = ctx.target(key_id, topic.stack)
+    if key is None or key.kind != "AWS::KMS::Key":
+        return  # unencrypted, or a key outside the templates: not judged
+    needed = ("kms:Decrypt", "kms:GenerateDataKey")
+    if not any(_admits(s, _CLOUDWATCH, needed) for s in _statements(key.props.get("KeyPolicy"))):
+        yield (
+            topic,
+            f"alarm {alarm} notifies it, but its key {key.logical_id} does not let {_CLOUDWATCH} use it, so CloudWatch "
+            f"cannot publish; allow {_CLOUDWATCH} kms:Decrypt and kms:GenerateDataKey* in the key policy",
+        )
