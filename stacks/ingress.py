@@ -73,7 +73,13 @@ def _access_log_bucket(scope: Construct) -> s3.IBucket | None:
         encryption=s3.BucketEncryption.S3_MANAGED,  # ELB access logs support only S3-managed keys
         enforce_ssl=True,
         versioned=True,
-        lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(ACCESS_LOG_DAYS))],
+        # Versioned, an expired log only becomes a noncurrent version, kept (and paid for) until its own expiration.
+        lifecycle_rules=[
+            s3.LifecycleRule(
+                expiration=cdk.Duration.days(ACCESS_LOG_DAYS),
+                noncurrent_version_expiration=cdk.Duration.days(1),
+            )
+        ],
     )
     _ack(logs, "AwsSolutions", "S1", "this bucket holds access logs; logging its own access would log the logs")
     for rule, reason in (

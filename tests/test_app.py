@@ -269,6 +269,21 @@ def test_an_existing_vpc_is_looked_up_in_an_environment_bound_app() -> None:
     assert [m["props"]["filter"] for m in vpc_lookups] == [{"vpc-id": "vpc-0123456789abcdef0"}]
 
 
+def test_an_environment_bound_app_keeps_balancer_access_logs_for_a_bounded_time() -> None:
+    from ecs_gpu_sharing.core import fleet
+
+    doc = {**_big_fleet(1), "account": "123456789012", "region": "eu-west-1", "load_balancer": {"web": {}}}
+    doc["service"]["model-000"].update(port=8080, load_balancer="web", path=["/m"])
+    app = new_app()
+    stacks = build_app(app, fleet.parse(doc))
+    template = Template.from_stack(stacks.cluster)
+    (bucket,) = template.find_resources("AWS::S3::Bucket").values()
+    # The bucket is versioned, so an expired log stays as a noncurrent version unless that expires too.
+    assert bucket["Properties"]["LifecycleConfiguration"]["Rules"] == [
+        {"ExpirationInDays": 90, "NoncurrentVersionExpiration": {"NoncurrentDays": 1}, "Status": "Enabled"}
+    ]
+
+
 def test_services_carry_their_fleet_name_as_a_tag(synthesized: dict[str, Any]) -> None:
     services = Template.from_json(synthesized["templates"]["models-services-1"])
     services.has_resource_properties(
