@@ -243,6 +243,8 @@ def _task_role(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) ->
                 f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{spec.model_bucket}/*]",
                 "the objects of the service's own model bucket",
             )
+    if spec.kms_key_arn:
+        _key_grants(spec, spec.kms_key_arn, task)
     for name in spec.task_role_managed_policies:
         # The parser refuses the escalating ones; the task definition warns of any other (ManagedPolicyOnTaskRole)
         # until the fleet file acknowledges it with a reason, which cdk-nag's acknowledgment then carries.
@@ -260,6 +262,25 @@ def _task_role(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) ->
         task.add_to_task_role_policy(
             iam.PolicyStatement(actions=list(statement.actions), resources=list(statement.resources))
         )
+
+
+def _key_grants(spec: ServiceSpec, key_arn: str, task: ecs.TaskDefinition) -> None:
+    """Decrypting with the service's customer managed key, each role through the service it reads with only: the
+    execution role fetches the secrets (Secrets Manager, SSM), the task role reads the bucket (S3). Without it the
+    task stops before it starts (ResourceInitializationError), or cannot read its weights (Amazon ECS Developer Guide,
+    "Required IAM permissions for Amazon ECS secrets": kms:Decrypt, for a custom key)."""
+    region = cdk.Stack.of(task).region
+
+    def via(*services: str) -> iam.PolicyStatement:
+        endpoints = [f"{s}.{region}.amazonaws.com" for s in services]
+        return iam.PolicyStatement(
+            actions=["kms:Decrypt"], resources=[key_arn], conditions={"StringEquals": {"kms:ViaService": endpoints}}
+        )
+
+    if spec.secrets:
+        task.obtain_execution_role().add_to_principal_policy(via("secretsmanager", "ssm"))
+    if spec.model_bucket:
+        task.add_to_task_role_policy(via("s3"))
 
 
 def _acknowledge(scope: IConstruct, rule: str, reason: str) -> None:

@@ -785,6 +785,48 @@ def test_fleet_references_finds_each_secret_parameter_image_and_bucket_the_fleet
 
 
 @mock_aws
+def test_fleet_references_asks_for_the_customer_managed_key_that_encrypts_a_secret_parameter_or_bucket(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each under a customer managed key: the app lets no role of the task use it until kms_key_arn names it. The
+    # parameter under SSM's own key (alias/aws/ssm) needs nothing.
+    kms = boto3.client("kms", region_name="us-east-1")
+    key = kms.create_key()["KeyMetadata"]
+    boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+        Name="models/hf-token", SecretString="t", KmsKeyId=key["KeyId"]
+    )
+    ssm = boto3.client("ssm", region_name="us-east-1")
+    ssm.put_parameter(Name="/models/api-key", Value="k", Type="SecureString", KeyId=key["Arn"])
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="team-weights")
+    by_kms = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key["Arn"]}
+    s3.put_bucket_encryption(
+        Bucket="team-weights",
+        ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": by_kms}]},
+    )
+    text = _references_fleet(tmp_path).read_text().replace("123456789012.dkr.ecr.us-east-1.amazonaws.com/team/", "")
+    fleet_file = tmp_path / "keys.toml"
+    fleet_file.write_text(text)
+    assert main(["fleet", "references", str(fleet_file), "--region", "us-east-1", "--json"]) == 1
+    problems = {(r["service"], r["name"]): r["problem"] for r in json.loads(capsys.readouterr().out) if r["problem"]}
+    wanted = f'set kms_key_arn = "{key["Arn"]}" on service.'
+    assert set(problems) == {
+        ("llm", "models/hf-token"),
+        ("llm", "/models/api-key"),
+        ("llm", "team-weights"),
+        ("embedder", "models/hf-token"),
+    }
+    assert all(f"encrypted with the customer managed key {key['Arn']}" in p and wanted in p for p in problems.values())
+    assert "(the task role could not read its weights)" in problems[("llm", "team-weights")]
+    ssm.put_parameter(Name="/models/api-key", Value="k", Type="SecureString", KeyId="alias/aws/ssm", Overwrite=True)
+    text = text.replace('model_bucket = "team-weights"', f'model_bucket = "team-weights"\nkms_key_arn = "{key["Arn"]}"')
+    fleet_file.write_text(text)
+    assert main(["fleet", "references", str(fleet_file), "--region", "us-east-1", "--json"]) == 1
+    left = [(r["service"], r["name"]) for r in json.loads(capsys.readouterr().out) if r["problem"]]
+    assert left == [("embedder", "models/hf-token")]  # the embedder names the same secret, and no key
+
+
+@mock_aws
 def test_fleet_preflight_runs_every_check_and_says_which_failed(
     fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

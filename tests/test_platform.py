@@ -68,6 +68,29 @@ def test_the_example_fleet_passes_the_nist_800_53_pack() -> None:
     assert list(stacks) == ["models-network", "models-cluster", "models-services-1", "models-observability-1"]
 
 
+def test_a_customer_managed_key_is_usable_by_each_role_through_its_own_service_only(platform: dict[str, Any]) -> None:
+    # The chat's SSM secret and model bucket are encrypted with its kms_key_arn: the execution role fetches the secret,
+    # the task role reads the bucket, each with kms:Decrypt on that key only through the service it reads with.
+    template = platform["templates"]["plat-services-1"]
+    key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    grants = {}
+    for lid, policy in template["Resources"].items():
+        if policy["Type"] != "AWS::IAM::Policy" or not lid.startswith("chat"):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Action"] == "kms:Decrypt":
+                via = statement["Condition"]["StringEquals"]["kms:ViaService"]
+                grants["Execution" if "Execution" in lid else "Task"] = (statement["Resource"], via)
+
+    def endpoint(service: str) -> dict[str, Any]:
+        return {"Fn::Join": ["", [f"{service}.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}
+
+    assert grants == {
+        "Execution": (key, [endpoint("secretsmanager"), endpoint("ssm")]),
+        "Task": (key, [endpoint("s3")]),
+    }
+
+
 def test_platform_templates_pass_cfn_lint_and_botocore(platform: dict[str, Any]) -> None:
     tasks = 0
     for name, template in platform["templates"].items():

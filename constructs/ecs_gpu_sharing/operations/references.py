@@ -3,7 +3,9 @@
 The stacks deploy without them, and a task then fails to start: a secret that is not there (the task stops with
 ``ResourceInitializationError``), an ECR image that is not there (``CannotPullContainerError``). A model bucket that
 is not there fails the model's first read. This looks each one up: Secrets Manager secrets and
-SSM parameters in the fleet's region, ECR images in their own registry's region, S3 buckets.
+SSM parameters in the fleet's region, ECR images in their own registry's region, S3 buckets. A secret, SecureString
+parameter or bucket encrypted with a customer managed KMS key needs that key as the service's ``kms_key_arn``, or
+no role of the task may decrypt it.
 """
 
 from __future__ import annotations
@@ -46,25 +48,43 @@ def _code(error: botocore.exceptions.ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def _secret(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+Found = tuple[str | None, str | None]  # what is wrong, and the customer managed key that encrypts it
+
+
+def _customer_key(clients: Callable[[str, str | None], Any], region: str | None, key_id: Any) -> str | None:
+    """The ARN of the customer managed key ``key_id`` names; ``None`` for none or an AWS managed key (``alias/aws/``).
+    A key the caller may not describe is taken as named, when it is named by ARN."""
+    if not isinstance(key_id, str) or not key_id or key_id.startswith("alias/aws/") or ":alias/aws/" in key_id:
+        return None
+    client = clients("kms", region)
+    try:
+        meta = client.describe_key(KeyId=key_id)["KeyMetadata"]
+    except botocore.exceptions.ClientError:
+        return key_id if key_id.startswith("arn:") and ":key/" in key_id else None
+    return str(meta["Arn"]) if meta.get("KeyManager") == "CUSTOMER" else None
+
+
+def _secret(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> Found:
     client = clients("secretsmanager", region)
     try:
-        client.describe_secret(SecretId=name)
+        described = client.describe_secret(SecretId=name)
     except client.exceptions.ResourceNotFoundException:
-        return f"no Secrets Manager secret {name!r} in {client.meta.region_name}: the task would not start"
-    return None
+        return f"no Secrets Manager secret {name!r} in {client.meta.region_name}: the task would not start", None
+    return None, _customer_key(clients, region, described.get("KmsKeyId"))
 
 
-def _parameter(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+def _parameter(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> Found:
     client = clients("ssm", region)
     try:
         client.get_parameter(Name=name, WithDecryption=False)
     except client.exceptions.ParameterNotFound:
-        return f"no SSM parameter {name!r} in {client.meta.region_name}: the task would not start"
-    return None
+        return f"no SSM parameter {name!r} in {client.meta.region_name}: the task would not start", None
+    found = client.describe_parameters(ParameterFilters=[{"Key": "Name", "Values": [name]}])["Parameters"]
+    secure = [p for p in found if p.get("Type") == "SecureString"]
+    return None, _customer_key(clients, region, secure[0].get("KeyId")) if secure else None
 
 
-def _image(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+def _image(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> Found:
     ref = ecr_image(name)
     assert ref is not None
     client = clients("ecr", ref.region)
@@ -72,23 +92,33 @@ def _image(clients: Callable[[str, str | None], Any], region: str | None, name: 
     try:
         client.describe_images(registryId=ref.account, repositoryName=ref.repository, imageIds=[key])
     except client.exceptions.RepositoryNotFoundException:
-        return f"no ECR repository {ref.repository!r} in {ref.account}, {ref.region}: the task could not pull {name}"
+        return (
+            f"no ECR repository {ref.repository!r} in {ref.account}, {ref.region}: the task could not pull {name}",
+            None,
+        )
     except client.exceptions.ImageNotFoundException:
-        return f"no image {ref.reference} in ECR repository {ref.repository!r}: the task could not pull {name}"
-    return None
+        return f"no image {ref.reference} in ECR repository {ref.repository!r}: the task could not pull {name}", None
+    return None, None  # an image's encryption is ECR's to apply: not judged here
 
 
-def _bucket(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> str | None:
+def _bucket(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> Found:
     client = clients("s3", region)
     try:
         client.head_bucket(Bucket=name)
     except botocore.exceptions.ClientError as error:
         if _code(error) in ("404", "NoSuchBucket", "NotFound"):
-            return f"no S3 bucket {name!r}: the model could not read its weights"
+            return f"no S3 bucket {name!r}: the model could not read its weights", None
         if _code(error) in ("403", "AccessDenied", "Forbidden"):
-            return None  # it exists; whether the task role may read it is the app's grant, not this account's view
+            return None, None  # it exists; whether the task role may read it is the app's grant, not this view
         raise
-    return None
+    try:
+        rules = client.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]["Rules"]
+    except botocore.exceptions.ClientError:
+        return None, None  # no default encryption, or not ours to read: nothing to say
+    default = rules[0].get("ApplyServerSideEncryptionByDefault", {}) if rules else {}
+    if not str(default.get("SSEAlgorithm", "")).startswith("aws:kms"):
+        return None, None
+    return None, _customer_key(clients, region, default.get("KMSMasterKeyID"))
 
 
 _LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket": _bucket}
@@ -96,11 +126,19 @@ _LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket
 
 def check(clients: Callable[[str, str | None], Any], region: str | None, spec: FleetSpec) -> list[Reference]:
     """Each reference, looked up once (by kind and name), with what is wrong with it."""
-    seen: dict[tuple[str, str], str | None] = {}
+    seen: dict[tuple[str, str], Found] = {}
     out = []
     for service, kind, name in _named(spec):
         if (kind, name) not in seen:
             with aws_errors(f"looking up {kind} {name}"):
                 seen[(kind, name)] = _LOOKUPS[kind](clients, region, name)
-        out.append(Reference(service, kind, name, seen[(kind, name)]))
+        problem, key = seen[(kind, name)]
+        given = spec.services[service].kms_key_arn
+        if problem is None and key is not None and key != given:
+            role = "task role could not read its weights" if kind == "bucket" else "task would not start"
+            problem = (
+                f"encrypted with the customer managed key {key}, which the app lets no role of this service use "
+                f'(the {role}): set kms_key_arn = "{key}" on service.{service}'
+            )
+        out.append(Reference(service, kind, name, problem))
     return out

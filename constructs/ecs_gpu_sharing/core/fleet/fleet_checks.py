@@ -153,7 +153,7 @@ def _check_across(
     lbs: Mapping[str, LoadBalancerSpec],
 ) -> None:
     """What only the whole file shows: names Service Connect would merge, routes that swallow others', and a
-    certificate that is not in the fleet's account and region."""
+    certificate that is not in the fleet's account and region, and a KMS key of another region."""
     if top.get("service_connect_namespace"):
         seen: dict[str, str] = {}
         for name in services:
@@ -196,6 +196,13 @@ def _check_across(
                     f"load_balancer.{lb.name}.certificate_arn is in region {parts[3]}, account {parts[4]}; a load "
                     f"balancer takes a certificate of its own account and region ({account}, {region})"
                 )
+    for svc in services.values():
+        key_region = svc.kms_key_arn.split(":")[3] if svc.kms_key_arn else None
+        if key_region and region and key_region != region:
+            problems.add(
+                f"service.{svc.name}.kms_key_arn is in region {key_region}; Secrets Manager, SSM and S3 decrypt only "
+                f"with a key of their own region ({region})"
+            )
 
 
 def _acknowledgments(problems: _Problems, where: str, kind: str, table: Mapping[str, Any]) -> dict[str, str]:

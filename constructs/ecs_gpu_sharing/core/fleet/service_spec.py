@@ -24,6 +24,7 @@ from .values import (
     BRIDGE,
     CONTAINER_NAME,
     IMAGE,
+    KMS_KEY_ARN,
     NAME,
 )
 
@@ -195,6 +196,15 @@ class ServiceSpec:
         "an S3 bucket of model weights the task may read",
         pattern=re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", re.ASCII),
         example="team-model-weights",
+    )
+    kms_key_arn: str | None = key(
+        str,
+        False,
+        "the customer managed KMS key its secrets, SecureString parameters or model bucket are encrypted with: the "
+        "execution role may decrypt its secrets with it, the task role its bucket's objects, each through that "
+        "service only (kms:ViaService)",
+        pattern=KMS_KEY_ARN,
+        example="arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     )
     task_role_managed_policies: tuple[str, ...] = key(
         list,

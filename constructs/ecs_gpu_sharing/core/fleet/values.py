@@ -32,6 +32,10 @@ DNS_NAME = re.compile(  # labels of 1..63 characters, 253 characters in all (Clo
     r"(?=.{1,253}\Z)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*", re.ASCII | re.S
 )
 ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]{36}$", re.ASCII)
+KMS_KEY_ARN = re.compile(
+    r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$",
+    re.ASCII,
+)
 ABSOLUTE_PATH = re.compile(r"^/[A-Za-z0-9_./-]*$", re.ASCII)
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "DNS_NAME",
     "ENV_NAME",
     "IMAGE",
+    "KMS_KEY_ARN",
     "NAME",
     "NETWORK",
     "REGION",
