@@ -221,6 +221,29 @@ def test_a_key_policy_naming_the_account_with_a_principal_arn_condition_goes_thr
     assert out["error"] is None and out["problems"] == [], out
 
 
+def test_a_secret_of_the_app_is_made_under_its_key_and_a_policy_may_name_it() -> None:
+    # moto's CloudFormation has no model of a secret: a policy naming one (Ref) was left without a resource, and the
+    # deploy of a construct-road app with a secret of its own failed. The rehearsal makes it through the API.
+    key = _key("arn:aws:iam::123456789012:root")
+    secret = {
+        "Type": "AWS::SecretsManager::Secret",
+        "Properties": {"GenerateSecretString": {"PasswordLength": 24}, "KmsKeyId": {"Fn::GetAtt": ["Key", "Arn"]}},
+    }
+    policy = {
+        "Type": "AWS::IAM::ManagedPolicy",
+        "Properties": {
+            "PolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": {"Ref": "Secret"}}
+                ],
+            }
+        },
+    }
+    out = _rehearse({"Key": key, "Secret": secret, "Reader": policy})
+    assert out["error"] is None and out["problems"] == [] and out["checks"]["Secret"][0] == "adapted", out
+
+
 def test_a_service_with_placement_strategies_deploys_with_them() -> None:
     # CloudFormation writes PlacementStrategies; the ECS API (and moto behind the rehearsal's adapter) takes
     # placementStrategy: the rehearsal failed the whole services stack on it until the adapter renamed it.

@@ -266,6 +266,29 @@ def _load_balancer(c: Callable[[str], Any], props: dict[str, Any], name: str) ->
     }
 
 
+def _secret(c: Callable[[str], Any], props: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
+    """A Secrets Manager secret (a construct-road app's own), its value given or generated as the template asks."""
+    value = props.get("SecretString")
+    generate = props.get("GenerateSecretString")
+    if value is None:
+        generate = generate or {}
+        options = {k: generate[k] for k in ("PasswordLength", "ExcludeCharacters") if k in generate}
+        for flag in ("ExcludePunctuation", "IncludeSpace", "RequireEachIncludedType"):
+            if flag in generate:
+                options[flag] = str(generate[flag]).lower() == "true"
+        if "PasswordLength" in options:
+            options["PasswordLength"] = int(options["PasswordLength"])
+        value = c("secretsmanager").get_random_password(**options)["RandomPassword"]
+        if generate.get("SecretStringTemplate") and generate.get("GenerateStringKey"):
+            value = json.dumps({**json.loads(generate["SecretStringTemplate"]), generate["GenerateStringKey"]: value})
+    request = {"Name": props.get("Name") or name, "SecretString": value}
+    for key in ("Description", "KmsKeyId"):
+        if props.get(key):
+            request[key] = props[key]
+    arn = c("secretsmanager").create_secret(**request)["ARN"]
+    return arn, {"Id": arn}
+
+
 def _delete_ecs_service(c: Callable[[str], Any], physical: str) -> None:
     cluster = physical.split("/")[-2]
     c("ecs").delete_service(cluster=cluster, service=physical, force=True)
@@ -287,6 +310,7 @@ ADAPTERS: dict[str, tuple[str, Handler]] = {
     "AWS::Logs::MetricFilter": ("FilterName", _metric_filter),
     "AWS::SNS::TopicPolicy": ("", _topic_policy),
     "AWS::EC2::SecurityGroupEgress": ("", _egress),
+    "AWS::SecretsManager::Secret": ("Name", _secret),
 }
 
 _MODELS: list[type] = []

@@ -202,6 +202,9 @@ DELETERS: dict[str, Callable[[Callable[[str], Any], str], None]] = {
     "AWS::ECS::CapacityProvider": lambda c, name: c("ecs").delete_capacity_provider(capacityProvider=name),
     "AWS::ElasticLoadBalancingV2::LoadBalancer": lambda c, arn: c("elbv2").delete_load_balancer(LoadBalancerArn=arn),
     "AWS::ServiceDiscovery::PrivateDnsNamespace": lambda c, ns: c("servicediscovery").delete_namespace(Id=ns),
+    "AWS::SecretsManager::Secret": lambda c, arn: c("secretsmanager").delete_secret(
+        SecretId=arn, ForceDeleteWithoutRecovery=True
+    ),
 }
 
 
