@@ -387,6 +387,26 @@ def test_the_docs_page_lists_every_rule() -> None:
             _alarm_topic({**_CLOUDWATCH_PUBLISH, "Action": "sns:Subscribe"}),
             "allows no cloudwatch.amazonaws.com to sns:Publish",
         ),
+        (_alarm_topic({**_SSL_ONLY, "Effect": "Allow", "Condition": {}, "Action": "sns:Pub*"}), None),
+        (_alarm_topic({"Effect": "Allow", "Principal": "*", "NotAction": "sns:Subscribe"}), None),
+        (
+            _alarm_topic({"Effect": "Allow", "Principal": "*", "NotAction": ["sns:Publish"]}),
+            "allows no cloudwatch.amazonaws.com to sns:Publish",
+        ),
+        (
+            _alarm_topic(_CLOUDWATCH_PUBLISH, {**_CLOUDWATCH_PUBLISH, "Effect": "Deny"}),
+            "allows no cloudwatch.amazonaws.com to sns:Publish",
+        ),
+        (
+            _alarm_topic(
+                key={"Ref": "Key"},
+                key_statements=[
+                    {**_CLOUDWATCH_KEY, "Action": "kms:Decrypt"},
+                    {**_CLOUDWATCH_KEY, "Action": "KMS:GenerateDataKey*"},
+                ],
+            ),
+            None,
+        ),
         (_alarm_topic(key="alias/aws/sns"), "encrypted with the AWS managed key alias/aws/sns"),
         (
             _alarm_topic(key={"Ref": "Key"}, key_statements=[{**_CLOUDWATCH_KEY, "Action": "kms:Decrypt"}]),
@@ -400,6 +420,11 @@ def test_the_docs_page_lists_every_rule() -> None:
         "key-outside",
         "deny",
         "other-action",
+        "action-wildcard",
+        "not-action-other",
+        "not-action-publish",
+        "allowed-then-denied",
+        "key-two-statements",
         "aws-managed-key",
         "no-key-use",
     ],

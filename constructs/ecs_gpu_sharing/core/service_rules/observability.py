@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -76,27 +77,35 @@ def _statements(document: Any) -> list[Mapping[str, Any]]:
     return [s for s in _listed(document.get("Statement")) if isinstance(s, Mapping)]
 
 
-def _admits(statement: Mapping[str, Any], service: str, actions: tuple[str, ...]) -> bool:
-    """Whether an Allow statement grants ``service`` every one of ``actions`` (a wildcard action or principal counts;
-    its conditions are taken as met)."""
-    if statement.get("Effect") != "Allow":
-        return False
+def _matches(patterns: list[Any], action: str) -> bool:
+    """Whether an action (lowercase) is one of IAM's action patterns (``*`` and ``?`` wildcards, any case)."""
+    return any(fnmatch.fnmatchcase(action, str(p).lower()) for p in patterns)
+
+
+def _covers(statement: Mapping[str, Any], service: str, actions: tuple[str, ...]) -> bool:
+    """Whether a statement applies to ``service`` for every one of ``actions``: its principal names the service or
+    everyone, and its Action matches them (or its NotAction matches none)."""
     principal = statement.get("Principal")
     if principal != "*":
         if not isinstance(principal, Mapping):
             return False
         if service not in _listed(principal.get("Service")) and "*" not in _listed(principal.get("AWS")):
             return False
-    granted = [str(a).lower() for a in _listed(statement.get("Action"))]
+    if "NotAction" in statement:
+        return not any(_matches(_listed(statement["NotAction"]), a.lower()) for a in actions)
+    return all(_matches(_listed(statement.get("Action")), a.lower()) for a in actions)
 
-    def grants(action: str) -> bool:
-        service_prefix = action.split(":", 1)[0]
-        return any(
-            g in ("*", f"{service_prefix}:*", action) or (g.endswith("*") and action.startswith(g[:-1]))
-            for g in granted
-        )
 
-    return all(grants(a.lower()) for a in actions)
+def _admits(statements: list[Mapping[str, Any]], service: str, actions: tuple[str, ...]) -> bool:
+    """Whether the statements let ``service`` do every one of ``actions``: an Allow covers them, and no Deny without a
+    condition does (a condition is taken as met for an Allow and as unmet for a Deny: the rule fails only a policy
+    that cannot work)."""
+    allows = [s for s in statements if s.get("Effect") == "Allow"]
+    denies = [s for s in statements if s.get("Effect") == "Deny" and not s.get("Condition")]
+    return all(
+        any(_covers(s, service, (a,)) for s in allows) and not any(_covers(s, service, (a,)) for s in denies)
+        for a in actions
+    )
 
 
 def alarm_topic_admits_cloudwatch(ctx: Templates) -> Iterator[Finding]:
@@ -113,7 +122,7 @@ def alarm_topic_admits_cloudwatch(ctx: Templates) -> Iterator[Finding]:
     for topic, first in alarms.values():
         covering = [p for p in policies if any(ctx.target(t, p.stack) is topic for t in _listed(p.props.get("Topics")))]
         statements = [s for p in covering for s in _statements(p.props.get("PolicyDocument"))]
-        if covering and not any(_admits(s, _CLOUDWATCH, ("sns:Publish",)) for s in statements):
+        if covering and not _admits(statements, _CLOUDWATCH, ("sns:Publish",)):
             yield (
                 topic,
                 f"alarm {first} notifies it, but its topic policy (which replaces SNS's default) allows no "
@@ -137,7 +146,7 @@ def _key_admits_cloudwatch(ctx: Templates, topic: Resource, alarm: str) -> Itera
     if key is None or key.kind != "AWS::KMS::Key":
         return  # unencrypted, or a key outside the templates: not judged
     needed = ("kms:Decrypt", "kms:GenerateDataKey")
-    if not any(_admits(s, _CLOUDWATCH, needed) for s in _statements(key.props.get("KeyPolicy"))):
+    if not _admits(_statements(key.props.get("KeyPolicy")), _CLOUDWATCH, needed):
         yield (
             topic,
             f"alarm {alarm} notifies it, but its key {key.logical_id} does not let {_CLOUDWATCH} use it, so CloudWatch "
