@@ -14,11 +14,10 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ecs_gpu_sharing import FleetPlan, GpuAmi, GpuCapacity, GpuManagedInstancesCapacity, GpuTelemetry
-from ecs_gpu_sharing.core.fleet import MANAGED_INSTANCES, CapacitySpec, LoadBalancerSpec
+from ecs_gpu_sharing.core.fleet import AUTO_SCALING_SERVICE_ROLE_PATH, MANAGED_INSTANCES, CapacitySpec, LoadBalancerSpec
 
 from .ingress import EPHEMERAL_PORTS, Balancer, build_load_balancers, open_host_ports, open_task_ports
 
-AUTO_SCALING_SERVICE_ROLE = "AWSServiceRoleForAutoScaling"
 """The role Auto Scaling acts as (EC2 Auto Scaling User Guide, "Service-linked roles for Amazon EC2 Auto Scaling")."""
 
 # What Vpc.from_lookup returns while its lookup is not in the context yet.
@@ -104,7 +103,7 @@ class ClusterStack(Stack):
                             service="iam",
                             region="",
                             resource="role",
-                            resource_name=f"aws-service-role/autoscaling.amazonaws.com/{AUTO_SCALING_SERVICE_ROLE}",
+                            resource_name=AUTO_SCALING_SERVICE_ROLE_PATH,
                         )
                     }
                 },

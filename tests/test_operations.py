@@ -22,7 +22,7 @@ from moto.server import ThreadedMotoServer
 
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import ami_release, catalog, fleet
-from ecs_gpu_sharing.operations import ami_refresh, ami_verify, aws, catalog_refresh, cluster_status
+from ecs_gpu_sharing.operations import ami_refresh, ami_verify, aws, catalog_refresh, cluster_status, ebs_key
 
 from conftest import REPO, THREE_MODELS
 
@@ -537,6 +537,46 @@ def test_an_answer_that_is_not_aws_is_one_line_without_its_markup() -> None:
     assert "HTTP 502 with no AWS error" in message and "<html" not in message and "\n" not in message
 
 
+def test_an_html_page_where_an_xml_service_answers_is_one_line_not_a_traceback() -> None:
+    # EC2 speaks XML: an HTML error page (a proxy's, or moto's for an action it lacks) cannot be parsed at all, and
+    # botocore raises ResponseParserError, which is no ClientError. A server on loopback answers that way.
+    import http.server
+    import threading
+
+    from botocore.config import Config
+
+    class Html500(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = b"<!doctype html><title>500 Internal Server Error</title>"
+            self.send_response(500)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Html500)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ec2 = boto3.client(
+            "ec2",
+            region_name="us-east-1",
+            endpoint_url=f"http://127.0.0.1:{server.server_address[1]}",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+            config=Config(retries={"max_attempts": 1}),
+        )
+        with pytest.raises(aws.AwsOperationError) as raised, aws.aws_errors("us-east-1: reading the default EBS key"):
+            ec2.get_ebs_default_kms_key_id()
+    finally:
+        server.shutdown()
+    message = str(raised.value)
+    assert message.startswith("us-east-1: reading the default EBS key: the endpoint answered with no AWS response")
+    assert "<html" not in message and "\n" not in message
+
+
 def test_a_missing_cluster_says_what_to_check(monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in {
         "AWS_ACCESS_KEY_ID": "t",
@@ -826,6 +866,82 @@ def test_fleet_references_asks_for_the_customer_managed_key_that_encrypts_a_secr
     assert left == [("embedder", "models/hf-token")]  # the embedder names the same secret, and no key
 
 
+# --- fleet ebs -------------------------------------------------------------------------------------------------
+# moto keeps the default EBS key (ModifyEbsDefaultKmsKeyId) but does not serve GetEbsDefaultKmsKeyId: botocore's
+# Stubber answers that one read, checked against EC2's model; the key, its policy and its grants are moto's.
+
+
+def _ebs_default(monkeypatch: pytest.MonkeyPatch, key_id: str) -> Stubber:
+    ec2 = _real("ec2")
+    real = aws.client
+    monkeypatch.setattr(aws, "client", lambda service, region: ec2 if service == "ec2" else real(service, region))
+    stub = Stubber(ec2)
+    stub.add_response("get_ebs_default_kms_key_id", {"KmsKeyId": key_id}, {})
+    return stub
+
+
+AUTO_SCALING_ROLE = (
+    "arn:aws:iam::123456789012:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+)
+
+
+@mock_aws
+def test_fleet_ebs_passes_aws_managed_key_and_a_customer_key_that_admits_auto_scaling(
+    fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with _ebs_default(monkeypatch, "alias/aws/ebs"):
+        assert main(["fleet", "ebs", str(REPO / "fleet.toml"), "--region", "us-east-1"]) == 0
+    assert capsys.readouterr().out.strip() == "default EBS key alias/aws/ebs: AWS managed; Auto Scaling may use it"
+    kms = boto3.client("kms", region_name="us-east-1")
+    root = "arn:aws:iam::123456789012:root"
+    by_condition = {
+        "Effect": "Allow",
+        "Principal": {"AWS": root},
+        "Action": ["kms:Decrypt", "kms:CreateGrant"],
+        "Resource": "*",
+        "Condition": {"ArnEquals": {"aws:PrincipalArn": AUTO_SCALING_ROLE}},
+    }
+    admin = {"Effect": "Allow", "Principal": {"AWS": root}, "Action": "kms:*", "Resource": "*"}
+    key = kms.create_key(Policy=json.dumps({"Version": "2012-10-17", "Statement": [admin, by_condition]}))
+    with _ebs_default(monkeypatch, key["KeyMetadata"]["KeyId"]):
+        assert main(["fleet", "ebs", str(REPO / "fleet.toml"), "--region", "us-east-1"]) == 0
+    assert "customer managed; its key policy admits Auto Scaling's role" in capsys.readouterr().out
+    granted = kms.create_key()["KeyMetadata"]
+    kms.create_grant(KeyId=granted["KeyId"], GranteePrincipal=AUTO_SCALING_ROLE, Operations=["Decrypt", "CreateGrant"])
+    with _ebs_default(monkeypatch, granted["Arn"]):
+        assert main(["fleet", "ebs", str(REPO / "fleet.toml"), "--region", "us-east-1"]) == 0
+    assert "customer managed; its grant admits Auto Scaling's role" in capsys.readouterr().out
+
+
+@mock_aws
+def test_fleet_ebs_fails_a_customer_key_nothing_lets_auto_scaling_use(
+    fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]  # the default key policy only
+    with _ebs_default(monkeypatch, key["Arn"]):
+        assert main(["fleet", "ebs", str(REPO / "fleet.toml"), "--region", "us-east-1", "--json"]) == 1
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["customer_managed"] and result["admitted_by"] is None
+    assert (
+        f"the region's default EBS key {key['Arn']} is customer managed and neither its key policy nor a grant admits "
+        f"{AUTO_SCALING_ROLE}: every host launch would fail (Client.InternalError: Client error on launch)"
+    ) in result["problem"]
+
+
+def test_fleet_ebs_reads_nothing_for_managed_instances_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # ECS launches Managed Instances hosts itself: no Auto Scaling group, no read (the Stubber holds no answer).
+    text = _zones_fleet(tmp_path, ["g6e.xlarge"]).read_text()
+    fleet_file = tmp_path / "mi.toml"
+    fleet_file.write_text(text.replace("[capacity.gpu]\n", '[capacity.gpu]\nkind = "managed-instances"\n'))
+    ec2 = _real("ec2")
+    with Stubber(ec2):
+        _stubbed(monkeypatch, ec2=ec2)
+        assert main(["fleet", "ebs", str(fleet_file), "--region", "us-east-1"]) == 0
+    assert "no EC2 capacity" in capsys.readouterr().out
+
+
 @mock_aws
 def test_fleet_preflight_runs_every_check_and_says_which_failed(
     fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -835,18 +951,29 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
     monkeypatch.setattr(
         aws, "client", lambda service, region: quotas if service == "service-quotas" else real(service, region)
     )
-    with Stubber(quotas) as stub:
+    # The default EBS key is a read moto does not serve: the ebs check reads it from a Stubber's EC2 client.
+    ebs = _real("ec2")
+    checked = ebs_key.check
+    monkeypatch.setattr(
+        ebs_key,
+        "check",
+        lambda clients, region, spec: checked(lambda s, r: ebs if s == "ec2" else clients(s, r), region, spec),
+    )
+    with Stubber(quotas) as stub, Stubber(ebs) as ebs_stub:
         for _ in range(5):  # the vCPUs' quota, then the VPC's, internet gateways', NAT gateways', Elastic IPs'
             stub.add_client_error("get_service_quota", "AccessDeniedException", "not allowed", 400)
+        ebs_stub.add_response("get_ebs_default_kms_key_id", {"KmsKeyId": "alias/aws/ebs"}, {})
         assert main(["fleet", "preflight", str(_references_fleet(tmp_path)), "--region", "us-east-1"]) == 1
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if line.startswith("== ")] == [
         "== zones",
         "== quotas",
         "== limits",
+        "== ebs",
         "== references",
         "== ami",
     ]
+    assert "default EBS key alias/aws/ebs: AWS managed" in out
     assert "gpu: g6.2xlarge in us-east-1a, us-east-1b" in out
     # A check AWS will not answer is said, and does not fail the preflight.
     assert "not checked: us-east-1: reading the ec2 quota L-DB2E81BA: AccessDeniedException: not allowed; grant" in out

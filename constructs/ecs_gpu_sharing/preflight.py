@@ -1,6 +1,6 @@
 """The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
-``fleet limits``, ``fleet references`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it
-first)."""
+``fleet limits``, ``fleet ebs``, ``fleet references`` and ``fleet preflight`` (all of them and the AMI pin;
+``make deploy`` runs it first)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,16 @@ def _limits_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any]
 
     results = region_limits.check(client, region, spec)
     lines = [r.line() for r in results] or ["the stacks add nothing the region counts, or hold it already"]
+    lines += [r.problem for r in results if r.problem]
+    return results, (lines, any(r.problem for r in results))
+
+
+def _ebs_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import ebs_key
+    from .operations.aws import client
+
+    results = ebs_key.check(client, region, spec)
+    lines = [r.line() for r in results] or ["no EC2 capacity: Managed Instances hosts are ECS's to launch"]
     lines += [r.problem for r in results if r.problem]
     return results, (lines, any(r.problem for r in results))
 
@@ -92,6 +102,7 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
         "whether the region's quotas have room for the VPCs, gateways, Elastic IPs, load balancers and log policies "
         "the stacks add",
     ),
+    ("ebs", _ebs_report, "whether Auto Scaling may use the region's default EBS key for the hosts' root volumes"),
     ("references", _references_report, "whether the secrets, parameters, ECR images and buckets the fleet names exist"),
 )
 """The account checks of a fleet, each a command of its own (``fleet <name>``) and a part of ``fleet preflight``."""
@@ -117,7 +128,7 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
 
 
 def add_fleet_checks(fleet_commands: Any) -> None:
-    preflight = "zones, quotas, limits, references and the AMI pin, before a deploy; make deploy runs it"
+    preflight = "zones, quotas, limits, ebs, references and the AMI pin, before a deploy; make deploy runs it"
     for name, report, about in (*CHECKS, ("preflight", None, preflight)):
         command = fleet_commands.add_parser(name, help=f"{about} (AWS calls)")
         command.add_argument("fleet", help="the fleet file")

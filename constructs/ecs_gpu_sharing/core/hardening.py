@@ -11,6 +11,10 @@ from typing import Any
 from .rule_family import Family, Level, Source
 from .tokens import is_token
 
+AUTO_SCALING_SERVICE_ROLE_PATH = "aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+"""Amazon EC2 Auto Scaling's service-linked role, under ``arn:<partition>:iam::<account>:role/``: it launches the hosts
+and publishes the groups' notifications, and a new account has it only once its first group exists."""
+
 RULES = Family("hardening")
 _W, _TD = Level.WARNING, Source.TASK_DEFINITION
 MUTABLE_IMAGE_TAG = RULES.declare(

@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import botocore.exceptions
+import botocore.parsers
 from botocore.config import Config
 
 from ..core.errors import AwsOperationError
@@ -99,5 +100,12 @@ def aws_errors(doing: str) -> Iterator[None]:
     except botocore.exceptions.EndpointConnectionError as error:
         endpoint = error.kwargs.get("endpoint_url", "the AWS endpoint")
         raise AwsOperationError(f"{doing}: cannot reach {endpoint}; check the network and region") from None
+    except botocore.parsers.ResponseParserError:
+        # An answer botocore cannot read as AWS's (an HTML error page of a proxy, or of another endpoint, to a query
+        # or XML service): not a ClientError, so said here rather than as a traceback.
+        raise AwsOperationError(
+            f"{doing}: the endpoint answered with no AWS response botocore could read; check AWS_ENDPOINT_URL, the "
+            "region and any proxy"
+        ) from None
     except botocore.exceptions.BotoCoreError as error:
         raise AwsOperationError(f"{doing}: {error}") from None

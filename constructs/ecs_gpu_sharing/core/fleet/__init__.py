@@ -11,7 +11,7 @@ tree. The deployable app (``stacks/``) imports this package and the public ``ecs
 
 from __future__ import annotations
 
-from ..hardening import MANAGED_POLICY_ON_TASK_ROLE
+from ..hardening import AUTO_SCALING_SERVICE_ROLE_PATH, MANAGED_POLICY_ON_TASK_ROLE
 from ..planner import EC2, MANAGED_INSTANCES
 from ..telemetry import SERVICE_TAG
 from .checks import check_region, load, parse
@@ -40,6 +40,7 @@ from .values import APPLICATION, AWSVPC, BRIDGE, CONTAINER_NAME, NETWORK
 __all__ = [
     "ALLOCATION",
     "APPLICATION",
+    "AUTO_SCALING_SERVICE_ROLE_PATH",
     "AWSVPC",
     "BRIDGE",
     "CAPACITY",
