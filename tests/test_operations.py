@@ -31,19 +31,6 @@ AMI_NAME = f"al2023-ami-ecs-gpu-hvm-2023.0.{RELEASE}-kernel-6.1-x86_64-ebs"
 PARAMETER = f"/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/{AMI_NAME}/image_id"
 
 
-@pytest.fixture
-def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": "/nonexistent",
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-
-
 def _stubbed(monkeypatch: pytest.MonkeyPatch, **clients: Any) -> None:
     """Makes the CLI use these (stubbed) clients by service name."""
     monkeypatch.setattr(aws, "client", lambda service, region: clients[service])

@@ -28,17 +28,6 @@ EXAMPLE = REPO / "fleet.toml"  # a new VPC, one internal ALB, the telemetry
 REGION = "us-east-1"
 
 
-@pytest.fixture
-def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_CONFIG_FILE": "/nonexistent",
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-    }.items():
-        monkeypatch.setenv(key, value)
-
-
 def _quotas(monkeypatch: pytest.MonkeyPatch, values: dict[str, float]) -> Stubber:
     """Service Quotas from a Stubber, in the order the check reads them; every other client is moto's."""
     quotas = boto3.client("service-quotas", region_name=REGION)
