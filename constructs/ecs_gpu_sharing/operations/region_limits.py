@@ -177,7 +177,7 @@ def check(clients: Clients, region: str | None, spec: FleetSpec) -> list[LimitCh
         stacks = tuple(s for s, counts in wanted.items() if counts[quota.what])
         if not stacks:
             continue
-        with aws_errors(f"{where}: counting {quota.what}s"):
+        with aws_errors(f"{where}: reading the use of {quota.name}"):
             in_use = _in_use(clients, region, quota.what, zone)
         ours: Counter[str] = Counter(s for s in stacks for ids in in_use if ids & held[s])
         adds = sum(max(0, wanted[s][quota.what] - ours[s]) for s in stacks)
