@@ -517,10 +517,17 @@ def test_only_the_daemon_may_write_the_evidence_and_the_hosts_may_not(deployed: 
 def test_the_stopped_task_log_group_admits_only_the_clusters_rule(deployed: dict[str, Any]) -> None:
     raw = deployed["raw"]
     (policy,) = [r for r in raw["Resources"].values() if r["Type"] == "AWS::Logs::ResourcePolicy"]
-    document = json.dumps(policy["Properties"]["PolicyDocument"])
     (rule,) = [k for k, r in raw["Resources"].items() if r["Type"] == "AWS::Events::Rule"]
-    assert "ArnEquals" in document and "aws:SourceArn" in document and rule in document
-    assert "delivery.logs.amazonaws.com" not in document
+    # The document is a string CloudFormation joins: each reference read as the name of what it names.
+    separator, parts = policy["Properties"]["PolicyDocument"]["Fn::Join"]
+    text = separator.join(p if isinstance(p, str) else json.dumps(p).replace('"', "'") for p in parts)
+    statements = {tuple(st["Action"]): st for st in json.loads(text)["Statement"]}
+    assert set(statements) == {("logs:CreateLogStream",), ("logs:PutLogEvents",)}
+    assert all(st["Principal"] == {"Service": "events.amazonaws.com"} for st in statements.values())
+    # Only the writes carry the rule's ARN: EventBridge's CreateLogStream call has no aws:SourceArn to match, and a
+    # condition on it refuses every stream, so every delivery fails (aws-samples/serverless-patterns pull 618).
+    assert "Condition" not in statements[("logs:CreateLogStream",)]
+    assert rule in json.dumps(statements[("logs:PutLogEvents",)]["Condition"]["ArnEquals"]["aws:SourceArn"])
 
 
 def test_telemetry_needs_ec2_capacities() -> None:

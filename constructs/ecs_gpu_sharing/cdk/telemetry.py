@@ -295,15 +295,23 @@ class GpuTelemetry(Construct):
             policy_document=stack.to_json_string(
                 {
                     "Version": "2012-10-17",
+                    # Only this rule may write here; the source condition goes on the writes alone: EventBridge's
+                    # CreateLogStream call carries no aws:SourceArn, so a condition there refuses every stream and
+                    # every delivery fails (aws-samples/serverless-patterns, eventbridge-cloudwatch, pull request 618).
                     "Statement": [
                         {
-                            # Only this rule may write here (the EventBridge user guide's source condition).
                             "Effect": "Allow",
                             "Principal": {"Service": "events.amazonaws.com"},
-                            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                            "Action": ["logs:CreateLogStream"],
+                            "Resource": self.stopped_tasks.log_group_arn,
+                        },
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "events.amazonaws.com"},
+                            "Action": ["logs:PutLogEvents"],
                             "Resource": self.stopped_tasks.log_group_arn,
                             "Condition": {"ArnEquals": {"aws:SourceArn": rule.rule_arn}},
-                        }
+                        },
                     ],
                 }
             ),
