@@ -198,13 +198,18 @@ def test_service_connect_names_that_differ_only_in_case_are_refused() -> None:
     _refused(text, "service.Embedder and service.embedder are one DNS name to Service Connect")
 
 
-def test_a_kms_key_that_is_no_key_arn_or_of_another_region_is_refused() -> None:
+def test_a_kms_key_that_is_no_key_arn_unused_or_of_another_region_is_refused() -> None:
     key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    fleet.parse(tomllib.loads(_embedder(f'kms_key_arn = "{key}"')), source="k.toml")  # a key ARN passes
-    _refused(_embedder('kms_key_arn = "alias/team-secrets"'), "kms_key_arn")
+    secret = 'secrets = { TOKEN = "ssm:/team/token" }'
+    fleet.parse(tomllib.loads(_embedder(f'kms_key_arn = "{key}"\n{secret}')), source="k.toml")  # a key ARN passes
+    _refused(_embedder(f'kms_key_arn = "alias/team-secrets"\n{secret}'), "kms_key_arn")
+    _refused(
+        _embedder(f'kms_key_arn = "{key}"'),
+        "service.embedder.kms_key_arn is given, but the service names no secrets and no model_bucket",
+    )
     bound = _top('account = "123456789012"\nregion = "eu-west-1"')
     _refused(
-        bound.replace("[service.embedder]", f'[service.embedder]\nkms_key_arn = "{key}"', 1),
+        bound.replace(EMBEDDER_ENV, f'{EMBEDDER_ENV}\nkms_key_arn = "{key}"\n{secret}', 1),
         "service.embedder.kms_key_arn is in region us-east-1; Secrets Manager, SSM and S3 decrypt only with a key of "
         "their own region (eu-west-1)",
     )

@@ -67,6 +67,11 @@ def _services(
         for scaling in ("scale_on_cpu_percent", "scale_on_requests_per_target", "scale_on_metric"):
             if scaling in good and "max_tasks" not in good:
                 problems.add(f"{where}{scaling} needs max_tasks (the most tasks scaling may reach)")
+        if "kms_key_arn" in good and not (good.get("secrets") or "model_bucket" in good):
+            problems.add(
+                f"{where}kms_key_arn is given, but the service names no secrets and no model_bucket for it to "
+                "decrypt; remove it, or name what it encrypts"
+            )
         if len(problems.lines) > before or capacity is None or capacity not in capacities:
             continue
         kind = capacities[capacity].kind
