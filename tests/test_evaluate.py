@@ -265,13 +265,7 @@ def _stopped(
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
+def aws(fake_credentials: None) -> Any:
     with mock_aws():
         ecs = boto3.client("ecs")
         ecs.create_cluster(clusterName="models")
