@@ -285,6 +285,15 @@ FLEET_CASES: list[tuple[quotas.Limit, Callable[[int], dict[str, Any]], str]] = [
     (quotas.RULES_PER_ALB, lambda n: _fleet(n, balancer="application"), "load_balancer.lb"),
     (quotas.TARGET_GROUPS_PER_ALB, lambda n: _fleet(n, balancer="application"), "load_balancer.lb"),
     (quotas.LISTENERS_PER_NLB, lambda n: _fleet(n, balancer="network"), "load_balancer.lb"),
+    # A deployment doubles a service's targets (ECS's maximum percent of 200): n targets are n / 2 tasks, rounded up.
+    (
+        quotas.TARGETS_PER_ALB,
+        lambda n: {
+            **(doc := _fleet(1, balancer="application")),
+            "service": {"s0": {**doc["service"]["s0"], "desired_count": (n + 1) // 2}},
+        },
+        "load_balancer.lb (s0)",
+    ),
     (
         quotas.CONTAINERS_PER_TASK_DEFINITION,
         lambda n: _fleet(1, extra="\n" + _sidecars(n - 1)),

@@ -87,6 +87,13 @@ TARGET_GROUPS_PER_ALB = Limit(
     "target groups on one application load balancer",
     f"{_ALB}: target groups per Application Load Balancer, 100 (not adjustable)",
 )
+TARGETS_PER_ALB = Limit(
+    f"{PREFIX}TargetsPerApplicationLoadBalancer",
+    1000,
+    "targets on one application load balancer at a deployment's surge",
+    f"{_ALB}: targets per Application Load Balancer, 1,000 (each task is a target of its service's target group "
+    "while it runs, a deployment's new tasks beside the old)",
+)
 CONDITION_VALUES_PER_RULE = Limit(
     f"{PREFIX}ConditionValuesPerRule",
     5,
@@ -143,6 +150,7 @@ LIMITS: tuple[Limit, ...] = (
     INSTANCES_PER_CLUSTER,
     RULES_PER_ALB,
     TARGET_GROUPS_PER_ALB,
+    TARGETS_PER_ALB,
     CONDITION_VALUES_PER_RULE,
     PATH_PATTERN_CHARACTERS,
     LISTENERS_PER_NLB,
@@ -183,7 +191,7 @@ for _limit in LIMITS:
             _limit.rule_id,
             Level.ERROR,
             "stack",
-            Source.TEMPLATE,
+            Source.FLEET_FILE if _limit is TARGETS_PER_ALB else Source.TEMPLATE,  # no template holds a task's target
             f"at most {_limit.number:,} {_limit.what} ({_limit.source})",
         )
 DUPLICATE_RULE_ID = RULES.declare(

@@ -10,7 +10,7 @@ from ..ami_release import check_release
 from ..capacity_facts import host_facts
 from ..errors import GpuSharingError
 from ..escalation import TASK_ROLE_ESCALATION
-from ..planner import MANAGED_INSTANCES
+from ..planner import ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES
 from ..rules import acknowledgeable
 from ..text import few, visible
 from .keys import CAPACITY, LOAD_BALANCER
@@ -270,6 +270,15 @@ def _check_aws_limits(
                 f"load_balancer.{name}",
                 len(users),
                 "spread the services over more balancers",
+            )
+            # Each task a target while it runs; a deployment registers its new tasks beside the old (ECS's maximum
+            # percent, the app's services keep ECS's default), so the targets peak at the surge.
+            over(
+                quotas.TARGETS_PER_ALB,
+                f"load_balancer.{name} ({few([s.name for s in users])})",
+                sum(s.largest_count[0] * ECS_DEFAULT_MAX_PERCENT // 100 for s in users),
+                "spread the services over more balancers, or lower their counts (desired_count, max_tasks); the "
+                "quota can be raised in Service Quotas (L-7E6692B2)",
             )
         else:
             over(
