@@ -109,3 +109,13 @@ def aws_errors(doing: str) -> Iterator[None]:
         ) from None
     except botocore.exceptions.BotoCoreError as error:
         raise AwsOperationError(f"{doing}: {error}") from None
+
+
+def customer_key(kms: Any, key_id: Any) -> str | None:
+    """The ARN of the customer managed KMS key ``key_id`` names (a key id, key ARN, alias or alias ARN); ``None`` for
+    none, or for a key AWS manages (``alias/aws/...``, which needs no grant). ``DescribeKey``'s failures are the
+    caller's to handle."""
+    if not isinstance(key_id, str) or not key_id or key_id.startswith("alias/aws/") or ":alias/aws/" in key_id:
+        return None
+    meta = kms.describe_key(KeyId=key_id)["KeyMetadata"]
+    return str(meta["Arn"]) if meta.get("KeyManager") == "CUSTOMER" else None

@@ -12,13 +12,14 @@ encrypted volumes").
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.fleet import MANAGED_INSTANCES, FleetSpec
 from ..core.hardening import AUTO_SCALING_SERVICE_ROLE_PATH
-from .aws import aws_errors
+from ..core.service_rules.base import listed, statements
+from .aws import aws_errors, customer_key
 
 # What the role must be allowed to do with the key (the Auto Scaling user guide's key policy statements).
 NEEDED = ("kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt", "kms:GenerateDataKey", "kms:DescribeKey", "kms:CreateGrant")
@@ -47,14 +48,13 @@ class EbsKeyCheck:
         }
 
 
-def _names_role(policy: dict[str, Any], role_arn: str) -> bool:
+def _names_role(policy: str, role_arn: str) -> bool:
     """Whether an Allow statement names the role: as a principal, or the account with an aws:PrincipalArn condition."""
-    for statement in policy.get("Statement") or []:
+    for statement in statements(policy):
         if statement.get("Effect") != "Allow":
             continue
         principal = statement.get("Principal")
-        names = principal.get("AWS") if isinstance(principal, dict) else principal
-        names = names if isinstance(names, list) else [names]
+        names = listed(principal.get("AWS") if isinstance(principal, Mapping) else principal)
         condition = json.dumps(statement.get("Condition") or {})
         if role_arn in names or (role_arn in condition and "aws:PrincipalArn" in condition):
             return True
@@ -62,8 +62,7 @@ def _names_role(policy: dict[str, Any], role_arn: str) -> bool:
 
 
 def _admitted_by(kms: Any, key_arn: str, role_arn: str) -> str | None:
-    policy = json.loads(kms.get_key_policy(KeyId=key_arn, PolicyName="default")["Policy"])
-    if _names_role(policy, role_arn):
+    if _names_role(kms.get_key_policy(KeyId=key_arn, PolicyName="default")["Policy"], role_arn):
         return "key policy"
     grants = kms.get_paginator("list_grants").paginate(KeyId=key_arn)
     if any(g.get("GranteePrincipal") == role_arn for page in grants for g in page["Grants"]):
@@ -79,23 +78,20 @@ def check(clients: Callable[[str, str | None], Any], region: str | None, spec: F
     where = ec2.meta.region_name
     with aws_errors(f"{where}: reading the default EBS key"):
         key_id = ec2.get_ebs_default_kms_key_id()["KmsKeyId"]
-    if key_id.endswith("alias/aws/ebs"):
-        return [EbsKeyCheck(key_id, False, None, None)]
     kms = clients("kms", region)
     with aws_errors(f"{where}: describing the default EBS key {key_id}"):
-        meta = kms.describe_key(KeyId=key_id)["KeyMetadata"]
-    if meta.get("KeyManager") != "CUSTOMER":
+        key_arn = customer_key(kms, key_id)
+    if key_arn is None:
         return [EbsKeyCheck(key_id, False, None, None)]
-    account = str(meta["Arn"]).split(":")[4]
-    partition = str(meta["Arn"]).split(":")[1]
+    _, partition, _, _, account, _ = key_arn.split(":", 5)
     role_arn = f"arn:{partition}:iam::{account}:role/{AUTO_SCALING_SERVICE_ROLE_PATH}"
-    with aws_errors(f"{where}: reading the policy and grants of the default EBS key {meta['Arn']}"):
-        admitted = _admitted_by(kms, meta["Arn"], role_arn)
+    with aws_errors(f"{where}: reading the policy and grants of the default EBS key {key_arn}"):
+        admitted = _admitted_by(kms, key_arn, role_arn)
     problem = None
     if admitted is None:
         problem = (
-            f"the region's default EBS key {meta['Arn']} is customer managed and neither its key policy nor a grant "
+            f"the region's default EBS key {key_arn} is customer managed and neither its key policy nor a grant "
             f"admits {role_arn}: every host launch would fail (Client.InternalError: Client error on launch); add "
             f"the Auto Scaling user guide's key policy statements for that role ({', '.join(NEEDED)}), or a grant"
         )
-    return [EbsKeyCheck(meta["Arn"], True, admitted, problem)]
+    return [EbsKeyCheck(key_arn, True, admitted, problem)]

@@ -17,7 +17,7 @@ from typing import Any
 import botocore.exceptions
 
 from ..core.fleet import FleetSpec, ecr_image
-from .aws import aws_errors
+from .aws import aws_errors, customer_key
 
 
 @dataclass(frozen=True)
@@ -52,16 +52,11 @@ Found = tuple[str | None, str | None]  # what is wrong, and the customer managed
 
 
 def _customer_key(clients: Callable[[str, str | None], Any], region: str | None, key_id: Any) -> str | None:
-    """The ARN of the customer managed key ``key_id`` names; ``None`` for none or an AWS managed key (``alias/aws/``).
-    A key the caller may not describe is taken as named, when it is named by ARN."""
-    if not isinstance(key_id, str) or not key_id or key_id.startswith("alias/aws/") or ":alias/aws/" in key_id:
-        return None
-    client = clients("kms", region)
+    """``aws.customer_key``; a key the caller may not describe is taken as named, when it is named by ARN."""
     try:
-        meta = client.describe_key(KeyId=key_id)["KeyMetadata"]
+        return customer_key(clients("kms", region), key_id)
     except botocore.exceptions.ClientError:
         return key_id if key_id.startswith("arn:") and ":key/" in key_id else None
-    return str(meta["Arn"]) if meta.get("KeyManager") == "CUSTOMER" else None
 
 
 def _secret(clients: Callable[[str, str | None], Any], region: str | None, name: str) -> Found:

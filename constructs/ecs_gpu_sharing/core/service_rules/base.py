@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,23 @@ class Templates:
             return self._by_id.get((stack, str(name)))
         exported = output_value(value, self.templates)
         return None if exported is None else self.target(exported[1], exported[0])
+
+
+def listed(value: Any) -> list[Any]:
+    """A policy element that may be one value or a list of them, as a list (none: empty)."""
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
+def statements(document: Any) -> list[Mapping[str, Any]]:
+    """A policy document's statements, from its JSON text or its parsed form; none for what is neither."""
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError:
+            return []
+    if not isinstance(document, Mapping):
+        return []
+    return [s for s in listed(document.get("Statement")) if isinstance(s, Mapping)]
 
 
 Finding = tuple[Resource, str]  # the resource and what is wrong with it, with what to do

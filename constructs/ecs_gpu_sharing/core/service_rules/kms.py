@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, Templates
+from .base import Finding, Templates, statements
 
 # --- AWS KMS -------------------------------------------------------------------------------------------------------
 
@@ -43,13 +43,7 @@ def _principals(statement: Mapping[str, Any]) -> list[Any]:
 
 def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
     for key in ctx.of_type("AWS::KMS::Key"):
-        policy = key.props.get("KeyPolicy")
-        if isinstance(policy, str):
-            try:
-                policy = json.loads(policy)
-            except ValueError:
-                continue
-        for statement in (policy or {}).get("Statement") or []:
+        for statement in statements(key.props.get("KeyPolicy")):
             for name in _principals(statement):
                 if ctx.target(name, key.stack) is not None:
                     continue  # a role of the templates: CloudFormation creates it before the key

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, Resource, Templates, _int
+from .base import Finding, Resource, Templates, _int, listed, statements
 
 # --- Amazon CloudWatch, EventBridge, CloudWatch Logs ---------------------------------------------------------------
 
@@ -62,21 +61,6 @@ _CLOUDWATCH = "cloudwatch.amazonaws.com"
 _ACTIONS = ("AlarmActions", "OKActions", "InsufficientDataActions")
 
 
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [] if value is None else [value]
-
-
-def _statements(document: Any) -> list[Mapping[str, Any]]:
-    if isinstance(document, str):
-        try:
-            document = json.loads(document)
-        except ValueError:
-            return []
-    if not isinstance(document, Mapping):
-        return []
-    return [s for s in _listed(document.get("Statement")) if isinstance(s, Mapping)]
-
-
 def _matches(patterns: list[Any], action: str) -> bool:
     """Whether an action (lowercase) is one of IAM's action patterns (``*`` and ``?`` wildcards, any case)."""
     return any(fnmatch.fnmatchcase(action, str(p).lower()) for p in patterns)
@@ -89,19 +73,19 @@ def _covers(statement: Mapping[str, Any], service: str, actions: tuple[str, ...]
     if principal != "*":
         if not isinstance(principal, Mapping):
             return False
-        if service not in _listed(principal.get("Service")) and "*" not in _listed(principal.get("AWS")):
+        if service not in listed(principal.get("Service")) and "*" not in listed(principal.get("AWS")):
             return False
     if "NotAction" in statement:
-        return not any(_matches(_listed(statement["NotAction"]), a.lower()) for a in actions)
-    return all(_matches(_listed(statement.get("Action")), a.lower()) for a in actions)
+        return not any(_matches(listed(statement["NotAction"]), a.lower()) for a in actions)
+    return all(_matches(listed(statement.get("Action")), a.lower()) for a in actions)
 
 
-def _admits(statements: list[Mapping[str, Any]], service: str, actions: tuple[str, ...]) -> bool:
-    """Whether the statements let ``service`` do every one of ``actions``: an Allow covers them, and no Deny without a
-    condition does (a condition is taken as met for an Allow and as unmet for a Deny: the rule fails only a policy
-    that cannot work)."""
-    allows = [s for s in statements if s.get("Effect") == "Allow"]
-    denies = [s for s in statements if s.get("Effect") == "Deny" and not s.get("Condition")]
+def _admits(policy: list[Mapping[str, Any]], service: str, actions: tuple[str, ...]) -> bool:
+    """Whether a policy's statements let ``service`` do every one of ``actions``: an Allow covers them, and no Deny
+    without a condition does (a condition is taken as met for an Allow and as unmet for a Deny: the rule fails only a
+    policy that cannot work)."""
+    allows = [s for s in policy if s.get("Effect") == "Allow"]
+    denies = [s for s in policy if s.get("Effect") == "Deny" and not s.get("Condition")]
     return all(
         any(_covers(s, service, (a,)) for s in allows) and not any(_covers(s, service, (a,)) for s in denies)
         for a in actions
@@ -114,15 +98,15 @@ def alarm_topic_admits_cloudwatch(ctx: Templates) -> Iterator[Finding]:
     alarms: dict[tuple[str, str], tuple[Resource, str]] = {}  # topic -> (topic, the first alarm that notifies it)
     for alarm in ctx.of_type("AWS::CloudWatch::Alarm"):
         for key in _ACTIONS:
-            for action in _listed(alarm.props.get(key)):
+            for action in listed(alarm.props.get(key)):
                 topic = ctx.target(action, alarm.stack)
                 if topic is not None and topic.kind == "AWS::SNS::Topic":
                     alarms.setdefault((topic.stack, topic.logical_id), (topic, alarm.logical_id))
     policies = list(ctx.of_type("AWS::SNS::TopicPolicy"))
     for topic, first in alarms.values():
-        covering = [p for p in policies if any(ctx.target(t, p.stack) is topic for t in _listed(p.props.get("Topics")))]
-        statements = [s for p in covering for s in _statements(p.props.get("PolicyDocument"))]
-        if covering and not _admits(statements, _CLOUDWATCH, ("sns:Publish",)):
+        covering = [p for p in policies if any(ctx.target(t, p.stack) is topic for t in listed(p.props.get("Topics")))]
+        policy = [s for p in covering for s in statements(p.props.get("PolicyDocument"))]
+        if covering and not _admits(policy, _CLOUDWATCH, ("sns:Publish",)):
             yield (
                 topic,
                 f"alarm {first} notifies it, but its topic policy (which replaces SNS's default) allows no "
@@ -146,7 +130,7 @@ def _key_admits_cloudwatch(ctx: Templates, topic: Resource, alarm: str) -> Itera
     if key is None or key.kind != "AWS::KMS::Key":
         return  # unencrypted, or a key outside the templates: not judged
     needed = ("kms:Decrypt", "kms:GenerateDataKey")
-    if not _admits(_statements(key.props.get("KeyPolicy")), _CLOUDWATCH, needed):
+    if not _admits(statements(key.props.get("KeyPolicy")), _CLOUDWATCH, needed):
         yield (
             topic,
             f"alarm {alarm} notifies it, but its key {key.logical_id} does not let {_CLOUDWATCH} use it, so CloudWatch "
