@@ -958,8 +958,10 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
         "== limits",
         "== ebs",
         "== references",
+        "== capacities",
         "== ami",
     ]
+    assert "no deployed capacity leaves the cluster" in out  # moto has no stack of the fleet: a first deploy
     assert "default EBS key alias/aws/ebs: AWS managed" in out
     assert "gpu: g6.2xlarge in us-east-1a, us-east-1b" in out
     # A check AWS will not answer is said, and does not fail the preflight.

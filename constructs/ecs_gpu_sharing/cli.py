@@ -159,7 +159,8 @@ def _cluster_unprotect(args: argparse.Namespace) -> int:
     from .operations.aws import client
 
     name = args.cluster or teardown.cluster_from_stack(client("cloudformation", args.region), args.stack)
-    for group in teardown.unprotect(client("ecs", args.region), client("autoscaling", args.region), name):
+    providers = args.provider or None
+    for group in teardown.unprotect(client("ecs", args.region), client("autoscaling", args.region), name, providers):
         if group.found:
             print(f"{group.group}: new instances unprotected; {len(group.instances)} instances unprotected")
         else:
@@ -435,6 +436,12 @@ def _add_cluster_commands(commands: Any) -> None:
     which = unprotect.add_mutually_exclusive_group(required=True)
     which.add_argument("--cluster", help="the cluster's name")
     which.add_argument("--stack", help="a fleet's cluster stack (<name>-cluster): the cluster it outputs")
+    unprotect.add_argument(
+        "--provider",
+        action="append",
+        help="only this capacity provider's hosts, for a capacity that leaves while the rest stays (repeatable; the "
+        "names `fleet capacities` prints)",
+    )
     unprotect.add_argument("--region")
     unprotect.set_defaults(func=_cluster_unprotect)
 

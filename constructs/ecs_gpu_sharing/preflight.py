@@ -1,6 +1,6 @@
 """The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
-``fleet limits``, ``fleet ebs``, ``fleet references`` and ``fleet preflight`` (all of them and the AMI pin;
-``make deploy`` runs it first)."""
+``fleet limits``, ``fleet ebs``, ``fleet references``, ``fleet capacities`` and ``fleet preflight`` (all of them and
+the AMI pin; ``make deploy`` runs it first)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,16 @@ def _ebs_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], R
     return results, (lines, any(r.problem for r in results))
 
 
+def _capacities_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import leaving_capacities
+    from .operations.aws import client
+
+    results = leaving_capacities.check(client, region, spec)
+    lines = [r.line() for r in results] or ["no deployed capacity leaves the cluster"]
+    lines += [r.problem for r in results if r.problem]
+    return results, (lines, any(r.problem for r in results))
+
+
 def _zones_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
     from .operations import zones
     from .operations.aws import client
@@ -104,6 +114,11 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
     ),
     ("ebs", _ebs_report, "whether Auto Scaling may use the region's default EBS key for the hosts' root volumes"),
     ("references", _references_report, "whether the secrets, parameters, ECR images and buckets the fleet names exist"),
+    (
+        "capacities",
+        _capacities_report,
+        "whether each deployed capacity the fleet drops, renames or changes in kind is free to leave the cluster",
+    ),
 )
 """The account checks of a fleet, each a command of its own (``fleet <name>``) and a part of ``fleet preflight``."""
 
@@ -128,7 +143,9 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
 
 
 def add_fleet_checks(fleet_commands: Any) -> None:
-    preflight = "zones, quotas, limits, ebs, references and the AMI pin, before a deploy; make deploy runs it"
+    preflight = (
+        "zones, quotas, limits, ebs, references, capacities and the AMI pin, before a deploy; make deploy runs it"
+    )
     for name, report, about in (*CHECKS, ("preflight", None, preflight)):
         command = fleet_commands.add_parser(name, help=f"{about} (AWS calls)")
         command.add_argument("fleet", help="the fleet file")

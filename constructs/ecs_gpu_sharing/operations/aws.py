@@ -6,7 +6,7 @@ Clients use botocore's standard retry mode, so throttling is retried with backof
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,6 +17,8 @@ from botocore.config import Config
 
 from ..core.errors import AwsOperationError
 from ..regions import known_regions
+
+Clients = Callable[[str, str | None], Any]  # a client for (service, region): ``client`` here, or a test's
 
 # Bounded: an endpoint that never answers fails in about a minute and a half, not after minutes of waiting.
 RETRIES = Config(connect_timeout=5, read_timeout=15, retries={"mode": "standard", "max_attempts": 5})

@@ -12,14 +12,14 @@ encrypted volumes").
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.fleet import MANAGED_INSTANCES, FleetSpec
 from ..core.hardening import AUTO_SCALING_SERVICE_ROLE_PATH
 from ..core.service_rules.base import listed, statements
-from .aws import aws_errors, customer_key
+from .aws import Clients, aws_errors, customer_key
 
 # What the role must be allowed to do with the key (the Auto Scaling user guide's key policy statements).
 NEEDED = ("kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt", "kms:GenerateDataKey", "kms:DescribeKey", "kms:CreateGrant")
@@ -70,7 +70,7 @@ def _admitted_by(kms: Any, key_arn: str, role_arn: str) -> str | None:
     return None
 
 
-def check(clients: Callable[[str, str | None], Any], region: str | None, spec: FleetSpec) -> list[EbsKeyCheck]:
+def check(clients: Clients, region: str | None, spec: FleetSpec) -> list[EbsKeyCheck]:
     """The default EBS key against Auto Scaling's service-linked role; nothing to check without an EC2 capacity."""
     if all(c.kind == MANAGED_INSTANCES for c in spec.capacities.values()):
         return []

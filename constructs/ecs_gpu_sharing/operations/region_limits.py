@@ -14,18 +14,17 @@ AWS's defaults for the VPC ones).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import AwsOperationError
 from ..core.fleet import FleetSpec
 from ..core.fleet import footprint as fp
-from .aws import aws_errors
+from .aws import Clients, aws_errors
 from .vcpu_quotas import applied_quota
 from .zones import fleet_zones
 
-Clients = Callable[[str, str | None], Any]
 Ids = frozenset[str]  # the ids one resource goes by (an Elastic IP: its allocation id and its address)
 
 
