@@ -73,6 +73,28 @@ def test_a_new_capacity_is_growth(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 1 and "(new) " in next(line for line in out.splitlines() if line.startswith("l40s"))
 
 
+def test_a_capacity_that_leaves_while_services_ran_on_it_asks_for_two_deploys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # l40s renamed, its service moved with it: CloudFormation would replace the capacity in one deploy.
+    renamed = EXAMPLE.replace("[capacity.l40s]", "[capacity.l40s-v2]").replace(
+        'capacity = "l40s"', 'capacity = "l40s-v2"'
+    )
+    code, out = _diff(tmp_path, EXAMPLE, renamed, capsys=capsys)
+    assert code == 1
+    assert (
+        "capacity l40s leaves (removed) while services ran on it (small-llm): a deploy cannot take it off the cluster while "
+        "their tasks run there; deploy in two steps, moving the services first" in out
+    )
+    # The first of the two deploys: the new capacity added and the service moved, the old one kept. Nothing leaves.
+    both = renamed + EXAMPLE[EXAMPLE.index("[capacity.l40s]") :].split("\n\n", 1)[0] + "\n"
+    _, out = _diff(tmp_path, EXAMPLE, both, capsys=capsys)
+    assert "leaves" not in out
+    # A capacity of no service leaves without a word.
+    code, out = _diff(tmp_path, both, renamed, capsys=capsys)
+    assert "leaves" not in out and code == 0
+
+
 def test_a_file_that_is_not_a_plan_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"x": 1}')

@@ -3,8 +3,10 @@
 Per capacity: instances, GPUs, GPU memory used, ``max_instances``, the deployment surge's instances and, where both
 plans were costed with a prices file, the cost per month (in cents); per service:
 added, left the plan (removed, or now outside it, with why), tasks and GPU budgets changed; checks (errors) that newly
-fail. A plan *grows* when any capacity figure rises (its cost included), a capacity appears, a service leaves the
-plan, or a check newly fails; CI can ask for a review then (exit status 1).
+fail; capacities that leave (removed, or of another kind: CloudFormation replaces them), with the services that ran
+on them, since a deploy cannot take a capacity off the cluster while its tasks run there (``fleet capacities``). A
+plan *grows* when any capacity figure rises (its cost included), a capacity appears, a service leaves the plan, a
+capacity that ran services leaves, or a check newly fails; CI can ask for a review then (exit status 1).
 """
 
 from __future__ import annotations
@@ -59,12 +61,15 @@ class PlanDiff:
     budgets_changed: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     newly_failing: list[str] = field(default_factory=list)
     no_longer_failing: list[str] = field(default_factory=list)
+    # capacity -> (why it leaves, the services the old plan ran on it): only capacities that ran some
+    capacities_leaving: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
     @property
     def grew(self) -> bool:
         return (
             bool(self.newly_failing)
             or bool(self.services_removed)
+            or bool(self.capacities_leaving)
             or any(c.delta > 0 for figures in self.capacities.values() for c in figures.values())
         )
 
@@ -149,9 +154,22 @@ def diff(old: Any, new: Any, *, old_source: str = "old", new_source: str = "new"
         for n in sorted(set(old_tasks) & set(new_tasks))
         if old_tasks[n] != new_tasks[n]
     ]
+    result.capacities_leaving = _leaving(old, new)
     result.newly_failing = sorted(_errors(new) - _errors(old))
     result.no_longer_failing = sorted(_errors(old) - _errors(new))
     return result
+
+
+def _leaving(old: pd.PlanDocument, new: pd.PlanDocument) -> dict[str, tuple[str, list[str]]]:
+    """The old plan's capacities that ran services and that the new plan drops or gives another kind."""
+    kinds = {c.name: c.kind for c in new.capacities}
+    out = {}
+    for cap in old.capacities:
+        ran = sorted(s.name for s in old.services if s.capacity == cap.name and s.tasks)
+        if not ran or kinds.get(cap.name) == cap.kind:
+            continue
+        out[cap.name] = ("removed" if cap.name not in kinds else f"now {kinds[cap.name]}", ran)
+    return out
 
 
 def _cell(change: Change) -> str:
@@ -216,6 +234,12 @@ def _lists(d: PlanDiff, *, bullet: str, show: Callable[[Any], str] = text.one_li
         rows.append(f"{bullet}service {show(c.name)}: tasks {show(_cell(c))}")
     for name, (before, after) in d.budgets_changed.items():
         rows.append(f"{bullet}service {show(name)}: GPU budgets (MiB) {show(before)} -> {show(after)}")
+    for name, (why, ran) in d.capacities_leaving.items():
+        rows.append(
+            f"{bullet}capacity {show(name)} leaves ({show(why)}) while services ran on it ({show(text.few(ran))}): a "
+            "deploy cannot take it off the cluster while their tasks run there; deploy in two steps, moving the "
+            "services first (`ecs-gpu-sharing fleet capacities` checks the account)"
+        )
     rows += [f"{bullet}newly failing: {show(e)}" for e in d.newly_failing]
     rows += [f"{bullet}no longer failing: {show(e)}" for e in d.no_longer_failing]
     return rows
