@@ -956,6 +956,7 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
         "== zones",
         "== quotas",
         "== limits",
+        "== roles",
         "== ebs",
         "== references",
         "== capacities",
@@ -970,4 +971,6 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
     assert "no Secrets Manager secret 'models/hf-token'" in out
     # moto's copy of AWS's public parameters ends before the floor, so the default release is "not published" there.
     assert f"{ami_release.DEFAULT_AMI_RELEASE}: us-east-1: FAILED: no public SSM parameter" in out
-    assert out.strip().endswith("preflight: failed: references, ami")
+    # A new account, as moto's is: ECS's service-linked role is not there yet.
+    assert "AWSServiceRoleForECS: missing" in out
+    assert out.strip().endswith("preflight: failed: roles, references, ami")

@@ -1,6 +1,6 @@
 """The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
-``fleet limits``, ``fleet ebs``, ``fleet references``, ``fleet capacities`` and ``fleet preflight`` (all of them and
-the AMI pin; ``make deploy`` runs it first)."""
+``fleet limits``, ``fleet roles``, ``fleet ebs``, ``fleet references``, ``fleet capacities`` and
+``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it first)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,15 @@ def _ebs_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], R
     return results, (lines, any(r.problem for r in results))
 
 
+def _roles_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import service_roles
+    from .operations.aws import client
+
+    results = service_roles.check(client, region, spec)
+    lines = [r.line() for r in results] + [r.problem for r in results if r.problem]
+    return results, (lines, any(r.problem for r in results))
+
+
 def _capacities_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
     from .operations import leaving_capacities
     from .operations.aws import client
@@ -112,6 +121,7 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
         "whether the region's quotas have room for the VPCs, gateways, Elastic IPs, load balancers and log policies "
         "the stacks add",
     ),
+    ("roles", _roles_report, "whether the account has Amazon ECS's service-linked role, which capacity providers need"),
     ("ebs", _ebs_report, "whether Auto Scaling may use the region's default EBS key for the hosts' root volumes"),
     ("references", _references_report, "whether the secrets, parameters, ECR images and buckets the fleet names exist"),
     (

@@ -15,6 +15,11 @@ AUTO_SCALING_SERVICE_ROLE_PATH = "aws-service-role/autoscaling.amazonaws.com/AWS
 """Amazon EC2 Auto Scaling's service-linked role, under ``arn:<partition>:iam::<account>:role/``: it launches the hosts
 and publishes the groups' notifications, and a new account has it only once its first group exists."""
 
+ECS_SERVICE_ROLE_PATH = "aws-service-role/ecs.amazonaws.com/AWSServiceRoleForECS"
+"""Amazon ECS's service-linked role, under ``arn:<partition>:iam::<account>:role/``: a capacity provider cannot be made
+without it, and ECS creates it only when a cluster is made by a caller who may create it (ECS API Reference,
+CreateCluster)."""
+
 RULES = Family("hardening")
 _W, _TD = Level.WARNING, Source.TASK_DEFINITION
 MUTABLE_IMAGE_TAG = RULES.declare(
