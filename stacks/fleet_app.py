@@ -106,6 +106,7 @@ def build_app(
                 capacities=cluster.capacities,
                 load_balancers=cluster.load_balancers,
                 priorities=layout.priorities,
+                target_groups=layout.targets,
                 isolation=isolation,
                 service_names={name: spec.ecs_service_name(name) for name in isolated},
                 services=[s for s in services if s.name in members],

@@ -204,9 +204,12 @@ def expose(
     balancer: Balancer,
     priority: int,
     vpc: ec2.IVpc,
+    moves: int = 0,
 ) -> elbv2.ApplicationTargetGroup | None:
     """Routes the balancer to ``service``: a target group and a listener rule (ALB) or a listener (NLB). Returns
-    the ALB target group, which request-count scaling needs."""
+    the ALB target group, which request-count scaling needs. ``moves``: how often the service moved to another
+    balancer (the layout's count); each move is a new target group, since one group serves one balancer."""
+    target = "Target" if moves == 0 else f"Target{moves}"
     assert spec.port is not None
     bridge = spec.network_mode == BRIDGE
     # An awsvpc service's own group admits the balancer on its port. aws-ecs's load balancer target would also add
@@ -218,7 +221,7 @@ def expose(
     if balancer.listener is not None:
         group = elbv2.ApplicationTargetGroup(
             scope,
-            "Target",
+            target,
             vpc=vpc,
             port=spec.port,
             protocol=elbv2.ApplicationProtocol.HTTP,
@@ -252,7 +255,7 @@ def expose(
     assert isinstance(balancer.load_balancer, elbv2.NetworkLoadBalancer) and spec.listener_port is not None
     nlb_group = elbv2.NetworkTargetGroup(
         scope,
-        "Target",
+        target,
         vpc=vpc,
         port=spec.port,
         protocol=elbv2.Protocol.TCP,

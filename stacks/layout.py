@@ -1,4 +1,5 @@
-"""Where each service lives: its services stack (shard) and its ALB rule priority, stable under edits. Pure Python.
+"""Where each service lives: its services stack (shard), its ALB rule priority and its target group, stable under
+edits. Pure Python.
 
 A shard is filled by counted resources, not by a service count, up to ``STACK_RESOURCE_HEADROOM`` of
 CloudFormation's 500. Membership and priorities are kept in a layout file beside the fleet file
@@ -6,6 +7,13 @@ CloudFormation's 500. Membership and priorities are kept in a layout file beside
 with ``cdk.context.json``: adding, removing or reordering services never moves another service to another stack
 (CloudFormation would delete and recreate it, restarting its tasks) nor renumbers its listener rule (two rules
 cannot hold one priority while CloudFormation updates them one by one).
+
+A service moved to another load balancer gets a new target group and a free priority there. A target group serves one
+load balancer (Elastic Load Balancing User Guide, "Create a target group": "To use a target group with a load
+balancer, you must verify that the target group is not in use by a listener for any other load balancer"), and
+CloudFormation makes the new route before it deletes the old one: the same group on both would be refused
+(TargetGroupAssociationLimit) and the stack rolled back. So the layout records each service's balancer, and counts
+its moves in the target group's construct id.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +61,21 @@ def service_resources(spec: ServiceSpec, *, service_connect: bool) -> int:
 class Layout:
     shards: Mapping[str, int]  # service name -> shard number, from 1
     priorities: Mapping[str, int]  # service name -> its ALB listener rule's priority
+    balancers: Mapping[str, str] = field(default_factory=dict)  # service name -> the load balancer it is routed by
+    targets: Mapping[str, int] = field(default_factory=dict)  # service name -> its moves between balancers (absent: 0)
 
     def to_json(self) -> str:
         doc = {
             "version": LAYOUT_VERSION,
-            "comment": "written by the fleet app: which services stack holds each service, and each ALB rule's "
-            "priority; commit it. Edit a service's shard or priority here to move it on purpose.",
+            "comment": "written by the fleet app: which services stack holds each service, each ALB rule's priority, "
+            "and the balancer each service is routed by (a move gets a new target group); commit it. Edit a service's "
+            "shard or priority here to move it on purpose.",
             "services": {
                 name: {
                     "shard": self.shards[name],
                     **({"priority": self.priorities[name]} if name in self.priorities else {}),
+                    **({"load_balancer": self.balancers[name]} if name in self.balancers else {}),
+                    **({"target_group": self.targets[name]} if self.targets.get(name) else {}),
                 }
                 for name in sorted(self.shards)
             },
@@ -85,12 +98,24 @@ def plan_layout(
     budget: int = SHARD_BUDGET,
 ) -> Layout:
     """Keeps each known service's shard and priority; places new services, in file order, in the lowest shard with
-    room (by counted resources), else a new one, and gives a new ALB route the next priority on its balancer."""
+    room (by counted resources), else a new one, and gives a new ALB route the next priority on its balancer. A
+    service routed by another balancer than the layout records is a new route there, through a new target group."""
     previous = previous or Layout({}, {})
     names = {s.name for s in services}
     shards = {n: s for n, s in previous.shards.items() if n in names}
     priorities = {n: p for n, p in previous.priorities.items() if n in names}
+    targets = {n: t for n, t in previous.targets.items() if n in names}
+    balancers: dict[str, str] = {}
     by_name = {s.name: s for s in services}
+    for spec in services:
+        if spec.load_balancer is None:
+            targets.pop(spec.name, None)  # its group goes; one made later is new anyway
+            continue
+        was = previous.balancers.get(spec.name)
+        if was is not None and was != spec.load_balancer:
+            targets[spec.name] = targets.get(spec.name, 0) + 1
+            priorities.pop(spec.name, None)
+        balancers[spec.name] = spec.load_balancer
 
     def size(name: str) -> int:
         return service_resources(by_name[name], service_connect=service_connect)
@@ -109,7 +134,7 @@ def plan_layout(
             priorities[spec.name] = max(taken, default=0) + PRIORITY_STEP
         elif spec.load_balancer not in application_balancers:
             priorities.pop(spec.name, None)
-    return Layout(shards, priorities)
+    return Layout(shards, priorities, balancers, targets)
 
 
 def layout_path(fleet_file: Path) -> Path:
@@ -130,6 +155,8 @@ def read_layout(path: Path) -> Layout | None:
             raise ValueError(f"expected version {LAYOUT_VERSION} and a services table")
         shards: dict[str, int] = {}
         priorities: dict[str, int] = {}
+        balancers: dict[str, str] = {}
+        targets: dict[str, int] = {}
         for name, entry in doc["services"].items():
             shard = entry.get("shard") if isinstance(entry, dict) else None
             if not isinstance(shard, int) or isinstance(shard, bool) or shard < 1:
@@ -140,12 +167,21 @@ def read_layout(path: Path) -> Layout | None:
                 if not isinstance(priority, int) or isinstance(priority, bool) or not 1 <= priority <= 50000:
                     raise ValueError(f"services.{name}.priority must be an integer from 1 to 50000")
                 priorities[name] = priority
+            if "load_balancer" in entry:
+                if not isinstance(entry["load_balancer"], str):
+                    raise ValueError(f"services.{name}.load_balancer must be a load balancer's name")
+                balancers[name] = entry["load_balancer"]
+            if "target_group" in entry:
+                moves = entry["target_group"]
+                if not isinstance(moves, int) or isinstance(moves, bool) or moves < 0:
+                    raise ValueError(f"services.{name}.target_group must be an integer >= 0")
+                targets[name] = moves
     except (ValueError, OSError) as error:
         raise FleetSpecError(
             f"{path}: not a layout file the fleet app can read ({error}); fix it, or delete it to lay the services "
             "out afresh (every service may then move stacks)"
         ) from None
-    return Layout(shards, priorities)
+    return Layout(shards, priorities, balancers, targets)
 
 
 def check_priorities(layout: Layout, services: Sequence[ServiceSpec], path: Path | None) -> None:

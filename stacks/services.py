@@ -59,6 +59,7 @@ class ServicesStack(Stack):
         services: Sequence[ServiceSpec],
         load_balancers: Mapping[str, Balancer] | None = None,
         priorities: Mapping[str, int] | None = None,
+        target_groups: Mapping[str, int] | None = None,
         isolation: Mapping[str, str] | None = None,
         service_names: Mapping[str, str] | None = None,
         proxy_memory_mib: int,
@@ -94,6 +95,7 @@ class ServicesStack(Stack):
                     spec=spec,
                     balancer=(load_balancers or {})[spec.load_balancer],
                     priority=(priorities or {}).get(spec.name, 10),
+                    moves=(target_groups or {}).get(spec.name, 0),
                     vpc=cluster.vpc,
                 )
             if cluster.default_cloud_map_namespace is not None:

@@ -78,6 +78,43 @@ def test_a_removed_service_frees_its_place_without_moving_others() -> None:
     assert {n: first.priorities[n] for n in second.priorities} == dict(second.priorities)
 
 
+def _moved(text: str, service: str, balancer: str) -> str:
+    """``text`` with ``service`` routed by ``balancer`` instead."""
+    head, tail = text.split(f"[service.{service}]", 1)
+    table, rest = tail.split("\n[", 1) if "\n[" in tail else (tail, "")
+    table = "\n".join(
+        f'load_balancer = "{balancer}"' if line.startswith("load_balancer =") else line for line in table.split("\n")
+    )
+    return f"{head}[service.{service}]{table}" + (f"\n[{rest}" if rest else "")
+
+
+def test_a_service_moved_to_another_balancer_gets_a_new_target_group_and_a_free_priority() -> None:
+    albs = frozenset({"lb0", "lb1"})
+    text = wide_fleet_text(6, balancers=2)  # m000, m002, m004 on lb0; m001, m003, m005 on lb1
+    first = plan_layout(list(_spec(text).services.values()), None, application_balancers=albs)
+    assert first.balancers["m000"] == "lb0" and first.priorities["m000"] == first.priorities["m001"] == 10
+    assert first.targets == {}
+
+    moved = list(_spec(_moved(text, "m000", "lb1")).services.values())
+    second = plan_layout(moved, first, application_balancers=albs)
+    # A target group serves one load balancer: the moved service's is a new one, its rule a free priority on lb1.
+    assert second.balancers["m000"] == "lb1" and second.targets == {"m000": 1}
+    assert second.priorities["m000"] == 40  # after lb1's 10, 20, 30
+    for name in ("m001", "m002", "m003", "m004", "m005"):
+        assert (second.priorities[name], second.balancers[name], second.shards[name]) == (
+            first.priorities[name],
+            first.balancers[name],
+            first.shards[name],
+        )
+    assert plan_layout(moved, second, application_balancers=albs) == second  # stable once moved
+    back = plan_layout(list(_spec(text).services.values()), second, application_balancers=albs)
+    assert back.targets == {"m000": 2} and back.priorities["m000"] == 40  # lb0's next, after m002's 20 and m004's 30
+
+    # A layout file written before balancers were recorded: no move is seen, and the balancer is recorded now.
+    unknown = Layout(first.shards, first.priorities)
+    assert plan_layout(moved, unknown, application_balancers=albs).targets == {}
+
+
 def test_shards_are_filled_by_counted_resources() -> None:
     spec = _spec(wide_fleet_text(30))
     services = list(spec.services.values())
@@ -89,12 +126,12 @@ def test_shards_are_filled_by_counted_resources() -> None:
 
 def test_the_layout_file_round_trips_and_is_written_only_when_it_changes(tmp_path: Path) -> None:
     path = tmp_path / "fleet.layout.json"
-    layout = Layout({"a": 1, "b": 2}, {"a": 10})
+    layout = Layout({"a": 1, "b": 2}, {"a": 10}, {"a": "lb0"}, {"a": 2})
     assert write_layout(path, layout) is True
     path.chmod(0o664)
     assert read_layout(path) == layout
     assert write_layout(path, layout) is False
-    assert write_layout(path, Layout({"a": 1, "b": 1}, {"a": 10})) is True
+    assert write_layout(path, Layout({"a": 1, "b": 1}, {"a": 10}, {"a": "lb0"}, {"a": 2})) is True
     assert path.stat().st_mode & 0o777 == 0o664  # the mode the team gave it is kept
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left
 
@@ -106,6 +143,8 @@ def test_the_layout_file_round_trips_and_is_written_only_when_it_changes(tmp_pat
         ('{"version": 1, "services": {"a": {"shard": 0}}}', "services.a.shard must be an integer >= 1"),
         ('{"version": 1, "services": {"a": {"shard": 1, "priority": 0}}}', "services.a.priority must be an integer"),
         ('{"version": 9, "services": {}}', "expected version 1"),
+        ('{"version": 1, "services": {"a": {"shard": 1, "load_balancer": 3}}}', "services.a.load_balancer must be a"),
+        ('{"version": 1, "services": {"a": {"shard": 1, "target_group": -1}}}', "services.a.target_group must be an"),
     ],
 )
 def test_a_malformed_layout_file_is_refused_naming_it(tmp_path: Path, content: str, message: str) -> None:
@@ -189,6 +228,28 @@ def test_every_stack_stays_under_cloudformations_limit(edit: dict[str, Any]) -> 
     for template in edit["after"]["templates"].values():
         assert len(template["Resources"]) <= 60 + 1 < RESOURCES_PER_STACK.number
     assert json.loads(edit["path"].read_text())["services"]["aaa"]["shard"] >= 1
+
+
+def test_a_service_moved_to_another_balancer_is_routed_through_a_new_target_group(tmp_path: Path) -> None:
+    path = tmp_path / "wide.layout.json"
+    text = wide_fleet_text(4, balancers=2)
+    before = _service_view(_synth(text, path, budget=400)["templates"])
+    after_templates = _synth(_moved(text, "m000", "lb1"), path, budget=400)["templates"]
+    after = _service_view(after_templates)
+    for name in ("m001", "m002", "m003"):
+        assert after[name] == before[name], name
+    # The moved service: a new target group (a new logical id, so CloudFormation makes it before the old goes), and a
+    # new rule on lb1's listener at a priority no other rule there holds.
+    gone, new = before["m000"]["ids"] - after["m000"]["ids"], after["m000"]["ids"] - before["m000"]["ids"]
+    assert [i for i in gone if "Target" in i] and [i for i in new if "Target" in i]
+    rules = [
+        r["Properties"]
+        for t in after_templates.values()
+        for r in t["Resources"].values()
+        if r["Type"] == "AWS::ElasticLoadBalancingV2::ListenerRule"
+    ]
+    on_lb1 = [json.dumps(r["ListenerArn"]) for r in rules if r["Priority"] == after["m000"]["priority"]]
+    assert len(on_lb1) == 1 and "lb1" in on_lb1[0]
 
 
 def test_the_committed_wide_fleets_are_what_the_generator_writes() -> None:
