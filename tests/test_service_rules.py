@@ -117,6 +117,28 @@ def _alarm_topic(
 
 
 # rule id -> (templates that keep the rule, templates that break it)
+def _routes(*, second_balancer: str) -> list[Res]:
+    """Balancer A's listener forwards to Tg by default; a rule of a listener of ``second_balancer`` forwards to it too,
+    through a forward config."""
+    forward = {"Type": "forward", "ForwardConfig": {"TargetGroups": [{"TargetGroupArn": {"Ref": "Tg"}}]}}
+    return [
+        ("A", "AWS::ElasticLoadBalancingV2::LoadBalancer", {}),
+        ("B", "AWS::ElasticLoadBalancingV2::LoadBalancer", {}),
+        ("Tg", "AWS::ElasticLoadBalancingV2::TargetGroup", {}),
+        (
+            "La",
+            "AWS::ElasticLoadBalancingV2::Listener",
+            {"LoadBalancerArn": {"Ref": "A"}, "DefaultActions": [{"Type": "forward", "TargetGroupArn": {"Ref": "Tg"}}]},
+        ),
+        ("L2", "AWS::ElasticLoadBalancingV2::Listener", {"LoadBalancerArn": {"Ref": second_balancer}}),
+        (
+            "R",
+            "AWS::ElasticLoadBalancingV2::ListenerRule",
+            {"Priority": 1, "ListenerArn": {"Ref": "L2"}, "Actions": [forward]},
+        ),
+    ]
+
+
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.SERVICE_CONNECT_TASK_MEMORY: (
         _stack(_task(memory="1088"), _service(**_CONNECT)),
@@ -236,6 +258,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             ("R2", "AWS::ElasticLoadBalancingV2::ListenerRule", {"Priority": 1, "ListenerArn": {"Ref": "L"}}),
             ("L", "AWS::ElasticLoadBalancingV2::Listener", {}),
         ),
+    ),
+    sr.TARGET_GROUP_ONE_BALANCER: (
+        _stack(*_routes(second_balancer="A")),  # two listeners of one balancer may share a group
+        _stack(*_routes(second_balancer="B")),  # a rule on another balancer's listener may not
     ),
     sr.DEREGISTRATION_DELAY: (
         _stack(

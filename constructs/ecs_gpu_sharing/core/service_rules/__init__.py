@@ -66,10 +66,12 @@ from .elb import (
     ELB_NAME_LENGTH,
     HEALTH_CHECK_TIMEOUT,
     LISTENER_RULE_PRIORITY,
+    TARGET_GROUP_ONE_BALANCER,
     deregistration_delay,
     elb_name_length,
     health_check_timeout,
     listener_rule_priority,
+    target_group_one_balancer,
 )
 from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, key_policy_principals, key_policy_size
 from .observability import (
@@ -268,6 +270,16 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         listener_rule_priority,
     ),
     ServiceRule(
+        TARGET_GROUP_ONE_BALANCER,
+        "Elastic Load Balancing",
+        "a target group is forwarded to by the listeners of one load balancer only",
+        "Elastic Load Balancing User Guide, 'Create a target group for your Application Load Balancer': \"You can "
+        "specify the same target group in multiple listeners, but these listeners must belong to the same "
+        'Application Load Balancer"; API Reference, TargetGroup, LoadBalancerArns: "You can use each target group '
+        'with only one load balancer"',
+        target_group_one_balancer,
+    ),
+    ServiceRule(
         DEREGISTRATION_DELAY,
         "Elastic Load Balancing",
         "a target group's deregistration delay is 0 .. 3,600 seconds",
@@ -431,6 +443,7 @@ __all__ = [
     "STRATEGY_ONE_BASE",
     "STRATEGY_WITH_LAUNCH_TYPE",
     "TARGET_CAPACITY_RANGE",
+    "TARGET_GROUP_ONE_BALANCER",
     "TARGET_TYPE_MATCHES_NETWORK_MODE",
     "TERMINATION_PROTECTION",
     "Check",
