@@ -215,7 +215,7 @@ def to_markdown(d: PlanDiff) -> str:
     out += _lists(d, bullet="- ", show=text.markdown)
     out.append("")
     out.append(
-        "**Capacity grows, a service left the plan or a check newly fails: please review.**"
+        "**Capacity grows, a service or a busy capacity left the plan, or a check newly fails: please review.**"
         if d.grew
         else "Nothing grew."
     )
