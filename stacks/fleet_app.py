@@ -13,7 +13,16 @@ from ecs_gpu_sharing import FleetPlan, known_regions
 from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, FleetSpec, ServiceSpec
 
 from .cluster import ClusterStack
-from .layout import SHARD_BUDGET, Layout, check_priorities, layout_path, plan_layout, read_layout, write_layout
+from .layout import (
+    SHARD_BUDGET,
+    Layout,
+    check_priorities,
+    check_schemes,
+    layout_path,
+    plan_layout,
+    read_layout,
+    write_layout,
+)
 from .network import NetworkStack
 from .nist import AcceptNistFindings
 from .observability import ObservabilityStack
@@ -135,10 +144,14 @@ def build_app(
 def _layout(app: cdk.App, spec: FleetSpec, services: list[ServiceSpec], path: Path | None, budget: int) -> Layout:
     """Each service's shard and ALB priority: kept from the layout file, new services placed, the file updated."""
     balancers = spec.load_balancers.values()
+    previous = read_layout(path) if path is not None else None
+    facing = {b.name: b.internet_facing for b in balancers}
+    check_schemes(previous, facing, path)
     layout = plan_layout(
         services,
-        read_layout(path) if path is not None else None,
+        previous,
         application_balancers=frozenset(b.name for b in balancers if b.type == APPLICATION),
+        internet_facing=facing,
         service_connect=spec.service_connect_namespace is not None,
         budget=budget,
     )

@@ -14,6 +14,12 @@ balancer, you must verify that the target group is not in use by a listener for 
 CloudFormation makes the new route before it deletes the old one: the same group on both would be refused
 (TargetGroupAssociationLimit) and the stack rolled back. So the layout records each service's balancer, and counts
 its moves in the target group's construct id.
+
+It also records whether each balancer faces the internet. CloudFormation replaces a balancer whose scheme changes
+(``Scheme`` is a create-only property), and its listener with it; the services stacks reach the listener through
+``Fn::GetStackOutput``, read only when a stack deploys, and their templates do not change, so they would not be
+deployed again and would route to the old listener. A scheme that changes under one name is refused: a new name is a
+new balancer whose outputs are new, and its services move to it.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ class Layout:
     priorities: Mapping[str, int]  # service name -> its ALB listener rule's priority
     balancers: Mapping[str, str] = field(default_factory=dict)  # service name -> the load balancer it is routed by
     targets: Mapping[str, int] = field(default_factory=dict)  # service name -> its moves between balancers (absent: 0)
+    schemes: Mapping[str, bool] = field(default_factory=dict)  # balancer name -> internet-facing when last synthesized
 
     def to_json(self) -> str:
         doc = {
@@ -79,6 +86,11 @@ class Layout:
                 }
                 for name in sorted(self.shards)
             },
+            **(
+                {"load_balancers": {n: {"internet_facing": self.schemes[n]} for n in sorted(self.schemes)}}
+                if self.schemes
+                else {}
+            ),
         }
         return json.dumps(doc, indent=2) + "\n"
 
@@ -94,6 +106,7 @@ def plan_layout(
     previous: Layout | None,
     *,
     application_balancers: frozenset[str] = frozenset(),
+    internet_facing: Mapping[str, bool] | None = None,
     service_connect: bool = False,
     budget: int = SHARD_BUDGET,
 ) -> Layout:
@@ -134,7 +147,7 @@ def plan_layout(
             priorities[spec.name] = max(taken, default=0) + PRIORITY_STEP
         elif spec.load_balancer not in application_balancers:
             priorities.pop(spec.name, None)
-    return Layout(shards, priorities, balancers, targets)
+    return Layout(shards, priorities, balancers, targets, dict(internet_facing or {}))
 
 
 def layout_path(fleet_file: Path) -> Path:
@@ -157,6 +170,12 @@ def read_layout(path: Path) -> Layout | None:
         priorities: dict[str, int] = {}
         balancers: dict[str, str] = {}
         targets: dict[str, int] = {}
+        schemes: dict[str, bool] = {}
+        for name, entry in (doc.get("load_balancers") or {}).items():
+            facing = entry.get("internet_facing") if isinstance(entry, dict) else None
+            if not isinstance(facing, bool):
+                raise ValueError(f"load_balancers.{name}.internet_facing must be true or false")
+            schemes[name] = facing
         for name, entry in doc["services"].items():
             shard = entry.get("shard") if isinstance(entry, dict) else None
             if not isinstance(shard, int) or isinstance(shard, bool) or shard < 1:
@@ -181,7 +200,21 @@ def read_layout(path: Path) -> Layout | None:
             f"{path}: not a layout file the fleet app can read ({error}); fix it, or delete it to lay the services "
             "out afresh (every service may then move stacks)"
         ) from None
-    return Layout(shards, priorities, balancers, targets)
+    return Layout(shards, priorities, balancers, targets, schemes)
+
+
+def check_schemes(previous: Layout | None, internet_facing: Mapping[str, bool], path: Path | None) -> None:
+    """A balancer keeps its scheme under its name (the module's docstring says why)."""
+    for name, facing in sorted(internet_facing.items()):
+        was = previous.schemes.get(name) if previous is not None else None
+        if was is not None and was != facing:
+            raise FleetSpecError(
+                f"{path or 'layout'}: load_balancer.{name}: internet_facing was {str(was).lower()} when last "
+                f"synthesized, and is {str(facing).lower()}: CloudFormation replaces a balancer whose scheme changes "
+                "(a new DNS name), and the services stacks, whose templates do not change, would not be deployed "
+                "again and would keep routing to the old listener; give the balancer a new name instead (its "
+                "services move to it through new target groups)"
+            )
 
 
 def check_priorities(layout: Layout, services: Sequence[ServiceSpec], path: Path | None) -> None:

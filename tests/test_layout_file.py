@@ -145,6 +145,10 @@ def test_the_layout_file_round_trips_and_is_written_only_when_it_changes(tmp_pat
         ('{"version": 9, "services": {}}', "expected version 1"),
         ('{"version": 1, "services": {"a": {"shard": 1, "load_balancer": 3}}}', "services.a.load_balancer must be a"),
         ('{"version": 1, "services": {"a": {"shard": 1, "target_group": -1}}}', "services.a.target_group must be an"),
+        (
+            '{"version": 1, "services": {}, "load_balancers": {"b": {"internet_facing": 1}}}',
+            "load_balancers.b.internet",
+        ),
     ],
 )
 def test_a_malformed_layout_file_is_refused_naming_it(tmp_path: Path, content: str, message: str) -> None:
@@ -250,6 +254,34 @@ def test_a_service_moved_to_another_balancer_is_routed_through_a_new_target_grou
     ]
     on_lb1 = [json.dumps(r["ListenerArn"]) for r in rules if r["Priority"] == after["m000"]["priority"]]
     assert len(on_lb1) == 1 and "lb1" in on_lb1[0]
+
+
+def test_a_balancer_whose_scheme_changes_under_its_name_is_refused_and_a_new_name_passes(tmp_path: Path) -> None:
+    path = tmp_path / "wide.layout.json"
+    text = wide_fleet_text(2, balancers=2)
+    _synth(text, path, budget=400)
+    assert json.loads(path.read_text())["load_balancers"] == {
+        "lb0": {"internet_facing": False},
+        "lb1": {"internet_facing": False},
+    }
+    public = '[load_balancer.lb1]\ntype = "application"\ninternet_facing = true\nplaintext_reason = "a public demo of open models"\n'
+    flipped = text.replace('[load_balancer.lb1]\ntype = "application"\n', public)
+    assert flipped != text
+    with pytest.raises(FleetSpecError) as refused:
+        _synth(flipped, path, budget=400)
+    assert str(refused.value) == (
+        f"{path}: load_balancer.lb1: internet_facing was false when last synthesized, and is true: CloudFormation "
+        "replaces a balancer whose scheme changes (a new DNS name), and the services stacks, whose templates do not "
+        "change, would not be deployed again and would keep routing to the old listener; give the balancer a new "
+        "name instead (its services move to it through new target groups)"
+    )
+    # The way through: a new name, its services moved with it.
+    renamed = flipped.replace("[load_balancer.lb1]", "[load_balancer.public]").replace(
+        'load_balancer = "lb1"', 'load_balancer = "public"'
+    )
+    after = _service_view(_synth(renamed, path, budget=400)["templates"])
+    assert json.loads(path.read_text())["services"]["m001"]["target_group"] == 1
+    assert "m001" in after
 
 
 def test_the_committed_wide_fleets_are_what_the_generator_writes() -> None:

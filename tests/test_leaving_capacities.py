@@ -64,6 +64,17 @@ def test_a_deployed_capacity_the_fleet_drops_or_changes_in_kind_leaves() -> None
     assert [(c.capacity, c.why) for c in left] == [("l40s", "now ec2"), ("old", "not in the fleet file")]
 
 
+def test_a_capacity_of_another_kind_is_told_to_take_another_name() -> None:
+    # The same name keeps the same output, which a services stack whose template did not change would not read again.
+    left = leaving_capacities.LeavingCapacity(
+        "l40s", "now managed-instances", STACK, "p", ("llm",), 1, "group-l40s", 1, 1
+    )
+    assert left.problem is not None and left.problem.endswith(
+        "Deploy in two steps: keep [capacity.l40s] as it was (with min_instances = 0), add the new kind as a "
+        "capacity of another name, and move its services there; once they run there, remove [capacity.l40s]"
+    )
+
+
 def test_nothing_leaves_when_every_deployed_capacity_stays_as_it_is() -> None:
     template = _template(l4=_provider("l4"), l40s=_provider("l40s"))
     template["Resources"]["Theirs"] = {"Type": leaving_capacities.CAPACITY_PROVIDER, "Properties": {}}  # not ours
@@ -174,7 +185,7 @@ def test_a_capacity_whose_services_still_run_there_cannot_leave_in_the_same_depl
         f"its capacity provider {_Account.old} (2 tasks): ECS takes a capacity provider off a cluster only when no "
         "task uses it, and the cluster stack deploys before the services stacks, so it would fail and roll back. "
         "Deploy in two steps: keep [capacity.old] as it was (with min_instances = 0) while its services move to "
-        "their new capacity; once they run there, remove it"
+        "their new capacity; once they run there, remove [capacity.old]"
     )
     for stubber in account.stubbers:
         stubber.assert_no_pending_responses()

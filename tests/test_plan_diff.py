@@ -90,6 +90,16 @@ def test_a_capacity_that_leaves_while_services_ran_on_it_asks_for_two_deploys(
     both = renamed + EXAMPLE[EXAMPLE.index("[capacity.l40s]") :].split("\n\n", 1)[0] + "\n"
     _, out = _diff(tmp_path, EXAMPLE, both, capsys=capsys)
     assert "leaves" not in out
+    # Another kind under the same name is replaced too: the new kind goes under another name.
+    managed = EXAMPLE.replace(
+        '[capacity.l40s]\ninstance_types = ["g6e.2xlarge"]     # 1 x NVIDIA L40S (45776 MiB), 8 vCPU, 64 GiB\n'
+        "min_instances = 1\n",
+        '[capacity.l40s]\nkind = "managed-instances"\ninstance_types = ["g6e.2xlarge"]\n',
+    )
+    assert managed != EXAMPLE
+    _, out = _diff(tmp_path, EXAMPLE, managed, capsys=capsys)
+    assert "capacity l40s leaves (now managed-instances) while services ran on it (small-llm)" in out
+    assert "moving the services first, the new kind under another name" in out
     # A capacity of no service leaves without a word.
     code, out = _diff(tmp_path, both, renamed, capsys=capsys)
     assert "leaves" not in out and code == 0

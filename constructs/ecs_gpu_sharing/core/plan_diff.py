@@ -235,10 +235,11 @@ def _lists(d: PlanDiff, *, bullet: str, show: Callable[[Any], str] = text.one_li
     for name, (before, after) in d.budgets_changed.items():
         rows.append(f"{bullet}service {show(name)}: GPU budgets (MiB) {show(before)} -> {show(after)}")
     for name, (why, ran) in d.capacities_leaving.items():
+        rename = "" if why == "removed" else ", the new kind under another name"
         rows.append(
             f"{bullet}capacity {show(name)} leaves ({show(why)}) while services ran on it ({show(text.few(ran))}): a "
             "deploy cannot take it off the cluster while their tasks run there; deploy in two steps, moving the "
-            "services first (`ecs-gpu-sharing fleet capacities` checks the account)"
+            f"services first{rename} (`ecs-gpu-sharing fleet capacities` checks the account)"
         )
     rows += [f"{bullet}newly failing: {show(e)}" for e in d.newly_failing]
     rows += [f"{bullet}no longer failing: {show(e)}" for e in d.no_longer_failing]

@@ -34,6 +34,7 @@ from .aws import Clients, aws_errors
 from .teardown import active_services, cluster_from_stack, provider_groups, strategy_providers, wants_tasks
 
 CAPACITY_PROVIDER = "AWS::ECS::CapacityProvider"
+GONE = "not in the fleet file"
 DESCRIBE_TASKS_BATCH = 100  # DescribeTasks takes at most 100 tasks (ECS API Reference)
 
 
@@ -72,10 +73,17 @@ class LeavingCapacity:
             )
             keep = " (with min_instances = 0)" if self.group else ""
             running = f"services {few(list(self.services))}" if self.services else "tasks outside any fleet service"
+            steps = (
+                f"keep [capacity.{self.capacity}] as it was{keep} while its services move to their new capacity"
+                if self.why == GONE
+                # A capacity of another kind under the same name keeps its output's name, and a services stack whose
+                # template does not change is not deployed again: make the new kind a capacity of another name.
+                else f"keep [capacity.{self.capacity}] as it was{keep}, add the new kind as a capacity of another "
+                "name, and move its services there"
+            )
             return (
                 f"{head}, but {running} still run on its capacity provider {self.provider} ({self.tasks} tasks): "
-                f"{refusal}. Deploy in two steps: keep [capacity.{self.capacity}] as it was{keep} while its services "
-                "move to their new capacity; once they run there, remove it"
+                f"{refusal}. Deploy in two steps: {steps}; once they run there, remove [capacity.{self.capacity}]"
             )
         if self.protected:
             return (
@@ -131,7 +139,7 @@ def leaving(template: Mapping[str, Any], spec: FleetSpec) -> list[Leaving]:
         kind = MANAGED_INSTANCES if "ManagedInstancesProvider" in properties else EC2
         wanted = spec.capacities.get(name)
         if wanted is None:
-            out.append(Leaving(name, logical_id, kind, "not in the fleet file"))
+            out.append(Leaving(name, logical_id, kind, GONE))
         elif wanted.kind != kind:
             out.append(Leaving(name, logical_id, kind, f"now {wanted.kind}"))
     return sorted(out, key=lambda left: left.capacity)
