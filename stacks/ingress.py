@@ -19,7 +19,14 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from ecs_gpu_sharing import GpuCapacity, GpuManagedInstancesCapacity
-from ecs_gpu_sharing.core.fleet import APPLICATION, BRIDGE, CONTAINER_NAME, LoadBalancerSpec, ServiceSpec
+from ecs_gpu_sharing.core.fleet import (
+    APPLICATION,
+    BRIDGE,
+    CONTAINER_NAME,
+    LOAD_BALANCER_METADATA,
+    LoadBalancerSpec,
+    ServiceSpec,
+)
 
 # The host ports ECS maps a bridge-mode container's dynamic port mapping to (aws-ecs opens the same range).
 EPHEMERAL_PORTS = ec2.Port.tcp_range(32768, 65535)
@@ -57,6 +64,10 @@ def build_load_balancers(scope: Construct, vpc: ec2.IVpc, specs: Mapping[str, Lo
         else:
             out[name] = _network(scope, vpc, spec, logs)
         cdk.CfnOutput(out[name].load_balancer, "DnsName", value=out[name].load_balancer.load_balancer_dns_name)
+        # Its fleet-file name, for the pre-deploy check that reads the deployed template (fleet balancers).
+        resource = out[name].load_balancer.node.default_child
+        assert isinstance(resource, cdk.CfnResource)
+        resource.add_metadata(LOAD_BALANCER_METADATA, name)
     return out
 
 

@@ -87,6 +87,23 @@ def test_the_example_cluster_key_deploys_into_a_new_account(synthesized: dict[st
     assert out["error"] is None and out["problems"] == [], out
 
 
+def test_a_balancers_scheme_flipped_under_its_name_is_read_from_the_deployed_template(
+    synthesized: dict[str, Any],
+) -> None:
+    """fleet balancers reads the deployed cluster template: the app names each balancer in its metadata."""
+    from dataclasses import replace
+
+    from ecs_gpu_sharing.core import fleet
+    from ecs_gpu_sharing.operations.balancer_schemes import schemes
+
+    spec = fleet.load(REPO / "fleet.toml")
+    (internal,) = schemes(synthesized["templates"]["models-cluster"], spec)
+    assert (internal.name, internal.deployed_internet_facing, internal.problem) == ("internal", False, None)
+    public = {"internal": replace(spec.load_balancers["internal"], internet_facing=True)}
+    (flipped,) = schemes(synthesized["templates"]["models-cluster"], replace(spec, load_balancers=public))
+    assert flipped.problem is not None and "every route would answer 404" in flipped.problem
+
+
 def test_cluster_has_container_insights_and_both_capacities(synthesized: dict[str, Any]) -> None:
     cluster = Template.from_json(synthesized["templates"]["models-cluster"])
     cluster.has_resource_properties(

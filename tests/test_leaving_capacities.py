@@ -19,7 +19,7 @@ from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.core.tenancy import CAPACITY_METADATA
 from ecs_gpu_sharing.operations import aws, leaving_capacities
 
-from conftest import THREE_MODELS
+from conftest import REPO, THREE_MODELS
 
 STACK = "models-cluster"
 CLUSTER = "models-cluster-Cluster-1A2B3C"
@@ -261,3 +261,36 @@ def test_a_first_deploy_has_nothing_to_leave(fake_credentials: None) -> None:
             {"StackName": STACK, "TemplateStage": "Original"},
         )
         assert leaving_capacities.check(lambda service, region: cloudformation, REGION, SPEC) == []
+
+
+# --- fleet balancers -------------------------------------------------------------------------------------------------
+
+
+def test_fleet_balancers_fails_a_scheme_the_fleet_file_flips_under_a_deployed_name(
+    fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The example's balancer "internal", deployed as internet-facing: the fleet file now makes it internal.
+    deployed = {
+        "Resources": {
+            "LoadBalancersinternal1234": {
+                "Type": "AWS::ElasticLoadBalancingV2::LoadBalancer",
+                "Metadata": {fleet.LOAD_BALANCER_METADATA: "internal"},
+                "Properties": {"Scheme": "internet-facing", "Type": "application"},
+            }
+        }
+    }
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    with Stubber(cloudformation) as cfn:
+        cfn.add_response(
+            "get_template", {"TemplateBody": json.dumps(deployed)}, {"StackName": STACK, "TemplateStage": "Original"}
+        )
+        cfn.add_response("list_stack_resources", {"StackResourceSummaries": []}, {"StackName": STACK})
+        assert main(["fleet", "balancers", str(REPO / "fleet.toml"), "--region", REGION]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "load_balancer.internal: deployed internet-facing",
+        "load_balancer.internal: deployed internet-facing, and the fleet file makes it internal: CloudFormation would "
+        "replace it and its listener, and the services stacks, whose templates do not change, would not be deployed "
+        "again: every route would answer 404. Give the balancer a new name instead (its services move to it through "
+        "new target groups)",
+    ]

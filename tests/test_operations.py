@@ -960,6 +960,7 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
         "== ebs",
         "== references",
         "== capacities",
+        "== balancers",
         "== ami",
     ]
     assert "no deployed capacity leaves the cluster" in out  # moto has no stack of the fleet: a first deploy

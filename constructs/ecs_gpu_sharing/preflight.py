@@ -1,6 +1,6 @@
 """The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
-``fleet limits``, ``fleet roles``, ``fleet ebs``, ``fleet references``, ``fleet capacities`` and
-``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it first)."""
+``fleet limits``, ``fleet roles``, ``fleet ebs``, ``fleet references``, ``fleet capacities``,
+``fleet balancers`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it first)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,16 @@ def _capacities_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[
     return results, (lines, any(r.problem for r in results))
 
 
+def _balancers_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+    from .operations import balancer_schemes
+    from .operations.aws import client
+
+    results = balancer_schemes.check(client, region, spec)
+    lines = [r.line() for r in results] or ["no deployed balancer of the fleet"]
+    lines += [r.problem for r in results if r.problem]
+    return results, (lines, any(r.problem for r in results))
+
+
 def _zones_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
     from .operations import zones
     from .operations.aws import client
@@ -129,6 +139,7 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
         _capacities_report,
         "whether each deployed capacity the fleet drops, renames or changes in kind is free to leave the cluster",
     ),
+    ("balancers", _balancers_report, "whether a deployed load balancer's scheme changes under its name"),
 )
 """The account checks of a fleet, each a command of its own (``fleet <name>``) and a part of ``fleet preflight``."""
 

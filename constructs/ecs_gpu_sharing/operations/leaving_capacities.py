@@ -145,7 +145,7 @@ def leaving(template: Mapping[str, Any], spec: FleetSpec) -> list[Leaving]:
     return sorted(out, key=lambda left: left.capacity)
 
 
-def _deployed(cloudformation: Any, stack: str) -> tuple[dict[str, Any], dict[str, str]] | None:
+def deployed_template(cloudformation: Any, stack: str) -> tuple[dict[str, Any], dict[str, str]] | None:
     """The deployed stack's template and its physical ids by logical id; ``None`` for a stack not deployed."""
     try:
         body = cloudformation.get_template(StackName=stack, TemplateStage="Original")["TemplateBody"]
@@ -191,7 +191,7 @@ def check(clients: Clients, region: str | None, spec: FleetSpec) -> list[Leaving
     cloudformation = clients("cloudformation", region)
     where = cloudformation.meta.region_name
     with aws_errors(f"{where}: reading the deployed stack {stack}"):
-        deployed = _deployed(cloudformation, stack)
+        deployed = deployed_template(cloudformation, stack)
     if deployed is None:
         return []
     template, physical = deployed

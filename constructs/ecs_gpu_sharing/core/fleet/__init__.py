@@ -35,7 +35,7 @@ from .service_spec import (
     SidecarSpec,
     Statement,
 )
-from .values import APPLICATION, AWSVPC, BRIDGE, CONTAINER_NAME, NETWORK
+from .values import APPLICATION, AWSVPC, BRIDGE, CONTAINER_NAME, LOAD_BALANCER_METADATA, NETWORK
 
 __all__ = [
     "ALLOCATION",
@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_STARTUP_SECONDS",
     "EC2",
     "LOAD_BALANCER",
+    "LOAD_BALANCER_METADATA",
     "MANAGED_INSTANCES",
     "MANAGED_POLICY_ON_TASK_ROLE",
     "MAX_CONTAINER_START_PERIOD",

@@ -8,6 +8,7 @@ from ..file_key import NAME
 
 APPLICATION = "application"
 NETWORK = "network"
+LOAD_BALANCER_METADATA = "ecs-gpu-sharing:load-balancer"  # on each balancer the fleet app builds: its fleet-file name
 BRIDGE = "bridge"
 AWSVPC = "awsvpc"
 
