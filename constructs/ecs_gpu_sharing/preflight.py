@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from importlib import import_module
 from typing import Any
 
 from .core import fleet
@@ -38,53 +40,19 @@ def _quotas_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any]
     return results, (lines, any(r.problem for r in results))
 
 
-def _limits_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
-    from .operations import region_limits
-    from .operations.aws import client
+def _lined(module: str, none: str) -> Callable[[fleet.FleetSpec, str | None], tuple[list[Any], Report]]:
+    """The report of a check whose results each print a line and may carry a problem:
+    ``operations.<module>.check(client, region, spec)``; ``none``: the line when it finds nothing to report."""
 
-    results = region_limits.check(client, region, spec)
-    lines = [r.line() for r in results] or ["the stacks add nothing the region counts, or hold it already"]
-    lines += [r.problem for r in results if r.problem]
-    return results, (lines, any(r.problem for r in results))
+    def report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
+        from .operations.aws import client
 
+        results = import_module(f"{__package__}.operations.{module}").check(client, region, spec)
+        lines = [r.line() for r in results] or [none]
+        lines += [r.problem for r in results if r.problem]
+        return results, (lines, any(r.problem for r in results))
 
-def _ebs_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
-    from .operations import ebs_key
-    from .operations.aws import client
-
-    results = ebs_key.check(client, region, spec)
-    lines = [r.line() for r in results] or ["no EC2 capacity: Managed Instances hosts are ECS's to launch"]
-    lines += [r.problem for r in results if r.problem]
-    return results, (lines, any(r.problem for r in results))
-
-
-def _roles_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
-    from .operations import service_roles
-    from .operations.aws import client
-
-    results = service_roles.check(client, region, spec)
-    lines = [r.line() for r in results] + [r.problem for r in results if r.problem]
-    return results, (lines, any(r.problem for r in results))
-
-
-def _capacities_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
-    from .operations import leaving_capacities
-    from .operations.aws import client
-
-    results = leaving_capacities.check(client, region, spec)
-    lines = [r.line() for r in results] or ["no deployed capacity leaves the cluster"]
-    lines += [r.problem for r in results if r.problem]
-    return results, (lines, any(r.problem for r in results))
-
-
-def _balancers_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
-    from .operations import balancer_schemes
-    from .operations.aws import client
-
-    results = balancer_schemes.check(client, region, spec)
-    lines = [r.line() for r in results] or ["no deployed balancer of the fleet"]
-    lines += [r.problem for r in results if r.problem]
-    return results, (lines, any(r.problem for r in results))
+    return report
 
 
 def _zones_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], Report]:
@@ -127,19 +95,31 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
     ("quotas", _quotas_report, "whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most"),
     (
         "limits",
-        _limits_report,
+        _lined("region_limits", "the stacks add nothing the region counts, or hold it already"),
         "whether the region's quotas have room for the VPCs, gateways, Elastic IPs, load balancers and log policies "
         "the stacks add",
     ),
-    ("roles", _roles_report, "whether the account has Amazon ECS's service-linked role, which capacity providers need"),
-    ("ebs", _ebs_report, "whether Auto Scaling may use the region's default EBS key for the hosts' root volumes"),
+    (
+        "roles",
+        _lined("service_roles", "no role to read"),
+        "whether the account has Amazon ECS's service-linked role, which capacity providers need",
+    ),
+    (
+        "ebs",
+        _lined("ebs_key", "no EC2 capacity: Managed Instances hosts are ECS's to launch"),
+        "whether Auto Scaling may use the region's default EBS key for the hosts' root volumes",
+    ),
     ("references", _references_report, "whether the secrets, parameters, ECR images and buckets the fleet names exist"),
     (
         "capacities",
-        _capacities_report,
+        _lined("leaving_capacities", "no deployed capacity leaves the cluster"),
         "whether each deployed capacity the fleet drops, renames or changes in kind is free to leave the cluster",
     ),
-    ("balancers", _balancers_report, "whether a deployed load balancer's scheme changes under its name"),
+    (
+        "balancers",
+        _lined("balancer_schemes", "no deployed balancer of the fleet"),
+        "whether a deployed load balancer's scheme changes under its name",
+    ),
 )
 """The account checks of a fleet, each a command of its own (``fleet <name>``) and a part of ``fleet preflight``."""
 
