@@ -115,7 +115,7 @@ class LeavingCapacity:
         }
 
 
-def _capacity_name(logical_id: str, resource: Mapping[str, Any]) -> str | None:
+def _capacity_name(resource: Mapping[str, Any]) -> str | None:
     """The fleet capacity a deployed capacity provider is: its metadata, else its construct path
     (``<stack>/Capacities/<name>/...``, as the app builds it)."""
     metadata = resource.get("Metadata") or {}
@@ -132,7 +132,7 @@ def leaving(template: Mapping[str, Any], spec: FleetSpec) -> list[Leaving]:
     for logical_id, resource in (template.get("Resources") or {}).items():
         if not isinstance(resource, Mapping) or resource.get("Type") != CAPACITY_PROVIDER:
             continue
-        name = _capacity_name(logical_id, resource)
+        name = _capacity_name(resource)
         if name is None:
             continue  # not one of the fleet's capacities
         properties = resource.get("Properties") or {}
