@@ -171,7 +171,10 @@ def read_layout(path: Path) -> Layout | None:
         balancers: dict[str, str] = {}
         targets: dict[str, int] = {}
         schemes: dict[str, bool] = {}
-        for name, entry in (doc.get("load_balancers") or {}).items():
+        recorded = doc.get("load_balancers", {})
+        if not isinstance(recorded, dict):
+            raise ValueError("load_balancers must be a table of balancers")
+        for name, entry in recorded.items():
             facing = entry.get("internet_facing") if isinstance(entry, dict) else None
             if not isinstance(facing, bool):
                 raise ValueError(f"load_balancers.{name}.internet_facing must be true or false")
