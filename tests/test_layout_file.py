@@ -149,6 +149,7 @@ def test_the_layout_file_round_trips_and_is_written_only_when_it_changes(tmp_pat
             '{"version": 1, "services": {}, "load_balancers": {"b": {"internet_facing": 1}}}',
             "load_balancers.b.internet",
         ),
+        ('{"version": 1, "services": {}, "load_balancers": []}', "load_balancers must be a table"),
     ],
 )
 def test_a_malformed_layout_file_is_refused_naming_it(tmp_path: Path, content: str, message: str) -> None:
