@@ -54,6 +54,27 @@ def test_host_network_mode_is_refused(cls: Any) -> None:
         cls(cdk.Stack(new_app(), "Test"), "Td", network_mode=ecs.NetworkMode.HOST)
 
 
+@pytest.mark.parametrize(
+    ("image", "from_hub"),
+    [
+        ("vllm/vllm-openai:v0.11.0", True),
+        ("python:3.12", True),
+        ("docker.io/library/python", True),
+        ("registry-1.docker.io/vllm/vllm-openai@sha256:" + "0" * 64, True),
+        ("my-team/model", True),  # a Docker Hub account, as Docker reads it
+        ("public.ecr.aws/docker/library/python:3.12-slim", False),
+        ("ghcr.io/huggingface/text-embeddings-inference:1.8", False),
+        ("123456789012.dkr.ecr.us-east-1.amazonaws.com/team/chat", False),
+        ("localhost/model", False),
+        ("registry:5000/model", False),
+    ],
+)
+def test_docker_hub_is_read_from_an_image_name_as_docker_reads_it(image: str, from_hub: bool) -> None:
+    from ecs_gpu_sharing.core.hardening import docker_hub
+
+    assert docker_hub(image) is from_hub
+
+
 def test_ecr_images_are_parsed_to_their_repository() -> None:
     ref = ecr_image(f"123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/embedder@{DIGEST}")
     assert ref is not None and (ref.repository, ref.reference) == ("team/embedder", DIGEST)

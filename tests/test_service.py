@@ -251,6 +251,37 @@ def test_warns_when_a_command_asks_for_a_fraction_of_the_whole_gpu() -> None:
     assert FRACTION_WARNING in warning and "--gpu-memory-utilization 0.9 asks for 20306 MiB" in warning
 
 
+def test_an_image_from_docker_hub_without_credentials_warns_and_one_with_credentials_does_not() -> None:
+    from aws_cdk import aws_secretsmanager as secretsmanager
+
+    from ecs_gpu_sharing.core.hardening import DOCKER_HUB_WITHOUT_CREDENTIALS
+
+    fleet = Fleet()
+    pinned = "vllm/vllm-openai@sha256:" + "0" * 64
+    login = secretsmanager.Secret.from_secret_name_v2(fleet.stack, "HubLogin", "docker-hub-login")
+    for name, credentials in (("Anonymous", None), ("LoggedIn", login)):
+        td = SharedGpuTaskDefinition(fleet.stack, f"{name}Task")
+        td.add_container(
+            "model",
+            image=ecs.ContainerImage.from_registry(pinned, credentials=credentials),
+            cpu=512,
+            memory_limit_mib=1024,
+            gpu=MpsShare(2048),
+            user="1000:1000",
+            readonly_root_filesystem=True,
+        )
+        SharedGpuService(
+            fleet.stack, name, cluster=fleet.cluster, capacity=fleet.capacity, task_definition=td, desired_count=1
+        )
+    fleet.synth()
+    found = Annotations.from_stack(fleet.stack).find_warning(
+        "*", Match.string_like_regexp(DOCKER_HUB_WITHOUT_CREDENTIALS)
+    )
+    assert [w.id for w in found] == ["/Test/AnonymousTask"]
+    assert "image vllm/vllm-openai@sha256:" in str(found[0].entry.data)
+    assert "10 pulls an hour per IP address" in str(found[0].entry.data)
+
+
 def test_a_measured_gpu_figure_replaces_the_table() -> None:
     fleet = Fleet(ecs_gpu_memory_mib=22000)
     fleet.service("Big", 1, 21800)

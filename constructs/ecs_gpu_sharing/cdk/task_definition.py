@@ -25,11 +25,14 @@ from ..core.container_guards import (
 )
 from ..core.errors import TaskDefinitionError
 from ..core.hardening import (
+    DOCKER_HUB_WITHOUT_CREDENTIALS,
     MANAGED_POLICY_ON_TASK_ROLE,
     MUTABLE_IMAGE_TAG,
     ROOT_USER,
     SECRET_IN_ENVIRONMENT,
     WRITABLE_ROOT_FILESYSTEM,
+    docker_hub,
+    docker_hub_message,
     is_root,
     managed_policies,
     managed_policy_message,
@@ -349,6 +352,9 @@ def _hardening_warnings(task: Any, rendered: dict[str, Any]) -> None:
     warn = cdk.Annotations.of(task).add_warning_v2
     for container in rendered.get("containerDefinitions") or []:
         name = str(container.get("name"))  # the warning is on the task definition, whose path the output shows
+        image = container.get("image")
+        if isinstance(image, str) and docker_hub(image) and not container.get("repositoryCredentials"):
+            warn(DOCKER_HUB_WITHOUT_CREDENTIALS, docker_hub_message(name, image))
         names = secret_looking(e.get("name", "") for e in container.get("environment") or [])
         if names:
             warn(SECRET_IN_ENVIRONMENT, secret_in_environment_message(f"container {name}", names))

@@ -29,6 +29,14 @@ MUTABLE_IMAGE_TAG = RULES.declare(
     _TD,
     "an image named by a tag can move to another build than the one its GPU budget was measured for",
 )
+DOCKER_HUB_WITHOUT_CREDENTIALS = RULES.declare(
+    "ecs-gpu-sharing:DockerHubWithoutCredentials",
+    _W,
+    "container",
+    _TD,
+    "Docker Hub allows 10 pulls an hour per IP address without credentials, and the hosts behind a NAT gateway share "
+    "one: past them, a new host cannot start the task",
+)
 ROOT_USER = RULES.declare(
     "ecs-gpu-sharing:ContainerUserNotSet",
     _W,
@@ -60,6 +68,7 @@ MANAGED_POLICY_ON_TASK_ROLE = RULES.declare(
 
 HARDENING_WARNINGS = (
     MUTABLE_IMAGE_TAG,
+    DOCKER_HUB_WITHOUT_CREDENTIALS,
     ROOT_USER,
     WRITABLE_ROOT_FILESYSTEM,
     SECRET_IN_ENVIRONMENT,
@@ -119,6 +128,29 @@ def mutable_tag(image: str) -> str | None:
     return (
         f"image {image} is named by a tag, not a digest: a tag can move to another build than the one its GPU "
         "budget was measured for; pin it as name@sha256:<digest>, or acknowledge the warning with a reason"
+    )
+
+
+_DOCKER_HUB = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+
+
+def docker_hub(image: str) -> bool:
+    """Whether Docker pulls ``image`` from Docker Hub: its name starts with Docker Hub's own host, or with no host at
+    all. As Docker reads a name (distribution/reference, ``splitDockerDomain``), its first part is a registry host only
+    when it holds a ``.`` or a ``:`` or is ``localhost``; ``vllm/vllm-openai`` and ``python:3.12`` are Docker Hub's."""
+    first, slash, _ = image.split("@", 1)[0].partition("/")
+    if not slash:
+        return True
+    return first in _DOCKER_HUB or not ("." in first or ":" in first or first == "localhost")
+
+
+def docker_hub_message(container: str, image: str) -> str:
+    return (
+        f"container {container}: image {image} is pulled from Docker Hub without credentials, which allows 10 pulls "
+        "an hour per IP address (Docker Hub usage and limits), and the hosts of private subnets share their NAT "
+        "gateway's; the ECS agent pulls at each task start, so past ten an hour a new host cannot start the task "
+        "(CannotPullContainerError). Copy the image to Amazon ECR (or pull it through an ECR pull through cache rule) "
+        "and name that, or acknowledge the warning with a reason"
     )
 
 
