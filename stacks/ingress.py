@@ -122,6 +122,7 @@ def _application(scope: Construct, vpc: ec2.IVpc, spec: LoadBalancerSpec, logs: 
         internet_facing=spec.internet_facing,
         drop_invalid_header_fields=True,
         deletion_protection=False,
+        idle_timeout=cdk.Duration.seconds(spec.idle_timeout_seconds) if spec.idle_timeout_seconds else None,
     )
     _log_access(alb, logs)
     not_found = elbv2.ListenerAction.fixed_response(404, content_type="text/plain", message_body="no such model")

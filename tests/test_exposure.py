@@ -87,7 +87,13 @@ def _build(spec: LoadBalancerSpec) -> dict[str, str]:
 
 
 def _balancer(**keys: Any) -> LoadBalancerSpec:
-    given = {"type": "application", "internet_facing": False, "certificate_arn": None, "plaintext_reason": None}
+    given = {
+        "type": "application",
+        "internet_facing": False,
+        "certificate_arn": None,
+        "plaintext_reason": None,
+        "idle_timeout_seconds": None,
+    }
     return LoadBalancerSpec(name="lb", **{**given, **keys})
 
 

@@ -140,6 +140,20 @@ def test_a_service_routed_by_host_in_awsvpc_mode_gets_ip_targets(platform: dict[
     assert "AwsvpcConfiguration" in service["Properties"]["NetworkConfiguration"]
 
 
+def test_an_application_balancer_keeps_idle_connections_as_long_as_the_fleet_file_says(
+    platform: dict[str, Any],
+) -> None:
+    """A model that answers a long generation at once sends nothing until it is done: past the idle timeout the ALB
+    answers 504 instead (Elastic Load Balancing User Guide, "Connection idle timeout"; AWS's default 60 s)."""
+    (public,) = [
+        r
+        for r in _resources(platform["templates"]["plat-cluster"], "AWS::ElasticLoadBalancingV2::LoadBalancer")
+        if r["Properties"].get("Type", "application") == "application"
+    ]
+    attributes = {a["Key"]: a["Value"] for a in public["Properties"]["LoadBalancerAttributes"]}
+    assert attributes["idle_timeout.timeout_seconds"] == "300"
+
+
 def test_a_network_load_balancer_gives_the_service_a_tcp_listener_and_opens_bridge_ports(
     platform: dict[str, Any],
 ) -> None:
@@ -439,6 +453,14 @@ def _svc(key_lines: str, service: str = "a") -> str:
                 '[load_balancer.tcp]\ncertificate_arn = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"\n',
             ),
             "load_balancer.tcp.certificate_arn is for an application load balancer",
+        ),
+        (
+            BASE.replace("[load_balancer.tcp]\n", "[load_balancer.tcp]\nidle_timeout_seconds = 300\n"),
+            "load_balancer.tcp.idle_timeout_seconds is for an application load balancer",
+        ),
+        (
+            BASE.replace("[load_balancer.web]\n", "[load_balancer.web]\nidle_timeout_seconds = 4001\n"),
+            "load_balancer.web.idle_timeout_seconds must be from 1 to 4000",
         ),
         (_svc("path = ['embed']").replace('path = ["/a/*"]\n', ""), "service.a.path item 'embed' is malformed"),
         (

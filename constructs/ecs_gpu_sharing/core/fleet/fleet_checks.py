@@ -310,6 +310,11 @@ def _load_balancers(problems: _Problems, tables: Mapping[str, Any]) -> dict[str,
         good = _check_table(problems, f"load_balancer.{name}.", table, LOAD_BALANCER)
         if good.get("type") == NETWORK and "certificate_arn" in good:
             problems.add(f"load_balancer.{name}.certificate_arn is for an application load balancer (HTTPS)")
+        if good.get("type") == NETWORK and "idle_timeout_seconds" in good:
+            problems.add(
+                f"load_balancer.{name}.idle_timeout_seconds is for an application load balancer (a network load "
+                "balancer's TCP idle timeout is its listeners' own, 350 s by default)"
+            )
         if len(problems.lines) > before:
             continue
         spec = _build(LoadBalancerSpec, LOAD_BALANCER, good, name=name)

@@ -104,6 +104,16 @@ class LoadBalancerSpec:
         pattern=ACM_ARN,
         example="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
     )
+    idle_timeout_seconds: int | None = key(
+        int,
+        False,
+        "an application load balancer's connection idle timeout: a model that sends a long answer whole sends nothing "
+        "until done, and past this the balancer answers 504; AWS's 60 s when left out",
+        low=1,
+        high=4000,
+        high_why="Elastic Load Balancing's most for idle_timeout.timeout_seconds",
+        example=600,
+    )
     plaintext_reason: str | None = key(
         str,
         False,
