@@ -337,7 +337,12 @@ def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseServi
         # it defaults to the port's name, "http" in every service, so name it after the service.
         [
             ecs.ServiceConnectService(
-                port_mapping_name=PORT_NAME, discovery_name=spec.name, dns_name=spec.name, port=spec.port
+                port_mapping_name=PORT_NAME,
+                discovery_name=spec.name,
+                dns_name=spec.name,
+                port=spec.port,
+                per_request_timeout=_seconds(spec.request_timeout_seconds),
+                idle_timeout=_seconds(_idle_timeout(spec.request_timeout_seconds)),
             )
         ]
         if spec.port
@@ -350,6 +355,23 @@ def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseServi
             log_group=logs.LogGroup(scope, "ConnectLogs", retention=LOG_RETENTION),
         ),
     )
+
+
+IDLE_TIMEOUT_SECONDS = (
+    300  # Service Connect's idle timeout for HTTP when unset (ECS API Reference, TimeoutConfiguration)
+)
+
+
+def _idle_timeout(request_timeout: int | None) -> int | None:
+    """The proxy's idle timeout raised to a longer per-request one: an idle timeout below the per-request one closes
+    the connection first (ECS API Reference, TimeoutConfiguration). 0 turns both off; none: ECS's own."""
+    if request_timeout is None or 0 < request_timeout <= IDLE_TIMEOUT_SECONDS:
+        return None
+    return request_timeout
+
+
+def _seconds(value: int | None) -> cdk.Duration | None:
+    return None if value is None else cdk.Duration.seconds(value)
 
 
 def _join_service_connect(spec: ServiceSpec, service: ecs.BaseService, members: ec2.ISecurityGroup) -> None:

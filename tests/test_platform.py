@@ -8,6 +8,7 @@ AwsSolutions at every synth, NIST 800-53 rev 5 here), cfn-lint and botocore's EC
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,11 @@ def test_the_example_uses_service_connect(example: dict[str, Any]) -> None:
     connect = llm["Properties"]["ServiceConnectConfiguration"]
     assert connect["Enabled"] is True
     assert connect["Services"][0]["ClientAliases"] == [{"DnsName": "llm", "Port": 8000}]
+    # A generation of a minute through the proxy: past its per-request timeout (Envoy's 15 s when unset) it ends in
+    # a 504; the idle timeout is raised with it, or it would close the connection first (TimeoutConfiguration).
+    assert connect["Services"][0]["Timeout"] == {"PerRequestTimeoutSeconds": 600, "IdleTimeoutSeconds": 600}
+    (embedder,) = _resources(example["models-services-1"], "AWS::ECS::Service", "embedder")
+    assert "Timeout" not in embedder["Properties"]["ServiceConnectConfiguration"]["Services"][0]
 
 
 def test_service_connect_discovery_names_are_unique_in_the_namespace(example: dict[str, Any]) -> None:
@@ -454,6 +460,7 @@ def _svc(key_lines: str, service: str = "a") -> str:
             ),
             "load_balancer.tcp.certificate_arn is for an application load balancer",
         ),
+        (_svc("request_timeout_seconds = 60"), "service.a.request_timeout_seconds is for a service called through "),
         (
             BASE.replace("[load_balancer.tcp]\n", "[load_balancer.tcp]\nidle_timeout_seconds = 300\n"),
             "load_balancer.tcp.idle_timeout_seconds is for an application load balancer",
@@ -648,7 +655,14 @@ def test_the_plan_counts_the_service_connect_proxy_in_every_task_on_both_roads(e
 
     spec = fleet.load(REPO / "fleet.toml")
     without = fleet.parse(
-        tomllib.loads((REPO / "fleet.toml").read_text().replace('service_connect_namespace = "models.internal"\n', "")),
+        tomllib.loads(
+            re.sub(
+                r"^request_timeout_seconds = .*\n",  # a Service Connect key: refused without the namespace
+                "",
+                (REPO / "fleet.toml").read_text().replace('service_connect_namespace = "models.internal"\n', ""),
+                flags=re.M,
+            )
+        ),
         source="no-connect.toml",
     )
     for name, service in spec.services.items():

@@ -175,6 +175,12 @@ def _check_across(
                         "count, split the service, or drop the namespace",
                     )
                 )
+    for svc in services.values():
+        if svc.request_timeout_seconds is not None and not (top.get("service_connect_namespace") and svc.port):
+            problems.add(
+                f"service.{svc.name}.request_timeout_seconds is for a service called through Service Connect (a "
+                "port, in a fleet with service_connect_namespace); remove it, or give both"
+            )
     for lb in lbs.values():
         users = [svc for svc in services.values() if svc.load_balancer == lb.name]
         if lb.type != APPLICATION or len(users) < 2:

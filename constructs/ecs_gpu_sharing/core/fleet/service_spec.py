@@ -171,6 +171,16 @@ class ServiceSpec:
         default=DEFAULT_STARTUP_SECONDS,
         example=900,
     )
+    request_timeout_seconds: int | None = key(
+        int,
+        False,
+        "the longest a request to this service may take through Service Connect (its proxy's per-request timeout, "
+        "15 s when left out; 0: none); a model that answers a long generation whole needs more",
+        low=0,
+        high=2147483647,
+        high_why="ECS's most for perRequestTimeoutSeconds",
+        example=600,
+    )
     shm_size_mib: int | None = key(
         int,
         False,
