@@ -32,7 +32,6 @@ from ecs_gpu_sharing.core.fleet import (
 EPHEMERAL_PORTS = ec2.Port.tcp_range(32768, 65535)
 ACCESS_LOG_DAYS = 90
 # Model servers answer within seconds; ELB's default of 300 s would slow every deployment by five minutes.
-DEREGISTRATION_DELAY = cdk.Duration.seconds(30)
 
 
 @dataclass
@@ -244,7 +243,7 @@ def expose(
             health_check=elbv2.HealthCheck(
                 path=spec.health_check_path, healthy_http_codes="200-399", port="traffic-port"
             ),
-            deregistration_delay=DEREGISTRATION_DELAY,
+            deregistration_delay=cdk.Duration.seconds(spec.drain_seconds),
         )
         conditions = []
         if spec.paths:
@@ -273,7 +272,7 @@ def expose(
         protocol=elbv2.Protocol.TCP,
         targets=[service.load_balancer_target(container_name=CONTAINER_NAME, container_port=spec.port)],
         health_check=elbv2.HealthCheck(port="traffic-port"),
-        deregistration_delay=DEREGISTRATION_DELAY,
+        deregistration_delay=cdk.Duration.seconds(spec.drain_seconds),
     )
     listener = elbv2.NetworkListener(
         scope,

@@ -141,6 +141,19 @@ def test_a_service_routed_by_host_in_awsvpc_mode_gets_ip_targets(platform: dict[
     assert "AwsvpcConfiguration" in service["Properties"]["NetworkConfiguration"]
 
 
+def test_a_leaving_task_keeps_serving_as_long_as_the_fleet_file_says(platform: dict[str, Any]) -> None:
+    """ECS stops a task behind a balancer once its target has drained, after the deregistration delay: requests
+    still running then are cut (ECS Developer Guide, "Optimize load balancer connection draining parameters")."""
+    delays = {
+        key: {a["Key"]: a["Value"] for a in group["Properties"]["TargetGroupAttributes"]}[
+            "deregistration_delay.timeout_seconds"
+        ]
+        for key, group in platform["templates"]["plat-services-1"]["Resources"].items()
+        if group["Type"] == "AWS::ElasticLoadBalancingV2::TargetGroup"
+    }
+    assert {k.split("Target")[0]: v for k, v in delays.items()} == {"chat": "300", "grpc": "30"}
+
+
 def test_an_application_balancer_keeps_idle_connections_as_long_as_the_fleet_file_says(
     platform: dict[str, Any],
 ) -> None:
@@ -461,6 +474,11 @@ def _svc(key_lines: str, service: str = "a") -> str:
             "load_balancer.tcp.certificate_arn is for an application load balancer",
         ),
         (_svc("request_timeout_seconds = 60"), "service.a.request_timeout_seconds is for a service called through "),
+        (
+            BASE.replace('load_balancer = "web"\npath = ["/a/*"]', "drain_seconds = 60"),
+            "service.a.drain_seconds needs load_balancer",
+        ),
+        (_svc("drain_seconds = 3601"), "service.a.drain_seconds must be from 0 to 3600"),
         (
             BASE.replace("[load_balancer.tcp]\n", "[load_balancer.tcp]\nidle_timeout_seconds = 300\n"),
             "load_balancer.tcp.idle_timeout_seconds is for an application load balancer",

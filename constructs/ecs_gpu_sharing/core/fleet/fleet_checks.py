@@ -82,7 +82,9 @@ def _check_exposure(
     """How a service is reached: its load balancer exists, and its keys fit that balancer's type."""
     name = good.get("load_balancer")
     routing = [
-        k for k in ("path", "host", "health_check_path", "listener_port", "scale_on_requests_per_target") if k in good
+        k
+        for k in ("path", "host", "health_check_path", "listener_port", "scale_on_requests_per_target", "drain_seconds")
+        if k in good
     ]
     if name is None:
         for key in routing:

@@ -171,6 +171,17 @@ class ServiceSpec:
         default=DEFAULT_STARTUP_SECONDS,
         example=900,
     )
+    drain_seconds: int = key(
+        int,
+        False,
+        "with load_balancer: seconds a leaving task keeps serving the requests it has (its target group's "
+        "deregistration delay: ECS stops the task after it); a long generation cut short ends in a 502",
+        low=0,
+        high=3600,
+        high_why="Elastic Load Balancing's most for deregistration_delay.timeout_seconds",
+        default=30,
+        example=600,
+    )
     request_timeout_seconds: int | None = key(
         int,
         False,
