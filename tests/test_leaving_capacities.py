@@ -274,7 +274,8 @@ def test_fleet_balancers_fails_a_scheme_the_fleet_file_flips_under_a_deployed_na
         "Resources": {
             "LoadBalancersinternal1234": {
                 "Type": "AWS::ElasticLoadBalancingV2::LoadBalancer",
-                "Metadata": {fleet.LOAD_BALANCER_METADATA: "internal"},
+                # Deployed before the app named its balancers in metadata: the construct path names it.
+                "Metadata": {"aws:cdk:path": f"{STACK}/LoadBalancers/internal/Resource"},
                 "Properties": {"Scheme": "internet-facing", "Type": "application"},
             }
         }

@@ -54,14 +54,23 @@ class BalancerScheme:
         }
 
 
+def _balancer_name(metadata: Any) -> str | None:
+    """The fleet balancer a deployed load balancer is: its metadata, else its construct path
+    (``<stack>/LoadBalancers/<name>/Resource``, as the app builds it, for a stack deployed before the metadata)."""
+    if isinstance(metadata.get(LOAD_BALANCER_METADATA), str):
+        return str(metadata[LOAD_BALANCER_METADATA])
+    parts = str(metadata.get("aws:cdk:path", "")).split("/")
+    return parts[2] if len(parts) == 4 and parts[1] == "LoadBalancers" and parts[3] == "Resource" else None
+
+
 def schemes(template: Any, spec: FleetSpec) -> list[BalancerScheme]:
     """The fleet's balancers as a deployed cluster template has them, beside the fleet file's. Pure: no AWS call."""
     out = []
     for resource in (template.get("Resources") or {}).values():
         if not isinstance(resource, dict) or resource.get("Type") != "AWS::ElasticLoadBalancingV2::LoadBalancer":
             continue
-        name = (resource.get("Metadata") or {}).get(LOAD_BALANCER_METADATA)
-        wanted = spec.load_balancers.get(name) if isinstance(name, str) else None
+        name = _balancer_name(resource.get("Metadata") or {})
+        wanted = spec.load_balancers.get(name) if name is not None else None
         if wanted is None:
             continue  # not the fleet's, or one the fleet file drops
         scheme = (resource.get("Properties") or {}).get("Scheme", INTERNET_FACING)
