@@ -1,4 +1,4 @@
-"""The network the fleet runs in: a new VPC with private subnets, NAT and flow logs."""
+"""The network the fleet runs in: a new VPC with private subnets, NAT, an S3 gateway endpoint and flow logs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ecs_gpu_sharing.core.fleet.model import NAT_GATEWAYS, VPC_ZONES
+from ecs_gpu_sharing.core.fleet.model import GATEWAY_ENDPOINTS, NAT_GATEWAYS, VPC_ZONES
 
 
 class NetworkStack(Stack):
@@ -26,6 +26,11 @@ class NetworkStack(Stack):
                 ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
             ],
         )
+        # Image layers (Amazon ECR keeps them in S3) and model weights reach the private subnets through a gateway
+        # endpoint, free, rather than through the NAT gateway, billed per gigabyte (Amazon VPC User Guide, "Gateway
+        # endpoints"; Amazon ECR User Guide, interface endpoints: "Create the Amazon S3 gateway endpoint").
+        assert GATEWAY_ENDPOINTS == 1, "the footprint counts one gateway endpoint"
+        vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3)
         vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(

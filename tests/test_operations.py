@@ -947,7 +947,8 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
         lambda clients, region, spec: checked(lambda s, r: ebs if s == "ec2" else clients(s, r), region, spec),
     )
     with Stubber(quotas) as stub, Stubber(ebs) as ebs_stub:
-        for _ in range(5):  # the vCPUs' quota, then the VPC's, internet gateways', NAT gateways', Elastic IPs'
+        for _ in range(6):  # the vCPUs' quota, then the VPC's, internet gateways', NAT gateways', Elastic IPs',
+            # gateway endpoints
             stub.add_client_error("get_service_quota", "AccessDeniedException", "not allowed", 400)
         ebs_stub.add_response("get_ebs_default_kms_key_id", {"KmsKeyId": "alias/aws/ebs"}, {})
         assert main(["fleet", "preflight", str(_references_fleet(tmp_path)), "--region", "us-east-1"]) == 1

@@ -44,13 +44,26 @@ def _quotas(monkeypatch: pytest.MonkeyPatch, values: dict[str, float]) -> Stubbe
     return stub
 
 
-EXAMPLE_QUOTAS = {"L-F678F1CE": 5.0, "L-A4707A72": 5.0, "L-FE5A380F": 5.0, "L-0263D0A3": 5.0, "L-53DA6B97": 50.0}
+EXAMPLE_QUOTAS = {
+    "L-F678F1CE": 5.0,
+    "L-A4707A72": 5.0,
+    "L-FE5A380F": 5.0,
+    "L-0263D0A3": 5.0,
+    "L-1B52E74A": 20.0,
+    "L-53DA6B97": 50.0,
+}
 
 
 def test_the_footprint_is_each_stacks_share_of_the_regions_quotas() -> None:
     spec = fleet.load(EXAMPLE)
     assert fp.footprint(spec) == {
-        "models-network": {fp.VPC: 1, fp.INTERNET_GATEWAY: 1, fp.NAT_GATEWAY: 1, fp.ELASTIC_IP: 1},
+        "models-network": {
+            fp.VPC: 1,
+            fp.INTERNET_GATEWAY: 1,
+            fp.NAT_GATEWAY: 1,
+            fp.ELASTIC_IP: 1,
+            fp.GATEWAY_ENDPOINT: 1,
+        },
         "models-cluster": {fp.APPLICATION_LOAD_BALANCER: 1, fp.LOGS_RESOURCE_POLICY: 1},
     }
     text = EXAMPLE.read_text().replace('name = "models"', 'name = "models"\ntelemetry = false', 1)
@@ -72,6 +85,7 @@ def test_fleet_limits_passes_with_room_and_fails_naming_the_full_quota(
         "NAT gateways per Availability Zone (L-FE5A380F) in us-east-1 (us-east-1a): 0 in use, the fleet adds 1; "
         "quota 5",
         "EC2-VPC Elastic IPs (L-0263D0A3) in us-east-1: 0 in use, the fleet adds 1; quota 5",
+        "Gateway VPC endpoints per Region (L-1B52E74A) in us-east-1: 0 in use, the fleet adds 1; quota 20",
         "Application Load Balancers per Region (L-53DA6B97) in us-east-1: 0 in use, the fleet adds 1; quota 50",
         "CloudWatch Logs resource policies per Region (fixed) in us-east-1: 0 in use, the fleet adds 1; quota 10",
     ]
@@ -112,7 +126,8 @@ def test_what_a_deployed_stack_holds_already_is_not_added_again(
     for n in range(3):
         ec2.create_vpc(CidrBlock=f"10.{n}.0.0/16")
     with _quotas(
-        monkeypatch, {k: v for k, v in EXAMPLE_QUOTAS.items() if k in ("L-FE5A380F", "L-0263D0A3", "L-53DA6B97")}
+        monkeypatch,
+        {k: v for k, v in EXAMPLE_QUOTAS.items() if k in ("L-FE5A380F", "L-0263D0A3", "L-1B52E74A", "L-53DA6B97")},
     ):
         assert main(["fleet", "limits", str(EXAMPLE), "--region", REGION]) == 0
     out = capsys.readouterr().out

@@ -45,6 +45,7 @@ QUOTAS: tuple[RegionalQuota, ...] = (
     RegionalQuota(fp.INTERNET_GATEWAY, "Internet gateways per Region", "vpc", "L-A4707A72", _FREE),
     RegionalQuota(fp.NAT_GATEWAY, "NAT gateways per Availability Zone", "vpc", "L-FE5A380F", _FREE, per_zone=True),
     RegionalQuota(fp.ELASTIC_IP, "EC2-VPC Elastic IPs", "ec2", "L-0263D0A3", _FREE),
+    RegionalQuota(fp.GATEWAY_ENDPOINT, "Gateway VPC endpoints per Region", "vpc", "L-1B52E74A", _FREE),
     RegionalQuota(
         fp.APPLICATION_LOAD_BALANCER,
         "Application Load Balancers per Region",
@@ -133,6 +134,10 @@ def _in_use(clients: Clients, region: str | None, what: str, zone: str | None) -
     if what == fp.ELASTIC_IP:
         addresses = ec2.describe_addresses(Filters=[{"Name": "domain", "Values": ["vpc"]}])["Addresses"]
         return [frozenset(a[k] for k in ("AllocationId", "PublicIp") if k in a) for a in addresses]
+    if what == fp.GATEWAY_ENDPOINT:
+        gateway = [{"Name": "vpc-endpoint-type", "Values": ["Gateway"]}]
+        endpoints = _pages(ec2, "describe_vpc_endpoints", "VpcEndpoints", Filters=gateway)
+        return [frozenset([e["VpcEndpointId"]]) for e in endpoints if e.get("State", "").lower() != "deleted"]
     if what == fp.NAT_GATEWAY:
         live = [{"Name": "state", "Values": ["pending", "available"]}]
         gateways = list(_pages(ec2, "describe_nat_gateways", "NatGateways", Filter=live))

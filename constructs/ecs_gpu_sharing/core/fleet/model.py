@@ -32,6 +32,9 @@ VPC_ZONES = 2
 """Availability Zones of the VPC the app makes when the fleet names no vpc_id (the network stack's max_azs)."""
 NAT_GATEWAYS = 1
 """NAT gateways of that VPC (the network stack's nat_gateways): one, in its first zone, each with an Elastic IP."""
+GATEWAY_ENDPOINTS = 1
+"""Gateway endpoints of that VPC: one, to Amazon S3, so image layers (ECR keeps them in S3) and model weights reach the
+private subnets without the NAT gateway's per-gigabyte processing charge (gateway endpoints cost nothing)."""
 MAX_FLEET_FILE_BYTES = 8 * 2**20  # far above any fleet ECS can hold (5,000 services per cluster)
 
 
