@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.fleet import LOAD_BALANCER_METADATA, FleetSpec
 from .aws import Clients, aws_errors
-from .leaving_capacities import deployed_template
+from .deployed import deployed_template
 
 INTERNET_FACING = "internet-facing"  # CloudFormation's Scheme value (its default); the other is "internal"
 

@@ -20,17 +20,16 @@ removes it once nothing runs there; ``cluster unprotect --provider`` clears the 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import AwsOperationError
 from ..core.fleet import EC2, MANAGED_INSTANCES, FleetSpec
 from ..core.tenancy import CAPACITY_METADATA
 from ..core.text import few
 from .aws import Clients, aws_errors
+from .deployed import deployed_template
 from .teardown import active_services, cluster_from_stack, provider_groups, strategy_providers, wants_tasks
 
 CAPACITY_PROVIDER = "AWS::ECS::CapacityProvider"
@@ -143,29 +142,6 @@ def leaving(template: Mapping[str, Any], spec: FleetSpec) -> list[Leaving]:
         elif wanted.kind != kind:
             out.append(Leaving(name, logical_id, kind, f"now {wanted.kind}"))
     return sorted(out, key=lambda left: left.capacity)
-
-
-def deployed_template(cloudformation: Any, stack: str) -> tuple[dict[str, Any], dict[str, str]] | None:
-    """The deployed stack's template and its physical ids by logical id; ``None`` for a stack not deployed."""
-    try:
-        body = cloudformation.get_template(StackName=stack, TemplateStage="Original")["TemplateBody"]
-    except cloudformation.exceptions.ClientError as error:
-        if "does not exist" in str(error):
-            return None
-        raise
-    pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack)
-    physical = {
-        r["LogicalResourceId"]: r["PhysicalResourceId"]
-        for page in pages
-        for r in page["StackResourceSummaries"]
-        if r.get("PhysicalResourceId")
-    }
-    if isinstance(body, str):  # botocore decodes a JSON body itself; a string left is YAML, which CDK never writes
-        try:
-            body = json.loads(body)
-        except ValueError:
-            raise AwsOperationError(f"stack {stack}'s template is not JSON: is it a fleet's cluster stack?") from None
-    return dict(body), physical
 
 
 def _tasks_by_provider(ecs: Any, cluster: str) -> Counter[str]:

@@ -22,6 +22,7 @@ from ..core.errors import AwsOperationError
 from ..core.fleet import FleetSpec
 from ..core.fleet import footprint as fp
 from .aws import Clients, aws_errors
+from .deployed import physical_ids
 from .vcpu_quotas import applied_quota
 from .zones import fleet_zones
 
@@ -158,14 +159,7 @@ def _in_use(clients: Clients, region: str | None, what: str, zone: str | None) -
 
 def _stack_ids(clients: Clients, region: str | None, stack: str) -> set[str]:
     """The physical ids of a stack's resources; none for a stack not deployed."""
-    cloudformation = clients("cloudformation", region)
-    try:
-        resources = _pages(cloudformation, "list_stack_resources", "StackResourceSummaries", StackName=stack)
-        return {r.get("PhysicalResourceId", "") for r in resources}
-    except cloudformation.exceptions.ClientError as error:
-        if "does not exist" in str(error):
-            return set()
-        raise
+    return set((physical_ids(clients("cloudformation", region), stack) or {}).values())
 
 
 def check(clients: Clients, region: str | None, spec: FleetSpec) -> list[LimitCheck]:
