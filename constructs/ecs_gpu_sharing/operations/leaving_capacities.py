@@ -43,7 +43,6 @@ class Leaving:
 
     capacity: str
     logical_id: str
-    kind: str
     why: str  # "not in the fleet file", or "now managed-instances"
 
 
@@ -138,9 +137,9 @@ def leaving(template: Mapping[str, Any], spec: FleetSpec) -> list[Leaving]:
         kind = MANAGED_INSTANCES if "ManagedInstancesProvider" in properties else EC2
         wanted = spec.capacities.get(name)
         if wanted is None:
-            out.append(Leaving(name, logical_id, kind, GONE))
+            out.append(Leaving(name, logical_id, GONE))
         elif wanted.kind != kind:
-            out.append(Leaving(name, logical_id, kind, f"now {wanted.kind}"))
+            out.append(Leaving(name, logical_id, f"now {wanted.kind}"))
     return sorted(out, key=lambda left: left.capacity)
 
 
