@@ -9,7 +9,8 @@ from xml.etree import ElementTree
 import pytest
 
 from ecs_gpu_sharing.cli import main
-from ecs_gpu_sharing.core import cost, plan_document
+from ecs_gpu_sharing.core import cost, fleet, plan_document, plan_inputs, plan_report
+from ecs_gpu_sharing.core.rules import assess
 
 from conftest import THREE_MODELS
 
@@ -65,6 +66,51 @@ def test_plan_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> N
         for t in g["tasks"]
     )
     assert placed == 8 and doc["summary"]["fits"] is True
+
+
+_AWSVPC_FLEET = """
+name = "eni"
+[capacity.big]
+instance_types = ["g6e.12xlarge"]
+[service.llm]
+capacity = "big"
+image = "my-registry/llm:1"
+desired_count = 3
+cpu_units = 2048
+memory_mib = 8192
+gpu_budget_mib = 40000
+network_mode = "{mode}"
+[service.embed]
+capacity = "big"
+image = "my-registry/embed:1"
+desired_count = 10
+cpu_units = 2048
+memory_mib = 8192
+gpu_budget_mib = 4000
+network_mode = "{mode}"
+"""
+
+
+@pytest.mark.parametrize("mode", ["awsvpc", "bridge"])
+def test_plan_says_when_network_interfaces_bind(tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str) -> None:
+    """13 awsvpc tasks fill four L40S GPUs' memory on one g6e.12xlarge and half its CPU, but it has 10 network
+    interfaces, one the host's own: 9 tasks a host, so 2 hosts, and the plan says which figure made it two. In
+    bridge mode one host holds them and no line speaks of interfaces."""
+    path = tmp_path / "eni.toml"
+    path.write_text(_AWSVPC_FLEET.format(mode=mode))
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    if mode == "bridge":
+        assert "big (g6e.12xlarge): 1 instance (optimal)" in out and "interface" not in out
+        return
+    assert "big (g6e.12xlarge): 2 instances (optimal)" in out
+    assert "awsvpc tasks 9 / 9" in out and "awsvpc tasks 4 / 9" in out  # each host's row
+    assert (
+        "big: at most 9 awsvpc tasks a host (each takes one of the host's 10 network interfaces, less the host's "
+        "own; ENI trunking is not assumed): 1 of 2 instances at it" in out
+    )
+    markdown = plan_report.to_markdown(assess(*plan_inputs.from_fleet(fleet.load(path))))  # gpu-fleet-plan.md
+    assert "- big: at most 9 awsvpc tasks a host" in markdown
 
 
 def test_plan_svg_draws_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

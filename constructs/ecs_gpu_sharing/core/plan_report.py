@@ -18,7 +18,7 @@ from .allocation import Evidence, headroom
 from .cost import Prices, add_cost, cost_lines
 from .markdown import table
 from .placement import REPLAYED_TASKS
-from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput
+from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput, interfaces_used
 from .rules import Assessment, Finding, Level, finding_line
 
 
@@ -252,6 +252,22 @@ def types_line(c: CapacityPlan) -> str | None:
     )
 
 
+def interfaces_line(c: CapacityPlan, services: Sequence[ServiceInput]) -> str | None:
+    """Where the hosts' network interfaces bound the plan (an instance holds as many awsvpc tasks as it has): the
+    limit, where it comes from, and how many instances are at it (``capacity_facts.task_network_interfaces``)."""
+    used = interfaces_used(c, services)
+    limit = c.capacity.task_network_interfaces
+    at = sum(g.count for g, n in zip(c.instances, used, strict=True) if n >= limit) if used else 0
+    if not at:
+        return None
+    fewest = " (the fewest of its types)" if len(c.capacity.instance_types) > 1 else ""
+    return (
+        f"{c.capacity.name}: at most {limit} awsvpc tasks a host (each takes one of the host's {limit + 1} network "
+        f"interfaces{fewest}, less the host's own; ENI trunking is not assumed): {at} of "
+        f"{_count(c.instance_count, 'instance')} at it"
+    )
+
+
 def memory_line(c: CapacityPlan) -> str:
     """Where a capacity's per-GPU figure comes from: measured, the table (with its source), or the fallback."""
     cap = c.capacity
@@ -264,11 +280,11 @@ def memory_line(c: CapacityPlan) -> str:
 
 def summary_lines(assessment: Assessment) -> list[str]:
     lines = [f"GPU fleet plan: {capacity_line(c)}" for c in assessment.steady.capacities]
-    lines += [
-        f"GPU fleet plan: {memory_line(c)}"
-        for c in assessment.steady.capacities
-        if c.capacity.gpu_memory_basis != "table"
-    ]
+    for c in assessment.steady.capacities:  # where a figure is not the table's, and where interfaces bind
+        memory = memory_line(c) if c.capacity.gpu_memory_basis != "table" else None
+        lines += [
+            f"GPU fleet plan: {line}" for line in (memory, interfaces_line(c, assessment.steady.services)) if line
+        ]
     for name, n in sorted(assessment.max_instances.items()):
         lines.append(f"GPU fleet plan: {name}: {sizing_line(assessment, name, n)}")
     # Each finding is printed once, by the CDK CLI on its construct (errors fail the synth; an acknowledged warning is
@@ -299,7 +315,8 @@ def to_table(assessment: Assessment) -> str:
     rows = ["capacity   hosts  gpu   used MiB / usable  tasks"]
     for c in plan.capacities:
         cap = c.capacity
-        for group in c.instances:
+        interfaces = interfaces_used(c, plan.services)
+        for i, group in enumerate(c.instances):
             hosts = f"{group.count}x"
             for g, gpu in enumerate(group.gpus):
                 names = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in gpu.tasks) or "(idle)"
@@ -315,11 +332,13 @@ def to_table(assessment: Assessment) -> str:
             rows.append(
                 f"{cap.name:<9} {hosts:>6}  host  CPU {group.cpu_units_used} / {cap.host_cpu_units} units, memory "
                 f"{group.memory_mib_used} / {cap.host_memory_mib} MiB"
+                + (f", awsvpc tasks {interfaces[i]} / {cap.task_network_interfaces}" if interfaces else "")
             )
     rows.append("")
     rows.extend(capacity_line(c) for c in plan.capacities)
     rows.extend(memory_line(c) for c in plan.capacities)
     rows.extend(line for c in plan.capacities if (line := types_line(c)))
+    rows.extend(line for c in plan.capacities if (line := interfaces_line(c, plan.services)))
     rows.extend(f"{name}: {sizing_line(assessment, name, n)}" for name, n in sorted(assessment.max_instances.items()))
     rows.append(
         f"total: {_count(plan.instances, 'instance')} (lower bound {plan.instance_lower_bound}), {plan.gpus} GPUs "
@@ -401,6 +420,7 @@ def to_markdown(
     out += ["", "## GPU memory", ""]
     out += [f"- {memory_line(c)}" for c in plan.capacities]
     out += [f"- {line}" for c in plan.capacities if (line := types_line(c))]
+    out += [f"- {line}" for c in plan.capacities if (line := interfaces_line(c, plan.services))]
     for o in assessment.outside:
         out.append(f"| {o.name} | {o.capacity} | ? | outside the plan: {o.reason} | - | - |")
     notes = [f"- {line}" for s in plan.services if (line := allocation_line(s))]

@@ -36,6 +36,7 @@ from .model import (
     Plan,
     ServiceInput,
     Unplaced,
+    interfaces_used,
 )
 from .packing import HOST_LP_GAP, HOST_LP_SERVICES, HOST_LP_TASKS, host_lp_exact, host_lp_runs, lp_problem, plan
 from .search import SEARCH_STEPS, SEARCH_TASKS
@@ -61,6 +62,7 @@ __all__ = [
     "bin_lower_bound",
     "host_lp_exact",
     "host_lp_runs",
+    "interfaces_used",
     "lp_problem",
     "plan",
 ]

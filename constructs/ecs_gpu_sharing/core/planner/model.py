@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..allocation import AllocationNote, Evidence
@@ -170,6 +171,23 @@ class CapacityPlan:
     def optimal(self) -> bool:
         """The plan uses as few instances as a lower bound allows: no plan can use fewer."""
         return self.fits and self.instance_count <= self.instance_lower_bound
+
+
+def interfaces_used(c: CapacityPlan, services: Sequence[ServiceInput]) -> list[int] | None:
+    """Per instance group of ``c``, the network interfaces its awsvpc tasks take; None where none of the capacity's
+    services runs in awsvpc or its types' interface count is not known. A task of whole GPUs is listed on each."""
+    shapes = {s.name: s.shape for s in services if s.capacity == c.capacity.name}
+    if not c.capacity.task_network_interfaces or not any(x.network_interfaces for x in shapes.values()):
+        return None
+    return [
+        sum(
+            shapes[name].network_interfaces * n // (shapes[name].whole_gpus if gpu.whole else 1)
+            for gpu in group.gpus
+            for name, n in gpu.tasks
+        )
+        + sum(shapes[name].network_interfaces * n for name, n in group.tasks_without_gpu)
+        for group in c.instances
+    ]
 
 
 @dataclass
