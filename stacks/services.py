@@ -348,7 +348,12 @@ def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseServi
         if spec.port
         else None
     )
+    namespace = service.cluster.default_cloud_map_namespace
+    assert namespace is not None, "called only where the cluster has a namespace"
     service.enable_service_connect(
+        # By ARN, not the name CDK writes by default: ECS takes either (botocore's ECS model, ServiceConnectConfiguration),
+        # and private DNS namespaces of one name may sit in other VPCs of the account (terraform-provider-aws issue 20313).
+        namespace=namespace.namespace_arn,
         services=services,
         log_driver=ecs.LogDrivers.aws_logs(
             stream_prefix=f"{spec.name}-connect",

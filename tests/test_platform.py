@@ -304,6 +304,25 @@ def test_the_example_uses_service_connect(example: dict[str, Any]) -> None:
     assert "Timeout" not in embedder["Properties"]["ServiceConnectConfiguration"]["Services"][0]
 
 
+def test_each_service_joins_the_clusters_namespace_by_its_arn(example: dict[str, Any]) -> None:
+    """ECS takes a Service Connect namespace by name or ARN (botocore's ECS model, ServiceConnectConfiguration), and
+    private DNS namespaces of one name may sit in several VPCs of an account (a second fleet, a staging copy): by name,
+    a service could join another VPC's namespace. Each names the cluster stack's own namespace by its ARN."""
+    (namespace,) = [
+        k
+        for k, r in example["models-cluster"]["Resources"].items()
+        if r["Type"] == "AWS::ServiceDiscovery::PrivateDnsNamespace"
+    ]
+    outputs = example["models-cluster"]["Outputs"]
+    services = _resources(example["models-services-1"], "AWS::ECS::Service")
+    assert len(services) == 3
+    for service in services:
+        named = service["Properties"]["ServiceConnectConfiguration"]["Namespace"]
+        assert set(named) == {"Fn::GetStackOutput"}, named  # the app's references between stacks are weak
+        assert named["Fn::GetStackOutput"]["StackName"] == "models-cluster"
+        assert outputs[named["Fn::GetStackOutput"]["OutputName"]]["Value"] == {"Fn::GetAtt": [namespace, "Arn"]}
+
+
 def test_service_connect_discovery_names_are_unique_in_the_namespace(example: dict[str, Any]) -> None:
     templates = example
     names = [
