@@ -432,3 +432,45 @@ def test_an_auto_scaling_maximum_at_ecs_tasks_per_service_is_no_error() -> None:
     emb = fleet.service("Emb", 1, 1000)
     emb.service.auto_scale_task_count(min_capacity=1, max_capacity=5000)
     fleet.synth()  # derives max_instances for 5,000 tasks; no TasksPerService
+
+
+@pytest.mark.parametrize("given", [None, "other.internal"])
+def test_service_connect_joins_the_clusters_namespace_by_its_arn(given: str | None) -> None:
+    """Without a namespace, aws-ecs writes the cluster's default one by name, which ECS resolves among every namespace
+    of the account and region (private DNS ones of one name may sit in other VPCs); SharedGpuService writes its ARN.
+    A namespace the team names is kept as given."""
+    fleet = Fleet()
+    fleet.cluster.add_default_cloud_map_namespace(name="team.internal", use_for_service_connect=True)
+    td = SharedGpuTaskDefinition(fleet.stack, "ModelTask", memory_mib=2048, cpu=1024)
+    td.add_container(
+        "model",
+        image=IMAGE,
+        cpu=512,
+        memory_limit_mib=1024,
+        gpu=MpsShare(4096),
+        user="1000:1000",
+        readonly_root_filesystem=True,
+        port_mappings=[ecs.PortMapping(container_port=8080, name="http")],
+    )
+    SharedGpuService(
+        fleet.stack,
+        "Model",
+        cluster=fleet.cluster,
+        capacity=fleet.capacity,
+        task_definition=td,
+        desired_count=1,
+        allocation=MEASURED,
+        service_connect_configuration=ecs.ServiceConnectProps(
+            namespace=given, services=[ecs.ServiceConnectService(port_mapping_name="http")]
+        ),
+    )
+    _, artifact = fleet.synth()
+    (service,) = [r for r in artifact.template["Resources"].values() if r["Type"] == "AWS::ECS::Service"]
+    connect = service["Properties"]["ServiceConnectConfiguration"]
+    (namespace,) = [
+        k
+        for k, r in artifact.template["Resources"].items()
+        if r["Type"] == "AWS::ServiceDiscovery::PrivateDnsNamespace"
+    ]
+    assert connect["Namespace"] == (given or {"Fn::GetAtt": [namespace, "Arn"]})
+    assert connect["Services"][0]["PortName"] == "http"  # the rest of the configuration as given

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
@@ -64,6 +65,7 @@ class _PlannedGpuService(Construct):
             type(self).__name__,
         )
         check_options(type(self), path, options, known, service_type.__name__, ServiceError)
+        options = _namespace_by_arn(cluster, options)
         super().__init__(scope, id_)
         self.task_definition = task_definition
         self.capacity = capacity
@@ -161,6 +163,20 @@ class SharedGpuService(_PlannedGpuService):
             service_type=ecs.Ec2Service,
             known=SharedGpuServiceOptions,
         )
+
+
+def _namespace_by_arn(cluster: ecs.ICluster, options: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Service Connect configuration without a namespace joins the cluster's default one by its ARN. aws-ecs would
+    write its name, and ECS resolves a name among every namespace of the account and region (botocore's ECS model,
+    ServiceConnectConfiguration), where private DNS namespaces of one name may sit in several VPCs."""
+    config = options.get("service_connect_configuration")
+    default = cluster.default_cloud_map_namespace
+    if config is None or config.namespace is not None or default is None:
+        return options
+    fields = inspect.signature(ecs.ServiceConnectProps.__init__).parameters
+    given = {name: getattr(config, name) for name in fields if name not in ("self", "namespace")}
+    connect = ecs.ServiceConnectProps(namespace=default.namespace_arn, **given)
+    return {**options, "service_connect_configuration": connect}
 
 
 def placement_strategies(parts: Sequence[str] = LIBRARY_STRATEGY) -> list[ecs.PlacementStrategy]:
