@@ -77,6 +77,11 @@ DENIED = [
     ({"linux__Devices": [{"HostPath": "/dev/sda"}]}, guards.DEVICE_MAPPED),
     ({"c__Environment": [{"Name": "NVIDIA_VISIBLE_DEVICES", "Value": "all"}]}, guards.GPU_STEERING_ENVIRONMENT),
     ({"c__Secrets": [{"Name": "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "ValueFrom": "x"}]}, guards.GPU_STEERING_ENVIRONMENT),
+    # An environment file's variables are read by the agent at task start, out of the synth's sight: any of them may
+    # be NVIDIA_VISIBLE_DEVICES or CUDA_MPS_PINNED_DEVICE_MEM_LIMIT.
+    ({"c__EnvironmentFiles": [{"Type": "s3", "Value": "arn:aws:s3:::b/model.env"}]}, guards.GPU_STEERING_ENVIRONMENT),
+    ({"c__environmentFiles": [{"type": "s3", "value": "arn:aws:s3:::b/model.env"}]}, guards.GPU_STEERING_ENVIRONMENT),
+    ({"c__EnvironmentFiles": {"Ref": "Files"}}, guards.GPU_STEERING_ENVIRONMENT),
     ({"c__Unheard": 1}, guards.UNKNOWN_PROPERTY),
     ({"task__TrustedExecutionConfiguration": {}}, guards.UNKNOWN_PROPERTY),
     ({"linux__Something": 1}, guards.UNKNOWN_PROPERTY),
@@ -124,6 +129,7 @@ ALLOWED = [
     {"c__DockerSecurityOptions": ["no-new-privileges"]},
     {"c__DockerSecurityOptions": ["no-new-privileges:true"]},
     {"c__Environment": [{"Name": "MODEL_ID", "Value": "x"}, {"Name": "cuda_visible_devices", "Value": "0"}]},
+    {"c__EnvironmentFiles": []},
     {"task__Volumes": [{"Name": "scratch"}]},
     {"task__Volumes": [{"Name": "scratch", "Host": {}}]},
     {"task__Volumes": [{"Name": "scratch", "Host": {"SourcePath": ""}}]},

@@ -90,8 +90,9 @@ GUARDS: tuple[Guard, ...] = (
     Guard(
         GPU_STEERING_ENVIRONMENT,
         "container",
-        "no container on a GPU host sets NVIDIA_*, CUDA_VISIBLE_DEVICES or CUDA_MPS_* in environment or secrets: "
-        "they choose GPUs and MPS limits past ECS's assignment",
+        "no container on a GPU host sets NVIDIA_*, CUDA_VISIBLE_DEVICES or CUDA_MPS_* in environment or secrets, "
+        "nor reads environment files, whose variables the synth cannot see: they choose GPUs and MPS limits past "
+        "ECS's assignment",
     ),
     Guard(
         EVIDENCE_LOGS,
@@ -174,7 +175,6 @@ CONTAINER_NEUTRAL = frozenset(
         "dnsServers",
         "dockerLabels",
         "entryPoint",
-        "environmentFiles",
         "essential",
         "extraHosts",
         "firelensConfiguration",
@@ -204,7 +204,9 @@ CONTAINER_NEUTRAL = frozenset(
         "workingDirectory",
     }
 )
-CONTAINER_JUDGED = frozenset({"privileged", "linuxParameters", "dockerSecurityOptions", "environment", "secrets"})
+CONTAINER_JUDGED = frozenset(
+    {"privileged", "linuxParameters", "dockerSecurityOptions", "environment", "environmentFiles", "secrets"}
+)
 LINUX_NEUTRAL = frozenset({"initProcessEnabled", "maxSwap", "sharedMemorySize", "swappiness", "tmpfs"})
 LINUX_JUDGED = frozenset({"capabilities", "devices"})
 VOLUME_NEUTRAL = frozenset(
@@ -338,6 +340,16 @@ def _container(container: Mapping[str, Any]) -> Iterator[str]:
                     f"[{GPU_STEERING_ENVIRONMENT}] {where}: {kind} {variable} would steer the GPU: "
                     f"{GPU_ENVIRONMENT_REASON}"
                 )
+    files = container.get("environmentFiles")
+    if files is not None and files != []:
+        # The agent reads them at task start (ECS Developer Guide, "Pass environment variables to an Amazon ECS
+        # container": environmentFiles), out of the synth's sight: any variable of them may steer the GPU.
+        yield (
+            f"[{GPU_STEERING_ENVIRONMENT}] {where}: environmentFiles {json.dumps(files)[:120]} set variables the "
+            "synth cannot read, and NVIDIA_*, CUDA_VISIBLE_DEVICES or CUDA_MPS_* among them would steer the GPU past "
+            "ECS's assignment and the MPS limits; give the variables in environment or secrets, where they are "
+            f"judged, or allow the files with a reason (FleetPlan.allow(scope, '{GPU_STEERING_ENVIRONMENT}', ...))"
+        )
     logging = json.dumps([container.get("logConfiguration"), container.get("firelensConfiguration")])
     if EVIDENCE_LOG_GROUP_PREFIX in logging or STOPPED_TASKS_LOG_GROUP_PREFIX in logging:
         yield (
