@@ -154,9 +154,11 @@ def _task_definition(
     for path in spec.writable_paths:
         task.add_volume(name=scratch_volume_name(path))
     if spec.model_cache_path:
-        # One Docker volume per host, shared by the service's tasks there: weights download once per host.
+        # One Docker volume per host, shared by the service's tasks there: weights download once per host. The agent
+        # names a shared volume after the task definition's volume (amazon-ecs-agent, agent/api/task/task.go,
+        # addSharedVolumes), so the name is the service's own: another service's tasks on the host name theirs.
         task.add_volume(
-            name=MODEL_CACHE_VOLUME,
+            name=model_cache_volume(spec.name),
             docker_volume_configuration=ecs.DockerVolumeConfiguration(
                 scope=ecs.Scope.SHARED, autoprovision=True, driver="local"
             ),
@@ -164,7 +166,9 @@ def _task_definition(
     return task
 
 
-MODEL_CACHE_VOLUME = "model-cache"
+def model_cache_volume(service: str) -> str:
+    """The service's model cache volume: its name is host-wide (a fleet's service names are letters, digits and '-')."""
+    return f"{service}-model-cache"
 
 
 def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -> None:
@@ -176,7 +180,9 @@ def _containers(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) -
     ]
     if spec.model_cache_path:
         mounts.append(
-            ecs.MountPoint(source_volume=MODEL_CACHE_VOLUME, container_path=spec.model_cache_path, read_only=False)
+            ecs.MountPoint(
+                source_volume=model_cache_volume(spec.name), container_path=spec.model_cache_path, read_only=False
+            )
         )
     model = task.add_container(  # type: ignore[call-arg]
         CONTAINER_NAME,
@@ -351,8 +357,9 @@ def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseServi
     namespace = service.cluster.default_cloud_map_namespace
     assert namespace is not None, "called only where the cluster has a namespace"
     service.enable_service_connect(
-        # By ARN, not the name CDK writes by default: ECS takes either (botocore's ECS model, ServiceConnectConfiguration),
-        # and private DNS namespaces of one name may sit in other VPCs of the account (terraform-provider-aws issue 20313).
+        # By ARN, not the name CDK writes by default: ECS takes either (botocore's ECS model,
+        # ServiceConnectConfiguration), and private DNS namespaces of one name may sit in other VPCs of the account
+        # (terraform-provider-aws issue 20313).
         namespace=namespace.namespace_arn,
         services=services,
         log_driver=ecs.LogDrivers.aws_logs(

@@ -323,6 +323,20 @@ def test_each_service_joins_the_clusters_namespace_by_its_arn(example: dict[str,
         assert outputs[named["Fn::GetStackOutput"]["OutputName"]]["Value"] == {"Fn::GetAtt": [namespace, "Arn"]}
 
 
+def test_each_services_model_cache_is_its_own_volume_on_a_host(example: dict[str, Any]) -> None:
+    """The agent names a shared-scope Docker volume after the task definition's volume (amazon-ecs-agent,
+    agent/api/task/task.go, addSharedVolumes): one name is one volume for every task on the host that names it. The
+    example's embedder and reranker both cache weights on L4 hosts; each gets a volume of its own name."""
+    shared = {
+        task["Properties"]["Family"]: [
+            v["Name"] for v in task["Properties"].get("Volumes", []) if "DockerVolumeConfiguration" in v
+        ]
+        for task in _resources(example["models-services-1"], "AWS::ECS::TaskDefinition")
+    }
+    names = [n for volumes in shared.values() for n in volumes]
+    assert sorted(names) == ["embedder-model-cache", "llm-model-cache", "reranker-model-cache"], shared
+
+
 def test_service_connect_discovery_names_are_unique_in_the_namespace(example: dict[str, Any]) -> None:
     templates = example
     names = [
@@ -385,7 +399,7 @@ def test_the_example_llm_is_a_real_model_server(example: dict[str, Any]) -> None
     assert [s["Name"] for s in model["Secrets"]] == ["HF_TOKEN"]
     assert model["ReadonlyRootFilesystem"] is True
     (task,) = _resources(services, "AWS::ECS::TaskDefinition", "llmTask")
-    (cache,) = [v for v in task["Properties"]["Volumes"] if v["Name"] == "model-cache"]
+    (cache,) = [v for v in task["Properties"]["Volumes"] if v["Name"] == "llm-model-cache"]
     assert cache["DockerVolumeConfiguration"] == {"Autoprovision": True, "Driver": "local", "Scope": "shared"}
     Template.from_json(services).has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalingPolicy",

@@ -363,3 +363,57 @@ def test_a_policy_naming_the_task_role_by_its_literal_name_is_read() -> None:
     resources["Role"]["Properties"]["RoleName"] = "model-task"
     resources["Policy"]["Properties"]["Roles"] = ["model-task"]
     assert _rules(templates) == [escalation.TASK_ROLE_ESCALATION]
+
+
+def _volume(name: str, scope: str = "shared") -> dict[str, Any]:
+    return {"Name": name, "DockerVolumeConfiguration": {"Scope": scope, "Autoprovision": True, "Driver": "local"}}
+
+
+def _two_tasks(first: dict[str, Any], second: dict[str, Any], second_cluster: str = "x") -> dict[str, Any]:
+    """Two services on the GPU cluster (the second elsewhere when ``second_cluster`` is not "x"), each with one
+    task definition of one volume."""
+    templates = _app(
+        _service(LaunchType="EC2", Cluster="x"),
+        {"Type": "AWS::ECS::TaskDefinition", "Properties": {"ContainerDefinitions": [], "Volumes": [first]}},
+    )
+    templates["c"]["Resources"]["Cluster"]["Properties"]["ClusterName"] = "x"  # the GPU cluster, by its name
+    templates["tenant"]["Resources"]["Svc2"] = {
+        "Type": "AWS::ECS::Service",
+        "Properties": {"TaskDefinition": {"Ref": "Task2"}, "LaunchType": "EC2", "Cluster": second_cluster},
+    }
+    templates["tenant"]["Resources"]["Task2"] = {
+        "Type": "AWS::ECS::TaskDefinition",
+        "Properties": {"ContainerDefinitions": [], "Volumes": [second]},
+    }
+    return templates
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "cluster", "refused"),
+    [
+        pytest.param(_volume("a-cache"), _volume("b-cache"), "x", False, id="two-names"),
+        pytest.param(_volume("cache"), _volume("cache", "task"), "x", False, id="one-task-scoped"),
+        pytest.param(_volume("cache"), _volume("cache"), "x", True, id="one-name-twice"),
+        pytest.param(_volume("cache", "Shared"), _volume("cache"), "x", True, id="any-spelling"),
+        pytest.param(_volume("cache"), _volume("cache"), "batch", False, id="the-other-off-the-gpu-hosts"),
+    ],
+)
+def test_one_shared_docker_volume_named_by_two_task_definitions_is_refused(
+    first: dict[str, Any], second: dict[str, Any], cluster: Any, refused: bool
+) -> None:
+    """A shared-scope Docker volume is one volume per host by its name (amazon-ecs-agent, agent/api/task/task.go,
+    addSharedVolumes): two task definitions naming it on GPU hosts reach each other's files."""
+    judged = tenancy.judge(_two_tasks(first, second, cluster))
+    assert [v.rule_id for v in judged.violations] == ([tenancy.SHARED_VOLUME_NAMED_TWICE] if refused else [])
+    if refused:
+        text = judged.violations[0].message
+        assert "'cache'" in text and "tenant/Task" in text and "tenant/Task2" in text
+
+
+def test_a_shared_docker_volume_named_twice_can_be_allowed() -> None:
+    allowed = {("tenant", "Task2"): {tenancy.SHARED_VOLUME_NAMED_TWICE: "one team's two services share a cache"}}
+    judged = tenancy.judge(_two_tasks(_volume("cache"), _volume("cache")), allowed)
+    assert judged.violations == []
+    assert judged.allowed == [
+        ("tenant/Task2", tenancy.SHARED_VOLUME_NAMED_TWICE, "one team's two services share a cache")
+    ]

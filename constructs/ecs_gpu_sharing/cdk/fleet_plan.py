@@ -32,6 +32,7 @@ from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess
 from ..core.service_rules import check_all
 from ..core.tenancy import (
     CAPACITY_METADATA,
+    SHARED_VOLUME_NAMED_TWICE,
     TASK_DEFINITION_NOT_READABLE,
     TASK_ROLE_NOT_READABLE,
     Judgement,
@@ -162,7 +163,13 @@ class FleetPlan(Construct):
             out.update(self._acks.get(scope, {}))
         return out
 
-    ALLOWABLE = (*GUARD_RULES, TASK_ROLE_ESCALATION, TASK_DEFINITION_NOT_READABLE, TASK_ROLE_NOT_READABLE)
+    ALLOWABLE = (
+        *GUARD_RULES,
+        TASK_ROLE_ESCALATION,
+        TASK_DEFINITION_NOT_READABLE,
+        TASK_ROLE_NOT_READABLE,
+        SHARED_VOLUME_NAMED_TWICE,
+    )
     """The rules ``allow`` can permit: the allow-list over task definitions, task-role escalation, and a service on
     a GPU capacity whose task definition the app does not hold."""
 

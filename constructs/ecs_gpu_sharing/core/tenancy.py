@@ -35,6 +35,7 @@ from .escalation import (
 from .hardening import managed_policies
 from .rule_family import Family, Level, Source
 from .service_rules import Resource, Templates
+from .shape import camel_keys
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
 
@@ -64,6 +65,15 @@ SERVICE_NAME_CLAIMED = RULES.declare(
     Source.TEMPLATE,
     "two services carry one plan name in the ecs-gpu-sharing:service tag, by which evaluate finds a plan's "
     "service: only the library sets it",
+)
+SHARED_VOLUME_NAMED_TWICE = RULES.declare(
+    "ecs-gpu-sharing:SharedVolumeNamedTwice",
+    Level.ERROR,
+    "task definition",
+    Source.TEMPLATE,
+    "a shared-scope Docker volume is one volume per host by its name (amazon-ecs-agent, agent/api/task/task.go, "
+    "addSharedVolumes): two task definitions on GPU hosts that name it read and write each other's files "
+    "(FleetPlan.allow permits it, with a reason)",
 )
 FARGATE_PROVIDERS = frozenset({"FARGATE", "FARGATE_SPOT"})
 
@@ -315,6 +325,7 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
             seen.add((shared.stack, shared.logical_id))
             _judge_task(ctx, out, allowed or {}, shared, "a shared-GPU task definition")
     if not caps.providers:
+        _shared_volumes(ctx, out, allowed or {}, seen)
         out.violations.extend(_claimed_twice(ctx))
         return out
     for runner in sorted(runners(ctx), key=lambda r: (r.resource.stack, r.resource.logical_id)):
@@ -331,8 +342,32 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
             on = detail if state == "gpu" else f"what may be a GPU host ({detail})"
             runs = f"{runner.what} {cdk_path(runner.resource)} runs it on {on}"
             _judge_task(ctx, out, allowed or {}, task, runs, sure=state == "gpu")
+    _shared_volumes(ctx, out, allowed or {}, seen)
     out.violations.extend(_claimed_twice(ctx))
     return out
+
+
+def _shared_volumes(ctx: Templates, out: Judgement, allowed: Allowed, judged: set[Key]) -> None:
+    """A shared-scope Docker volume named by more than one of the task definitions judged (those that run, or may run,
+    on GPU hosts): the first keeps it, each other is refused, naming the first."""
+    first: dict[str, Resource] = {}
+    tasks = [t for key in sorted(judged) if (t := ctx.resource(*key)) is not None]
+    for task in tasks:
+        for volume in [camel_keys(v) for v in task.props.get("Volumes") or [] if isinstance(v, Mapping)]:
+            config = camel_keys(volume.get("dockerVolumeConfiguration"))
+            if str(config.get("scope")).lower() != "shared":
+                continue
+            name = volume.get("name")
+            key = json.dumps(name)
+            if key not in first:
+                first[key] = task
+                continue
+            message = (
+                f"{cdk_path(task)} names the shared Docker volume {name!r}, as {cdk_path(first[key])} does: the agent "
+                "makes one volume per host of that name, so each reads and writes the other's files; name it after "
+                "its own service, or allow it with a reason (FleetPlan.allow)"
+            )
+            _add(out, allowed, [task], SHARED_VOLUME_NAMED_TWICE, message)
 
 
 def _unreadable_task(out: Judgement, allowed: Allowed, runner: Runner, state: str, detail: str) -> None:

@@ -41,6 +41,9 @@ class Templates:
                     {k: v for k, v in raw.items() if k not in ("Type", "Properties")},
                 )
 
+    def resource(self, stack: str, logical_id: str) -> Resource | None:
+        return self._by_id.get((stack, logical_id))
+
     def of_type(self, kind: str) -> Iterator[Resource]:
         return (r for r in self._by_id.values() if r.kind == kind)
 
