@@ -22,7 +22,16 @@ from ecs_gpu_sharing.core.allocation import AllocationNote
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.mps import MAX_CLIENTS_PER_GPU
 from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
-from ecs_gpu_sharing.core.planner import CapacityInput, GpuLoad, Plan, ServiceInput, bin_lower_bound, plan
+from ecs_gpu_sharing.core.planner import (
+    CapacityInput,
+    GpuLoad,
+    Plan,
+    ServiceInput,
+    bin_lower_bound,
+    interfaces_used,
+    plan,
+    tasks_on_a_host,
+)
 from ecs_gpu_sharing.core.shape import TaskShape
 
 from conftest import FIVE_LLMS, REPO, benchmarks_on_path
@@ -707,6 +716,19 @@ def test_interfaces_bind_with_other_limits_and_bridge_tasks_fill_the_rest() -> N
     assert sum(g.count for g in groups) == 2
     for g in groups:
         assert sum(k for gpu in g.gpus for name, k in gpu.tasks if name == "a") <= 3
+
+
+def test_a_hosts_tasks_count_a_task_of_whole_gpus_once() -> None:
+    """A task holding two whole GPUs is listed on each of them; on one host it is one task, and one interface."""
+    whole = ServiceInput("w", "l40s", TaskShape(1024, 4096, whole_gpus=2, network_interfaces=1), 2)
+    shared = ServiceInput("m", "l40s", TaskShape(256, 1024, (2048,), network_interfaces=1), 3)
+    result = plan([L40S], [whole, shared])
+    cap = result.capacity("l40s")
+    counts = tasks_on_a_host(cap, result.services)
+    assert sum(g.count * on.get("w", 0) for g, on in zip(cap.instances, counts, strict=True)) == 2
+    assert sum(g.count * on.get("m", 0) for g, on in zip(cap.instances, counts, strict=True)) == 3
+    used = interfaces_used(cap, result.services)
+    assert used is not None and sum(g.count * n for g, n in zip(cap.instances, used, strict=True)) == 5
 
 
 @settings(max_examples=40, deadline=None)

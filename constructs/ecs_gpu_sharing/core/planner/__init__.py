@@ -37,6 +37,7 @@ from .model import (
     ServiceInput,
     Unplaced,
     interfaces_used,
+    tasks_on_a_host,
 )
 from .packing import HOST_LP_GAP, HOST_LP_SERVICES, HOST_LP_TASKS, host_lp_exact, host_lp_runs, lp_problem, plan
 from .search import SEARCH_STEPS, SEARCH_TASKS
@@ -65,4 +66,5 @@ __all__ = [
     "interfaces_used",
     "lp_problem",
     "plan",
+    "tasks_on_a_host",
 ]

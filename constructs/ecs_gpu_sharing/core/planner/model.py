@@ -173,21 +173,33 @@ class CapacityPlan:
         return self.fits and self.instance_count <= self.instance_lower_bound
 
 
+def tasks_on_a_host(c: CapacityPlan, services: Sequence[ServiceInput]) -> list[dict[str, int]]:
+    """Per instance group of ``c``, each service's tasks on one of its hosts. A task of whole GPUs is listed on each
+    of its GPUs, and counted once."""
+    whole = {s.name: max(s.shape.whole_gpus, 1) for s in services if s.capacity == c.capacity.name}
+    out = []
+    for group in c.instances:
+        on: dict[str, int] = {}
+        held: dict[str, int] = {}  # GPUs held whole, by service
+        for gpu in group.gpus:
+            for name, n in gpu.tasks:
+                into = held if gpu.whole else on
+                into[name] = into.get(name, 0) + n
+        for name, n in group.tasks_without_gpu:
+            on[name] = on.get(name, 0) + n
+        for name, n in held.items():
+            on[name] = on.get(name, 0) + n // whole[name]
+        out.append(on)
+    return out
+
+
 def interfaces_used(c: CapacityPlan, services: Sequence[ServiceInput]) -> list[int] | None:
     """Per instance group of ``c``, the network interfaces its awsvpc tasks take; None where none of the capacity's
-    services runs in awsvpc or its types' interface count is not known. A task of whole GPUs is listed on each."""
+    services runs in awsvpc or its types' interface count is not known."""
     shapes = {s.name: s.shape for s in services if s.capacity == c.capacity.name}
     if not c.capacity.task_network_interfaces or not any(x.network_interfaces for x in shapes.values()):
         return None
-    return [
-        sum(
-            shapes[name].network_interfaces * n // (shapes[name].whole_gpus if gpu.whole else 1)
-            for gpu in group.gpus
-            for name, n in gpu.tasks
-        )
-        + sum(shapes[name].network_interfaces * n for name, n in group.tasks_without_gpu)
-        for group in c.instances
-    ]
+    return [sum(shapes[name].network_interfaces * n for name, n in on.items()) for on in tasks_on_a_host(c, services)]
 
 
 @dataclass
