@@ -14,6 +14,7 @@ from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInp
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
     FRACTION_WARNING,
+    HOST_PORT_TWICE,
     OUTSIDE_PLAN_WARNING,
     RULES,
     RULES_BY_ID,
@@ -25,6 +26,7 @@ from ecs_gpu_sharing.core.rules import (
     surge_factor,
 )
 from ecs_gpu_sharing.core.shape import TaskShape
+from ecs_gpu_sharing.core.task_rules import TASK_MAPS_RESERVED_HOST_PORT
 
 L4 = capacity_input("l4", host_facts(["g6.xlarge"]))  # 22307 usable, 4096 units, 15401 MiB
 
@@ -96,6 +98,44 @@ def test_warning_more_than_48_clients_possible() -> None:
     assert finding.rule_id == CLIENT_LIMIT_WARNING and "87 of them on one 22307 MiB GPU" in finding.message
     assert "at least 465 MiB" in finding.message
     assert assess([L4], [svc(2, 465)]).findings == ()
+
+
+def _ported(count: int, *ports: tuple[int, str], name: str = "emb", mib: int = 4000) -> ServiceInput:
+    return ServiceInput(name, "l4", TaskShape(512, 1024, (mib,), host_ports=ports), count, allocation=MEASURED)
+
+
+def test_error_two_tasks_holding_one_static_host_port_on_a_host() -> None:
+    """ECS places a task only on a container instance whose ports it needs are free ("Use strategies to define
+    Amazon ECS task placement": CPU, GPU, memory and port requirements): the plan, which packs by GPU memory, CPU and
+    memory, would put five such tasks on one L4."""
+    (finding,) = [f for f in assess([L4], [_ported(5, (8080, "tcp"))]).errors]
+    assert finding.rule_id == HOST_PORT_TWICE and finding.subject == "emb"
+    assert "5 tasks that map host port 8080/tcp on one host (emb x5)" in finding.message
+    assert "at its largest counts" in finding.message and "host port 0" in finding.message
+    # One task holds the port alone, but a rolling deployment starts its replacement before stopping it, and the
+    # surge plan packs both on one host, where ECS cannot place the second.
+    (surge,) = assess([L4], [_ported(1, (8080, "tcp"))]).errors
+    assert surge.rule_id == HOST_PORT_TWICE and "2 tasks that map host port 8080/tcp" in surge.message
+    assert "at a deployment's surge" in surge.message
+    # dynamic ports (none fixed) share a host freely
+    assert not assess([L4], [_ported(5), _ported(3, name="c")]).errors
+
+
+def test_error_two_services_holding_one_static_host_port_on_a_host() -> None:
+    errors = assess([L4], [_ported(1, (9000, "tcp"), name="a"), _ported(1, (9000, "tcp"), name="b")]).errors
+    assert {e.subject for e in errors} == {"a", "b"} and {e.rule_id for e in errors} == {HOST_PORT_TWICE}
+    assert "2 tasks that map host port 9000/tcp on one host (a, b) at its largest counts" in errors[0].message
+    # another protocol is another port
+    udp = assess([L4], [_ported(1, (9000, "tcp"), name="a"), _ported(1, (9000, "udp"), name="b")]).errors
+    assert all("(a, b)" not in e.message for e in udp)
+
+
+@pytest.mark.parametrize("port", [22, 2375, 2376, 51678, 51679])
+def test_error_a_host_port_the_agent_reserves(port: int) -> None:
+    (finding,) = assess([L4], [_ported(1, (port, "tcp"))]).errors
+    assert finding.rule_id == TASK_MAPS_RESERVED_HOST_PORT and f"host port {port}/tcp" in finding.message
+    udp = assess([L4], [_ported(1, (port, "udp"))]).errors  # the agent reserves no UDP port by default
+    assert TASK_MAPS_RESERVED_HOST_PORT not in {e.rule_id for e in udp}
 
 
 def test_warning_a_memory_fraction_of_the_whole_gpu_past_the_budget() -> None:

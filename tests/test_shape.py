@@ -104,3 +104,25 @@ def test_reads_a_cloudformation_containers_command_and_entry_point() -> None:
     assert (facts.entry_point, facts.command) == (["vllm", "serve", "--gpu-memory-utilization"], ["0.5"])
     facts = ContainerFacts(facts.name, gpu_budget_mib=8000, command=facts.command, entry_point=facts.entry_point)
     assert task_shape([facts], owner="T").memory_fractions == (("--gpu-memory-utilization", 0.5, 8000),)
+
+
+def test_static_host_ports_are_read_in_bridge_mode_only() -> None:
+    """A host port of 0 or none is dynamic; in awsvpc the port is the task's own interface's, not the host's."""
+    containers = containers_from_cloudformation(
+        [
+            {
+                "Name": "model",
+                "Memory": 1024,
+                "PortMappings": [
+                    {"ContainerPort": 8080, "HostPort": 8080},
+                    {"ContainerPort": 9000, "HostPort": "9000", "Protocol": "udp"},
+                    {"ContainerPort": 7000, "HostPort": 0},
+                    {"ContainerPort": 7001},
+                ],
+            },
+            {"name": "metrics", "memory": 64, "portMappings": [{"containerPort": 9100, "hostPort": 9100}]},
+        ],
+        owner="t",
+    )
+    assert task_shape(containers, owner="t").host_ports == ((8080, "tcp"), (9000, "udp"), (9100, "tcp"))
+    assert task_shape(containers, owner="t", awsvpc=True).host_ports == ()

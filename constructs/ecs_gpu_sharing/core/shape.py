@@ -33,6 +33,7 @@ class ContainerFacts:
     gpu_budget_mib: Any = None  # MPS GPU memory budget
     command: Any = None  # the container's command as written (a fraction of GPU memory it asks for is read from it)
     entry_point: Any = None  # the container's entry point as written (read with its command)
+    host_ports: tuple[tuple[int, str], ...] = ()  # (port, protocol) of each mapping to a fixed host port
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class TaskShape:
     # (flag, fraction, the container's budget) for each MPS container whose command asks for a fraction of the GPU's
     # memory (core.mps.memory_fraction); what a task asks, not what it takes, so not part of the shape's identity
     memory_fractions: tuple[tuple[str, float, int], ...] = field(default=(), compare=False)
+    # (port, protocol) of each fixed host port its containers map (bridge mode): ECS places a task only on a host
+    # where they are free, which the plan checks (HostPortTwiceOnAHost), not packs by
+    host_ports: tuple[tuple[int, str], ...] = field(default=(), compare=False)
 
     @property
     def task_gpu_budget_mib(self) -> int:
@@ -164,6 +168,7 @@ def task_shape(
         whole_gpus=whole,
         network_interfaces=1 if awsvpc else 0,
         memory_fractions=tuple(fractions),
+        host_ports=() if awsvpc else tuple(sorted({p for c in containers for p in c.host_ports})),
     )
 
 
@@ -213,6 +218,21 @@ def containers_from_cloudformation(container_definitions: Any, *, owner: str) ->
                 gpu_budget_mib=budget,
                 command=c.get("command"),
                 entry_point=c.get("entryPoint"),
+                host_ports=_host_ports(c.get("portMappings")),
             )
         )
     return out
+
+
+def _host_ports(mappings: Any) -> tuple[tuple[int, str], ...]:
+    """The fixed host ports of a container's port mappings, with their protocol (tcp unless said); 0, none or a value
+    not known at synth is dynamic or unknown, and not counted."""
+    out = []
+    for m in mappings if isinstance(mappings, list) else []:
+        mapping = camel_keys(m)
+        port = mapping.get("hostPort")
+        if isinstance(port, str) and port.isdigit():
+            port = int(port)
+        if isinstance(port, int) and not isinstance(port, bool) and port > 0:
+            out.append((port, str(mapping.get("protocol") or "tcp").lower()))
+    return tuple(out)

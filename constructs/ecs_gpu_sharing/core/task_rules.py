@@ -21,6 +21,10 @@ TASK_EXCEEDS_GPUS = "ecs-gpu-sharing:TaskExceedsGpus"
 TASK_EXCEEDS_HOST_CPU = "ecs-gpu-sharing:TaskExceedsHostCpu"
 TASK_EXCEEDS_HOST_MEMORY = "ecs-gpu-sharing:TaskExceedsHostMemory"
 TASK_BELOW_CUDA_CONTEXT = "ecs-gpu-sharing:TaskBelowCudaContext"
+TASK_MAPS_RESERVED_HOST_PORT = "ecs-gpu-sharing:TaskMapsReservedHostPort"
+# The TCP host ports the ECS agent reserves on every Linux host (amazon-ecs-agent, agent/config/config_unix.go,
+# ReservedPorts: SSH, the Docker daemon and its TLS port, the agent's introspection and task metadata endpoints).
+RESERVED_HOST_PORTS = (22, 2375, 2376, 51678, 51679)
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,17 @@ def _host_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
     )
 
 
+def _reserved_port(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    ports = [p for p, protocol in service.shape.host_ports if protocol == "tcp" and p in RESERVED_HOST_PORTS]
+    if not ports:
+        return None
+    shown = ", ".join(f"{p}/tcp" for p in ports)
+    return (
+        f"one task maps host port {shown}, which the ECS agent reserves on every host (amazon-ecs-agent, "
+        f"agent/config/config_unix.go: ReservedPorts {', '.join(map(str, RESERVED_HOST_PORTS))}): ECS never places it"
+    )
+
+
 @dataclass(frozen=True)
 class TaskRule:
     """A rule one task must meet on one host, whatever else runs there."""
@@ -147,6 +162,12 @@ TASK_RULES: tuple[TaskRule, ...] = (
         "a task's memory must fit what one host offers to tasks",
         "lower the task's memory, or use a larger instance type",
         _host_memory,
+    ),
+    TaskRule(
+        TASK_MAPS_RESERVED_HOST_PORT,
+        "a task mapping a host port the ECS agent reserves (22, 2375, 2376, 51678, 51679) is never placed",
+        "map host port 0 (a dynamic port, which a load balancer's target group follows) or another port",
+        _reserved_port,
     ),
 )
 

@@ -38,6 +38,7 @@ from .model import (
 from .other_rules import OTHER_RULES, RULE_FAILED
 from .plan_rules import (
     DEPLOYMENT_CANNOT_START,
+    HOST_PORT_TWICE,
     PLACEMENT_NEEDS_MORE,
     PLACEMENT_SCATTERS,
     PLAN_RULES,
@@ -267,6 +268,7 @@ __all__ = [
     "CLIENT_LIMIT_WARNING",
     "DEPLOYMENT_CANNOT_START",
     "FRACTION_WARNING",
+    "HOST_PORT_TWICE",
     "OTHER_RULES",
     "OUTSIDE_PLAN_WARNING",
     "PLACEMENT_NEEDS_MORE",

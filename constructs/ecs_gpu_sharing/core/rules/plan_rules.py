@@ -12,7 +12,7 @@ from ..allocation import digest_of
 from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
 from ..placement import DEFAULT_PRESET, scatters, strategy_label
-from ..planner import MANAGED_INSTANCES
+from ..planner import MANAGED_INSTANCES, tasks_on_a_host
 from ..rule_family import Level
 from ..task_rules import TASK_RULES, TaskRule
 from ..text import few
@@ -31,6 +31,7 @@ PLACEMENT_NEEDS_MORE = "ecs-gpu-sharing:EcsPlacementNeedsMoreInstances"
 DEPLOYMENT_CANNOT_START = "ecs-gpu-sharing:DeploymentCannotStart"
 PLACEMENT_SCATTERS = "ecs-gpu-sharing:PlacementScatters"
 ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
+HOST_PORT_TWICE = "ecs-gpu-sharing:HostPortTwiceOnAHost"
 
 
 _REGISTERED: list[Rule] = []
@@ -485,6 +486,44 @@ def memory_fraction_of_whole_gpu(ctx: Context) -> Iterator[tuple[str, str]]:
                 f"and cannot start or runs out of memory; {fix}, or give the size in bytes where the framework takes "
                 "one",
             )
+
+
+@plan_rule(
+    HOST_PORT_TWICE,
+    Level.ERROR,
+    "service",
+    "ECS places a task only on a host where the host ports it maps are free ('Use strategies to define Amazon ECS task "
+    "placement': CPU, GPU, memory and port requirements), so no host holds two tasks mapping one static host port",
+)
+def host_port_twice(ctx: Context) -> Iterator[tuple[str, str]]:
+    said: set[str] = set()
+    for when, p in (("at its largest counts", ctx.steady), ("at a deployment's surge", ctx.surge)):
+        for c in p.capacities:
+            mapped = {s.name: s.shape.host_ports for s in p.services if s.capacity == c.capacity.name}
+            for on in tasks_on_a_host(c, p.services) if any(mapped.values()) else []:
+                for (port, protocol), held in _port_holders(on, mapped):
+                    total = sum(n for _, n in held)
+                    shown = ", ".join(name if n == 1 else f"{name} x{n}" for name, n in held)
+                    for name in [name for name, _ in held if name not in said]:
+                        said.add(name)
+                        yield (
+                            name,
+                            f"the plan puts {total} tasks that map host port {port}/{protocol} on one host ({shown}) "
+                            f"{when}, where ECS places one: its instances are too few and the extra tasks wait; map "
+                            "host port 0 (a dynamic port, which a load balancer's target group follows) or use the "
+                            "awsvpc network mode",
+                        )
+
+
+def _port_holders(
+    on: dict[str, int], mapped: dict[str, tuple[tuple[int, str], ...]]
+) -> list[tuple[tuple[int, str], list[tuple[str, int]]]]:
+    """The static host ports that more than one task of one host maps, each with (service, its tasks there)."""
+    holders: dict[tuple[int, str], list[tuple[str, int]]] = {}
+    for name, n in sorted(on.items()):
+        for port in mapped.get(name, ()):
+            holders.setdefault(port, []).append((name, n))
+    return [(port, held) for port, held in sorted(holders.items()) if sum(n for _, n in held) > 1]
 
 
 @plan_rule(
