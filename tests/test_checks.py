@@ -13,6 +13,7 @@ from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
+    DISTINCT_INSTANCE_PACKED,
     FRACTION_WARNING,
     HOST_PORT_TWICE,
     OUTSIDE_PLAN_WARNING,
@@ -128,6 +129,21 @@ def test_error_two_services_holding_one_static_host_port_on_a_host() -> None:
     # another protocol is another port
     udp = assess([L4], [_ported(1, (9000, "tcp"), name="a"), _ported(1, (9000, "udp"), name="b")]).errors
     assert all("(a, b)" not in e.message for e in udp)
+
+
+def test_error_a_distinct_instance_service_packed_on_one_host() -> None:
+    """distinctInstance keeps each task of the service's group on a different container instance (Amazon ECS API
+    Reference, PlacementConstraint); the old and the new tasks of a rolling deployment are one group, so the surge needs a
+    host for each too."""
+    distinct = replace(svc(3, 4000), distinct_instance=True)
+    (finding,) = assess([L4], [distinct]).errors
+    assert finding.rule_id == DISTINCT_INSTANCE_PACKED and finding.subject == "emb"
+    assert (
+        "3 of its tasks on one host at its largest counts" in finding.message and "distinctInstance" in finding.message
+    )
+    (surge,) = assess([L4], [replace(svc(1, 4000), distinct_instance=True)]).errors
+    assert "2 of its tasks on one host at a deployment's surge" in surge.message
+    assert not assess([L4], [svc(3, 4000)]).errors  # without the constraint, three share a host
 
 
 @pytest.mark.parametrize("port", [22, 2375, 2376, 51678, 51679])

@@ -474,3 +474,12 @@ def test_service_connect_joins_the_clusters_namespace_by_its_arn(given: str | No
     ]
     assert connect["Namespace"] == (given or {"Fn::GetAtt": [namespace, "Arn"]})
     assert connect["Services"][0]["PortName"] == "http"  # the rest of the configuration as given
+
+
+def test_a_distinct_instance_constraint_is_read_and_its_packing_refused() -> None:
+    """AWS's managed scaling page recommends distinctInstance as the one constraint; a service that sets it runs one
+    task an instance, so the plan, which packs three on one L4, is refused with the numbers."""
+    fleet = Fleet()
+    fleet.service("Model", 3, 4000, placement_constraints=[ecs.PlacementConstraint.distinct_instances()])
+    with pytest.raises(Exception, match=r"DistinctInstancePacked.*3 of its tasks on one host"):
+        fleet.synth()

@@ -243,6 +243,14 @@ def _kept_apart(props: Mapping[str, Any]) -> bool:
     )
 
 
+def _distinct_instance(props: Mapping[str, Any]) -> bool:
+    """Whether a distinctInstance constraint runs one of the service's tasks an instance."""
+    return any(
+        isinstance(c, Mapping) and str(c.get("type", "")).lower() == "distinctinstance"
+        for c in props.get("placementConstraints") or []
+    )
+
+
 def _max_percent(props: Mapping[str, Any]) -> int | str:
     value = (props.get("deploymentConfiguration") or {}).get("maximumPercent", ECS_DEFAULT_MAX_PERCENT)
     return value if isinstance(value, int) else f"its deployment maximum percent is {describe(value)}"
@@ -409,6 +417,7 @@ def discover(
                 acknowledged={**_task_acks(acks, construct), **acks(named)},
                 kept_apart=_kept_apart(props),
                 placement=placement.from_cloudformation(props.get("placementStrategies")),
+                distinct_instance=_distinct_instance(props),
             )
         )
     _add_capacities(found, by_name, reserved, acks)

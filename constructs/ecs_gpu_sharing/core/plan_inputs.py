@@ -80,9 +80,11 @@ def service_input(
     acknowledged: Mapping[str, str] | None = None,
     kept_apart: bool = False,
     placement: tuple[str, ...] = LIBRARY_STRATEGY,
+    distinct_instance: bool = False,
 ) -> ServiceInput:
     """A service as the planner sees it. ``kept_apart``: ECS is told to keep its tasks off the hosts of other
-    isolation groups' services (a ``memberOf`` placement constraint on ``task:group``)."""
+    isolation groups' services (a ``memberOf`` placement constraint on ``task:group``); ``distinct_instance``: a
+    ``distinctInstance`` constraint runs one of its tasks an instance."""
     return ServiceInput(
         name=name,
         capacity=capacity,
@@ -96,6 +98,7 @@ def service_input(
         acknowledged=tuple(sorted((acknowledged or {}).items())),
         kept_apart=kept_apart,
         placement=tuple(placement),
+        distinct_instance=distinct_instance,
     )
 
 

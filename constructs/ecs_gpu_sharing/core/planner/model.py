@@ -62,6 +62,7 @@ class ServiceInput:
     kept_apart: bool = False  # ECS is told to keep it off other isolation groups' hosts (memberOf task:group)
     placement: tuple[str, ...] = LIBRARY_STRATEGY  # its ECS placement strategies in order; () is ECS's default
     evidence: Evidence | None = None  # what was measured, for a service without an allocation note
+    distinct_instance: bool = False  # a distinctInstance constraint: ECS runs one of its tasks an instance
 
     @property
     def measured(self) -> Evidence | None:

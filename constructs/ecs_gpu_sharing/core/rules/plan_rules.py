@@ -32,6 +32,7 @@ DEPLOYMENT_CANNOT_START = "ecs-gpu-sharing:DeploymentCannotStart"
 PLACEMENT_SCATTERS = "ecs-gpu-sharing:PlacementScatters"
 ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
 HOST_PORT_TWICE = "ecs-gpu-sharing:HostPortTwiceOnAHost"
+DISTINCT_INSTANCE_PACKED = "ecs-gpu-sharing:DistinctInstancePacked"
 
 
 _REGISTERED: list[Rule] = []
@@ -524,6 +525,32 @@ def _port_holders(
         for port in mapped.get(name, ()):
             holders.setdefault(port, []).append((name, n))
     return [(port, held) for port, held in sorted(holders.items()) if sum(n for _, n in held) > 1]
+
+
+@plan_rule(
+    DISTINCT_INSTANCE_PACKED,
+    Level.ERROR,
+    "service",
+    "a distinctInstance placement constraint keeps each task of the service's group on a different container "
+    "instance (Amazon ECS API Reference, PlacementConstraint), so no host of the plan holds two of its tasks",
+)
+def distinct_instance_packed(ctx: Context) -> Iterator[tuple[str, str]]:
+    said: set[str] = set()
+    for when, p in (("at its largest counts", ctx.steady), ("at a deployment's surge", ctx.surge)):
+        distinct = {s.name for s in p.services if s.distinct_instance}
+        for c in p.capacities if distinct else []:
+            for on in tasks_on_a_host(c, p.services):
+                for name, n in sorted(on.items()):
+                    if name in distinct and n > 1 and name not in said:
+                        said.add(name)
+                        yield (
+                            name,
+                            f"its distinctInstance constraint runs one of its tasks an instance, but the plan puts {n} "
+                            f"of its tasks on one host {when} (a rolling deployment's new tasks are of its group too): "
+                            "its instances are too few and the extra tasks wait; drop the constraint (the service "
+                            "spreads over Availability Zones), or run it on a capacity of its own with max_instances "
+                            "set",
+                        )
 
 
 @plan_rule(
