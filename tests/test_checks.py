@@ -13,6 +13,7 @@ from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (
     CLIENT_LIMIT_WARNING,
+    CONSTRAINT_NOT_PLANNED,
     DISTINCT_INSTANCE_PACKED,
     FRACTION_WARNING,
     HOST_PORT_TWICE,
@@ -144,6 +145,15 @@ def test_error_a_distinct_instance_service_packed_on_one_host() -> None:
     (surge,) = assess([L4], [replace(svc(1, 4000), distinct_instance=True)]).errors
     assert "2 of its tasks on one host at a deployment's surge" in surge.message
     assert not assess([L4], [svc(3, 4000)]).errors  # without the constraint, three share a host
+
+
+def test_warning_a_member_of_expression_the_plan_does_not_model() -> None:
+    """memberOf narrows the hosts ECS may use; the plan counts every host of the capacity as a candidate."""
+    zone = "attribute:ecs.availability-zone == us-east-1a"
+    (finding,) = assess([L4], [replace(svc(2, 4000), constraints_not_planned=(zone,))]).findings
+    assert finding.rule_id == CONSTRAINT_NOT_PLANNED and finding.level is Level.WARNING
+    assert repr(zone) in finding.message and "a capacity of its own" in finding.message
+    assert assess([L4], [svc(2, 4000)]).findings == ()
 
 
 @pytest.mark.parametrize("port", [22, 2375, 2376, 51678, 51679])

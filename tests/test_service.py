@@ -483,3 +483,19 @@ def test_a_distinct_instance_constraint_is_read_and_its_packing_refused() -> Non
     fleet.service("Model", 3, 4000, placement_constraints=[ecs.PlacementConstraint.distinct_instances()])
     with pytest.raises(Exception, match=r"DistinctInstancePacked.*3 of its tasks on one host"):
         fleet.synth()
+
+
+@pytest.mark.parametrize(
+    ("expression", "warned"),
+    [
+        ("attribute:ecs.instance-type == g6.2xlarge", True),
+        ("attribute:ecs.capability.gpu-sharing-mps exists", False),  # every host of a GPU capacity has it
+        ("not(task:group == service:a) and not(task:group == service:b)", False),  # isolation groups, planned
+        ("task:group == service:daemon", True),
+    ],
+)
+def test_a_member_of_expression_the_plan_does_not_model_warns(expression: str, warned: bool) -> None:
+    fleet = Fleet()
+    fleet.service("Model", 2, 4000, placement_constraints=[ecs.PlacementConstraint.member_of(expression)])
+    found = [w for w in _warnings(fleet) if "PlacementConstraintNotPlanned" in w]
+    assert bool(found) is warned, found

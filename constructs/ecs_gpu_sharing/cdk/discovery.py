@@ -24,6 +24,7 @@ from constructs import IConstruct
 from ..core import placement
 from ..core.allocation import AllocationNote, Evidence
 from ..core.capacity_facts import HostFacts
+from ..core.constraints import planned_member_of
 from ..core.errors import GpuSharingError
 from ..core.plan_inputs import HostShare, capacity_input, service_input
 from ..core.planner import ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES, CapacityInput, ServiceInput
@@ -251,6 +252,23 @@ def _distinct_instance(props: Mapping[str, Any]) -> bool:
     )
 
 
+def _constraints_not_planned(service: ecs.BaseService, props: Mapping[str, Any]) -> tuple[str, ...]:
+    """The memberOf expressions of the service and its task definition that narrow its hosts in ways the plan does
+    not model: all but the isolation groups' (``core.fleet``'s task:group terms) and the MPS capability's, which every
+    host of a GPU capacity has."""
+    written = list(props.get("placementConstraints") or [])
+    if isinstance(service.task_definition, ecs.TaskDefinition):
+        written += rendered_properties(service.task_definition).get("placementConstraints") or []
+    out = []
+    for constraint in written:
+        if not isinstance(constraint, Mapping) or str(constraint.get("type", "")).lower() != "memberof":
+            continue
+        expression = constraint.get("expression")
+        if not (isinstance(expression, str) and planned_member_of(expression)):
+            out.append(expression if isinstance(expression, str) else describe(expression))
+    return tuple(out)
+
+
 def _max_percent(props: Mapping[str, Any]) -> int | str:
     value = (props.get("deploymentConfiguration") or {}).get("maximumPercent", ECS_DEFAULT_MAX_PERCENT)
     return value if isinstance(value, int) else f"its deployment maximum percent is {describe(value)}"
@@ -418,6 +436,7 @@ def discover(
                 kept_apart=_kept_apart(props),
                 placement=placement.from_cloudformation(props.get("placementStrategies")),
                 distinct_instance=_distinct_instance(props),
+                constraints_not_planned=_constraints_not_planned(construct, props),
             )
         )
     _add_capacities(found, by_name, reserved, acks)

@@ -81,10 +81,12 @@ def service_input(
     kept_apart: bool = False,
     placement: tuple[str, ...] = LIBRARY_STRATEGY,
     distinct_instance: bool = False,
+    constraints_not_planned: tuple[str, ...] = (),
 ) -> ServiceInput:
     """A service as the planner sees it. ``kept_apart``: ECS is told to keep its tasks off the hosts of other
     isolation groups' services (a ``memberOf`` placement constraint on ``task:group``); ``distinct_instance``: a
-    ``distinctInstance`` constraint runs one of its tasks an instance."""
+    ``distinctInstance`` constraint runs one of its tasks an instance; ``constraints_not_planned``: ``memberOf``
+    expressions that narrow its hosts in ways the plan does not model."""
     return ServiceInput(
         name=name,
         capacity=capacity,
@@ -99,6 +101,7 @@ def service_input(
         kept_apart=kept_apart,
         placement=tuple(placement),
         distinct_instance=distinct_instance,
+        constraints_not_planned=tuple(constraints_not_planned),
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..ami_release import DEFAULT_AMI_RELEASE
 from ..capacity_facts import HostFacts
+from ..constraints import ISOLATION_JOIN, isolation_term
 from ..file_key import key
 from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..planner import EC2, KINDS, MANAGED_INSTANCES
@@ -223,7 +224,7 @@ class FleetSpec:
                     if _group(o) != _group(s) and (_isolates(s) or _isolates(o) or cap.facts.gpus_per_instance == 1)
                 ]
                 if apart:
-                    out[s.name] = _JOIN.join(_term(self.ecs_service_name(o.name)) for o in apart)
+                    out[s.name] = ISOLATION_JOIN.join(isolation_term(self.ecs_service_name(o.name)) for o in apart)
         return out
 
     def host_isolation_lengths(self) -> dict[str, int]:
@@ -236,7 +237,7 @@ class FleetSpec:
             on = [s for s in self.services.values() if s.capacity == cap.name]
             if len({_group(s) for s in on}) < 2:
                 continue
-            size = {s.name: len(_term(self.ecs_service_name(s.name))) for s in on}
+            size = {s.name: len(isolation_term(self.ecs_service_name(s.name))) for s in on}
             every: dict[str, list[int]] = {}  # group -> [count, length] of all its services
             isolating: dict[str, list[int]] = {}  # group -> [count, length] of those that ask for separate hosts
             for s in on:
@@ -258,15 +259,8 @@ class FleetSpec:
                 own = table.get(_group(s), [0, 0])
                 count, length = total[0] - own[0], total[1] - own[1]
                 if count:
-                    out[s.name] = length + len(_JOIN) * (count - 1)
+                    out[s.name] = length + len(ISOLATION_JOIN) * (count - 1)
         return out
-
-
-_JOIN = " and "
-
-
-def _term(ecs_name: str) -> str:
-    return f"not(task:group == service:{ecs_name})"
 
 
 def _group(s: ServiceSpec) -> str:

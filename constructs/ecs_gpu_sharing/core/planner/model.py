@@ -63,6 +63,7 @@ class ServiceInput:
     placement: tuple[str, ...] = LIBRARY_STRATEGY  # its ECS placement strategies in order; () is ECS's default
     evidence: Evidence | None = None  # what was measured, for a service without an allocation note
     distinct_instance: bool = False  # a distinctInstance constraint: ECS runs one of its tasks an instance
+    constraints_not_planned: tuple[str, ...] = ()  # memberOf expressions that narrow its hosts beyond the plan's
 
     @property
     def measured(self) -> Evidence | None:

@@ -37,6 +37,7 @@ from .model import (
 )
 from .other_rules import OTHER_RULES, RULE_FAILED
 from .plan_rules import (
+    CONSTRAINT_NOT_PLANNED,
     DEPLOYMENT_CANNOT_START,
     DISTINCT_INSTANCE_PACKED,
     HOST_PORT_TWICE,
@@ -267,6 +268,7 @@ def markdown() -> str:
 __all__ = [
     "BUDGET_BELOW_NEED",
     "CLIENT_LIMIT_WARNING",
+    "CONSTRAINT_NOT_PLANNED",
     "DEPLOYMENT_CANNOT_START",
     "DISTINCT_INSTANCE_PACKED",
     "FRACTION_WARNING",

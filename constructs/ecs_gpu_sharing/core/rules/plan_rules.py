@@ -33,6 +33,7 @@ PLACEMENT_SCATTERS = "ecs-gpu-sharing:PlacementScatters"
 ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
 HOST_PORT_TWICE = "ecs-gpu-sharing:HostPortTwiceOnAHost"
 DISTINCT_INSTANCE_PACKED = "ecs-gpu-sharing:DistinctInstancePacked"
+CONSTRAINT_NOT_PLANNED = "ecs-gpu-sharing:PlacementConstraintNotPlanned"
 
 
 _REGISTERED: list[Rule] = []
@@ -551,6 +552,24 @@ def distinct_instance_packed(ctx: Context) -> Iterator[tuple[str, str]]:
                             "spreads over Availability Zones), or run it on a capacity of its own with max_instances "
                             "set",
                         )
+
+
+@plan_rule(
+    CONSTRAINT_NOT_PLANNED,
+    Level.WARNING,
+    "service",
+    "a memberOf placement constraint lets ECS use only the hosts its expression matches, and the plan counts every "
+    "host of the capacity (it models only isolation groups' task:group terms and the MPS capability)",
+)
+def constraint_not_planned(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        for expression in s.constraints_not_planned:
+            yield (
+                s.name,
+                f"its memberOf expression {expression!r} lets ECS place its tasks only on the hosts it matches, but "
+                "the plan counts every host of the capacity, so its instances and max_instances may be too few; give "
+                "the service a capacity of its own whose hosts all match, or acknowledge the warning with a reason",
+            )
 
 
 @plan_rule(
