@@ -23,6 +23,9 @@ def _client(service: str) -> Any:
 MODEL_GAPS = (
     "moto keeps a change set's outputs from the empty template of a stack under review: outputs are parsed again",
     "moto teaches no Fn::GetStackOutput: read from moto's stacks in the region",
+    "moto registers a stack's exports only when CreateStack makes it, and `cdk deploy` makes and updates stacks "
+    "through change sets, so Fn::ImportValue found no export: a change set's stack exports its outputs when it is "
+    "executed (the names unique in the region, as CloudFormation requires)",
     "moto's target group answers no Fn::GetAtt: TargetGroupFullName, TargetGroupName, LoadBalancerArns",
     "moto's KMS key from CloudFormation keeps its policy as a JSON object, not text: stored as text",
     "moto's KMS takes a key policy naming a role that does not exist; KMS refuses it "
@@ -72,6 +75,37 @@ def _scope_change_sets() -> None:
         setattr(CloudFormationResponse, method, scoped)
 
 
+def _change_set_exports() -> None:
+    """A change set's stack imports from the region's exports, and after it runs its own exports are the region's
+    (MODEL_GAPS): those it no longer has are dropped, and a name another stack exports is refused, as CreateStack
+    refuses it."""
+    from moto.cloudformation.exceptions import ValidationError
+    from moto.cloudformation.models import CloudFormationBackend
+
+    original = CloudFormationBackend.execute_change_set
+
+    def execute(self: Any, change_set_name: str, stack_name: str | None = None) -> None:
+        named = [
+            cs
+            for arn, cs in self.change_sets.items()
+            if change_set_name in (arn, cs.change_set_name) and stack_name in (None, cs.stack_name, cs.stack_id)
+        ]
+        if not named:
+            return original(self, change_set_name, stack_name)  # moto answers what it cannot find
+        stack = self.stacks[named[-1].stack_id]
+        # A stack a change set makes is born without the region's exports to import from
+        stack.cross_stack_resources = stack.resource_map.cross_stack_resources = self.exports
+        original(self, change_set_name, stack_name)
+        for name in [n for n, e in self.exports.items() if e.exporting_stack_id == stack.stack_id]:
+            del self.exports[name]
+        for export in stack.exports:
+            if export.name in self.exports:
+                raise ValidationError(stack.stack_id, message="Export names must be unique across a given region")
+            self.exports[export.name] = export
+
+    CloudFormationBackend.execute_change_set = execute
+
+
 def _task_definition_update() -> None:
     """moto's TaskDefinition update with the key conversion its create path does (MODEL_GAPS)."""
     from moto.core.utils import pascal_to_camelcase, remap_nested_keys
@@ -95,6 +129,7 @@ def _task_definition_update() -> None:
 
 def _fill_model_gaps() -> None:
     _scope_change_sets()
+    _change_set_exports()
     from moto.cloudformation.parsing import ResourceMap
     from moto.ssm.models import ssm_backends
 
