@@ -12,7 +12,7 @@ from ..allocation import digest_of
 from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
 from ..placement import DEFAULT_PRESET, scatters, strategy_label
-from ..planner import MANAGED_INSTANCES, tasks_on_a_host
+from ..planner import MANAGED_INSTANCES, ServiceInput, tasks_on_a_host
 from ..rule_family import Level
 from ..task_rules import TASK_RULES, TaskRule
 from ..text import few
@@ -499,22 +499,29 @@ def memory_fraction_of_whole_gpu(ctx: Context) -> Iterator[tuple[str, str]]:
 )
 def host_port_twice(ctx: Context) -> Iterator[tuple[str, str]]:
     said: set[str] = set()
+    for when, services, on in _hosts_planned(ctx):
+        mapped = {s.name: s.shape.host_ports for s in services}
+        for (port, protocol), held in _port_holders(on, mapped):
+            total = sum(n for _, n in held)
+            shown = ", ".join(name if n == 1 else f"{name} x{n}" for name, n in held)
+            for name in [name for name, _ in held if name not in said]:
+                said.add(name)
+                yield (
+                    name,
+                    f"the plan puts {total} tasks that map host port {port}/{protocol} on one host ({shown}) {when}, "
+                    "where ECS places one: its instances are too few and the extra tasks wait; map host port 0 (a "
+                    "dynamic port, which a load balancer's target group follows) or use the awsvpc network mode",
+                )
+
+
+def _hosts_planned(ctx: Context) -> Iterator[tuple[str, list[ServiceInput], dict[str, int]]]:
+    """Each host group of the steady plan, then of its deployment surge: when, the services of its capacity, and each
+    one's tasks on one of its hosts."""
     for when, p in (("at its largest counts", ctx.steady), ("at a deployment's surge", ctx.surge)):
         for c in p.capacities:
-            mapped = {s.name: s.shape.host_ports for s in p.services if s.capacity == c.capacity.name}
-            for on in tasks_on_a_host(c, p.services) if any(mapped.values()) else []:
-                for (port, protocol), held in _port_holders(on, mapped):
-                    total = sum(n for _, n in held)
-                    shown = ", ".join(name if n == 1 else f"{name} x{n}" for name, n in held)
-                    for name in [name for name, _ in held if name not in said]:
-                        said.add(name)
-                        yield (
-                            name,
-                            f"the plan puts {total} tasks that map host port {port}/{protocol} on one host ({shown}) "
-                            f"{when}, where ECS places one: its instances are too few and the extra tasks wait; map "
-                            "host port 0 (a dynamic port, which a load balancer's target group follows) or use the "
-                            "awsvpc network mode",
-                        )
+            services = [s for s in p.services if s.capacity == c.capacity.name]
+            for on in tasks_on_a_host(c, p.services):
+                yield when, services, on
 
 
 def _port_holders(
@@ -537,21 +544,18 @@ def _port_holders(
 )
 def distinct_instance_packed(ctx: Context) -> Iterator[tuple[str, str]]:
     said: set[str] = set()
-    for when, p in (("at its largest counts", ctx.steady), ("at a deployment's surge", ctx.surge)):
-        distinct = {s.name for s in p.services if s.distinct_instance}
-        for c in p.capacities if distinct else []:
-            for on in tasks_on_a_host(c, p.services):
-                for name, n in sorted(on.items()):
-                    if name in distinct and n > 1 and name not in said:
-                        said.add(name)
-                        yield (
-                            name,
-                            f"its distinctInstance constraint runs one of its tasks an instance, but the plan puts {n} "
-                            f"of its tasks on one host {when} (a rolling deployment's new tasks are of its group too): "
-                            "its instances are too few and the extra tasks wait; drop the constraint (the service "
-                            "spreads over Availability Zones), or run it on a capacity of its own with max_instances "
-                            "set",
-                        )
+    for when, services, on in _hosts_planned(ctx):
+        distinct = {s.name for s in services if s.distinct_instance}
+        for name, n in sorted(on.items()):
+            if name in distinct and n > 1 and name not in said:
+                said.add(name)
+                yield (
+                    name,
+                    f"its distinctInstance constraint runs one of its tasks an instance, but the plan puts {n} of its "
+                    f"tasks on one host {when} (a rolling deployment's new tasks are of its group too): its instances "
+                    "are too few and the extra tasks wait; drop the constraint (the service spreads over Availability "
+                    "Zones), or run it on a capacity of its own with max_instances set",
+                )
 
 
 @plan_rule(
