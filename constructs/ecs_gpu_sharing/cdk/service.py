@@ -171,8 +171,8 @@ def _namespace_by_arn(cluster: ecs.ICluster, options: Mapping[str, Any]) -> Mapp
     ServiceConnectConfiguration), where private DNS namespaces of one name may sit in several VPCs."""
     config = options.get("service_connect_configuration")
     default = cluster.default_cloud_map_namespace
-    if config is None or config.namespace is not None or default is None:
-        return options
+    if not isinstance(config, ecs.ServiceConnectProps) or config.namespace is not None or default is None:
+        return options  # none, one that names its namespace, a form aws-ecs reads itself, or no default
     fields = inspect.signature(ecs.ServiceConnectProps.__init__).parameters
     given = {name: getattr(config, name) for name in fields if name not in ("self", "namespace")}
     connect = ecs.ServiceConnectProps(namespace=default.namespace_arn, **given)
