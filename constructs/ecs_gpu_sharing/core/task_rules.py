@@ -165,7 +165,8 @@ TASK_RULES: tuple[TaskRule, ...] = (
     ),
     TaskRule(
         TASK_MAPS_RESERVED_HOST_PORT,
-        "a task mapping a host port the ECS agent reserves (22, 2375, 2376, 51678, 51679) is never placed",
+        "a task mapping a host port the ECS agent reserves on every host (22, 2375, 2376, 51678, 51679: "
+        "amazon-ecs-agent, agent/config/config_unix.go, ReservedPorts) is never placed",
         "map host port 0 (a dynamic port, which a load balancer's target group follows) or another port",
         _reserved_port,
     ),
