@@ -163,6 +163,7 @@ class ClusterStack(Stack):
                 max_instances=spec.max_instances,
                 gpu_margin_mib=spec.gpu_margin_mib,
                 ecs_gpu_memory_mib=spec.ecs_gpu_memory_mib,
+                root_volume_gib=spec.root_volume_gib,
                 notification_topic=self.scaling_events,
             )
             self.capacities[name] = capacity

@@ -324,7 +324,8 @@ def test_refuses_a_single_az_vpc() -> None:
         ({"gpu_margin_mib": 1.5}, "gpu_margin_mib must be an integer"),
         ({"ecs_gpu_memory_mib": 30000}, "ecs_gpu_memory_mib 30000 is more than 10% above EC2's 22888 MiB"),
         ({"ecs_gpu_memory_mib": 0}, "ecs_gpu_memory_mib must be an integer >= 1"),
-        ({"root_volume_gib": 8}, "root_volume_gib must be an integer >= 30"),
+        ({"root_volume_gib": 8}, "root_volume_gib must be an integer from 30 to 16384, got 8"),
+        ({"root_volume_gib": 20000}, "root_volume_gib must be an integer from 30 to 16384, got 20000"),
         ({"ami": "ami-0123456789abcdef0"}, "ami must be a GpuAmi"),
     ],
 )

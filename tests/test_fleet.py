@@ -255,3 +255,17 @@ def test_a_misnamed_required_key_is_guessed_from_the_keys_missing_beside_it(tmp_
     with pytest.raises(FleetSpecError) as error:  # nothing close to the missing key: no guess
         _load(tmp_path, BASE.replace("gpu_budget_mib = 2048", "colour = 2048"))
     assert "did you mean" not in str(error.value)
+
+
+def test_the_hosts_root_volume_is_sized_in_the_fleet_file(tmp_path: Path) -> None:
+    """Images and model caches (model_cache_path) fill the hosts' root volume; 200 GiB unless the fleet says."""
+    assert _load(tmp_path, BASE).capacities["l4"].root_volume_gib == 200
+    sized = BASE.replace("[capacity.l4]", "[capacity.l4]\nroot_volume_gib = 1000")
+    assert _load(tmp_path, sized).capacities["l4"].root_volume_gib == 1000
+    with pytest.raises(FleetSpecError, match=r"capacity.l4.root_volume_gib"):
+        _load(tmp_path, BASE.replace("[capacity.l4]", "[capacity.l4]\nroot_volume_gib = 20"))
+    managed = BASE.replace("[capacity.l4]", '[capacity.l4]\nkind = "managed-instances"\nroot_volume_gib = 400')
+    with pytest.raises(
+        FleetSpecError, match=r'capacity.l4.root_volume_gib does not apply to kind = "managed-instances"'
+    ):
+        _load(tmp_path, managed)

@@ -246,6 +246,12 @@ def test_user_read_only_root_and_writable_paths(platform: dict[str, Any]) -> Non
     assert _containers(services, "grpc")["model"]["ReadonlyRootFilesystem"] is False
 
 
+def test_the_fleet_files_root_volume_reaches_the_launch_template(platform: dict[str, Any]) -> None:
+    (template,) = _resources(platform["templates"]["plat-cluster"], "AWS::EC2::LaunchTemplate", "Capacitiesl4")
+    (root,) = template["Properties"]["LaunchTemplateData"]["BlockDeviceMappings"]
+    assert root["Ebs"]["VolumeSize"] == 400 and root["Ebs"]["VolumeType"] == "gp3"
+
+
 def test_tags_reach_the_services_resources(platform: dict[str, Any]) -> None:
     services = Template.from_json(platform["templates"]["plat-services-1"])
     services.has_resource_properties(

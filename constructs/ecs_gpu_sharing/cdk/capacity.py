@@ -14,7 +14,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct
 
-from ..core.capacity_facts import HostFacts, host_facts
+from ..core.capacity_facts import (
+    ROOT_VOLUME_DEFAULT_GIB,
+    ROOT_VOLUME_MAX_GIB,
+    ROOT_VOLUME_MIN_GIB,
+    HostFacts,
+    host_facts,
+)
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
@@ -255,7 +261,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         gpu_margin_mib: int = DEFAULT_GPU_MARGIN_MIB,
         ecs_gpu_memory_mib: int | None = None,
         host_memory_reserve_mib: int | None = None,
-        root_volume_gib: int = 200,
+        root_volume_gib: int = ROOT_VOLUME_DEFAULT_GIB,
         vpc_subnets: ec2.SubnetSelection | None = None,
         capacity_provider_name: str | None = None,
         notification_topic: sns.ITopic | None = None,
@@ -277,7 +283,14 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             max_instances=max_instances,
             provider_name=capacity_provider_name,
         )
-        root = require_int("root_volume_gib", root_volume_gib, low=30, owner=path, error=CapacityError)
+        root = require_int(
+            "root_volume_gib",
+            root_volume_gib,
+            low=ROOT_VOLUME_MIN_GIB,
+            high=ROOT_VOLUME_MAX_GIB,
+            owner=path,
+            error=CapacityError,
+        )
         if not isinstance(ami, GpuAmi | None):
             raise CapacityError(f"{path}: ami must be a GpuAmi (GpuAmi.release(...)), got {ami!r}")
         self.ami = ami or GpuAmi.release()

@@ -17,6 +17,12 @@ from .mps import require_int
 from .rule_family import Family, Level, Source
 
 CPU_UNITS_PER_VCPU = 1024
+# The hosts' root volume (gp3), which holds the images and the model caches: 200 GiB unless given; at least the 30 GiB
+# the library has always required of it, at most gp3's 16 TiB (Amazon EBS User Guide, "Amazon EBS General Purpose
+# SSD volumes": 1 GiB - 16 TiB).
+ROOT_VOLUME_DEFAULT_GIB = 200
+ROOT_VOLUME_MIN_GIB = 30
+ROOT_VOLUME_MAX_GIB = 16_384
 RULES = Family("capacity")
 UNVERIFIED_INSTANCE_FAMILY = RULES.declare(
     "ecs-gpu-sharing:UnverifiedInstanceFamily",

@@ -37,13 +37,13 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
         kind = _value(good, CAPACITY, "kind")
         release = _value(good, CAPACITY, "ami_release")
         if kind == MANAGED_INSTANCES:
-            for key in ("ami_release", "ami_release_verified", "min_instances"):
+            for key in ("ami_release", "ami_release_verified", "min_instances", "root_volume_gib"):
                 if key in table:
-                    why = (
-                        "AWS owns and patches the host image there: there is no AMI to pin"
-                        if key.startswith("ami")
-                        else "Managed Instances keeps no minimum of hosts"
-                    )
+                    why = {
+                        "min_instances": "Managed Instances keeps no minimum of hosts",
+                        "root_volume_gib": "it sizes an Auto Scaling group's launch template, and the library leaves "
+                        "a Managed Instances host's volumes at ECS's defaults",
+                    }.get(key, "AWS owns and patches the host image there: there is no AMI to pin")
                     problems.add(f'{where}{key} does not apply to kind = "managed-instances": {why}; remove it')
         else:
             try:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ami_release import DEFAULT_AMI_RELEASE
-from ..capacity_facts import HostFacts
+from ..capacity_facts import ROOT_VOLUME_DEFAULT_GIB, ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB, HostFacts
 from ..constraints import ISOLATION_JOIN, isolation_term
 from ..file_key import key
 from ..gpu_memory import DEFAULT_GPU_MARGIN_MIB
@@ -80,6 +80,17 @@ class CapacitySpec:
         int, False, "per-GPU memory kept free below what ECS registers", low=0, default=DEFAULT_GPU_MARGIN_MIB
     )
     ecs_gpu_memory_mib: int | None = key(int, False, "one GPU as your cluster's ECS registers it (measured)", low=1)
+    root_volume_gib: int = key(
+        int,
+        False,
+        "the hosts' root volume (gp3, GiB): the images and the services' model caches (model_cache_path) on a host "
+        "fill it; ec2 only",
+        low=ROOT_VOLUME_MIN_GIB,
+        high=ROOT_VOLUME_MAX_GIB,
+        high_why="gp3's largest volume",
+        example=1000,
+        default=ROOT_VOLUME_DEFAULT_GIB,
+    )
     acknowledge: Mapping[str, str] = key(
         dict, False, "capacity warning id -> the reason it is accepted, such as ecs-gpu-sharing:SurgeDoesNotFit"
     )
