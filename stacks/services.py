@@ -359,7 +359,7 @@ def _service_connect(scope: Construct, spec: ServiceSpec, service: ecs.BaseServi
     service.enable_service_connect(
         # By ARN, not the name CDK writes by default: ECS takes either (botocore's ECS model,
         # ServiceConnectConfiguration), and private DNS namespaces of one name may sit in other VPCs of the account
-        # (terraform-provider-aws issue 20313).
+        # (sst issue 3996: a lookup of one such name found two, "too many results: wanted 1, got 2").
         namespace=namespace.namespace_arn,
         services=services,
         log_driver=ecs.LogDrivers.aws_logs(

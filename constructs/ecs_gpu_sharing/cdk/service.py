@@ -168,7 +168,8 @@ class SharedGpuService(_PlannedGpuService):
 def _namespace_by_arn(cluster: ecs.ICluster, options: Mapping[str, Any]) -> Mapping[str, Any]:
     """A Service Connect configuration without a namespace joins the cluster's default one by its ARN. aws-ecs would
     write its name, and ECS resolves a name among every namespace of the account and region (botocore's ECS model,
-    ServiceConnectConfiguration), where private DNS namespaces of one name may sit in several VPCs."""
+    ServiceConnectConfiguration), where private DNS namespaces of one name may sit in several VPCs (sst issue 3996: a
+    lookup of one such name found two)."""
     config = options.get("service_connect_configuration")
     default = cluster.default_cloud_map_namespace
     if not isinstance(config, ecs.ServiceConnectProps) or config.namespace is not None or default is None:
