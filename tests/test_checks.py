@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
-from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.capacity_facts import AMI_LOG_DRIVERS, host_facts, log_drivers_in_user_data
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (
@@ -28,7 +28,7 @@ from ecs_gpu_sharing.core.rules import (
     surge_factor,
 )
 from ecs_gpu_sharing.core.shape import TaskShape
-from ecs_gpu_sharing.core.task_rules import TASK_MAPS_RESERVED_HOST_PORT
+from ecs_gpu_sharing.core.task_rules import TASK_LOG_DRIVER_NOT_ON_HOSTS, TASK_MAPS_RESERVED_HOST_PORT
 
 L4 = capacity_input("l4", host_facts(["g6.xlarge"]))  # 22307 usable, 4096 units, 15401 MiB
 
@@ -162,6 +162,47 @@ def test_error_a_host_port_the_agent_reserves(port: int) -> None:
     assert finding.rule_id == TASK_MAPS_RESERVED_HOST_PORT and f"host port {port}/tcp" in finding.message
     udp = assess([L4], [_ported(1, (port, "udp"))]).errors  # the agent reserves no UDP port by default
     assert TASK_MAPS_RESERVED_HOST_PORT not in {e.rule_id for e in udp}
+
+
+def _logged(*drivers: str) -> ServiceInput:
+    return ServiceInput("emb", "l4", TaskShape(512, 1024, (4000,), log_drivers=drivers), 1, allocation=MEASURED)
+
+
+def test_error_a_log_driver_the_hosts_do_not_register() -> None:
+    """A container's log driver needs the host attribute com.amazonaws.ecs.capability.logging-driver.<driver>, which
+    the agent registers only for ECS_AVAILABLE_LOGGING_DRIVERS (ECS API Reference, LogConfiguration); the AMI's
+    ecs-init sets it to json-file, syslog, awslogs, fluentd and none, and the agent adds awsfirelens."""
+    for fine in [(), ("awslogs",), ("awsfirelens", "awslogs"), ("json-file", "none", "syslog", "fluentd")]:
+        assert not assess([L4], [_logged(*fine)]).errors, fine
+    (finding,) = assess([L4], [_logged("awslogs", "splunk", "gelf")]).errors
+    assert finding.rule_id == TASK_LOG_DRIVER_NOT_ON_HOSTS and finding.subject == "emb"
+    assert "log drivers gelf, splunk" in finding.message and "logging-driver.gelf" in finding.message
+    assert "ECS never places it" in finding.message and "awsfirelens" in finding.message
+    # hosts whose user data registers the driver take it; hosts whose drivers are not known are not judged
+    splunk_hosts = replace(L4, log_drivers=(*AMI_LOG_DRIVERS, "splunk", "gelf"))
+    assert not assess([splunk_hosts], [_logged("splunk", "gelf")]).errors
+    assert not assess([replace(L4, log_drivers=())], [_logged("splunk")]).errors
+
+
+@pytest.mark.parametrize(
+    ("user_data", "drivers"),
+    [
+        ("#!/bin/bash\necho ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config", AMI_LOG_DRIVERS),
+        (
+            'echo \'ECS_AVAILABLE_LOGGING_DRIVERS=["json-file","splunk"]\' >> /etc/ecs/ecs.config',
+            ("json-file", "splunk", "awsfirelens"),
+        ),
+        (
+            "echo ECS_AVAILABLE_LOGGING_DRIVERS='[\"awslogs\"]' >> /etc/ecs/ecs.config\n"
+            "echo 'ECS_AVAILABLE_LOGGING_DRIVERS=[ \"gelf\" ]' >> /etc/ecs/ecs.config",
+            ("gelf", "awsfirelens"),  # the agent reads the file's last setting
+        ),
+        ('echo "ECS_AVAILABLE_LOGGING_DRIVERS=[\\"journald\\"]" >> /etc/ecs/ecs.config', ("journald", "awsfirelens")),
+        ("echo ECS_AVAILABLE_LOGGING_DRIVERS=$DRIVERS >> /etc/ecs/ecs.config", ()),  # not readable: not judged
+    ],
+)
+def test_log_drivers_read_from_the_hosts_user_data(user_data: str, drivers: tuple[str, ...]) -> None:
+    assert log_drivers_in_user_data(user_data) == drivers
 
 
 def test_warning_a_memory_fraction_of_the_whole_gpu_past_the_budget() -> None:

@@ -61,6 +61,7 @@ class Fleet:
         cpu: int = 512,
         memory: int = 1024,
         command: list[str] | None = None,
+        logging: ecs.LogDriver | None = None,
         **kwargs: Any,
     ) -> SharedGpuService:
         td = SharedGpuTaskDefinition(self.stack, f"{name}Task")
@@ -74,6 +75,7 @@ class Fleet:
                 user="1000:1000",  # only the warnings a test is about, not the hardening ones
                 readonly_root_filesystem=True,
                 command=command,
+                logging=logging,
             )
         kwargs.setdefault("allocation", MEASURED)  # only the warning a test is about, not BudgetIsAGuess
         return SharedGpuService(
@@ -483,6 +485,28 @@ def test_a_distinct_instance_constraint_is_read_and_its_packing_refused() -> Non
     fleet.service("Model", 3, 4000, placement_constraints=[ecs.PlacementConstraint.distinct_instances()])
     with pytest.raises(Exception, match=r"DistinctInstancePacked.*3 of its tasks on one host"):
         fleet.synth()
+
+
+@pytest.mark.parametrize("registered", [False, True])
+def test_a_log_driver_the_hosts_do_not_register_fails_unless_their_user_data_registers_it(registered: bool) -> None:
+    """The AMI's agent registers json-file, syslog, awslogs, fluentd, none and awsfirelens; a task logging with splunk
+    needs com.amazonaws.ecs.capability.logging-driver.splunk and is never placed, unless the hosts' user data adds the
+    driver to ECS_AVAILABLE_LOGGING_DRIVERS, which the plan reads when it runs."""
+    fleet = Fleet()
+    splunk = ecs.GenericLogDriver(log_driver="splunk", options={"splunk-url": "https://splunk.example.com:8088"})
+    fleet.service("Model", 1, 4000, logging=splunk)
+    if not registered:
+        with pytest.raises(
+            Exception,
+            match=r"\[Test/Model\] \[ecs-gpu-sharing:TaskLogDriverNotOnHosts\] one task logs with the log driver splunk"
+            r", which the hosts of L4 do not register .*logging-driver\.splunk, so ECS never places it",
+        ):
+            fleet.synth()
+        return
+    fleet.capacity.launch_template.user_data.add_commands(  # type: ignore[union-attr]
+        """echo 'ECS_AVAILABLE_LOGGING_DRIVERS=["json-file","awslogs","splunk"]' >> /etc/ecs/ecs.config"""
+    )
+    fleet.synth()
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from ..core.capacity_facts import (
     ROOT_VOLUME_MIN_GIB,
     HostFacts,
     host_facts,
+    log_drivers_in_user_data,
 )
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
@@ -179,6 +180,11 @@ class PlannedGpuCapacity:
     def given_max_instances(self) -> int | None:
         """``max_instances`` as given; ``None`` when the plan derives it (or, on Managed Instances, has none)."""
         return self._max_instances
+
+    @property
+    def log_drivers(self) -> tuple[str, ...] | None:
+        """The log drivers the hosts' agent registers; ``None``: the plan's default for the kind."""
+        return None
 
     @property
     def provider_names(self) -> tuple[str, ...]:
@@ -485,6 +491,13 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
                 "use subnets in at least two AZs, so a zone outage or a capacity shortage does not stop the fleet"
             )
         return chosen
+
+    @property
+    def log_drivers(self) -> tuple[str, ...]:
+        """The log drivers the hosts' agent registers: the AMI's, or those a line of the launch template's user data
+        sets (ECS_AVAILABLE_LOGGING_DRIVERS), read when the plan runs at synth; ``()`` where it cannot be read."""
+        user_data = self.launch_template.user_data
+        return log_drivers_in_user_data(user_data.render() if user_data is not None else "")
 
     @property
     def max_instances(self) -> int:

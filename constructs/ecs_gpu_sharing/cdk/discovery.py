@@ -67,6 +67,9 @@ class PlannedCapacity(Protocol):
     def provider_names(self) -> Sequence[str]: ...
 
     @property
+    def log_drivers(self) -> tuple[str, ...] | None: ...
+
+    @property
     def cluster(self) -> ecs.ICluster: ...
 
 
@@ -464,5 +467,6 @@ def _add_capacities(
                 kind=same[0].kind,
                 daemons=reserved.get(name, ()),
                 acknowledged=acks(same[0]),  # type: ignore[arg-type]
+                log_drivers=same[0].log_drivers,
             )
         )

@@ -6,6 +6,8 @@ the kernel and the ECS agent keep.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +25,16 @@ CPU_UNITS_PER_VCPU = 1024
 ROOT_VOLUME_DEFAULT_GIB = 200
 ROOT_VOLUME_MIN_GIB = 30
 ROOT_VOLUME_MAX_GIB = 16_384
+# The log drivers an EC2 GPU host's agent registers, as host attributes (com.amazonaws.ecs.capability.logging-driver.X)
+# that a task logging with X needs: ecs-init starts the agent with ECS_AVAILABLE_LOGGING_DRIVERS
+# ["json-file","syslog","awslogs","fluentd","none"] unless /etc/ecs/ecs.config sets it (amazon-ecs-agent,
+# ecs-init/docker/docker.go, getContainerConfig), and the agent adds awsfirelens on Linux whatever the setting
+# (agent/app/agent_capability_unix.go). The hosts' user data does not set it; a team's added line is read
+# (log_drivers_in_user_data).
+AMI_LOG_DRIVERS = ("json-file", "syslog", "awslogs", "fluentd", "none", "awsfirelens")
+FIRELENS_DRIVER = "awsfirelens"
+_LOG_DRIVERS_SETTING = re.compile(r"ECS_AVAILABLE_LOGGING_DRIVERS=([^\n]*)")
+_JSON_LIST = re.compile(r"\[[^\]]*\]")
 RULES = Family("capacity")
 UNVERIFIED_INSTANCE_FAMILY = RULES.declare(
     "ecs-gpu-sharing:UnverifiedInstanceFamily",
@@ -151,3 +163,22 @@ def task_network_interfaces(records: Sequence[GpuInstanceType]) -> int:
     interfaces"). Without ENI trunking, which this plan does not assume. 0 when EC2's figure is not known."""
     known = [r.max_network_interfaces for r in records if r.max_network_interfaces > 0]
     return max(min(known) - 1, 0) if len(known) == len(records) else 0
+
+
+def log_drivers_in_user_data(user_data: str) -> tuple[str, ...]:
+    """The log drivers the hosts of this user data register: the AMI's (``AMI_LOG_DRIVERS``) unless a line sets
+    ECS_AVAILABLE_LOGGING_DRIVERS, then that list as the file's last setting gives it, with awsfirelens; ``()`` where
+    the setting cannot be read at synth (a shell variable, say), so the drivers are not judged."""
+    settings = _LOG_DRIVERS_SETTING.findall(user_data)
+    if not settings:
+        return AMI_LOG_DRIVERS
+    listed = _JSON_LIST.search(settings[-1])
+    if listed is None:
+        return ()
+    try:
+        drivers = json.loads(listed.group().replace('\\"', '"'))  # a list written inside double quotes
+    except ValueError:
+        return ()
+    if not isinstance(drivers, list) or not all(isinstance(d, str) for d in drivers):
+        return ()
+    return tuple(dict.fromkeys([*drivers, FIRELENS_DRIVER]))

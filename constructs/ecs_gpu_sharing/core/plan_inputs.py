@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .allocation import AllocationNote, Evidence
-from .capacity_facts import HostFacts
+from .capacity_facts import AMI_LOG_DRIVERS, HostFacts
 from .fleet import FleetSpec
 from .placement import LIBRARY_STRATEGY
 from .planner import EC2, ECS_DEFAULT_MAX_PERCENT, CapacityInput, ServiceInput
@@ -39,8 +39,11 @@ def capacity_input(
     kind: str = EC2,
     daemons: Iterable[HostShare] = (),
     acknowledged: Mapping[str, str] | None = None,
+    log_drivers: tuple[str, ...] | None = None,
 ) -> CapacityInput:
-    """A capacity as the planner sees it: ``facts`` less what ``daemons`` take of each host."""
+    """A capacity as the planner sees it: ``facts`` less what ``daemons`` take of each host. ``log_drivers``: those its
+    hosts register, read from their user data; unless given, the AMI's on EC2, and not known on Managed Instances
+    (AWS's hosts, whose agent settings this project has not read)."""
     shares = tuple(daemons)
     return CapacityInput(
         kind=kind,
@@ -63,6 +66,7 @@ def capacity_input(
         task_network_interfaces=facts.task_network_interfaces,
         cuda_context_mib=facts.gpu_memory.cuda_context_mib,
         cuda_context_source=facts.gpu_memory.cuda_context_source,
+        log_drivers=log_drivers if log_drivers is not None else (AMI_LOG_DRIVERS if kind == EC2 else ()),
     )
 
 

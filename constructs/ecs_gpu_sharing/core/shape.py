@@ -34,6 +34,7 @@ class ContainerFacts:
     command: Any = None  # the container's command as written (a fraction of GPU memory it asks for is read from it)
     entry_point: Any = None  # the container's entry point as written (read with its command)
     host_ports: tuple[tuple[int, str], ...] = ()  # (port, protocol) of each mapping to a fixed host port
+    log_driver: Any = None  # its log configuration's driver as written (none: Docker's default, json-file)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class TaskShape:
     # (port, protocol) of each fixed host port its containers map (bridge mode): ECS places a task only on a host
     # where they are free, which the plan checks (HostPortTwiceOnAHost), not packs by
     host_ports: tuple[tuple[int, str], ...] = field(default=(), compare=False)
+    # the log drivers its containers name: a host places the task only where its agent registers each
+    # (TaskLogDriverNotOnHosts)
+    log_drivers: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def task_gpu_budget_mib(self) -> int:
@@ -169,6 +173,7 @@ def task_shape(
         network_interfaces=1 if awsvpc else 0,
         memory_fractions=tuple(fractions),
         host_ports=() if awsvpc else tuple(sorted({p for c in containers for p in c.host_ports})),
+        log_drivers=tuple(sorted({c.log_driver for c in containers if isinstance(c.log_driver, str)})),
     )
 
 
@@ -219,6 +224,7 @@ def containers_from_cloudformation(container_definitions: Any, *, owner: str) ->
                 command=c.get("command"),
                 entry_point=c.get("entryPoint"),
                 host_ports=_host_ports(c.get("portMappings")),
+                log_driver=camel_keys(c.get("logConfiguration")).get("logDriver"),
             )
         )
     return out

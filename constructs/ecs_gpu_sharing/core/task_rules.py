@@ -22,6 +22,7 @@ TASK_EXCEEDS_HOST_CPU = "ecs-gpu-sharing:TaskExceedsHostCpu"
 TASK_EXCEEDS_HOST_MEMORY = "ecs-gpu-sharing:TaskExceedsHostMemory"
 TASK_BELOW_CUDA_CONTEXT = "ecs-gpu-sharing:TaskBelowCudaContext"
 TASK_MAPS_RESERVED_HOST_PORT = "ecs-gpu-sharing:TaskMapsReservedHostPort"
+TASK_LOG_DRIVER_NOT_ON_HOSTS = "ecs-gpu-sharing:TaskLogDriverNotOnHosts"
 # The TCP host ports the ECS agent reserves on every Linux host (amazon-ecs-agent, agent/config/config_unix.go,
 # ReservedPorts: SSH, the Docker daemon and its TLS port, the agent's introspection and task metadata endpoints).
 RESERVED_HOST_PORTS = (22, 2375, 2376, 51678, 51679)
@@ -115,6 +116,18 @@ def _reserved_port(service: ServiceInput, capacity: CapacityInput) -> str | None
     )
 
 
+def _log_drivers(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    missing = sorted(d for d in service.shape.log_drivers if capacity.log_drivers and d not in capacity.log_drivers)
+    if not missing:
+        return None
+    attributes = ", ".join(f"com.amazonaws.ecs.capability.logging-driver.{d}" for d in missing)
+    drivers = f"log driver{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    return (
+        f"one task logs with the {drivers}, which the hosts of {capacity.name} do not register (their agent "
+        f"registers {', '.join(capacity.log_drivers)}): the task needs {attributes}, so ECS never places it"
+    )
+
+
 @dataclass(frozen=True)
 class TaskRule:
     """A rule one task must meet on one host, whatever else runs there."""
@@ -169,6 +182,17 @@ TASK_RULES: tuple[TaskRule, ...] = (
         "amazon-ecs-agent, agent/config/config_unix.go, ReservedPorts) is never placed",
         "map host port 0 (a dynamic port, which a load balancer's target group follows) or another port",
         _reserved_port,
+    ),
+    TaskRule(
+        TASK_LOG_DRIVER_NOT_ON_HOSTS,
+        "a task whose container logs with a driver the hosts' agent does not register (ECS_AVAILABLE_LOGGING_DRIVERS; "
+        "the AMI's ecs-init registers json-file, syslog, awslogs, fluentd and none, and the agent awsfirelens: "
+        "amazon-ecs-agent, ecs-init/docker/docker.go) is never placed: it needs the host attribute "
+        "com.amazonaws.ecs.capability.logging-driver.<driver> (ECS API Reference, LogConfiguration)",
+        "log with awslogs, or send the logs on through FireLens (awsfirelens, whose Fluent Bit has outputs for Splunk, "
+        "GELF and more); or register the driver in the hosts' user data (echo 'ECS_AVAILABLE_LOGGING_DRIVERS=[...]' "
+        ">> /etc/ecs/ecs.config on GpuCapacity.launch_template.user_data), which the plan reads",
+        _log_drivers,
     ),
 )
 

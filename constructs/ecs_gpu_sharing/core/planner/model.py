@@ -44,6 +44,8 @@ class CapacityInput:
     task_network_interfaces: int = 0  # awsvpc tasks one host takes (its interfaces less its own; 0: not limited)
     cuda_context_mib: int = 0  # what a CUDA context takes of an MPS client's limit on its GPU (0: not measured)
     cuda_context_source: str = ""
+    # the log drivers its hosts register (a task logging with another is never placed there); () where not known
+    log_drivers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
