@@ -17,7 +17,14 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 
-from ecs_gpu_sharing import FleetPlan, GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+from ecs_gpu_sharing import (
+    FleetPlan,
+    GpuCapacity,
+    GpuTelemetry,
+    MpsShare,
+    SharedGpuService,
+    SharedGpuTaskDefinition,
+)
 
 from conftest import new_app
 
@@ -127,3 +134,29 @@ def test_an_allowance_with_a_reason_lets_it_through_and_the_plan_lists_it() -> N
         {k: a[k] for k in ("rule_id", "reason")} for a in plan["allowances"]
     ]
     assert "the batch launcher starts jobs" in (Path(assembly.directory) / "gpu-fleet-plan.md").read_text()
+
+
+@pytest.mark.parametrize("way", ["log driver", "grant"])
+def test_the_evidence_group_by_reference_is_refused_and_the_daemon_that_writes_it_is_not(way: str) -> None:
+    """What evaluate believes is written by the telemetry daemon alone: a tenant that names the group by its construct
+    (a Ref, no name in the template) is refused as one that names it by text, and the daemon's own grant passes."""
+    app, stack, cluster, capacity = _app()
+    telemetry = GpuTelemetry(stack, "Telemetry", cluster=cluster, capacities=[capacity])
+    task = SharedGpuTaskDefinition(stack, "Task")
+    task.add_container(
+        "model",
+        image=IMAGE,
+        memory_limit_mib=2048,
+        gpu=MpsShare(4096),
+        user="1000",
+        readonly_root_filesystem=True,
+        logging=ecs.LogDrivers.aws_logs(stream_prefix="m", log_group=telemetry.evidence)
+        if way == "log driver"
+        else None,
+    )
+    if way == "grant":
+        telemetry.evidence.grant_write(task.task_role)
+    SharedGpuService(stack, "Model", cluster=cluster, task_definition=task, capacity=capacity, desired_count=1)
+    message = _refused(app, "EvidenceLogGroupNamed" if way == "log driver" else "TaskRoleEscalation")
+    errors = [line for line in message.splitlines() if "ERROR [" in line]
+    assert errors and all("Gpu/Task" in e and "Telemetry" not in e for e in errors), errors  # the daemon passes

@@ -23,7 +23,8 @@ from ecs_gpu_sharing import (
     SharedGpuService,
     SharedGpuTaskDefinition,
 )
-from ecs_gpu_sharing.cdk.telemetry import DAEMON_IMAGE_DIR, STOP_METRICS, GpuFleetDashboard, GpuTelemetry
+from ecs_gpu_sharing.cdk.dashboard import GpuFleetDashboard
+from ecs_gpu_sharing.cdk.telemetry import DAEMON_IMAGE_DIR, STOP_METRICS, GpuTelemetry
 from ecs_gpu_sharing.core.telemetry import METRIC_NAMESPACE as NAMESPACE
 from ecs_gpu_sharing.operations.telemetry.daemon import Daemon, LogSink, TaskDirectory, mps_up, read_gpus
 from ecs_gpu_sharing.operations.telemetry.sampling import (

@@ -327,6 +327,59 @@ def test_a_log_configuration_naming_the_evidence_group_is_refused() -> None:
     assert _rules(_app(_service(LaunchType="EC2", Cluster="x"), task)) == [guards.EVIDENCE_LOGS]
 
 
+EVIDENCE_GROUP = {
+    "Type": "AWS::Logs::LogGroup",
+    "Properties": {"LogGroupName": {"Fn::Join": ["", ["/ecs-gpu-sharing/evidence/", {"Ref": "Cluster"}]]}},
+}
+OWN_GROUP = {"Type": "AWS::Logs::LogGroup", "Properties": {"RetentionInDays": 30}}
+
+
+def _evidence_app(reference: Any, *, across: bool) -> tuple[dict[str, Any], Any]:
+    """The evidence group in the cluster's stack (``across``: named through its export) or the tenant's own."""
+    templates = _app(_service(LaunchType="EC2", Cluster="x"))
+    held = templates["c"] if across else templates["tenant"]
+    held["Resources"]["Evidence"] = copy.deepcopy(EVIDENCE_GROUP)
+    held["Resources"]["Own"] = copy.deepcopy(OWN_GROUP)
+    if across:
+        held["Outputs"]["EvidenceOut"] = {"Value": reference, "Export": {"Name": "c:Evidence"}}
+        return templates, {"Fn::ImportValue": "c:Evidence"}
+    return templates, reference
+
+
+@pytest.mark.parametrize("across", [False, True])
+@pytest.mark.parametrize("reference", [{"Ref": "Evidence"}, {"Fn::GetAtt": ["Evidence", "Arn"]}])
+def test_a_log_configuration_referring_to_the_evidence_group_is_refused(reference: Any, across: bool) -> None:
+    """A Ref to the group (``ecs.LogDrivers.aws_logs(log_group=telemetry.evidence)``) carries no name to read: the
+    group it names does."""
+    templates, named = _evidence_app(reference, across=across)
+    container = templates["tenant"]["Resources"]["Task"]["Properties"]["ContainerDefinitions"][0]
+    del container["Privileged"]
+    container["LogConfiguration"] = {"LogDriver": "awslogs", "Options": {"awslogs-group": named}}
+    assert _rules(templates) == [guards.EVIDENCE_LOGS]
+    container["LogConfiguration"]["Options"]["awslogs-group"] = {"Ref": "Own"}  # the task's own group
+    if not across:
+        assert _rules(templates) == []
+
+
+@pytest.mark.parametrize("across", [False, True])
+def test_a_task_role_grant_on_the_evidence_group_by_reference_is_refused(across: bool) -> None:
+    """``telemetry.evidence.grant_write(task_role)`` writes the group's Arn as a GetAtt, with no name to read."""
+    statement = {"Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents"], "Resource": None}
+    templates = _role_app(statement)
+    held = templates["c"] if across else templates["tenant"]
+    held["Resources"]["Evidence"] = copy.deepcopy(EVIDENCE_GROUP)
+    templates["tenant"]["Resources"]["Own"] = copy.deepcopy(OWN_GROUP)
+    if across:
+        held["Outputs"]["EvidenceOut"] = {"Value": {"Fn::GetAtt": ["Evidence", "Arn"]}, "Export": {"Name": "c:E"}}
+    statement = templates["tenant"]["Resources"]["Policy"]["Properties"]["PolicyDocument"]["Statement"][0]
+    statement["Resource"] = {"Fn::ImportValue": "c:E"} if across else {"Fn::GetAtt": ["Evidence", "Arn"]}
+    found = tenancy.judge(templates).violations
+    assert [(v.rule_id, v.logical_id) for v in found] == [(escalation.TASK_ROLE_ESCALATION, "Role")] * 2
+    assert all("on /ecs-gpu-sharing/evidence/* can write the evidence" in v.message for v in found)
+    statement["Resource"] = {"Fn::GetAtt": ["Own", "Arn"]}  # the task's own group
+    assert tenancy.judge(templates).violations == []
+
+
 def test_a_second_provider_over_the_gpu_group_is_the_gpu_capacity() -> None:
     templates = _app(_service(CapacityProviderStrategy=[{"CapacityProvider": {"Ref": "Mine"}}]))
     cluster = templates["c"]["Resources"]

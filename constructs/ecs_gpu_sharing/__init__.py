@@ -29,12 +29,13 @@ from .core.quotas import RESOURCES_PER_STACK, STACK_RESOURCE_HEADROOM
 if TYPE_CHECKING:
     from .cdk.ami import GpuAmi
     from .cdk.capacity import GpuCapacity
+    from .cdk.dashboard import GpuFleetDashboard
     from .cdk.fleet_plan import FleetPlan
     from .cdk.limits import AwsLimitsChecks
     from .cdk.managed_capacity import GpuManagedInstancesCapacity
     from .cdk.service import SharedGpuManagedInstancesService, SharedGpuService, placement_strategies
     from .cdk.task_definition import SharedGpuManagedInstancesTaskDefinition, SharedGpuTaskDefinition
-    from .cdk.telemetry import GpuFleetDashboard, GpuTelemetry
+    from .cdk.telemetry import GpuTelemetry
     from .regions import known_regions
 
 # Public name -> module of ecs_gpu_sharing.cdk that defines it; CDK-backed names are imported lazily.
@@ -50,7 +51,7 @@ _LAZY: dict[str, str] = {
     "FleetPlan": "fleet_plan",
     "AwsLimitsChecks": "limits",
     "GpuTelemetry": "telemetry",
-    "GpuFleetDashboard": "telemetry",
+    "GpuFleetDashboard": "dashboard",
 }
 
 __all__ = [

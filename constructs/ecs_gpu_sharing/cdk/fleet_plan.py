@@ -177,8 +177,8 @@ class FleetPlan(Construct):
         """Permits ``scope`` (a task definition, a service or pattern, or any construct holding them) to break one
         rule of the allow-list on GPU hosts (``FleetPlan.ALLOWABLE``), for ``reason``; the plan files list every
         allowance with its reason. The one way to permit it: the library's telemetry daemon is allowed its GPU device
-        files and two read-only host paths this way. Think twice for a model: a guard keeps a tenant within its share
-        of a host other teams use."""
+        files, two read-only host paths and its writes to the evidence log group this way. Think twice for a model:
+        a guard keeps a tenant within its share of a host other teams use."""
         owner = getattr(getattr(scope, "node", None), "path", repr(scope))
         if rule_id not in self.ALLOWABLE or not visible(reason):
             raise ServiceError(

@@ -282,17 +282,46 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)[:120]
 
 
+def log_groups_named(ctx: Templates, value: Any, stack: str) -> Any:
+    """``value`` with each reference to a log group of the templates (``Ref``, ``Fn::GetAtt``, through an export) in
+    place of the group's name as a pattern (what ``Fn::Join`` fixes, ``*`` for the parts known at deploy): a Ref to the
+    evidence group carries no name to read, and the guards and the escalation check judge log groups by their names."""
+    if isinstance(value, Mapping):
+        target = ctx.target(value, stack) if len(value) == 1 else None
+        if target is not None and target.kind == "AWS::Logs::LogGroup":
+            name = _name_pattern(target.props.get("LogGroupName"))
+            if name.strip("*"):
+                return name
+        return {k: log_groups_named(ctx, v, stack) for k, v in value.items()}
+    if isinstance(value, list):
+        return [log_groups_named(ctx, v, stack) for v in value]
+    return value
+
+
+def _name_pattern(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    join = value.get("Fn::Join") if isinstance(value, Mapping) and len(value) == 1 else None
+    if isinstance(join, list) and len(join) == 2 and isinstance(join[0], str) and isinstance(join[1], list):
+        return join[0].join(_name_pattern(part) for part in join[1])
+    return "*"
+
+
 def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str], list[Any]]:
     """Every policy document that applies to ``role`` as the templates hold it, its AWS managed policy names, and the
     managed policies it names that are neither AWS's nor in the templates (what they grant cannot be read)."""
-    docs: list[Any] = [p.get("PolicyDocument") for p in role.props.get("Policies") or [] if isinstance(p, Mapping)]
+    docs: list[Any] = [
+        log_groups_named(ctx, p.get("PolicyDocument"), role.stack)
+        for p in role.props.get("Policies") or []
+        if isinstance(p, Mapping)
+    ]
     arns = role.props.get("ManagedPolicyArns") or []
     names = managed_policies(arns)
     elsewhere = []
     for arn in arns if isinstance(arns, list) else [arns]:
         managed = ctx.target(arn, role.stack)
         if managed is not None and managed.kind == "AWS::IAM::ManagedPolicy":
-            docs.append(managed.props.get("PolicyDocument"))
+            docs.append(log_groups_named(ctx, managed.props.get("PolicyDocument"), managed.stack))
         elif not managed_policies([arn]):
             elsewhere.append(arn)
     for kind, key in (
@@ -308,7 +337,7 @@ def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str
                 if by_name or (
                     target is not None and (target.stack, target.logical_id) == (role.stack, role.logical_id)
                 ):
-                    docs.append(policy.props.get("PolicyDocument"))
+                    docs.append(log_groups_named(ctx, policy.props.get("PolicyDocument"), policy.stack))
                     break
     return docs, names, elsewhere
 
@@ -391,7 +420,7 @@ def _judge_task(
 ) -> None:
     """The allow-list over the task definition, then its task role's policies; a role the templates do not hold is
     refused where the task surely runs on a GPU host (``sure``), listed as not judged where it only may."""
-    for line in guard_violations(task.props):
+    for line in guard_violations(log_groups_named(ctx, task.props, task.stack)):
         rule = rule_of(line)
         _add(out, allowed, [task], rule, f"{cdk_path(task)}: {line.removeprefix(f'[{rule}] ')} ({runs})")
     written = task.props.get("TaskRoleArn")
