@@ -82,6 +82,12 @@ DENIED = [
     ({"c__EnvironmentFiles": [{"Type": "s3", "Value": "arn:aws:s3:::b/model.env"}]}, guards.GPU_STEERING_ENVIRONMENT),
     ({"c__environmentFiles": [{"type": "s3", "value": "arn:aws:s3:::b/model.env"}]}, guards.GPU_STEERING_ENVIRONMENT),
     ({"c__EnvironmentFiles": {"Ref": "Files"}}, guards.GPU_STEERING_ENVIRONMENT),
+    # a variable named at deploy could be any of them
+    ({"c__Environment": [{"Name": {"Ref": "Variable"}, "Value": "0"}]}, guards.GPU_STEERING_ENVIRONMENT),
+    (
+        {"c__Secrets": [{"Name": {"Fn::Join": ["", ["CUDA_", "VISIBLE_DEVICES"]]}, "ValueFrom": "x"}]},
+        guards.GPU_STEERING_ENVIRONMENT,
+    ),
     ({"c__Unheard": 1}, guards.UNKNOWN_PROPERTY),
     ({"task__TrustedExecutionConfiguration": {}}, guards.UNKNOWN_PROPERTY),
     ({"linux__Something": 1}, guards.UNKNOWN_PROPERTY),

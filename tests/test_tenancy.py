@@ -205,6 +205,28 @@ ESCALATING = [
     (["logs:PutLogEvents"], ["*"]),
     (["logs:PutLogEvents"], ["arn:aws:logs:us-east-1:123456789012:log-group:/ecs-gpu-sharing/evidence/*"]),
     (["logs:*"], ["arn:aws:logs:*:*:log-group:/aws/events/ecs-gpu-sharing/prod/stopped-tasks:*"]),
+    # a group named at deploy (a parameter) could be the evidence group
+    (
+        ["logs:PutLogEvents"],
+        [
+            {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":logs:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":log-group:",
+                        {"Ref": "GroupName"},
+                        ":*",
+                    ],
+                ]
+            }
+        ],
+    ),
     (["iam:PassRole", "lambda:CreateFunction"], ["*"]),
     (["*"], ["*"]),
     (["s?s:AssumeRole"], ["*"]),
@@ -222,6 +244,25 @@ HARMLESS = [
     (["sts:GetCallerIdentity"], ["*"]),
     (["iam:PassRole"], ["arn:aws:iam::123456789012:role/x"]),
     (["logs:PutLogEvents"], ["arn:aws:logs:us-east-1:123456789012:log-group:/my/app:*"]),
+    (
+        ["logs:PutLogEvents"],
+        [
+            {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":logs:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":log-group:/my/app:*",
+                    ],
+                ]
+            }
+        ],
+    ),
     (["ecs:DescribeServices", "ssm:GetParameter"], ["*"]),
 ]
 
@@ -359,6 +400,28 @@ def test_a_log_configuration_referring_to_the_evidence_group_is_refused(referenc
     container["LogConfiguration"]["Options"]["awslogs-group"] = {"Ref": "Own"}  # the task's own group
     if not across:
         assert _rules(templates) == []
+
+
+@pytest.mark.parametrize(
+    ("group", "refused"),
+    [
+        ({"Ref": "GroupName"}, True),  # a parameter: any group, the evidence group among them
+        ({"Fn::Join": ["", ["/teams/", {"Ref": "GroupName"}]]}, False),  # under /teams/, whatever the parameter says
+        ({"Ref": "Own"}, False),  # the task's own group, named by CloudFormation
+        ({"Fn::Sub": "${GroupName}"}, True),
+    ],
+)
+def test_a_log_group_the_synth_cannot_read_is_refused(group: Any, refused: bool) -> None:
+    templates = _app(_service(LaunchType="EC2", Cluster="x"))
+    templates["tenant"]["Resources"]["Own"] = copy.deepcopy(OWN_GROUP)
+    templates["tenant"]["Parameters"] = {"GroupName": {"Type": "String"}}
+    container = templates["tenant"]["Resources"]["Task"]["Properties"]["ContainerDefinitions"][0]
+    del container["Privileged"]
+    container["LogConfiguration"] = {
+        "LogDriver": "awslogs",
+        "Options": {"awslogs-group": group, "awslogs-region": {"Ref": "AWS::Region"}},
+    }
+    assert _rules(templates) == ([guards.EVIDENCE_LOGS] if refused else [])
 
 
 @pytest.mark.parametrize("across", [False, True])

@@ -28,6 +28,7 @@ from .mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from .rule_family import PREFIX, Family, Level, Source
 from .shape import camel_keys
 from .telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
+from .tokens import text_pattern
 
 GPU_STEERING_ENVIRONMENT = f"{PREFIX}GpuSteeringEnvironment"
 GPU_DEVICE_MAPPED = f"{PREFIX}GpuDeviceMapped"
@@ -334,7 +335,15 @@ def _container(container: Mapping[str, Any]) -> Iterator[str]:
         if items is not None and not isinstance(items, list):
             yield _unreadable(where, kind, items)
         for item in items if isinstance(items, list) else []:
-            variable = str(camel_keys(item).get("name"))
+            named = camel_keys(item).get("name")
+            if not isinstance(named, str):  # named at deploy: it could be any of them
+                yield (
+                    f"[{GPU_STEERING_ENVIRONMENT}] {where}: {kind} names a variable {json.dumps(named)[:80]} the synth "
+                    "cannot read, which could steer the GPU (NVIDIA_*, CUDA_VISIBLE_DEVICES, CUDA_MPS_*); name it "
+                    "literally"
+                )
+                continue
+            variable = named
             if GPU_ENVIRONMENT.match(variable):  # names are case-sensitive: cuda_visible_devices steers nothing
                 yield (
                     f"[{GPU_STEERING_ENVIRONMENT}] {where}: {kind} {variable} would steer the GPU: "
@@ -404,6 +413,29 @@ def _linux(where: str, linux: Mapping[str, Any]) -> Iterator[str]:
                 f"[{DEVICE_MAPPED}] {where} maps the host device {path}: a task on a shared GPU host gets no host "
                 "devices; remove it"
             )
+
+
+def log_groups_not_read(task_properties: Mapping[str, Any]) -> list[str]:
+    """EvidenceLogGroupNamed for each log configuration option that names a log group (``awslogs-group``, FireLens's
+    ``log_group_name``) by a value the synth cannot read, whose fixed text does not rule out the evidence and
+    stopped-task groups. For task definitions whose references to the app's log groups are already read as names
+    (``core.tenancy``); before that, a ``Ref`` to the service's own group would read as unknown."""
+    out = []
+    containers = camel_keys(dict(task_properties)).get("containerDefinitions")
+    for raw in containers if isinstance(containers, list) else []:
+        container = camel_keys(raw)
+        options = camel_keys(container.get("logConfiguration")).get("options")
+        for key, value in options.items() if isinstance(options, Mapping) else []:
+            if isinstance(value, str) or "group" not in str(key).lower():
+                continue
+            head = text_pattern(value).split("*", 1)[0]  # what the value fixes before its first deploy-time part
+            if any(prefix.startswith(head) for prefix in (EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX)):
+                out.append(
+                    f"[{EVIDENCE_LOGS}] container {container.get('name')}: its log configuration's {key} is "
+                    f"{json.dumps(value)[:80]}, a log group the synth cannot read, which could be the evidence or "
+                    "stopped-task group; name the group literally, or give a log group of the app"
+                )
+    return out
 
 
 _MPS_WORD = re.compile(r"\b(CUDA_MPS_[A-Z_]*|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES)\b")

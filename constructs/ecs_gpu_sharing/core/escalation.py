@@ -34,6 +34,7 @@ from typing import Any
 from .rule_family import Family, Level, Source
 from .telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 from .text import few
+from .tokens import text_pattern
 
 RULES = Family("task-role escalation")
 TASK_ROLE_ESCALATION = RULES.declare(
@@ -184,7 +185,9 @@ def _log_group_resource(resource: Any) -> bool:
     """Whether a resource pattern can name this project's evidence or stopped-task log groups."""
     if not isinstance(resource, str):
         text = json.dumps(resource)
-        return any(p in text for p in (EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX))
+        if any(p in text for p in (EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX)):
+            return True
+        resource = text_pattern(resource)  # a part known at deploy could be any group's name
     if resource.strip() == "*":
         return True
     name = resource.split(":log-group:", 1)[1] if ":log-group:" in resource else resource

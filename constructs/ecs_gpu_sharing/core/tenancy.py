@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .container_guards import guard_violations, rule_of
+from .container_guards import guard_violations, log_groups_not_read, rule_of
 from .escalation import (
     TASK_ROLE_ESCALATION,
     TASK_ROLE_REFUSED_POLICY,
@@ -38,6 +38,7 @@ from .service_rules import Resource, Templates
 from .shape import camel_keys
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
+from .tokens import text_pattern
 
 CAPACITY_METADATA = "ecs-gpu-sharing:capacity"
 SHARED_TASK_METADATA = "ecs-gpu-sharing:shared-gpu"  # a task definition made to share a GPU: judged wherever it runs
@@ -284,27 +285,18 @@ def _show(value: Any) -> str:
 
 def log_groups_named(ctx: Templates, value: Any, stack: str) -> Any:
     """``value`` with each reference to a log group of the templates (``Ref``, ``Fn::GetAtt``, through an export) in
-    place of the group's name as a pattern (what ``Fn::Join`` fixes, ``*`` for the parts known at deploy): a Ref to the
-    evidence group carries no name to read, and the guards and the escalation check judge log groups by their names."""
+    place of the group's name as a pattern (``tokens.text_pattern``; a group the template leaves unnamed is named by
+    CloudFormation after its stack and logical id): a Ref to the evidence group carries no name to read, and the guards
+    and the escalation check judge log groups by their names."""
     if isinstance(value, Mapping):
         target = ctx.target(value, stack) if len(value) == 1 else None
         if target is not None and target.kind == "AWS::Logs::LogGroup":
-            name = _name_pattern(target.props.get("LogGroupName"))
-            if name.strip("*"):
-                return name
+            name = target.props.get("LogGroupName")
+            return f"{target.stack}-{target.logical_id}-*" if name is None else text_pattern(name)
         return {k: log_groups_named(ctx, v, stack) for k, v in value.items()}
     if isinstance(value, list):
         return [log_groups_named(ctx, v, stack) for v in value]
     return value
-
-
-def _name_pattern(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    join = value.get("Fn::Join") if isinstance(value, Mapping) and len(value) == 1 else None
-    if isinstance(join, list) and len(join) == 2 and isinstance(join[0], str) and isinstance(join[1], list):
-        return join[0].join(_name_pattern(part) for part in join[1])
-    return "*"
 
 
 def _role_documents(ctx: Templates, role: Resource) -> tuple[list[Any], list[str], list[Any]]:
@@ -420,7 +412,8 @@ def _judge_task(
 ) -> None:
     """The allow-list over the task definition, then its task role's policies; a role the templates do not hold is
     refused where the task surely runs on a GPU host (``sure``), listed as not judged where it only may."""
-    for line in guard_violations(log_groups_named(ctx, task.props, task.stack)):
+    named = log_groups_named(ctx, task.props, task.stack)
+    for line in [*guard_violations(named), *log_groups_not_read(named)]:
         rule = rule_of(line)
         _add(out, allowed, [task], rule, f"{cdk_path(task)}: {line.removeprefix(f'[{rule}] ')} ({runs})")
     written = task.props.get("TaskRoleArn")

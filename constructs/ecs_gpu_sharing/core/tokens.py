@@ -1,4 +1,5 @@
-"""Whether a value is a CDK token. Pure: asks CDK's own ``Token.is_unresolved`` only when CDK is already loaded.
+"""Whether a value is a CDK token, and what a deploy-time value fixes of its text. Pure: asks CDK's own
+``Token.is_unresolved`` only when CDK is already loaded.
 
 A CDK app has imported ``aws_cdk`` before it can make a token, so a process without it has no tokens; the
 planning core never imports jsii itself.
@@ -34,3 +35,14 @@ def describe(value: Any) -> str:
         if key == "Ref" or key.startswith("Fn::"):
             return f"a deploy-time value ({key} {value[key]!r})"
     return repr(value)
+
+
+def text_pattern(value: Any) -> str:
+    """What a CloudFormation value fixes of its text, as a pattern: a string as it is, the parts of an ``Fn::Join``
+    joined, and ``*`` for any part known only at deploy (a ``Ref``, an attribute, an ``Fn::Sub``)."""
+    if isinstance(value, str):
+        return value
+    join = value.get("Fn::Join") if isinstance(value, dict) and len(value) == 1 else None
+    if isinstance(join, list) and len(join) == 2 and isinstance(join[0], str) and isinstance(join[1], list):
+        return join[0].join(text_pattern(part) for part in join[1])
+    return "*"
