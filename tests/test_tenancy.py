@@ -274,6 +274,40 @@ def test_harmless_grants_pass(actions: list[str], resources: list[str]) -> None:
     )
 
 
+DEPLOY_TIME = [
+    pytest.param(
+        {"Statement": [{"Effect": {"Fn::If": ["C", "Allow", "Deny"]}, "Action": "iam:PutRolePolicy", "Resource": "*"}]},
+        id="effect",
+    ),
+    pytest.param({"Statement": [{"Effect": "Allow", "Action": {"Ref": "Action"}, "Resource": "*"}]}, id="action"),
+    pytest.param(
+        {"Statement": [{"Effect": "Allow", "Action": [{"Fn::If": ["C", "iam:PassRole", "s3:GetObject"]}]}]},
+        id="action-in-a-list",
+    ),
+    pytest.param(
+        {
+            "Statement": [
+                {"Effect": "Allow", "Action": "logs:PutLogEvents", "NotResource": "arn:aws:logs:*:*:log-group:/a"}
+            ]
+        },
+        id="not-resource",
+    ),
+    pytest.param(
+        json.dumps({"Statement": [{"Effect": "Allow", "Action": "iam:PutRolePolicy", "Resource": "*"}]}),
+        id="document-as-json-text",
+    ),
+    pytest.param({"Fn::If": ["C", {"Statement": []}, {"Statement": []}]}, id="document-at-deploy"),
+    pytest.param({"Statement": {"Ref": "Statements"}}, id="statements-at-deploy"),
+]
+
+
+@pytest.mark.parametrize("document", DEPLOY_TIME)
+def test_a_grant_the_synth_cannot_read_is_judged_as_it_could_be(document: Any) -> None:
+    """What the synth cannot read may be anything: an Effect, an action, a document known only at deploy, and an Allow
+    with NotResource, which grants every resource but those it names."""
+    assert escalation.escalations([document])
+
+
 def test_pass_role_escalates_with_a_code_runner_in_another_policy_of_the_role() -> None:
     one = {"Statement": [{"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"}]}
     two = {"Statement": [{"Effect": "Allow", "Action": "ecs:RunTask", "Resource": "*"}]}

@@ -147,8 +147,39 @@ class Grant:
     resources: tuple[Any, ...]
 
 
+def _deploy_time(value: Any) -> bool:
+    """Whether ``value`` is a CloudFormation intrinsic (``Ref``, ``Fn::If``...): known only at deploy."""
+    return isinstance(value, Mapping) and len(value) == 1 and str(next(iter(value))).startswith(("Ref", "Fn::"))
+
+
+def unreadable_document(document: Any) -> str | None:
+    """Why a policy document cannot be judged at synth (text that is not JSON, a document or its statements known only
+    at deploy), or ``None``: what cannot be read could grant anything."""
+    if isinstance(document, str):
+        try:
+            json.loads(document)
+        except ValueError:
+            return "a policy document that is not JSON could grant anything; write it as an object"
+        return None
+    body = {str(k).lower(): v for k, v in document.items()} if isinstance(document, Mapping) else {}
+    statements = body.get("statement")
+    parts = statements if isinstance(statements, list) else [statements]
+    if _deploy_time(document) or any(_deploy_time(part) for part in parts):
+        return (
+            f"a policy document or statement known only at deploy ({json.dumps(document)[:80]}) could grant anything; "
+            "write its statements literally"
+        )
+    return None
+
+
 def grants(document: Any) -> list[Grant]:
-    """The statements of a policy document (``{"Statement": [...]}``, one statement, or a list), keys in any case."""
+    """The statements of a policy document (``{"Statement": [...]}``, one statement, a list, or its JSON text), keys
+    in any case. An Effect known only at deploy reads as Allow, and an Allow with NotResource as on every resource."""
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError:
+            return []
     if isinstance(document, Mapping):
         body = {str(k).lower(): v for k, v in document.items()}
         statements = body.get("statement", [document] if "effect" in body else [])
@@ -161,10 +192,11 @@ def grants(document: Any) -> list[Grant]:
         s = {str(k).lower(): v for k, v in raw.items()}
         not_action = "notaction" in s
         actions = s.get("notaction" if not_action else "action", [])
-        resources_ = s.get("resource", s.get("notresource", ["*"]))
+        resources_ = s.get("resource", ["*"]) if "notresource" not in s else ["*"]  # all but a few is nearly all
+        effect = s.get("effect", "Allow")
         out.append(
             Grant(
-                str(s.get("effect", "Allow")),
+                effect if isinstance(effect, str) else "Allow",  # known only at deploy: it could allow
                 tuple(actions if isinstance(actions, list) else [actions]),
                 not_action,
                 tuple(resources_ if isinstance(resources_, list) else [resources_]),
@@ -176,7 +208,7 @@ def grants(document: Any) -> list[Grant]:
 def _matches(pattern: Any, actions: Iterable[str]) -> list[str]:
     """The concrete actions ``pattern`` (an IAM action with ``*``/``?`` wildcards, any case) names."""
     if not isinstance(pattern, str):
-        return []  # a deploy-time value: judged by the statement's other actions
+        return []  # a deploy-time value: ``escalations`` refuses it as any action
     wanted = pattern.strip().lower()
     return [a for a in actions if fnmatch.fnmatchcase(a.lower(), wanted)]
 
@@ -217,12 +249,15 @@ def escalations(documents: Sequence[Any]) -> list[str]:
     ``[]`` when they do not."""
     data = _data()
     allows = [g for doc in documents for g in grants(doc) if g.effect.strip().lower() == "allow"]
-    out: list[str] = []
+    out: list[str] = [why for doc in documents if (why := unreadable_document(doc)) is not None]
     for g in allows:
         if g.not_action:
             out.append(f"an Allow with NotAction {list(g.actions)} allows every other action; name the actions instead")
             continue
         for pattern in g.actions:
+            if not isinstance(pattern, str):
+                out.append(f"action {json.dumps(pattern)[:80]} is known only at deploy and could be any action")
+                continue
             if isinstance(pattern, str) and pattern.strip() in ("*", "*:*"):
                 out.append(f"action {pattern} allows every action")
                 continue
