@@ -16,6 +16,9 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from ecs_gpu_sharing import (
     FleetPlan,
@@ -160,3 +163,43 @@ def test_the_evidence_group_by_reference_is_refused_and_the_daemon_that_writes_i
     message = _refused(app, "EvidenceLogGroupNamed" if way == "log driver" else "TaskRoleEscalation")
     errors = [line for line in message.splitlines() if "ERROR [" in line]
     assert errors and all("Gpu/Task" in e and "Telemetry" not in e for e in errors), errors  # the daemon passes
+
+
+def test_a_state_machine_that_runs_a_task_on_the_gpu_cluster_is_judged() -> None:
+    """Step Functions' ecs:runTask is one more way to run a task definition on the cluster: its definition is JSON
+    text around the references, which the judgement reads back."""
+    app, stack, cluster, _capacity = _app()
+    task = _plain_task(stack)
+    task.node.default_child.add_property_override(  # type: ignore[union-attr]
+        "ContainerDefinitions.0.LinuxParameters", {"Devices": [{"HostPath": "/dev/nvidia0"}]}
+    )
+    run = tasks.EcsRunTask(
+        stack,
+        "Run",
+        cluster=cluster,
+        task_definition=task,
+        launch_target=tasks.EcsEc2LaunchTarget(),
+        integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+    )
+    sfn.StateMachine(stack, "Machine", definition_body=sfn.DefinitionBody.from_chainable(run))
+    message = _refused(app, "GpuDeviceMapped")
+    assert "state machine task Gpu/Machine" in message
+
+
+def test_a_pipe_that_runs_a_task_on_the_gpu_cluster_is_judged() -> None:
+    app, stack, cluster, _capacity = _app()
+    task = _plain_task(stack)
+    task.node.default_child.add_property_override("ContainerDefinitions.0.Privileged", True)  # type: ignore[union-attr]
+    pipes.CfnPipe(
+        stack,
+        "Pipe",
+        role_arn="arn:aws:iam::123456789012:role/pipe",
+        source="arn:aws:sqs:us-east-1:123456789012:jobs",
+        target=cluster.cluster_arn,
+        target_parameters=pipes.CfnPipe.PipeTargetParametersProperty(
+            ecs_task_parameters=pipes.CfnPipe.PipeTargetEcsTaskParametersProperty(
+                task_definition_arn=task.task_definition_arn, launch_type="EC2"
+            )
+        ),
+    )
+    assert "pipe Gpu/Pipe" in _refused(app, "PrivilegedContainer")

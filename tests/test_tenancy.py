@@ -567,3 +567,122 @@ def test_a_shared_docker_volume_named_twice_can_be_allowed() -> None:
     assert judged.allowed == [
         ("tenant/Task2", tenancy.SHARED_VOLUME_NAMED_TWICE, "one team's two services share a cache")
     ]
+
+
+def _machine(definition: Any, *, as_text: bool) -> dict[str, Any]:
+    key = "DefinitionString" if as_text else "Definition"
+    return {"Type": "AWS::StepFunctions::StateMachine", "Properties": {key: definition}}
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    return {"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask", **request}}}
+
+
+@pytest.mark.parametrize(
+    ("machine", "judged"),
+    [
+        pytest.param(
+            _machine(_run({"Parameters": {"Cluster": "my-cluster", "TaskDefinition": {"Ref": "Task"}}}), as_text=False),
+            "gpu",
+            id="object",
+        ),
+        pytest.param(
+            _machine(
+                {
+                    "Fn::Join": [
+                        "",
+                        [
+                            '{"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[{"StartAt":"A","States":{"A":'
+                            '{"Type":"Task","End":true,"Resource":"arn:',
+                            {"Ref": "AWS::Partition"},
+                            ':states:::ecs:runTask.sync","Parameters":{"Cluster":"',
+                            {"Fn::ImportValue": "c:Cluster"},
+                            '","TaskDefinition":"tenant-model","LaunchType":"EC2"}}}}]}}}',
+                        ],
+                    ]
+                },
+                as_text=True,
+            ),
+            "gpu",
+            id="text-around-references-in-a-parallel-branch",
+        ),
+        pytest.param(
+            _machine(_run({"Arguments": {"Cluster": "my-cluster", "TaskDefinition": "tenant-model"}}), as_text=False),
+            "gpu",
+            id="jsonata",
+        ),
+        pytest.param(
+            _machine(
+                _run({"Parameters": {"Cluster.$": "$.cluster", "TaskDefinition": {"Ref": "Task"}}}), as_text=False
+            ),
+            "maybe",
+            id="cluster-from-input",
+        ),
+        pytest.param(
+            _machine(_run({"Parameters": {"Cluster": "my-cluster", "TaskDefinition.$": "$.td"}}), as_text=False),
+            "unreadable",
+            id="task-from-input",
+        ),
+        pytest.param(
+            _machine(
+                _run({"Parameters": {"Cluster": "my-cluster", "TaskDefinition": "tenant-model:3"}}), as_text=False
+            ),
+            "unreadable",
+            id="a-pinned-revision",
+        ),
+        pytest.param(
+            _machine(
+                _run(
+                    {
+                        "Parameters": {
+                            "Cluster": "my-cluster",
+                            "TaskDefinition": {"Ref": "Task"},
+                            "LaunchType": "FARGATE",
+                        }
+                    }
+                ),
+                as_text=False,
+            ),
+            None,
+            id="fargate",
+        ),
+    ],
+)
+def test_a_state_machine_running_a_task_on_the_gpu_cluster_is_judged(
+    machine: dict[str, Any], judged: str | None
+) -> None:
+    """ecs:runTask in any Task state of the definition, as an object or as CDK's JSON text around references; a field
+    taken from the machine's input is known only when it runs."""
+    templates = _app(_service(LaunchType="FARGATE"), Machine=machine)
+    templates["tenant"]["Resources"]["Task"]["Properties"]["Family"] = "tenant-model"
+    templates["c"]["Resources"]["Cluster"]["Properties"]["ClusterName"] = "my-cluster"
+    templates["c"]["Outputs"]["ClusterExport"] = {"Value": {"Ref": "Cluster"}, "Export": {"Name": "c:Cluster"}}
+    found = tenancy.judge(templates)
+    rules = [v.rule_id for v in found.violations]
+    expected = {
+        "gpu": [guards.PRIVILEGED_CONTAINER],
+        "unreadable": [tenancy.TASK_DEFINITION_NOT_READABLE],
+        "maybe": [guards.PRIVILEGED_CONTAINER],
+        None: [],
+    }[judged]
+    assert rules == expected, found
+    if judged == "maybe":
+        assert "cannot be told apart" in found.violations[0].message
+
+
+def test_a_pipe_running_a_task_on_the_gpu_cluster_is_judged() -> None:
+    pipe = {
+        "Type": "AWS::Pipes::Pipe",
+        "Properties": {
+            "Target": {"Fn::ImportValue": "c:Cluster"},
+            "TargetParameters": {"EcsTaskParameters": {"TaskDefinitionArn": {"Ref": "Task"}, "LaunchType": "EC2"}},
+        },
+    }
+    templates = _app(_service(LaunchType="FARGATE"), Pipe=pipe)
+    templates["c"]["Outputs"]["ClusterExport"] = {
+        "Value": {"Fn::GetAtt": ["Cluster", "Arn"]},
+        "Export": {"Name": "c:Cluster"},
+    }
+    assert _rules(templates) == [guards.PRIVILEGED_CONTAINER]
+    pipe["Properties"]["TargetParameters"]["EcsTaskParameters"]["LaunchType"] = "FARGATE"
+    assert _rules(templates) == []

@@ -36,6 +36,7 @@ from .hardening import managed_policies
 from .rule_family import Family, Level, Source
 from .service_rules import Resource, Templates
 from .shape import camel_keys
+from .state_machines import definition, run_task_requests
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
 from .tokens import text_pattern
@@ -191,7 +192,8 @@ class _Capacities:
 @dataclass(frozen=True)
 class Runner:
     """Whatever runs a task definition on a cluster, as written: a service, a task set, a scheduled task (an
-    EventBridge rule's or an EventBridge Scheduler schedule's ECS target)."""
+    EventBridge rule's or an EventBridge Scheduler schedule's ECS target), an EventBridge pipe's ECS target, a Step
+    Functions Task state that runs an ECS task."""
 
     resource: Resource
     what: str  # "service", "task set", "scheduled task"
@@ -202,7 +204,7 @@ class Runner:
 
 
 def runners(ctx: Templates) -> Iterator[Runner]:
-    """Every service, task set and scheduled ECS task of the templates."""
+    """Every service, task set, scheduled ECS task, pipe and state machine task of the templates."""
     for service in ctx.of_type("AWS::ECS::Service"):
         p = service.props
         external = (p.get("DeploymentController") or {}).get("Type") == "EXTERNAL"
@@ -231,6 +233,37 @@ def runners(ctx: Templates) -> Iterator[Runner]:
             yield from _scheduled(rule, target)
     for schedule in ctx.of_type("AWS::Scheduler::Schedule"):
         yield from _scheduled(schedule, schedule.props.get("Target"))
+    for pipe in ctx.of_type("AWS::Pipes::Pipe"):  # its target is the cluster, its ECS request in the parameters
+        ecs = camel_keys(camel_keys(pipe.props.get("TargetParameters")).get("ecsTaskParameters"))
+        if ecs:
+            yield Runner(
+                pipe,
+                "pipe",
+                pipe.props.get("Target"),
+                ecs.get("launchType"),
+                ecs.get("capacityProviderStrategy"),
+                ecs.get("taskDefinitionArn"),
+            )
+    for machine in ctx.of_type("AWS::StepFunctions::StateMachine"):
+        for request in run_task_requests(definition(machine.props)):
+            yield Runner(
+                machine,
+                "state machine task",
+                _request_field(request, "Cluster"),
+                request.get("LaunchType"),
+                request.get("CapacityProviderStrategy"),
+                _request_field(request, "TaskDefinition"),
+            )
+
+
+def _request_field(request: Mapping[str, Any], name: str) -> Any:
+    """A Step Functions request's field as written, or where the machine's input gives it (``Name.$``), a value that
+    names no resource: the cluster or task definition is known only when the machine runs."""
+    if name in request:
+        return request[name]
+    if f"{name}.$" in request:
+        return {"Fn::StateInput": request[f"{name}.$"]}
+    return None
 
 
 def _scheduled(resource: Resource, target: Any) -> Iterator[Runner]:
@@ -354,7 +387,7 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
         if where is None:
             continue
         state, detail = where
-        task = ctx.target(runner.task_definition, runner.resource.stack)
+        task = ctx.target(runner.task_definition, runner.resource.stack) or _by_family(ctx, runner.task_definition)
         if task is None or task.kind != "AWS::ECS::TaskDefinition":
             _unreadable_task(out, allowed or {}, runner, state, detail)
             continue
@@ -366,6 +399,16 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
     _shared_volumes(ctx, out, allowed or {}, seen)
     out.violations.extend(_claimed_twice(ctx))
     return out
+
+
+def _by_family(ctx: Templates, value: Any) -> Resource | None:
+    """The task definition of the templates whose family a literal names alone (how CDK's Step Functions tasks write
+    it): ECS runs the family's latest revision, the one the template registers. A revision or an ARN pins one the
+    templates need not hold, and reads as unknown."""
+    if not isinstance(value, str) or ":" in value or "/" in value:
+        return None
+    found = [t for t in ctx.of_type("AWS::ECS::TaskDefinition") if t.props.get("Family") == value]
+    return found[0] if len(found) == 1 else None
 
 
 def _shared_volumes(ctx: Templates, out: Judgement, allowed: Allowed, judged: set[Key]) -> None:
