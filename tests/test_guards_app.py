@@ -15,6 +15,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_stepfunctions as sfn
@@ -203,3 +205,28 @@ def test_a_pipe_that_runs_a_task_on_the_gpu_cluster_is_judged() -> None:
         ),
     )
     assert "pipe Gpu/Pipe" in _refused(app, "PrivilegedContainer")
+
+
+def test_a_scheduled_tasks_container_overrides_are_judged() -> None:
+    """events_targets.EcsTask writes its container overrides into the target's Input, which ECS reads as RunTask's
+    overrides: a steering variable there reaches the container as one in the task definition would."""
+    app, stack, cluster, _capacity = _app()
+    task = _plain_task(stack)
+    override = targets.ContainerOverride(
+        container_name="app", environment=[targets.TaskEnvironmentVariable(name="CUDA_VISIBLE_DEVICES", value="0")]
+    )
+    events.Rule(
+        stack,
+        "Nightly",
+        schedule=events.Schedule.cron(hour="3", minute="0"),
+        targets=[
+            targets.EcsTask(
+                cluster=cluster,
+                task_definition=task,
+                container_overrides=[override],
+                launch_type=ecs.LaunchType.EC2,
+            )
+        ],
+    )
+    message = _refused(app, "GpuSteeringEnvironment")
+    assert "scheduled task Gpu/Nightly" in message and "CUDA_VISIBLE_DEVICES" in message

@@ -686,3 +686,122 @@ def test_a_pipe_running_a_task_on_the_gpu_cluster_is_judged() -> None:
     assert _rules(templates) == [guards.PRIVILEGED_CONTAINER]
     pipe["Properties"]["TargetParameters"]["EcsTaskParameters"]["LaunchType"] = "FARGATE"
     assert _rules(templates) == []
+
+
+def _rule_target(**target: Any) -> dict[str, Any]:
+    return {
+        "Type": "AWS::Events::Rule",
+        "Properties": {
+            "Targets": [
+                {
+                    "Id": "t",
+                    "Arn": {"Fn::ImportValue": "c:ClusterArn"},
+                    "EcsParameters": {"TaskDefinitionArn": {"Ref": "Task"}, "LaunchType": "EC2"},
+                    **target,
+                }
+            ]
+        },
+    }
+
+
+def _runner_app(runner: dict[str, Any]) -> dict[str, Any]:
+    """A harmless task definition that ``runner`` runs on the GPU cluster, and a role that can change IAM."""
+    templates = _app(_service(LaunchType="FARGATE"), Runner=runner)
+    del templates["tenant"]["Resources"]["Task"]["Properties"]["ContainerDefinitions"][0]["Privileged"]
+    templates["c"]["Outputs"]["ClusterArn"] = {
+        "Value": {"Fn::GetAtt": ["Cluster", "Arn"]},
+        "Export": {"Name": "c:ClusterArn"},
+    }
+    statement = {"Effect": "Allow", "Action": "iam:PutRolePolicy", "Resource": "*"}
+    templates["tenant"]["Resources"]["Admin"] = {
+        "Type": "AWS::IAM::Role",
+        "Properties": {"Policies": [{"PolicyName": "p", "PolicyDocument": {"Statement": [statement]}}]},
+    }
+    return templates
+
+
+STEER = {
+    "containerOverrides": [
+        {"name": "x", "environment": [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}]}
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("runner", "rules"),
+    [
+        pytest.param(_rule_target(), [], id="no-overrides"),
+        pytest.param(_rule_target(Input=json.dumps(STEER)), [guards.GPU_STEERING_ENVIRONMENT], id="rule-input"),
+        pytest.param(
+            _rule_target(Input={"Fn::Join": ["", ['{"taskRoleArn":"', {"Fn::GetAtt": ["Admin", "Arn"]}, '"}']]}),
+            [escalation.TASK_ROLE_ESCALATION],
+            id="rule-input-task-role",
+        ),
+        pytest.param(_rule_target(InputPath="$.detail"), [tenancy.TASK_OVERRIDES_NOT_READABLE], id="rule-input-path"),
+        pytest.param(
+            _rule_target(InputTransformer={"InputTemplate": "<o>", "InputPathsMap": {"o": "$.detail"}}),
+            [tenancy.TASK_OVERRIDES_NOT_READABLE],
+            id="rule-input-transformer",
+        ),
+        pytest.param(
+            {
+                "Type": "AWS::Pipes::Pipe",
+                "Properties": {
+                    "Target": {"Fn::ImportValue": "c:ClusterArn"},
+                    "TargetParameters": {
+                        "EcsTaskParameters": {
+                            "TaskDefinitionArn": {"Ref": "Task"},
+                            "LaunchType": "EC2",
+                            "Overrides": {
+                                "ContainerOverrides": [
+                                    {"Name": "x", "Environment": [{"Name": "NVIDIA_VISIBLE_DEVICES", "Value": "all"}]}
+                                ]
+                            },
+                        }
+                    },
+                },
+            },
+            [guards.GPU_STEERING_ENVIRONMENT],
+            id="pipe-overrides",
+        ),
+        pytest.param(
+            _machine(
+                _run(
+                    {
+                        "Parameters": {
+                            "Cluster": {"Fn::ImportValue": "c:ClusterArn"},
+                            "TaskDefinition": {"Ref": "Task"},
+                            "Overrides": {"TaskRoleArn": {"Fn::GetAtt": ["Admin", "Arn"]}},
+                        }
+                    }
+                ),
+                as_text=False,
+            ),
+            [escalation.TASK_ROLE_ESCALATION],
+            id="state-machine-task-role",
+        ),
+        pytest.param(
+            _machine(
+                _run(
+                    {
+                        "Parameters": {
+                            "Cluster": {"Fn::ImportValue": "c:ClusterArn"},
+                            "TaskDefinition": {"Ref": "Task"},
+                            "Overrides.$": "$.o",
+                        }
+                    }
+                ),
+                as_text=False,
+            ),
+            [tenancy.TASK_OVERRIDES_NOT_READABLE],
+            id="state-machine-overrides-from-input",
+        ),
+    ],
+)
+def test_what_a_runner_overrides_is_judged_as_the_task_definition_is(runner: dict[str, Any], rules: list[str]) -> None:
+    """RunTask's overrides (ECS API Reference, TaskOverride) give a task another environment or task role: an
+    EventBridge target's Input, a pipe's Overrides, a state machine's Overrides are judged; what comes from the event or
+    the machine's input cannot be, and is refused."""
+    found = tenancy.judge(_runner_app(runner))
+    assert [v.rule_id for v in found.violations] == rules, found
+    assert all(v.logical_id in ("Runner", "Admin") for v in found.violations)

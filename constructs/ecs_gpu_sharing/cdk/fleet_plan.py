@@ -34,6 +34,7 @@ from ..core.tenancy import (
     CAPACITY_METADATA,
     SHARED_VOLUME_NAMED_TWICE,
     TASK_DEFINITION_NOT_READABLE,
+    TASK_OVERRIDES_NOT_READABLE,
     TASK_ROLE_NOT_READABLE,
     Judgement,
     judge,
@@ -169,6 +170,7 @@ class FleetPlan(Construct):
         TASK_DEFINITION_NOT_READABLE,
         TASK_ROLE_NOT_READABLE,
         SHARED_VOLUME_NAMED_TWICE,
+        TASK_OVERRIDES_NOT_READABLE,
     )
     """The rules ``allow`` can permit: the allow-list over task definitions, task-role escalation, and a service on
     a GPU capacity whose task definition the app does not hold."""

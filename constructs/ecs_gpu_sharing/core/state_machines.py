@@ -23,10 +23,17 @@ def definition(props: Mapping[str, Any]) -> Any:
     """A state machine's definition as an object, references in place; ``None`` where it cannot be read."""
     if isinstance(props.get("Definition"), Mapping):
         return props["Definition"]
-    text = props.get("DefinitionString")
+    return json_text(props.get("DefinitionString"))
+
+
+def json_text(value: Any) -> Any:
+    """JSON written as a CloudFormation value (a string, or an ``Fn::Join`` of JSON text around references, as CDK
+    writes a state machine's definition or an EventBridge target's input), parsed, each reference put back where it
+    stood; ``None`` where it cannot be read."""
     references: list[Any] = []
-    if isinstance(text, Mapping) and isinstance(text.get("Fn::Join"), list) and len(text["Fn::Join"]) == 2:
-        separator, parts = text["Fn::Join"]
+    text = value
+    if isinstance(value, Mapping) and isinstance(value.get("Fn::Join"), list) and len(value["Fn::Join"]) == 2:
+        separator, parts = value["Fn::Join"]
         if not isinstance(separator, str) or not isinstance(parts, list):
             return None
         pieces = []

@@ -34,9 +34,9 @@ from .escalation import (
 )
 from .hardening import managed_policies
 from .rule_family import Family, Level, Source
+from .runners import Runner, runners
 from .service_rules import Resource, Templates
 from .shape import camel_keys
-from .state_machines import definition, run_task_requests
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
 from .tokens import text_pattern
@@ -76,6 +76,15 @@ SHARED_VOLUME_NAMED_TWICE = RULES.declare(
     "a shared-scope Docker volume is one volume per host by its name (amazon-ecs-agent, agent/api/task/task.go, "
     "addSharedVolumes): two task definitions on GPU hosts that name it read and write each other's files "
     "(FleetPlan.allow permits it, with a reason)",
+)
+TASK_OVERRIDES_NOT_READABLE = RULES.declare(
+    "ecs-gpu-sharing:TaskOverridesNotReadable",
+    Level.ERROR,
+    "service",
+    Source.TEMPLATE,
+    "a scheduled task, pipe or state machine that runs a task on a GPU capacity overrides the task definition with "
+    "values the synth cannot read (the event's input, the machine's input): its environment and task role could be "
+    "anything (FleetPlan.allow permits it, with a reason)",
 )
 FARGATE_PROVIDERS = frozenset({"FARGATE", "FARGATE_SPOT"})
 
@@ -189,97 +198,6 @@ class _Capacities:
         return "unknown"
 
 
-@dataclass(frozen=True)
-class Runner:
-    """Whatever runs a task definition on a cluster, as written: a service, a task set, a scheduled task (an
-    EventBridge rule's or an EventBridge Scheduler schedule's ECS target), an EventBridge pipe's ECS target, a Step
-    Functions Task state that runs an ECS task."""
-
-    resource: Resource
-    what: str  # "service", "task set", "scheduled task"
-    cluster: Any
-    launch_type: Any
-    strategy: Any
-    task_definition: Any
-
-
-def runners(ctx: Templates) -> Iterator[Runner]:
-    """Every service, task set, scheduled ECS task, pipe and state machine task of the templates."""
-    for service in ctx.of_type("AWS::ECS::Service"):
-        p = service.props
-        external = (p.get("DeploymentController") or {}).get("Type") == "EXTERNAL"
-        if external and p.get("TaskDefinition") is None:
-            continue  # its task sets name the task definitions, and are judged themselves
-        yield Runner(
-            service,
-            "service",
-            p.get("Cluster"),
-            p.get("LaunchType"),
-            p.get("CapacityProviderStrategy"),
-            p.get("TaskDefinition"),
-        )
-    for task_set in ctx.of_type("AWS::ECS::TaskSet"):
-        p = task_set.props
-        yield Runner(
-            task_set,
-            "task set",
-            p.get("Cluster"),
-            p.get("LaunchType"),
-            p.get("CapacityProviderStrategy"),
-            p.get("TaskDefinition"),
-        )
-    for rule in ctx.of_type("AWS::Events::Rule"):
-        for target in rule.props.get("Targets") or []:
-            yield from _scheduled(rule, target)
-    for schedule in ctx.of_type("AWS::Scheduler::Schedule"):
-        yield from _scheduled(schedule, schedule.props.get("Target"))
-    for pipe in ctx.of_type("AWS::Pipes::Pipe"):  # its target is the cluster, its ECS request in the parameters
-        ecs = camel_keys(camel_keys(pipe.props.get("TargetParameters")).get("ecsTaskParameters"))
-        if ecs:
-            yield Runner(
-                pipe,
-                "pipe",
-                pipe.props.get("Target"),
-                ecs.get("launchType"),
-                ecs.get("capacityProviderStrategy"),
-                ecs.get("taskDefinitionArn"),
-            )
-    for machine in ctx.of_type("AWS::StepFunctions::StateMachine"):
-        for request in run_task_requests(definition(machine.props)):
-            yield Runner(
-                machine,
-                "state machine task",
-                _request_field(request, "Cluster"),
-                request.get("LaunchType"),
-                request.get("CapacityProviderStrategy"),
-                _request_field(request, "TaskDefinition"),
-            )
-
-
-def _request_field(request: Mapping[str, Any], name: str) -> Any:
-    """A Step Functions request's field as written, or where the machine's input gives it (``Name.$``), a value that
-    names no resource: the cluster or task definition is known only when the machine runs."""
-    if name in request:
-        return request[name]
-    if f"{name}.$" in request:
-        return {"Fn::StateInput": request[f"{name}.$"]}
-    return None
-
-
-def _scheduled(resource: Resource, target: Any) -> Iterator[Runner]:
-    """An EventBridge rule's or Scheduler schedule's ECS target: the cluster is its Arn, the rest its EcsParameters."""
-    ecs = target.get("EcsParameters") if isinstance(target, Mapping) else None
-    if isinstance(ecs, Mapping):
-        yield Runner(
-            resource,
-            "scheduled task",
-            target.get("Arn"),
-            ecs.get("LaunchType"),
-            ecs.get("CapacityProviderStrategy"),
-            ecs.get("TaskDefinitionArn"),
-        )
-
-
 def placement(caps: _Capacities, runner: Runner) -> tuple[str, str] | None:
     """(``gpu``, where) when the runner runs on a GPU capacity, (``maybe``, why) when the templates cannot rule it
     out, ``None`` when it does not."""
@@ -391,11 +309,12 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
         if task is None or task.kind != "AWS::ECS::TaskDefinition":
             _unreadable_task(out, allowed or {}, runner, state, detail)
             continue
+        on = detail if state == "gpu" else f"what may be a GPU host ({detail})"
+        runs = f"{runner.what} {cdk_path(runner.resource)} runs it on {on}"
         if (task.stack, task.logical_id) not in seen:
             seen.add((task.stack, task.logical_id))
-            on = detail if state == "gpu" else f"what may be a GPU host ({detail})"
-            runs = f"{runner.what} {cdk_path(runner.resource)} runs it on {on}"
             _judge_task(ctx, out, allowed or {}, task, runs, sure=state == "gpu")
+        _judge_overrides(ctx, out, allowed or {}, runner, runs, sure=state == "gpu")
     _shared_volumes(ctx, out, allowed or {}, seen)
     out.violations.extend(_claimed_twice(ctx))
     return out
@@ -459,20 +378,35 @@ def _judge_task(
     for line in [*guard_violations(named), *log_groups_not_read(named)]:
         rule = rule_of(line)
         _add(out, allowed, [task], rule, f"{cdk_path(task)}: {line.removeprefix(f'[{rule}] ')} ({runs})")
-    written = task.props.get("TaskRoleArn")
+    _judge_role(ctx, out, allowed, task.props.get("TaskRoleArn"), task, cdk_path(task), runs, sure=sure)
+
+
+def _judge_role(
+    ctx: Templates,
+    out: Judgement,
+    allowed: Allowed,
+    written: Any,
+    holder: Resource,
+    whose: str,
+    runs: str,
+    *,
+    sure: bool,
+) -> None:
+    """A task role as written (``None``: none) judged by ``core.escalation``; ``holder`` is the resource that names it
+    (a task definition, or a runner that overrides its role), ``whose`` what the findings call it."""
     if written is None:
         return
-    role = ctx.target(written, task.stack)
+    role = ctx.target(written, holder.stack)
     if role is None or role.kind != "AWS::IAM::Role":
         why = f"its task role {_show(written)} is not in the app's templates, so its policies cannot be judged"
         if sure:
-            message = f"{cdk_path(task)}: {why} ({runs}); give it a role of the app, or allow it with a reason"
-            _add(out, allowed, [task], TASK_ROLE_NOT_READABLE, message)
+            message = f"{whose}: {why} ({runs}); give it a role of the app, or allow it with a reason"
+            _add(out, allowed, [holder], TASK_ROLE_NOT_READABLE, message)
         else:
-            out.not_judged.append(NotJudged(task.stack, task.logical_id, cdk_path(task), why))
+            out.not_judged.append(NotJudged(holder.stack, holder.logical_id, cdk_path(holder), why))
         return
     docs, names, elsewhere = _role_documents(ctx, role)
-    subject = f"{cdk_path(role)}: the task role of {cdk_path(task)}"
+    subject = f"{cdk_path(role)}: the task role of {whose}"
     for name in names:
         refused = refused_managed_policy(name)
         if refused is not None:
@@ -488,7 +422,41 @@ def _judge_task(
             f"{subject} ({runs}): {why}; name the actions and resources the task needs, or allow "
             f"{TASK_ROLE_ESCALATION} with a reason (FleetPlan.allow)"
         )
-        _add(out, allowed, [role, task], TASK_ROLE_ESCALATION, message)
+        _add(out, allowed, [role, holder], TASK_ROLE_ESCALATION, message)
+
+
+def _judge_overrides(
+    ctx: Templates, out: Judgement, allowed: Allowed, runner: Runner, runs: str, *, sure: bool
+) -> None:
+    """What a runner's RunTask request overrides, judged as the task definition is: each container's environment and
+    environment files by the allow-list, a task role override by the escalation check; overrides the synth cannot
+    read are refused where the task surely runs on a GPU host, and listed as not judged where it only may."""
+    overrides, where = runner.overrides, f"{runner.what} {cdk_path(runner.resource)}"
+    if overrides is None:
+        return
+    if isinstance(overrides, str):
+        if sure:
+            message = (
+                f"{where}: {overrides}, so the environment and task role it gives the task cannot be judged ({runs})"
+            )
+            _add(out, allowed, [runner.resource], TASK_OVERRIDES_NOT_READABLE, message)
+        else:
+            out.not_judged.append(
+                NotJudged(runner.resource.stack, runner.resource.logical_id, cdk_path(runner.resource), overrides)
+            )
+        return
+    request = camel_keys(overrides)
+    given = request.get("containerOverrides")
+    containers = [
+        {k: v for k, v in camel_keys(c).items() if k in ("name", "environment", "environmentFiles")}
+        for c in (given if isinstance(given, list) else [])
+    ]
+    for line in guard_violations({"containerDefinitions": containers}):
+        rule = rule_of(line)
+        _add(out, allowed, [runner.resource], rule, f"{where} overrides {line.removeprefix(f'[{rule}] ')} ({runs})")
+    _judge_role(
+        ctx, out, allowed, request.get("taskRoleArn"), runner.resource, f"the overrides of {where}", runs, sure=sure
+    )
 
 
 def _add(out: Judgement, allowed: Allowed, subjects: list[Resource], rule_id: str, message: str) -> None:

@@ -1,0 +1,144 @@
+"""Whatever runs a task definition on a cluster, as the templates write it, and what each overrides at run time. Pure
+Python.
+
+A service and a task set run their task definition as it is. The others start tasks with ``RunTask``, whose request may
+override what the task definition says (Amazon ECS API Reference, ``TaskOverride``: each container's environment,
+environment files and command, the task role, CPU and memory):
+
+- an EventBridge rule's or an EventBridge Scheduler schedule's ECS target: the overrides are the target's ``Input``,
+  a JSON object (``containerOverrides``, ``taskRoleArn``: Amazon ECS Developer Guide, "Amazon ECS EventBridge IAM
+  Role", on a task role override; CDK's ``events_targets.EcsTask(container_overrides=...)`` writes them there). A rule
+  target whose input is taken from the event (``InputPath``, ``InputTransformer``) carries overrides the synth cannot
+  read;
+- an EventBridge pipe's ECS target: ``TargetParameters.EcsTaskParameters.Overrides`` (EventBridge Pipes API
+  Reference, ``EcsTaskOverride``);
+- a Step Functions Task state that runs an ECS task: its request's ``Overrides``, or ``Overrides.$`` from the
+  machine's input, which the synth cannot read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .service_rules import Resource, Templates
+from .shape import camel_keys
+from .state_machines import definition, json_text, run_task_requests
+
+
+@dataclass(frozen=True)
+class Runner:
+    """Whatever runs a task definition on a cluster, as written: a service, a task set, a scheduled task (an
+    EventBridge rule's or an EventBridge Scheduler schedule's ECS target), an EventBridge pipe's ECS target, a Step
+    Functions Task state that runs an ECS task."""
+
+    resource: Resource
+    what: str  # "service", "task set", "scheduled task", "pipe", "state machine task"
+    cluster: Any
+    launch_type: Any
+    strategy: Any
+    task_definition: Any
+    # what its RunTask request overrides, as written (keys in any case); a str says why the synth cannot read them
+    overrides: Mapping[str, Any] | str | None = None
+
+
+def runners(ctx: Templates) -> Iterator[Runner]:
+    """Every service, task set, scheduled ECS task, pipe and state machine task of the templates."""
+    for service in ctx.of_type("AWS::ECS::Service"):
+        p = service.props
+        external = (p.get("DeploymentController") or {}).get("Type") == "EXTERNAL"
+        if external and p.get("TaskDefinition") is None:
+            continue  # its task sets name the task definitions, and are judged themselves
+        yield Runner(
+            service,
+            "service",
+            p.get("Cluster"),
+            p.get("LaunchType"),
+            p.get("CapacityProviderStrategy"),
+            p.get("TaskDefinition"),
+        )
+    for task_set in ctx.of_type("AWS::ECS::TaskSet"):
+        p = task_set.props
+        yield Runner(
+            task_set,
+            "task set",
+            p.get("Cluster"),
+            p.get("LaunchType"),
+            p.get("CapacityProviderStrategy"),
+            p.get("TaskDefinition"),
+        )
+    for rule in ctx.of_type("AWS::Events::Rule"):
+        for target in rule.props.get("Targets") or []:
+            yield from _scheduled(rule, target)
+    for schedule in ctx.of_type("AWS::Scheduler::Schedule"):
+        yield from _scheduled(schedule, schedule.props.get("Target"))
+    for pipe in ctx.of_type("AWS::Pipes::Pipe"):  # its target is the cluster, its ECS request in the parameters
+        ecs = camel_keys(camel_keys(pipe.props.get("TargetParameters")).get("ecsTaskParameters"))
+        if ecs:
+            yield Runner(
+                pipe,
+                "pipe",
+                pipe.props.get("Target"),
+                ecs.get("launchType"),
+                ecs.get("capacityProviderStrategy"),
+                ecs.get("taskDefinitionArn"),
+                _object(ecs.get("overrides"), "its Overrides"),
+            )
+    for machine in ctx.of_type("AWS::StepFunctions::StateMachine"):
+        for request in run_task_requests(definition(machine.props)):
+            overrides = (
+                "its Overrides come from the machine's input (Overrides.$)"
+                if "Overrides.$" in request
+                else _object(request.get("Overrides"), "its Overrides")
+            )
+            yield Runner(
+                machine,
+                "state machine task",
+                _request_field(request, "Cluster"),
+                request.get("LaunchType"),
+                request.get("CapacityProviderStrategy"),
+                _request_field(request, "TaskDefinition"),
+                overrides,
+            )
+
+
+def _request_field(request: Mapping[str, Any], name: str) -> Any:
+    """A Step Functions request's field as written, or where the machine's input gives it (``Name.$``), a value that
+    names no resource: the cluster or task definition is known only when the machine runs."""
+    if name in request:
+        return request[name]
+    if f"{name}.$" in request:
+        return {"Fn::StateInput": request[f"{name}.$"]}
+    return None
+
+
+def _object(value: Any, what: str) -> Mapping[str, Any] | str | None:
+    """Overrides written as an object, none, or why they cannot be read."""
+    if value is None or isinstance(value, Mapping):
+        return value
+    return f"{what} are a value the synth cannot read"
+
+
+def _scheduled(resource: Resource, target: Any) -> Iterator[Runner]:
+    """An EventBridge rule's or Scheduler schedule's ECS target: the cluster is its Arn, the rest its EcsParameters,
+    the overrides its input."""
+    ecs = target.get("EcsParameters") if isinstance(target, Mapping) else None
+    if not isinstance(ecs, Mapping):
+        return
+    overrides: Mapping[str, Any] | str | None = None
+    taken = [key for key in ("InputPath", "InputTransformer") if target.get(key) is not None]
+    if taken:
+        overrides = f"its input, which ECS reads as overrides, comes from the event ({taken[0]})"
+    elif target.get("Input") is not None:
+        parsed = json_text(target["Input"])
+        overrides = parsed if isinstance(parsed, Mapping) else "its Input, which ECS reads as overrides, is not JSON"
+    yield Runner(
+        resource,
+        "scheduled task",
+        target.get("Arn"),
+        ecs.get("LaunchType"),
+        ecs.get("CapacityProviderStrategy"),
+        ecs.get("TaskDefinitionArn"),
+        overrides,
+    )
