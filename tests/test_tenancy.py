@@ -189,6 +189,13 @@ def test_two_services_claiming_one_plan_name_are_refused() -> None:
 
 # --- the classification -------------------------------------------------------------------------------------------
 
+
+def _log_group_arn(*name: Any) -> dict[str, Any]:
+    """A log group's ARN as CDK writes it: the partition, region and account as references, then the name's parts."""
+    head = ["arn:", {"Ref": "AWS::Partition"}, ":logs:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"}]
+    return {"Fn::Join": ["", [*head, ":log-group:", *name]]}
+
+
 ESCALATING = [
     (["iam:PutRolePolicy"], ["*"]),
     (["iam:AttachRolePolicy"], ["arn:aws:iam::123456789012:role/task"]),
@@ -206,27 +213,7 @@ ESCALATING = [
     (["logs:PutLogEvents"], ["arn:aws:logs:us-east-1:123456789012:log-group:/ecs-gpu-sharing/evidence/*"]),
     (["logs:*"], ["arn:aws:logs:*:*:log-group:/aws/events/ecs-gpu-sharing/prod/stopped-tasks:*"]),
     # a group named at deploy (a parameter) could be the evidence group
-    (
-        ["logs:PutLogEvents"],
-        [
-            {
-                "Fn::Join": [
-                    "",
-                    [
-                        "arn:",
-                        {"Ref": "AWS::Partition"},
-                        ":logs:",
-                        {"Ref": "AWS::Region"},
-                        ":",
-                        {"Ref": "AWS::AccountId"},
-                        ":log-group:",
-                        {"Ref": "GroupName"},
-                        ":*",
-                    ],
-                ]
-            }
-        ],
-    ),
+    (["logs:PutLogEvents"], [_log_group_arn({"Ref": "GroupName"}, ":*")]),
     (["iam:PassRole", "lambda:CreateFunction"], ["*"]),
     (["*"], ["*"]),
     (["s?s:AssumeRole"], ["*"]),
@@ -244,25 +231,7 @@ HARMLESS = [
     (["sts:GetCallerIdentity"], ["*"]),
     (["iam:PassRole"], ["arn:aws:iam::123456789012:role/x"]),
     (["logs:PutLogEvents"], ["arn:aws:logs:us-east-1:123456789012:log-group:/my/app:*"]),
-    (
-        ["logs:PutLogEvents"],
-        [
-            {
-                "Fn::Join": [
-                    "",
-                    [
-                        "arn:",
-                        {"Ref": "AWS::Partition"},
-                        ":logs:",
-                        {"Ref": "AWS::Region"},
-                        ":",
-                        {"Ref": "AWS::AccountId"},
-                        ":log-group:/my/app:*",
-                    ],
-                ]
-            }
-        ],
-    ),
+    (["logs:PutLogEvents"], [_log_group_arn("/my/app:*")]),
     (["ecs:DescribeServices", "ssm:GetParameter"], ["*"]),
 ]
 
