@@ -547,11 +547,16 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     return {"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask", **request}}}
 
 
+def _running(**parameters: Any) -> dict[str, Any]:
+    """A state machine, its definition an object, whose one Task state runs an ECS task with these parameters."""
+    return _machine(_run({"Parameters": parameters}), as_text=False)
+
+
 @pytest.mark.parametrize(
     ("machine", "judged"),
     [
         pytest.param(
-            _machine(_run({"Parameters": {"Cluster": "my-cluster", "TaskDefinition": {"Ref": "Task"}}}), as_text=False),
+            _running(Cluster="my-cluster", TaskDefinition={"Ref": "Task"}),
             "gpu",
             id="object",
         ),
@@ -581,37 +586,22 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             id="jsonata",
         ),
         pytest.param(
-            _machine(
-                _run({"Parameters": {"Cluster.$": "$.cluster", "TaskDefinition": {"Ref": "Task"}}}), as_text=False
-            ),
+            _running(**{"Cluster.$": "$.cluster", "TaskDefinition": {"Ref": "Task"}}),
             "maybe",
             id="cluster-from-input",
         ),
         pytest.param(
-            _machine(_run({"Parameters": {"Cluster": "my-cluster", "TaskDefinition.$": "$.td"}}), as_text=False),
+            _running(**{"Cluster": "my-cluster", "TaskDefinition.$": "$.td"}),
             "unreadable",
             id="task-from-input",
         ),
         pytest.param(
-            _machine(
-                _run({"Parameters": {"Cluster": "my-cluster", "TaskDefinition": "tenant-model:3"}}), as_text=False
-            ),
+            _running(Cluster="my-cluster", TaskDefinition="tenant-model:3"),
             "unreadable",
             id="a-pinned-revision",
         ),
         pytest.param(
-            _machine(
-                _run(
-                    {
-                        "Parameters": {
-                            "Cluster": "my-cluster",
-                            "TaskDefinition": {"Ref": "Task"},
-                            "LaunchType": "FARGATE",
-                        }
-                    }
-                ),
-                as_text=False,
-            ),
+            _running(Cluster="my-cluster", TaskDefinition={"Ref": "Task"}, LaunchType="FARGATE"),
             None,
             id="fargate",
         ),
@@ -734,33 +724,21 @@ STEER = {
             id="pipe-overrides",
         ),
         pytest.param(
-            _machine(
-                _run(
-                    {
-                        "Parameters": {
-                            "Cluster": {"Fn::ImportValue": "c:ClusterArn"},
-                            "TaskDefinition": {"Ref": "Task"},
-                            "Overrides": {"TaskRoleArn": {"Fn::GetAtt": ["Admin", "Arn"]}},
-                        }
-                    }
-                ),
-                as_text=False,
+            _running(
+                Cluster={"Fn::ImportValue": "c:ClusterArn"},
+                TaskDefinition={"Ref": "Task"},
+                Overrides={"TaskRoleArn": {"Fn::GetAtt": ["Admin", "Arn"]}},
             ),
             [escalation.TASK_ROLE_ESCALATION],
             id="state-machine-task-role",
         ),
         pytest.param(
-            _machine(
-                _run(
-                    {
-                        "Parameters": {
-                            "Cluster": {"Fn::ImportValue": "c:ClusterArn"},
-                            "TaskDefinition": {"Ref": "Task"},
-                            "Overrides.$": "$.o",
-                        }
-                    }
-                ),
-                as_text=False,
+            _running(
+                **{
+                    "Cluster": {"Fn::ImportValue": "c:ClusterArn"},
+                    "TaskDefinition": {"Ref": "Task"},
+                    "Overrides.$": "$.o",
+                }
             ),
             [tenancy.TASK_OVERRIDES_NOT_READABLE],
             id="state-machine-overrides-from-input",
