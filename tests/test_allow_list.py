@@ -88,6 +88,11 @@ DENIED = [
         {"c__Secrets": [{"Name": {"Fn::Join": ["", ["CUDA_", "VISIBLE_DEVICES"]]}, "ValueFrom": "x"}]},
         guards.GPU_STEERING_ENVIRONMENT,
     ),
+    # a real-time thread is outside cgroup v2's CPU control: it can take the host's CPUs from every other tenant
+    ({"c__Ulimits": [{"Name": "rtprio", "SoftLimit": 1, "HardLimit": 99}]}, guards.REALTIME_PRIORITY),
+    ({"c__Ulimits": [{"Name": "RTPRIO", "SoftLimit": 0, "HardLimit": 1}]}, guards.REALTIME_PRIORITY),
+    ({"c__Ulimits": [{"name": "rtprio", "softLimit": {"Ref": "P"}, "hardLimit": 0}]}, guards.REALTIME_PRIORITY),
+    ({"c__Ulimits": {"Ref": "Limits"}}, guards.REALTIME_PRIORITY),
     ({"c__Unheard": 1}, guards.UNKNOWN_PROPERTY),
     ({"task__TrustedExecutionConfiguration": {}}, guards.UNKNOWN_PROPERTY),
     ({"linux__Something": 1}, guards.UNKNOWN_PROPERTY),
@@ -143,6 +148,13 @@ ALLOWED = [
     {"task__Volumes": [{"Name": "efs", "EFSVolumeConfiguration": {"FilesystemId": "fs-1"}}]},
     {"task__Volumes": [{"Name": "ebs", "ConfiguredAtLaunch": True}]},
     {"c__SystemControls": [{"Namespace": "net.core.somaxconn", "Value": "1024"}], "c__Ulimits": []},
+    {
+        "c__Ulimits": [
+            {"Name": "nofile", "SoftLimit": 65536, "HardLimit": 65536},
+            {"Name": "memlock", "SoftLimit": -1, "HardLimit": -1},
+        ]
+    },
+    {"c__Ulimits": [{"Name": "rtprio", "SoftLimit": 0, "HardLimit": 0}]},
 ]
 
 

@@ -230,3 +230,19 @@ def test_a_scheduled_tasks_container_overrides_are_judged() -> None:
     )
     message = _refused(app, "GpuSteeringEnvironment")
     assert "scheduled task Gpu/Nightly" in message and "CUDA_VISIBLE_DEVICES" in message
+
+
+def test_a_real_time_priority_limit_is_refused_on_the_construct_road() -> None:
+    app, stack, cluster, capacity = _app()
+    task = SharedGpuTaskDefinition(stack, "Task")
+    task.add_container(
+        "model",
+        image=IMAGE,
+        memory_limit_mib=2048,
+        gpu=MpsShare(4096),
+        user="1000",
+        readonly_root_filesystem=True,
+        ulimits=[ecs.Ulimit(name=ecs.UlimitName.RTPRIO, soft_limit=99, hard_limit=99)],
+    )
+    SharedGpuService(stack, "Model", cluster=cluster, task_definition=task, capacity=capacity, desired_count=1)
+    assert "sets ulimit 'rtprio' to 99/99" in _refused(app, "RealtimePriority")

@@ -41,6 +41,7 @@ HOST_PATH = f"{PREFIX}HostPathMounted"
 SECURITY_OPTION = f"{PREFIX}SecurityOptionSet"
 UNKNOWN_PROPERTY = f"{PREFIX}TaskPropertyNotAllowed"
 EVIDENCE_LOGS = f"{PREFIX}EvidenceLogGroupNamed"
+REALTIME_PRIORITY = f"{PREFIX}RealtimePriority"
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,14 @@ GUARDS: tuple[Guard, ...] = (
         "no container on a GPU host sets NVIDIA_*, CUDA_VISIBLE_DEVICES or CUDA_MPS_* in environment or secrets, "
         "nor reads environment files, whose variables the synth cannot see: they choose GPUs and MPS limits past "
         "ECS's assignment",
+    ),
+    Guard(
+        REALTIME_PRIORITY,
+        "container",
+        "no container raises its real-time priority limit (ulimit rtprio): with it a process may run SCHED_FIFO "
+        "threads without any capability (sched(7), RLIMIT_RTPRIO), and cgroup v2 does not bound real-time threads' "
+        "CPU where the kernel lacks RT_GROUP_SCHED (Linux, Documentation/admin-guide/cgroup-v2.rst), so they take the "
+        "host's CPUs from every other tenant and from the ECS agent",
     ),
     Guard(
         EVIDENCE_LOGS,
@@ -198,7 +207,6 @@ CONTAINER_NEUTRAL = frozenset(
         "startTimeout",
         "stopTimeout",
         "systemControls",  # Docker accepts only namespaced sysctls; the host's namespaces are refused
-        "ulimits",
         "user",
         "versionConsistency",
         "volumesFrom",  # another container of the same task
@@ -206,7 +214,7 @@ CONTAINER_NEUTRAL = frozenset(
     }
 )
 CONTAINER_JUDGED = frozenset(
-    {"privileged", "linuxParameters", "dockerSecurityOptions", "environment", "environmentFiles", "secrets"}
+    {"privileged", "linuxParameters", "dockerSecurityOptions", "environment", "environmentFiles", "secrets", "ulimits"}
 )
 LINUX_NEUTRAL = frozenset({"initProcessEnabled", "maxSwap", "sharedMemorySize", "swappiness", "tmpfs"})
 LINUX_JUDGED = frozenset({"capabilities", "devices"})
@@ -380,10 +388,31 @@ def _container(container: Mapping[str, Any]) -> Iterator[str]:
                 f"[{SECURITY_OPTION}] {where} sets docker security option {option!r}: only no-new-privileges is "
                 "allowed on a GPU host (the others loosen the default profiles); remove it"
             )
+    yield from _ulimits(where, container.get("ulimits"))
     linux = container.get("linuxParameters")
     if linux is not None:
         yield from _linux(
             where, _keys(linux, LINUX_NEUTRAL, LINUX_JUDGED) if isinstance(linux, Mapping) else {"?": linux}
+        )
+
+
+def _ulimits(where: str, ulimits: Any) -> Iterator[str]:
+    """Every limit but rtprio stays inside the container's cgroup; an rtprio above 0, or a limit whose name or value
+    the synth cannot read, lets its processes take real-time priority."""
+    if ulimits is not None and not isinstance(ulimits, list):
+        shown = json.dumps(ulimits)[:80]
+        yield f"[{REALTIME_PRIORITY}] {where}: ulimits is {shown}, which the synth cannot read; write them literally"
+        return
+    for limit in [camel_keys(u) for u in ulimits or []]:
+        if str(limit.get("name")).strip().lower() != "rtprio" and isinstance(limit.get("name"), str):
+            continue
+        values = [limit.get("softLimit"), limit.get("hardLimit")]
+        if all(isinstance(v, int) and not isinstance(v, bool) and v <= 0 for v in values):
+            continue
+        yield (
+            f"[{REALTIME_PRIORITY}] {where} sets ulimit {limit.get('name')!r} to {values[0]!r}/{values[1]!r}: its "
+            "processes may then run real-time threads, which cgroup v2 does not hold to the task's CPU share, and take "
+            "the host's CPUs from other tenants and the ECS agent; remove it"
         )
 
 
