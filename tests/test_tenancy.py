@@ -752,3 +752,17 @@ def test_what_a_runner_overrides_is_judged_as_the_task_definition_is(runner: dic
     found = tenancy.judge(_runner_app(runner))
     assert [v.rule_id for v in found.violations] == rules, found
     assert all(v.logical_id in ("Runner", "Admin") for v in found.violations)
+
+
+def test_a_cluster_given_by_a_jsonata_expression_is_known_only_at_run_time() -> None:
+    """Every cluster of the app named, a name the templates do not hold is another cluster's; an expression is not."""
+    expression = {"Cluster": "{% $states.input.c %}", "TaskDefinition": {"Ref": "Task"}}
+    machine = _machine(_run({"Arguments": expression}), as_text=False)
+    templates = _app(_service(LaunchType="FARGATE"), Machine=machine)
+    for name, cluster in (("gpu", "Cluster"), ("cpu", "Cpu")):
+        templates["c"]["Resources"][cluster]["Properties"]["ClusterName"] = name
+    found = tenancy.judge(templates)
+    assert [v.rule_id for v in found.violations] == [guards.PRIVILEGED_CONTAINER]
+    assert "cannot be told apart" in found.violations[0].message
+    expression["Cluster"] = "cpu"
+    assert tenancy.judge(templates).violations == []

@@ -104,10 +104,14 @@ def runners(ctx: Templates) -> Iterator[Runner]:
 
 
 def _request_field(request: Mapping[str, Any], name: str) -> Any:
-    """A Step Functions request's field as written, or where the machine's input gives it (``Name.$``), a value that
-    names no resource: the cluster or task definition is known only when the machine runs."""
+    """A Step Functions request's field as written, or where the machine's input gives it (``Name.$``, a JSONata
+    ``{% ... %}`` expression), a value that names no resource: the cluster or task definition is known only when the
+    machine runs."""
     if name in request:
-        return request[name]
+        given = request[name]
+        if isinstance(given, str) and given.strip().startswith("{%"):  # a JSONata expression, evaluated at run time
+            return {"Fn::StateInput": given}
+        return given
     if f"{name}.$" in request:
         return {"Fn::StateInput": request[f"{name}.$"]}
     return None
