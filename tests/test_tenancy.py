@@ -766,3 +766,11 @@ def test_a_cluster_given_by_a_jsonata_expression_is_known_only_at_run_time() -> 
     assert "cannot be told apart" in found.violations[0].message
     expression["Cluster"] = "cpu"
     assert tenancy.judge(templates).violations == []
+
+
+def test_overrides_the_synth_cannot_read_can_be_allowed_on_their_runner() -> None:
+    templates = _runner_app(_rule_target(InputPath="$.detail"))
+    allowed = {("tenant", "Runner"): {tenancy.TASK_OVERRIDES_NOT_READABLE: "the queue's producer is ours"}}
+    found = tenancy.judge(templates, allowed)
+    assert found.violations == []
+    assert found.allowed == [("tenant/Runner", tenancy.TASK_OVERRIDES_NOT_READABLE, "the queue's producer is ours")]

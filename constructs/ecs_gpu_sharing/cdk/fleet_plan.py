@@ -172,8 +172,8 @@ class FleetPlan(Construct):
         SHARED_VOLUME_NAMED_TWICE,
         TASK_OVERRIDES_NOT_READABLE,
     )
-    """The rules ``allow`` can permit: the allow-list over task definitions, task-role escalation, and a service on
-    a GPU capacity whose task definition the app does not hold."""
+    """The rules ``allow`` can permit: the allow-list over task definitions, task-role escalation, a service on a GPU
+    capacity whose task definition the app does not hold, and a runner's overrides the synth cannot read."""
 
     def allow(self, scope: IConstruct, rule_id: str, reason: str) -> None:
         """Permits ``scope`` (a task definition, a service or pattern, or any construct holding them) to break one
