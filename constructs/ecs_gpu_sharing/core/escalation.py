@@ -258,7 +258,7 @@ def escalations(documents: Sequence[Any]) -> list[str]:
             if not isinstance(pattern, str):
                 out.append(f"action {json.dumps(pattern)[:80]} is known only at deploy and could be any action")
                 continue
-            if isinstance(pattern, str) and pattern.strip() in ("*", "*:*"):
+            if pattern.strip() in ("*", "*:*"):
                 out.append(f"action {pattern} allows every action")
                 continue
             for label, actions in (
