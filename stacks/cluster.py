@@ -148,6 +148,7 @@ class ClusterStack(Stack):
                     max_instances=spec.max_instances,
                     gpu_margin_mib=spec.gpu_margin_mib,
                     ecs_gpu_memory_mib=spec.ecs_gpu_memory_mib,
+                    task_volume_gib=spec.task_volume_gib,
                 )
                 self.capacities[name] = managed
                 _acknowledge(managed, spec)

@@ -266,6 +266,24 @@ def test_the_hosts_root_volume_is_sized_in_the_fleet_file(tmp_path: Path) -> Non
         _load(tmp_path, BASE.replace("[capacity.l4]", "[capacity.l4]\nroot_volume_gib = 20"))
     managed = BASE.replace("[capacity.l4]", '[capacity.l4]\nkind = "managed-instances"\nroot_volume_gib = 400')
     with pytest.raises(
-        FleetSpecError, match=r'capacity.l4.root_volume_gib does not apply to kind = "managed-instances"'
+        FleetSpecError,
+        match=r'capacity.l4.root_volume_gib does not apply to kind = "managed-instances".*task_volume_gib',
     ):
         _load(tmp_path, managed)
+
+
+def test_managed_instances_hosts_data_volume_is_sized_in_the_fleet_file(tmp_path: Path) -> None:
+    """On Managed Instances the images, logs and model caches go on the hosts' data volume, which ECS sizes at 80 GiB
+    unless told (aws-cdk-lib, ManagedInstancesCapacityProviderProps.taskVolumeStorage); an EC2 host has a root
+    volume instead."""
+    managed = BASE.replace("[capacity.l4]", '[capacity.l4]\nkind = "managed-instances"')
+    assert _load(tmp_path, managed).capacities["l4"].task_volume_gib is None
+    sized = managed.replace('kind = "managed-instances"', 'kind = "managed-instances"\ntask_volume_gib = 400')
+    assert _load(tmp_path, sized).capacities["l4"].task_volume_gib == 400
+    with pytest.raises(FleetSpecError, match=r"capacity.l4.task_volume_gib"):
+        _load(tmp_path, sized.replace("task_volume_gib = 400", "task_volume_gib = 10"))
+    ec2 = BASE.replace("[capacity.l4]", "[capacity.l4]\ntask_volume_gib = 400")
+    with pytest.raises(
+        FleetSpecError, match=r'capacity.l4.task_volume_gib applies to kind = "managed-instances".*root_volume_gib'
+    ):
+        _load(tmp_path, ec2)

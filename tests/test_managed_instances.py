@@ -21,7 +21,7 @@ from validators import cfn_lint_errors, ecs_create_capacity_provider_errors, ecs
 
 MIXED = THREE_MODELS.read_text().replace(
     "[capacity.l40s]",
-    '[capacity.l40s]\nkind = "managed-instances"\ninstance_types = ["g6e.xlarge", "g6e.2xlarge"]',
+    '[capacity.l40s]\nkind = "managed-instances"\ninstance_types = ["g6e.xlarge", "g6e.2xlarge"]\ntask_volume_gib = 400',
     1,
 )
 MIXED = MIXED.replace(
@@ -57,6 +57,8 @@ def test_the_managed_instances_provider_is_restricted_to_the_gpu_types(mixed: di
     requirements = provider["Properties"]["ManagedInstancesProvider"]["InstanceLaunchTemplate"]["InstanceRequirements"]
     assert requirements["AllowedInstanceTypes"] == ["g6e.xlarge", "g6e.2xlarge"]
     assert requirements["AcceleratorManufacturers"] == ["nvidia"] and requirements["AcceleratorNames"] == ["l40s"]
+    launch = provider["Properties"]["ManagedInstancesProvider"]["InstanceLaunchTemplate"]
+    assert launch["StorageConfiguration"] == {"StorageSizeGiB": 400}  # the fleet's task_volume_gib
     assert ecs_create_capacity_provider_errors(provider["Properties"]) == ""
     groups = cluster.find_resources("AWS::EC2::SecurityGroup")
     assert all("SecurityGroupIngress" not in g["Properties"] for g in groups.values())
@@ -182,3 +184,17 @@ def test_the_managed_instances_service_refuses_bad_arguments(change: dict[str, A
         kwargs["task_definition"] = SharedGpuTaskDefinition(stack, "Ec2Task")
     with pytest.raises(GpuSharingError, match=message):
         SharedGpuManagedInstancesService(stack, "Llm", **kwargs)
+
+
+@pytest.mark.parametrize("size", [8, 20000, "400", True])
+def test_the_task_volume_is_refused_outside_what_the_hosts_need_and_gp3_takes(size: Any) -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_ecs as ecs
+
+    from ecs_gpu_sharing import CapacityError, GpuManagedInstancesCapacity
+
+    stack = cdk.Stack(new_app(), "Mi")
+    cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
+    with pytest.raises(CapacityError, match=r"Mi/L40s: task_volume_gib must be an integer from 30 to 16384"):
+        GpuManagedInstancesCapacity(stack, "L40s", cluster=cluster, instance_types=["g6e.xlarge"], task_volume_gib=size)

@@ -10,8 +10,10 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ..core.capacity_facts import HostFacts, host_facts
+from ..core.capacity_facts import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB, HostFacts, host_facts
+from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
+from ..core.mps import require_int
 from ..core.planner import MANAGED_INSTANCES
 from .capacity import GpuCapacity, PlannedGpuCapacity, evidence_write_denial
 from .fleet_plan import FleetPlan
@@ -46,6 +48,9 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
         per-model figure; without it, the catalog's figure.
     :param vpc_subnets: where instances run; the VPC's private subnets by default.
     :param capacity_provider_name: the capacity provider's name; CloudFormation names it by default.
+    :param task_volume_gib: each host's data volume (GiB), where the images, container logs and model caches go
+        (``storageConfiguration.storageSizeGiB``); ECS's default (80 GiB, as aws-cdk-lib's ``taskVolumeStorage``
+        documents it) unless given. A host holds every image its tasks run.
     """
 
     kind = MANAGED_INSTANCES
@@ -64,8 +69,19 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
         ecs_gpu_memory_mib: int | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         capacity_provider_name: str | None = None,
+        task_volume_gib: int | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id_}"
+        volume = None
+        if task_volume_gib is not None:
+            volume = require_int(
+                "task_volume_gib",
+                task_volume_gib,
+                low=ROOT_VOLUME_MIN_GIB,
+                high=ROOT_VOLUME_MAX_GIB,
+                owner=path,
+                error=CapacityError,
+            )
         self.facts: HostFacts = host_facts(
             list(instance_types) if not isinstance(instance_types, str) else instance_types,
             gpu_margin_mib=gpu_margin_mib,
@@ -98,6 +114,7 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
             security_groups=[self.security_group],
             capacity_option_type=capacity_option_type,
             capacity_provider_name=capacity_provider_name,
+            task_volume_storage=cdk.Size.gibibytes(volume) if volume is not None else None,
             instance_requirements=ec2.InstanceRequirementsConfig(
                 v_cpu_count_min=facts.host_cpu_units // 1024,
                 memory_min=cdk.Size.mebibytes(facts.host_memory_mib),

@@ -41,11 +41,16 @@ def _capacities(problems: _Problems, tables: Mapping[str, Any]) -> dict[str, Cap
                 if key in table:
                     why = {
                         "min_instances": "Managed Instances keeps no minimum of hosts",
-                        "root_volume_gib": "it sizes an Auto Scaling group's launch template, and the library leaves "
-                        "a Managed Instances host's volumes at ECS's defaults",
+                        "root_volume_gib": "it sizes an Auto Scaling group's launch template; a Managed Instances "
+                        "host's images and caches go on its data volume, which task_volume_gib sizes",
                     }.get(key, "AWS owns and patches the host image there: there is no AMI to pin")
                     problems.add(f'{where}{key} does not apply to kind = "managed-instances": {why}; remove it')
         else:
+            if "task_volume_gib" in table:
+                problems.add(
+                    f'{where}task_volume_gib applies to kind = "managed-instances" (its hosts\' data volume); an EC2 '
+                    "capacity's hosts keep images and caches on their root volume: use root_volume_gib"
+                )
             try:
                 check_release(release, verified=_value(good, CAPACITY, "ami_release_verified"))
             except GpuSharingError as error:

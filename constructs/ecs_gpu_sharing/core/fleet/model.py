@@ -91,6 +91,16 @@ class CapacitySpec:
         example=1000,
         default=ROOT_VOLUME_DEFAULT_GIB,
     )
+    task_volume_gib: int | None = key(
+        int,
+        False,
+        "managed-instances only: the hosts' data volume (GiB) for images, logs and the services' model caches "
+        "(storageConfiguration.storageSizeGiB); ECS's default, 80 GiB, unless given",
+        low=ROOT_VOLUME_MIN_GIB,
+        high=ROOT_VOLUME_MAX_GIB,
+        high_why="gp3's largest volume",
+        example=400,
+    )
     acknowledge: Mapping[str, str] = key(
         dict, False, "capacity warning id -> the reason it is accepted, such as ecs-gpu-sharing:SurgeDoesNotFit"
     )
