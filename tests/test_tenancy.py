@@ -700,7 +700,33 @@ STEER = {
         pytest.param(
             _rule_target(InputTransformer={"InputTemplate": "<o>", "InputPathsMap": {"o": "$.detail"}}),
             [tenancy.TASK_OVERRIDES_NOT_READABLE],
-            id="rule-input-transformer",
+            id="rule-input-transformer-the-whole-event",
+        ),
+        pytest.param(
+            _rule_target(InputTransformer={"InputTemplate": '{"containerOverrides": <o>}', "InputPathsMap": {}}),
+            [tenancy.TASK_OVERRIDES_NOT_READABLE],
+            id="rule-input-transformer-container-overrides-from-the-event",
+        ),
+        pytest.param(
+            _rule_target(
+                InputTransformer={
+                    "InputTemplate": '{"containerOverrides": [{"name": "x", "environment": ['
+                    '{"name": "OBJECT", "value": <key>}, {"name": "URL", "value": "s3://<bucket>/<key>"}]}]}',
+                    "InputPathsMap": {"key": "$.detail.object.key", "bucket": "$.detail.bucket.name"},
+                }
+            ),
+            [],
+            id="rule-input-transformer-values-from-the-event",
+        ),
+        pytest.param(
+            _rule_target(
+                InputTransformer={
+                    "InputTemplate": '{"containerOverrides": [{"name": "x", "environment": [{"name": "<n>", "value": "0"}]}]}',
+                    "InputPathsMap": {"n": "$.detail.n"},
+                }
+            ),
+            [guards.GPU_STEERING_ENVIRONMENT],
+            id="rule-input-transformer-a-variable-named-by-the-event",
         ),
         pytest.param(
             {

@@ -7,8 +7,9 @@ environment files and command, the task role, CPU and memory):
 
 - an EventBridge rule's or an EventBridge Scheduler schedule's ECS target: the overrides are the target's ``Input``,
   a JSON object (``containerOverrides``, ``taskRoleArn``: Amazon ECS Developer Guide, "Amazon ECS EventBridge IAM
-  Role", on a task role override; CDK's ``events_targets.EcsTask(container_overrides=...)`` writes them there). A rule
-  target whose input is taken from the event (``InputPath``, ``InputTransformer``) carries overrides the synth cannot
+  Role", on a task role override; CDK's ``events_targets.EcsTask(container_overrides=...)`` writes them there), or the
+  ``InputTemplate`` of its ``InputTransformer``, whose ``<placeholders>`` the event fills (a text holding one is known
+  only at run time). A rule target that passes on part of the event (``InputPath``) carries overrides the synth cannot
   read;
 - an EventBridge pipe's ECS target: ``TargetParameters.EcsTaskParameters.Overrides`` (EventBridge Pipes API
   Reference, ``EcsTaskOverride``);
@@ -18,6 +19,8 @@ environment files and command, the task role, CPU and memory):
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -131,9 +134,17 @@ def _scheduled(resource: Resource, target: Any) -> Iterator[Runner]:
     if not isinstance(ecs, Mapping):
         return
     overrides: Mapping[str, Any] | str | None = None
-    taken = [key for key in ("InputPath", "InputTransformer") if target.get(key) is not None]
-    if taken:
-        overrides = f"its input, which ECS reads as overrides, comes from the event ({taken[0]})"
+    transformer = target.get("InputTransformer")
+    if target.get("InputPath") is not None:
+        overrides = "its input, which ECS reads as overrides, comes from the event (InputPath)"
+    elif transformer is not None:
+        template = transformer.get("InputTemplate") if isinstance(transformer, Mapping) else None
+        parsed = _input_template(template) if isinstance(template, str) else None
+        overrides = (
+            parsed
+            if isinstance(parsed, Mapping) and "Fn::EventInput" not in parsed
+            else "its input, which ECS reads as overrides, is an InputTransformer template the synth cannot read"
+        )
     elif target.get("Input") is not None:
         parsed = json_text(target["Input"])
         overrides = parsed if isinstance(parsed, Mapping) else "its Input, which ECS reads as overrides, is not JSON"
@@ -146,3 +157,23 @@ def _scheduled(resource: Resource, target: Any) -> Iterator[Runner]:
         ecs.get("TaskDefinitionArn"),
         overrides,
     )
+
+
+_STRING = re.compile(r'("(?:[^"\\]|\\.)*")')  # a JSON string literal, escapes included
+_PLACEHOLDER = re.compile(r"<[A-Za-z0-9_.\-]+>")
+
+
+def _input_template(text: str) -> Any:
+    """An EventBridge InputTemplate as the object it becomes, each ``<placeholder>`` (where it stands alone) and each
+    string that holds one (``"s3://<bucket>/<key>"``) a value known only when the event arrives; ``None`` when the
+    template is no JSON."""
+    parts = []
+    for index, part in enumerate(_STRING.split(text)):
+        if index % 2:  # a string literal
+            parts.append(json.dumps({"Fn::EventInput": part}) if _PLACEHOLDER.search(part) else part)
+        else:
+            parts.append(_PLACEHOLDER.sub(lambda m: json.dumps({"Fn::EventInput": m.group()}), part))
+    try:
+        return json.loads("".join(parts))
+    except ValueError:
+        return None

@@ -434,6 +434,9 @@ def _judge_overrides(
     overrides, where = runner.overrides, f"{runner.what} {cdk_path(runner.resource)}"
     if overrides is None:
         return
+    given = camel_keys(overrides).get("containerOverrides") if not isinstance(overrides, str) else None
+    if given is not None and not (isinstance(given, list) and all(isinstance(c, Mapping) for c in given)):
+        overrides = "its container overrides are a value the synth cannot read"
     if isinstance(overrides, str):
         if sure:
             message = (
@@ -446,10 +449,9 @@ def _judge_overrides(
             )
         return
     request = camel_keys(overrides)
-    given = request.get("containerOverrides")
     containers = [
         {k: v for k, v in camel_keys(c).items() if k in ("name", "environment", "environmentFiles")}
-        for c in (given if isinstance(given, list) else [])
+        for c in given or []
     ]
     for line in guard_violations({"containerDefinitions": containers}):
         rule = rule_of(line)
