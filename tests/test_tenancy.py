@@ -750,6 +750,33 @@ STEER = {
             id="pipe-overrides",
         ),
         pytest.param(
+            {
+                "Type": "AWS::Pipes::Pipe",
+                "Properties": {
+                    "Target": {"Fn::ImportValue": "c:ClusterArn"},
+                    "TargetParameters": {
+                        "EcsTaskParameters": {
+                            "TaskDefinitionArn": {"Ref": "Task"},
+                            "LaunchType": "EC2",
+                            "Overrides": {
+                                "ContainerOverrides": [
+                                    {
+                                        "Name": "x",
+                                        "Environment": [
+                                            {"Name": "JOB", "Value": "$.body.job"},
+                                            {"Name": "$.body.variable", "Value": "0"},
+                                        ],
+                                    }
+                                ]
+                            },
+                        }
+                    },
+                },
+            },
+            [guards.GPU_STEERING_ENVIRONMENT],
+            id="pipe-overrides-a-variable-named-by-a-dynamic-path",
+        ),
+        pytest.param(
             _running(
                 Cluster={"Fn::ImportValue": "c:ClusterArn"},
                 TaskDefinition={"Ref": "Task"},
@@ -768,6 +795,26 @@ STEER = {
             ),
             [tenancy.TASK_OVERRIDES_NOT_READABLE],
             id="state-machine-overrides-from-input",
+        ),
+        pytest.param(
+            _machine(
+                _run(
+                    {
+                        "Arguments": {
+                            "Cluster": {"Fn::ImportValue": "c:ClusterArn"},
+                            "TaskDefinition": {"Ref": "Task"},
+                            "Overrides": {
+                                "ContainerOverrides": [
+                                    {"Name": "x", "Environment": [{"Name": "{% $states.input.n %}", "Value": "0"}]}
+                                ]
+                            },
+                        }
+                    }
+                ),
+                as_text=False,
+            ),
+            [guards.GPU_STEERING_ENVIRONMENT],
+            id="state-machine-a-variable-named-by-jsonata",
         ),
     ],
 )

@@ -12,7 +12,8 @@ environment files and command, the task role, CPU and memory):
   only at run time). A rule target that passes on part of the event (``InputPath``) carries overrides the synth cannot
   read;
 - an EventBridge pipe's ECS target: ``TargetParameters.EcsTaskParameters.Overrides`` (EventBridge Pipes API
-  Reference, ``EcsTaskOverride``);
+  Reference, ``EcsTaskOverride``), where a value that starts with ``$.`` is a dynamic path the event fills
+  (EventBridge Pipes User Guide, "Dynamic path parameters");
 - a Step Functions Task state that runs an ECS task: its request's ``Overrides``, or ``Overrides.$`` from the
   machine's input, which the synth cannot read.
 """
@@ -86,14 +87,14 @@ def runners(ctx: Templates) -> Iterator[Runner]:
                 ecs.get("launchType"),
                 ecs.get("capacityProviderStrategy"),
                 ecs.get("taskDefinitionArn"),
-                _object(ecs.get("overrides"), "its Overrides"),
+                _object(_run_time(ecs.get("overrides"), "$."), "its Overrides"),
             )
     for machine in ctx.of_type("AWS::StepFunctions::StateMachine"):
         for request in run_task_requests(definition(machine.props)):
             overrides = (
                 "its Overrides come from the machine's input (Overrides.$)"
                 if "Overrides.$" in request
-                else _object(request.get("Overrides"), "its Overrides")
+                else _object(_run_time(request.get("Overrides"), "{%"), "its Overrides")
             )
             yield Runner(
                 machine,
@@ -177,3 +178,15 @@ def _input_template(text: str) -> Any:
         return json.loads("".join(parts))
     except ValueError:
         return None
+
+
+def _run_time(value: Any, marks: str) -> Any:
+    """Overrides with each string that starts with ``marks`` (a pipe's dynamic path ``$.``, a state machine's JSONata
+    ``{%``) as a value known only when the machine or the event supplies it."""
+    if isinstance(value, str) and value.lstrip().startswith(marks):
+        return {"Fn::EventInput": value}
+    if isinstance(value, Mapping):
+        return {k: _run_time(v, marks) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_run_time(v, marks) for v in value]
+    return value
