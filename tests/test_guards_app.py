@@ -110,12 +110,24 @@ def test_a_service_in_an_imported_cluster_in_another_stack_is_judged() -> None:
     assert "/var/run/docker.sock" in message and "cannot be told apart" in message
 
 
-def _escalating_service() -> tuple[cdk.App, SharedGpuService]:
-    app, stack, cluster, capacity = _app()
+def _model_task(stack: cdk.Stack, **container: Any) -> SharedGpuTaskDefinition:
+    """A shared-GPU task of one hardened model container, with ``container``'s extra arguments."""
     task = SharedGpuTaskDefinition(stack, "Task")
     task.add_container(
-        "model", image=IMAGE, memory_limit_mib=2048, gpu=MpsShare(4096), user="1000", readonly_root_filesystem=True
+        "model",
+        image=IMAGE,
+        memory_limit_mib=2048,
+        gpu=MpsShare(4096),
+        user="1000",
+        readonly_root_filesystem=True,
+        **container,
     )
+    return task
+
+
+def _escalating_service() -> tuple[cdk.App, SharedGpuService]:
+    app, stack, cluster, capacity = _app()
+    task = _model_task(stack)
     service = SharedGpuService(
         stack, "Model", cluster=cluster, task_definition=task, capacity=capacity, desired_count=1
     )
@@ -147,18 +159,8 @@ def test_the_evidence_group_by_reference_is_refused_and_the_daemon_that_writes_i
     (a Ref, no name in the template) is refused as one that names it by text, and the daemon's own grant passes."""
     app, stack, cluster, capacity = _app()
     telemetry = GpuTelemetry(stack, "Telemetry", cluster=cluster, capacities=[capacity])
-    task = SharedGpuTaskDefinition(stack, "Task")
-    task.add_container(
-        "model",
-        image=IMAGE,
-        memory_limit_mib=2048,
-        gpu=MpsShare(4096),
-        user="1000",
-        readonly_root_filesystem=True,
-        logging=ecs.LogDrivers.aws_logs(stream_prefix="m", log_group=telemetry.evidence)
-        if way == "log driver"
-        else None,
-    )
+    logged = ecs.LogDrivers.aws_logs(stream_prefix="m", log_group=telemetry.evidence)
+    task = _model_task(stack, logging=logged if way == "log driver" else None)
     if way == "grant":
         telemetry.evidence.grant_write(task.task_role)
     SharedGpuService(stack, "Model", cluster=cluster, task_definition=task, capacity=capacity, desired_count=1)
@@ -234,15 +236,6 @@ def test_a_scheduled_tasks_container_overrides_are_judged() -> None:
 
 def test_a_real_time_priority_limit_is_refused_on_the_construct_road() -> None:
     app, stack, cluster, capacity = _app()
-    task = SharedGpuTaskDefinition(stack, "Task")
-    task.add_container(
-        "model",
-        image=IMAGE,
-        memory_limit_mib=2048,
-        gpu=MpsShare(4096),
-        user="1000",
-        readonly_root_filesystem=True,
-        ulimits=[ecs.Ulimit(name=ecs.UlimitName.RTPRIO, soft_limit=99, hard_limit=99)],
-    )
+    task = _model_task(stack, ulimits=[ecs.Ulimit(name=ecs.UlimitName.RTPRIO, soft_limit=99, hard_limit=99)])
     SharedGpuService(stack, "Model", cluster=cluster, task_definition=task, capacity=capacity, desired_count=1)
     assert "sets ulimit 'rtprio' to 99/99" in _refused(app, "RealtimePriority")

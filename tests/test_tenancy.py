@@ -679,6 +679,19 @@ def _runner_app(runner: dict[str, Any]) -> dict[str, Any]:
     return templates
 
 
+def _pipe(environment: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pipe that runs the task on the GPU cluster, overriding its container's environment."""
+    overrides = {"ContainerOverrides": [{"Name": "x", "Environment": environment}]}
+    parameters = {"TaskDefinitionArn": {"Ref": "Task"}, "LaunchType": "EC2", "Overrides": overrides}
+    return {
+        "Type": "AWS::Pipes::Pipe",
+        "Properties": {
+            "Target": {"Fn::ImportValue": "c:ClusterArn"},
+            "TargetParameters": {"EcsTaskParameters": parameters},
+        },
+    }
+
+
 STEER = {
     "containerOverrides": [
         {"name": "x", "environment": [{"name": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "value": "100"}]}
@@ -729,50 +742,12 @@ STEER = {
             id="rule-input-transformer-a-variable-named-by-the-event",
         ),
         pytest.param(
-            {
-                "Type": "AWS::Pipes::Pipe",
-                "Properties": {
-                    "Target": {"Fn::ImportValue": "c:ClusterArn"},
-                    "TargetParameters": {
-                        "EcsTaskParameters": {
-                            "TaskDefinitionArn": {"Ref": "Task"},
-                            "LaunchType": "EC2",
-                            "Overrides": {
-                                "ContainerOverrides": [
-                                    {"Name": "x", "Environment": [{"Name": "NVIDIA_VISIBLE_DEVICES", "Value": "all"}]}
-                                ]
-                            },
-                        }
-                    },
-                },
-            },
+            _pipe([{"Name": "NVIDIA_VISIBLE_DEVICES", "Value": "all"}]),
             [guards.GPU_STEERING_ENVIRONMENT],
             id="pipe-overrides",
         ),
         pytest.param(
-            {
-                "Type": "AWS::Pipes::Pipe",
-                "Properties": {
-                    "Target": {"Fn::ImportValue": "c:ClusterArn"},
-                    "TargetParameters": {
-                        "EcsTaskParameters": {
-                            "TaskDefinitionArn": {"Ref": "Task"},
-                            "LaunchType": "EC2",
-                            "Overrides": {
-                                "ContainerOverrides": [
-                                    {
-                                        "Name": "x",
-                                        "Environment": [
-                                            {"Name": "JOB", "Value": "$.body.job"},
-                                            {"Name": "$.body.variable", "Value": "0"},
-                                        ],
-                                    }
-                                ]
-                            },
-                        }
-                    },
-                },
-            },
+            _pipe([{"Name": "JOB", "Value": "$.body.job"}, {"Name": "$.body.variable", "Value": "0"}]),
             [guards.GPU_STEERING_ENVIRONMENT],
             id="pipe-overrides-a-variable-named-by-a-dynamic-path",
         ),
