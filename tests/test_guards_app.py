@@ -21,6 +21,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
+from aws_cdk import custom_resources as cr
 
 from ecs_gpu_sharing import (
     FleetPlan,
@@ -239,3 +240,30 @@ def test_a_real_time_priority_limit_is_refused_on_the_construct_road() -> None:
     task = _model_task(stack, ulimits=[ecs.Ulimit(name=ecs.UlimitName.RTPRIO, soft_limit=99, hard_limit=99)])
     SharedGpuService(stack, "Model", cluster=cluster, task_definition=task, capacity=capacity, desired_count=1)
     assert "sets ulimit 'rtprio' to 99/99" in _refused(app, "RealtimePriority")
+
+
+@pytest.mark.parametrize("action", ["runTask", "createService"])
+def test_an_sdk_call_at_deploy_that_runs_a_task_on_the_gpu_cluster_is_judged(action: str) -> None:
+    """AwsCustomResource calls ECS at deploy with whatever parameters it is given: runTask (with overrides) and
+    createService run a task definition on the cluster as a scheduled task and a service do."""
+    app, stack, cluster, _capacity = _app()
+    task = _plain_task(stack)
+    parameters: dict[str, Any] = {"cluster": cluster.cluster_name, "taskDefinition": task.task_definition_arn}
+    if action == "runTask":
+        environment = [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]
+        parameters.update(
+            launchType="EC2", overrides={"containerOverrides": [{"name": "app", "environment": environment}]}
+        )
+    else:
+        parameters.update(serviceName="sneaky", desiredCount=1, launchType="EC2")
+        task.node.default_child.add_property_override("ContainerDefinitions.0.Privileged", True)  # type: ignore[union-attr]
+    cr.AwsCustomResource(
+        stack,
+        "Call",
+        on_create=cr.AwsSdkCall(
+            service="ECS", action=action, parameters=parameters, physical_resource_id=cr.PhysicalResourceId.of("x")
+        ),
+        policy=cr.AwsCustomResourcePolicy.from_sdk_calls(resources=["*"]),
+    )
+    message = _refused(app, "GpuSteeringEnvironment" if action == "runTask" else "PrivilegedContainer")
+    assert f"SDK call {action} at deploy of Gpu/Call" in message

@@ -822,3 +822,68 @@ def test_overrides_the_synth_cannot_read_can_be_allowed_on_their_runner() -> Non
     found = tenancy.judge(templates, allowed)
     assert found.violations == []
     assert found.allowed == [("tenant/Runner", tenancy.TASK_OVERRIDES_NOT_READABLE, "the queue's producer is ours")]
+
+
+def _sdk_call(phase: str, call: dict[str, Any]) -> dict[str, Any]:
+    return {"Type": "Custom::AWS", "Properties": {"ServiceToken": "arn:aws:lambda:x", phase: json.dumps(call)}}
+
+
+@pytest.mark.parametrize(
+    ("runner", "rules"),
+    [
+        pytest.param(
+            _sdk_call(
+                "Update",
+                {
+                    "service": "@aws-sdk/client-ecs",
+                    "action": "RunTaskCommand",
+                    "parameters": {"cluster": "my-cluster", "taskDefinition": "tenant-model", "launchType": "EC2"},
+                },
+            ),
+            [guards.PRIVILEGED_CONTAINER],
+            id="sdk-v3-names-on-update",
+        ),
+        pytest.param(
+            _sdk_call(
+                "Create",
+                {
+                    "service": "ECS",
+                    "action": "updateService",
+                    "parameters": {"cluster": "my-cluster", "service": "s", "desiredCount": 2},
+                },
+            ),
+            [],
+            id="update-service-keeping-its-task-definition",
+        ),
+        pytest.param(
+            _sdk_call("Create", {"service": "S3", "action": "putObject", "parameters": {"taskDefinition": "x"}}),
+            [],
+            id="another-service",
+        ),
+        pytest.param(
+            {
+                "Type": "Custom::AWS",
+                "Properties": {
+                    "Create": {
+                        "Fn::Join": [
+                            "",
+                            [
+                                '{"service":"ECS","action":"runTask","parameters":{"cluster":"my-cluster",'
+                                '"taskDefinition":"tenant-model","overrides":',
+                                {"Ref": "Overrides"},
+                                "}}",
+                            ],
+                        ]
+                    }
+                },
+            },
+            [guards.PRIVILEGED_CONTAINER, tenancy.TASK_OVERRIDES_NOT_READABLE],
+            id="overrides-at-deploy",
+        ),
+    ],
+)
+def test_an_sdk_call_at_deploy_is_judged_as_what_it_runs(runner: dict[str, Any], rules: list[str]) -> None:
+    templates = _app(_service(LaunchType="FARGATE"), Runner=runner)
+    templates["tenant"]["Resources"]["Task"]["Properties"]["Family"] = "tenant-model"
+    templates["c"]["Resources"]["Cluster"]["Properties"]["ClusterName"] = "my-cluster"
+    assert [v.rule_id for v in tenancy.judge(templates).violations] == rules

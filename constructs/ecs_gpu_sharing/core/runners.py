@@ -15,7 +15,10 @@ environment files and command, the task role, CPU and memory):
   Reference, ``EcsTaskOverride``), where a value that starts with ``$.`` is a dynamic path the event fills
   (EventBridge Pipes User Guide, "Dynamic path parameters");
 - a Step Functions Task state that runs an ECS task: its request's ``Overrides``, or ``Overrides.$`` from the
-  machine's input, which the synth cannot read.
+  machine's input, which the synth cannot read;
+- an SDK call at deploy (``custom_resources.AwsCustomResource``, a ``Custom::AWS`` resource whose ``Create``,
+  ``Update`` or ``Delete`` is the call as JSON text): ECS's ``runTask`` and ``startTask`` with their ``overrides``,
+  and ``createService`` and ``updateService``, which run a task definition as a service does.
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ def runners(ctx: Templates) -> Iterator[Runner]:
                 ecs.get("taskDefinitionArn"),
                 _object(_run_time(ecs.get("overrides"), "$."), "its Overrides"),
             )
+    for resource in ctx.of_type("Custom::AWS"):
+        yield from _sdk_calls(resource)
     for machine in ctx.of_type("AWS::StepFunctions::StateMachine"):
         for request in run_task_requests(definition(machine.props)):
             overrides = (
@@ -122,8 +127,9 @@ def _request_field(request: Mapping[str, Any], name: str) -> Any:
 
 
 def _object(value: Any, what: str) -> Mapping[str, Any] | str | None:
-    """Overrides written as an object, none, or why they cannot be read."""
-    if value is None or isinstance(value, Mapping):
+    """Overrides written as an object, none, or why they cannot be read (an intrinsic, known only at deploy)."""
+    deploy_time = isinstance(value, Mapping) and len(value) == 1 and str(next(iter(value))).startswith(("Ref", "Fn::"))
+    if value is None or (isinstance(value, Mapping) and not deploy_time):
         return value
     return f"{what} are a value the synth cannot read"
 
@@ -190,3 +196,30 @@ def _run_time(value: Any, marks: str) -> Any:
     if isinstance(value, list):
         return [_run_time(v, marks) for v in value]
     return value
+
+
+_ECS_CALLS = {"runtask": "runs", "starttask": "runs", "createservice": "serves", "updateservice": "serves"}
+
+
+def _sdk_calls(resource: Resource) -> Iterator[Runner]:
+    """The ECS calls an ``AwsCustomResource`` makes at deploy that run a task definition on a cluster (an
+    ``updateService`` that names no task definition keeps the service's, and runs nothing new)."""
+    for phase in ("Create", "Update", "Delete"):
+        call = json_text(resource.props.get(phase)) if resource.props.get(phase) is not None else None
+        if not isinstance(call, Mapping):
+            continue
+        service = str(call.get("service", "")).lower().removeprefix("@aws-sdk/client-")
+        action = str(call.get("action", "")).lower().removesuffix("command")
+        kind = _ECS_CALLS.get(action)
+        parameters = camel_keys(call.get("parameters"))
+        if service != "ecs" or kind is None or "taskDefinition" not in parameters:
+            continue
+        yield Runner(
+            resource,
+            f"SDK call {call.get('action')} at deploy of",
+            parameters.get("cluster"),
+            parameters.get("launchType"),
+            parameters.get("capacityProviderStrategy"),
+            parameters.get("taskDefinition"),
+            _object(parameters.get("overrides"), "its overrides") if kind == "runs" else None,
+        )

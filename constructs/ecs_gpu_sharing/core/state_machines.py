@@ -12,11 +12,13 @@ request reads as CloudFormation values; a field given by a path into the state's
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 RUN_TASK = ":states:::ecs:runTask"
 _MARK = "@@ecs-gpu-sharing-ref-{}@@"  # stands in for a reference inside the JSON text while it is parsed
+_BARE_MARK = re.compile(r'(?<!")@@ecs-gpu-sharing-ref-\d+@@(?!")')
 
 
 def definition(props: Mapping[str, Any]) -> Any:
@@ -49,7 +51,10 @@ def json_text(value: Any) -> Any:
     try:
         parsed = json.loads(text)
     except ValueError:
-        return None
+        try:  # a reference that stands for a whole value (an object, a list) is joined in without quotes
+            parsed = json.loads(_BARE_MARK.sub(lambda m: json.dumps(m.group()), text))
+        except ValueError:
+            return None
     return _restored(parsed, references)
 
 
