@@ -41,6 +41,11 @@ _CONNECT = {"ServiceConnectConfiguration": {"Enabled": True, "Namespace": "ns"}}
 _NETWORK = {"NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": ["s"]}}}
 
 
+def _connect(*services: dict[str, Any], namespace: str = "ns") -> dict[str, Any]:
+    """A Service Connect configuration in ``namespace`` with these service entries."""
+    return {"ServiceConnectConfiguration": {"Enabled": True, "Namespace": namespace, "Services": list(services)}}
+
+
 def _group(**props: Any) -> Res:
     return "Asg", "AWS::AutoScaling::AutoScalingGroup", {"MinSize": "0", "MaxSize": "2", "LaunchTemplate": {}, **props}
 
@@ -147,6 +152,19 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.SERVICE_CONNECT_TASKS: (
         _stack(_task(memory="1088"), _service(DesiredCount=1000, **_CONNECT)),
         _stack(_task(memory="1088"), _service(DesiredCount=1001, **_CONNECT)),
+    ),
+    sr.SERVICE_CONNECT_NAME_TWICE: (
+        _stack(
+            _task(memory="1088"),
+            _service("A", **_connect({"PortName": "http", "DiscoveryName": "embedder"})),
+            _service("B", **_connect({"PortName": "http", "DiscoveryName": "reranker"})),
+            _service("C", **_connect({"PortName": "http"}, namespace="other")),  # another namespace
+        ),
+        _stack(
+            _task(memory="1088"),
+            _service("A", **_connect({"PortName": "http"})),
+            _service("B", **_connect({"PortName": "http"})),  # both discovered as "http"
+        ),
     ),
     sr.AWSVPC_NETWORK_CONFIGURATION: (
         _stack(_task(mode="awsvpc"), _service(**_NETWORK)),
@@ -481,3 +499,39 @@ def test_an_alarm_in_another_stack_is_followed_to_its_topic() -> None:
     )
     found = [v for v in check_service_rules({"topic": topic, "alarms": alarms}) if v.rule_id == sr.ALARM_TOPIC_PUBLISH]
     assert [(v.stack, v.logical_id) for v in found] == [("topic", "Topic")]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "clash"),
+    [
+        ({"PortName": "http", "DiscoveryName": "a"}, {"PortName": "http", "DiscoveryName": "b"}, None),
+        ({"PortName": "http"}, {"PortName": "http"}, "discovery name 'http'"),
+        (
+            {"PortName": "api", "ClientAliases": [{"Port": 80, "DnsName": "models"}]},
+            {"PortName": "web", "ClientAliases": [{"Port": 80, "DnsName": "models"}]},
+            "client alias 'models:80'",
+        ),
+        (
+            {"PortName": "api", "ClientAliases": [{"Port": 80, "DnsName": "models"}]},
+            {"PortName": "web", "ClientAliases": [{"Port": 8080, "DnsName": "models"}]},
+            None,
+        ),
+        (
+            {"PortName": "api", "ClientAliases": [{"Port": 80}]},
+            {"PortName": "api2", "DiscoveryName": "api"},
+            "discovery name 'api'",
+        ),
+    ],
+)
+def test_service_connect_names_are_unique_in_a_namespace(
+    a: dict[str, Any], b: dict[str, Any], clash: str | None
+) -> None:
+    """ECS API Reference: a discovery name (the port name unless given) must be unique within the Cloud Map namespace
+    (ServiceConnectServiceResource), and so must each client alias's name and port (ServiceConnectClientAlias)."""
+    stack = _stack(_task(memory="1088"), _service("A", **_connect(a)), _service("B", **_connect(b)))
+    found = [v for v in check_service_rules({"s": stack}) if v.rule_id == sr.SERVICE_CONNECT_NAME_TWICE]
+    if clash is None:
+        assert found == []
+    else:
+        (violation,) = found
+        assert violation.logical_id == "B" and clash in violation.message and "service A" in violation.message

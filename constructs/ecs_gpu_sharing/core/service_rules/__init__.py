@@ -38,6 +38,7 @@ from .ecs import (
     MEMORY_RESERVATION_BELOW_LIMIT,
     NETWORK_CONFIGURATION_NOT_AWSVPC,
     PROVIDER_NAME_PREFIX,
+    SERVICE_CONNECT_NAME_TWICE,
     SERVICE_CONNECT_TASK_MEMORY,
     SERVICE_CONNECT_TASKS,
     STRATEGY_ONE_BASE,
@@ -53,6 +54,7 @@ from .ecs import (
     memory_reservation_below_limit,
     network_configuration_not_awsvpc,
     provider_name_prefix,
+    service_connect_name_twice,
     service_connect_task_memory,
     service_connect_tasks,
     strategy_one_base,
@@ -103,6 +105,15 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         'for Service Connect"; "task definitions that set container memory limits for all containers instead of '
         "setting the task memory limit aren't supported\"",
         service_connect_task_memory,
+    ),
+    ServiceRule(
+        SERVICE_CONNECT_NAME_TWICE,
+        "Amazon ECS (AWS Cloud Map)",
+        "each Service Connect discovery name, and each client alias's name and port, is claimed by one service of a "
+        "namespace",
+        'Amazon ECS API Reference, ServiceConnectServiceResource: discoveryName "must be unique within the AWS Cloud '
+        'Map namespace"; ServiceConnectClientAlias: "Each name and port mapping must be unique within the namespace"',
+        service_connect_name_twice,
     ),
     ServiceRule(
         SERVICE_CONNECT_TASKS,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ from .base import (
 
 SERVICE_CONNECT_TASK_MEMORY = f"{PREFIX}ServiceConnectNeedsTaskMemory"
 SERVICE_CONNECT_TASKS = f"{PREFIX}ServiceConnectTasksPerService"
+SERVICE_CONNECT_NAME_TWICE = f"{PREFIX}ServiceConnectNameTwice"
 AWSVPC_NETWORK_CONFIGURATION = f"{PREFIX}AwsvpcServiceNeedsNetworkConfiguration"
 NETWORK_CONFIGURATION_NOT_AWSVPC = f"{PREFIX}NetworkConfigurationNeedsAwsvpc"
 TARGET_TYPE_MATCHES_NETWORK_MODE = f"{PREFIX}TargetTypeMatchesNetworkMode"
@@ -71,6 +73,37 @@ def service_connect_tasks(ctx: Templates) -> Iterator[Finding]:
                 target,
                 limit.message(f"the scaling maximum of service {scaled.logical_id}", high, "lower max_capacity"),
             )
+
+
+def service_connect_name_twice(ctx: Templates) -> Iterator[Finding]:
+    """A discovery name (the port name unless given) and a client alias (its DNS name, the discovery name unless
+    given, and port) claimed by two services of one namespace (by its reference, or its cluster's default)."""
+    claimed: dict[tuple[str, str, str], Resource] = {}
+    for service in sorted(ctx.of_type("AWS::ECS::Service"), key=lambda r: (r.stack, r.logical_id)):
+        if not _service_connect(service):
+            continue
+        config = camel_keys(service.props.get("ServiceConnectConfiguration"))
+        given = config.get("namespace")
+        where = ctx.target(given if given is not None else service.props.get("Cluster"), service.stack)
+        space = f"{where.stack}/{where.logical_id}" if where is not None else json.dumps(given, sort_keys=True)
+        for entry in config.get("services") or []:
+            item = camel_keys(entry)
+            discovery = item.get("discoveryName") or item.get("portName")
+            names = [("discovery name", discovery)]
+            for alias in item.get("clientAliases") or []:
+                a = camel_keys(alias)
+                names.append(("client alias", f"{a.get('dnsName') or discovery}:{a.get('port')}"))
+            for kind, name in names:
+                if not isinstance(name, str) or "{" in name:
+                    continue  # a value known at deploy: not compared
+                first = claimed.setdefault((space, kind, name), service)
+                if first is not service:
+                    yield (
+                        service,
+                        f"service {service.logical_id} claims the Service Connect {kind} {name!r} that service "
+                        f"{first.logical_id} claims in the same namespace; each must be unique there, so the second "
+                        "service fails to create; give one of them a discovery_name (or dns_name) of its own",
+                    )
 
 
 def _scaled_service(ctx: Templates, target: Resource) -> Resource | None:
