@@ -101,8 +101,18 @@ def _egress_rules(n: int) -> dict[str, Any]:
     return _stack(("Lb", "AWS::EC2::SecurityGroup", {"SecurityGroupEgress": inline}), *own)
 
 
+def _outputs(n: int) -> dict[str, Any]:
+    return {"Resources": {}, "Outputs": {f"O{i}": {"Value": "v"} for i in range(n)}}
+
+
+def _parameters(n: int) -> dict[str, Any]:
+    return {"Resources": {}, "Parameters": {f"P{i}": {"Type": "String"} for i in range(n)}}
+
+
 CASES: list[tuple[quotas.Limit, Callable[[int], dict[str, Any]]]] = [
     (quotas.RESOURCES_PER_STACK, _resources),
+    (quotas.OUTPUTS_PER_STACK, _outputs),
+    (quotas.PARAMETERS_PER_STACK, _parameters),
     (quotas.CONTAINERS_PER_TASK_DEFINITION, _containers),
     (quotas.TASK_DEFINITION_BYTES, _task_bytes),
     (quotas.CONDITION_VALUES_PER_RULE, _condition_values),

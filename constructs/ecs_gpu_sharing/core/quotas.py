@@ -34,6 +34,15 @@ _NLB = "Elastic Load Balancing, 'Quotas for your Network Load Balancers'"
 RESOURCES_PER_STACK = Limit(
     f"{PREFIX}ResourcesPerStack", 500, "resources in one stack", f"{_CFN}: resources per template, 500"
 )
+OUTPUTS_PER_STACK = Limit(
+    f"{PREFIX}OutputsPerStack",
+    200,
+    "outputs in one stack",
+    f"{_CFN}: outputs per template, 200 (every value another stack imports is one)",
+)
+PARAMETERS_PER_STACK = Limit(
+    f"{PREFIX}ParametersPerStack", 200, "parameters in one stack", f"{_CFN}: parameters per template, 200"
+)
 TEMPLATE_BYTES = Limit(
     f"{PREFIX}TemplateSize",
     1_000_000,
@@ -141,6 +150,8 @@ DIMENSIONS_PER_METRIC = Limit(
 
 LIMITS: tuple[Limit, ...] = (
     RESOURCES_PER_STACK,
+    OUTPUTS_PER_STACK,
+    PARAMETERS_PER_STACK,
     TEMPLATE_BYTES,
     CONTAINERS_PER_TASK_DEFINITION,
     TASK_DEFINITION_BYTES,

@@ -82,6 +82,11 @@ def _stack_checks(stack: str, template: Template) -> Iterator[Violation]:
         len(resources),
         "split the stack (the fleet app shards services by counted resources)",
     )
+    for limit, section, fix in (
+        (quotas.OUTPUTS_PER_STACK, "Outputs", "split the stack: each value another stack imports is an output"),
+        (quotas.PARAMETERS_PER_STACK, "Parameters", "split the stack, or pass fewer values as parameters"),
+    ):
+        yield from _over(limit, stack, None, f"stack {stack}", len(template.get(section) or {}), fix)
     yield from _over(quotas.TEMPLATE_BYTES, stack, None, f"stack {stack}", template_bytes(template), "split the stack")
     for logical_id, resource in resources.items():
         kind = resource.get("Type")
