@@ -976,3 +976,25 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
     # A new account, as moto's is: ECS's service-linked role is not there yet.
     assert "AWSServiceRoleForECS: missing" in out
     assert out.strip().endswith("preflight: failed: roles, references, ami")
+
+
+def test_cluster_status_checks_the_log_drivers_the_plan_assumes_a_host_registers() -> None:
+    """The plan takes a host on the AL2023 GPU AMI to register the AMI's log drivers (TaskLogDriverNotOnHosts); a
+    host whose agent registers fewer (a narrower ECS_AVAILABLE_LOGGING_DRIVERS) is where a task the plan placed waits."""
+    prefix = cluster_status.LOG_DRIVER_ATTRIBUTE
+    raw = _instance("i-0log", agent="1.108.3", mps=True, health="OK", gpus=[])
+    raw["attributes"] += [{"name": prefix + d} for d in ("json-file", "awslogs", "awsfirelens")]
+    inst = cluster_status._instance(raw)
+    assert inst.log_drivers == ["awsfirelens", "awslogs", "json-file"]
+    assert cluster_status.log_driver_gaps([inst]) == []  # its AMI not read (no --fleet): not judged
+    inst.ami_release = "20261113"
+    (problem,) = cluster_status.log_driver_gaps([inst])
+    assert problem.startswith("instance i-0log: its agent registers the log drivers awsfirelens, awslogs, json-file")
+    assert "not fluentd, none, syslog" in problem and "TaskLogDriverNotOnHosts" in problem
+    raw["attributes"] += [{"name": prefix + d} for d in ("syslog", "fluentd", "none")]
+    full = cluster_status._instance(raw)
+    full.ami_release = "20261113"
+    assert cluster_status.log_driver_gaps([full]) == []
+    bare = cluster_status._instance(_instance("i-0", agent="1.108.3", mps=True, health="OK", gpus=[]))
+    bare.ami_release = "20261113"
+    assert cluster_status.log_driver_gaps([bare]) == []  # lists no driver at all: an emulator's report, not judged

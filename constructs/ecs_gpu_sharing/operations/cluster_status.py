@@ -6,12 +6,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core import ami_release
+from ..core.capacity_facts import AMI_LOG_DRIVERS
 from ..core.errors import AwsOperationError
 from ..core.fleet import SERVICE_TAG, FleetSpec
 from ..core.mps import MPS_CAPABILITY_ATTRIBUTE
 from .aws import aws_errors
 
 MPS_CAPABILITY = MPS_CAPABILITY_ATTRIBUTE
+LOG_DRIVER_ATTRIBUTE = "com.amazonaws.ecs.capability.logging-driver."  # the agent registers one for each driver
 
 
 @dataclass
@@ -41,6 +43,7 @@ class InstanceStatus:
     ami_id: str = ""  # the instance attribute ecs.ami-id
     ami_release: str | None = None  # with --fleet: the AL2023 GPU AMI release that AMI is, from its name
     gpus: list[GpuStatus] = field(default_factory=list)
+    log_drivers: list[str] = field(default_factory=list)  # those its agent registers (LOG_DRIVER_ATTRIBUTE...)
 
 
 @dataclass
@@ -78,6 +81,9 @@ def _instance(raw: dict[str, Any]) -> InstanceStatus:
         accelerated_compute=health,
         accelerated_compute_reason=reason,
         ami_id=attributes.get("ecs.ami-id") or "",
+        log_drivers=sorted(
+            n.removeprefix(LOG_DRIVER_ATTRIBUTE) for n in attributes if n.startswith(LOG_DRIVER_ATTRIBUTE)
+        ),
         gpus=[
             GpuStatus(
                 gpu_id=g.get("gpuId", ""),
@@ -211,6 +217,23 @@ def read_releases(ec2: Any, instances: list[InstanceStatus]) -> None:
         inst.ami_release = ami_release.release_of(names.get(inst.ami_id, ""))
 
 
+def log_driver_gaps(instances: list[InstanceStatus]) -> list[str]:
+    """Hosts on the AL2023 GPU AMI (their release read) whose agent registers fewer log drivers than the plan takes
+    such a host to (``AMI_LOG_DRIVERS``, TaskLogDriverNotOnHosts): the fact the plan rests on, checked on live hosts.
+    A host that lists none is not judged (an emulator's report, not an agent's)."""
+    problems = []
+    for inst in instances:
+        missing = sorted(set(AMI_LOG_DRIVERS) - set(inst.log_drivers))
+        if inst.ami_release and inst.log_drivers and missing:
+            problems.append(
+                f"instance {inst.ec2_instance_id or inst.arn}: its agent registers the log drivers "
+                f"{', '.join(inst.log_drivers)}, not {', '.join(missing)}, which the plan takes every EC2 GPU host to "
+                "register (TaskLogDriverNotOnHosts): a task logging with one of them waits for another host; register "
+                "them (ECS_AVAILABLE_LOGGING_DRIVERS in the hosts' user data) or log with another driver"
+            )
+    return problems
+
+
 def drift(instances: list[InstanceStatus], fleet: FleetSpec) -> list[str]:
     """Hosts whose AMI is not the release their capacity pins: they run the old AMI until the group rolls them."""
     pinned = {t: cap for cap in fleet.capacities.values() for t in cap.instance_types}
@@ -239,7 +262,7 @@ def status(ecs: Any, cluster: str, fleet: FleetSpec | None = None, ec2: Any = No
     problems = problems_of(instances, services, fleet)
     if fleet is not None and ec2 is not None:
         read_releases(ec2, instances)
-        problems += drift(instances, fleet)
+        problems += drift(instances, fleet) + log_driver_gaps(instances)
     return ClusterStatus(cluster, instances, services, problems)
 
 
