@@ -31,8 +31,9 @@ ROOT_VOLUME_MAX_GIB = 16_384
 # ecs-init/docker/docker.go, getContainerConfig), and the agent adds awsfirelens on Linux whatever the setting
 # (agent/app/agent_capability_unix.go). The hosts' user data does not set it; a team's added line is read
 # (log_drivers_in_user_data).
-AMI_LOG_DRIVERS = ("json-file", "syslog", "awslogs", "fluentd", "none", "awsfirelens")
 FIRELENS_DRIVER = "awsfirelens"
+AMI_LOG_DRIVERS = ("json-file", "syslog", "awslogs", "fluentd", "none", FIRELENS_DRIVER)
+LOG_DRIVER_ATTRIBUTE = "com.amazonaws.ecs.capability.logging-driver."  # + the driver: the host attribute ECS matches
 _LOG_DRIVERS_SETTING = re.compile(r"ECS_AVAILABLE_LOGGING_DRIVERS=([^\n]*)")
 _JSON_LIST = re.compile(r"\[[^\]]*\]")
 RULES = Family("capacity")

@@ -34,7 +34,7 @@ from typing import Any
 from .rule_family import Family, Level, Source
 from .telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 from .text import few
-from .tokens import text_pattern
+from .tokens import is_intrinsic, text_pattern
 
 RULES = Family("task-role escalation")
 TASK_ROLE_ESCALATION = RULES.declare(
@@ -147,11 +147,6 @@ class Grant:
     resources: tuple[Any, ...]
 
 
-def _deploy_time(value: Any) -> bool:
-    """Whether ``value`` is a CloudFormation intrinsic (``Ref``, ``Fn::If``...): known only at deploy."""
-    return isinstance(value, Mapping) and len(value) == 1 and str(next(iter(value))).startswith(("Ref", "Fn::"))
-
-
 def unreadable_document(document: Any) -> str | None:
     """Why a policy document cannot be judged at synth (text that is not JSON, a document or its statements known only
     at deploy), or ``None``: what cannot be read could grant anything."""
@@ -164,7 +159,7 @@ def unreadable_document(document: Any) -> str | None:
     body = {str(k).lower(): v for k, v in document.items()} if isinstance(document, Mapping) else {}
     statements = body.get("statement")
     parts = statements if isinstance(statements, list) else [statements]
-    if _deploy_time(document) or any(_deploy_time(part) for part in parts):
+    if is_intrinsic(document) or any(is_intrinsic(part) for part in parts):
         return (
             f"a policy document or statement known only at deploy ({json.dumps(document)[:80]}) could grant anything; "
             "write its statements literally"

@@ -32,6 +32,7 @@ from typing import Any
 from .service_rules import Resource, Templates
 from .shape import camel_keys
 from .state_machines import definition, json_text, run_task_requests
+from .tokens import at_run_time, is_intrinsic
 
 
 @dataclass(frozen=True)
@@ -119,17 +120,16 @@ def _request_field(request: Mapping[str, Any], name: str) -> Any:
     if name in request:
         given = request[name]
         if isinstance(given, str) and given.strip().startswith("{%"):  # a JSONata expression, evaluated at run time
-            return {"Fn::StateInput": given}
+            return at_run_time(given)
         return given
     if f"{name}.$" in request:
-        return {"Fn::StateInput": request[f"{name}.$"]}
+        return at_run_time(request[f"{name}.$"])
     return None
 
 
 def _object(value: Any, what: str) -> Mapping[str, Any] | str | None:
     """Overrides written as an object, none, or why they cannot be read (an intrinsic, known only at deploy)."""
-    deploy_time = isinstance(value, Mapping) and len(value) == 1 and str(next(iter(value))).startswith(("Ref", "Fn::"))
-    if value is None or (isinstance(value, Mapping) and not deploy_time):
+    if value is None or (isinstance(value, Mapping) and not is_intrinsic(value)):
         return value
     return f"{what} are a value the synth cannot read"
 
@@ -149,7 +149,7 @@ def _scheduled(resource: Resource, target: Any) -> Iterator[Runner]:
         parsed = _input_template(template) if isinstance(template, str) else None
         overrides = (
             parsed
-            if isinstance(parsed, Mapping) and "Fn::EventInput" not in parsed
+            if isinstance(parsed, Mapping) and not is_intrinsic(parsed)
             else "its input, which ECS reads as overrides, is an InputTransformer template the synth cannot read"
         )
     elif target.get("Input") is not None:
@@ -177,9 +177,9 @@ def _input_template(text: str) -> Any:
     parts = []
     for index, part in enumerate(_STRING.split(text)):
         if index % 2:  # a string literal
-            parts.append(json.dumps({"Fn::EventInput": part}) if _PLACEHOLDER.search(part) else part)
+            parts.append(json.dumps(at_run_time(part)) if _PLACEHOLDER.search(part) else part)
         else:
-            parts.append(_PLACEHOLDER.sub(lambda m: json.dumps({"Fn::EventInput": m.group()}), part))
+            parts.append(_PLACEHOLDER.sub(lambda m: json.dumps(at_run_time(m.group())), part))
     try:
         return json.loads("".join(parts))
     except ValueError:
@@ -190,7 +190,7 @@ def _run_time(value: Any, marks: str) -> Any:
     """Overrides with each string that starts with ``marks`` (a pipe's dynamic path ``$.``, a state machine's JSONata
     ``{%``) as a value known only when the machine or the event supplies it."""
     if isinstance(value, str) and value.lstrip().startswith(marks):
-        return {"Fn::EventInput": value}
+        return at_run_time(value)
     if isinstance(value, Mapping):
         return {k: _run_time(v, marks) for k, v in value.items()}
     if isinstance(value, list):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .capacity_facts import LOG_DRIVER_ATTRIBUTE
 from .mps import MAX_CLIENTS_PER_GPU
 
 if TYPE_CHECKING:  # types only: the planner imports this module
@@ -120,7 +121,7 @@ def _log_drivers(service: ServiceInput, capacity: CapacityInput) -> str | None:
     missing = sorted(d for d in service.shape.log_drivers if capacity.log_drivers and d not in capacity.log_drivers)
     if not missing:
         return None
-    attributes = ", ".join(f"com.amazonaws.ecs.capability.logging-driver.{d}" for d in missing)
+    attributes = ", ".join(f"{LOG_DRIVER_ATTRIBUTE}{d}" for d in missing)
     drivers = f"log driver{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     return (
         f"one task logs with the {drivers}, which the hosts of {capacity.name} do not register (their agent "
@@ -188,7 +189,7 @@ TASK_RULES: tuple[TaskRule, ...] = (
         "a task whose container logs with a driver the hosts' agent does not register (ECS_AVAILABLE_LOGGING_DRIVERS; "
         "the AMI's ecs-init registers json-file, syslog, awslogs, fluentd and none, and the agent awsfirelens: "
         "amazon-ecs-agent, ecs-init/docker/docker.go) is never placed: it needs the host attribute "
-        "com.amazonaws.ecs.capability.logging-driver.<driver> (ECS API Reference, LogConfiguration)",
+        f"{LOG_DRIVER_ATTRIBUTE}<driver> (ECS API Reference, LogConfiguration)",
         "log with awslogs, or send the logs on through FireLens (awsfirelens, whose Fluent Bit has outputs for Splunk, "
         "GELF and more); or register the driver in the hosts' user data (echo 'ECS_AVAILABLE_LOGGING_DRIVERS=[...]' "
         ">> /etc/ecs/ecs.config on GpuCapacity.launch_template.user_data), which the plan reads",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -30,11 +31,25 @@ def describe(value: Any) -> str:
     """A value for an error message; a token is named as one, never shown as its encoded number."""
     if is_token(value):
         return "a CDK token (a value known only at deploy time)"
-    if isinstance(value, dict) and len(value) == 1:
+    if is_intrinsic(value):
         key = next(iter(value))
-        if key == "Ref" or key.startswith("Fn::"):
-            return f"a deploy-time value ({key} {value[key]!r})"
+        return f"a deploy-time value ({key} {value[key]!r})"
     return repr(value)
+
+
+RUN_TIME = "Fn::RunTime"
+"""Stands in a template's value for one that only a run supplies (an event's field, a state machine's input): an
+intrinsic of no resource, so it reads as unknown wherever a deploy-time value does."""
+
+
+def is_intrinsic(value: Any) -> bool:
+    """Whether ``value`` is a CloudFormation intrinsic (``Ref``, ``Fn::If``, ...): a value known only at deploy."""
+    return isinstance(value, Mapping) and len(value) == 1 and str(next(iter(value))).startswith(("Ref", "Fn::"))
+
+
+def at_run_time(value: Any) -> dict[str, Any]:
+    """``value`` (a path, a placeholder, an expression) as a value only a run supplies."""
+    return {RUN_TIME: value}
 
 
 def text_pattern(value: Any) -> str:

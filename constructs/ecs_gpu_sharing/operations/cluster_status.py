@@ -6,14 +6,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core import ami_release
-from ..core.capacity_facts import AMI_LOG_DRIVERS
+from ..core.capacity_facts import AMI_LOG_DRIVERS, LOG_DRIVER_ATTRIBUTE
 from ..core.errors import AwsOperationError
 from ..core.fleet import SERVICE_TAG, FleetSpec
 from ..core.mps import MPS_CAPABILITY_ATTRIBUTE
 from .aws import aws_errors
 
 MPS_CAPABILITY = MPS_CAPABILITY_ATTRIBUTE
-LOG_DRIVER_ATTRIBUTE = "com.amazonaws.ecs.capability.logging-driver."  # the agent registers one for each driver
 
 
 @dataclass
