@@ -818,6 +818,12 @@ def test_a_cluster_given_by_a_jsonata_expression_is_known_only_at_run_time() -> 
 
 def test_overrides_the_synth_cannot_read_can_be_allowed_on_their_runner() -> None:
     templates = _runner_app(_rule_target(InputPath="$.detail"))
+    (refused,) = tenancy.judge(templates).violations
+    assert (
+        "comes from the event (InputPath)" in refused.message
+        and "write the overrides in the template" in refused.message
+    )
+    assert "FleetPlan.allow" in refused.message
     allowed = {("tenant", "Runner"): {tenancy.TASK_OVERRIDES_NOT_READABLE: "the queue's producer is ours"}}
     found = tenancy.judge(templates, allowed)
     assert found.violations == []

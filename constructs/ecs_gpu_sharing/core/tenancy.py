@@ -440,7 +440,9 @@ def _judge_overrides(
     if isinstance(overrides, str):
         if sure:
             message = (
-                f"{where}: {overrides}, so the environment and task role it gives the task cannot be judged ({runs})"
+                f"{where}: {overrides}, so the environment and task role it gives the task cannot be judged ({runs}); "
+                "write the overrides in the template (a value the run fills is fine, a variable's name is not), or "
+                f"allow {TASK_OVERRIDES_NOT_READABLE} with a reason (FleetPlan.allow)"
             )
             _add(out, allowed, [runner.resource], TASK_OVERRIDES_NOT_READABLE, message)
         else:
