@@ -26,6 +26,7 @@ from .ffd import FFD_ALWAYS_TASKS
 from .gpus import bin_lower_bound
 from .model import (
     EC2,
+    ECS_DEFAULT_DESIRED_COUNT,
     ECS_DEFAULT_MAX_PERCENT,
     KINDS,
     MANAGED_INSTANCES,
@@ -44,6 +45,7 @@ from .search import SEARCH_STEPS, SEARCH_TASKS
 
 __all__ = [
     "EC2",
+    "ECS_DEFAULT_DESIRED_COUNT",
     "ECS_DEFAULT_MAX_PERCENT",
     "FFD_ALWAYS_TASKS",
     "HOST_LP_GAP",

@@ -18,6 +18,8 @@ KINDS = (EC2, MANAGED_INSTANCES)
 
 ECS_DEFAULT_MAX_PERCENT = 200
 """ECS's deploymentConfiguration.maximumPercent for a replica service that leaves it unset."""
+ECS_DEFAULT_DESIRED_COUNT = 1
+"""What ECS starts a new replica service with when its DesiredCount is left out."""
 
 
 @dataclass(frozen=True)

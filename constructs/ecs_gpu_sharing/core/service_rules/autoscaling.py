@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from ..rule_family import PREFIX
-from .base import Finding, Templates, _int
+from .base import Finding, Templates, literal_number
 
 # --- Amazon EC2 Auto Scaling and CloudFormation's update policy ----------------------------------------------------
 
@@ -19,7 +19,7 @@ GROUP_ONE_LAUNCH_SOURCE = f"{PREFIX}AutoScalingGroupOneLaunchSource"
 def roll_below_max_size(ctx: Templates) -> Iterator[Finding]:
     for group in ctx.of_type("AWS::AutoScaling::AutoScalingGroup"):
         roll = (group.attributes.get("UpdatePolicy") or {}).get("AutoScalingRollingUpdate") or {}
-        keep, high = _int(roll.get("MinInstancesInService")), _int(group.props.get("MaxSize"))
+        keep, high = literal_number(roll.get("MinInstancesInService")), literal_number(group.props.get("MaxSize"))
         if keep is not None and high is not None and keep >= high:
             yield (
                 group,
@@ -33,8 +33,8 @@ def roll_below_max_size(ctx: Templates) -> Iterator[Finding]:
 
 def group_sizes(ctx: Templates) -> Iterator[Finding]:
     for group in ctx.of_type("AWS::AutoScaling::AutoScalingGroup"):
-        low, high = _int(group.props.get("MinSize")), _int(group.props.get("MaxSize"))
-        desired = _int(group.props.get("DesiredCapacity"))
+        low, high = literal_number(group.props.get("MinSize")), literal_number(group.props.get("MaxSize"))
+        desired = literal_number(group.props.get("DesiredCapacity"))
         if low is not None and high is not None and low > high:
             yield group, f"MinSize {low} is above MaxSize {high}; raise max_instances"
         if desired is not None and ((low is not None and desired < low) or (high is not None and desired > high)):

@@ -92,7 +92,7 @@ class ServiceRule:
     rehearsal: str = "not enforced by moto: checked on the templates before deploying"
 
 
-def _int(value: Any) -> int | None:
+def literal_number(value: Any) -> int | None:
     """A literal whole number (CloudFormation writes some as strings); ``None`` for tokens and absences."""
     if isinstance(value, bool):
         return None
@@ -136,8 +136,8 @@ def _reserved(task: Resource) -> tuple[int, int]:
     """The containers' CPU units and memory as ECS reserves them on EC2: each container's reservation, else its limit
     (the same reading as ``core.shape.task_shape``; a token counts as nothing here)."""
     containers = _containers(task)
-    cpu = sum(_int(c.get("cpu")) or 0 for c in containers)
-    memory = sum(_int(c.get("memoryReservation", c.get("memory"))) or 0 for c in containers)
+    cpu = sum(literal_number(c.get("cpu")) or 0 for c in containers)
+    memory = sum(literal_number(c.get("memoryReservation", c.get("memory"))) or 0 for c in containers)
     return cpu, memory
 
 

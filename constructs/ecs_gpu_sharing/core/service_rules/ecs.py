@@ -14,12 +14,12 @@ from .base import (
     Resource,
     Templates,
     _containers,
-    _int,
     _network_mode,
     _on_ec2,
     _reserved,
     _service_connect,
     _services,
+    literal_number,
 )
 
 # --- Amazon ECS ----------------------------------------------------------------------------------------------------
@@ -59,7 +59,7 @@ def service_connect_task_memory(ctx: Templates) -> Iterator[Finding]:
 def service_connect_tasks(ctx: Templates) -> Iterator[Finding]:
     limit = quotas.SERVICE_CONNECT_TASKS_PER_SERVICE
     for service in ctx.of_type("AWS::ECS::Service"):
-        count = _int(service.props.get("DesiredCount"))
+        count = literal_number(service.props.get("DesiredCount"))
         if _service_connect(service) and count is not None and count > limit.number:
             yield (
                 service,
@@ -67,7 +67,7 @@ def service_connect_tasks(ctx: Templates) -> Iterator[Finding]:
             )
     for target in ctx.of_type("AWS::ApplicationAutoScaling::ScalableTarget"):
         scaled = _scaled_service(ctx, target)
-        high = _int(target.props.get("MaxCapacity"))
+        high = literal_number(target.props.get("MaxCapacity"))
         if scaled is not None and _service_connect(scaled) and high is not None and high > limit.number:
             yield (
                 target,
@@ -162,12 +162,14 @@ def target_type_matches_network_mode(ctx: Templates) -> Iterator[Finding]:
 def load_balancer_container(ctx: Templates) -> Iterator[Finding]:
     for service, task in _services(ctx):
         ports = {
-            str(c.get("name")): {_int(camel_keys(p).get("containerPort")) for p in c.get("portMappings") or []}
+            str(c.get("name")): {
+                literal_number(camel_keys(p).get("containerPort")) for p in c.get("portMappings") or []
+            }
             for c in _containers(task)
         }
         for entry in service.props.get("LoadBalancers") or []:
             lb = camel_keys(entry)
-            name, port = str(lb.get("containerName")), _int(lb.get("containerPort"))
+            name, port = str(lb.get("containerName")), literal_number(lb.get("containerPort"))
             if name not in ports:
                 yield service, f"its load balancer names container {name}, which the task definition does not have"
             elif port is not None and port not in ports[name]:
@@ -187,7 +189,7 @@ def awsvpc_host_port(ctx: Templates) -> Iterator[Finding]:
         for c in _containers(task):
             for mapping in c.get("portMappings") or []:
                 m = camel_keys(mapping)
-                host, container = _int(m.get("hostPort")), _int(m.get("containerPort"))
+                host, container = literal_number(m.get("hostPort")), literal_number(m.get("containerPort"))
                 if host is not None and container is not None and host != container:
                     yield (
                         task,
@@ -216,7 +218,7 @@ def container_memory_on_ec2(ctx: Templates) -> Iterator[Finding]:
 def memory_reservation_below_limit(ctx: Templates) -> Iterator[Finding]:
     for task in ctx.of_type("AWS::ECS::TaskDefinition"):
         for c in _containers(task):
-            hard, soft = _int(c.get("memory")), _int(c.get("memoryReservation"))
+            hard, soft = literal_number(c.get("memory")), literal_number(c.get("memoryReservation"))
             if hard is not None and soft is not None and soft >= hard:
                 yield (
                     task,
@@ -225,7 +227,7 @@ def memory_reservation_below_limit(ctx: Templates) -> Iterator[Finding]:
                         "greater than the reservation"
                     ),
                 )
-        memory = _int(task.props.get("Memory"))
+        memory = literal_number(task.props.get("Memory"))
         used = _reserved(task)[1]
         if memory is not None and used > memory:
             yield (
@@ -254,7 +256,9 @@ def strategy_with_launch_type(ctx: Templates) -> Iterator[Finding]:
 
 def strategy_one_base(ctx: Templates) -> Iterator[Finding]:
     for service in ctx.of_type("AWS::ECS::Service"):
-        based = [str(s.get("capacityProvider")) for s in _strategies(service) if (_int(s.get("base")) or 0) > 0]
+        based = [
+            str(s.get("capacityProvider")) for s in _strategies(service) if (literal_number(s.get("base")) or 0) > 0
+        ]
         if len(based) > 1:
             yield service, f"{len(based)} capacity providers of its strategy have a base; give a base to one only"
 
@@ -269,7 +273,7 @@ def provider_name_prefix(ctx: Templates) -> Iterator[Finding]:
 def target_capacity_range(ctx: Templates) -> Iterator[Finding]:
     for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
         scaling = camel_keys(camel_keys(provider.props.get("AutoScalingGroupProvider")).get("managedScaling"))
-        target = _int(scaling.get("targetCapacity"))
+        target = literal_number(scaling.get("targetCapacity"))
         if target is not None and not 1 <= target <= 100:
             yield provider, f"managed scaling's target capacity is {target}; give a percent from 1 to 100"
 

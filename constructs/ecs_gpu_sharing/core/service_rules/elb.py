@@ -8,7 +8,7 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import Finding, Resource, Templates, _int
+from .base import Finding, Resource, Templates, literal_number
 
 # --- Elastic Load Balancing ----------------------------------------------------------------------------------------
 
@@ -21,8 +21,8 @@ TARGET_GROUP_ONE_BALANCER = f"{PREFIX}TargetGroupOneLoadBalancer"
 
 def health_check_timeout(ctx: Templates) -> Iterator[Finding]:
     for group in ctx.of_type("AWS::ElasticLoadBalancingV2::TargetGroup"):
-        timeout = _int(group.props.get("HealthCheckTimeoutSeconds"))
-        interval = _int(group.props.get("HealthCheckIntervalSeconds"))
+        timeout = literal_number(group.props.get("HealthCheckTimeoutSeconds"))
+        interval = literal_number(group.props.get("HealthCheckIntervalSeconds"))
         if timeout is not None and interval is not None and timeout >= interval:
             yield (
                 group,
@@ -42,7 +42,7 @@ def elb_name_length(ctx: Templates) -> Iterator[Finding]:
 def listener_rule_priority(ctx: Templates) -> Iterator[Finding]:
     seen: dict[tuple[str, str], Resource] = {}
     for rule in ctx.of_type("AWS::ElasticLoadBalancingV2::ListenerRule"):
-        priority = _int(rule.props.get("Priority"))
+        priority = literal_number(rule.props.get("Priority"))
         if priority is None:
             continue
         if not 1 <= priority <= 50_000:
@@ -63,7 +63,7 @@ def deregistration_delay(ctx: Templates) -> Iterator[Finding]:
     for group in ctx.of_type("AWS::ElasticLoadBalancingV2::TargetGroup"):
         for attribute in group.props.get("TargetGroupAttributes") or []:
             a = camel_keys(attribute)
-            value = _int(a.get("value"))
+            value = literal_number(a.get("value"))
             if a.get("key") == "deregistration_delay.timeout_seconds" and value is not None and value > 3600:
                 yield group, f"its deregistration delay is {value} s; AWS allows 0 .. 3,600"
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, Resource, Templates, _int, listed, statements
+from .base import Finding, Resource, Templates, listed, literal_number, statements
 
 # --- Amazon CloudWatch, EventBridge, CloudWatch Logs ---------------------------------------------------------------
 
@@ -24,7 +24,10 @@ _RETENTION_DAYS = frozenset(
 
 def alarm_period(ctx: Templates) -> Iterator[Finding]:
     for alarm in ctx.of_type("AWS::CloudWatch::Alarm"):
-        period, periods = _int(alarm.props.get("Period")), _int(alarm.props.get("EvaluationPeriods"))
+        period, periods = (
+            literal_number(alarm.props.get("Period")),
+            literal_number(alarm.props.get("EvaluationPeriods")),
+        )
         if period is not None and period not in (10, 20, 30) and (period < 60 or period % 60):
             yield alarm, f"its period is {period} s; use 10, 20, 30 or a multiple of 60"
         if period is not None and periods is not None and period * periods > 86_400:
@@ -33,7 +36,10 @@ def alarm_period(ctx: Templates) -> Iterator[Finding]:
 
 def alarm_datapoints(ctx: Templates) -> Iterator[Finding]:
     for alarm in ctx.of_type("AWS::CloudWatch::Alarm"):
-        points, periods = _int(alarm.props.get("DatapointsToAlarm")), _int(alarm.props.get("EvaluationPeriods"))
+        points, periods = (
+            literal_number(alarm.props.get("DatapointsToAlarm")),
+            literal_number(alarm.props.get("EvaluationPeriods")),
+        )
         if points is not None and periods is not None and points > periods:
             yield (
                 alarm,
@@ -50,7 +56,7 @@ def rule_targets(ctx: Templates) -> Iterator[Finding]:
 
 def log_retention(ctx: Templates) -> Iterator[Finding]:
     for group in ctx.of_type("AWS::Logs::LogGroup"):
-        days = _int(group.props.get("RetentionInDays"))
+        days = literal_number(group.props.get("RetentionInDays"))
         if days is not None and days not in _RETENTION_DAYS:
             yield group, f"its retention of {days} days is not one CloudWatch Logs offers ({sorted(_RETENTION_DAYS)})"
 
