@@ -118,7 +118,7 @@ def _model_task(stack: cdk.Stack, **container: Any) -> SharedGpuTaskDefinition:
         "model",
         image=IMAGE,
         memory_limit_mib=2048,
-        gpu=MpsShare(4096),
+        gpu=container.pop("gpu", MpsShare(4096)),
         user="1000",
         readonly_root_filesystem=True,
         **container,
@@ -267,3 +267,72 @@ def test_an_sdk_call_at_deploy_that_runs_a_task_on_the_gpu_cluster_is_judged(act
     )
     message = _refused(app, "GpuSteeringEnvironment" if action == "runTask" else "PrivilegedContainer")
     assert f"SDK call {action} at deploy of Gpu/Call" in message
+
+
+# What runs on a GPU capacity is what the fit plan counted (core.written_fit), by the same roads.
+
+
+def test_an_mps_budget_given_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
+    app, stack, cluster, capacity = _app()
+    task = _plain_task(stack)
+    task.node.default_child.add_property_override(  # type: ignore[union-attr]
+        "ContainerDefinitions.0.ResourceRequirements",
+        [{"Type": "GPU", "Value": "1", "SharingStrategy": {"NvidiaMps": {"Memory": 30000}}}],
+    )
+    ecs.Ec2Service(
+        stack,
+        "Svc",
+        cluster=cluster,
+        task_definition=task,
+        capacity_provider_strategies=capacity.capacity_provider_strategies(),
+    )
+    message = _refused(app, "PlanNotAsWritten")
+    assert "MPS budgets (MiB) none counted, 30000 written" in message
+
+
+def test_an_l1_service_on_the_capacity_is_refused_until_allowed() -> None:
+    def build(allow: bool) -> cdk.App:
+        app, stack, cluster, capacity = _app()
+        task = _model_task(stack)
+        service = ecs.CfnService(
+            stack,
+            "L1Service",
+            cluster=cluster.cluster_name,
+            task_definition=task.task_definition_arn,
+            desired_count=2,
+            capacity_provider_strategy=[
+                ecs.CfnService.CapacityProviderStrategyItemProperty(
+                    capacity_provider=capacity.capacity_provider.capacity_provider_name, weight=1
+                )
+            ],
+        )
+        if allow:
+            FleetPlan.of(stack).allow(service, "ecs-gpu-sharing:ServiceNotPlanned", "max_instances is ours")
+        return app
+
+    assert "runs on GPU capacity L4, but the fit plan does not count it" in _refused(build(False), "ServiceNotPlanned")
+    assembly = build(True).synth()
+    plan = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
+    assert "max_instances is ours" in json.dumps(plan)
+
+
+def test_a_scheduled_task_that_no_host_can_hold_is_refused() -> None:
+    app, stack, cluster, _capacity = _app()
+    task = _model_task(stack, gpu=MpsShare(gpu_budget_mib=30000))
+    rule = events.Rule(stack, "Hourly", schedule=events.Schedule.rate(cdk.Duration.hours(1)))
+    rule.add_target(targets.EcsTask(cluster=cluster, task_definition=task, launch_type=ecs.LaunchType.EC2))
+    message = _refused(app, "TaskExceedsGpuMemory")
+    assert "scheduled task Gpu/Hourly" in message and "30000 MiB" in message
+
+
+def test_a_count_raised_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
+    app, stack, cluster, capacity = _app()
+    service = SharedGpuService(
+        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=2
+    )
+    service.service.node.default_child.add_property_override("DesiredCount", 40)  # type: ignore[union-attr]
+    scaling = service.service.auto_scale_task_count(max_capacity=4)
+    scaling.node.find_child("Target").node.default_child.add_property_override("MaxCapacity", 60)  # type: ignore[union-attr]
+    message = _refused(app, "PlanNotAsWritten")
+    assert "desired count at most 4 counted, 40 written" in message
+    assert "task auto scaling maximum at most 4 counted, 60 written" in message

@@ -27,7 +27,13 @@ from ..core.capacity_facts import HostFacts
 from ..core.constraints import planned_member_of
 from ..core.errors import GpuSharingError
 from ..core.plan_inputs import HostShare, capacity_input, service_input
-from ..core.planner import ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES, CapacityInput, ServiceInput
+from ..core.planner import (
+    ECS_DEFAULT_DESIRED_COUNT,
+    ECS_DEFAULT_MAX_PERCENT,
+    MANAGED_INSTANCES,
+    CapacityInput,
+    ServiceInput,
+)
 from ..core.rules import NameClash, OutsideService
 from ..core.shape import (
     SERVICE_CONNECT_PROXY_MEMORY_MIB,
@@ -37,9 +43,8 @@ from ..core.shape import (
     task_shape,
 )
 from ..core.tokens import describe
+from ..core.written_fit import Counted
 from .rendered import rendered_properties
-
-ECS_DEFAULT_DESIRED_COUNT = 1  # what ECS starts a new replica service with when DesiredCount is left out
 
 
 class PlannedCapacity(Protocol):
@@ -82,6 +87,16 @@ class Discovered:
     shape_errors: list[tuple[str, str]] = field(default_factory=list)  # (service name, message)
     # The construct each name's findings attach to: the one whose id (or name=) the user gave.
     services_by_name: dict[str, list[IConstruct]] = field(default_factory=dict)
+    # Every service resource on a GPU capacity, by (template, logical id), as the plan counted it (core.written_fit)
+    counted: dict[tuple[str, str], Counted] = field(default_factory=dict)
+
+
+def _resource_key(service: ecs.BaseService) -> tuple[str, str]:
+    """How the written templates name the service's resource: its template (file name) and logical id."""
+    stack = cdk.Stack.of(service)
+    cfn = service.node.default_child
+    assert isinstance(cfn, cdk.CfnElement)
+    return stack.template_file.removesuffix(".template.json"), stack.get_logical_id(cfn)
 
 
 def user_construct(service: ecs.BaseService) -> IConstruct:
@@ -349,6 +364,17 @@ def _not_planned_because(
     return problems
 
 
+def _capacities_by_name(found: Discovered, caps: list[PlannedCapacity]) -> dict[str, list[PlannedCapacity]]:
+    """The capacities by plan name; a name two capacities give is a clash."""
+    by_name: dict[str, list[PlannedCapacity]] = {}
+    for cap in caps:
+        by_name.setdefault(cap.plan_name, []).append(cap)
+    for name, same in sorted(by_name.items()):
+        if len(same) > 1:
+            found.clashes.append(NameClash("capacity", name, tuple(c.node.path for c in same)))
+    return by_name
+
+
 def discover(
     root: IConstruct,
     capacities: Iterable[PlannedCapacity],
@@ -365,12 +391,7 @@ def discover(
     acks = acknowledged or (lambda _: {})
     found = Discovered()
     caps = list(capacities)
-    by_name: dict[str, list[PlannedCapacity]] = {}
-    for cap in caps:
-        by_name.setdefault(cap.plan_name, []).append(cap)
-    for name, same in sorted(by_name.items()):
-        if len(same) > 1:
-            found.clashes.append(NameClash("capacity", name, tuple(c.node.path for c in same)))
+    by_name = _capacities_by_name(found, caps)
     reserved: dict[str, list[HostShare]] = {}  # capacity -> the daemons on each of its hosts
     seen: dict[str, list[str]] = {}
     resolved = {
@@ -387,6 +408,7 @@ def discover(
         if not on:
             continue
         owner = named.node.path
+        found.counted[_resource_key(construct)] = Counted(name)  # outside the plan, until it is planned below
         try:
             # ECS adds a Service Connect proxy to each task of a service that turns it on.
             shape = _shape(construct, owner, _connects(props), proxy_memory)
@@ -420,6 +442,7 @@ def discover(
         assert isinstance(shape, TaskShape) and not isinstance(count, str) and isinstance(percent, int)
         capacity, index = on[0]
         tasks, source = count
+        found.counted[_resource_key(construct)] = Counted(name, shape, _connects(props), proxy_memory, tasks, percent)
         assert items is not None and index is not None
         share = _share(tasks, items, index)
         if share != tasks:

@@ -19,7 +19,7 @@ import jsii
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IConstruct, IValidation
 
-from ..core import cost, plan_report
+from ..core import cost, plan_report, written_fit
 from ..core.allocation import AllocationNote, Evidence
 from ..core.container_guards import GUARD_RULES, guard_violations, rule_of
 from ..core.errors import CapacityError, PlanError, ServiceError
@@ -171,9 +171,11 @@ class FleetPlan(Construct):
         TASK_ROLE_NOT_READABLE,
         SHARED_VOLUME_NAMED_TWICE,
         TASK_OVERRIDES_NOT_READABLE,
+        *written_fit.ALLOWABLE,
     )
     """The rules ``allow`` can permit: the allow-list over task definitions, task-role escalation, a service on a GPU
-    capacity whose task definition the app does not hold, and a runner's overrides the synth cannot read."""
+    capacity whose task definition the app does not hold, a runner's overrides the synth cannot read, and a service
+    the plan does not count."""
 
     def allow(self, scope: IConstruct, rule_id: str, reason: str) -> None:
         """Permits ``scope`` (a task definition, a service or pattern, or any construct holding them) to break one
@@ -213,9 +215,18 @@ class FleetPlan(Construct):
         return out
 
     def judge_templates(self, templates: Mapping[str, Any]) -> Judgement:
-        """The written templates judged (``core.tenancy``): every service on a GPU capacity, however it was built."""
-        self._judgement = judge(templates, self._allowed_resources())
-        return self._judgement
+        """The written templates judged: every service on a GPU capacity, however it was built (``core.tenancy``),
+        and what runs there against the plan (``core.written_fit``)."""
+        allowed = self._allowed_resources()
+        judgement = judge(templates, allowed)
+        _ = self.assessment
+        assert self._discovered is not None
+        capacities = {c.name: c for c in self._discovered.capacities}
+        as_planned = written_fit.judge(templates, capacities, self._discovered.counted, allowed)
+        judgement.violations.extend(as_planned.violations)
+        judgement.allowed.extend(a for a in as_planned.allowed if a not in judgement.allowed)
+        self._judgement = judgement
+        return judgement
 
     def capacity_name_taken(self, name: str) -> bool:
         return any(c.plan_name == name for c in self._capacities)

@@ -49,6 +49,7 @@ class Runner:
     task_definition: Any
     # what its RunTask request overrides, as written (keys in any case); a str says why the synth cannot read them
     overrides: Mapping[str, Any] | str | None = None
+    serves: bool = False  # it keeps a count of tasks running, as a service does (not one RunTask)
 
 
 def runners(ctx: Templates) -> Iterator[Runner]:
@@ -65,6 +66,7 @@ def runners(ctx: Templates) -> Iterator[Runner]:
             p.get("LaunchType"),
             p.get("CapacityProviderStrategy"),
             p.get("TaskDefinition"),
+            serves=True,
         )
     for task_set in ctx.of_type("AWS::ECS::TaskSet"):
         p = task_set.props
@@ -75,6 +77,7 @@ def runners(ctx: Templates) -> Iterator[Runner]:
             p.get("LaunchType"),
             p.get("CapacityProviderStrategy"),
             p.get("TaskDefinition"),
+            serves=True,
         )
     for rule in ctx.of_type("AWS::Events::Rule"):
         for target in rule.props.get("Targets") or []:
@@ -222,4 +225,5 @@ def _sdk_calls(resource: Resource) -> Iterator[Runner]:
             parameters.get("capacityProviderStrategy"),
             parameters.get("taskDefinition"),
             _object(parameters.get("overrides"), "its overrides") if kind == "runs" else None,
+            serves=kind == "serves",
         )

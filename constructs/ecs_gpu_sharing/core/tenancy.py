@@ -36,6 +36,7 @@ from .hardening import managed_policies
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
+from .service_rules.base import listed
 from .shape import camel_keys
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
@@ -113,7 +114,7 @@ def cdk_path(resource: Resource) -> str:
     return str(path) if isinstance(path, str) else f"{resource.stack}/{resource.logical_id}"
 
 
-class _Capacities:
+class GpuCapacities:
     """The GPU capacity providers and the clusters that hold them."""
 
     def __init__(self, ctx: Templates) -> None:
@@ -139,22 +140,38 @@ class _Capacities:
                     self.provider_names[r.props["Name"]] = groups[group]
         self.clusters: set[Key] = set()
         self.cluster_names: set[str] = set()
+        # a GPU cluster as written (its resource, or its literal name) -> its GPU capacities and default strategy
+        self.held: dict[Key | str, set[str]] = defaultdict(set)
+        self.defaults: dict[Key | str, tuple[str, ...]] = {}
         for r in ctx.of_type("AWS::ECS::ClusterCapacityProviderAssociations"):
-            if any(self.provider(p, r.stack) for p in r.props.get("CapacityProviders") or []):
-                self._add_cluster(r.props.get("Cluster"), r.stack)
+            held = {name for p in r.props.get("CapacityProviders") or [] if (name := self.provider(p, r.stack))}
+            if held:
+                cluster = self._add_cluster(r.props.get("Cluster"), r.stack)
+                if cluster is not None:
+                    self.held[cluster] |= held
+                    self.defaults[cluster] = self.strategy(r.props.get("DefaultCapacityProviderStrategy"), r.stack)
         for r in ctx.of_type("AWS::ECS::Cluster"):
-            if any(self.provider(p, r.stack) for p in r.props.get("CapacityProviders") or []):
+            held = {name for p in r.props.get("CapacityProviders") or [] if (name := self.provider(p, r.stack))}
+            if held:
                 self.clusters.add((r.stack, r.logical_id))
-        for (stack, logical), _ in self.providers.items():
+                self.held[(r.stack, r.logical_id)] |= held
+                self.defaults[(r.stack, r.logical_id)] = self.strategy(
+                    r.props.get("DefaultCapacityProviderStrategy"), r.stack
+                )
+        for (stack, logical), name in self.providers.items():
             resource = ctx.target({"Ref": logical}, stack)
             if resource is not None and resource.props.get("ClusterName") is not None:  # Managed Instances
-                self._add_cluster(resource.props["ClusterName"], stack)
+                cluster = self._add_cluster(resource.props["ClusterName"], stack)
+                if cluster is not None:
+                    self.held[cluster].add(name)
         self.unnamed = False  # a GPU cluster whose name CloudFormation makes up: a literal name may be it
         for key in list(self.clusters):
             resource = ctx.target({"Ref": key[1]}, key[0])
             name = resource.props.get("ClusterName") if resource is not None else None
             if isinstance(name, str):
                 self.cluster_names.add(name)
+                self.held[name] |= self.held.get(key, set())
+                self.defaults.setdefault(name, self.defaults.get(key, ()))
             else:
                 self.unnamed = True
 
@@ -168,12 +185,40 @@ class _Capacities:
             return f"{target.stack}/{target.logical_id}"
         return json.dumps(value, sort_keys=True)
 
-    def _add_cluster(self, value: Any, stack: str) -> None:
+    def _cluster_key(self, value: Any, stack: str) -> Key | str | None:
+        """A cluster as written: its resource of the templates, else its literal name (an ARN's last part)."""
         target = self.ctx.target(value, stack)
         if target is not None:
-            self.clusters.add((target.stack, target.logical_id))
-        elif isinstance(value, str):
-            self.cluster_names.add(value.rsplit("/", 1)[-1])
+            return (target.stack, target.logical_id)
+        return value.rsplit("/", 1)[-1] if isinstance(value, str) else None
+
+    def _add_cluster(self, value: Any, stack: str) -> Key | str | None:
+        """Records a GPU cluster as written; returns how ``held`` knows it."""
+        key = self._cluster_key(value, stack)
+        if isinstance(key, tuple):
+            self.clusters.add(key)
+        elif isinstance(key, str):
+            self.cluster_names.add(key)
+        return key
+
+    def strategy(self, items: Any, stack: str) -> tuple[str, ...]:
+        """The GPU capacities a capacity provider strategy names (keys in either case), in its order."""
+        names = (self.provider(camel_keys(i).get("capacityProvider"), stack) for i in listed(items))
+        return tuple(dict.fromkeys(n for n in names if n is not None))
+
+    def landing(self, runner: Runner) -> tuple[tuple[str, ...], bool]:
+        """The GPU capacities a runner's tasks may land on, and whether they are named (by its strategy or its
+        cluster's default one) rather than any GPU host of its cluster (the EC2 launch type)."""
+        if isinstance(runner.strategy, list) and runner.strategy:
+            return self.strategy(runner.strategy, runner.resource.stack), True
+        if runner.launch_type not in (None, "EC2"):
+            return (), True
+        cluster = self._cluster_key("default" if runner.cluster is None else runner.cluster, runner.resource.stack)
+        if cluster is None:
+            return (), True
+        if runner.launch_type is None and self.defaults.get(cluster):
+            return self.defaults[cluster], True
+        return tuple(sorted(self.held.get(cluster, ()))), False
 
     def provider(self, value: Any, stack: str) -> str | None:
         """The GPU capacity a provider reference or name names, or ``None``."""
@@ -198,7 +243,7 @@ class _Capacities:
         return "unknown"
 
 
-def placement(caps: _Capacities, runner: Runner) -> tuple[str, str] | None:
+def placement(caps: GpuCapacities, runner: Runner) -> tuple[str, str] | None:
     """(``gpu``, where) when the runner runs on a GPU capacity, (``maybe``, why) when the templates cannot rule it
     out, ``None`` when it does not."""
     service = runner.resource
@@ -207,7 +252,7 @@ def placement(caps: _Capacities, runner: Runner) -> tuple[str, str] | None:
     if isinstance(strategy, list) and strategy:
         unknown = []
         for item in strategy:
-            given = item.get("CapacityProvider") if isinstance(item, Mapping) else None
+            given = camel_keys(item).get("capacityProvider")
             found = caps.provider(given, service.stack)
             if found is not None:
                 return "gpu", f"GPU capacity {found}"
@@ -289,7 +334,7 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
     """Judges every service on a GPU capacity in ``templates`` (stack name -> template); ``allowed`` permits findings
     on a resource by rule id, with the reason the plan lists."""
     ctx = Templates(templates)
-    caps = _Capacities(ctx)
+    caps = GpuCapacities(ctx)
     out = Judgement()
     seen: set[Key] = set()
     for shared in sorted(ctx.of_type("AWS::ECS::TaskDefinition"), key=lambda r: (r.stack, r.logical_id)):
@@ -305,7 +350,7 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
         if where is None:
             continue
         state, detail = where
-        task = ctx.target(runner.task_definition, runner.resource.stack) or _by_family(ctx, runner.task_definition)
+        task = ctx.target(runner.task_definition, runner.resource.stack) or by_family(ctx, runner.task_definition)
         if task is None or task.kind != "AWS::ECS::TaskDefinition":
             _unreadable_task(out, allowed or {}, runner, state, detail)
             continue
@@ -320,7 +365,7 @@ def judge(templates: Mapping[str, Mapping[str, Any]], allowed: Allowed | None = 
     return out
 
 
-def _by_family(ctx: Templates, value: Any) -> Resource | None:
+def by_family(ctx: Templates, value: Any) -> Resource | None:
     """The task definition of the templates whose family a literal names alone (how CDK's Step Functions tasks write
     it): ECS runs the family's latest revision, the one the template registers. A revision or an ARN pins one the
     templates need not hold, and reads as unknown."""
@@ -350,7 +395,7 @@ def _shared_volumes(ctx: Templates, out: Judgement, allowed: Allowed, judged: se
                 "makes one volume per host of that name, so each reads and writes the other's files; name it after "
                 "its own service, or allow it with a reason (FleetPlan.allow)"
             )
-            _add(out, allowed, [task], SHARED_VOLUME_NAMED_TWICE, message)
+            add_finding(out, allowed, [task], SHARED_VOLUME_NAMED_TWICE, message)
 
 
 def _unreadable_task(out: Judgement, allowed: Allowed, runner: Runner, state: str, detail: str) -> None:
@@ -366,7 +411,7 @@ def _unreadable_task(out: Judgement, allowed: Allowed, runner: Runner, state: st
         f"{runner.what} {cdk_path(service)} runs on {detail}, but {reason}; define the task definition in the "
         "app, or allow it with a reason (FleetPlan.allow)"
     )
-    _add(out, allowed, [service], TASK_DEFINITION_NOT_READABLE, message)
+    add_finding(out, allowed, [service], TASK_DEFINITION_NOT_READABLE, message)
 
 
 def _judge_task(
@@ -377,7 +422,7 @@ def _judge_task(
     named = log_groups_named(ctx, task.props, task.stack)
     for line in [*guard_violations(named), *log_groups_not_read(named)]:
         rule = rule_of(line)
-        _add(out, allowed, [task], rule, f"{cdk_path(task)}: {line.removeprefix(f'[{rule}] ')} ({runs})")
+        add_finding(out, allowed, [task], rule, f"{cdk_path(task)}: {line.removeprefix(f'[{rule}] ')} ({runs})")
     _judge_role(ctx, out, allowed, task.props.get("TaskRoleArn"), task, cdk_path(task), runs, sure=sure)
 
 
@@ -401,7 +446,7 @@ def _judge_role(
         why = f"its task role {_show(written)} is not in the app's templates, so its policies cannot be judged"
         if sure:
             message = f"{whose}: {why} ({runs}); give it a role of the app, or allow it with a reason"
-            _add(out, allowed, [holder], TASK_ROLE_NOT_READABLE, message)
+            add_finding(out, allowed, [holder], TASK_ROLE_NOT_READABLE, message)
         else:
             out.not_judged.append(NotJudged(holder.stack, holder.logical_id, cdk_path(holder), why))
         return
@@ -422,7 +467,7 @@ def _judge_role(
             f"{subject} ({runs}): {why}; name the actions and resources the task needs, or allow "
             f"{TASK_ROLE_ESCALATION} with a reason (FleetPlan.allow)"
         )
-        _add(out, allowed, [role, holder], TASK_ROLE_ESCALATION, message)
+        add_finding(out, allowed, [role, holder], TASK_ROLE_ESCALATION, message)
 
 
 def _judge_overrides(
@@ -444,7 +489,7 @@ def _judge_overrides(
                 "write the overrides in the template (a value the run fills is fine, a variable's name is not), or "
                 f"allow {TASK_OVERRIDES_NOT_READABLE} with a reason (FleetPlan.allow)"
             )
-            _add(out, allowed, [runner.resource], TASK_OVERRIDES_NOT_READABLE, message)
+            add_finding(out, allowed, [runner.resource], TASK_OVERRIDES_NOT_READABLE, message)
         else:
             out.not_judged.append(
                 NotJudged(runner.resource.stack, runner.resource.logical_id, cdk_path(runner.resource), overrides)
@@ -457,13 +502,15 @@ def _judge_overrides(
     ]
     for line in guard_violations({"containerDefinitions": containers}):
         rule = rule_of(line)
-        _add(out, allowed, [runner.resource], rule, f"{where} overrides {line.removeprefix(f'[{rule}] ')} ({runs})")
+        add_finding(
+            out, allowed, [runner.resource], rule, f"{where} overrides {line.removeprefix(f'[{rule}] ')} ({runs})"
+        )
     _judge_role(
         ctx, out, allowed, request.get("taskRoleArn"), runner.resource, f"the overrides of {where}", runs, sure=sure
     )
 
 
-def _add(out: Judgement, allowed: Allowed, subjects: list[Resource], rule_id: str, message: str) -> None:
+def add_finding(out: Judgement, allowed: Allowed, subjects: list[Resource], rule_id: str, message: str) -> None:
     for subject in subjects:
         reason = allowed.get((subject.stack, subject.logical_id), {}).get(rule_id)
         if reason is not None:

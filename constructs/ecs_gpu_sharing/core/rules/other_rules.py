@@ -3,7 +3,17 @@ its rows beside its checks (``core.rule_family``); this module lists the familie
 
 from __future__ import annotations
 
-from .. import capacity_facts, container_guards, escalation, hardening, quotas, service_rules, shape, tenancy
+from .. import (
+    capacity_facts,
+    container_guards,
+    escalation,
+    hardening,
+    quotas,
+    service_rules,
+    shape,
+    tenancy,
+    written_fit,
+)
 from ..rule_family import Family, Level, Source
 from .model import Rule
 
@@ -20,6 +30,7 @@ FAMILIES: tuple[Family, ...] = (
     shape.RULES,
     container_guards.RULES,
     tenancy.RULES,
+    written_fit.RULES,
     escalation.RULES,
     hardening.RULES,
     capacity_facts.RULES,

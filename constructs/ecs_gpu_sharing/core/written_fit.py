@@ -1,0 +1,244 @@
+"""The fit plan against the written templates: what runs on a GPU capacity is what the plan counted. Pure Python.
+
+The fit plan reads the services it finds among the constructs, and their task definitions as the constructs hold
+them; the templates are what CloudFormation deploys. They part where a team writes past the constructs: an L1
+``CfnService`` or a task set on a GPU capacity's provider, an escape hatch (``add_property_override``) that gives a
+container an MPS budget, more memory or another GPU figure after the plan read it, a scheduled task, pipe, state
+machine or SDK call that runs a task there. Each is read back from the templates (``core.runners`` finds the runners,
+``core.tenancy`` the capacities they land on):
+
+- a service or task set the plan neither counted nor listed as outside it is refused (``ServiceNotPlanned``): its
+  tasks are in no count, so neither the plan nor a derived ``max_instances`` holds them;
+- a service the plan counted whose task definition, as written, asks for other GPU, CPU or memory figures than the
+  plan counted is refused (``PlanNotAsWritten``);
+- any other task a runner puts on a GPU capacity, as written, meets the task rules (``core.task_rules``: one task
+  never fits a host of the capacity when its budgets pass one GPU, its CPU or memory the host's, ...): on a capacity
+  its strategy names, on that one; on the EC2 launch type, on at least one GPU capacity of its cluster.
+
+What a runner's RunTask overrides (CPU, memory) is not read here: ``core.tenancy`` judges their environment and role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import GpuSharingError
+from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, CapacityInput
+from .rule_family import Family, Level, Source
+from .runners import Runner, runners
+from .service_rules import Resource, Templates
+from .service_rules.base import literal_number
+from .shape import TaskShape, camel_keys, containers_from_cloudformation, task_shape
+from .task_rules import TaskProblem, task_problems
+from .template_limits import Violation
+from .tenancy import Allowed, GpuCapacities, Judgement, Key, add_finding, by_family, cdk_path
+
+RULES = Family("the plan as written")
+SERVICE_NOT_PLANNED = RULES.declare(
+    "ecs-gpu-sharing:ServiceNotPlanned",
+    Level.ERROR,
+    "service",
+    Source.TEMPLATE,
+    "a service or task set on a GPU capacity that the fit plan does not count (an L1 CfnService, a task set, a "
+    "service made by an SDK call): its tasks are in no plan and no derived max_instances (FleetPlan.allow permits "
+    "it, with a reason, where the capacity's max_instances is given to hold them)",
+)
+PLAN_NOT_AS_WRITTEN = RULES.declare(
+    "ecs-gpu-sharing:PlanNotAsWritten",
+    Level.ERROR,
+    "service",
+    Source.TEMPLATE,
+    "a planned service's task definition as written asks for other GPU, CPU, memory, port or log-driver figures than "
+    "the plan counted (an escape hatch changed them after the plan read the construct): the plan holds another task",
+)
+ALLOWABLE = (SERVICE_NOT_PLANNED,)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What the fit plan made of one service resource on a GPU capacity: its name in the plan, and the shape it
+    counted (``None``: listed outside the plan, or its shape refused, each with its own finding)."""
+
+    name: str
+    shape: TaskShape | None = None
+    service_connect: bool = False
+    proxy_memory_mib: int = 0
+    tasks: int = 0  # the largest count the plan counted, before a strategy's share
+    max_percent: int = ECS_DEFAULT_MAX_PERCENT  # the deployment's maximum percent it counted
+
+
+def _written_shape(task: Resource, counted: Counted | None) -> TaskShape | str:
+    """One task as the template writes it, read as the plan reads a construct's; or why it cannot be read."""
+    props = task.props
+    try:
+        containers = containers_from_cloudformation(props.get("ContainerDefinitions"), owner=cdk_path(task))
+        extra = {"proxy_memory_mib": counted.proxy_memory_mib} if counted and counted.proxy_memory_mib else {}
+        return task_shape(
+            containers,
+            owner=cdk_path(task),
+            task_cpu_units=props.get("Cpu"),
+            task_memory_mib=props.get("Memory"),
+            service_connect=bool(counted and counted.service_connect),
+            awsvpc=props.get("NetworkMode") == "awsvpc",
+            **extra,
+        )
+    except GpuSharingError as error:
+        return str(error)
+
+
+def _figures(shape: TaskShape) -> dict[str, Any]:
+    return {
+        "MPS budgets (MiB)": tuple(sorted(shape.gpu_budgets_mib)),
+        "whole GPUs": shape.whole_gpus,
+        "CPU units": shape.cpu_units,
+        "memory (MiB)": shape.memory_mib,
+        "host ports": shape.host_ports,
+        "log drivers": shape.log_drivers,
+    }
+
+
+def _differences(planned: TaskShape, written: TaskShape) -> list[str]:
+    was, now = _figures(planned), _figures(written)
+    return [f"{k} {_show(was[k])} counted, {_show(now[k])} written" for k in was if was[k] != now[k]]
+
+
+def _named(value: Any) -> Iterator[str]:
+    """The logical ids a value refers to within its stack (``Ref``, ``Fn::GetAtt``), at any depth."""
+    if isinstance(value, Mapping):
+        if set(value) == {"Ref"} and isinstance(value["Ref"], str):
+            yield value["Ref"]
+        elif set(value) == {"Fn::GetAtt"}:
+            arg = value["Fn::GetAtt"]
+            yield str(arg[0] if isinstance(arg, list) and arg else str(arg).split(".", 1)[0])
+        else:
+            for v in value.values():
+                yield from _named(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _named(v)
+
+
+def scaling_maxima(ctx: Templates) -> dict[Key, int]:
+    """The task auto scaling maximum (``MaxCapacity``) of each service resource a scalable target of its stack names
+    in its ``ResourceId`` (``service/<cluster>/<service's Name>``, as aws-ecs writes it)."""
+    out: dict[Key, int] = {}
+    for target in ctx.of_type("AWS::ApplicationAutoScaling::ScalableTarget"):
+        most = literal_number(target.props.get("MaxCapacity"))
+        if target.props.get("ScalableDimension") != "ecs:service:DesiredCount" or most is None:
+            continue
+        for logical_id in _named(target.props.get("ResourceId")):
+            service = ctx.resource(target.stack, logical_id)
+            if service is not None and service.kind == "AWS::ECS::Service":
+                out[(service.stack, logical_id)] = max(most, out.get((service.stack, logical_id), 0))
+    return out
+
+
+def _service_differences(props: Mapping[str, Any], seen: Counted, scaling_max: int | None) -> list[str]:
+    """Where a planned service as written runs more tasks than the plan counted, or surges by another percent."""
+    out = []
+    desired = literal_number(props.get("DesiredCount", ECS_DEFAULT_DESIRED_COUNT))
+    if desired is not None and desired > seen.tasks:
+        out.append(f"desired count at most {seen.tasks} counted, {desired} written")
+    if scaling_max is not None and scaling_max > seen.tasks:
+        out.append(f"task auto scaling maximum at most {seen.tasks} counted, {scaling_max} written")
+    deployment = camel_keys(props.get("DeploymentConfiguration"))
+    percent = literal_number(deployment.get("maximumPercent", ECS_DEFAULT_MAX_PERCENT))
+    if percent is not None and percent != seen.max_percent:
+        out.append(f"deployment maximum percent {seen.max_percent} counted, {percent} written")
+    return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "none" if not value else ", ".join(str(v[0] if isinstance(v, tuple) else v) for v in value)
+    return str(value)
+
+
+def judge(
+    templates: Mapping[str, Mapping[str, Any]],
+    capacities: Mapping[str, CapacityInput],
+    counted: Mapping[Key, Counted],
+    allowed: Allowed | None = None,
+) -> Judgement:
+    """The written templates against the plan: ``capacities`` are the plan's, by name; ``counted`` every service
+    resource (stack, logical id) the plan found on a GPU capacity; ``allowed`` as ``core.tenancy.judge`` takes it."""
+    ctx = Templates(templates)
+    caps = GpuCapacities(ctx)
+    maxima = scaling_maxima(ctx)
+    out = Judgement()
+    for runner in sorted(runners(ctx), key=lambda r: (r.resource.stack, r.resource.logical_id)):
+        landing, named = caps.landing(runner)
+        on = [capacities[name] for name in landing if name in capacities]
+        task = ctx.target(runner.task_definition, runner.resource.stack) or by_family(ctx, runner.task_definition)
+        if not on or task is None or task.kind != "AWS::ECS::TaskDefinition":
+            continue  # not on a GPU capacity; a task definition the templates do not hold is core.tenancy's
+        key = (runner.resource.stack, runner.resource.logical_id)
+        seen = counted.get(key) if runner.what == "service" else None
+        if runner.serves and seen is None and named:
+            _not_planned(out, allowed or {}, runner, [c.name for c in on])
+        written = _written_shape(task, seen)
+        if seen is not None and seen.shape is not None:
+            _as_planned(out, runner, task, seen, written, maxima.get(key))
+        elif isinstance(written, TaskShape):
+            _fits(out, runner, task, written, on, named)
+    return out
+
+
+def _not_planned(out: Judgement, allowed: Allowed, runner: Runner, names: list[str]) -> None:
+    message = (
+        f"{runner.what} {cdk_path(runner.resource)} runs on GPU capacity {', '.join(names)}, but the fit plan does "
+        "not count it: the plan counts the services aws-ecs builds (Ec2Service, SharedGpuService, aws-ecs-patterns), "
+        "not an L1 CfnService, a task set or a service an SDK call makes, so no plan or derived max_instances holds "
+        "its tasks. Build it as an aws_ecs service, or give the capacity a max_instances that holds its tasks and "
+        f"allow {SERVICE_NOT_PLANNED} with a reason (FleetPlan.allow)"
+    )
+    add_finding(out, allowed, [runner.resource], SERVICE_NOT_PLANNED, message)
+
+
+def _as_planned(
+    out: Judgement, runner: Runner, task: Resource, seen: Counted, written: TaskShape | str, scaling_max: int | None
+) -> None:
+    assert seen.shape is not None
+    diff = _service_differences(runner.resource.props, seen, scaling_max)
+    if isinstance(written, str):
+        diff.append(f"its task definition's figures as written cannot be read ({written})")
+    else:
+        diff += _differences(seen.shape, written)
+    if not diff:
+        return
+    message = (
+        f"[{PLAN_NOT_AS_WRITTEN}] service {seen.name} ({cdk_path(runner.resource)}, task definition "
+        f"{cdk_path(task)}) as written is not what the plan counted: {'; '.join(diff)}. An escape hatch "
+        "(add_property_override) changed it after the plan read the construct; set these on the constructs "
+        "(add_container's gpu=MpsShare(...), gpu_count, cpu, memory_limit_mib, port_mappings, logging; the service's "
+        "desired_count, max_healthy_percent and auto_scale_task_count) so the plan counts what runs"
+    )
+    out.violations.append(_violation(runner.resource, PLAN_NOT_AS_WRITTEN, message))
+
+
+def _fits(
+    out: Judgement, runner: Runner, task: Resource, shape: TaskShape, on: list[CapacityInput], named: bool
+) -> None:
+    """The task rules for one task of ``runner`` on each capacity it may land on: on every one it names, on at least
+    one of its cluster's where it takes any host (a task that asks for no GPU may run on other hosts there)."""
+    from .plan_inputs import service_input  # here: plan_inputs reads fleet files, whose checks import the rule table
+
+    found: list[tuple[CapacityInput, TaskProblem]] = []
+    for capacity in on:
+        probe = service_input(runner.resource.logical_id, capacity.name, shape, 1, count_source="written")
+        found += [(capacity, p) for p in task_problems(probe, capacity)]
+    fits_one = any(not any(c is capacity for c, _ in found) for capacity in on)
+    if not found or (not named and (fits_one or not (shape.gpu_budgets_mib or shape.whole_gpus))):
+        return
+    for capacity, problem in found:
+        message = (
+            f"[{problem.rule_id}] {runner.what} {cdk_path(runner.resource)} runs task definition {cdk_path(task)} "
+            f"on GPU capacity {capacity.name}, as written: {problem.what}, so ECS never places it; {problem.fix}"
+        )
+        out.violations.append(_violation(runner.resource, problem.rule_id, message))
+
+
+def _violation(resource: Resource, rule_id: str, message: str) -> Violation:
+    return Violation(rule_id, resource.stack, resource.logical_id, message)

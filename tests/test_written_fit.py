@@ -1,0 +1,194 @@
+"""The fit plan against the written templates (core.written_fit): what runs on a GPU capacity is what the plan
+counted. Pure Python: the templates are CloudFormation as CDK writes it, made by hand here; tests/test_guards_app.py
+synthesizes the same roads through aws-cdk-lib."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ecs_gpu_sharing.core import tenancy, written_fit
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.plan_inputs import capacity_input
+from ecs_gpu_sharing.core.shape import TaskShape
+from ecs_gpu_sharing.core.task_rules import TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_MEMORY
+
+L4 = capacity_input("l4", host_facts(["g6.xlarge"]))  # 22307 MiB usable, 4096 CPU units, 15401 MiB a host
+CAPACITIES = {"l4": L4}
+ON_L4 = {"CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Provider"}, "Weight": 1}]}
+
+
+def _task(budget: int | None = 4096, memory: int = 2048, cpu: int = 1024) -> dict[str, Any]:
+    container: dict[str, Any] = {"Name": "model", "Image": "i", "Memory": memory, "Cpu": cpu}
+    if budget is not None:
+        container["ResourceRequirements"] = [
+            {"Type": "GPU", "Value": "1", "SharingStrategy": {"NvidiaMps": {"Memory": budget}}}
+        ]
+    return {"Type": "AWS::ECS::TaskDefinition", "Properties": {"ContainerDefinitions": [container]}}
+
+
+def _templates(*runners: tuple[str, dict[str, Any]], task: dict[str, Any] | None = None, **cluster: Any) -> Any:
+    resources: dict[str, Any] = {
+        "Cluster": {"Type": "AWS::ECS::Cluster", "Properties": {}},
+        "Provider": {
+            "Type": "AWS::ECS::CapacityProvider",
+            "Properties": {"AutoScalingGroupProvider": {}},
+            "Metadata": {tenancy.CAPACITY_METADATA: "l4"},
+        },
+        "Assoc": {
+            "Type": "AWS::ECS::ClusterCapacityProviderAssociations",
+            "Properties": {"Cluster": {"Ref": "Cluster"}, "CapacityProviders": [{"Ref": "Provider"}], **cluster},
+        },
+        "Other": {"Type": "AWS::ECS::Cluster", "Properties": {}},
+        "Task": copy.deepcopy(task or _task()),
+    }
+    resources.update(dict(runners))
+    return {"s": {"Resources": resources}}
+
+
+def _service(**props: Any) -> tuple[str, dict[str, Any]]:
+    return "Svc", {
+        "Type": "AWS::ECS::Service",
+        "Properties": {"Cluster": {"Ref": "Cluster"}, "TaskDefinition": {"Ref": "Task"}, **props},
+    }
+
+
+SHAPE = TaskShape(cpu_units=1024, memory_mib=2048, gpu_budgets_mib=(4096,))
+PLANNED = {("s", "Svc"): written_fit.Counted("svc", SHAPE, tasks=4)}
+
+
+def _rules(templates: Any, counted: Any = None, allowed: Any = None) -> list[str]:
+    judged = written_fit.judge(templates, CAPACITIES, PLANNED if counted is None else counted, allowed)
+    return [v.rule_id for v in judged.violations]
+
+
+def test_a_planned_service_written_as_planned_passes() -> None:
+    assert _rules(_templates(_service(**ON_L4))) == []
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        pytest.param(_task(budget=30000), id="a-larger-budget"),
+        pytest.param(_task(budget=None), id="no-budget"),
+        pytest.param(_task(memory=100000), id="more-memory"),
+        pytest.param(_task(cpu=512), id="less-cpu"),
+    ],
+)
+def test_a_planned_service_written_otherwise_is_refused(task: dict[str, Any]) -> None:
+    assert _rules(_templates(_service(**ON_L4), task=task)) == [written_fit.PLAN_NOT_AS_WRITTEN]
+
+
+@pytest.mark.parametrize(
+    ("service", "refused"),
+    [
+        pytest.param({"DesiredCount": 4}, False, id="the-count-planned"),
+        pytest.param({"DesiredCount": 2}, False, id="fewer-than-planned"),
+        pytest.param({}, False, id="ecs-default-count"),
+        pytest.param({"DesiredCount": 5}, True, id="more-than-planned"),
+        pytest.param({"DeploymentConfiguration": {"MaximumPercent": 200}}, False, id="the-surge-planned"),
+        pytest.param({"DeploymentConfiguration": {"MaximumPercent": 300}}, True, id="a-larger-surge"),
+    ],
+)
+def test_a_planned_service_runs_no_more_than_the_plan_counted(service: dict[str, Any], refused: bool) -> None:
+    rules = _rules(_templates(_service(**ON_L4, **service)))
+    assert rules == ([written_fit.PLAN_NOT_AS_WRITTEN] if refused else [])
+
+
+def _scaling(most: int) -> tuple[str, dict[str, Any]]:
+    resource_id = {"Fn::Join": ["", ["service/", {"Ref": "Cluster"}, "/", {"Fn::GetAtt": ["Svc", "Name"]}]]}
+    props = {"MaxCapacity": most, "MinCapacity": 1, "ResourceId": resource_id}
+    props |= {"ScalableDimension": "ecs:service:DesiredCount", "ServiceNamespace": "ecs"}
+    return "Target", {"Type": "AWS::ApplicationAutoScaling::ScalableTarget", "Properties": props}
+
+
+@pytest.mark.parametrize(("most", "refused"), [(4, False), (3, False), (12, True)])
+def test_a_planned_service_scales_to_no_more_than_the_plan_counted(most: int, refused: bool) -> None:
+    rules = _rules(_templates(_service(**ON_L4), _scaling(most)))
+    assert rules == ([written_fit.PLAN_NOT_AS_WRITTEN] if refused else [])
+
+
+def test_a_service_the_plan_does_not_count_is_refused_and_can_be_allowed() -> None:
+    templates = _templates(_service(**ON_L4))
+    assert _rules(templates, counted={}) == [written_fit.SERVICE_NOT_PLANNED]
+    allowed = {("s", "Svc"): {written_fit.SERVICE_NOT_PLANNED: "max_instances is given for it"}}
+    judged = written_fit.judge(templates, CAPACITIES, {}, allowed)
+    assert judged.violations == []
+    assert [rule for _, rule, _ in judged.allowed] == [written_fit.SERVICE_NOT_PLANNED]
+
+
+def test_an_uncounted_service_whose_task_never_fits_says_both() -> None:
+    templates = _templates(_service(**ON_L4), task=_task(budget=30000, memory=20000))
+    assert _rules(templates, counted={}) == [
+        written_fit.SERVICE_NOT_PLANNED,
+        TASK_EXCEEDS_GPU_MEMORY,
+        TASK_EXCEEDS_HOST_MEMORY,
+    ]
+
+
+def test_a_service_listed_outside_the_plan_is_not_refused_but_its_task_must_fit() -> None:
+    outside = {("s", "Svc"): written_fit.Counted("svc")}
+    assert _rules(_templates(_service(**ON_L4)), counted=outside) == []
+    templates = _templates(_service(**ON_L4), task=_task(budget=30000))
+    assert _rules(templates, counted=outside) == [TASK_EXCEEDS_GPU_MEMORY]
+
+
+def test_the_clusters_default_strategy_names_the_capacity() -> None:
+    default = {"DefaultCapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Provider"}}]}
+    assert _rules(_templates(_service(), **default), counted={}) == [written_fit.SERVICE_NOT_PLANNED]
+
+
+def test_task_sets_and_services_an_sdk_call_makes_are_not_counted() -> None:
+    task_set = {
+        "Type": "AWS::ECS::TaskSet",
+        "Properties": {"Cluster": {"Ref": "Cluster"}, "Service": "x", "TaskDefinition": {"Ref": "Task"}, **ON_L4},
+    }
+    assert _rules(_templates(("Set", task_set)), counted={}) == [written_fit.SERVICE_NOT_PLANNED]
+    call = (
+        '{"service":"ECS","action":"createService","parameters":{"cluster":"c","taskDefinition":"Task",'
+        '"serviceName":"x","capacityProviderStrategy":[{"capacityProvider":"gpu-l4"}]}}'
+    )
+    sdk = {"Type": "Custom::AWS", "Properties": {"Create": call}}
+    templates = _templates(("Call", sdk))
+    templates["s"]["Resources"]["Provider"]["Properties"]["Name"] = "gpu-l4"
+    templates["s"]["Resources"]["Task"]["Properties"]["Family"] = "Task"
+    assert _rules(templates, counted={}) == [written_fit.SERVICE_NOT_PLANNED]
+
+
+def _rule(**ecs: Any) -> tuple[str, dict[str, Any]]:
+    target = {
+        "Arn": {"Fn::GetAtt": ["Cluster", "Arn"]},
+        "Id": "t",
+        "EcsParameters": {"TaskDefinitionArn": {"Ref": "Task"}, **ecs},
+    }
+    return "Rule", {"Type": "AWS::Events::Rule", "Properties": {"Targets": [target]}}
+
+
+@pytest.mark.parametrize(
+    "runner",
+    [
+        pytest.param(_rule(LaunchType="EC2"), id="ec2-launch-type"),
+        pytest.param(_rule(CapacityProviderStrategy=[{"CapacityProvider": {"Ref": "Provider"}}]), id="strategy"),
+    ],
+)
+def test_a_scheduled_task_runs_only_what_fits_a_host(runner: tuple[str, dict[str, Any]]) -> None:
+    assert _rules(_templates(runner), counted={}) == []
+    assert _rules(_templates(runner, task=_task(budget=30000)), counted={}) == [TASK_EXCEEDS_GPU_MEMORY]
+
+
+def test_a_task_without_a_gpu_on_the_ec2_launch_type_may_run_on_other_hosts() -> None:
+    runner = _rule(LaunchType="EC2")
+    assert _rules(_templates(runner, task=_task(budget=None, memory=100000)), counted={}) == []
+    strategy = _rule(CapacityProviderStrategy=[{"CapacityProvider": {"Ref": "Provider"}}])
+    assert _rules(_templates(strategy, task=_task(budget=None, memory=100000)), counted={}) == [
+        TASK_EXCEEDS_HOST_MEMORY
+    ]
+
+
+def test_runners_elsewhere_are_not_judged() -> None:
+    elsewhere = _service(Cluster={"Ref": "Other"}, LaunchType="EC2")
+    fargate = _service(CapacityProviderStrategy=[{"CapacityProvider": "FARGATE"}])
+    for runner in (elsewhere, fargate):
+        assert _rules(_templates(runner, task=_task(budget=30000)), counted={}) == []
