@@ -336,3 +336,16 @@ def test_a_count_raised_by_an_escape_hatch_is_not_what_the_plan_counted() -> Non
     message = _refused(app, "PlanNotAsWritten")
     assert "desired count at most 4 counted, 40 written" in message
     assert "task auto scaling maximum at most 4 counted, 60 written" in message
+
+
+def test_an_instance_type_changed_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
+    app, stack, cluster, capacity = _app()
+    SharedGpuService(
+        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=1
+    )
+    group = capacity.auto_scaling_group.node.default_child
+    group.add_property_override("MixedInstancesPolicy.LaunchTemplate.Overrides", [{"InstanceType": "g4dn.xlarge"}])  # type: ignore[union-attr]
+    group.add_property_override("MaxSize", "0")  # type: ignore[union-attr]
+    message = _refused(app, "CapacityNotAsWritten")
+    assert "instance types g6.xlarge counted, g4dn.xlarge written" in message
+    assert "MaxSize 0 written" in message

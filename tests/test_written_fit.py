@@ -192,3 +192,57 @@ def test_runners_elsewhere_are_not_judged() -> None:
     fargate = _service(CapacityProviderStrategy=[{"CapacityProvider": "FARGATE"}])
     for runner in (elsewhere, fargate):
         assert _rules(_templates(runner, task=_task(budget=30000)), counted={}) == []
+
+
+def _group(**props: Any) -> Any:
+    """The L4 capacity's Auto Scaling group (g6.xlarge, as the plan counts it), with ``props`` written over it."""
+    overrides = [{"InstanceType": "g6.xlarge"}]
+    policy = {"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateId": "lt"}, "Overrides": overrides}}
+    templates = _templates()
+    resources = templates["s"]["Resources"]
+    group = {"MinSize": "0", "MaxSize": "3", "MixedInstancesPolicy": policy, **props}
+    resources["Group"] = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": group}
+    resources["Provider"]["Properties"]["AutoScalingGroupProvider"] = {"AutoScalingGroupArn": {"Ref": "Group"}}
+    return templates
+
+
+def _capacity_rules(templates: Any, max_instances: int = 3) -> list[str]:
+    judged = written_fit.judge(templates, CAPACITIES, {}, None, {"l4": max_instances})
+    return [v.rule_id for v in judged.violations]
+
+
+def test_a_capacity_written_as_planned_passes() -> None:
+    assert _capacity_rules(_group()) == []
+    assert _capacity_rules(_group(MaxSize="5")) == []
+
+
+def _launch_template_group(kind: Any) -> Any:
+    templates = _group(LaunchTemplate={"LaunchTemplateId": {"Ref": "Lt"}, "Version": "1"})
+    del templates["s"]["Resources"]["Group"]["Properties"]["MixedInstancesPolicy"]
+    lt = {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": {"InstanceType": kind}}}
+    templates["s"]["Resources"]["Lt"] = lt
+    return templates
+
+
+@pytest.mark.parametrize(
+    "templates",
+    [
+        pytest.param(_group(MaxSize="2"), id="fewer-instances-than-planned"),
+        pytest.param(
+            _group(MixedInstancesPolicy={"LaunchTemplate": {"Overrides": [{"InstanceType": "g6.2xlarge"}]}}),
+            id="another-instance-type",
+        ),
+        pytest.param(
+            _group(MixedInstancesPolicy={"LaunchTemplate": {"Overrides": [{"InstanceRequirements": {}}]}}),
+            id="instance-requirements",
+        ),
+        pytest.param(_launch_template_group("g5.xlarge"), id="a-launch-templates-type"),
+        pytest.param(_launch_template_group({"Ref": "Type"}), id="a-type-chosen-at-deploy"),
+    ],
+)
+def test_a_capacity_written_otherwise_is_refused(templates: Any) -> None:
+    assert _capacity_rules(templates) == [written_fit.CAPACITY_NOT_AS_WRITTEN]
+
+
+def test_a_launch_templates_own_type_as_planned_passes() -> None:
+    assert _capacity_rules(_launch_template_group("g6.xlarge")) == []

@@ -222,7 +222,8 @@ class FleetPlan(Construct):
         _ = self.assessment
         assert self._discovered is not None
         capacities = {c.name: c for c in self._discovered.capacities}
-        as_planned = written_fit.judge(templates, capacities, self._discovered.counted, allowed)
+        maxima = self.assessment.max_instances
+        as_planned = written_fit.judge(templates, capacities, self._discovered.counted, allowed, maxima)
         judgement.violations.extend(as_planned.violations)
         judgement.allowed.extend(a for a in as_planned.allowed if a not in judgement.allowed)
         self._judgement = judgement

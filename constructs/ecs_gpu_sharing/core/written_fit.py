@@ -53,6 +53,14 @@ PLAN_NOT_AS_WRITTEN = RULES.declare(
     "a planned service's task definition as written asks for other GPU, CPU, memory, port or log-driver figures than "
     "the plan counted (an escape hatch changed them after the plan read the construct): the plan holds another task",
 )
+CAPACITY_NOT_AS_WRITTEN = RULES.declare(
+    "ecs-gpu-sharing:CapacityNotAsWritten",
+    Level.ERROR,
+    "capacity",
+    Source.TEMPLATE,
+    "a GPU capacity's Auto Scaling group as written launches instance types the plan did not count, or holds fewer "
+    "instances (MaxSize) than the plan's max_instances (an escape hatch changed it after the plan read the construct)",
+)
 ALLOWABLE = (SERVICE_NOT_PLANNED,)
 
 
@@ -156,18 +164,75 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _group_types(ctx: Templates, group: Resource) -> set[str] | str:
+    """The instance types an Auto Scaling group launches as written (its mixed instances policy's overrides, else its
+    launch template's type), or why they cannot be read."""
+    policy = camel_keys(group.props.get("MixedInstancesPolicy"))
+    if policy:
+        overrides = camel_keys(policy.get("launchTemplate")).get("overrides")
+        types = [camel_keys(o).get("instanceType") for o in overrides or []]
+        named = {t for t in types if isinstance(t, str)}
+        if not types or len(named) < len(set(map(str, types))):
+            return "its mixed instances policy names instance types the synth cannot read (instance requirements?)"
+        return named
+    spec = camel_keys(group.props.get("LaunchTemplate"))
+    template = ctx.target(spec.get("launchTemplateId") or spec.get("launchTemplateName"), group.stack)
+    data = camel_keys(template.props.get("LaunchTemplateData")) if template is not None else {}
+    kind = data.get("instanceType")
+    return {kind} if isinstance(kind, str) else "its launch template's instance type cannot be read"
+
+
+def _capacities_as_written(
+    ctx: Templates, caps: GpuCapacities, capacities: Mapping[str, CapacityInput], max_instances: Mapping[str, int]
+) -> list[Violation]:
+    """Each EC2 GPU capacity's Auto Scaling group as written, against the instance types and max_instances the plan
+    counted (a group another provider shares is judged once)."""
+    out, seen = [], set()
+    for (stack, logical_id), name in sorted(caps.providers.items()):
+        provider, capacity = ctx.resource(stack, logical_id), capacities.get(name)
+        arn = camel_keys((provider.props if provider else {}).get("AutoScalingGroupProvider")).get(
+            "autoScalingGroupArn"
+        )
+        group = ctx.target(arn, stack)
+        if capacity is None or group is None or group.kind != "AWS::AutoScaling::AutoScalingGroup":
+            continue
+        if (group.stack, group.logical_id) in seen:
+            continue
+        seen.add((group.stack, group.logical_id))
+        diff = []
+        types = _group_types(ctx, group)
+        if isinstance(types, str):
+            diff.append(types)
+        elif types - set(capacity.instance_types):
+            counted, written = ", ".join(capacity.instance_types), ", ".join(sorted(types))
+            diff.append(f"instance types {counted} counted, {written} written")
+        most, planned = literal_number(group.props.get("MaxSize")), max_instances.get(name)
+        if most is not None and planned is not None and most < planned:
+            diff.append(f"max_instances {planned} planned, MaxSize {most} written")
+        if diff:
+            message = (
+                f"[{CAPACITY_NOT_AS_WRITTEN}] capacity {name} ({cdk_path(group)}) as written is not what the plan "
+                f"counted: {'; '.join(diff)}. An escape hatch changed the Auto Scaling group after the plan read the "
+                "construct; give instance_types and max_instances to the capacity instead"
+            )
+            out.append(_violation(group, CAPACITY_NOT_AS_WRITTEN, message))
+    return out
+
+
 def judge(
     templates: Mapping[str, Mapping[str, Any]],
     capacities: Mapping[str, CapacityInput],
     counted: Mapping[Key, Counted],
     allowed: Allowed | None = None,
+    max_instances: Mapping[str, int] | None = None,
 ) -> Judgement:
-    """The written templates against the plan: ``capacities`` are the plan's, by name; ``counted`` every service
-    resource (stack, logical id) the plan found on a GPU capacity; ``allowed`` as ``core.tenancy.judge`` takes it."""
+    """The written templates against the plan: ``capacities`` are the plan's, by name, with the ``max_instances`` it
+    gave or derived; ``counted`` every service resource (stack, logical id) the plan found on a GPU capacity;
+    ``allowed`` as ``core.tenancy.judge`` takes it."""
     ctx = Templates(templates)
     caps = GpuCapacities(ctx)
     maxima = scaling_maxima(ctx)
-    out = Judgement()
+    out = Judgement(violations=_capacities_as_written(ctx, caps, capacities, max_instances or {}))
     for runner in sorted(runners(ctx), key=lambda r: (r.resource.stack, r.resource.logical_id)):
         landing, named = caps.landing(runner)
         on = [capacities[name] for name in landing if name in capacities]
