@@ -246,3 +246,24 @@ def test_a_capacity_written_otherwise_is_refused(templates: Any) -> None:
 
 def test_a_launch_templates_own_type_as_planned_passes() -> None:
     assert _capacity_rules(_launch_template_group("g6.xlarge")) == []
+
+
+def _managed(allowed: Any) -> Any:
+    templates = _templates()
+    requirements = {"AcceleratorNames": ["l4"]} | ({} if allowed is None else {"AllowedInstanceTypes": allowed})
+    provider = {"InstanceLaunchTemplate": {"InstanceRequirements": requirements}}
+    templates["s"]["Resources"]["Provider"]["Properties"] = {"ManagedInstancesProvider": provider}
+    return templates
+
+
+@pytest.mark.parametrize(
+    ("allowed", "refused"),
+    [
+        pytest.param(["g6.xlarge"], False, id="the-planned-type"),
+        pytest.param(["g6.xlarge", "g6.48xlarge"], True, id="another-type-too"),
+        pytest.param(None, True, id="any-type-the-requirements-match"),
+        pytest.param({"Ref": "Types"}, True, id="types-chosen-at-deploy"),
+    ],
+)
+def test_a_managed_instances_provider_allows_only_the_types_planned(allowed: Any, refused: bool) -> None:
+    assert _capacity_rules(_managed(allowed)) == ([written_fit.CAPACITY_NOT_AS_WRITTEN] if refused else [])

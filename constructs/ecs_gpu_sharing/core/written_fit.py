@@ -58,8 +58,9 @@ CAPACITY_NOT_AS_WRITTEN = RULES.declare(
     Level.ERROR,
     "capacity",
     Source.TEMPLATE,
-    "a GPU capacity's Auto Scaling group as written launches instance types the plan did not count, or holds fewer "
-    "instances (MaxSize) than the plan's max_instances (an escape hatch changed it after the plan read the construct)",
+    "a GPU capacity as written launches instance types the plan did not count (its Auto Scaling group's, or a Managed "
+    "Instances provider's allowed types), or its group holds fewer instances (MaxSize) than the plan's max_instances "
+    "(an escape hatch changed it after the plan read the construct)",
 )
 ALLOWABLE = (SERVICE_NOT_PLANNED,)
 
@@ -182,38 +183,49 @@ def _group_types(ctx: Templates, group: Resource) -> set[str] | str:
     return {kind} if isinstance(kind, str) else "its launch template's instance type cannot be read"
 
 
+def _written_types(ctx: Templates, provider: Resource) -> tuple[Resource, set[str] | str] | None:
+    """What a GPU provider launches as written: (its Auto Scaling group, or itself on Managed Instances, whose
+    allowed types bound what AWS picks; the instance types, or why they cannot be read); ``None`` for neither."""
+    props = provider.props
+    group = ctx.target(camel_keys(props.get("AutoScalingGroupProvider")).get("autoScalingGroupArn"), provider.stack)
+    if group is not None and group.kind == "AWS::AutoScaling::AutoScalingGroup":
+        return group, _group_types(ctx, group)
+    if props.get("ManagedInstancesProvider") is None:
+        return None
+    launch = camel_keys(camel_keys(props.get("ManagedInstancesProvider")).get("instanceLaunchTemplate"))
+    allowed = camel_keys(launch.get("instanceRequirements")).get("allowedInstanceTypes")
+    if isinstance(allowed, list) and allowed and all(isinstance(t, str) for t in allowed):
+        return provider, set(allowed)
+    return provider, "its allowed instance types cannot be read (AWS may launch any type its requirements match)"
+
+
 def _capacities_as_written(
     ctx: Templates, caps: GpuCapacities, capacities: Mapping[str, CapacityInput], max_instances: Mapping[str, int]
 ) -> list[Violation]:
-    """Each EC2 GPU capacity's Auto Scaling group as written, against the instance types and max_instances the plan
-    counted (a group another provider shares is judged once)."""
+    """Each GPU capacity as written (an EC2 capacity's Auto Scaling group, a Managed Instances provider's allowed
+    types) against the instance types and max_instances the plan counted (a group two providers share, once)."""
     out, seen = [], set()
     for (stack, logical_id), name in sorted(caps.providers.items()):
         provider, capacity = ctx.resource(stack, logical_id), capacities.get(name)
-        arn = camel_keys((provider.props if provider else {}).get("AutoScalingGroupProvider")).get(
-            "autoScalingGroupArn"
-        )
-        group = ctx.target(arn, stack)
-        if capacity is None or group is None or group.kind != "AWS::AutoScaling::AutoScalingGroup":
+        written = _written_types(ctx, provider) if provider is not None else None
+        if capacity is None or written is None or (written[0].stack, written[0].logical_id) in seen:
             continue
-        if (group.stack, group.logical_id) in seen:
-            continue
+        group, types = written
         seen.add((group.stack, group.logical_id))
         diff = []
-        types = _group_types(ctx, group)
         if isinstance(types, str):
             diff.append(types)
         elif types - set(capacity.instance_types):
-            counted, written = ", ".join(capacity.instance_types), ", ".join(sorted(types))
-            diff.append(f"instance types {counted} counted, {written} written")
+            counted, now = ", ".join(capacity.instance_types), ", ".join(sorted(types))
+            diff.append(f"instance types {counted} counted, {now} written")
         most, planned = literal_number(group.props.get("MaxSize")), max_instances.get(name)
         if most is not None and planned is not None and most < planned:
             diff.append(f"max_instances {planned} planned, MaxSize {most} written")
         if diff:
             message = (
                 f"[{CAPACITY_NOT_AS_WRITTEN}] capacity {name} ({cdk_path(group)}) as written is not what the plan "
-                f"counted: {'; '.join(diff)}. An escape hatch changed the Auto Scaling group after the plan read the "
-                "construct; give instance_types and max_instances to the capacity instead"
+                f"counted: {'; '.join(diff)}. An escape hatch changed its Auto Scaling group or provider after the "
+                "plan read the construct; give instance_types and max_instances to the capacity instead"
             )
             out.append(_violation(group, CAPACITY_NOT_AS_WRITTEN, message))
     return out
