@@ -60,7 +60,8 @@ def _refused(app: cdk.App, rule: str) -> str:
     return message
 
 
-def test_host_network_by_an_escape_hatch_on_a_plain_task_is_refused() -> None:
+def _plain_service_overridden(path: str, value: Any) -> cdk.App:
+    """An Ec2Service on the capacity running a plain task definition, with ``path`` of the task written over."""
     app, stack, cluster, capacity = _app()
     task = _plain_task(stack)
     ecs.Ec2Service(
@@ -70,8 +71,12 @@ def test_host_network_by_an_escape_hatch_on_a_plain_task_is_refused() -> None:
         task_definition=task,
         capacity_provider_strategies=capacity.capacity_provider_strategies(),
     )
-    task.node.default_child.add_property_override("NetworkMode", "host")  # type: ignore[union-attr]
-    _refused(app, "NetworkModeNotAllowed")
+    task.node.default_child.add_property_override(path, value)  # type: ignore[union-attr]
+    return app
+
+
+def test_host_network_by_an_escape_hatch_on_a_plain_task_is_refused() -> None:
+    _refused(_plain_service_overridden("NetworkMode", "host"), "NetworkModeNotAllowed")
 
 
 def test_l1_resources_on_the_capacity_provider_are_judged() -> None:
@@ -273,19 +278,8 @@ def test_an_sdk_call_at_deploy_that_runs_a_task_on_the_gpu_cluster_is_judged(act
 
 
 def test_an_mps_budget_given_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
-    app, stack, cluster, capacity = _app()
-    task = _plain_task(stack)
-    task.node.default_child.add_property_override(  # type: ignore[union-attr]
-        "ContainerDefinitions.0.ResourceRequirements",
-        [{"Type": "GPU", "Value": "1", "SharingStrategy": {"NvidiaMps": {"Memory": 30000}}}],
-    )
-    ecs.Ec2Service(
-        stack,
-        "Svc",
-        cluster=cluster,
-        task_definition=task,
-        capacity_provider_strategies=capacity.capacity_provider_strategies(),
-    )
+    budget = [{"Type": "GPU", "Value": "1", "SharingStrategy": {"NvidiaMps": {"Memory": 30000}}}]
+    app = _plain_service_overridden("ContainerDefinitions.0.ResourceRequirements", budget)
     message = _refused(app, "PlanNotAsWritten")
     assert "MPS budgets (MiB) none counted, 30000 written" in message
 
