@@ -319,17 +319,21 @@ def test_a_scheduled_task_that_no_host_can_hold_is_refused() -> None:
     assert "scheduled task Gpu/Hourly" in message and "30000 MiB" in message
 
 
-def test_a_count_raised_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
+def test_a_service_changed_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
     app, stack, cluster, capacity = _app()
     service = SharedGpuService(
         stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=2
     )
     service.service.node.default_child.add_property_override("DesiredCount", 40)  # type: ignore[union-attr]
+    service.service.node.default_child.add_property_override(  # type: ignore[union-attr]
+        "PlacementStrategies", [{"Type": "spread", "Field": "instanceId"}]
+    )
     scaling = service.service.auto_scale_task_count(max_capacity=4)
     scaling.node.find_child("Target").node.default_child.add_property_override("MaxCapacity", 60)  # type: ignore[union-attr]
     message = _refused(app, "PlanNotAsWritten")
     assert "desired count at most 4 counted, 40 written" in message
     assert "task auto scaling maximum at most 4 counted, 60 written" in message
+    assert "placement strategies spread(attribute:ecs.availability-zone), binpack(memory) counted," in message
 
 
 def test_an_instance_type_changed_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:

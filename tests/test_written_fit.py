@@ -90,9 +90,13 @@ def test_a_planned_service_written_otherwise_is_refused(task: dict[str, Any]) ->
         pytest.param({"DesiredCount": 5}, True, id="more-than-planned"),
         pytest.param({"DeploymentConfiguration": {"MaximumPercent": 200}}, False, id="the-surge-planned"),
         pytest.param({"DeploymentConfiguration": {"MaximumPercent": 300}}, True, id="a-larger-surge"),
+        pytest.param({"ServiceConnectConfiguration": {"Enabled": False}}, False, id="service-connect-off"),
+        pytest.param({"ServiceConnectConfiguration": {"Enabled": True}}, True, id="service-connect-unplanned"),
+        pytest.param({"PlacementStrategies": [{"Type": "spread", "Field": "instanceId"}]}, True, id="other-placement"),
+        pytest.param({"PlacementConstraints": [{"Type": "distinctInstance"}]}, True, id="distinct-instance"),
     ],
 )
-def test_a_planned_service_runs_no_more_than_the_plan_counted(service: dict[str, Any], refused: bool) -> None:
+def test_a_planned_service_runs_as_the_plan_counted(service: dict[str, Any], refused: bool) -> None:
     rules = _rules(_templates(_service(**ON_L4, **service)))
     assert rules == ([written_fit.PLAN_NOT_AS_WRITTEN] if refused else [])
 

@@ -442,7 +442,13 @@ def discover(
         assert isinstance(shape, TaskShape) and not isinstance(count, str) and isinstance(percent, int)
         capacity, index = on[0]
         tasks, source = count
-        found.counted[_resource_key(construct)] = Counted(name, shape, _connects(props), proxy_memory, tasks, percent)
+        strategies, distinct = (
+            placement.from_cloudformation(props.get("placementStrategies")),
+            _distinct_instance(props),
+        )
+        found.counted[_resource_key(construct)] = Counted(
+            name, shape, _connects(props), proxy_memory, tasks, percent, strategies, distinct
+        )
         assert items is not None and index is not None
         share = _share(tasks, items, index)
         if share != tasks:
@@ -460,17 +466,22 @@ def discover(
                 image=_gpu_image(construct),
                 acknowledged={**_task_acks(acks, construct), **acks(named)},
                 kept_apart=_kept_apart(props),
-                placement=placement.from_cloudformation(props.get("placementStrategies")),
-                distinct_instance=_distinct_instance(props),
+                placement=strategies,
+                distinct_instance=distinct,
                 constraints_not_planned=_constraints_not_planned(construct, props),
             )
         )
     _add_capacities(found, by_name, reserved, acks)
+    _service_clashes(found, seen)
+    return found
+
+
+def _service_clashes(found: Discovered, seen: Mapping[str, list[str]]) -> None:
+    """One name, two services: neither is planned, and the clash is reported."""
     for name, paths in sorted(seen.items()):
-        if len(paths) > 1:  # one name, two services: neither is planned, and the clash is reported
+        if len(paths) > 1:
             found.clashes.append(NameClash("service", name, tuple(paths)))
             found.services = [s for s in found.services if s.name != name]
-    return found
 
 
 def _add_capacities(

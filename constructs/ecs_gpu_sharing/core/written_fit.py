@@ -24,12 +24,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import placement
 from .errors import GpuSharingError
 from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, CapacityInput
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
-from .service_rules.base import literal_number
+from .service_rules.base import listed, literal_number
 from .shape import TaskShape, camel_keys, containers_from_cloudformation, task_shape
 from .task_rules import TaskProblem, task_problems
 from .template_limits import Violation
@@ -50,8 +51,9 @@ PLAN_NOT_AS_WRITTEN = RULES.declare(
     Level.ERROR,
     "service",
     Source.TEMPLATE,
-    "a planned service's task definition as written asks for other GPU, CPU, memory, port or log-driver figures than "
-    "the plan counted (an escape hatch changed them after the plan read the construct): the plan holds another task",
+    "a planned service as written is not what the plan counted: its task definition's GPU, CPU, memory, port or "
+    "log-driver figures, or its count, surge, Service Connect, placement strategies or distinctInstance constraint "
+    "(an escape hatch changed them after the plan read the construct)",
 )
 CAPACITY_NOT_AS_WRITTEN = RULES.declare(
     "ecs-gpu-sharing:CapacityNotAsWritten",
@@ -76,6 +78,8 @@ class Counted:
     proxy_memory_mib: int = 0
     tasks: int = 0  # the largest count the plan counted, before a strategy's share
     max_percent: int = ECS_DEFAULT_MAX_PERCENT  # the deployment's maximum percent it counted
+    placement: tuple[str, ...] = ()  # the placement strategies it replayed (core.placement's parts)
+    distinct_instance: bool = False  # whether it counted a distinctInstance constraint
 
 
 def _written_shape(task: Resource, counted: Counted | None) -> TaskShape | str:
@@ -156,7 +160,23 @@ def _service_differences(props: Mapping[str, Any], seen: Counted, scaling_max: i
     percent = literal_number(deployment.get("maximumPercent", ECS_DEFAULT_MAX_PERCENT))
     if percent is not None and percent != seen.max_percent:
         out.append(f"deployment maximum percent {seen.max_percent} counted, {percent} written")
+    connects = camel_keys(props.get("ServiceConnectConfiguration")).get("enabled") in (True, "true")
+    if connects != seen.service_connect:
+        out.append(f"Service Connect {_on(seen.service_connect)} counted, {_on(connects)} written")
+    strategies = placement.from_cloudformation(props.get("PlacementStrategies"))
+    if strategies != seen.placement:
+        out.append(f"placement strategies {_show(seen.placement)} counted, {_show(strategies)} written")
+    distinct = any(
+        str(camel_keys(c).get("type", "")).lower() == "distinctinstance"
+        for c in listed(props.get("PlacementConstraints"))
+    )
+    if distinct != seen.distinct_instance:
+        out.append(f"distinctInstance {_on(seen.distinct_instance)} counted, {_on(distinct)} written")
     return out
+
+
+def _on(value: bool) -> str:
+    return "on" if value else "off"
 
 
 def _show(value: Any) -> str:
