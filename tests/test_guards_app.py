@@ -347,3 +347,12 @@ def test_an_instance_type_changed_by_an_escape_hatch_is_not_what_the_plan_counte
     message = _refused(app, "CapacityNotAsWritten")
     assert "instance types g6.xlarge counted, g4dn.xlarge written" in message
     assert "MaxSize 0 written" in message
+
+
+def test_user_data_that_lets_privileged_containers_back_is_refused() -> None:
+    app, stack, cluster, capacity = _app()
+    SharedGpuService(
+        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=1
+    )
+    capacity.launch_template.user_data.add_commands("echo ECS_DISABLE_PRIVILEGED=false >> /etc/ecs/ecs.config")  # type: ignore[union-attr]
+    assert "ECS_DISABLE_PRIVILEGED=false written last" in _refused(app, "HostSettingUndone")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ecs_gpu_sharing.core import tenancy, written_fit
-from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.capacity_facts import HARDENED_SETTINGS, host_facts
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.shape import TaskShape
 from ecs_gpu_sharing.core.task_rules import TASK_EXCEEDS_GPU_MEMORY, TASK_EXCEEDS_HOST_MEMORY
@@ -198,14 +198,29 @@ def test_runners_elsewhere_are_not_judged() -> None:
         assert _rules(_templates(runner, task=_task(budget=30000)), counted={}) == []
 
 
-def _group(**props: Any) -> Any:
-    """The L4 capacity's Auto Scaling group (g6.xlarge, as the plan counts it), with ``props`` written over it."""
-    overrides = [{"InstanceType": "g6.xlarge"}]
-    policy = {"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateId": "lt"}, "Overrides": overrides}}
+HOSTS_KEEP = "".join(f"echo {s}=true >> /etc/ecs/ecs.config\n" for s in HARDENED_SETTINGS)
+
+
+LT = {"LaunchTemplateSpecification": {"LaunchTemplateId": {"Ref": "Lt"}}}
+
+
+def _user_data(*lines: Any, cluster: Any = None) -> Any:
+    """User data as CDK writes it: the library's settings, the cluster (a Ref to the capacity's), then ``lines``."""
+    cluster = {"Ref": "Cluster"} if cluster is None else cluster
+    parts = ["#!/bin/bash\n" + HOSTS_KEEP + "echo ECS_CLUSTER=", cluster, " >> /etc/ecs/ecs.config\n", *lines]
+    return {"Fn::Base64": {"Fn::Join": ["", parts]}}
+
+
+def _group(user_data: Any = None, **props: Any) -> Any:
+    """The L4 capacity's Auto Scaling group (g6.xlarge, as the plan counts it) and its launch template, with
+    ``props`` written over the group."""
+    policy = {"LaunchTemplate": {**LT, "Overrides": [{"InstanceType": "g6.xlarge"}]}}
     templates = _templates()
     resources = templates["s"]["Resources"]
     group = {"MinSize": "0", "MaxSize": "3", "MixedInstancesPolicy": policy, **props}
     resources["Group"] = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": group}
+    data = {"UserData": _user_data() if user_data is None else user_data}
+    resources["Lt"] = {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": data}}
     resources["Provider"]["Properties"]["AutoScalingGroupProvider"] = {"AutoScalingGroupArn": {"Ref": "Group"}}
     return templates
 
@@ -223,8 +238,7 @@ def test_a_capacity_written_as_planned_passes() -> None:
 def _launch_template_group(kind: Any) -> Any:
     templates = _group(LaunchTemplate={"LaunchTemplateId": {"Ref": "Lt"}, "Version": "1"})
     del templates["s"]["Resources"]["Group"]["Properties"]["MixedInstancesPolicy"]
-    lt = {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": {"InstanceType": kind}}}
-    templates["s"]["Resources"]["Lt"] = lt
+    templates["s"]["Resources"]["Lt"]["Properties"]["LaunchTemplateData"]["InstanceType"] = kind
     return templates
 
 
@@ -233,11 +247,11 @@ def _launch_template_group(kind: Any) -> Any:
     [
         pytest.param(_group(MaxSize="2"), id="fewer-instances-than-planned"),
         pytest.param(
-            _group(MixedInstancesPolicy={"LaunchTemplate": {"Overrides": [{"InstanceType": "g6.2xlarge"}]}}),
+            _group(MixedInstancesPolicy={"LaunchTemplate": {**LT, "Overrides": [{"InstanceType": "g6.2xlarge"}]}}),
             id="another-instance-type",
         ),
         pytest.param(
-            _group(MixedInstancesPolicy={"LaunchTemplate": {"Overrides": [{"InstanceRequirements": {}}]}}),
+            _group(MixedInstancesPolicy={"LaunchTemplate": {**LT, "Overrides": [{"InstanceRequirements": {}}]}}),
             id="instance-requirements",
         ),
         pytest.param(_launch_template_group("g5.xlarge"), id="a-launch-templates-type"),
@@ -271,3 +285,26 @@ def _managed(allowed: Any) -> Any:
 )
 def test_a_managed_instances_provider_allows_only_the_types_planned(allowed: Any, refused: bool) -> None:
     assert _capacity_rules(_managed(allowed)) == ([written_fit.CAPACITY_NOT_AS_WRITTEN] if refused else [])
+
+
+@pytest.mark.parametrize(
+    "user_data",
+    [
+        pytest.param(_user_data("echo ECS_DISABLE_PRIVILEGED=false >> /etc/ecs/ecs.config\n"), id="privileged-again"),
+        pytest.param(_user_data('echo "ECS_ENABLE_GPU_SUPPORT=false" >> /etc/ecs/ecs.config\n'), id="no-gpu-support"),
+        pytest.param(_user_data("echo ECS_CLUSTER=elsewhere >> /etc/ecs/ecs.config\n"), id="another-cluster"),
+        pytest.param(_user_data(cluster={"Ref": "Other"}), id="another-clusters-reference"),
+        pytest.param({"Fn::Base64": "#!/bin/bash\n" + HOSTS_KEEP}, id="the-default-cluster"),
+        pytest.param({"Fn::Base64": "echo ECS_CLUSTER=x"}, id="none-of-the-settings"),
+    ],
+)
+def test_user_data_that_undoes_what_the_hosts_keep_is_refused(user_data: Any) -> None:
+    assert _capacity_rules(_group(user_data)) == [written_fit.HOST_SETTING_UNDONE]
+
+
+def test_user_data_that_keeps_the_settings_passes_and_an_undone_one_can_be_allowed() -> None:
+    assert _capacity_rules(_group(_user_data("echo ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config\n"))) == []
+    undone = _group(_user_data("echo ECS_AWSVPC_BLOCK_IMDS=false >> /etc/ecs/ecs.config\n"))
+    allowed = {("s", "Group"): {written_fit.HOST_SETTING_UNDONE: "no awsvpc tasks here"}}
+    judged = written_fit.judge(undone, CAPACITIES, {}, allowed, {"l4": 3})
+    assert judged.violations == [] and [r for _, r, _ in judged.allowed] == [written_fit.HOST_SETTING_UNDONE]

@@ -166,6 +166,19 @@ def task_network_interfaces(records: Sequence[GpuInstanceType]) -> int:
     return max(min(known) - 1, 0) if len(known) == len(records) else 0
 
 
+_ECS_SETTING = re.compile(r"\b(ECS_[A-Z0-9_]+)=(\S*)")
+HARDENED_SETTINGS = ("ECS_ENABLE_GPU_SUPPORT", "ECS_DISABLE_PRIVILEGED", "ECS_AWSVPC_BLOCK_IMDS")
+"""The agent settings a GPU capacity's hosts must keep true: GPU support, no privileged containers, no instance
+metadata for awsvpc tasks (the library's user data writes each)."""
+
+
+def ecs_settings(user_data: str) -> dict[str, str]:
+    """The agent settings a user data script writes (``ECS_NAME=value``, quotes taken off), each as its last line
+    gives it: ecs-init reads /etc/ecs/ecs.config line by line into one map, a later line over an earlier one
+    (amazon-ecs-agent, ecs-init/docker/docker.go, getEnvVars)."""
+    return {name: value.strip("'\"") for name, value in _ECS_SETTING.findall(user_data)}
+
+
 def log_drivers_in_user_data(user_data: str) -> tuple[str, ...]:
     """The log drivers the hosts of this user data register: the AMI's (``AMI_LOG_DRIVERS``) unless a line sets
     ECS_AVAILABLE_LOGGING_DRIVERS, then that list as the file's last setting gives it, with awsfirelens; ``()`` where

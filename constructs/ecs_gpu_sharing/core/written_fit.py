@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import placement
+from .capacity_facts import HARDENED_SETTINGS, ecs_settings
 from .errors import GpuSharingError
 from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, CapacityInput
 from .rule_family import Family, Level, Source
@@ -64,7 +65,17 @@ CAPACITY_NOT_AS_WRITTEN = RULES.declare(
     "Instances provider's allowed types), or its group holds fewer instances (MaxSize) than the plan's max_instances "
     "(an escape hatch changed it after the plan read the construct)",
 )
-ALLOWABLE = (SERVICE_NOT_PLANNED,)
+HOST_SETTING_UNDONE = RULES.declare(
+    "ecs-gpu-sharing:HostSettingUndone",
+    Level.ERROR,
+    "capacity",
+    Source.TEMPLATE,
+    "a GPU capacity's user data, as written, leaves one of the agent settings its hosts keep true "
+    f"({', '.join(HARDENED_SETTINGS)}) unset or false after the library's line, or joins its hosts to a cluster "
+    "other than the capacity's (ECS_CLUSTER): the last line of /etc/ecs/ecs.config wins (FleetPlan.allow permits a "
+    "hardening setting, with a reason)",
+)
+ALLOWABLE = (SERVICE_NOT_PLANNED, HOST_SETTING_UNDONE)
 
 
 @dataclass(frozen=True)
@@ -196,11 +207,54 @@ def _group_types(ctx: Templates, group: Resource) -> set[str] | str:
         if not types or len(named) < len(set(map(str, types))):
             return "its mixed instances policy names instance types the synth cannot read (instance requirements?)"
         return named
-    spec = camel_keys(group.props.get("LaunchTemplate"))
-    template = ctx.target(spec.get("launchTemplateId") or spec.get("launchTemplateName"), group.stack)
-    data = camel_keys(template.props.get("LaunchTemplateData")) if template is not None else {}
-    kind = data.get("instanceType")
+    kind = _launch_data(ctx, group).get("instanceType")
     return {kind} if isinstance(kind, str) else "its launch template's instance type cannot be read"
+
+
+def _launch_data(ctx: Templates, group: Resource) -> dict[str, Any]:
+    """The ``LaunchTemplateData`` of the launch template an Auto Scaling group names, as written (``{}``: none)."""
+    spec = camel_keys(group.props.get("LaunchTemplate"))
+    if not spec:
+        policy = camel_keys(camel_keys(group.props.get("MixedInstancesPolicy")).get("launchTemplate"))
+        spec = camel_keys(policy.get("launchTemplateSpecification"))
+    template = ctx.target(spec.get("launchTemplateId") or spec.get("launchTemplateName"), group.stack)
+    return camel_keys(template.props.get("LaunchTemplateData")) if template is not None else {}
+
+
+def _text(ctx: Templates, value: Any, stack: str) -> str:
+    """A template value as text: strings as written, joins and substitutions joined, a reference to a resource of the
+    templates (in its stack or through an output) as ``${stack/logical id}``, anything else as ``${?}``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Fn::Base64":
+            return _text(ctx, arg, stack)
+        if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
+            return str(arg[0]).join(_text(ctx, v, stack) for v in arg[1])
+        if key == "Fn::Sub":
+            return _text(ctx, arg[0] if isinstance(arg, list) and arg else arg, stack)
+        target = ctx.target(value, stack)
+        if target is not None:
+            return "${" + f"{target.stack}/{target.logical_id}" + "}"
+    return "${?}"
+
+
+def _host_settings(ctx: Templates, caps: GpuCapacities, group: Resource, name: str) -> list[str]:
+    """What an EC2 GPU capacity's user data, as written, undoes: a hardening setting, or the cluster its hosts join."""
+    settings = ecs_settings(_text(ctx, _launch_data(ctx, group).get("userData"), group.stack))
+    out = [
+        f"{setting}={settings.get(setting, '(unset)')} written last, where its hosts keep it true"
+        for setting in HARDENED_SETTINGS
+        if settings.get(setting) != "true"
+    ]
+    clusters = {
+        "${" + "/".join(k) + "}" if isinstance(k, tuple) else k for k, held in caps.held.items() if name in held
+    }
+    joined = settings.get("ECS_CLUSTER", "default")
+    if joined not in clusters:
+        out.append(f"ECS_CLUSTER={joined} written last: its hosts join a cluster other than the capacity's")
+    return out
 
 
 def _written_types(ctx: Templates, provider: Resource) -> tuple[Resource, set[str] | str] | None:
@@ -220,11 +274,16 @@ def _written_types(ctx: Templates, provider: Resource) -> tuple[Resource, set[st
 
 
 def _capacities_as_written(
-    ctx: Templates, caps: GpuCapacities, capacities: Mapping[str, CapacityInput], max_instances: Mapping[str, int]
-) -> list[Violation]:
+    out: Judgement,
+    allowed: Allowed,
+    ctx: Templates,
+    caps: GpuCapacities,
+    capacities: Mapping[str, CapacityInput],
+    max_instances: Mapping[str, int],
+) -> None:
     """Each GPU capacity as written (an EC2 capacity's Auto Scaling group, a Managed Instances provider's allowed
     types) against the instance types and max_instances the plan counted (a group two providers share, once)."""
-    out, seen = [], set()
+    seen = set()
     for (stack, logical_id), name in sorted(caps.providers.items()):
         provider, capacity = ctx.resource(stack, logical_id), capacities.get(name)
         written = _written_types(ctx, provider) if provider is not None else None
@@ -247,8 +306,15 @@ def _capacities_as_written(
                 f"counted: {'; '.join(diff)}. An escape hatch changed its Auto Scaling group or provider after the "
                 "plan read the construct; give instance_types and max_instances to the capacity instead"
             )
-            out.append(_violation(group, CAPACITY_NOT_AS_WRITTEN, message))
-    return out
+            out.violations.append(_violation(group, CAPACITY_NOT_AS_WRITTEN, message))
+        undone = _host_settings(ctx, caps, group, name) if group.kind == "AWS::AutoScaling::AutoScalingGroup" else []
+        if undone:
+            message = (
+                f"capacity {name} ({cdk_path(group)}): its user data as written undoes what its hosts keep: "
+                f"{'; '.join(undone)} (ecs-init reads /etc/ecs/ecs.config line by line, a later line over an earlier "
+                f"one). Remove the line, or allow {HOST_SETTING_UNDONE} with a reason (FleetPlan.allow)"
+            )
+            add_finding(out, allowed, [group], HOST_SETTING_UNDONE, message)
 
 
 def judge(
@@ -264,7 +330,8 @@ def judge(
     ctx = Templates(templates)
     caps = GpuCapacities(ctx)
     maxima = scaling_maxima(ctx)
-    out = Judgement(violations=_capacities_as_written(ctx, caps, capacities, max_instances or {}))
+    out = Judgement()
+    _capacities_as_written(out, allowed or {}, ctx, caps, capacities, max_instances or {})
     for runner in sorted(runners(ctx), key=lambda r: (r.resource.stack, r.resource.logical_id)):
         landing, named = caps.landing(runner)
         on = [capacities[name] for name in landing if name in capacities]
