@@ -8,7 +8,12 @@ from dataclasses import replace
 import pytest
 
 from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
-from ecs_gpu_sharing.core.capacity_facts import AMI_LOG_DRIVERS, host_facts, log_drivers_in_user_data
+from ecs_gpu_sharing.core.capacity_facts import (
+    AMI_LOG_DRIVERS,
+    host_facts,
+    log_drivers_in_user_data,
+    reserved_memory_in_user_data,
+)
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (
@@ -203,6 +208,19 @@ def test_error_a_log_driver_the_hosts_do_not_register() -> None:
 )
 def test_log_drivers_read_from_the_hosts_user_data(user_data: str, drivers: tuple[str, ...]) -> None:
     assert log_drivers_in_user_data(user_data) == drivers
+
+
+@pytest.mark.parametrize(
+    ("user_data", "reserved"),
+    [
+        ("echo ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config", 0),
+        ("echo ECS_RESERVED_MEMORY=1024 >> /etc/ecs/ecs.config\necho ECS_RESERVED_MEMORY=256 >> x", 256),
+        ("echo 'ECS_RESERVED_MEMORY=512' >> /etc/ecs/ecs.config", 512),
+        ("echo ECS_RESERVED_MEMORY=$RESERVE >> /etc/ecs/ecs.config", 0),  # not readable at synth
+    ],
+)
+def test_memory_the_agent_reserves_read_from_the_hosts_user_data(user_data: str, reserved: int) -> None:
+    assert reserved_memory_in_user_data(user_data) == reserved
 
 
 def test_warning_a_memory_fraction_of_the_whole_gpu_past_the_budget() -> None:

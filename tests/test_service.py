@@ -509,6 +509,25 @@ def test_a_log_driver_the_hosts_do_not_register_fails_unless_their_user_data_reg
     fleet.synth()
 
 
+@pytest.mark.parametrize("reserved", [None, "2048", "8192"])
+def test_memory_the_hosts_agent_reserves_is_not_offered_to_tasks(reserved: str | None) -> None:
+    """A g6.xlarge offers tasks 15401 MiB a host; ECS_RESERVED_MEMORY in the hosts' user data takes that much off what
+    the agent registers (amazon-ecs-agent, agent/config/types.go, ReservedMemory), and the plan offers it no more."""
+    fleet = Fleet()
+    fleet.service("Model", 1, 4000, memory=12288)
+    if reserved is not None:
+        fleet.capacity.launch_template.user_data.add_commands(  # type: ignore[union-attr]
+            f"echo ECS_RESERVED_MEMORY={reserved} >> /etc/ecs/ecs.config"
+        )
+    if reserved == "8192":
+        with pytest.raises(Exception, match=r"one task needs 12288 MiB of host memory, more than the 7209 MiB"):
+            fleet.synth()
+        return
+    fleet.synth()
+    offered = FleetPlan.of(fleet.stack).assessment.steady.capacities[0].capacity.host_memory_mib
+    assert offered == 15401 - (int(reserved) if reserved else 0)
+
+
 @pytest.mark.parametrize(
     ("expression", "warned"),
     [

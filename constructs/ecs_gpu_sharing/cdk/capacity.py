@@ -21,6 +21,7 @@ from ..core.capacity_facts import (
     HostFacts,
     host_facts,
     log_drivers_in_user_data,
+    reserved_memory_in_user_data,
 )
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
@@ -185,6 +186,12 @@ class PlannedGpuCapacity:
     def log_drivers(self) -> tuple[str, ...] | None:
         """The log drivers the hosts' agent registers; ``None``: the plan's default for the kind."""
         return None
+
+    @property
+    def agent_reserved_memory_mib(self) -> int:
+        """Memory (MiB) the hosts' agent keeps from what it registers for tasks (ECS_RESERVED_MEMORY); 0 unless the
+        capacity's user data sets it."""
+        return 0
 
     @property
     def provider_names(self) -> tuple[str, ...]:
@@ -498,6 +505,13 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         sets (ECS_AVAILABLE_LOGGING_DRIVERS), read when the plan runs at synth; ``()`` where it cannot be read."""
         user_data = self.launch_template.user_data
         return log_drivers_in_user_data(user_data.render() if user_data is not None else "")
+
+    @property
+    def agent_reserved_memory_mib(self) -> int:
+        """What a line of the launch template's user data keeps from the memory the agent registers
+        (ECS_RESERVED_MEMORY), read when the plan runs at synth; the plan offers tasks that much less a host."""
+        user_data = self.launch_template.user_data
+        return reserved_memory_in_user_data(user_data.render() if user_data is not None else "")
 
     @property
     def max_instances(self) -> int:

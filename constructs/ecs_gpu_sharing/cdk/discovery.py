@@ -75,6 +75,9 @@ class PlannedCapacity(Protocol):
     def log_drivers(self) -> tuple[str, ...] | None: ...
 
     @property
+    def agent_reserved_memory_mib(self) -> int: ...
+
+    @property
     def cluster(self) -> ecs.ICluster: ...
 
 
@@ -502,5 +505,6 @@ def _add_capacities(
                 daemons=reserved.get(name, ()),
                 acknowledged=acks(same[0]),  # type: ignore[arg-type]
                 log_drivers=same[0].log_drivers,
+                agent_reserved_memory_mib=same[0].agent_reserved_memory_mib,
             )
         )

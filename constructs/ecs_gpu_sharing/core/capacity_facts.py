@@ -179,6 +179,14 @@ def ecs_settings(user_data: str) -> dict[str, str]:
     return {name: value.strip("'\"") for name, value in _ECS_SETTING.findall(user_data)}
 
 
+def reserved_memory_in_user_data(user_data: str) -> int:
+    """The memory (MiB) a user data's ECS_RESERVED_MEMORY keeps from what the agent registers for tasks (amazon-ecs-
+    agent, agent/config/types.go, ReservedMemory: "Reduction, in MiB, of the memory capacity of the instance that is
+    reported to Amazon ECS"); 0 when it is not set, or not a number the synth can read."""
+    value = ecs_settings(user_data).get("ECS_RESERVED_MEMORY", "")
+    return int(value) if value.isdigit() else 0
+
+
 def log_drivers_in_user_data(user_data: str) -> tuple[str, ...]:
     """The log drivers the hosts of this user data register: the AMI's (``AMI_LOG_DRIVERS``) unless a line sets
     ECS_AVAILABLE_LOGGING_DRIVERS, then that list as the file's last setting gives it, with awsfirelens; ``()`` where

@@ -130,7 +130,9 @@ class Capacity(_Part):
     gpu_memory_source: str = _field("where the registered figure comes from")
     usable_gpu_memory_mib: int = _field("what plans may fill on one GPU: registered less margin", low=1)
     host_cpu_units: int = _field("CPU units one host offers to planned tasks (daemons' share taken off)", low=1)
-    host_memory_mib: int = _field("memory one host offers to planned tasks (daemons' share taken off)", low=1)
+    host_memory_mib: int = _field(
+        "memory one host offers to planned tasks (daemons' share and the agent's ECS_RESERVED_MEMORY taken off)", low=1
+    )
     daemons: tuple[str, ...] = _field("daemon services whose one task per host the host figures leave out", empty=True)
     min_instances: int = _field("instances kept running", low=0)
     max_instances: int | None = _field(

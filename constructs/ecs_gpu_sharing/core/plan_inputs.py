@@ -40,10 +40,12 @@ def capacity_input(
     daemons: Iterable[HostShare] = (),
     acknowledged: Mapping[str, str] | None = None,
     log_drivers: tuple[str, ...] | None = None,
+    agent_reserved_memory_mib: int = 0,
 ) -> CapacityInput:
-    """A capacity as the planner sees it: ``facts`` less what ``daemons`` take of each host. ``log_drivers``: those its
-    hosts register, read from their user data; unless given, the AMI's on EC2, and not known on Managed Instances
-    (AWS's hosts, whose agent settings this project has not read)."""
+    """A capacity as the planner sees it: ``facts`` less what ``daemons`` take of each host, and less the memory its
+    agent keeps from tasks (``agent_reserved_memory_mib``, ECS_RESERVED_MEMORY in the hosts' user data).
+    ``log_drivers``: those its hosts register, read from their user data; unless given, the AMI's on EC2, and not
+    known on Managed Instances (AWS's hosts, whose agent settings this project has not read)."""
     shares = tuple(daemons)
     return CapacityInput(
         kind=kind,
@@ -54,7 +56,7 @@ def capacity_input(
         ec2_gpu_memory_mib=facts.ec2_gpu_memory_mib,
         usable_gpu_memory_mib=facts.usable_gpu_memory_mib,
         host_cpu_units=facts.host_cpu_units - sum(d.cpu_units for d in shares),
-        host_memory_mib=facts.host_memory_mib - sum(d.memory_mib for d in shares),
+        host_memory_mib=facts.host_memory_mib - agent_reserved_memory_mib - sum(d.memory_mib for d in shares),
         max_instances=max_instances,
         min_instances=min_instances,
         registered_gpu_memory_mib=facts.gpu_memory.ecs_mib,
