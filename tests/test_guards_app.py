@@ -356,3 +356,18 @@ def test_user_data_that_lets_privileged_containers_back_is_refused() -> None:
     )
     capacity.launch_template.user_data.add_commands("echo ECS_DISABLE_PRIVILEGED=false >> /etc/ecs/ecs.config")  # type: ignore[union-attr]
     assert "ECS_DISABLE_PRIVILEGED=false written last" in _refused(app, "HostSettingUndone")
+
+
+def test_a_check_of_the_templates_that_fails_is_reported_never_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecs_gpu_sharing.core import written_fit
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(written_fit, "judge", broken)
+    app, stack, cluster, capacity = _app()
+    SharedGpuService(
+        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=1
+    )
+    message = _refused(app, "RuleFailed")
+    assert "the plan as written failed while checking the templates (KeyError: 'a bug')" in message

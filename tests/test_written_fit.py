@@ -101,6 +101,20 @@ def test_a_planned_service_runs_as_the_plan_counted(service: dict[str, Any], ref
     assert rules == ([written_fit.PLAN_NOT_AS_WRITTEN] if refused else [])
 
 
+MEMBER_OF = [{"Type": "memberOf", "Expression": "attribute:ecs.instance-type == g6.xlarge"}]
+
+
+@pytest.mark.parametrize("counted", [False, True])
+@pytest.mark.parametrize("on", ["service", "task definition"])
+def test_member_of_constraints_as_the_plan_read_them(on: str, counted: bool) -> None:
+    task = _task()
+    service = _service(**ON_L4)
+    (service[1] if on == "service" else task)["Properties"]["PlacementConstraints"] = MEMBER_OF
+    planned = {("s", "Svc"): written_fit.Counted("svc", SHAPE, tasks=4, member_of=written_fit.member_of(MEMBER_OF))}
+    rules = _rules(_templates(service, task=task), counted=planned if counted else None)
+    assert rules == ([] if counted else [written_fit.PLAN_NOT_AS_WRITTEN])
+
+
 def _scaling(most: int) -> tuple[str, dict[str, Any]]:
     resource_id = {"Fn::Join": ["", ["service/", {"Ref": "Cluster"}, "/", {"Fn::GetAtt": ["Svc", "Name"]}]]}
     props = {"MaxCapacity": most, "MinCapacity": 1, "ResourceId": resource_id}

@@ -43,7 +43,7 @@ from ..core.shape import (
     task_shape,
 )
 from ..core.tokens import describe
-from ..core.written_fit import Counted
+from ..core.written_fit import Counted, member_of
 from .rendered import rendered_properties
 
 
@@ -273,6 +273,13 @@ def _distinct_instance(props: Mapping[str, Any]) -> bool:
     )
 
 
+def _member_of(service: ecs.BaseService, props: Mapping[str, Any]) -> tuple[str, ...]:
+    """The memberOf expressions of the service and its task definition, as the plan read them."""
+    task = service.task_definition
+    own = rendered_properties(task).get("placementConstraints") if isinstance(task, ecs.TaskDefinition) else None
+    return member_of(props.get("placementConstraints"), own)
+
+
 def _constraints_not_planned(service: ecs.BaseService, props: Mapping[str, Any]) -> tuple[str, ...]:
     """The memberOf expressions of the service and its task definition that narrow its hosts in ways the plan does
     not model: all but the isolation groups' (``core.fleet``'s task:group terms) and the MPS capability's, which every
@@ -420,15 +427,7 @@ def discover(
             found.services_by_name.setdefault(name, []).append(named)
             continue
         if items is None:
-            # EC2 launch type: a GPU task may land on these hosts, but their capacity provider does not scale for it.
-            if isinstance(shape, TaskShape) and not shape.uses_gpu:
-                if props.get("schedulingStrategy") == "DAEMON":
-                    _reserve_for_daemon(reserved, on, name, shape, props)
-                continue
-            reason = "it uses the EC2 launch type, so ECS may place its GPU tasks on these hosts without the capacity"
-            fix = "give it this capacity's provider in capacity_provider_strategies"
-            found.outside.append(OutsideService(name, on[0][0].plan_name, reason + " provider scaling for them", fix))
-            found.services_by_name.setdefault(name, []).append(named)
+            _on_the_ec2_launch_type(found, reserved, on, name, named, shape, props)
             continue
         seen.setdefault(name, []).append(owner)
         found.services_by_name.setdefault(name, []).append(named)
@@ -445,12 +444,8 @@ def discover(
         assert isinstance(shape, TaskShape) and not isinstance(count, str) and isinstance(percent, int)
         capacity, index = on[0]
         tasks, source = count
-        strategies, distinct = (
-            placement.from_cloudformation(props.get("placementStrategies")),
-            _distinct_instance(props),
-        )
-        found.counted[_resource_key(construct)] = Counted(
-            name, shape, _connects(props), proxy_memory, tasks, percent, strategies, distinct
+        counted = found.counted[_resource_key(construct)] = _counted(
+            construct, props, name, shape, proxy_memory, tasks, percent
         )
         assert items is not None and index is not None
         share = _share(tasks, items, index)
@@ -469,14 +464,58 @@ def discover(
                 image=_gpu_image(construct),
                 acknowledged={**_task_acks(acks, construct), **acks(named)},
                 kept_apart=_kept_apart(props),
-                placement=strategies,
-                distinct_instance=distinct,
+                placement=counted.placement,
+                distinct_instance=counted.distinct_instance,
                 constraints_not_planned=_constraints_not_planned(construct, props),
             )
         )
     _add_capacities(found, by_name, reserved, acks)
     _service_clashes(found, seen)
     return found
+
+
+def _on_the_ec2_launch_type(
+    found: Discovered,
+    reserved: dict[str, list[HostShare]],
+    on: list[tuple[PlannedCapacity, int | None]],
+    name: str,
+    named: IConstruct,
+    shape: TaskShape | str,
+    props: Mapping[str, Any],
+) -> None:
+    """A service on the EC2 launch type in a cluster with GPU capacity: a daemon without a GPU takes its share of each
+    host; a GPU task may land on these hosts, but their capacity provider does not scale for it."""
+    if isinstance(shape, TaskShape) and not shape.uses_gpu:
+        if props.get("schedulingStrategy") == "DAEMON":
+            _reserve_for_daemon(reserved, on, name, shape, props)
+        return
+    reason = "it uses the EC2 launch type, so ECS may place its GPU tasks on these hosts without the capacity"
+    fix = "give it this capacity's provider in capacity_provider_strategies"
+    found.outside.append(OutsideService(name, on[0][0].plan_name, reason + " provider scaling for them", fix))
+    found.services_by_name.setdefault(name, []).append(named)
+
+
+def _counted(
+    service: ecs.BaseService,
+    props: Mapping[str, Any],
+    name: str,
+    shape: TaskShape,
+    proxy_memory: int,
+    tasks: int,
+    percent: int,
+) -> Counted:
+    """What the plan counts of a planned service, as the written templates are held to it (core.written_fit)."""
+    return Counted(
+        name,
+        shape,
+        _connects(props),
+        proxy_memory,
+        tasks,
+        percent,
+        placement.from_cloudformation(props.get("placementStrategies")),
+        _distinct_instance(props),
+        _member_of(service, props),
+    )
 
 
 def _service_clashes(found: Discovered, seen: Mapping[str, list[str]]) -> None:

@@ -10,7 +10,7 @@ the app has synthesized without errors, writes the plan next to the templates (`
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,9 @@ from ..core.files import json_text, write_atomic
 from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
 from ..core.quotas import MAX_TASKS_PER_SERVICE
-from ..core.rules import RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
+from ..core.rules import RULE_FAILED, RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
 from ..core.service_rules import check_all
+from ..core.template_limits import Violation
 from ..core.tenancy import (
     CAPACITY_METADATA,
     SHARED_VOLUME_NAMED_TWICE,
@@ -218,14 +219,17 @@ class FleetPlan(Construct):
         """The written templates judged: every service on a GPU capacity, however it was built (``core.tenancy``),
         and what runs there against the plan (``core.written_fit``)."""
         allowed = self._allowed_resources()
-        judgement = judge(templates, allowed)
+        judgement = _judged("the allow-list over the written templates", lambda: judge(templates, allowed))
         _ = self.assessment
         assert self._discovered is not None
         capacities = {c.name: c for c in self._discovered.capacities}
-        maxima = self.assessment.max_instances
-        as_planned = written_fit.judge(templates, capacities, self._discovered.counted, allowed, maxima)
+        maxima, counted = self.assessment.max_instances, self._discovered.counted
+        as_planned = _judged(
+            "the plan as written", lambda: written_fit.judge(templates, capacities, counted, allowed, maxima)
+        )
         judgement.violations.extend(as_planned.violations)
         judgement.allowed.extend(a for a in as_planned.allowed if a not in judgement.allowed)
+        judgement.not_judged.extend(as_planned.not_judged)
         self._judgement = judgement
         return judgement
 
@@ -358,6 +362,18 @@ class FleetPlan(Construct):
         notes = [f"not judged: {path}: {why}" for path, why in not_judged]
         for line in [*plan_report.summary_lines(result), *notes, lines[0]]:
             print(line if line.startswith("GPU fleet plan") else f"GPU fleet plan: {line}", file=sys.stderr)
+
+
+def _judged(what: str, check: Callable[[], Judgement]) -> Judgement:
+    """A check over the written templates; its bug is reported as the error RuleFailed, never a crash."""
+    try:
+        return check()
+    except Exception as error:
+        message = (
+            f"[{RULE_FAILED}] {what} failed while checking the templates ({type(error).__name__}: {error}); its "
+            "verdict is unknown: report this with the app"
+        )
+        return Judgement(violations=[Violation(RULE_FAILED, "", "", message)])
 
 
 @jsii.implements(IValidation)

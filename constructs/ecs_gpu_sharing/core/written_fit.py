@@ -20,6 +20,7 @@ What a runner's RunTask overrides (CPU, memory) is not read here: ``core.tenancy
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +54,8 @@ PLAN_NOT_AS_WRITTEN = RULES.declare(
     "service",
     Source.TEMPLATE,
     "a planned service as written is not what the plan counted: its task definition's GPU, CPU, memory, port or "
-    "log-driver figures, or its count, surge, Service Connect, placement strategies or distinctInstance constraint "
-    "(an escape hatch changed them after the plan read the construct)",
+    "log-driver figures, or its count, surge, Service Connect, placement strategies or constraints (an escape hatch "
+    "changed them after the plan read the construct)",
 )
 CAPACITY_NOT_AS_WRITTEN = RULES.declare(
     "ecs-gpu-sharing:CapacityNotAsWritten",
@@ -91,6 +92,20 @@ class Counted:
     max_percent: int = ECS_DEFAULT_MAX_PERCENT  # the deployment's maximum percent it counted
     placement: tuple[str, ...] = ()  # the placement strategies it replayed (core.placement's parts)
     distinct_instance: bool = False  # whether it counted a distinctInstance constraint
+    member_of: tuple[str, ...] = ()  # the memberOf expressions of the service and its task definition it read
+
+
+def member_of(*constraints: Any) -> tuple[str, ...]:
+    """The memberOf expressions of placement constraint lists (keys in either case), sorted; one the synth cannot
+    read as its JSON."""
+    out = []
+    for listing in constraints:
+        for item in listed(listing):
+            entry = camel_keys(item)
+            if str(entry.get("type", "")).lower() == "memberof":
+                expression = entry.get("expression")
+                out.append(expression if isinstance(expression, str) else json.dumps(expression, sort_keys=True))
+    return tuple(sorted(out))
 
 
 def _written_shape(task: Resource, counted: Counted | None) -> TaskShape | str:
@@ -159,7 +174,7 @@ def scaling_maxima(ctx: Templates) -> dict[Key, int]:
     return out
 
 
-def _service_differences(props: Mapping[str, Any], seen: Counted, scaling_max: int | None) -> list[str]:
+def _service_differences(props: Mapping[str, Any], task: Resource, seen: Counted, scaling_max: int | None) -> list[str]:
     """Where a planned service as written runs more tasks than the plan counted, or surges by another percent."""
     out = []
     desired = literal_number(props.get("DesiredCount", ECS_DEFAULT_DESIRED_COUNT))
@@ -183,6 +198,9 @@ def _service_differences(props: Mapping[str, Any], seen: Counted, scaling_max: i
     )
     if distinct != seen.distinct_instance:
         out.append(f"distinctInstance {_on(seen.distinct_instance)} counted, {_on(distinct)} written")
+    written = member_of(props.get("PlacementConstraints"), task.props.get("PlacementConstraints"))
+    if written != seen.member_of:
+        out.append(f"memberOf constraints {_show(seen.member_of)} counted, {_show(written)} written")
     return out
 
 
@@ -365,7 +383,7 @@ def _as_planned(
     out: Judgement, runner: Runner, task: Resource, seen: Counted, written: TaskShape | str, scaling_max: int | None
 ) -> None:
     assert seen.shape is not None
-    diff = _service_differences(runner.resource.props, seen, scaling_max)
+    diff = _service_differences(runner.resource.props, task, seen, scaling_max)
     if isinstance(written, str):
         diff.append(f"its task definition's figures as written cannot be read ({written})")
     else:
