@@ -5,6 +5,7 @@ synthesizes the same roads through aws-cdk-lib."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -322,3 +323,27 @@ def test_user_data_that_keeps_the_settings_passes_and_an_undone_one_can_be_allow
     allowed = {("s", "Group"): {written_fit.HOST_SETTING_UNDONE: "no awsvpc tasks here"}}
     judged = written_fit.judge(undone, CAPACITIES, {}, allowed, {"l4": 3})
     assert judged.violations == [] and [r for _, r, _ in judged.allowed] == [written_fit.HOST_SETTING_UNDONE]
+
+
+def _with_input(overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    name, rule = _rule(LaunchType="EC2")
+    rule["Properties"]["Targets"][0]["Input"] = json.dumps(overrides)
+    return name, rule
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        pytest.param({"containerOverrides": [{"name": "model", "command": ["x"]}]}, [], id="nothing-counted"),
+        pytest.param({"containerOverrides": [{"name": "model", "memory": 4096}]}, [], id="more-memory-that-fits"),
+        pytest.param(
+            {"containerOverrides": [{"name": "model", "memory": 20000}]}, [TASK_EXCEEDS_HOST_MEMORY], id="too-much"
+        ),
+        pytest.param({"memory": "20000"}, [TASK_EXCEEDS_HOST_MEMORY], id="task-level-memory"),
+        pytest.param({"containerOverrides": [{"name": "other", "memory": 20000}]}, [], id="another-containers-name"),
+    ],
+)
+def test_a_scheduled_task_is_held_to_the_hosts_as_its_overrides_make_it(
+    overrides: dict[str, Any], refused: list[str]
+) -> None:
+    assert _rules(_templates(_with_input(overrides)), counted={}) == refused

@@ -108,9 +108,32 @@ def member_of(*constraints: Any) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def _written_shape(task: Resource, counted: Counted | None) -> TaskShape | str:
-    """One task as the template writes it, read as the plan reads a construct's; or why it cannot be read."""
-    props = task.props
+_OVERRIDDEN = ("cpu", "memory", "memoryReservation", "resourceRequirements")
+"""What a RunTask container override may set that the plan counts (Amazon ECS API Reference, ContainerOverride)."""
+
+
+def _as_run(props: Mapping[str, Any], overrides: Any) -> Mapping[str, Any]:
+    """A task definition's properties as a RunTask request's overrides, where they can be read, make the task:
+    task-level ``cpu`` and ``memory``, and each named container's CPU, memory and GPU requirements (Amazon ECS API
+    Reference, TaskOverride and ContainerOverride)."""
+    request = camel_keys(overrides)
+    if not request:
+        return props
+    containers = [camel_keys(c) for c in listed(props.get("ContainerDefinitions"))]
+    for given in listed(request.get("containerOverrides")):
+        override = camel_keys(given)
+        for container in containers:
+            if container.get("name") == override.get("name"):
+                container.update({k: override[k] for k in _OVERRIDDEN if k in override})
+    run = {**props, "ContainerDefinitions": containers}
+    run.update({key.title(): request[key] for key in ("cpu", "memory") if key in request})
+    return run
+
+
+def _written_shape(task: Resource, counted: Counted | None, overrides: Any = None) -> TaskShape | str:
+    """One task as the template writes it (and a runner's readable overrides make it), read as the plan reads a
+    construct's; or why it cannot be read."""
+    props = _as_run(task.props, overrides)
     try:
         containers = containers_from_cloudformation(props.get("ContainerDefinitions"), owner=cdk_path(task))
         extra = {"proxy_memory_mib": counted.proxy_memory_mib} if counted and counted.proxy_memory_mib else {}
@@ -360,7 +383,7 @@ def judge(
         seen = counted.get(key) if runner.what == "service" else None
         if runner.serves and seen is None and named:
             _not_planned(out, allowed or {}, runner, [c.name for c in on])
-        written = _written_shape(task, seen)
+        written = _written_shape(task, seen, None if isinstance(runner.overrides, str) else runner.overrides)
         if seen is not None and seen.shape is not None:
             _as_planned(out, runner, task, seen, written, maxima.get(key))
         elif isinstance(written, TaskShape):
@@ -414,10 +437,12 @@ def _fits(
     fits_one = any(not any(c is capacity for c, _ in found) for capacity in on)
     if not found or (not named and (fits_one or not (shape.gpu_budgets_mib or shape.whole_gpus))):
         return
+    overridden = bool(camel_keys(runner.overrides)) if not isinstance(runner.overrides, str) else False
     for capacity, problem in found:
         message = (
             f"[{problem.rule_id}] {runner.what} {cdk_path(runner.resource)} runs task definition {cdk_path(task)} "
-            f"on GPU capacity {capacity.name}, as written: {problem.what}, so ECS never places it; {problem.fix}"
+            f"on GPU capacity {capacity.name}, as written{' and overridden' if overridden else ''}: {problem.what}, "
+            f"so ECS never places it; {problem.fix}"
         )
         out.violations.append(_violation(runner.resource, problem.rule_id, message))
 
