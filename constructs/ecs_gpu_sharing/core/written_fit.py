@@ -3,19 +3,20 @@
 The fit plan reads the services it finds among the constructs, and their task definitions as the constructs hold
 them; the templates are what CloudFormation deploys. They part where a team writes past the constructs: an L1
 ``CfnService`` or a task set on a GPU capacity's provider, an escape hatch (``add_property_override``) that gives a
-container an MPS budget, more memory or another GPU figure after the plan read it, a scheduled task, pipe, state
-machine or SDK call that runs a task there. Each is read back from the templates (``core.runners`` finds the runners,
-``core.tenancy`` the capacities they land on):
+container an MPS budget, more memory, another count or placement after the plan read it, a capacity's group or user
+data changed, a scheduled task, pipe, state machine or SDK call that runs a task there. Each is read back from the
+templates (``core.runners`` finds the runners, ``core.tenancy`` the capacities they land on):
 
 - a service or task set the plan neither counted nor listed as outside it is refused (``ServiceNotPlanned``): its
   tasks are in no count, so neither the plan nor a derived ``max_instances`` holds them;
-- a service the plan counted whose task definition, as written, asks for other GPU, CPU or memory figures than the
-  plan counted is refused (``PlanNotAsWritten``);
-- any other task a runner puts on a GPU capacity, as written, meets the task rules (``core.task_rules``: one task
-  never fits a host of the capacity when its budgets pass one GPU, its CPU or memory the host's, ...): on a capacity
-  its strategy names, on that one; on the EC2 launch type, on at least one GPU capacity of its cluster.
-
-What a runner's RunTask overrides (CPU, memory) is not read here: ``core.tenancy`` judges their environment and role.
+- a service the plan counted that, as written, runs another task, more tasks, another surge, Service Connect or
+  placement than the plan counted is refused (``PlanNotAsWritten``);
+- a capacity that, as written, launches other instance types or fewer instances than the plan counted
+  (``CapacityNotAsWritten``), or whose user data undoes what its hosts keep (``HostSettingUndone``), is refused;
+- any other task a runner puts on a GPU capacity, as written and as its readable RunTask overrides make it, meets the
+  task rules (``core.task_rules``: one task never fits a host of the capacity when its budgets pass one GPU, its CPU
+  or memory the host's, ...): on a capacity its strategy names, on that one; on the EC2 launch type, on at least one
+  GPU capacity of its cluster.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ HOST_SETTING_UNDONE = RULES.declare(
     Source.TEMPLATE,
     "a GPU capacity's user data, as written, leaves one of the agent settings its hosts keep true "
     f"({', '.join(HARDENED_SETTINGS)}) unset or false after the library's line, or joins its hosts to a cluster "
-    "other than the capacity's (ECS_CLUSTER): the last line of /etc/ecs/ecs.config wins (FleetPlan.allow permits a "
-    "hardening setting, with a reason)",
+    "other than the capacity's (ECS_CLUSTER): the last line of /etc/ecs/ecs.config wins (FleetPlan.allow permits it, "
+    "with a reason)",
 )
 ALLOWABLE = (SERVICE_NOT_PLANNED, HOST_SETTING_UNDONE)
 
