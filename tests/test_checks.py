@@ -10,9 +10,11 @@ import pytest
 from ecs_gpu_sharing.core.allocation import AllocationNote, Evidence
 from ecs_gpu_sharing.core.capacity_facts import (
     AMI_LOG_DRIVERS,
+    RESERVED_HOST_PORTS,
     host_facts,
     log_drivers_in_user_data,
     reserved_memory_in_user_data,
+    reserved_ports_in_user_data,
 )
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
@@ -167,6 +169,27 @@ def test_error_a_host_port_the_agent_reserves(port: int) -> None:
     assert finding.rule_id == TASK_MAPS_RESERVED_HOST_PORT and f"host port {port}/tcp" in finding.message
     udp = assess([L4], [_ported(1, (port, "udp"))]).errors  # the agent reserves no UDP port by default
     assert TASK_MAPS_RESERVED_HOST_PORT not in {e.rule_id for e in udp}
+
+
+def test_the_host_ports_the_hosts_user_data_reserves_replace_the_agents() -> None:
+    """ECS_RESERVED_PORTS takes the place of the agent's defaults (amazon-ecs-agent, agent/config/config.go, Merge)."""
+    user_data = "echo 'ECS_RESERVED_PORTS=[22, 8080]' >> /etc/ecs/ecs.config"
+    reserved = reserved_ports_in_user_data(user_data)
+    assert reserved == (22, 8080)
+    l4 = replace(L4, reserved_ports=reserved)
+    (finding,) = assess([l4], [_ported(1, (8080, "tcp"))]).errors
+    assert (
+        finding.rule_id == TASK_MAPS_RESERVED_HOST_PORT and "ECS_RESERVED_PORTS in their user data" in finding.message
+    )
+    for cap, port in ((l4, 2375), (L4, 8080)):  # 2375 no longer reserved there; 8080 not by default
+        assert TASK_MAPS_RESERVED_HOST_PORT not in {
+            e.rule_id for e in assess([cap], [_ported(1, (port, "tcp"))]).errors
+        }
+
+
+@pytest.mark.parametrize("value", ["", "$PORTS", "[true]", "not json", "[]"])
+def test_reserved_ports_the_synth_cannot_read_keep_the_agents_defaults(value: str) -> None:
+    assert reserved_ports_in_user_data(f"echo ECS_RESERVED_PORTS={value} >> /etc/ecs/ecs.config") == RESERVED_HOST_PORTS
 
 
 def _logged(*drivers: str) -> ServiceInput:

@@ -510,7 +510,7 @@ def test_a_log_driver_the_hosts_do_not_register_fails_unless_their_user_data_reg
 
 
 @pytest.mark.parametrize("reserved", [None, "2048", "8192"])
-def test_memory_the_hosts_agent_reserves_is_not_offered_to_tasks(reserved: str | None) -> None:
+def test_memory_and_ports_the_hosts_agent_reserves_are_not_offered_to_tasks(reserved: str | None) -> None:
     """A g6.xlarge offers tasks 15401 MiB a host; ECS_RESERVED_MEMORY in the hosts' user data takes that much off what
     the agent registers (amazon-ecs-agent, agent/config/types.go, ReservedMemory), and the plan offers it no more."""
     fleet = Fleet()
@@ -523,9 +523,13 @@ def test_memory_the_hosts_agent_reserves_is_not_offered_to_tasks(reserved: str |
         with pytest.raises(Exception, match=r"one task needs 12288 MiB of host memory, more than the 7209 MiB"):
             fleet.synth()
         return
+    fleet.capacity.launch_template.user_data.add_commands(  # type: ignore[union-attr]
+        "echo 'ECS_RESERVED_PORTS=[22, 9100]' >> /etc/ecs/ecs.config"
+    )
     fleet.synth()
-    offered = FleetPlan.of(fleet.stack).assessment.steady.capacities[0].capacity.host_memory_mib
-    assert offered == 15401 - (int(reserved) if reserved else 0)
+    planned = FleetPlan.of(fleet.stack).assessment.steady.capacities[0].capacity
+    assert planned.host_memory_mib == 15401 - (int(reserved) if reserved else 0)
+    assert planned.reserved_ports == (22, 9100)  # the user data's list takes the agent's defaults' place
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct
 
 from ..core.capacity_facts import (
+    RESERVED_HOST_PORTS,
     ROOT_VOLUME_DEFAULT_GIB,
     ROOT_VOLUME_MAX_GIB,
     ROOT_VOLUME_MIN_GIB,
@@ -22,6 +23,7 @@ from ..core.capacity_facts import (
     host_facts,
     log_drivers_in_user_data,
     reserved_memory_in_user_data,
+    reserved_ports_in_user_data,
 )
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
@@ -192,6 +194,11 @@ class PlannedGpuCapacity:
         """Memory (MiB) the hosts' agent keeps from what it registers for tasks (ECS_RESERVED_MEMORY); 0 unless the
         capacity's user data sets it."""
         return 0
+
+    @property
+    def reserved_ports(self) -> tuple[int, ...]:
+        """The TCP host ports the hosts' agent keeps from tasks: its defaults unless the user data sets them."""
+        return RESERVED_HOST_PORTS
 
     @property
     def provider_names(self) -> tuple[str, ...]:
@@ -503,15 +510,24 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
     def log_drivers(self) -> tuple[str, ...]:
         """The log drivers the hosts' agent registers: the AMI's, or those a line of the launch template's user data
         sets (ECS_AVAILABLE_LOGGING_DRIVERS), read when the plan runs at synth; ``()`` where it cannot be read."""
-        user_data = self.launch_template.user_data
-        return log_drivers_in_user_data(user_data.render() if user_data is not None else "")
+        return log_drivers_in_user_data(self._user_data())
 
     @property
     def agent_reserved_memory_mib(self) -> int:
         """What a line of the launch template's user data keeps from the memory the agent registers
         (ECS_RESERVED_MEMORY), read when the plan runs at synth; the plan offers tasks that much less a host."""
+        return reserved_memory_in_user_data(self._user_data())
+
+    @property
+    def reserved_ports(self) -> tuple[int, ...]:
+        """The TCP host ports the hosts' agent keeps from tasks: ECS_RESERVED_PORTS where a line of the launch
+        template's user data sets it, else the agent's defaults; read when the plan runs at synth."""
+        return reserved_ports_in_user_data(self._user_data())
+
+    def _user_data(self) -> str:
+        """The launch template's user data as the hosts will run it (references as CDK renders them)."""
         user_data = self.launch_template.user_data
-        return reserved_memory_in_user_data(user_data.render() if user_data is not None else "")
+        return user_data.render() if user_data is not None else ""
 
     @property
     def max_instances(self) -> int:

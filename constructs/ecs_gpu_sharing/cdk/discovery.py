@@ -78,6 +78,9 @@ class PlannedCapacity(Protocol):
     def agent_reserved_memory_mib(self) -> int: ...
 
     @property
+    def reserved_ports(self) -> tuple[int, ...]: ...
+
+    @property
     def cluster(self) -> ecs.ICluster: ...
 
 
@@ -545,5 +548,6 @@ def _add_capacities(
                 acknowledged=acks(same[0]),  # type: ignore[arg-type]
                 log_drivers=same[0].log_drivers,
                 agent_reserved_memory_mib=same[0].agent_reserved_memory_mib,
+                reserved_ports=same[0].reserved_ports,
             )
         )

@@ -179,6 +179,27 @@ def ecs_settings(user_data: str) -> dict[str, str]:
     return {name: value.strip("'\"") for name, value in _ECS_SETTING.findall(user_data)}
 
 
+RESERVED_HOST_PORTS = (22, 2375, 2376, 51678, 51679)
+"""The TCP host ports the ECS agent reserves on every Linux host unless told otherwise (amazon-ecs-agent,
+agent/config/config_unix.go, ReservedPorts: SSH, the Docker daemon and its TLS port, the agent's introspection and task
+metadata endpoints)."""
+
+
+def reserved_ports_in_user_data(user_data: str) -> tuple[int, ...]:
+    """The TCP host ports the hosts' agent reserves: ECS_RESERVED_PORTS where a user data line sets a JSON list of
+    them, which takes the defaults' place (amazon-ecs-agent, agent/config/config.go: Merge fills only what the
+    environment left unset), else ``RESERVED_HOST_PORTS``; a value the synth cannot read keeps the defaults."""
+    lines = re.findall(r"ECS_RESERVED_PORTS=([^\n]*)", user_data)
+    listed = _JSON_LIST.search(lines[-1]) if lines else None
+    try:
+        ports = json.loads(listed.group()) if listed else None
+    except ValueError:
+        ports = None
+    if isinstance(ports, list) and ports and all(isinstance(p, int) and not isinstance(p, bool) for p in ports):
+        return tuple(ports)
+    return RESERVED_HOST_PORTS
+
+
 def reserved_memory_in_user_data(user_data: str) -> int:
     """The memory (MiB) a user data's ECS_RESERVED_MEMORY keeps from what the agent registers for tasks (amazon-ecs-
     agent, agent/config/types.go, ReservedMemory: "Reduction, in MiB, of the memory capacity of the instance that is

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .allocation import AllocationNote, Evidence
-from .capacity_facts import AMI_LOG_DRIVERS, HostFacts
+from .capacity_facts import AMI_LOG_DRIVERS, RESERVED_HOST_PORTS, HostFacts
 from .fleet import FleetSpec
 from .placement import LIBRARY_STRATEGY
 from .planner import EC2, ECS_DEFAULT_MAX_PERCENT, CapacityInput, ServiceInput
@@ -41,9 +41,11 @@ def capacity_input(
     acknowledged: Mapping[str, str] | None = None,
     log_drivers: tuple[str, ...] | None = None,
     agent_reserved_memory_mib: int = 0,
+    reserved_ports: tuple[int, ...] = RESERVED_HOST_PORTS,
 ) -> CapacityInput:
     """A capacity as the planner sees it: ``facts`` less what ``daemons`` take of each host, and less the memory its
-    agent keeps from tasks (``agent_reserved_memory_mib``, ECS_RESERVED_MEMORY in the hosts' user data).
+    agent keeps from tasks (``agent_reserved_memory_mib``, ECS_RESERVED_MEMORY in the hosts' user data); its hosts'
+    agent keeps ``reserved_ports`` from tasks (the agent's defaults unless the user data sets ECS_RESERVED_PORTS).
     ``log_drivers``: those its hosts register, read from their user data; unless given, the AMI's on EC2, and not
     known on Managed Instances (AWS's hosts, whose agent settings this project has not read)."""
     shares = tuple(daemons)
@@ -69,6 +71,7 @@ def capacity_input(
         cuda_context_mib=facts.gpu_memory.cuda_context_mib,
         cuda_context_source=facts.gpu_memory.cuda_context_source,
         log_drivers=log_drivers if log_drivers is not None else (AMI_LOG_DRIVERS if kind == EC2 else ()),
+        reserved_ports=reserved_ports,
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .capacity_facts import LOG_DRIVER_ATTRIBUTE
+from .capacity_facts import LOG_DRIVER_ATTRIBUTE, RESERVED_HOST_PORTS
 from .mps import MAX_CLIENTS_PER_GPU
 
 if TYPE_CHECKING:  # types only: the planner imports this module
@@ -24,9 +24,6 @@ TASK_EXCEEDS_HOST_MEMORY = "ecs-gpu-sharing:TaskExceedsHostMemory"
 TASK_BELOW_CUDA_CONTEXT = "ecs-gpu-sharing:TaskBelowCudaContext"
 TASK_MAPS_RESERVED_HOST_PORT = "ecs-gpu-sharing:TaskMapsReservedHostPort"
 TASK_LOG_DRIVER_NOT_ON_HOSTS = "ecs-gpu-sharing:TaskLogDriverNotOnHosts"
-# The TCP host ports the ECS agent reserves on every Linux host (amazon-ecs-agent, agent/config/config_unix.go,
-# ReservedPorts: SSH, the Docker daemon and its TLS port, the agent's introspection and task metadata endpoints).
-RESERVED_HOST_PORTS = (22, 2375, 2376, 51678, 51679)
 
 
 @dataclass(frozen=True)
@@ -107,14 +104,17 @@ def _host_memory(service: ServiceInput, capacity: CapacityInput) -> str | None:
 
 
 def _reserved_port(service: ServiceInput, capacity: CapacityInput) -> str | None:
-    ports = [p for p, protocol in service.shape.host_ports if protocol == "tcp" and p in RESERVED_HOST_PORTS]
+    reserved = capacity.reserved_ports
+    ports = [p for p, protocol in service.shape.host_ports if protocol == "tcp" and p in reserved]
     if not ports:
         return None
     shown = ", ".join(f"{p}/tcp" for p in ports)
-    return (
-        f"one task maps host port {shown}, which the ECS agent reserves on every host (amazon-ecs-agent, "
-        f"agent/config/config_unix.go: ReservedPorts {', '.join(map(str, RESERVED_HOST_PORTS))}): ECS never places it"
+    whose = (
+        "the ECS agent reserves on every host (amazon-ecs-agent, agent/config/config_unix.go: ReservedPorts"
+        if reserved == RESERVED_HOST_PORTS
+        else f"the agent of {capacity.name}'s hosts reserves (ECS_RESERVED_PORTS in their user data:"
     )
+    return f"one task maps host port {shown}, which {whose} {', '.join(map(str, reserved))}): ECS never places it"
 
 
 def _log_drivers(service: ServiceInput, capacity: CapacityInput) -> str | None:
@@ -179,8 +179,9 @@ TASK_RULES: tuple[TaskRule, ...] = (
     ),
     TaskRule(
         TASK_MAPS_RESERVED_HOST_PORT,
-        "a task mapping a host port the ECS agent reserves on every host (22, 2375, 2376, 51678, 51679: "
-        "amazon-ecs-agent, agent/config/config_unix.go, ReservedPorts) is never placed",
+        "a task mapping a host port the ECS agent reserves on its host (22, 2375, 2376, 51678, 51679 unless the hosts' "
+        "user data sets ECS_RESERVED_PORTS: amazon-ecs-agent, agent/config/config_unix.go, ReservedPorts) is never "
+        "placed",
         "map host port 0 (a dynamic port, which a load balancer's target group follows) or another port",
         _reserved_port,
     ),

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..allocation import AllocationNote, Evidence
+from ..capacity_facts import RESERVED_HOST_PORTS
 from ..placement import LIBRARY_STRATEGY
 from ..shape import TaskShape
 
@@ -48,6 +49,7 @@ class CapacityInput:
     cuda_context_source: str = ""
     # the log drivers its hosts register (a task logging with another is never placed there); () where not known
     log_drivers: tuple[str, ...] = ()
+    reserved_ports: tuple[int, ...] = RESERVED_HOST_PORTS  # the TCP host ports its hosts' agent keeps from tasks
 
 
 @dataclass(frozen=True)
