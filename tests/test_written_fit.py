@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -347,3 +348,23 @@ def test_a_scheduled_task_is_held_to_the_hosts_as_its_overrides_make_it(
     overrides: dict[str, Any], refused: list[str]
 ) -> None:
     assert _rules(_templates(_with_input(overrides)), counted={}) == refused
+
+
+@pytest.mark.parametrize(
+    ("line", "counted"),
+    [
+        ("echo ECS_RESERVED_MEMORY=2048 >> /etc/ecs/ecs.config\n", {"agent_reserved_memory_mib": 2048}),
+        ("echo 'ECS_RESERVED_PORTS=[22, 9100]' >> /etc/ecs/ecs.config\n", {"reserved_ports": (22, 9100)}),
+        (
+            "echo 'ECS_AVAILABLE_LOGGING_DRIVERS=[\"awslogs\"]' >> /etc/ecs/ecs.config\n",
+            {"log_drivers": ("awslogs", "awsfirelens")},
+        ),
+    ],
+)
+def test_agent_settings_the_plan_reads_are_held_to_the_user_data_as_written(line: str, counted: dict[str, Any]) -> None:
+    """The plan reads them from the construct's user data; an escape hatch over the launch template's UserData writes
+    other hosts."""
+    templates = _group(_user_data(line))
+    judged = written_fit.judge(templates, {"l4": replace(L4, **counted)}, {}, None, {"l4": 3})
+    assert judged.violations == []
+    assert _capacity_rules(templates) == [written_fit.CAPACITY_NOT_AS_WRITTEN]

@@ -72,6 +72,7 @@ def capacity_input(
         cuda_context_source=facts.gpu_memory.cuda_context_source,
         log_drivers=log_drivers if log_drivers is not None else (AMI_LOG_DRIVERS if kind == EC2 else ()),
         reserved_ports=reserved_ports,
+        agent_reserved_memory_mib=agent_reserved_memory_mib,
     )
 
 

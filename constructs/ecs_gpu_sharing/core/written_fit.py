@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import placement
-from .capacity_facts import HARDENED_SETTINGS, ecs_settings
+from .capacity_facts import (
+    HARDENED_SETTINGS,
+    ecs_settings,
+    log_drivers_in_user_data,
+    reserved_memory_in_user_data,
+    reserved_ports_in_user_data,
+)
 from .errors import GpuSharingError
 from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, CapacityInput
 from .rule_family import Family, Level, Source
@@ -263,6 +269,11 @@ def _launch_data(ctx: Templates, group: Resource) -> dict[str, Any]:
     return camel_keys(template.props.get("LaunchTemplateData")) if template is not None else {}
 
 
+def _user_data_text(ctx: Templates, group: Resource) -> str:
+    """The user data of an Auto Scaling group's launch template, as text (``_text``)."""
+    return _text(ctx, _launch_data(ctx, group).get("userData"), group.stack)
+
+
 def _text(ctx: Templates, value: Any, stack: str) -> str:
     """A template value as text: strings as written, joins and substitutions joined, a reference to a resource of the
     templates (in its stack or through an output) as ``${stack/logical id}``, anything else as ``${?}``."""
@@ -282,9 +293,25 @@ def _text(ctx: Templates, value: Any, stack: str) -> str:
     return "${?}"
 
 
+def _host_settings_read(text: str, capacity: CapacityInput) -> list[str]:
+    """Where an EC2 GPU capacity's user data, as written, sets what the plan read from the construct's otherwise (an
+    escape hatch over the launch template's UserData): its log drivers, reserved host ports and reserved memory."""
+    out = []
+    drivers = log_drivers_in_user_data(text)
+    if drivers and capacity.log_drivers and drivers != capacity.log_drivers:
+        out.append(f"log drivers {_show(capacity.log_drivers)} counted, {_show(drivers)} written")
+    ports = reserved_ports_in_user_data(text)
+    if ports != capacity.reserved_ports:
+        out.append(f"reserved host ports {_show(capacity.reserved_ports)} counted, {_show(ports)} written")
+    memory = reserved_memory_in_user_data(text)
+    if memory != capacity.agent_reserved_memory_mib:
+        out.append(f"ECS_RESERVED_MEMORY {capacity.agent_reserved_memory_mib} counted, {memory} written")
+    return out
+
+
 def _host_settings(ctx: Templates, caps: GpuCapacities, group: Resource, name: str) -> list[str]:
     """What an EC2 GPU capacity's user data, as written, undoes: a hardening setting, or the cluster its hosts join."""
-    settings = ecs_settings(_text(ctx, _launch_data(ctx, group).get("userData"), group.stack))
+    settings = ecs_settings(_user_data_text(ctx, group))
     out = [
         f"{setting}={settings.get(setting, '(unset)')} written last, where its hosts keep it true"
         for setting in HARDENED_SETTINGS
@@ -342,6 +369,8 @@ def _capacities_as_written(
         most, planned = literal_number(group.props.get("MaxSize")), max_instances.get(name)
         if most is not None and planned is not None and most < planned:
             diff.append(f"max_instances {planned} planned, MaxSize {most} written")
+        if group.kind == "AWS::AutoScaling::AutoScalingGroup":
+            diff += _host_settings_read(_user_data_text(ctx, group), capacity)
         if diff:
             message = (
                 f"[{CAPACITY_NOT_AS_WRITTEN}] capacity {name} ({cdk_path(group)}) as written is not what the plan "

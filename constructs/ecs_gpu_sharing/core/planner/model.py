@@ -50,6 +50,7 @@ class CapacityInput:
     # the log drivers its hosts register (a task logging with another is never placed there); () where not known
     log_drivers: tuple[str, ...] = ()
     reserved_ports: tuple[int, ...] = RESERVED_HOST_PORTS  # the TCP host ports its hosts' agent keeps from tasks
+    agent_reserved_memory_mib: int = 0  # ECS_RESERVED_MEMORY its user data sets (already off host_memory_mib)
 
 
 @dataclass(frozen=True)
