@@ -155,6 +155,13 @@ def test_a_service_listed_outside_the_plan_is_not_refused_but_its_task_must_fit(
     assert _rules(templates, counted=outside) == [TASK_EXCEEDS_GPU_MEMORY]
 
 
+def test_an_uncounted_gpu_service_on_the_ec2_launch_type_is_refused() -> None:
+    """ECS may place it on the GPU hosts, whose provider does not scale for it; one without a GPU may run elsewhere."""
+    on_ec2 = _service(LaunchType="EC2")
+    assert _rules(_templates(on_ec2), counted={}) == [written_fit.SERVICE_NOT_PLANNED]
+    assert _rules(_templates(on_ec2, task=_task(budget=None)), counted={}) == []
+
+
 def test_the_clusters_default_strategy_names_the_capacity() -> None:
     default = {"DefaultCapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Provider"}}]}
     assert _rules(_templates(_service(), **default), counted={}) == [written_fit.SERVICE_NOT_PLANNED]

@@ -205,7 +205,8 @@ def scaling_maxima(ctx: Templates) -> dict[Key, int]:
 
 
 def _service_differences(props: Mapping[str, Any], task: Resource, seen: Counted, scaling_max: int | None) -> list[str]:
-    """Where a planned service as written runs more tasks than the plan counted, or surges by another percent."""
+    """Where a planned service as written runs more tasks than the plan counted, surges by another percent, or runs
+    with Service Connect, placement strategies or constraints the plan did not count."""
     out = []
     desired = literal_number(props.get("DesiredCount", ECS_DEFAULT_DESIRED_COUNT))
     if desired is not None and desired > seen.tasks:
@@ -313,7 +314,7 @@ def _host_settings(ctx: Templates, caps: GpuCapacities, group: Resource, name: s
     """What an EC2 GPU capacity's user data, as written, undoes: a hardening setting, or the cluster its hosts join."""
     settings = ecs_settings(_user_data_text(ctx, group))
     out = [
-        f"{setting}={settings.get(setting, '(unset)')} written last, where its hosts keep it true"
+        f"{setting}={settings[setting]} written last" if setting in settings else f"{setting} not written"
         for setting in HARDENED_SETTINGS
         if settings.get(setting) != "true"
     ]
@@ -374,14 +375,16 @@ def _capacities_as_written(
         if diff:
             message = (
                 f"[{CAPACITY_NOT_AS_WRITTEN}] capacity {name} ({cdk_path(group)}) as written is not what the plan "
-                f"counted: {'; '.join(diff)}. An escape hatch changed its Auto Scaling group or provider after the "
-                "plan read the construct; give instance_types and max_instances to the capacity instead"
+                f"counted: {'; '.join(diff)}. An escape hatch changed its Auto Scaling group, provider or launch "
+                "template after the plan read the construct; give instance_types and max_instances to the capacity, "
+                "and add agent settings to its launch_template.user_data, where the plan reads them"
             )
             out.violations.append(_violation(group, CAPACITY_NOT_AS_WRITTEN, message))
         undone = _host_settings(ctx, caps, group, name) if group.kind == "AWS::AutoScaling::AutoScalingGroup" else []
         if undone:
             message = (
-                f"capacity {name} ({cdk_path(group)}): its user data as written undoes what its hosts keep: "
+                f"capacity {name} ({cdk_path(group)}): its user data as written undoes what its hosts keep true "
+                f"({', '.join(HARDENED_SETTINGS)}, and ECS_CLUSTER the capacity's cluster): "
                 f"{'; '.join(undone)} (ecs-init reads /etc/ecs/ecs.config line by line, a later line over an earlier "
                 f"one). Remove the line, or allow {HOST_SETTING_UNDONE} with a reason (FleetPlan.allow)"
             )
@@ -411,9 +414,10 @@ def judge(
             continue  # not on a GPU capacity; a task definition the templates do not hold is core.tenancy's
         key = (runner.resource.stack, runner.resource.logical_id)
         seen = counted.get(key) if runner.what == "service" else None
-        if runner.serves and seen is None and named:
-            _not_planned(out, allowed or {}, runner, [c.name for c in on])
         written = _written_shape(task, seen, None if isinstance(runner.overrides, str) else runner.overrides)
+        gpu_task = isinstance(written, TaskShape) and written.uses_gpu  # on the EC2 launch type, GPU hosts take it
+        if runner.serves and seen is None and (named or gpu_task):
+            _not_planned(out, allowed or {}, runner, [c.name for c in on])
         if seen is not None and seen.shape is not None:
             _as_planned(out, runner, task, seen, written, maxima.get(key))
         elif isinstance(written, TaskShape):
