@@ -37,12 +37,12 @@ from conftest import new_app
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/x/model@sha256:" + "0" * 64)
 
 
-def _app() -> tuple[cdk.App, cdk.Stack, ecs.Cluster, GpuCapacity]:
+def _app(**capacity_options: Any) -> tuple[cdk.App, cdk.Stack, ecs.Cluster, GpuCapacity]:
     app = new_app()
     stack = cdk.Stack(app, "Gpu")
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
     cluster = ecs.Cluster(stack, "Cluster", vpc=vpc)
-    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"], **capacity_options)
     return app, stack, cluster, capacity
 
 
@@ -286,7 +286,7 @@ def test_an_mps_budget_given_by_an_escape_hatch_is_not_what_the_plan_counted() -
 
 def test_an_l1_service_on_the_capacity_is_refused_until_allowed() -> None:
     def build(allow: bool) -> cdk.App:
-        app, stack, cluster, capacity = _app()
+        app, stack, cluster, capacity = _app(max_instances=4)  # given: the plan does not derive it without the service
         task = _model_task(stack)
         service = ecs.CfnService(
             stack,

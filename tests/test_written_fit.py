@@ -130,13 +130,15 @@ def test_a_planned_service_scales_to_no_more_than_the_plan_counted(most: int, re
     assert rules == ([written_fit.PLAN_NOT_AS_WRITTEN] if refused else [])
 
 
-def test_a_service_the_plan_does_not_count_is_refused_and_can_be_allowed() -> None:
+def test_a_service_the_plan_does_not_count_is_refused_and_allowed_only_within_a_given_max_instances() -> None:
     templates = _templates(_service(**ON_L4))
     assert _rules(templates, counted={}) == [written_fit.SERVICE_NOT_PLANNED]
     allowed = {("s", "Svc"): {written_fit.SERVICE_NOT_PLANNED: "max_instances is given for it"}}
-    judged = written_fit.judge(templates, CAPACITIES, {}, allowed)
+    judged = written_fit.judge(templates, {"l4": replace(L4, max_instances=4)}, {}, allowed)
     assert judged.violations == []
     assert [rule for _, rule, _ in judged.allowed] == [written_fit.SERVICE_NOT_PLANNED]
+    (derived,) = written_fit.judge(templates, CAPACITIES, {}, allowed).violations  # l4 derives max_instances
+    assert "max_instances of l4 is derived from a plan without its tasks: give it first" in derived.message
 
 
 def test_an_uncounted_service_whose_task_never_fits_says_both() -> None:

@@ -35,7 +35,7 @@ from .capacity_facts import (
     reserved_ports_in_user_data,
 )
 from .errors import GpuSharingError
-from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, CapacityInput
+from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES, CapacityInput
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
@@ -53,7 +53,7 @@ SERVICE_NOT_PLANNED = RULES.declare(
     Source.TEMPLATE,
     "a service or task set on a GPU capacity that the fit plan does not count (an L1 CfnService, a task set, a "
     "service made by an SDK call): its tasks are in no plan and no derived max_instances (FleetPlan.allow permits "
-    "it, with a reason, where the capacity's max_instances is given to hold them)",
+    "it, with a reason, where the capacity's max_instances is given to hold them, not derived)",
 )
 PLAN_NOT_AS_WRITTEN = RULES.declare(
     "ecs-gpu-sharing:PlanNotAsWritten",
@@ -417,7 +417,7 @@ def judge(
         written = _written_shape(task, seen, None if isinstance(runner.overrides, str) else runner.overrides)
         gpu_task = isinstance(written, TaskShape) and written.uses_gpu  # on the EC2 launch type, GPU hosts take it
         if runner.serves and seen is None and (named or gpu_task):
-            _not_planned(out, allowed or {}, runner, [c.name for c in on])
+            _not_planned(out, allowed or {}, runner, on)
         if seen is not None and seen.shape is not None:
             _as_planned(out, runner, task, seen, written, maxima.get(key))
         elif isinstance(written, TaskShape):
@@ -425,15 +425,23 @@ def judge(
     return out
 
 
-def _not_planned(out: Judgement, allowed: Allowed, runner: Runner, names: list[str]) -> None:
+def _not_planned(out: Judgement, allowed: Allowed, runner: Runner, on: list[CapacityInput]) -> None:
+    """ServiceNotPlanned: allowable only where no capacity it runs on derives max_instances from the plan (which would
+    leave its tasks out of the limit); Managed Instances takes no instance limit."""
     message = (
-        f"{runner.what} {cdk_path(runner.resource)} runs on GPU capacity {', '.join(names)}, but the fit plan does "
-        "not count it: the plan counts the services aws-ecs builds (Ec2Service, SharedGpuService, aws-ecs-patterns), "
-        "not an L1 CfnService, a task set or a service an SDK call makes, so no plan or derived max_instances holds "
-        "its tasks. Build it as an aws_ecs service, or give the capacity a max_instances that holds its tasks and "
-        f"allow {SERVICE_NOT_PLANNED} with a reason (FleetPlan.allow)"
+        f"{runner.what} {cdk_path(runner.resource)} runs on GPU capacity {', '.join(c.name for c in on)}, but the fit "
+        "plan does not count it: the plan counts the services aws-ecs builds (Ec2Service, SharedGpuService, "
+        "aws-ecs-patterns), not an L1 CfnService, a task set or a service an SDK call makes, so no plan or derived "
+        "max_instances holds its tasks. Build it as an aws_ecs service, or give the capacity a max_instances that "
+        f"holds its tasks and allow {SERVICE_NOT_PLANNED} with a reason (FleetPlan.allow)"
     )
-    add_finding(out, allowed, [runner.resource], SERVICE_NOT_PLANNED, message)
+    derived = [c.name for c in on if c.max_instances is None and c.kind != MANAGED_INSTANCES]
+    if not derived:
+        add_finding(out, allowed, [runner.resource], SERVICE_NOT_PLANNED, message)
+        return
+    first = f"max_instances of {', '.join(derived)} is derived from a plan without its tasks: give it first"
+    text = f"[{SERVICE_NOT_PLANNED}] {message} ({first})"
+    out.violations.append(_violation(runner.resource, SERVICE_NOT_PLANNED, text))
 
 
 def _as_planned(
