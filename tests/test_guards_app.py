@@ -131,6 +131,16 @@ def _model_task(stack: cdk.Stack, **container: Any) -> SharedGpuTaskDefinition:
     return task
 
 
+def _served(desired_count: int = 1) -> tuple[cdk.App, GpuCapacity, SharedGpuService]:
+    """The small app with one model service on the capacity."""
+    app, stack, cluster, capacity = _app()
+    task = _model_task(stack)
+    service = SharedGpuService(
+        stack, "Model", cluster=cluster, capacity=capacity, task_definition=task, desired_count=desired_count
+    )
+    return app, capacity, service
+
+
 def _escalating_service() -> tuple[cdk.App, SharedGpuService]:
     app, stack, cluster, capacity = _app()
     task = _model_task(stack)
@@ -320,10 +330,7 @@ def test_a_scheduled_task_that_no_host_can_hold_is_refused() -> None:
 
 
 def test_a_service_changed_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
-    app, stack, cluster, capacity = _app()
-    service = SharedGpuService(
-        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=2
-    )
+    app, _, service = _served(desired_count=2)
     service.service.node.default_child.add_property_override("DesiredCount", 40)  # type: ignore[union-attr]
     service.service.node.default_child.add_property_override(  # type: ignore[union-attr]
         "PlacementStrategies", [{"Type": "spread", "Field": "instanceId"}]
@@ -337,10 +344,7 @@ def test_a_service_changed_by_an_escape_hatch_is_not_what_the_plan_counted() -> 
 
 
 def test_an_instance_type_changed_by_an_escape_hatch_is_not_what_the_plan_counted() -> None:
-    app, stack, cluster, capacity = _app()
-    SharedGpuService(
-        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=1
-    )
+    app, capacity, _ = _served()
     group = capacity.auto_scaling_group.node.default_child
     group.add_property_override("MixedInstancesPolicy.LaunchTemplate.Overrides", [{"InstanceType": "g4dn.xlarge"}])  # type: ignore[union-attr]
     group.add_property_override("MaxSize", "0")  # type: ignore[union-attr]
@@ -350,10 +354,7 @@ def test_an_instance_type_changed_by_an_escape_hatch_is_not_what_the_plan_counte
 
 
 def test_user_data_that_lets_privileged_containers_back_is_refused() -> None:
-    app, stack, cluster, capacity = _app()
-    SharedGpuService(
-        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=1
-    )
+    app, capacity, _ = _served()
     capacity.launch_template.user_data.add_commands("echo ECS_DISABLE_PRIVILEGED=false >> /etc/ecs/ecs.config")  # type: ignore[union-attr]
     assert "ECS_DISABLE_PRIVILEGED=false written last" in _refused(app, "HostSettingUndone")
 
@@ -365,9 +366,6 @@ def test_a_check_of_the_templates_that_fails_is_reported_never_a_crash(monkeypat
         raise KeyError("a bug")
 
     monkeypatch.setattr(written_fit, "judge", broken)
-    app, stack, cluster, capacity = _app()
-    SharedGpuService(
-        stack, "Model", cluster=cluster, capacity=capacity, task_definition=_model_task(stack), desired_count=1
-    )
+    app, _, _ = _served()
     message = _refused(app, "RuleFailed")
     assert "the plan as written failed while checking the templates (KeyError: 'a bug')" in message
