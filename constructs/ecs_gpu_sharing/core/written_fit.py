@@ -70,8 +70,9 @@ CAPACITY_NOT_AS_WRITTEN = RULES.declare(
     "capacity",
     Source.TEMPLATE,
     "a GPU capacity as written launches instance types the plan did not count (its Auto Scaling group's, or a Managed "
-    "Instances provider's allowed types), or its group holds fewer instances (MaxSize) than the plan's max_instances "
-    "(an escape hatch changed it after the plan read the construct)",
+    "Instances provider's allowed types), its group holds fewer instances (MaxSize) than the plan's max_instances, or "
+    "its user data sets other log drivers, reserved ports or reserved memory than the plan read (an escape hatch "
+    "changed it after the plan read the construct)",
 )
 HOST_SETTING_UNDONE = RULES.declare(
     "ecs-gpu-sharing:HostSettingUndone",
