@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from . import catalog
 from .catalog import GpuInstanceType, Support
@@ -34,7 +35,6 @@ ROOT_VOLUME_MAX_GIB = 16_384
 FIRELENS_DRIVER = "awsfirelens"
 AMI_LOG_DRIVERS = ("json-file", "syslog", "awslogs", "fluentd", "none", FIRELENS_DRIVER)
 LOG_DRIVER_ATTRIBUTE = "com.amazonaws.ecs.capability.logging-driver."  # + the driver: the host attribute ECS matches
-_LOG_DRIVERS_SETTING = re.compile(r"ECS_AVAILABLE_LOGGING_DRIVERS=([^\n]*)")
 _JSON_LIST = re.compile(r"\[[^\]]*\]")
 RULES = Family("capacity")
 UNVERIFIED_INSTANCE_FAMILY = RULES.declare(
@@ -189,15 +189,26 @@ def reserved_ports_in_user_data(user_data: str) -> tuple[int, ...]:
     """The TCP host ports the hosts' agent reserves: ECS_RESERVED_PORTS where a user data line sets a JSON list of
     them, which takes the defaults' place (amazon-ecs-agent, agent/config/config.go: Merge fills only what the
     environment left unset), else ``RESERVED_HOST_PORTS``; a value the synth cannot read keeps the defaults."""
-    lines = re.findall(r"ECS_RESERVED_PORTS=([^\n]*)", user_data)
-    listed = _JSON_LIST.search(lines[-1]) if lines else None
-    try:
-        ports = json.loads(listed.group()) if listed else None
-    except ValueError:
-        ports = None
+    ports = _listed_setting(user_data, "ECS_RESERVED_PORTS")
     if isinstance(ports, list) and ports and all(isinstance(p, int) and not isinstance(p, bool) for p in ports):
         return tuple(ports)
     return RESERVED_HOST_PORTS
+
+
+_NOT_SET = object()
+
+
+def _listed_setting(user_data: str, name: str) -> Any:
+    """The JSON list the last line of ``user_data`` that sets ``name`` gives it (written bare, in single quotes or in
+    double quotes with its own quotes escaped); ``_NOT_SET`` where no line sets it, ``None`` where it cannot be read."""
+    lines = re.findall(rf"{name}=([^\n]*)", user_data)
+    if not lines:
+        return _NOT_SET
+    listed = _JSON_LIST.search(lines[-1])
+    try:
+        return json.loads(listed.group().replace('\\"', '"')) if listed else None
+    except ValueError:
+        return None
 
 
 def reserved_memory_in_user_data(user_data: str) -> int:
@@ -212,16 +223,9 @@ def log_drivers_in_user_data(user_data: str) -> tuple[str, ...]:
     """The log drivers the hosts of this user data register: the AMI's (``AMI_LOG_DRIVERS``) unless a line sets
     ECS_AVAILABLE_LOGGING_DRIVERS, then that list as the file's last setting gives it, with awsfirelens; ``()`` where
     the setting cannot be read at synth (a shell variable, say), so the drivers are not judged."""
-    settings = _LOG_DRIVERS_SETTING.findall(user_data)
-    if not settings:
+    drivers = _listed_setting(user_data, "ECS_AVAILABLE_LOGGING_DRIVERS")
+    if drivers is _NOT_SET:
         return AMI_LOG_DRIVERS
-    listed = _JSON_LIST.search(settings[-1])
-    if listed is None:
-        return ()
-    try:
-        drivers = json.loads(listed.group().replace('\\"', '"'))  # a list written inside double quotes
-    except ValueError:
-        return ()
     if not isinstance(drivers, list) or not all(isinstance(d, str) for d in drivers):
         return ()
     return tuple(dict.fromkeys([*drivers, FIRELENS_DRIVER]))

@@ -54,31 +54,13 @@ class Runner:
 
 def runners(ctx: Templates) -> Iterator[Runner]:
     """Every service, task set, scheduled ECS task, pipe and state machine task of the templates."""
-    for service in ctx.of_type("AWS::ECS::Service"):
-        p = service.props
-        external = (p.get("DeploymentController") or {}).get("Type") == "EXTERNAL"
-        if external and p.get("TaskDefinition") is None:
-            continue  # its task sets name the task definitions, and are judged themselves
-        yield Runner(
-            service,
-            "service",
-            p.get("Cluster"),
-            p.get("LaunchType"),
-            p.get("CapacityProviderStrategy"),
-            p.get("TaskDefinition"),
-            serves=True,
-        )
-    for task_set in ctx.of_type("AWS::ECS::TaskSet"):
-        p = task_set.props
-        yield Runner(
-            task_set,
-            "task set",
-            p.get("Cluster"),
-            p.get("LaunchType"),
-            p.get("CapacityProviderStrategy"),
-            p.get("TaskDefinition"),
-            serves=True,
-        )
+    for kind, what in (("AWS::ECS::Service", "service"), ("AWS::ECS::TaskSet", "task set")):
+        for resource in ctx.of_type(kind):
+            p = resource.props
+            if p.get("TaskDefinition") is None and (p.get("DeploymentController") or {}).get("Type") == "EXTERNAL":
+                continue  # an external service's task sets name the task definitions, and are judged themselves
+            strategy, task = p.get("CapacityProviderStrategy"), p.get("TaskDefinition")
+            yield Runner(resource, what, p.get("Cluster"), p.get("LaunchType"), strategy, task, serves=True)
     for rule in ctx.of_type("AWS::Events::Rule"):
         for target in rule.props.get("Targets") or []:
             yield from _scheduled(rule, target)
