@@ -44,7 +44,7 @@ from ..core.shape import (
 )
 from ..core.tokens import describe
 from ..core.written_fit import Counted, member_of
-from .rendered import rendered_properties
+from .rendered import rendered_properties, template_key
 
 
 class PlannedCapacity(Protocol):
@@ -98,11 +98,10 @@ class Discovered:
 
 
 def _resource_key(service: ecs.BaseService) -> tuple[str, str]:
-    """How the written templates name the service's resource: its template (file name) and logical id."""
-    stack = cdk.Stack.of(service)
+    """How the written templates name the service's resource."""
     cfn = service.node.default_child
     assert isinstance(cfn, cdk.CfnElement)
-    return stack.template_file.removesuffix(".template.json"), stack.get_logical_id(cfn)
+    return template_key(cfn)
 
 
 def user_construct(service: ecs.BaseService) -> IConstruct:

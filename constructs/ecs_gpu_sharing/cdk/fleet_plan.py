@@ -43,7 +43,7 @@ from ..core.tenancy import (
 from ..core.text import visible
 from .discovery import Discovered, PlannedCapacity, discover, user_construct
 from .limits import WrittenTemplates
-from .rendered import rendered_properties
+from .rendered import rendered_properties, template_key
 
 PLAN_FILE = "gpu-fleet-plan"
 PRICES_CONTEXT = "ecs-gpu-sharing:prices"
@@ -210,9 +210,7 @@ class FleetPlan(Construct):
                 if isinstance(task, ecs.TaskDefinition):
                     resources.extend(c for c in task.node.find_all() if isinstance(c, cdk.CfnResource))
             for resource in resources:
-                stack = cdk.Stack.of(resource)
-                key = (stack.template_file.removesuffix(".template.json"), stack.get_logical_id(resource))
-                out.setdefault(key, {}).update(rules)
+                out.setdefault(template_key(resource), {}).update(rules)
         return out
 
     def judge_templates(self, templates: Mapping[str, Any]) -> Judgement:
