@@ -143,21 +143,11 @@ class GpuCapacities:
         # a GPU cluster as written (its resource, or its literal name) -> its GPU capacities and default strategy
         self.held: dict[Key | str, set[str]] = defaultdict(set)
         self.defaults: dict[Key | str, tuple[str, ...]] = {}
+        # A cluster's providers and default strategy, set on the cluster or by an association resource.
         for r in ctx.of_type("AWS::ECS::ClusterCapacityProviderAssociations"):
-            held = {name for p in r.props.get("CapacityProviders") or [] if (name := self.provider(p, r.stack))}
-            if held:
-                cluster = self._add_cluster(r.props.get("Cluster"), r.stack)
-                if cluster is not None:
-                    self.held[cluster] |= held
-                    self.defaults[cluster] = self.strategy(r.props.get("DefaultCapacityProviderStrategy"), r.stack)
+            self._hold(r, r.props.get("Cluster"))
         for r in ctx.of_type("AWS::ECS::Cluster"):
-            held = {name for p in r.props.get("CapacityProviders") or [] if (name := self.provider(p, r.stack))}
-            if held:
-                self.clusters.add((r.stack, r.logical_id))
-                self.held[(r.stack, r.logical_id)] |= held
-                self.defaults[(r.stack, r.logical_id)] = self.strategy(
-                    r.props.get("DefaultCapacityProviderStrategy"), r.stack
-                )
+            self._hold(r, {"Ref": r.logical_id})
         for (stack, logical), name in self.providers.items():
             resource = ctx.target({"Ref": logical}, stack)
             if resource is not None and resource.props.get("ClusterName") is not None:  # Managed Instances
@@ -184,6 +174,15 @@ class GpuCapacities:
         if target is not None:
             return f"{target.stack}/{target.logical_id}"
         return json.dumps(value, sort_keys=True)
+
+    def _hold(self, holder: Resource, cluster: Any) -> None:
+        """Records ``cluster`` as a GPU cluster when ``holder`` gives it a GPU capacity's provider, with its default
+        strategy."""
+        held = {n for p in holder.props.get("CapacityProviders") or [] if (n := self.provider(p, holder.stack))}
+        key = self._add_cluster(cluster, holder.stack) if held else None
+        if key is not None:
+            self.held[key] |= held
+            self.defaults[key] = self.strategy(holder.props.get("DefaultCapacityProviderStrategy"), holder.stack)
 
     def _cluster_key(self, value: Any, stack: str) -> Key | str | None:
         """A cluster as written: its resource of the templates, else its literal name (an ARN's last part)."""
