@@ -64,13 +64,14 @@ def _plain_service_overridden(path: str, value: Any) -> cdk.App:
     """An Ec2Service on the capacity running a plain task definition, with ``path`` of the task written over."""
     app, stack, cluster, capacity = _app()
     task = _plain_task(stack)
-    ecs.Ec2Service(
+    service = ecs.Ec2Service(
         stack,
         "Svc",
         cluster=cluster,
         task_definition=task,
         capacity_provider_strategies=capacity.capacity_provider_strategies(),
     )
+    service.node.add_dependency(cluster)  # created after the cluster has the capacity's provider
     task.node.default_child.add_property_override(path, value)  # type: ignore[union-attr]
     return app
 
@@ -310,6 +311,7 @@ def test_an_l1_service_on_the_capacity_is_refused_until_allowed() -> None:
                 )
             ],
         )
+        service.node.add_dependency(cluster)
         if allow:
             FleetPlan.of(stack).allow(service, "ecs-gpu-sharing:ServiceNotPlanned", "max_instances is ours")
         return app
@@ -369,3 +371,24 @@ def test_a_check_of_the_templates_that_fails_is_reported_never_a_crash(monkeypat
     app, _, _ = _served()
     message = _refused(app, "RuleFailed")
     assert "the plan as written failed while checking the templates (KeyError: 'a bug')" in message
+
+
+@pytest.mark.parametrize("waits", [False, True])
+def test_a_plain_service_beside_the_cluster_waits_for_its_provider(waits: bool) -> None:
+    """aws-ecs orders an Ec2Service after its capacity provider (a reference) but not after the association that adds
+    the provider to the cluster; ECS refuses a strategy naming a provider the cluster does not have yet."""
+    app, stack, cluster, capacity = _app()
+    service = ecs.Ec2Service(
+        stack,
+        "Svc",
+        cluster=cluster,
+        task_definition=_model_task(stack),
+        desired_count=1,
+        capacity_provider_strategies=capacity.capacity_provider_strategies(),
+    )
+    if waits:
+        service.node.add_dependency(cluster)
+        app.synth()
+    else:
+        message = _refused(app, "ServiceAfterItsProviderIsAssociated")
+        assert "service.node.add_dependency(cluster)" in message

@@ -46,6 +46,7 @@ def _pattern() -> tuple[cdk.App, patterns.ApplicationLoadBalancedEc2Service, Sha
         capacity_provider_strategies=capacity.capacity_provider_strategies(),
         public_load_balancer=False,
     )
+    pattern.service.node.add_dependency(cluster)  # created after the cluster has the capacity's provider
     return app, pattern, task
 
 

@@ -121,6 +121,24 @@ def _alarm_topic(
     return _stack(*resources)
 
 
+def _associated(*runners: Res, depends: dict[str, Any] | None = None, default: bool = False) -> dict[str, Any]:
+    """A cluster, an Auto Scaling provider associated with it by a resource of its own (with a default strategy when
+    ``default``), and ``runners``; ``depends``: a runner's logical id -> its DependsOn."""
+    association: dict[str, Any] = {"Cluster": {"Ref": "Cluster"}, "CapacityProviders": [{"Ref": "Cp"}]}
+    association["DefaultCapacityProviderStrategy"] = [{"CapacityProvider": {"Ref": "Cp"}}] if default else []
+    return _stack(
+        ("Cluster", "AWS::ECS::Cluster", {}),
+        ("Cp", "AWS::ECS::CapacityProvider", {"AutoScalingGroupProvider": {"AutoScalingGroupArn": "arn"}}),
+        ("Assoc", "AWS::ECS::ClusterCapacityProviderAssociations", association),
+        _task(),
+        *runners,
+        attributes={lid: {"DependsOn": d} for lid, d in (depends or {}).items()},
+    )
+
+
+_ON_CP = {"Cluster": {"Ref": "Cluster"}, "CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Cp"}}]}
+
+
 # rule id -> (templates that keep the rule, templates that break it)
 def _routes(*, second_balancer: str) -> list[Res]:
     """Balancer A's listener forwards to Tg by default; a rule of a listener of ``second_balancer`` forwards to it too,
@@ -213,6 +231,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
                 CapacityProviderStrategy=[{"CapacityProvider": "a", "Base": 1}, {"CapacityProvider": "b", "Base": 2}]
             ),
         ),
+    ),
+    sr.PROVIDER_ASSOCIATED_FIRST: (
+        _associated(_service(**_ON_CP), depends={"Svc": ["Assoc"]}),
+        _associated(_service(**_ON_CP)),  # created beside the association, in either order
     ),
     sr.PROVIDER_NAME_PREFIX: (
         _stack(("Cp", "AWS::ECS::CapacityProvider", {"Name": "models-l4"})),
@@ -535,3 +557,135 @@ def test_service_connect_names_are_unique_in_a_namespace(
     else:
         (violation,) = found
         assert violation.logical_id == "B" and clash in violation.message and "service A" in violation.message
+
+
+def _waits(templates: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [
+        (v.stack, v.logical_id) for v in check_service_rules(templates) if v.rule_id == sr.PROVIDER_ASSOCIATED_FIRST
+    ]
+
+
+_MI = {
+    "Cluster": {"Ref": "Cluster"},
+    "CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Mi"}}],
+}
+
+
+@pytest.mark.parametrize(
+    ("templates", "refused"),
+    [
+        # ordered: through another resource that depends on the association
+        (
+            {
+                "s": _associated(
+                    _service(**_ON_CP), ("W", "AWS::SSM::Parameter", {}), depends={"Svc": "W", "W": "Assoc"}
+                )
+            },
+            [],
+        ),
+        # ordered: through a property that reads the association (a Ref is a dependency)
+        ({"s": _associated(_service(**_ON_CP, Tags=[{"Key": "after", "Value": {"Ref": "Assoc"}}]))}, []),
+        # the cluster's default strategy: the service names neither a strategy nor a launch type
+        ({"s": _associated(_service(Cluster={"Ref": "Cluster"}), default=True)}, [("s", "Svc")]),
+        ({"s": _associated(_service(Cluster={"Ref": "Cluster"}), default=True, depends={"Svc": "Assoc"})}, []),
+        # a launch type is not a strategy; no default strategy is written: nothing to wait for
+        ({"s": _associated(_service(Cluster={"Ref": "Cluster"}, LaunchType="EC2"), default=True)}, []),
+        ({"s": _associated(_service(Cluster={"Ref": "Cluster"}))}, []),
+        # a task set names a strategy of its own
+        (
+            {"s": _associated(("Ts", "AWS::ECS::TaskSet", {**_ON_CP, "Service": "x", "TaskDefinition": "y"}))},
+            [("s", "Ts")],
+        ),
+        # the provider and the cluster by their literal names
+        (
+            {
+                "s": _stack(
+                    ("Cluster", "AWS::ECS::Cluster", {"ClusterName": "gpu"}),
+                    ("Cp", "AWS::ECS::CapacityProvider", {"Name": "l4", "AutoScalingGroupProvider": {}}),
+                    (
+                        "Assoc",
+                        "AWS::ECS::ClusterCapacityProviderAssociations",
+                        {"Cluster": "gpu", "CapacityProviders": ["l4"]},
+                    ),
+                    _service(Cluster="gpu", CapacityProviderStrategy=[{"CapacityProvider": "l4"}]),
+                )
+            },
+            [("s", "Svc")],
+        ),
+        # a provider the templates do not make (FARGATE) is not judged
+        (
+            {
+                "s": _associated(
+                    _service(Cluster={"Ref": "Cluster"}, CapacityProviderStrategy=[{"CapacityProvider": "FARGATE"}])
+                )
+            },
+            [],
+        ),
+        # a Managed Instances provider is made in its cluster: naming it by Ref orders the service after it
+        (
+            {
+                "s": _stack(
+                    ("Cluster", "AWS::ECS::Cluster", {}),
+                    (
+                        "Mi",
+                        "AWS::ECS::CapacityProvider",
+                        {"ClusterName": {"Ref": "Cluster"}, "ManagedInstancesProvider": {}},
+                    ),
+                    _service(**_MI),
+                )
+            },
+            [],
+        ),
+        # providers set on the cluster itself: the service's reference to the cluster orders it
+        (
+            {
+                "s": _stack(
+                    ("Cluster", "AWS::ECS::Cluster", {"CapacityProviders": [{"Ref": "Cp"}]}),
+                    ("Cp", "AWS::ECS::CapacityProvider", {"AutoScalingGroupProvider": {}}),
+                    _service(**_ON_CP),
+                )
+            },
+            [],
+        ),
+        # the cluster is in the templates and nothing associates the provider with it
+        (
+            {
+                "s": _stack(
+                    ("Cluster", "AWS::ECS::Cluster", {}),
+                    ("Cp", "AWS::ECS::CapacityProvider", {"AutoScalingGroupProvider": {}}),
+                    _service(**_ON_CP),
+                )
+            },
+            [("s", "Svc")],
+        ),
+    ],
+)
+def test_a_strategy_waits_for_its_providers_association(templates: dict[str, Any], refused: list[Any]) -> None:
+    assert _waits(templates) == refused
+
+
+def test_a_service_in_a_later_stack_waits_for_the_association_through_its_outputs() -> None:
+    """A service in another stack that reads the cluster's stack's outputs is deployed after that whole stack; one that
+    reads nothing of it has no order the templates can show, and is not judged."""
+    cluster = _associated()
+    cluster["Outputs"] = {
+        "ClusterName": {"Value": {"Ref": "Cluster"}, "Export": {"Name": "gpu-cluster"}},
+        "Provider": {"Value": {"Ref": "Cp"}, "Export": {"Name": "gpu-cp"}},
+    }
+    imported = {
+        "Cluster": {"Fn::ImportValue": "gpu-cluster"},
+        "CapacityProviderStrategy": [{"CapacityProvider": {"Fn::ImportValue": "gpu-cp"}}],
+    }
+    services = _stack(_task(), _service(**imported))
+    assert _waits({"cluster": cluster, "services": services}) == []
+    named = _stack(
+        ("Cluster", "AWS::ECS::Cluster", {"ClusterName": "gpu"}),
+        ("Cp", "AWS::ECS::CapacityProvider", {"Name": "l4", "AutoScalingGroupProvider": {}}),
+        ("Assoc", "AWS::ECS::ClusterCapacityProviderAssociations", {"Cluster": "gpu", "CapacityProviders": ["l4"]}),
+    )
+    by_name = _stack(_task(), _service(Cluster="gpu", CapacityProviderStrategy=[{"CapacityProvider": "l4"}]))
+    # Read by name from another stack, nothing in the templates orders it: its stack may depend on the cluster's
+    # through Stack.add_dependency, which the manifest holds and no template shows; not judged.
+    assert _waits({"cluster": named, "services": by_name}) == []
+    # The same service beside the association is judged.
+    assert _waits({"s": {"Resources": {**named["Resources"], **by_name["Resources"]}}}) == [("s", "Svc")]

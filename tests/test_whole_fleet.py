@@ -78,7 +78,7 @@ def mixed() -> dict[str, Any]:
     # 2. a plain Ec2Service holding a whole GPU, on the capacity's provider, with its own maximum percent
     whole = ecs.Ec2TaskDefinition(a.stack, "WholeTask")
     whole.add_container("model", image=IMAGE, cpu=1024, memory_limit_mib=2048, gpu_count=1)
-    ecs.Ec2Service(
+    whole_service = ecs.Ec2Service(
         a.stack,
         "Whole",
         cluster=a.cluster,
@@ -87,8 +87,9 @@ def mixed() -> dict[str, Any]:
         max_healthy_percent=150,
         capacity_provider_strategies=a.strategy(),
     )
+    whole_service.node.add_dependency(a.cluster)  # created after the cluster has the capacity's provider
     # 3. aws-ecs-patterns' EC2 services with a shared-GPU task definition
-    patterns.ApplicationLoadBalancedEc2Service(
+    alb = patterns.ApplicationLoadBalancedEc2Service(
         a.stack,
         "Alb",
         cluster=a.cluster,
@@ -97,7 +98,7 @@ def mixed() -> dict[str, Any]:
         capacity_provider_strategies=a.strategy(),
         public_load_balancer=False,
     )
-    patterns.NetworkLoadBalancedEc2Service(
+    nlb = patterns.NetworkLoadBalancedEc2Service(
         a.stack,
         "Nlb",
         cluster=a.cluster,
@@ -106,6 +107,8 @@ def mixed() -> dict[str, Any]:
         capacity_provider_strategies=a.strategy(),
         public_load_balancer=False,
     )
+    for pattern in (alb, nlb):
+        pattern.service.node.add_dependency(a.cluster)
     patterns.ScheduledEc2Task(
         a.stack,
         "Nightly",

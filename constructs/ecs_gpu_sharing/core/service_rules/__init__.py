@@ -88,6 +88,7 @@ from .observability import (
     log_retention,
     rule_targets,
 )
+from .providers import PROVIDER_ASSOCIATED_FIRST, provider_associated_first
 
 # --- the table -----------------------------------------------------------------------------------------------------
 
@@ -199,6 +200,15 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         f'{_ECS_API}, CapacityProviderStrategyItem, base: "Only one capacity provider in a capacity provider strategy '
         'can have a base defined"',
         strategy_one_base,
+    ),
+    ServiceRule(
+        PROVIDER_ASSOCIATED_FIRST,
+        "Amazon ECS",
+        "a service or task set whose strategy (or its cluster's default strategy) names a capacity provider is "
+        "created after the provider is associated with the cluster",
+        f'{_ECS_API}, CapacityProviderStrategyItem: "Only capacity providers that are already associated with a '
+        'cluster and have an ACTIVE or UPDATING status can be used in a capacity provider strategy"',
+        provider_associated_first,
     ),
     ServiceRule(
         PROVIDER_NAME_PREFIX,
@@ -443,6 +453,7 @@ __all__ = [
     "MEMORY_RESERVATION_BELOW_LIMIT",
     "NETWORK_CONFIGURATION_NOT_AWSVPC",
     "PREFIX",
+    "PROVIDER_ASSOCIATED_FIRST",
     "PROVIDER_NAME_PREFIX",
     "ROLL_BELOW_MAX_SIZE",
     "ROLL_PAUSE_TIME",
@@ -485,6 +496,7 @@ __all__ = [
     "markdown",
     "memory_reservation_below_limit",
     "network_configuration_not_awsvpc",
+    "provider_associated_first",
     "provider_name_prefix",
     "roll_below_max_size",
     "roll_pause_time",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,71 @@ class Templates:
             return self._by_id.get((stack, str(name)))
         exported = output_value(value, self.templates)
         return None if exported is None else self.target(exported[1], exported[0])
+
+    def created_before(self, resource: Resource) -> tuple[set[str], set[str]]:
+        """What CloudFormation has created before ``resource``: the logical ids of its stack it depends on, through
+        ``DependsOn`` and the references of its properties, transitively; and the stacks deployed before its own (those
+        its stack reads outputs of, transitively). The deploy order of stacks that share nothing is not in the
+        templates (``Stack.add_dependency`` is in the assembly's manifest), so those are not counted."""
+        ids: set[str] = set()
+        todo = [resource.logical_id]
+        while todo:
+            current = self._by_id.get((resource.stack, todo.pop()))
+            if current is None:
+                continue
+            for name in [*listed(current.attributes.get("DependsOn")), *_referenced(current.props)]:
+                if isinstance(name, str) and name not in ids:
+                    ids.add(name)
+                    todo.append(name)
+        return ids, self._stacks_before(resource.stack)
+
+    def _stacks_before(self, stack: str) -> set[str]:
+        found: set[str] = set()
+        todo = [stack]
+        while todo:
+            template = self.templates.get(todo.pop()) or {}
+            for value in _cross_stack(template.get("Resources") or {}):
+                exported = output_value(value, self.templates)
+                if exported is not None and exported[0] not in found and exported[0] != stack:
+                    found.add(exported[0])
+                    todo.append(exported[0])
+        return found
+
+
+_SUB_NAME = re.compile(r"\$\{(?!!)([^}.]+)")
+
+
+def _referenced(value: Any) -> Iterator[str]:
+    """The logical ids (or parameters) a value names through ``Ref``, ``Fn::GetAtt`` and ``Fn::Sub``."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _referenced(item)
+    elif isinstance(value, Mapping):
+        for key, arg in value.items():
+            if key == "Ref" and isinstance(arg, str):
+                yield arg
+            elif key == "Fn::GetAtt":
+                yield str(arg[0]) if isinstance(arg, list) and arg else str(arg).split(".", 1)[0]
+            elif key == "Fn::Sub":
+                text = arg[0] if isinstance(arg, list) and arg else arg
+                if isinstance(text, str):
+                    yield from _SUB_NAME.findall(text)
+                yield from _referenced(arg[1:] if isinstance(arg, list) else [])
+            else:
+                yield from _referenced(arg)
+
+
+def _cross_stack(value: Any) -> Iterator[Mapping[str, Any]]:
+    """Every ``Fn::ImportValue`` and ``Fn::GetStackOutput`` in a value."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _cross_stack(item)
+    elif isinstance(value, Mapping):
+        if len(value) == 1 and next(iter(value)) in ("Fn::ImportValue", "Fn::GetStackOutput"):
+            yield value
+        else:
+            for item in value.values():
+                yield from _cross_stack(item)
 
 
 def listed(value: Any) -> list[Any]:

@@ -1,0 +1,145 @@
+"""Amazon ECS: a capacity provider is associated with its cluster before a service or task set names it.
+
+ECS refuses a capacity provider strategy that names a provider not yet associated with the cluster (ECS API
+Reference, CapacityProviderStrategyItem: "Only capacity providers that are already associated with a cluster and have
+an ACTIVE or UPDATING status can be used in a capacity provider strategy"). CloudFormation creates resources that do
+not depend on each other at the same time, so a service written beside the association that names its provider, and
+not depending on it, is created first on some deploys: the first deploy fails and rolls back. moto does not check
+the association, and aws-ecs's services depend on it only when told (``service.node.add_dependency(cluster)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..rule_family import PREFIX
+from ..shape import camel_keys
+from .base import Finding, Resource, Templates, listed
+
+PROVIDER_ASSOCIATED_FIRST = f"{PREFIX}ServiceAfterItsProviderIsAssociated"
+
+_ASSOCIATIONS = "AWS::ECS::ClusterCapacityProviderAssociations"
+
+
+def _names(ctx: Templates, value: Any, stack: str, kind: str) -> set[str]:
+    """What a reference to a cluster or a provider can be matched by: the resource it names (``stack/logical id``)
+    and its literal name, or the literal name written in its place."""
+    if isinstance(value, str):
+        return {f"name:{value}"}
+    target = ctx.target(value, stack)
+    if target is None or target.kind != kind:
+        return set()
+    out = {f"id:{target.stack}/{target.logical_id}"}
+    name = target.props.get("ClusterName" if kind == "AWS::ECS::Cluster" else "Name")
+    if isinstance(name, str):
+        out.add(f"name:{name}")
+    return out
+
+
+def _providers(ctx: Templates, value: Any, stack: str) -> list[set[str]]:
+    return [_names(ctx, v, stack, "AWS::ECS::CapacityProvider") for v in listed(value)]
+
+
+def _enablers(ctx: Templates, cluster: set[str], provider: set[str] | None) -> list[Resource]:
+    """The resources whose creation associates ``provider`` with ``cluster`` (``None``: gives the cluster its default
+    strategy): an association resource, the cluster itself (its own providers), a Managed Instances provider (made
+    in its cluster)."""
+    found: list[Resource] = []
+    for r in ctx.of_type(_ASSOCIATIONS):
+        if not cluster & _names(ctx, r.props.get("Cluster"), r.stack, "AWS::ECS::Cluster"):
+            continue
+        if provider is None:
+            if r.props.get("DefaultCapacityProviderStrategy"):
+                found.append(r)
+        elif any(provider & p for p in _providers(ctx, r.props.get("CapacityProviders"), r.stack)):
+            found.append(r)
+    for r in ctx.of_type("AWS::ECS::Cluster"):
+        if not cluster & _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::Cluster"):
+            continue
+        if provider is None:
+            if r.props.get("DefaultCapacityProviderStrategy"):
+                found.append(r)
+        elif any(provider & p for p in _providers(ctx, r.props.get("CapacityProviders"), r.stack)):
+            found.append(r)
+    if provider is not None:
+        for r in ctx.of_type("AWS::ECS::CapacityProvider"):
+            own = _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::CapacityProvider")
+            held_by = _names(ctx, r.props.get("ClusterName"), r.stack, "AWS::ECS::Cluster")
+            if provider & own and cluster & held_by:
+                found.append(r)
+    return found
+
+
+def _made(ctx: Templates, provider: set[str]) -> bool:
+    return any(
+        provider & _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::CapacityProvider")
+        for r in ctx.of_type("AWS::ECS::CapacityProvider")
+    )
+
+
+def _cluster_in_templates(ctx: Templates, cluster: set[str]) -> bool:
+    return any(
+        cluster & _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::Cluster")
+        for r in ctx.of_type("AWS::ECS::Cluster")
+    )
+
+
+def _runners(ctx: Templates) -> Iterator[tuple[Resource, Any, list[Any] | None]]:
+    """Each service and task set, its cluster as written, and the providers its strategy names (``None``: it uses
+    the cluster's default strategy; services only, where neither a strategy nor a launch type is written)."""
+    for kind in ("AWS::ECS::Service", "AWS::ECS::TaskSet"):
+        for r in ctx.of_type(kind):
+            strategy = r.props.get("CapacityProviderStrategy")
+            if isinstance(strategy, list) and strategy:
+                yield r, r.props.get("Cluster"), [camel_keys(item).get("capacityProvider") for item in strategy]
+            elif kind == "AWS::ECS::Service" and r.props.get("LaunchType") is None and strategy is None:
+                yield r, r.props.get("Cluster"), None
+
+
+def _unordered(runner: Resource, before: tuple[set[str], set[str]], enablers: list[Resource]) -> bool:
+    """No enabler is created before ``runner``, and one is in its stack, where only DependsOn and references order
+    them (a stack's order after another may come from ``Stack.add_dependency``, which no template shows)."""
+    ids, stacks = before
+    if any((r.stack == runner.stack and r.logical_id in ids) or r.stack in stacks for r in enablers):
+        return False
+    return any(r.stack == runner.stack for r in enablers)
+
+
+def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
+    for runner, cluster_value, named in _runners(ctx):
+        cluster = _names(ctx, cluster_value, runner.stack, "AWS::ECS::Cluster")
+        if not cluster:
+            continue  # a cluster the templates do not hold (imported): its associations are made elsewhere
+        before = ctx.created_before(runner)
+
+        what = runner.kind.removeprefix("AWS::ECS::").lower().replace("taskset", "task set")
+        if named is None:
+            enablers = _enablers(ctx, cluster, None)
+            if _unordered(runner, before, enablers):
+                yield runner, _message(what, "the cluster's default capacity provider strategy", enablers)
+            continue
+        for value in named:
+            provider = _names(ctx, value, runner.stack, "AWS::ECS::CapacityProvider")
+            if not _made(ctx, provider):
+                continue  # a provider the templates do not make (FARGATE, an imported one)
+            enablers = _enablers(ctx, cluster, provider)
+            label = min(provider, key=lambda n: (not n.startswith("name:"), n)).split(":", 1)[1].rsplit("/", 1)[-1]
+            if not enablers:
+                if _cluster_in_templates(ctx, cluster):
+                    yield (
+                        runner,
+                        f"its capacity provider strategy names {label}, which nothing in the templates associates "
+                        "with its cluster; add the provider to the cluster (cluster.add_asg_capacity_provider)",
+                    )
+            elif _unordered(runner, before, enablers):
+                yield runner, _message(what, f"capacity provider {label}", enablers)
+
+
+def _message(what: str, subject: str, enablers: list[Resource]) -> str:
+    by = ", ".join(sorted(f"{r.logical_id} ({r.kind})" for r in enablers))
+    return (
+        f"this {what} uses {subject}, associated with its cluster by {by}, and does not depend on it: CloudFormation "
+        f"may create the {what} first, and ECS refuses a strategy naming a provider the cluster does not have yet. "
+        f"Make the {what} depend on it: in CDK, service.node.add_dependency(cluster); in a template, DependsOn"
+    )
