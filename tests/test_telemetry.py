@@ -583,6 +583,13 @@ def test_an_alarm_fires_when_the_peak_nears_the_budget(deployed: dict[str, Any])
     assert "budget 2048 MiB" in body and "GpuMemoryP99MiB" in body and "OomStops" in body
 
 
+def test_the_dashboards_account_wide_name_carries_the_stacks_region(deployed: dict[str, Any]) -> None:
+    """Dashboards are global in an account: one stack deployed to two regions must not name one dashboard twice."""
+    (dashboard,) = deployed["template"].find_resources("AWS::CloudWatch::Dashboard").values()
+    name = dashboard["Properties"]["DashboardName"]
+    assert name == {"Fn::Join": ["", ["Obs-", {"Ref": "AWS::Region"}, "-gpu"]]}
+
+
 def test_undelivered_stopped_task_events_raise_an_alarm(deployed: dict[str, Any]) -> None:
     """EventBridge drops what it cannot deliver silently: its FailedInvocations metric for the rule is watched."""
     t = deployed["template"]

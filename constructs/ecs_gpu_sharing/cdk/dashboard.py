@@ -67,7 +67,11 @@ class GpuFleetDashboard(Construct):
         plan = FleetPlan.of(self)
         self.node.add_validation(_PlannedBudgets(self, plan, services))
         stack = cdk.Stack.of(self)
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{stack.stack_name}-gpu")
+        # Dashboards are account-wide, not per region (CloudFormation User Guide, AWS::CloudWatch::Dashboard: "All
+        # dashboards in your account are global, not region-specific"): the name carries the region, so one stack
+        # deployed to two regions keeps two dashboards instead of writing over one.
+        name = f"{stack.stack_name}-{stack.region}-gpu"
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=name)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         for name, service in sorted(ecs_services.items()):
             budget = _PlannedBudget(plan, services[name])
