@@ -232,6 +232,24 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             ),
         ),
     ),
+    sr.PLACEMENT_CONSTRAINTS: (
+        _stack(
+            _task(
+                PlacementConstraints=[{"Type": "memberOf", "Expression": f"attribute:a{i} exists"} for i in range(4)]
+            ),
+            _service(PlacementConstraints=[{"Type": "distinctInstance"}] * 6),
+        ),
+        _stack(
+            _task(
+                PlacementConstraints=[{"Type": "memberOf", "Expression": f"attribute:a{i} exists"} for i in range(5)]
+            ),
+            _service(PlacementConstraints=[{"Type": "distinctInstance"}] * 6),
+        ),
+    ),
+    sr.PLACEMENT_STRATEGIES: (
+        _stack(_task(), _service(PlacementStrategies=[{"Type": "spread", "Field": "instanceId"}] * 5)),
+        _stack(_task(), _service(PlacementStrategies=[{"Type": "spread", "Field": "instanceId"}] * 6)),
+    ),
     sr.PROVIDER_ASSOCIATED_FIRST: (
         _associated(_service(**_ON_CP), depends={"Svc": ["Assoc"]}),
         _associated(_service(**_ON_CP)),  # created beside the association, in either order

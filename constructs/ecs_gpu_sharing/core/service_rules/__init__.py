@@ -37,6 +37,8 @@ from .ecs import (
     LOAD_BALANCER_CONTAINER,
     MEMORY_RESERVATION_BELOW_LIMIT,
     NETWORK_CONFIGURATION_NOT_AWSVPC,
+    PLACEMENT_CONSTRAINTS,
+    PLACEMENT_STRATEGIES,
     PROVIDER_NAME_PREFIX,
     SERVICE_CONNECT_NAME_TWICE,
     SERVICE_CONNECT_TASK_MEMORY,
@@ -53,6 +55,8 @@ from .ecs import (
     load_balancer_container,
     memory_reservation_below_limit,
     network_configuration_not_awsvpc,
+    placement_constraints,
+    placement_strategies,
     provider_name_prefix,
     service_connect_name_twice,
     service_connect_task_memory,
@@ -192,6 +196,23 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         f'{_ECS_API}, CreateService, capacityProviderStrategy: "If a capacityProviderStrategy is specified, the '
         'launchType parameter must be omitted"',
         strategy_with_launch_type,
+    ),
+    ServiceRule(
+        PLACEMENT_CONSTRAINTS,
+        "Amazon ECS",
+        "a service's tasks run under at most 10 placement constraints, the service's and its task definition's "
+        "together",
+        f'{_ECS_API}, CreateService, placementConstraints: "You can specify a maximum of 10 constraints for each task. '
+        'This limit includes constraints in the task definition and those specified at runtime"',
+        placement_constraints,
+    ),
+    ServiceRule(
+        PLACEMENT_STRATEGIES,
+        "Amazon ECS",
+        "a service has at most 5 placement strategy rules",
+        f'{_ECS_API}, CreateService, placementStrategy: "You can specify a maximum of 5 strategy rules for each '
+        'service"',
+        placement_strategies,
     ),
     ServiceRule(
         STRATEGY_ONE_BASE,
@@ -452,6 +473,8 @@ __all__ = [
     "LOG_RETENTION",
     "MEMORY_RESERVATION_BELOW_LIMIT",
     "NETWORK_CONFIGURATION_NOT_AWSVPC",
+    "PLACEMENT_CONSTRAINTS",
+    "PLACEMENT_STRATEGIES",
     "PREFIX",
     "PROVIDER_ASSOCIATED_FIRST",
     "PROVIDER_NAME_PREFIX",
@@ -496,6 +519,8 @@ __all__ = [
     "markdown",
     "memory_reservation_below_limit",
     "network_configuration_not_awsvpc",
+    "placement_constraints",
+    "placement_strategies",
     "provider_associated_first",
     "provider_name_prefix",
     "roll_below_max_size",

@@ -36,6 +36,10 @@ CONTAINER_MEMORY_ON_EC2 = f"{PREFIX}Ec2TaskNeedsMemory"
 MEMORY_RESERVATION_BELOW_LIMIT = f"{PREFIX}MemoryReservationBelowLimit"
 ESSENTIAL_CONTAINER = f"{PREFIX}TaskNeedsAnEssentialContainer"
 STRATEGY_WITH_LAUNCH_TYPE = f"{PREFIX}CapacityProviderStrategyWithLaunchType"
+PLACEMENT_CONSTRAINTS = f"{PREFIX}PlacementConstraintsPerTask"
+PLACEMENT_STRATEGIES = f"{PREFIX}PlacementStrategiesPerService"
+MAX_PLACEMENT_CONSTRAINTS = 10  # ECS API Reference, CreateService, placementConstraints
+MAX_PLACEMENT_STRATEGIES = 5  # ECS API Reference, CreateService, placementStrategy
 STRATEGY_ONE_BASE = f"{PREFIX}CapacityProviderStrategyOneBase"
 PROVIDER_NAME_PREFIX = f"{PREFIX}CapacityProviderNamePrefix"
 TARGET_CAPACITY_RANGE = f"{PREFIX}ManagedScalingTargetCapacity"
@@ -246,6 +250,33 @@ def essential_container(ctx: Templates) -> Iterator[Finding]:
 def _strategies(service: Resource) -> list[dict[str, Any]]:
     value = service.props.get("CapacityProviderStrategy")
     return [camel_keys(s) for s in value] if isinstance(value, list) else []
+
+
+def _count(value: Any) -> int:
+    return len(value) if isinstance(value, list) else 0
+
+
+def placement_constraints(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        task = ctx.target(service.props.get("TaskDefinition"), service.stack)
+        own = _count(service.props.get("PlacementConstraints"))
+        written = _count(task.props.get("PlacementConstraints")) if task is not None else 0
+        if own + written > MAX_PLACEMENT_CONSTRAINTS:
+            yield (
+                service,
+                (
+                    f"its tasks run under {own + written} placement constraints ({own} of the service, {written} of "
+                    f"its task definition); ECS takes at most {MAX_PLACEMENT_CONSTRAINTS} a task: join memberOf "
+                    "expressions with 'and'"
+                ),
+            )
+
+
+def placement_strategies(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        rules = _count(service.props.get("PlacementStrategies"))
+        if rules > MAX_PLACEMENT_STRATEGIES:
+            yield service, f"it has {rules} placement strategy rules; ECS takes at most {MAX_PLACEMENT_STRATEGIES}"
 
 
 def strategy_with_launch_type(ctx: Templates) -> Iterator[Finding]:
