@@ -81,6 +81,20 @@ def _key(principal: Any) -> dict[str, Any]:
     return _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": policy}), ("Role", "AWS::IAM::Role", {}))
 
 
+def _logs_key(*extra: dict[str, Any]) -> dict[str, Any]:
+    """A log group encrypted with a key whose policy lets the account's root use it, and ``extra`` statements."""
+    root = {
+        "Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+        "Action": "kms:*",
+        "Resource": "*",
+    }
+    return _stack(
+        ("Logs", "AWS::Logs::LogGroup", {"KmsKeyId": {"Fn::GetAtt": ["Key", "Arn"]}}),
+        ("Key", "AWS::KMS::Key", {"KeyPolicy": {"Statement": [root, *extra]}}),
+    )
+
+
 _SLR = {
     "Fn::Join": [
         "",
@@ -356,6 +370,17 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.LOG_RETENTION: (
         _stack(("G", "AWS::Logs::LogGroup", {"RetentionInDays": 30})),
         _stack(("G", "AWS::Logs::LogGroup", {"RetentionInDays": 31})),
+    ),
+    sr.LOG_GROUP_KEY: (
+        _logs_key(
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": {"Fn::Join": ["", ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}},
+                "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+                "Resource": "*",
+            }
+        ),
+        _logs_key(),  # the account's root alone: a service principal is not governed by IAM policies
     ),
     sr.KEY_POLICY_PRINCIPALS: (
         _key(
@@ -707,3 +732,19 @@ def test_a_service_in_a_later_stack_waits_for_the_association_through_its_output
     assert _waits({"cluster": named, "services": by_name}) == []
     # The same service beside the association is judged.
     assert _waits({"s": {"Resources": {**named["Resources"], **by_name["Resources"]}}}) == [("s", "Svc")]
+
+
+@pytest.mark.parametrize(
+    "principal",
+    [
+        "logs.eu-west-1.amazonaws.com",
+        "logs.us-gov-west-1.amazonaws.com",
+        {"Fn::Sub": "logs.${AWS::Region}.amazonaws.com"},
+    ],
+)
+def test_a_log_groups_key_names_cloudwatch_logs_by_its_regional_principal(principal: Any) -> None:
+    allow = {"Effect": "Allow", "Principal": {"Service": principal}, "Action": "kms:*", "Resource": "*"}
+    assert not [v for v in check_service_rules({"s": _logs_key(allow)}) if v.rule_id == sr.LOG_GROUP_KEY]
+    for other in ("cloudwatch.amazonaws.com", "logs.amazonaws.com"):
+        wrong = {**allow, "Principal": {"Service": other}}
+        assert [v for v in check_service_rules({"s": _logs_key(wrong)}) if v.rule_id == sr.LOG_GROUP_KEY], other

@@ -84,11 +84,13 @@ from .observability import (
     ALARM_DATAPOINTS,
     ALARM_PERIOD,
     ALARM_TOPIC_PUBLISH,
+    LOG_GROUP_KEY,
     LOG_RETENTION,
     RULE_TARGETS,
     alarm_datapoints,
     alarm_period,
     alarm_topic_admits_cloudwatch,
+    log_group_key,
     log_retention,
     rule_targets,
 )
@@ -372,6 +374,16 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         log_retention,
     ),
     ServiceRule(
+        LOG_GROUP_KEY,
+        "Amazon CloudWatch Logs and AWS KMS",
+        "a log group encrypted with a customer managed key of the templates has a key whose policy lets CloudWatch "
+        "Logs (logs.<region>.amazonaws.com) use it",
+        "Amazon CloudWatch Logs User Guide, 'Encrypt log data in CloudWatch Logs using AWS Key Management Service', "
+        'Step 2: "By default, all AWS KMS keys are private ... you must give CloudWatch Logs permission" '
+        "(the principal logs.region.amazonaws.com); CreateLogGroup refuses a key it may not use",
+        log_group_key,
+    ),
+    ServiceRule(
         KEY_POLICY_PRINCIPALS,
         "AWS KMS",
         "a key policy names no service-linked role as a principal (a new account has none until the service's first "
@@ -470,6 +482,7 @@ __all__ = [
     "KEY_POLICY_SIZE",
     "LISTENER_RULE_PRIORITY",
     "LOAD_BALANCER_CONTAINER",
+    "LOG_GROUP_KEY",
     "LOG_RETENTION",
     "MEMORY_RESERVATION_BELOW_LIMIT",
     "NETWORK_CONFIGURATION_NOT_AWSVPC",
@@ -515,6 +528,7 @@ __all__ = [
     "key_policy_size",
     "listener_rule_priority",
     "load_balancer_container",
+    "log_group_key",
     "log_retention",
     "markdown",
     "memory_reservation_below_limit",

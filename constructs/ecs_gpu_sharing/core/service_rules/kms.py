@@ -20,14 +20,14 @@ KEY_POLICY_SIZE = f"{PREFIX}KeyPolicySize"
 _SERVICE_LINKED_ROLE = re.compile(r":iam::[^:]*:role/aws-service-role/")
 
 
-def _flat(value: Any) -> str:
+def flat(value: Any) -> str:
     """A string as it will read once deployed, with every reference written as ``{ref}``."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping) and len(value) == 1:
         ((key, arg),) = value.items()
         if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
-            return str(arg[0]).join(_flat(part) for part in arg[1])
+            return str(arg[0]).join(flat(part) for part in arg[1])
         if key == "Fn::Sub" and isinstance(arg, str):
             return arg
     return "{ref}"
@@ -47,7 +47,7 @@ def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
             for name in _principals(statement):
                 if ctx.target(name, key.stack) is not None:
                     continue  # a role of the templates: CloudFormation creates it before the key
-                arn = _flat(name)
+                arn = flat(name)
                 if _SERVICE_LINKED_ROLE.search(arn):
                     yield (
                         key,

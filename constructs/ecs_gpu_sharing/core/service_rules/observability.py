@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
 from .base import Finding, Resource, Templates, listed, literal_number, statements
+from .kms import flat
 
 # --- Amazon CloudWatch, EventBridge, CloudWatch Logs ---------------------------------------------------------------
 
@@ -16,6 +18,7 @@ ALARM_DATAPOINTS = f"{PREFIX}AlarmDatapointsWithinPeriods"
 RULE_TARGETS = f"{PREFIX}TargetsPerEventRule"
 LOG_RETENTION = f"{PREFIX}LogRetentionDays"
 ALARM_TOPIC_PUBLISH = f"{PREFIX}AlarmTopicAdmitsCloudWatch"
+LOG_GROUP_KEY = f"{PREFIX}LogGroupKeyAdmitsCloudWatchLogs"
 
 _RETENTION_DAYS = frozenset(
     (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
@@ -72,21 +75,31 @@ def _matches(patterns: list[Any], action: str) -> bool:
     return any(fnmatch.fnmatchcase(action, str(p).lower()) for p in patterns)
 
 
-def _covers(statement: Mapping[str, Any], service: str, actions: tuple[str, ...]) -> bool:
+Service = str | re.Pattern[str]  # a service principal, or a pattern of its regional names
+
+
+def _names_service(principal: Mapping[str, Any], service: Service) -> bool:
+    names = [flat(n) for n in listed(principal.get("Service"))]
+    if isinstance(service, str):
+        return service in names
+    return any(service.fullmatch(n) for n in names)
+
+
+def _covers(statement: Mapping[str, Any], service: Service, actions: tuple[str, ...]) -> bool:
     """Whether a statement applies to ``service`` for every one of ``actions``: its principal names the service or
     everyone, and its Action matches them (or its NotAction matches none)."""
     principal = statement.get("Principal")
     if principal != "*":
         if not isinstance(principal, Mapping):
             return False
-        if service not in listed(principal.get("Service")) and "*" not in listed(principal.get("AWS")):
+        if not _names_service(principal, service) and "*" not in listed(principal.get("AWS")):
             return False
     if "NotAction" in statement:
         return not any(_matches(listed(statement["NotAction"]), a.lower()) for a in actions)
     return all(_matches(listed(statement.get("Action")), a.lower()) for a in actions)
 
 
-def _admits(policy: list[Mapping[str, Any]], service: str, actions: tuple[str, ...]) -> bool:
+def _admits(policy: list[Mapping[str, Any]], service: Service, actions: tuple[str, ...]) -> bool:
     """Whether a policy's statements let ``service`` do every one of ``actions``: an Allow covers them, and no Deny
     without a condition does (a condition is taken as met for an Allow and as unmet for a Deny: the rule fails only a
     policy that cannot work)."""
@@ -142,3 +155,26 @@ def _key_admits_cloudwatch(ctx: Templates, topic: Resource, alarm: str) -> Itera
             f"alarm {alarm} notifies it, but its key {key.logical_id} does not let {_CLOUDWATCH} use it, so CloudWatch "
             f"cannot publish; allow {_CLOUDWATCH} kms:Decrypt and kms:GenerateDataKey* in the key policy",
         )
+
+
+# CloudWatch Logs' principal is regional (logs.<region>.amazonaws.com, as its guide writes it; deploys that named
+# logs.amazonaws.com are reported refused the same way); a reference stands for the region.
+_LOGS = re.compile(r"logs\.([a-z]{2}(-[a-z]+)+-\d+|\{ref\}|\$\{[^}]+\})\.amazonaws\.com")
+_LOGS_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+
+
+def log_group_key(ctx: Templates) -> Iterator[Finding]:
+    """A log group encrypted with a key of the templates: the key's policy lets CloudWatch Logs use it."""
+    for group in ctx.of_type("AWS::Logs::LogGroup"):
+        key = ctx.target(group.props.get("KmsKeyId"), group.stack)
+        if key is None or key.kind != "AWS::KMS::Key":
+            continue  # unencrypted, or a key outside the templates: not judged
+        if not _admits(statements(key.props.get("KeyPolicy")), _LOGS, _LOGS_KEY_ACTIONS):
+            yield (
+                group,
+                f"it is encrypted with key {key.logical_id}, whose policy does not let CloudWatch Logs use it, so "
+                "CloudWatch Logs refuses to create the group with it; allow the service principal "
+                "logs.<region>.amazonaws.com (not logs.amazonaws.com) kms:Encrypt*, kms:Decrypt*, kms:ReEncrypt*, "
+                "kms:GenerateDataKey* and kms:Describe* in the key policy "
+                "(key.grant_encrypt_decrypt(ServicePrincipal(f'logs.{region}.amazonaws.com')))",
+            )
