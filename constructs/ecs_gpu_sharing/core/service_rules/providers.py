@@ -136,8 +136,15 @@ def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
                 yield runner, _message(what, f"capacity provider {label}", enablers)
 
 
+def _path(resource: Resource) -> str:
+    """The construct path CDK records for a resource, else its logical id."""
+    metadata = resource.attributes.get("Metadata")
+    path = metadata.get("aws:cdk:path") if isinstance(metadata, dict) else None
+    return path if isinstance(path, str) else resource.logical_id
+
+
 def _message(what: str, subject: str, enablers: list[Resource]) -> str:
-    by = ", ".join(sorted(f"{r.logical_id} ({r.kind})" for r in enablers))
+    by = ", ".join(sorted(f"{_path(r)} ({r.kind})" for r in enablers))
     return (
         f"this {what} uses {subject}, associated with its cluster by {by}, and does not depend on it: CloudFormation "
         f"may create the {what} first, and ECS refuses a strategy naming a provider the cluster does not have yet. "
