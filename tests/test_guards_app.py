@@ -37,8 +37,10 @@ from conftest import new_app
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/x/model@sha256:" + "0" * 64)
 
 
-def _app(**capacity_options: Any) -> tuple[cdk.App, cdk.Stack, ecs.Cluster, GpuCapacity]:
-    app = new_app()
+def _app(
+    *, path_metadata: bool = False, **capacity_options: Any
+) -> tuple[cdk.App, cdk.Stack, ecs.Cluster, GpuCapacity]:
+    app = new_app(**({"aws:cdk:enable-path-metadata": True} if path_metadata else {}))
     stack = cdk.Stack(app, "Gpu")
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
     cluster = ecs.Cluster(stack, "Cluster", vpc=vpc)
@@ -377,7 +379,7 @@ def test_a_check_of_the_templates_that_fails_is_reported_never_a_crash(monkeypat
 def test_a_plain_service_beside_the_cluster_waits_for_its_provider(waits: bool) -> None:
     """aws-ecs orders an Ec2Service after its capacity provider (a reference) but not after the association that adds
     the provider to the cluster; ECS refuses a strategy naming a provider the cluster does not have yet."""
-    app, stack, cluster, capacity = _app()
+    app, stack, cluster, capacity = _app(path_metadata=True)  # as the CDK CLI runs an app
     service = ecs.Ec2Service(
         stack,
         "Svc",
