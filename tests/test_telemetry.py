@@ -15,6 +15,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
+from constructs import Construct
 
 from ecs_gpu_sharing import (
     GpuCapacity,
@@ -587,7 +588,31 @@ def test_the_dashboards_account_wide_name_carries_the_stacks_region(deployed: di
     """Dashboards are global in an account: one stack deployed to two regions must not name one dashboard twice."""
     (dashboard,) = deployed["template"].find_resources("AWS::CloudWatch::Dashboard").values()
     name = dashboard["Properties"]["DashboardName"]
-    assert name == {"Fn::Join": ["", ["Obs-", {"Ref": "AWS::Region"}, "-gpu"]]}
+    assert name == {"Fn::Join": ["", ["Obs-", {"Ref": "AWS::Region"}, "-Dash"]]}
+
+
+def test_two_dashboards_of_one_stack_have_two_names() -> None:
+    """A dashboard holds a bounded number of services, so a large fleet has several, often in one stack."""
+    app = cdk.App()
+    stack = cdk.Stack(app, "Obs", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
+    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    task = SharedGpuTaskDefinition(stack, "Task")
+    task.add_container(
+        "model",
+        image=ecs.ContainerImage.from_registry("repo/x@sha256:" + "0" * 64),
+        memory_limit_mib=512,
+        gpu=MpsShare(gpu_budget_mib=1536),
+    )
+    service = SharedGpuService(stack, "Emb", cluster=cluster, capacity=capacity, task_definition=task, desired_count=1)
+    team = Construct(stack, "Team b")
+    GpuFleetDashboard(stack, "Dash", cluster=cluster, services={"embedder": service.service})
+    GpuFleetDashboard(team, "Dash", cluster=cluster, services={"embedder": service.service})
+    dashboards = Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
+    assert sorted(d["Properties"]["DashboardName"] for d in dashboards) == [
+        "Obs-eu-west-1-Dash",
+        "Obs-eu-west-1-Team-b-Dash",
+    ]
 
 
 def test_undelivered_stopped_task_events_raise_an_alarm(deployed: dict[str, Any]) -> None:

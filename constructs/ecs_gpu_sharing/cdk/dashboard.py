@@ -8,6 +8,7 @@ reads the evidence log group and the stopped-task log group instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 import aws_cdk as cdk
@@ -32,6 +33,9 @@ class GpuFleetDashboard(Construct):
     Each service's budget is read from the fleet plan when the app synthesizes: its task's GPU budget, every
     container's MPS share summed (what the telemetry daemon measures), so a budget changed in the task definition
     moves the dashboard's line, the alarm's threshold and its description with it.
+
+    The dashboard is named ``<stack name>-<region>-<this construct's path in its stack>``: dashboards are account-wide,
+    so one stack deployed to several regions, and several dashboards in one stack, each keep their own.
 
     :param cluster: the ECS cluster the services run in (the metrics' dimension).
     :param services: the name each service is shown under (its name in the plan, for most) -> the service: an ECS
@@ -69,8 +73,10 @@ class GpuFleetDashboard(Construct):
         stack = cdk.Stack.of(self)
         # Dashboards are account-wide, not per region (CloudFormation User Guide, AWS::CloudWatch::Dashboard: "All
         # dashboards in your account are global, not region-specific"): the name carries the region, so one stack
-        # deployed to two regions keeps two dashboards instead of writing over one.
-        name = f"{stack.stack_name}-{stack.region}-gpu"
+        # deployed to two regions keeps two dashboards instead of writing over one, and the construct's path in its
+        # stack, so two dashboards of one stack (one holds at most MAX_SERVICES_PER_DASHBOARD services) stay two.
+        within = self.node.path.removeprefix(f"{stack.node.path}/")
+        name = f"{stack.stack_name}-{stack.region}-{re.sub(r'[^A-Za-z0-9_-]', '-', within)}"
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=name)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         for name, service in sorted(ecs_services.items()):
