@@ -382,6 +382,17 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         ),
         _logs_key(),  # the account's root alone: a service principal is not governed by IAM policies
     ),
+    sr.NAME_CLAIMED_TWICE: (
+        _stack(
+            ("A", "AWS::Logs::LogGroup", {"LogGroupName": "/models/chat"}),
+            ("B", "AWS::Logs::LogGroup", {"LogGroupName": "/models/embed"}),
+            ("C", "AWS::IAM::Role", {"RoleName": "/models/chat"}),  # another kind of resource
+        ),
+        _stack(
+            ("A", "AWS::Logs::LogGroup", {"LogGroupName": "/models/chat"}),
+            ("B", "AWS::Logs::LogGroup", {"LogGroupName": "/models/chat"}),
+        ),
+    ),
     sr.KEY_POLICY_PRINCIPALS: (
         _key(
             [{"Fn::GetAtt": ["Role", "Arn"]}, {"Fn::Join": ["", ["arn:aws:iam::", {"Ref": "AWS::AccountId"}, ":root"]]}]
@@ -748,3 +759,62 @@ def test_a_log_groups_key_names_cloudwatch_logs_by_its_regional_principal(princi
     for other in ("cloudwatch.amazonaws.com", "logs.amazonaws.com"):
         wrong = {**allow, "Principal": {"Service": other}}
         assert [v for v in check_service_rules({"s": _logs_key(wrong)}) if v.rule_id == sr.LOG_GROUP_KEY], other
+
+
+_REGIONAL = {"Fn::Join": ["", ["models-", {"Ref": "AWS::Region"}, "-gpu"]]}
+
+
+@pytest.mark.parametrize(
+    ("resources", "attributes", "refused"),
+    [
+        # one name with the same references reads alike once deployed
+        (
+            [
+                ("A", "AWS::CloudWatch::Dashboard", {"DashboardName": _REGIONAL}),
+                ("B", "AWS::CloudWatch::Dashboard", {"DashboardName": _REGIONAL}),
+            ],
+            {},
+            ["B"],
+        ),
+        # references to two resources read apart
+        (
+            [
+                ("A", "AWS::SSM::Parameter", {"Name": {"Fn::Join": ["/", ["", {"Ref": "X"}]]}}),
+                ("B", "AWS::SSM::Parameter", {"Name": {"Fn::Join": ["/", ["", {"Ref": "Y"}]]}}),
+            ],
+            {},
+            [],
+        ),
+        # a service's name is unique within its cluster
+        (
+            [
+                ("A", "AWS::ECS::Service", {"ServiceName": "chat", "Cluster": {"Ref": "One"}}),
+                ("B", "AWS::ECS::Service", {"ServiceName": "chat", "Cluster": {"Ref": "Two"}}),
+                ("C", "AWS::ECS::Service", {"ServiceName": "chat", "Cluster": {"Ref": "Two"}}),
+            ],
+            {},
+            ["C"],
+        ),
+        # a resource created under a condition may never meet the other
+        (
+            [("A", "AWS::IAM::Role", {"RoleName": "r"}), ("B", "AWS::IAM::Role", {"RoleName": "r"})],
+            {"B": {"Condition": "InProd"}},
+            [],
+        ),
+        # no name: CloudFormation makes one for each
+        ([("A", "AWS::SNS::Topic", {}), ("B", "AWS::SNS::Topic", {})], {}, []),
+    ],
+)
+def test_a_name_is_claimed_once_in_a_stack(
+    resources: list[Res], attributes: dict[str, Any], refused: list[str]
+) -> None:
+    found = check_service_rules({"s": _stack(*resources, attributes=attributes)})
+    assert [v.logical_id for v in found if v.rule_id == sr.NAME_CLAIMED_TWICE] == refused
+
+
+def test_one_name_in_two_stacks_is_not_judged() -> None:
+    """Two stacks may go to two regions or accounts, which their templates do not say."""
+    group = ("A", "AWS::Logs::LogGroup", {"LogGroupName": "/models/chat"})
+    assert not [
+        v for v in check_service_rules({"s": _stack(group), "t": _stack(group)}) if v.rule_id == sr.NAME_CLAIMED_TWICE
+    ]

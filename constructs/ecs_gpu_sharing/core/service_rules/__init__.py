@@ -80,6 +80,7 @@ from .elb import (
     target_group_one_balancer,
 )
 from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, key_policy_principals, key_policy_size
+from .names import NAME_CLAIMED_TWICE, name_claimed_twice
 from .observability import (
     ALARM_DATAPOINTS,
     ALARM_PERIOD,
@@ -384,6 +385,15 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         log_group_key,
     ),
     ServiceRule(
+        NAME_CLAIMED_TWICE,
+        "every AWS service that takes a name",
+        "a custom name (a log group's, a role's, a dashboard's, ...) is written by one resource of a stack",
+        "AWS CloudFormation Template Reference, 'CloudFormation resource custom naming': \"Resource names must be "
+        'unique across all your active stacks"',
+        name_claimed_twice,
+        rehearsal="partly: moto refuses some names twice (a log group) and writes over others (a dashboard)",
+    ),
+    ServiceRule(
         KEY_POLICY_PRINCIPALS,
         "AWS KMS",
         "a key policy names no service-linked role as a principal (a new account has none until the service's first "
@@ -485,6 +495,7 @@ __all__ = [
     "LOG_GROUP_KEY",
     "LOG_RETENTION",
     "MEMORY_RESERVATION_BELOW_LIMIT",
+    "NAME_CLAIMED_TWICE",
     "NETWORK_CONFIGURATION_NOT_AWSVPC",
     "PLACEMENT_CONSTRAINTS",
     "PLACEMENT_STRATEGIES",
@@ -532,6 +543,7 @@ __all__ = [
     "log_retention",
     "markdown",
     "memory_reservation_below_limit",
+    "name_claimed_twice",
     "network_configuration_not_awsvpc",
     "placement_constraints",
     "placement_strategies",
