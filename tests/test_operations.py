@@ -955,6 +955,7 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if line.startswith("== ")] == [
         "== zones",
+        "== egress",
         "== quotas",
         "== limits",
         "== roles",

@@ -1,5 +1,5 @@
 """The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
-``fleet limits``, ``fleet roles``, ``fleet ebs``, ``fleet references``, ``fleet capacities``,
+``fleet limits``, ``fleet egress``, ``fleet roles``, ``fleet ebs``, ``fleet references``, ``fleet capacities``,
 ``fleet balancers`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it first)."""
 
 from __future__ import annotations
@@ -92,6 +92,11 @@ def _fleet_check(args: argparse.Namespace, report: Any) -> int:
 
 CHECKS: tuple[tuple[str, Any, str], ...] = (
     ("zones", _zones_report, "whether each capacity's instance types are offered in the zones its hosts use"),
+    (
+        "egress",
+        _lined("egress", "the fleet makes its own VPC, with NAT gateways"),
+        "whether the GPU hosts in an existing VPC's private subnets can reach ECS (a NAT route or the endpoints)",
+    ),
     ("quotas", _quotas_report, "whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most"),
     (
         "limits",
@@ -145,7 +150,8 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
 
 def add_fleet_checks(fleet_commands: Any) -> None:
     preflight = (
-        "zones, quotas, limits, ebs, references, capacities and the AMI pin, before a deploy; make deploy runs it"
+        "zones, egress, quotas, limits, roles, ebs, references, capacities, balancers and the AMI pin, before a "
+        "deploy; make deploy runs it"
     )
     for name, report, about in (*CHECKS, ("preflight", None, preflight)):
         command = fleet_commands.add_parser(name, help=f"{about} (AWS calls)")
