@@ -45,17 +45,11 @@ def _enablers(ctx: Templates, cluster: set[str], provider: set[str] | None) -> l
     """The resources whose creation associates ``provider`` with ``cluster`` (``None``: gives the cluster its default
     strategy): an association resource, the cluster itself (its own providers), a Managed Instances provider (made
     in its cluster)."""
+    holders = [(r, r.props.get("Cluster")) for r in ctx.of_type(_ASSOCIATIONS)]
+    holders += [(r, {"Ref": r.logical_id}) for r in ctx.of_type("AWS::ECS::Cluster")]
     found: list[Resource] = []
-    for r in ctx.of_type(_ASSOCIATIONS):
-        if not cluster & _names(ctx, r.props.get("Cluster"), r.stack, "AWS::ECS::Cluster"):
-            continue
-        if provider is None:
-            if r.props.get("DefaultCapacityProviderStrategy"):
-                found.append(r)
-        elif any(provider & p for p in _providers(ctx, r.props.get("CapacityProviders"), r.stack)):
-            found.append(r)
-    for r in ctx.of_type("AWS::ECS::Cluster"):
-        if not cluster & _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::Cluster"):
+    for r, held in holders:
+        if not cluster & _names(ctx, held, r.stack, "AWS::ECS::Cluster"):
             continue
         if provider is None:
             if r.props.get("DefaultCapacityProviderStrategy"):
@@ -65,24 +59,14 @@ def _enablers(ctx: Templates, cluster: set[str], provider: set[str] | None) -> l
     if provider is not None:
         for r in ctx.of_type("AWS::ECS::CapacityProvider"):
             own = _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::CapacityProvider")
-            held_by = _names(ctx, r.props.get("ClusterName"), r.stack, "AWS::ECS::Cluster")
-            if provider & own and cluster & held_by:
+            if provider & own and cluster & _names(ctx, r.props.get("ClusterName"), r.stack, "AWS::ECS::Cluster"):
                 found.append(r)
     return found
 
 
-def _made(ctx: Templates, provider: set[str]) -> bool:
-    return any(
-        provider & _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::CapacityProvider")
-        for r in ctx.of_type("AWS::ECS::CapacityProvider")
-    )
-
-
-def _cluster_in_templates(ctx: Templates, cluster: set[str]) -> bool:
-    return any(
-        cluster & _names(ctx, {"Ref": r.logical_id}, r.stack, "AWS::ECS::Cluster")
-        for r in ctx.of_type("AWS::ECS::Cluster")
-    )
+def _in_templates(ctx: Templates, names: set[str], kind: str) -> bool:
+    """Whether a resource of the templates answers to ``names``."""
+    return any(names & _names(ctx, {"Ref": r.logical_id}, r.stack, kind) for r in ctx.of_type(kind))
 
 
 def _runners(ctx: Templates) -> Iterator[tuple[Resource, Any, list[Any] | None]]:
@@ -121,12 +105,12 @@ def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
             continue
         for value in named:
             provider = _names(ctx, value, runner.stack, "AWS::ECS::CapacityProvider")
-            if not _made(ctx, provider):
+            if not _in_templates(ctx, provider, "AWS::ECS::CapacityProvider"):
                 continue  # a provider the templates do not make (FARGATE, an imported one)
             enablers = _enablers(ctx, cluster, provider)
             label = min(provider, key=lambda n: (not n.startswith("name:"), n)).split(":", 1)[1].rsplit("/", 1)[-1]
             if not enablers:
-                if _cluster_in_templates(ctx, cluster):
+                if _in_templates(ctx, cluster, "AWS::ECS::Cluster"):
                     yield (
                         runner,
                         f"its capacity provider strategy names {label}, which nothing in the templates associates "
