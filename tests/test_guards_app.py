@@ -394,4 +394,4 @@ def test_a_plain_service_beside_the_cluster_waits_for_its_provider(waits: bool) 
     else:
         message = _refused(app, "ServiceAfterItsProviderIsAssociated")
         assert "service.node.add_dependency(cluster)" in message
-        assert "associated with its cluster by Gpu/Cluster/Cluster" in message  # the association's construct path
+        assert "set on its cluster by Gpu/Cluster/Cluster" in message  # the association's construct path

@@ -642,6 +642,11 @@ _MI = {
         # the cluster's default strategy: the service names neither a strategy nor a launch type
         ({"s": _associated(_service(Cluster={"Ref": "Cluster"}), default=True)}, [("s", "Svc")]),
         ({"s": _associated(_service(Cluster={"Ref": "Cluster"}), default=True, depends={"Svc": "Assoc"})}, []),
+        # an empty strategy is the default one too (aws-ecs writes it for capacity_provider_strategies=[])
+        (
+            {"s": _associated(_service(Cluster={"Ref": "Cluster"}, CapacityProviderStrategy=[]), default=True)},
+            [("s", "Svc")],
+        ),
         # a launch type is not a strategy; no default strategy is written: nothing to wait for
         ({"s": _associated(_service(Cluster={"Ref": "Cluster"}, LaunchType="EC2"), default=True)}, []),
         ({"s": _associated(_service(Cluster={"Ref": "Cluster"}))}, []),
@@ -818,3 +823,10 @@ def test_one_name_in_two_stacks_is_not_judged() -> None:
     assert not [
         v for v in check_service_rules({"s": _stack(group), "t": _stack(group)}) if v.rule_id == sr.NAME_CLAIMED_TWICE
     ]
+
+
+def test_the_default_strategy_case_says_what_a_service_made_first_misses() -> None:
+    bad = _associated(_service(Cluster={"Ref": "Cluster"}), default=True)
+    (found,) = [v for v in check_service_rules({"s": bad}) if v.rule_id == sr.PROVIDER_ASSOCIATED_FIRST]
+    assert "uses the cluster's default capacity provider strategy, set on its cluster by Assoc" in found.message
+    assert "one created first does not get it" in found.message

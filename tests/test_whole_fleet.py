@@ -229,7 +229,7 @@ def test_multiple_target_group_patterns_take_it_and_are_reported_as_outside_the_
 def test_a_service_reaching_the_capacity_through_the_default_strategy_is_planned() -> None:
     a = App()
     a.cluster.add_default_capacity_provider_strategy(a.strategy())
-    ecs.Ec2Service(
+    service = ecs.Ec2Service(
         a.stack,
         "ByDefault",
         cluster=a.cluster,
@@ -237,6 +237,7 @@ def test_a_service_reaching_the_capacity_through_the_default_strategy_is_planned
         desired_count=4,
         capacity_provider_strategies=[],
     )
+    service.node.add_dependency(a.cluster)  # created once the cluster has its default strategy
     result = a.synth()
     assert _services(result["plan"])["ByDefault"]["tasks"] == 4
 

@@ -77,7 +77,7 @@ def _runners(ctx: Templates) -> Iterator[tuple[Resource, Any, list[Any] | None]]
             strategy = r.props.get("CapacityProviderStrategy")
             if isinstance(strategy, list) and strategy:
                 yield r, r.props.get("Cluster"), [camel_keys(item).get("capacityProvider") for item in strategy]
-            elif kind == "AWS::ECS::Service" and r.props.get("LaunchType") is None and strategy is None:
+            elif kind == "AWS::ECS::Service" and r.props.get("LaunchType") is None and strategy in (None, []):
                 yield r, r.props.get("Cluster"), None
 
 
@@ -101,7 +101,7 @@ def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
         if named is None:
             enablers = _enablers(ctx, cluster, None)
             if _unordered(runner, before, enablers):
-                yield runner, _message(what, "the cluster's default capacity provider strategy", enablers)
+                yield runner, _message(what, "the cluster's default capacity provider strategy", enablers, default=True)
             continue
         for value in named:
             provider = _names(ctx, value, runner.stack, "AWS::ECS::CapacityProvider")
@@ -127,10 +127,16 @@ def _path(resource: Resource) -> str:
     return path if isinstance(path, str) else resource.logical_id
 
 
-def _message(what: str, subject: str, enablers: list[Resource]) -> str:
+def _message(what: str, subject: str, enablers: list[Resource], default: bool = False) -> str:
     by = ", ".join(sorted(f"{_path(r)} ({r.kind})" for r in enablers))
+    why = (
+        "ECS reads the cluster's default strategy when it creates the service, so one created first does not get it "
+        "(the ECS API Reference does not say what it gets instead)"
+        if default
+        else "ECS refuses a strategy naming a provider the cluster does not have yet"
+    )
     return (
-        f"this {what} uses {subject}, associated with its cluster by {by}, and does not depend on it: CloudFormation "
-        f"may create the {what} first, and ECS refuses a strategy naming a provider the cluster does not have yet. "
-        f"Make the {what} depend on it: in CDK, service.node.add_dependency(cluster); in a template, DependsOn"
+        f"this {what} uses {subject}, set on its cluster by {by}, and does not depend on it: CloudFormation may "
+        f"create the {what} first, and {why}. Make the {what} depend on it: in CDK, "
+        "service.node.add_dependency(cluster); in a template, DependsOn"
     )
