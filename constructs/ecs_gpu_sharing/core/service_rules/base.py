@@ -28,6 +28,7 @@ class Templates:
 
     def __init__(self, templates: Mapping[str, Template]) -> None:
         self.templates = templates
+        self._before: dict[str, set[str]] = {}  # a stack -> the stacks deployed before it (``created_before``)
         self._by_id: dict[tuple[str, str], Resource] = {}
         for stack, template in templates.items():
             for logical_id, raw in (template.get("Resources") or {}).items():
@@ -79,6 +80,8 @@ class Templates:
         return ids, self._stacks_before(resource.stack)
 
     def _stacks_before(self, stack: str) -> set[str]:
+        if stack in self._before:
+            return self._before[stack]
         found: set[str] = set()
         todo = [stack]
         while todo:
@@ -88,6 +91,7 @@ class Templates:
                 if exported is not None and exported[0] not in found and exported[0] != stack:
                     found.add(exported[0])
                     todo.append(exported[0])
+        self._before[stack] = found
         return found
 
 
