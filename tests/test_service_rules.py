@@ -246,6 +246,16 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             ),
         ),
     ),
+    sr.NETWORK_MODE_OPTIONS: (
+        _stack(
+            _task(mode="bridge", containers=[_container(Hostname="h", ExtraHosts=[{"Hostname": "db"}], Links=["x"])])
+        ),
+        _stack(_task(mode="awsvpc", containers=[_container(Hostname="h")])),
+    ),
+    sr.PORT_MAPPING_NAME: (
+        _stack(_task(containers=[_container(PortMappings=[{"ContainerPort": 80, "Name": "http_" + "a" * 59}])])),
+        _stack(_task(containers=[_container(PortMappings=[{"ContainerPort": 80, "Name": "HTTP"}])])),
+    ),
     sr.PLACEMENT_CONSTRAINTS: (
         _stack(
             _task(
@@ -830,3 +840,29 @@ def test_the_default_strategy_case_says_what_a_service_made_first_misses() -> No
     (found,) = [v for v in check_service_rules({"s": bad}) if v.rule_id == sr.PROVIDER_ASSOCIATED_FIRST]
     assert "uses the cluster's default capacity provider strategy, set on its cluster by Assoc" in found.message
     assert "one created first does not get it" in found.message
+
+
+@pytest.mark.parametrize(
+    ("mode", "container", "refused"),
+    [
+        ("awsvpc", {"ExtraHosts": [{"Hostname": "db", "IpAddress": "10.0.0.1"}]}, "extraHosts"),
+        ("awsvpc", {"Links": ["side"]}, "links"),
+        ("host", {"Links": ["side"]}, "links"),
+        ("host", {"Hostname": "h", "ExtraHosts": [{"Hostname": "db"}]}, None),  # host mode takes both
+        (None, {"Links": ["side"]}, None),  # bridge, ECS's default on EC2
+    ],
+)
+def test_a_containers_network_options_follow_its_task_network_mode(
+    mode: str | None, container: dict[str, Any], refused: str | None
+) -> None:
+    found = check_service_rules({"s": _stack(_task(mode=mode, containers=[_container(**container)]))})
+    messages = [v.message for v in found if v.rule_id == sr.NETWORK_MODE_OPTIONS]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"), [("http", True), ("grpc-1", True), ("-http", False), ("a" * 65, False), ("web.port", False)]
+)
+def test_a_port_mapping_name_is_what_ecs_takes(name: str, ok: bool) -> None:
+    template = _stack(_task(containers=[_container(PortMappings=[{"ContainerPort": 80, "Name": name}])]))
+    assert bool([v for v in check_service_rules({"s": template}) if v.rule_id == sr.PORT_MAPPING_NAME]) is not ok

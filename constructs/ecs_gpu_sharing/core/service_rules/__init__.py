@@ -37,8 +37,10 @@ from .ecs import (
     LOAD_BALANCER_CONTAINER,
     MEMORY_RESERVATION_BELOW_LIMIT,
     NETWORK_CONFIGURATION_NOT_AWSVPC,
+    NETWORK_MODE_OPTIONS,
     PLACEMENT_CONSTRAINTS,
     PLACEMENT_STRATEGIES,
+    PORT_MAPPING_NAME,
     PROVIDER_NAME_PREFIX,
     SERVICE_CONNECT_NAME_TWICE,
     SERVICE_CONNECT_TASK_MEMORY,
@@ -55,8 +57,10 @@ from .ecs import (
     load_balancer_container,
     memory_reservation_below_limit,
     network_configuration_not_awsvpc,
+    network_mode_options,
     placement_constraints,
     placement_strategies,
+    port_mapping_name,
     provider_name_prefix,
     service_connect_name_twice,
     service_connect_task_memory,
@@ -168,6 +172,24 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         f'{_ECS_API}, PortMapping, hostPort: "If you use containers in a task with the awsvpc or host network mode, '
         'the hostPort can either be left blank or set to the same value as the containerPort"',
         awsvpc_host_port,
+    ),
+    ServiceRule(
+        NETWORK_MODE_OPTIONS,
+        "Amazon ECS",
+        "an awsvpc container sets no hostname or extraHosts, and only a bridge container sets links",
+        f'{_ECS_API}, ContainerDefinition: hostname "is not supported if you\'re using the awsvpc network mode"; '
+        'extraHosts "isn\'t supported for ... tasks that use the awsvpc network mode"; links "is only supported if the '
+        'network mode of a task definition is bridge"',
+        network_mode_options,
+    ),
+    ServiceRule(
+        PORT_MAPPING_NAME,
+        "Amazon ECS",
+        "a port mapping's name is up to 64 lowercase letters, digits, underscores and hyphens, not starting with a "
+        "hyphen",
+        f'{_ECS_API}, PortMapping, name: "The name can include up to 64 characters. The characters can include '
+        "lowercase letters, numbers, underscores (_), and hyphens (-). The name can't start with a hyphen\"",
+        port_mapping_name,
     ),
     ServiceRule(
         CONTAINER_MEMORY_ON_EC2,
@@ -497,8 +519,10 @@ __all__ = [
     "MEMORY_RESERVATION_BELOW_LIMIT",
     "NAME_CLAIMED_TWICE",
     "NETWORK_CONFIGURATION_NOT_AWSVPC",
+    "NETWORK_MODE_OPTIONS",
     "PLACEMENT_CONSTRAINTS",
     "PLACEMENT_STRATEGIES",
+    "PORT_MAPPING_NAME",
     "PREFIX",
     "PROVIDER_ASSOCIATED_FIRST",
     "PROVIDER_NAME_PREFIX",
@@ -545,8 +569,10 @@ __all__ = [
     "memory_reservation_below_limit",
     "name_claimed_twice",
     "network_configuration_not_awsvpc",
+    "network_mode_options",
     "placement_constraints",
     "placement_strategies",
+    "port_mapping_name",
     "provider_associated_first",
     "provider_name_prefix",
     "roll_below_max_size",

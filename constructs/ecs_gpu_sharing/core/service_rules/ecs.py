@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -37,6 +38,8 @@ MEMORY_RESERVATION_BELOW_LIMIT = f"{PREFIX}MemoryReservationBelowLimit"
 ESSENTIAL_CONTAINER = f"{PREFIX}TaskNeedsAnEssentialContainer"
 STRATEGY_WITH_LAUNCH_TYPE = f"{PREFIX}CapacityProviderStrategyWithLaunchType"
 PLACEMENT_CONSTRAINTS = f"{PREFIX}PlacementConstraintsPerTask"
+NETWORK_MODE_OPTIONS = f"{PREFIX}ContainerOptionsOfNetworkMode"
+PORT_MAPPING_NAME = f"{PREFIX}PortMappingName"
 PLACEMENT_STRATEGIES = f"{PREFIX}PlacementStrategiesPerService"
 MAX_PLACEMENT_CONSTRAINTS = 10  # ECS API Reference, CreateService, placementConstraints
 MAX_PLACEMENT_STRATEGIES = 5  # ECS API Reference, CreateService, placementStrategy
@@ -201,6 +204,36 @@ def awsvpc_host_port(ctx: Templates) -> Iterator[Finding]:
                             f"container {c.get('name')} maps host port {host} to {container} in {_network_mode(task)} "
                             "mode, where the host port must be left out or equal the container port"
                         ),
+                    )
+
+
+def network_mode_options(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        mode = _network_mode(task)
+        for c in _containers(task):
+            refused = [key for key in ("hostname", "extraHosts") if mode == "awsvpc" and c.get(key)]
+            refused += ["links"] if mode != "bridge" and c.get("links") else []
+            if refused:
+                yield (
+                    task,
+                    f"container {c.get('name')} sets {', '.join(refused)}, which ECS refuses in {mode} mode "
+                    "(hostname and extraHosts: not with awsvpc; links: bridge only); leave them out",
+                )
+
+
+_PORT_NAME = re.compile(r"[a-z0-9_][a-z0-9_-]{0,63}")
+
+
+def port_mapping_name(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        for c in _containers(task):
+            for mapping in c.get("portMappings") or []:
+                name = camel_keys(mapping).get("name")
+                if isinstance(name, str) and not _PORT_NAME.fullmatch(name):
+                    yield (
+                        task,
+                        f"container {c.get('name')} names a port mapping {name!r}: a name is 1 to 64 lowercase "
+                        "letters, digits, underscores and hyphens, not starting with a hyphen",
                     )
 
 
