@@ -800,6 +800,37 @@ _REGIONAL = {"Fn::Join": ["", ["models-", {"Ref": "AWS::Region"}, "-gpu"]]}
             {},
             [],
         ),
+        # an Fn::Sub and an Fn::Join that write one name read alike
+        (
+            [
+                ("A", "AWS::Logs::LogGroup", {"LogGroupName": {"Fn::Sub": "/models/${AWS::StackName}/chat"}}),
+                (
+                    "B",
+                    "AWS::Logs::LogGroup",
+                    {"LogGroupName": {"Fn::Join": ["", ["/models/", {"Ref": "AWS::StackName"}, "/chat"]]}},
+                ),
+            ],
+            {},
+            ["B"],
+        ),
+        # one Fn::Sub text with other variables reads apart
+        (
+            [
+                ("A", "AWS::Logs::LogGroup", {"LogGroupName": {"Fn::Sub": ["/models/${m}", {"m": "chat"}]}}),
+                ("B", "AWS::Logs::LogGroup", {"LogGroupName": {"Fn::Sub": ["/models/${m}", {"m": "embed"}]}}),
+            ],
+            {},
+            [],
+        ),
+        # a part that cannot be read is not known to be alike
+        (
+            [
+                ("A", "AWS::SSM::Parameter", {"Name": {"Fn::If": ["Prod", "a", "b"]}}),
+                ("B", "AWS::SSM::Parameter", {"Name": {"Fn::If": ["Prod", "a", "b"]}}),
+            ],
+            {},
+            [],
+        ),
         # a service's name is unique within its cluster
         (
             [
@@ -838,7 +869,9 @@ def test_one_name_in_two_stacks_is_not_judged() -> None:
 def test_the_default_strategy_case_says_what_a_service_made_first_misses() -> None:
     bad = _associated(_service(Cluster={"Ref": "Cluster"}), default=True)
     (found,) = [v for v in check_service_rules({"s": bad}) if v.rule_id == sr.PROVIDER_ASSOCIATED_FIRST]
-    assert "uses the cluster's default capacity provider strategy, set on its cluster by Assoc" in found.message
+    assert (
+        "uses the cluster's default capacity provider strategy, set on its cluster by s/Assoc" in found.message
+    )  # stack/logical id without a CDK path
     assert "one created first does not get it" in found.message
 
 
@@ -866,3 +899,18 @@ def test_a_containers_network_options_follow_its_task_network_mode(
 def test_a_port_mapping_name_is_what_ecs_takes(name: str, ok: bool) -> None:
     template = _stack(_task(containers=[_container(PortMappings=[{"ContainerPort": 80, "Name": name}])]))
     assert bool([v for v in check_service_rules({"s": template}) if v.rule_id == sr.PORT_MAPPING_NAME]) is not ok
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ({"Fn::Join": ["-", ["a", {"Ref": "AWS::Region"}]]}, "a-${AWS::Region}"),
+        ({"Fn::Sub": "${Key.Arn}/${!Literal}"}, "${s/Key.Arn}/${Literal}"),
+        ({"Fn::Sub": ["x-${v}", {"v": {"Ref": "Key"}}]}, "x-${s/Key}"),
+        ({"Fn::Base64": {"Fn::GetAtt": ["Key", "Arn"]}}, "${s/Key.Arn}"),
+        ({"Fn::Select": [0, ["a"]]}, sr.base.UNKNOWN_TEXT),
+    ],
+)
+def test_a_value_reads_as_the_text_it_will_be(value: Any, text: str) -> None:
+    ctx = sr.Templates({"s": _stack(("Key", "AWS::KMS::Key", {}))})
+    assert ctx.text(value, "s") == text

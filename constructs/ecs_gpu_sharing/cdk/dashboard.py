@@ -76,8 +76,8 @@ class GpuFleetDashboard(Construct):
         # deployed to two regions keeps two dashboards instead of writing over one, and the construct's path in its
         # stack, so two dashboards of one stack (one holds at most MAX_SERVICES_PER_DASHBOARD services) stay two.
         within = self.node.path.removeprefix(f"{stack.node.path}/")
-        name = f"{stack.stack_name}-{stack.region}-{re.sub(r'[^A-Za-z0-9_-]', '-', within)}"
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=name)
+        dashboard_name = f"{stack.stack_name}-{stack.region}-{re.sub(r'[^A-Za-z0-9_-]', '-', within)}"
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=dashboard_name)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         for name, service in sorted(ecs_services.items()):
             budget = _PlannedBudget(plan, services[name])

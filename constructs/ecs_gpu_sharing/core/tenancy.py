@@ -36,7 +36,7 @@ from .hardening import managed_policies
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
-from .service_rules.base import listed
+from .service_rules.base import cdk_path, listed
 from .shape import camel_keys
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
@@ -106,12 +106,6 @@ class Judgement:
     violations: list[Violation] = field(default_factory=list)
     not_judged: list[NotJudged] = field(default_factory=list)
     allowed: list[tuple[str, str, str]] = field(default_factory=list)  # (resource path, rule id, reason) used
-
-
-def cdk_path(resource: Resource) -> str:
-    """The construct path CDK records for a resource, else stack/logical id."""
-    path = (resource.attributes.get("Metadata") or {}).get("aws:cdk:path")
-    return str(path) if isinstance(path, str) else f"{resource.stack}/{resource.logical_id}"
 
 
 class GpuCapacities:

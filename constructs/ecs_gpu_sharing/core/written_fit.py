@@ -39,11 +39,11 @@ from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, M
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
-from .service_rules.base import listed, literal_number
+from .service_rules.base import cdk_path, listed, literal_number
 from .shape import TaskShape, camel_keys, containers_from_cloudformation, task_shape
 from .task_rules import TaskProblem, task_problems
 from .template_limits import Violation
-from .tenancy import Allowed, GpuCapacities, Judgement, Key, add_finding, by_family, cdk_path
+from .tenancy import Allowed, GpuCapacities, Judgement, Key, add_finding, by_family
 
 RULES = Family("the plan as written")
 SERVICE_NOT_PLANNED = RULES.declare(
@@ -272,27 +272,8 @@ def _launch_data(ctx: Templates, group: Resource) -> dict[str, Any]:
 
 
 def _user_data_text(ctx: Templates, group: Resource) -> str:
-    """The user data of an Auto Scaling group's launch template, as text (``_text``)."""
-    return _text(ctx, _launch_data(ctx, group).get("userData"), group.stack)
-
-
-def _text(ctx: Templates, value: Any, stack: str) -> str:
-    """A template value as text: strings as written, joins and substitutions joined, a reference to a resource of the
-    templates (in its stack or through an output) as ``${stack/logical id}``, anything else as ``${?}``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and len(value) == 1:
-        ((key, arg),) = value.items()
-        if key == "Fn::Base64":
-            return _text(ctx, arg, stack)
-        if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
-            return str(arg[0]).join(_text(ctx, v, stack) for v in arg[1])
-        if key == "Fn::Sub":
-            return _text(ctx, arg[0] if isinstance(arg, list) and arg else arg, stack)
-        target = ctx.target(value, stack)
-        if target is not None:
-            return "${" + f"{target.stack}/{target.logical_id}" + "}"
-    return "${?}"
+    """The user data of an Auto Scaling group's launch template, as text (``Templates.text``)."""
+    return ctx.text(_launch_data(ctx, group).get("userData"), group.stack)
 
 
 def _host_settings_read(text: str, capacity: CapacityInput) -> list[str]:

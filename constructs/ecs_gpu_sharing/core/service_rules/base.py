@@ -62,6 +62,49 @@ class Templates:
         exported = output_value(value, self.templates)
         return None if exported is None else self.target(exported[1], exported[0])
 
+    def text(self, value: Any, stack: str) -> str:
+        """A template value as the text it will be once deployed, so that two values that read alike here are alike
+        in AWS: strings as written; ``Fn::Base64``, ``Fn::Join`` and ``Fn::Sub`` read through; a reference to a
+        resource of the templates (in its stack or through an output) as ``${stack/logical id}`` (``.attribute``
+        added for ``Fn::GetAtt``); a parameter or pseudo parameter as ``${name}``, one value wherever its stack reads
+        it; anything else (a condition, a selection) as ``UNKNOWN_TEXT``."""
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, Mapping) or len(value) != 1:
+            return UNKNOWN_TEXT
+        ((key, arg),) = value.items()
+        if key == "Fn::Base64":
+            return self.text(arg, stack)
+        if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
+            return str(arg[0]).join(self.text(part, stack) for part in arg[1])
+        if key == "Fn::Sub":
+            return self._substituted(arg, stack)
+        target = self.target(value, stack)
+        if target is not None:
+            attribute = _attribute(arg) if key == "Fn::GetAtt" else None
+            return "${" + f"{target.stack}/{target.logical_id}" + (f".{attribute}" if attribute else "") + "}"
+        if key == "Ref" and isinstance(arg, str):
+            return "${" + arg + "}"
+        return UNKNOWN_TEXT
+
+    def _substituted(self, arg: Any, stack: str) -> str:
+        """An ``Fn::Sub`` read through: each ``${name}`` its variable's text, else the reference it names
+        (``${X.Y}``: an attribute); ``${!name}`` the literal ``${name}``."""
+        template, variables = (arg[0], arg[1]) if isinstance(arg, list) and len(arg) == 2 else (arg, {})
+        if not isinstance(template, str) or not isinstance(variables, Mapping):
+            return UNKNOWN_TEXT
+
+        def one(match: re.Match[str]) -> str:
+            literal, name = match.group(1), match.group(2)
+            if literal:
+                return "${" + name + "}"
+            if name in variables:
+                return self.text(variables[name], stack)
+            head, _, attribute = name.partition(".")
+            return self.text({"Fn::GetAtt": [head, attribute]} if attribute else {"Ref": name}, stack)
+
+        return _SUB_VARIABLE.sub(one, template)
+
     def created_before(self, resource: Resource) -> tuple[set[str], set[str]]:
         """What CloudFormation has created before ``resource``: the logical ids of its stack it depends on, through
         ``DependsOn`` and the references of its properties, transitively; and the stacks deployed before its own (those
@@ -96,6 +139,21 @@ class Templates:
 
 
 _SUB_NAME = re.compile(r"\$\{(?!!)([^}.]+)")
+_SUB_VARIABLE = re.compile(r"\$\{(!?)([^}]*)\}")
+UNKNOWN_TEXT = "${?}"  # what ``Templates.text`` writes for a value it cannot read
+
+
+def _attribute(arg: Any) -> str:
+    """The attribute an ``Fn::GetAtt`` reads, in either of its spellings."""
+    if isinstance(arg, list):
+        return ".".join(str(part) for part in arg[1:])
+    return str(arg).split(".", 1)[1] if "." in str(arg) else ""
+
+
+def cdk_path(resource: Resource) -> str:
+    """The construct path CDK records for a resource, else stack/logical id."""
+    path = (resource.attributes.get("Metadata") or {}).get("aws:cdk:path")
+    return str(path) if isinstance(path, str) else f"{resource.stack}/{resource.logical_id}"
 
 
 def _referenced(value: Any) -> Iterator[str]:

@@ -17,20 +17,9 @@ KEY_POLICY_SIZE = f"{PREFIX}KeyPolicySize"
 
 # A service-linked role: AWS makes it with the service's first use in an account, so a new account lacks it. Another
 # role named by ARN may well exist (an imported one): the templates cannot tell, so only these are refused.
-_SERVICE_LINKED_ROLE = re.compile(r":iam::[^:]*:role/aws-service-role/")
-
-
-def flat(value: Any) -> str:
-    """A string as it will read once deployed, with every reference written as ``{ref}``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and len(value) == 1:
-        ((key, arg),) = value.items()
-        if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
-            return str(arg[0]).join(flat(part) for part in arg[1])
-        if key == "Fn::Sub" and isinstance(arg, str):
-            return arg
-    return "{ref}"
+_SERVICE_LINKED_ROLE = re.compile(
+    r":iam::([^:]*|\$\{[^}]*\}):role/aws-service-role/"
+)  # an account, or ${AWS::AccountId}
 
 
 def _principals(statement: Mapping[str, Any]) -> list[Any]:
@@ -47,7 +36,7 @@ def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
             for name in _principals(statement):
                 if ctx.target(name, key.stack) is not None:
                     continue  # a role of the templates: CloudFormation creates it before the key
-                arn = flat(name)
+                arn = ctx.text(name, key.stack)
                 if _SERVICE_LINKED_ROLE.search(arn):
                     yield (
                         key,

@@ -9,12 +9,10 @@ regions or accounts, which their templates do not say.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, Resource, Templates
+from .base import UNKNOWN_TEXT, Finding, Resource, Templates
 
 NAME_CLAIMED_TWICE = f"{PREFIX}NameClaimedTwice"
 
@@ -46,31 +44,19 @@ NAMED: Mapping[str, tuple[str, str | None]] = {
 }
 
 
-def _text(value: Any) -> str | None:
-    """A name as it will read once deployed, references kept by what they name (two names that read alike here are
-    alike in AWS); ``None`` for a value this cannot read."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and len(value) == 1:
-        ((key, arg),) = value.items()
-        if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
-            parts = [_text(part) for part in arg[1]]
-            return None if None in parts else str(arg[0]).join(p for p in parts if p is not None)
-        if key in ("Ref", "Fn::GetAtt", "Fn::Sub", "Fn::ImportValue", "Fn::GetStackOutput"):
-            return "${" + json.dumps(value, sort_keys=True) + "}"
-    return None
-
-
 def name_claimed_twice(ctx: Templates) -> Iterator[Finding]:
     claimed: dict[tuple[str, str, str | None, str], Resource] = {}
     for kind, (prop, scope_prop) in sorted(NAMED.items()):
         for resource in sorted(ctx.of_type(kind), key=lambda r: (r.stack, r.logical_id)):
             if "Condition" in resource.attributes:
                 continue  # created only where its condition holds: two such may never meet
-            name = _text(resource.props.get(prop))
-            scope = _text(resource.props.get(scope_prop)) if scope_prop else None
-            if name is None or (scope_prop and scope is None and resource.props.get(scope_prop) is not None):
-                continue
+            if resource.props.get(prop) is None:
+                continue  # CloudFormation makes a name of its own
+            name = ctx.text(resource.props.get(prop), resource.stack)
+            scoped = resource.props.get(scope_prop) if scope_prop else None  # absent: the default (cluster, bus)
+            scope = ctx.text(scoped, resource.stack) if scoped is not None else None
+            if UNKNOWN_TEXT in name or (scope is not None and UNKNOWN_TEXT in scope):
+                continue  # a part that cannot be read: not known to be alike
             key = (resource.stack, kind, scope, name)
             first = claimed.setdefault(key, resource)
             if first is not resource:

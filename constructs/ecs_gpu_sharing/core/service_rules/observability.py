@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
 from .base import Finding, Resource, Templates, listed, literal_number, statements
-from .kms import flat
 
 # --- Amazon CloudWatch, EventBridge, CloudWatch Logs ---------------------------------------------------------------
 
@@ -78,35 +78,39 @@ def _matches(patterns: list[Any], action: str) -> bool:
 Service = str | re.Pattern[str]  # a service principal, or a pattern of its regional names
 
 
-def _names_service(principal: Mapping[str, Any], service: Service) -> bool:
-    names = [flat(n) for n in listed(principal.get("Service"))]
+Read = Callable[[Any], str]  # a template value as text (``Templates.text`` in the policy's stack)
+
+
+def _names_service(principal: Mapping[str, Any], service: Service, read: Read) -> bool:
+    names = [read(n) for n in listed(principal.get("Service"))]
     if isinstance(service, str):
         return service in names
     return any(service.fullmatch(n) for n in names)
 
 
-def _covers(statement: Mapping[str, Any], service: Service, actions: tuple[str, ...]) -> bool:
+def _covers(statement: Mapping[str, Any], service: Service, actions: tuple[str, ...], read: Read) -> bool:
     """Whether a statement applies to ``service`` for every one of ``actions``: its principal names the service or
     everyone, and its Action matches them (or its NotAction matches none)."""
     principal = statement.get("Principal")
     if principal != "*":
         if not isinstance(principal, Mapping):
             return False
-        if not _names_service(principal, service) and "*" not in listed(principal.get("AWS")):
+        if not _names_service(principal, service, read) and "*" not in listed(principal.get("AWS")):
             return False
     if "NotAction" in statement:
         return not any(_matches(listed(statement["NotAction"]), a.lower()) for a in actions)
     return all(_matches(listed(statement.get("Action")), a.lower()) for a in actions)
 
 
-def _admits(policy: list[Mapping[str, Any]], service: Service, actions: tuple[str, ...]) -> bool:
+def _admits(policy: list[Mapping[str, Any]], service: Service, actions: tuple[str, ...], read: Read) -> bool:
     """Whether a policy's statements let ``service`` do every one of ``actions``: an Allow covers them, and no Deny
     without a condition does (a condition is taken as met for an Allow and as unmet for a Deny: the rule fails only a
     policy that cannot work)."""
     allows = [s for s in policy if s.get("Effect") == "Allow"]
     denies = [s for s in policy if s.get("Effect") == "Deny" and not s.get("Condition")]
     return all(
-        any(_covers(s, service, (a,)) for s in allows) and not any(_covers(s, service, (a,)) for s in denies)
+        any(_covers(s, service, (a,), read) for s in allows)
+        and not any(_covers(s, service, (a,), read) for s in denies)
         for a in actions
     )
 
@@ -125,7 +129,9 @@ def alarm_topic_admits_cloudwatch(ctx: Templates) -> Iterator[Finding]:
     for topic, first in alarms.values():
         covering = [p for p in policies if any(ctx.target(t, p.stack) is topic for t in listed(p.props.get("Topics")))]
         policy = [s for p in covering for s in statements(p.props.get("PolicyDocument"))]
-        if covering and not _admits(policy, _CLOUDWATCH, ("sns:Publish",)):
+        if covering and not _admits(
+            policy, _CLOUDWATCH, ("sns:Publish",), functools.partial(ctx.text, stack=topic.stack)
+        ):
             yield (
                 topic,
                 f"alarm {first} notifies it, but its topic policy (which replaces SNS's default) allows no "
@@ -149,7 +155,9 @@ def _key_admits_cloudwatch(ctx: Templates, topic: Resource, alarm: str) -> Itera
     if key is None or key.kind != "AWS::KMS::Key":
         return  # unencrypted, or a key outside the templates: not judged
     needed = ("kms:Decrypt", "kms:GenerateDataKey")
-    if not _admits(statements(key.props.get("KeyPolicy")), _CLOUDWATCH, needed):
+    if not _admits(
+        statements(key.props.get("KeyPolicy")), _CLOUDWATCH, needed, functools.partial(ctx.text, stack=key.stack)
+    ):
         yield (
             topic,
             f"alarm {alarm} notifies it, but its key {key.logical_id} does not let {_CLOUDWATCH} use it, so CloudWatch "
@@ -159,7 +167,7 @@ def _key_admits_cloudwatch(ctx: Templates, topic: Resource, alarm: str) -> Itera
 
 # CloudWatch Logs' principal is regional (logs.<region>.amazonaws.com, as its guide writes it; deploys that named
 # logs.amazonaws.com are reported refused the same way); a reference stands for the region.
-_LOGS = re.compile(r"logs\.([a-z]{2}(-[a-z]+)+-\d+|\{ref\}|\$\{[^}]+\})\.amazonaws\.com")
+_LOGS = re.compile(r"logs\.([a-z]{2}(-[a-z]+)+-\d+|\$\{[^}]+\})\.amazonaws\.com")
 _LOGS_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 
 
@@ -169,7 +177,8 @@ def log_group_key(ctx: Templates) -> Iterator[Finding]:
         key = ctx.target(group.props.get("KmsKeyId"), group.stack)
         if key is None or key.kind != "AWS::KMS::Key":
             continue  # unencrypted, or a key outside the templates: not judged
-        if not _admits(statements(key.props.get("KeyPolicy")), _LOGS, _LOGS_KEY_ACTIONS):
+        read = functools.partial(ctx.text, stack=key.stack)
+        if not _admits(statements(key.props.get("KeyPolicy")), _LOGS, _LOGS_KEY_ACTIONS, read):
             yield (
                 group,
                 f"it is encrypted with key {key.logical_id}, whose policy does not let CloudWatch Logs use it, so "

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import Finding, Resource, Templates, listed
+from .base import Finding, Resource, Templates, cdk_path, listed
 
 PROVIDER_ASSOCIATED_FIRST = f"{PREFIX}ServiceAfterItsProviderIsAssociated"
 
@@ -120,15 +120,8 @@ def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
                 yield runner, _message(what, f"capacity provider {label}", enablers)
 
 
-def _path(resource: Resource) -> str:
-    """The construct path CDK records for a resource, else its logical id."""
-    metadata = resource.attributes.get("Metadata")
-    path = metadata.get("aws:cdk:path") if isinstance(metadata, dict) else None
-    return path if isinstance(path, str) else resource.logical_id
-
-
 def _message(what: str, subject: str, enablers: list[Resource], default: bool = False) -> str:
-    by = ", ".join(sorted(f"{_path(r)} ({r.kind})" for r in enablers))
+    by = ", ".join(sorted(f"{cdk_path(r)} ({r.kind})" for r in enablers))
     why = (
         "ECS reads the cluster's default strategy when it creates the service, so one created first does not get it "
         "(the ECS API Reference does not say what it gets instead)"
