@@ -256,6 +256,35 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(_task(containers=[_container(PortMappings=[{"ContainerPort": 80, "Name": "http_" + "a" * 59}])])),
         _stack(_task(containers=[_container(PortMappings=[{"ContainerPort": 80, "Name": "HTTP"}])])),
     ),
+    sr.DEPENDENCIES_RESOLVE: (
+        _stack(
+            _task(
+                containers=[
+                    _container(DependsOn=[{"ContainerName": "proxy", "Condition": "HEALTHY"}]),
+                    _container("proxy", HealthCheck={"Command": ["CMD-SHELL", "true"]}),
+                ]
+            )
+        ),
+        _stack(_task(containers=[_container(DependsOn=[{"ContainerName": "weights", "Condition": "START"}])])),
+    ),
+    sr.EXITING_DEPENDENCY_NOT_ESSENTIAL: (
+        _stack(
+            _task(
+                containers=[
+                    _container(DependsOn=[{"ContainerName": "weights", "Condition": "SUCCESS"}]),
+                    _container("weights", Essential=False),
+                ]
+            )
+        ),
+        _stack(
+            _task(
+                containers=[
+                    _container(DependsOn=[{"ContainerName": "weights", "Condition": "COMPLETE"}]),
+                    _container("weights"),  # essential unless it says not
+                ]
+            )
+        ),
+    ),
     sr.PLACEMENT_CONSTRAINTS: (
         _stack(
             _task(
@@ -914,3 +943,55 @@ def test_a_port_mapping_name_is_what_ecs_takes(name: str, ok: bool) -> None:
 def test_a_value_reads_as_the_text_it_will_be(value: Any, text: str) -> None:
     ctx = sr.Templates({"s": _stack(("Key", "AWS::KMS::Key", {}))})
     assert ctx.text(value, "s") == text
+
+
+def _depends(name: str, *on: tuple[str, str], **extra: Any) -> dict[str, Any]:
+    """A container that waits for each (container, condition) of ``on``."""
+    return _container(name, DependsOn=[{"ContainerName": c, "Condition": k} for c, k in on], **extra)
+
+
+@pytest.mark.parametrize(
+    ("containers", "refused"),
+    [
+        ([_depends("model", ("weights", "START")), _container("weights")], None),
+        ([_depends("model", ("model", "START"))], "model → model"),  # itself
+        (
+            [_depends("a", ("b", "START")), _depends("b", ("c", "START")), _depends("c", ("a", "START"))],
+            "a → b → c → a",
+        ),
+        ([_depends("model", ("weights", "START"))], "no container 'weights'"),
+        ([_depends("model", ("proxy", "HEALTHY")), _container("proxy")], "has no health check"),
+        (
+            [_depends("model", ("proxy", "HEALTHY")), _container("proxy", HealthCheck={"Command": ["NONE"]})],
+            "has no health check",
+        ),
+    ],
+)
+def test_a_tasks_container_dependencies_can_all_be_met(containers: list[dict[str, Any]], refused: str | None) -> None:
+    found = check_service_rules({"s": _stack(_task(containers=containers))})
+    messages = [v.message for v in found if v.rule_id == sr.DEPENDENCIES_RESOLVE]
+    assert (refused is None and messages == []) or (refused is not None and len(messages) == 1), messages
+    assert refused is None or refused in messages[0]
+
+
+@pytest.mark.parametrize(
+    ("essential", "condition", "refused"),
+    [
+        (False, "COMPLETE", False),
+        ("false", "SUCCESS", False),  # CloudFormation takes a boolean written as text
+        (None, "SUCCESS", True),  # ECS's default: essential
+        (True, "COMPLETE", True),
+        (True, "START", False),
+        (True, "HEALTHY", False),
+    ],
+)
+def test_a_container_waited_on_to_exit_is_not_essential(essential: Any, condition: str, refused: bool) -> None:
+    weights = _container("weights") if essential is None else _container("weights", Essential=essential)
+    if condition == "HEALTHY":
+        weights["HealthCheck"] = {"Command": ["CMD", "true"]}
+    template = _stack(_task(containers=[_depends("model", ("weights", condition)), weights]))
+    found = [
+        v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.EXITING_DEPENDENCY_NOT_ESSENTIAL
+    ]
+    assert bool(found) is refused
+    assert not refused or ("weights" in found[0] and condition in found[0] and "essential=False" in found[0])

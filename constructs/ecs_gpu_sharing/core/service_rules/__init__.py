@@ -28,7 +28,8 @@ from .autoscaling import (
     roll_below_max_size,
     roll_pause_time,
 )
-from .base import Check, Finding, Resource, ServiceRule, Template, Templates
+from .base import ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
+from .dependencies import DEPENDENCIES_RESOLVE, DEPENDENCY_RULES, EXITING_DEPENDENCY_NOT_ESSENTIAL
 from .ecs import (
     AWSVPC_HOST_PORT,
     AWSVPC_NETWORK_CONFIGURATION,
@@ -104,7 +105,7 @@ from .providers import PROVIDER_ASSOCIATED_FIRST, provider_associated_first
 # --- the table -----------------------------------------------------------------------------------------------------
 
 _ECS_GUIDE = "Amazon ECS Developer Guide"
-_ECS_API = "Amazon ECS API Reference"
+_ECS_API = ECS_API
 _ASG = "Amazon EC2 Auto Scaling API Reference, CreateAutoScalingGroup"
 _ELB = "Elastic Load Balancing API Reference (version 2015-12-01)"
 
@@ -191,6 +192,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         "lowercase letters, numbers, underscores (_), and hyphens (-). The name can't start with a hyphen\"",
         port_mapping_name,
     ),
+    *DEPENDENCY_RULES,
     ServiceRule(
         CONTAINER_MEMORY_ON_EC2,
         "Amazon ECS",
@@ -504,9 +506,11 @@ __all__ = [
     "AWSVPC_HOST_PORT",
     "AWSVPC_NETWORK_CONFIGURATION",
     "CONTAINER_MEMORY_ON_EC2",
+    "DEPENDENCIES_RESOLVE",
     "DEREGISTRATION_DELAY",
     "ELB_NAME_LENGTH",
     "ESSENTIAL_CONTAINER",
+    "EXITING_DEPENDENCY_NOT_ESSENTIAL",
     "GROUP_ONE_LAUNCH_SOURCE",
     "GROUP_SIZES",
     "HEALTH_CHECK_TIMEOUT",

@@ -210,6 +210,9 @@ Finding = tuple[Resource, str]  # the resource and what is wrong with it, with w
 Check = Callable[[Templates], Iterator[Finding]]
 
 
+ECS_API = "Amazon ECS API Reference"  # the page most rows' sources are on
+
+
 @dataclass(frozen=True)
 class ServiceRule:
     rule_id: str
