@@ -285,6 +285,17 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             )
         ),
     ),
+    sr.HEALTH_CHECK_IN_RANGE: (
+        _stack(
+            _task(
+                containers=[
+                    _container(HealthCheck={"Command": ["CMD", "true"], "Interval": 5, "Timeout": 60, "Retries": 10}),
+                    _container("side", HealthCheck={"Command": ["CMD-SHELL", "true"], "StartPeriod": 300}),
+                ]
+            )
+        ),
+        _stack(_task(containers=[_container(HealthCheck={"Command": ["CMD-SHELL", "true"], "StartPeriod": 600})])),
+    ),
     sr.PLACEMENT_CONSTRAINTS: (
         _stack(
             _task(
@@ -995,3 +1006,22 @@ def test_a_container_waited_on_to_exit_is_not_essential(essential: Any, conditio
     ]
     assert bool(found) is refused
     assert not refused or ("weights" in found[0] and condition in found[0] and "essential=False" in found[0])
+
+
+@pytest.mark.parametrize(
+    ("check", "refused"),
+    [
+        ({"Command": ["NONE"]}, None),
+        ({"Command": ["CMD", "true"], "Interval": "300", "StartPeriod": 0, "Retries": 1, "Timeout": 2}, None),
+        ({"Command": ["CMD", "true"], "Interval": 4}, "interval 4"),
+        ({"Command": ["CMD", "true"], "Timeout": 90}, "timeout 90"),  # aws-ecs takes up to 120
+        ({"Command": ["CMD", "true"], "Retries": 0}, "retries 0"),
+        ({"Command": ["CMD", "true"], "StartPeriod": "301"}, "startPeriod 301"),
+        ({"Command": ["curl", "-f", "localhost"]}, "'curl'"),
+        ({"Command": ["CMD", "true"], "StartPeriod": {"Ref": "Grace"}}, None),  # known at deploy: not judged
+    ],
+)
+def test_a_container_health_check_is_in_ecss_ranges(check: dict[str, Any], refused: str | None) -> None:
+    template = _stack(_task(containers=[_container(HealthCheck=check)]))
+    found = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.HEALTH_CHECK_IN_RANGE]
+    assert (refused is None and found == []) or (refused is not None and len(found) == 1 and refused in found[0])

@@ -113,6 +113,14 @@ def literal_int(value: Any, *, field: str, owner: str, low: int = 0) -> int | No
     return value
 
 
+HEALTH_CHECK_RANGES = {"interval": (5, 300), "timeout": (2, 60), "retries": (1, 10), "startPeriod": (0, 300)}
+"""What ECS takes of a container health check's numbers, seconds but ``retries`` (Amazon ECS API Reference,
+HealthCheck: "You may specify between ..."; botocore's ECS model states them in words only, so moto takes any)."""
+HEALTH_CHECK_FIRST = ("CMD", "CMD-SHELL", "NONE")
+"""What a health check's command starts with: ECS's CMD and CMD-SHELL (API Reference, HealthCheck, command), and
+Docker's NONE (no check)."""
+
+
 SERVICE_CONNECT_PROXY_CPU_UNITS = 256
 SERVICE_CONNECT_PROXY_MEMORY_MIB = 64
 """What ECS's Service Connect proxy, which ECS adds to every task of a service with Service Connect, needs: AWS

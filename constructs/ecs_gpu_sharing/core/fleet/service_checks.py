@@ -11,6 +11,7 @@ from ..allocation import AllocationNote, Evidence
 from ..escalation import TASK_ROLE_ESCALATION, escalations, refused_managed_policy, unread_managed_policy
 from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from ..planner import MANAGED_INSTANCES
+from ..shape import HEALTH_CHECK_FIRST
 from ..text import visible
 from .fleet_checks import _acknowledgments, _check_exposure, _tags
 from .keys import ALLOCATION, EVIDENCE, METRIC, SERVICE, SIDECAR, STATEMENT
@@ -209,7 +210,6 @@ def _check_paths(problems: _Problems, where: str, good: Mapping[str, Any]) -> No
 
 
 _SYSTEM_PATHS = ("/proc", "/sys", "/dev")
-_HEALTH_CHECK_FIRST = ("CMD", "CMD-SHELL", "NONE")  # what ECS's healthCheck.command takes first
 
 
 def _check_service_values(
@@ -233,7 +233,7 @@ def _check_service_values(
             "note says its latency target needs; raise max_compute_percent or the note's compute_percent"
         )
     check = good.get("health_check")
-    if isinstance(check, list) and check and check[0] not in _HEALTH_CHECK_FIRST:
+    if isinstance(check, list) and check and check[0] not in HEALTH_CHECK_FIRST:
         problems.add(
             f"{where}health_check starts with {check[0]!r}; ECS takes CMD (a command and its arguments), CMD-SHELL "
             '(one shell line) or NONE first, such as ["CMD-SHELL", "curl -f http://localhost:8080/health"]'

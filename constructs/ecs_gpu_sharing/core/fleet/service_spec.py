@@ -13,6 +13,7 @@ from ..mps import MpsShare
 from ..placement import DEFAULT_PRESET, PRESETS
 from ..quotas import MAX_TASKS_PER_SERVICE
 from ..shape import (
+    HEALTH_CHECK_RANGES,
     SERVICE_CONNECT_PROXY_MEMORY_MIB,
     ContainerFacts,
     TaskShape,
@@ -28,8 +29,8 @@ from .values import (
     NAME,
 )
 
-MAX_CONTAINER_START_PERIOD = 300
-"""ECS's most for a container health check's ``startPeriod`` (botocore's ECS model: 0 to 300 seconds)."""
+MAX_CONTAINER_START_PERIOD = HEALTH_CHECK_RANGES["startPeriod"][1]
+"""ECS's most for a container health check's ``startPeriod``."""
 DEFAULT_STARTUP_SECONDS = MAX_CONTAINER_START_PERIOD
 """How long a service's tasks get to load their model before failed health checks count, unless the fleet file says:
 the longest start period a container check can have. aws-ecs's own grace period for a load-balanced service (60 s)

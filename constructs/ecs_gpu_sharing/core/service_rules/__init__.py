@@ -29,7 +29,7 @@ from .autoscaling import (
     roll_pause_time,
 )
 from .base import ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
-from .dependencies import DEPENDENCIES_RESOLVE, DEPENDENCY_RULES, EXITING_DEPENDENCY_NOT_ESSENTIAL
+from .containers import CONTAINER_RULES, DEPENDENCIES_RESOLVE, EXITING_DEPENDENCY_NOT_ESSENTIAL, HEALTH_CHECK_IN_RANGE
 from .ecs import (
     AWSVPC_HOST_PORT,
     AWSVPC_NETWORK_CONFIGURATION,
@@ -192,7 +192,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         "lowercase letters, numbers, underscores (_), and hyphens (-). The name can't start with a hyphen\"",
         port_mapping_name,
     ),
-    *DEPENDENCY_RULES,
+    *CONTAINER_RULES,
     ServiceRule(
         CONTAINER_MEMORY_ON_EC2,
         "Amazon ECS",
@@ -513,6 +513,7 @@ __all__ = [
     "EXITING_DEPENDENCY_NOT_ESSENTIAL",
     "GROUP_ONE_LAUNCH_SOURCE",
     "GROUP_SIZES",
+    "HEALTH_CHECK_IN_RANGE",
     "HEALTH_CHECK_TIMEOUT",
     "KEY_POLICY_PRINCIPALS",
     "KEY_POLICY_SIZE",

@@ -1,9 +1,12 @@
-"""A task's container dependencies (``dependsOn``): what the ECS agent cannot start. moto and aws-ecs take a task
-definition whose containers wait for a container it does not have, wait for each other in a circle, wait for a health
-check nobody runs, or wait for an essential container to exit; on a container instance the agent then never starts the
-task, or stops it as it starts (amazon-ecs-agent: agent/engine/dependencygraph/graph.go, agent/api/task/task.go).
+"""A task's containers: what ECS refuses of a container definition and the ECS agent cannot start, though moto and
+aws-ecs take it.
+
+Dependencies (``dependsOn``): a task whose containers wait for a container it does not have, wait for each other in a
+circle, wait for a health check nobody runs, or wait for an essential container to exit, is never started by the
+agent, or stopped as it starts (amazon-ecs-agent: agent/engine/dependencygraph/graph.go, agent/api/task/task.go).
 Whether RegisterTaskDefinition refuses some of these first, AWS's pages do not say; either way the service never
-runs."""
+runs. Health checks: ECS states each number's range in words, which botocore's model (and so moto) does not carry,
+and aws-ecs checks only some of them (its timeout up to 120 s, where ECS says 60)."""
 
 from __future__ import annotations
 
@@ -11,11 +14,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from ..shape import camel_keys
-from .base import ECS_API, Finding, ServiceRule, Templates, _containers
+from ..shape import HEALTH_CHECK_FIRST, HEALTH_CHECK_RANGES, camel_keys
+from .base import ECS_API, Finding, ServiceRule, Templates, _containers, literal_number
 
 DEPENDENCIES_RESOLVE = f"{PREFIX}ContainerDependenciesResolve"
 EXITING_DEPENDENCY_NOT_ESSENTIAL = f"{PREFIX}DependencyThatExitsIsNotEssential"
+HEALTH_CHECK_IN_RANGE = f"{PREFIX}ContainerHealthCheckRanges"
 _AGENT = "amazon-ecs-agent"
 
 
@@ -109,7 +113,37 @@ def exiting_dependency_not_essential(ctx: Templates) -> Iterator[Finding]:
                     )
 
 
-DEPENDENCY_RULES: tuple[ServiceRule, ...] = (
+def health_check_ranges(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        for c in _containers(task):
+            check = camel_keys(c.get("healthCheck"))
+            if not check:
+                continue
+            wrong = []
+            command = check.get("command")
+            first = command[0] if isinstance(command, list) and command else None
+            if isinstance(first, str) and first not in HEALTH_CHECK_FIRST:
+                wrong.append(f"a command starting with {first!r} (CMD, CMD-SHELL or NONE first)")
+            for field, (low, high) in HEALTH_CHECK_RANGES.items():
+                value = literal_number(check.get(field))
+                if value is not None and not low <= value <= high:
+                    wrong.append(f"{field} {value} ({low} to {high})")
+            if wrong:
+                longer = (literal_number(check.get("startPeriod")) or 0) > HEALTH_CHECK_RANGES["startPeriod"][1]
+                yield (
+                    task,
+                    f"container {c.get('name')}'s health check has {', '.join(wrong)}, which ECS refuses when the "
+                    "task definition is registered; use values in range"
+                    + (
+                        " (a model that loads for longer gets it from more retries or a longer interval, and from "
+                        "the service's health_check_grace_period)"
+                        if longer
+                        else ""
+                    ),
+                )
+
+
+CONTAINER_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         DEPENDENCIES_RESOLVE,
         "Amazon ECS (the container agent)",
@@ -128,5 +162,15 @@ DEPENDENCY_RULES: tuple[ServiceRule, ...] = (
         f'{ECS_API}, ContainerDependency, condition: COMPLETE and SUCCESS "can\'t be set on an essential container"; '
         f"{_AGENT}, agent/api/task/task.go: a stopped essential container sets the task's desired status to STOPPED",
         exiting_dependency_not_essential,
+    ),
+    ServiceRule(
+        HEALTH_CHECK_IN_RANGE,
+        "Amazon ECS",
+        "a container health check's command starts with CMD, CMD-SHELL or NONE; its interval is 5 to 300 s, its "
+        "timeout 2 to 60 s, its retries 1 to 10, its startPeriod 0 to 300 s",
+        f'{ECS_API}, HealthCheck: command "must start with CMD ... or CMD-SHELL"; interval "You may specify between 5 '
+        'and 300 seconds"; timeout "between 2 and 60 seconds"; retries "between 1 and 10 retries"; startPeriod '
+        '"between 0 and 300 seconds"',
+        health_check_ranges,
     ),
 )
