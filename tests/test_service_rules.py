@@ -3,6 +3,9 @@ breaks it, naming the resource; the table is complete and sourced; the plugin fa
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +42,13 @@ def _service(lid: str = "Svc", td: str = "Td", **props: Any) -> Res:
 
 _CONNECT = {"ServiceConnectConfiguration": {"Enabled": True, "Namespace": "ns"}}
 _NETWORK = {"NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": ["s"]}}}
+_SCALABLE = {  # one ECS service's task count
+    "ResourceId": {"Fn::Join": ["/", ["service", {"Ref": "Cluster"}, "chat"]]},
+    "ScalableDimension": "ecs:service:DesiredCount",
+    "ServiceNamespace": "ecs",
+    "MinCapacity": 1,
+    "MaxCapacity": 4,
+}
 
 
 def _connect(*services: dict[str, Any], namespace: str = "ns") -> dict[str, Any]:
@@ -889,6 +899,44 @@ _REGIONAL = {"Fn::Join": ["", ["models-", {"Ref": "AWS::Region"}, "-gpu"]]}
         ),
         # no name: CloudFormation makes one for each
         ([("A", "AWS::SNS::Topic", {}), ("B", "AWS::SNS::Topic", {})], {}, []),
+        # a type whose registry schema makes a written property its identifier: one set of associations a cluster
+        (
+            [
+                ("A", "AWS::ECS::ClusterCapacityProviderAssociations", {"Cluster": {"Ref": "One"}}),
+                ("B", "AWS::ECS::ClusterCapacityProviderAssociations", {"Cluster": {"Ref": "Two"}}),
+                ("C", "AWS::ECS::ClusterCapacityProviderAssociations", {"Cluster": {"Ref": "One"}}),
+            ],
+            {},
+            ["C"],
+        ),
+        # one policy a bucket
+        (
+            [
+                ("A", "AWS::S3::BucketPolicy", {"Bucket": {"Ref": "Models"}, "PolicyDocument": {}}),
+                ("B", "AWS::S3::BucketPolicy", {"Bucket": {"Ref": "Models"}, "PolicyDocument": {}}),
+            ],
+            {},
+            ["B"],
+        ),
+        # an identifier of several properties: alike only when all are
+        (
+            [
+                ("A", "AWS::ApplicationAutoScaling::ScalableTarget", _SCALABLE),
+                ("B", "AWS::ApplicationAutoScaling::ScalableTarget", {**_SCALABLE, "ScalableDimension": "other"}),
+                ("C", "AWS::ApplicationAutoScaling::ScalableTarget", _SCALABLE),
+            ],
+            {},
+            ["C"],
+        ),
+        # an inline policy's name is unique within its role
+        (
+            [
+                ("A", "AWS::IAM::RolePolicy", {"PolicyName": "p", "RoleName": {"Ref": "R1"}}),
+                ("B", "AWS::IAM::RolePolicy", {"PolicyName": "p", "RoleName": {"Ref": "R2"}}),
+            ],
+            {},
+            [],
+        ),
     ],
 )
 def test_a_name_is_claimed_once_in_a_stack(
@@ -896,6 +944,30 @@ def test_a_name_is_claimed_once_in_a_stack(
 ) -> None:
     found = check_service_rules({"s": _stack(*resources, attributes=attributes)})
     assert [v.logical_id for v in found if v.rule_id == sr.NAME_CLAIMED_TWICE] == refused
+
+
+def test_one_identifier_through_a_reference_is_judged_across_stacks() -> None:
+    """A reference to a resource of the templates puts both stacks in that resource's account and region."""
+    cluster = _stack(("Cluster", "AWS::ECS::Cluster", {}))
+    cluster["Outputs"] = {"ClusterName": {"Value": {"Ref": "Cluster"}, "Export": {"Name": "c-name"}}}
+    imported = {"Fn::ImportValue": "c-name"}
+    associations = ("Assoc", "AWS::ECS::ClusterCapacityProviderAssociations", {"Cluster": imported})
+    found = check_service_rules({"c": cluster, "s": _stack(associations), "t": _stack(associations)})
+    refused = [v for v in found if v.rule_id == sr.NAME_CLAIMED_TWICE]
+    assert [(v.stack, v.logical_id) for v in refused] == [("t", "Assoc")]
+    assert "s/Assoc" in refused[0].message and "AlreadyExists" in refused[0].message
+
+
+def test_the_identifiers_file_is_what_cloudformations_schemas_say() -> None:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "resource_identifiers.py"
+    spec = importlib.util.spec_from_file_location("resource_identifiers", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = json.loads(module.OUT.read_text())
+    assert written == module.build(), "run scripts/resource_identifiers.py"
+    assert written["AWS::ECS::ClusterCapacityProviderAssociations"] == [["Cluster"]]
+    assert "AWS::ECS::Service" not in written  # its identifier is its ARN, which CloudFormation reads back
 
 
 def test_one_name_in_two_stacks_is_not_judged() -> None:

@@ -411,9 +411,13 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         NAME_CLAIMED_TWICE,
         "every AWS service that takes a name",
-        "a custom name (a log group's, a role's, a dashboard's, ...) is written by one resource of a stack",
+        "a custom name (a log group's, a role's, a dashboard's, ...), or an identifier the template writes whole (a "
+        "cluster's capacity provider associations, a bucket's policy, a scalable target), is written by one resource "
+        "of a stack, or of the stacks whose values refer to one resource",
         "AWS CloudFormation Template Reference, 'CloudFormation resource custom naming': \"Resource names must be "
-        'unique across all your active stacks"',
+        "unique across all your active stacks\"; CloudFormation CLI User Guide, 'Contract tests for resource types', "
+        'contract_create_create: a second create of the same primary identifier fails "with the AlreadyExists error '
+        'code", tested where no identifier is read-only (the registry schemas, in core/data/resource_identifiers.json)',
         name_claimed_twice,
         rehearsal="partly: moto refuses some names twice (a log group) and writes over others (a dashboard)",
     ),

@@ -46,6 +46,9 @@ class Templates:
     def resource(self, stack: str, logical_id: str) -> Resource | None:
         return self._by_id.get((stack, logical_id))
 
+    def all(self) -> Iterator[Resource]:
+        return iter(self._by_id.values())
+
     def of_type(self, kind: str) -> Iterator[Resource]:
         return (r for r in self._by_id.values() if r.kind == kind)
 

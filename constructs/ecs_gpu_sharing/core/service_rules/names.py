@@ -4,15 +4,28 @@ CloudFormation User Guide, "Name type": "Resource names must be unique across al
 of one stack that write the same name are one name claimed twice: the service refuses the second ("already exists")
 or, for the services whose create call writes over (a dashboard, an alarm), both resources manage one thing and
 deleting either deletes it. Only names within one template are compared: stacks of one app may be deployed to other
-regions or accounts, which their templates do not say.
+regions or accounts, which their templates do not say, unless a part of the name refers to a resource of the
+templates: then both are in that resource's account and region.
+
+Two sources say what identifies a resource. CloudFormation's registry schemas give each type a primary identifier
+and maybe more; where the template writes every property of one (none is read back from AWS), a second resource with
+the same values fails to create with AlreadyExists (CloudFormation CLI User Guide, "Contract tests for resource
+types", contract_create_create). ``core/data/resource_identifiers.json`` holds them, written from the schemas by
+``scripts/resource_identifiers.py``: one set of capacity provider associations a cluster, one policy a bucket, one
+scalable target a service's task count. ``NAMED`` adds the names that are unique though a type's identifier is an ARN
+or an id AWS makes (a service's name in its cluster, a target group's name).
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 from collections.abc import Iterator, Mapping
+from importlib import resources
 
 from ..rule_family import PREFIX
-from .base import UNKNOWN_TEXT, Finding, Resource, Templates
+from .base import UNKNOWN_TEXT, Finding, Resource, Templates, cdk_path
 
 NAME_CLAIMED_TWICE = f"{PREFIX}NameClaimedTwice"
 
@@ -44,26 +57,80 @@ NAMED: Mapping[str, tuple[str, str | None]] = {
 }
 
 
+_PARTS = re.compile(r"\$\{([^}/]+)/([^}]+)\}")  # how Templates.text writes a resource of the templates
+
+Identity = tuple[tuple[str, bool], ...]  # each property with whether it must be written (a name's scope need not be)
+
+
+@functools.cache
+def identities() -> Mapping[str, tuple[Identity, ...]]:
+    """Each type's identities: the identifiers its schema says a template writes whole, and ``NAMED``'s name with
+    its scope, where the schema does not already say it."""
+    raw = json.loads(resources.files("ecs_gpu_sharing.core").joinpath("data/resource_identifiers.json").read_text())
+    out = {kind: [tuple((prop, True) for prop in found) for found in ids] for kind, ids in raw.items()}
+    for kind, (prop, scope) in NAMED.items():
+        named = ((scope, False), (prop, True)) if scope else ((prop, True),)
+        if not any({p for p, _ in known} == {p for p, _ in named} for known in out.setdefault(kind, [])):
+            out[kind].append(named)
+    return {kind: tuple(found) for kind, found in out.items()}
+
+
+def _values(ctx: Templates, resource: Resource, identity: Identity) -> tuple[str | None, ...] | None:
+    """An identity's values as they will read once deployed (a scope left out: ``None``, the default cluster or
+    bus); ``None`` where it is not known to be alike: a property left to CloudFormation, a part that cannot be read."""
+    values: list[str | None] = []
+    for prop, required in identity:
+        written = resource.props.get(prop)
+        if written is None and required:
+            return None
+        text = None if written is None else ctx.text(written, resource.stack)
+        if text is not None and UNKNOWN_TEXT in text:
+            return None
+        values.append(text)
+    return tuple(values)
+
+
 def name_claimed_twice(ctx: Templates) -> Iterator[Finding]:
-    claimed: dict[tuple[str, str, str | None, str], Resource] = {}
-    for kind, (prop, scope_prop) in sorted(NAMED.items()):
-        for resource in sorted(ctx.of_type(kind), key=lambda r: (r.stack, r.logical_id)):
-            if "Condition" in resource.attributes:
-                continue  # created only where its condition holds: two such may never meet
-            if resource.props.get(prop) is None:
-                continue  # CloudFormation makes a name of its own
-            name = ctx.text(resource.props.get(prop), resource.stack)
-            scoped = resource.props.get(scope_prop) if scope_prop else None  # absent: the default (cluster, bus)
-            scope = ctx.text(scoped, resource.stack) if scoped is not None else None
-            if UNKNOWN_TEXT in name or (scope is not None and UNKNOWN_TEXT in scope):
-                continue  # a part that cannot be read: not known to be alike
-            key = (resource.stack, kind, scope, name)
-            first = claimed.setdefault(key, resource)
+    claimed: dict[tuple[str | None, str, Identity, tuple[str | None, ...]], Resource] = {}
+    known = identities()
+    for resource in sorted(ctx.all(), key=lambda r: (r.kind, r.stack, r.logical_id)):
+        if "Condition" in resource.attributes:
+            continue  # created only where its condition holds: two such may never meet
+        kind = resource.kind
+        for identity in known.get(kind, ()):
+            values = _values(ctx, resource, identity)
+            if values is None:
+                continue
+            shared = any(v is not None and _PARTS.search(v) for v in values)
+            first = claimed.setdefault((None if shared else resource.stack, kind, identity, values), resource)
             if first is not resource:
-                shown = name if isinstance(resource.props.get(prop), str) else f"{name} (as written)"
-                yield (
-                    resource,
-                    f"its {prop} {shown} is also {first.logical_id}'s in this stack: the service refuses the second "
-                    "(already exists) or both manage one resource; give each its own name, or leave the name out "
-                    "and let CloudFormation make one",
-                )
+                yield resource, _message(ctx, identity, values, first, kind)
+                break  # one finding a resource
+
+
+def _shown(ctx: Templates, text: str) -> str:
+    """A value for a message: each resource it refers to by its construct path."""
+
+    def path(match: re.Match[str]) -> str:
+        stack, logical_id = match.group(1), match.group(2).split(".")[0]
+        found = ctx.resource(stack, logical_id)
+        return cdk_path(found).removesuffix("/Resource") if found is not None else match.group(0)
+
+    return _PARTS.sub(path, text)
+
+
+def _message(ctx: Templates, identity: Identity, values: tuple[str | None, ...], first: Resource, kind: str) -> str:
+    written = [(prop, _shown(ctx, v)) for (prop, _), v in zip(identity, values, strict=True) if v is not None]
+    other = cdk_path(first).removesuffix("/Resource")
+    if all(prop.endswith("Name") for prop, _ in written):
+        said = " and ".join(f"{prop} {value}" for prop, value in written)
+        return (
+            f"its {said} {'is' if len(written) == 1 else 'are'} also {other}'s: the service refuses the second "
+            "(AlreadyExists) or both manage one resource; give each its own name, or leave the name out and let "
+            "CloudFormation make one"
+        )
+    said = ", ".join(f"{prop} {value}" for prop, value in written)
+    return (
+        f"it and {other} are one {kind} to AWS ({said}), which keeps one for those values: the second fails to create "
+        "(AlreadyExists) or both manage one resource; merge them into one"
+    )
