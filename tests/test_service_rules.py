@@ -958,16 +958,17 @@ def test_one_identifier_through_a_reference_is_judged_across_stacks() -> None:
     assert "s/Assoc" in refused[0].message and "AlreadyExists" in refused[0].message
 
 
-def test_the_identifiers_file_is_what_cloudformations_schemas_say() -> None:
-    script = Path(__file__).resolve().parents[1] / "scripts" / "resource_identifiers.py"
-    spec = importlib.util.spec_from_file_location("resource_identifiers", script)
+def test_the_schemas_file_is_what_cloudformations_schemas_say() -> None:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "resource_schemas.py"
+    spec = importlib.util.spec_from_file_location("resource_schemas", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     written = json.loads(module.OUT.read_text())
-    assert written == module.build(), "run scripts/resource_identifiers.py"
-    assert written["AWS::ECS::ClusterCapacityProviderAssociations"] == [["Cluster"]]
-    assert "AWS::ECS::Service" not in written  # its identifier is its ARN, which CloudFormation reads back
+    assert written == module.build(), "run scripts/resource_schemas.py"
+    assert written["AWS::ECS::ClusterCapacityProviderAssociations"]["identifiers"] == [["Cluster"]]
+    assert written["AWS::ECS::Service"]["identifiers"] == []  # its identifier is its ARN, which AWS makes
+    assert "ServiceName" in written["AWS::ECS::Service"]["create_only"]
 
 
 def test_one_name_in_two_stacks_is_not_judged() -> None:

@@ -417,7 +417,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         "AWS CloudFormation Template Reference, 'CloudFormation resource custom naming': \"Resource names must be "
         "unique across all your active stacks\"; CloudFormation CLI User Guide, 'Contract tests for resource types', "
         'contract_create_create: a second create of the same primary identifier fails "with the AlreadyExists error '
-        'code", tested where no identifier is read-only (the registry schemas, in core/data/resource_identifiers.json)',
+        'code", tested where no identifier is read-only (the registry schemas, in core/data/resource_schemas.json)',
         name_claimed_twice,
         rehearsal="partly: moto refuses some names twice (a log group) and writes over others (a dashboard)",
     ),

@@ -10,8 +10,8 @@ templates: then both are in that resource's account and region.
 Two sources say what identifies a resource. CloudFormation's registry schemas give each type a primary identifier
 and maybe more; where the template writes every property of one (none is read back from AWS), a second resource with
 the same values fails to create with AlreadyExists (CloudFormation CLI User Guide, "Contract tests for resource
-types", contract_create_create). ``core/data/resource_identifiers.json`` holds them, written from the schemas by
-``scripts/resource_identifiers.py``: one set of capacity provider associations a cluster, one policy a bucket, one
+types", contract_create_create). ``core/data/resource_schemas.json`` holds them, written from the schemas by
+``scripts/resource_schemas.py``: one set of capacity provider associations a cluster, one policy a bucket, one
 scalable target a service's task count. ``NAMED`` adds the names that are unique though a type's identifier is an ARN
 or an id AWS makes (a service's name in its cluster, a target group's name).
 """
@@ -23,6 +23,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from importlib import resources
+from typing import Any
 
 from ..rule_family import PREFIX
 from .base import UNKNOWN_TEXT, Finding, Resource, Templates, cdk_path
@@ -63,11 +64,22 @@ Identity = tuple[tuple[str, bool], ...]  # each property with whether it must be
 
 
 @functools.cache
+def resource_schemas() -> Mapping[str, Mapping[str, list[Any]]]:
+    """``core/data/resource_schemas.json``: each type's written identifiers and create-only properties."""
+    found: Mapping[str, Mapping[str, list[Any]]] = json.loads(
+        resources.files("ecs_gpu_sharing.core").joinpath("data/resource_schemas.json").read_text()
+    )
+    return found
+
+
+@functools.cache
 def identities() -> Mapping[str, tuple[Identity, ...]]:
     """Each type's identities: the identifiers its schema says a template writes whole, and ``NAMED``'s name with
     its scope, where the schema does not already say it."""
-    raw = json.loads(resources.files("ecs_gpu_sharing.core").joinpath("data/resource_identifiers.json").read_text())
-    out = {kind: [tuple((prop, True) for prop in found) for found in ids] for kind, ids in raw.items()}
+    raw = resource_schemas()
+    out = {
+        kind: [tuple((prop, True) for prop in found) for found in facts["identifiers"]] for kind, facts in raw.items()
+    }
     for kind, (prop, scope) in NAMED.items():
         named = ((scope, False), (prop, True)) if scope else ((prop, True),)
         if not any({p for p, _ in known} == {p for p, _ in named} for known in out.setdefault(kind, [])):
