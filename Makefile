@@ -25,12 +25,16 @@ synth: $(PY_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
 	@echo "templates written to cdk.out/"
 
-# Needs AWS credentials and a bootstrapped account (cdk bootstrap). First checks the account (zones, vCPU quotas, the
-# secrets, images and buckets the fleet names, the AMI pin: `ecs-gpu-sharing fleet preflight`); PREFLIGHT=0 skips it.
+# Needs AWS credentials and a bootstrapped account (cdk bootstrap). Synthesizes, then checks the account (zones, vCPU
+# quotas, the secrets, images and buckets the fleet names, the AMI pin: `ecs-gpu-sharing fleet preflight`) and what the
+# update would replace under a name it keeps (`ecs-gpu-sharing stacks replacements`), then deploys what it checked
+# (cdk.out). PREFLIGHT=0 skips the checks.
 PREFLIGHT ?= 1
 deploy: $(PY_STAMP) $(NODE_STAMP)
+	$(CDK) synth --quiet --no-notices $(if $(FLEET),-c fleet=$(FLEET))
 	$(if $(filter 0,$(PREFLIGHT)),,$(PY) -m ecs_gpu_sharing.cli fleet preflight $(or $(FLEET),fleet.toml))
-	$(CDK) deploy --all --no-notices $(if $(FLEET),-c fleet=$(FLEET))
+	$(if $(filter 0,$(PREFLIGHT)),,$(PY) -m ecs_gpu_sharing.cli stacks replacements --cdk-out cdk.out)
+	$(CDK) deploy --all --no-notices --app cdk.out
 
 # Deletes the fleet's stacks: services first, then the hosts' scale-in protection, then the cluster (scripts/destroy.py).
 destroy: $(PY_STAMP) $(NODE_STAMP)

@@ -139,6 +139,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
         for line in seeded:
             print(f"  seeded: {line}")
         problems += _service_rules(templates)
+        problems += _replacements(emulator, out, log)
         _run(
             emulator,
             str(CDK),
@@ -195,6 +196,16 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
         problems.append(f"destroy left stacks behind: {', '.join(left)}")
     print(f"  destroyed {len(templates)} stacks in {time.monotonic() - started:.0f} s")
     return problems
+
+
+def _replacements(emulator: Emulator, out: Path, log: Path) -> list[str]:
+    """``stacks replacements`` on what is about to be deployed, as make deploy runs it: nothing may be replaced under a
+    name it keeps (a first deploy has nothing deployed to compare)."""
+    command = [sys.executable, "-m", "ecs_gpu_sharing.cli", "stacks", "replacements", "--cdk-out", str(out)]
+    result = _run(emulator, *command, "--region", "us-east-1", log=log, check=False)
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    print(f"  stacks replacements: exit {result.returncode}: {lines[0][:150] if lines else ''}")
+    return [] if result.returncode == 0 else [f"stacks replacements exited {result.returncode}: {' | '.join(lines)}"]
 
 
 def _service_rules(templates: dict[str, Any]) -> list[str]:

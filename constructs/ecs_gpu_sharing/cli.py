@@ -415,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.set_defaults(func=_prices_refresh)
 
     _add_fleet_commands(commands)
+    _add_stacks_commands(commands)
     return parser
 
 
@@ -444,6 +445,33 @@ def _add_cluster_commands(commands: Any) -> None:
     )
     unprotect.add_argument("--region")
     unprotect.set_defaults(func=_cluster_unprotect)
+
+
+def _add_stacks_commands(commands: Any) -> None:
+    stacks = commands.add_parser("stacks", help="any CDK app's synthesized stacks").add_subparsers(
+        dest="stacks_command", required=True
+    )
+    replacing = stacks.add_parser(
+        "replacements",
+        help="whether deploying cdk.out would replace a resource under a custom name it keeps, which CloudFormation "
+        "refuses (AWS calls)",
+    )
+    replacing.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
+    replacing.add_argument("--region", help="for stacks whose environment names no region")
+    replacing.add_argument("--json", action="store_true")
+    replacing.set_defaults(func=_stacks_replacements)
+
+
+def _stacks_replacements(args: argparse.Namespace) -> int:
+    from .operations import replacements
+    from .operations.aws import client
+
+    found, new_stacks = replacements.check(client, Path(args.cdk_out), args.region)
+    if args.json:
+        print(json.dumps(replacements.to_json(found, new_stacks), indent=2))
+    else:
+        print("\n".join(replacements.report(found, new_stacks)))
+    return 1 if found else 0
 
 
 def _add_fleet_commands(commands: Any) -> None:

@@ -31,6 +31,12 @@ def physical_ids(cloudformation: Any, stack: str) -> dict[str, str] | None:
 
 def deployed_template(cloudformation: Any, stack: str) -> tuple[dict[str, Any], dict[str, str]] | None:
     """The deployed stack's template and its physical ids by logical id; ``None`` for a stack not deployed."""
+    body = template_of(cloudformation, stack)
+    return None if body is None else (body, physical_ids(cloudformation, stack) or {})
+
+
+def template_of(cloudformation: Any, stack: str) -> dict[str, Any] | None:
+    """The deployed stack's template as it was written; ``None`` for a stack not deployed."""
     try:
         body = cloudformation.get_template(StackName=stack, TemplateStage="Original")["TemplateBody"]
     except cloudformation.exceptions.ClientError as error:
@@ -41,5 +47,5 @@ def deployed_template(cloudformation: Any, stack: str) -> tuple[dict[str, Any], 
         try:
             body = json.loads(body)
         except ValueError:
-            raise AwsOperationError(f"stack {stack}'s template is not JSON: is it a fleet's cluster stack?") from None
-    return dict(body), physical_ids(cloudformation, stack) or {}
+            raise AwsOperationError(f"stack {stack}'s template is not JSON: was it deployed by CDK?") from None
+    return dict(body)

@@ -1,0 +1,135 @@
+"""A stack update that would replace a resource under the custom name it keeps (core.replacement), and the command
+that compares a cloud assembly with the deployed templates (``stacks replacements``, CloudFormation stubbed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.core.replacement import replacements
+from ecs_gpu_sharing.operations import aws
+from ecs_gpu_sharing.operations.replacements import assembly_stacks
+
+REGION = "us-east-1"
+_GROUP = "AWS::ElasticLoadBalancingV2::TargetGroup"
+
+
+def _template(kind: str, **props: Any) -> dict[str, Any]:
+    return {"Resources": {"Res": {"Type": kind, "Properties": props}}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "before", "after", "changed"),
+    [
+        # a named target group whose port changes (a model server moved from 8080 to 8000)
+        (_GROUP, {"Name": "chat", "Port": 8080}, {"Name": "chat", "Port": 8000}, ("Port",)),
+        # awsvpc instead of bridge: its target type changes
+        (_GROUP, {"Name": "chat", "TargetType": "instance"}, {"Name": "chat", "TargetType": "ip"}, ("TargetType",)),
+        # named with its name changing in the same change: replaced freely
+        (_GROUP, {"Name": "chat", "Port": 8080}, {"Name": "chat-v2", "Port": 8000}, None),
+        # named by CloudFormation: replaced freely
+        (_GROUP, {"Port": 8080}, {"Port": 8000}, None),
+        # a change made in place
+        (_GROUP, {"Name": "chat", "HealthCheckPath": "/"}, {"Name": "chat", "HealthCheckPath": "/health"}, None),
+        # a service named within its cluster: moved to another cluster it is created there, beside the old one
+        (
+            "AWS::ECS::Service",
+            {"ServiceName": "chat", "Cluster": {"Ref": "A"}, "SchedulingStrategy": "REPLICA"},
+            {"ServiceName": "chat", "Cluster": {"Ref": "A"}, "SchedulingStrategy": "DAEMON"},
+            ("SchedulingStrategy",),
+        ),
+        (
+            "AWS::ECS::Service",
+            {"ServiceName": "chat", "Cluster": {"Ref": "A"}},
+            {"ServiceName": "chat", "Cluster": {"Ref": "B"}},
+            None,
+        ),
+        # a create-only property below the top: the group a named capacity provider scales
+        (
+            "AWS::ECS::CapacityProvider",
+            {"Name": "l4", "AutoScalingGroupProvider": {"AutoScalingGroupArn": {"Ref": "Asg"}}},
+            {"Name": "l4", "AutoScalingGroupProvider": {"AutoScalingGroupArn": {"Ref": "Asg2"}}},
+            ("AutoScalingGroupProvider/AutoScalingGroupArn",),
+        ),
+    ],
+)
+def test_a_replacement_under_a_kept_name_is_found(
+    kind: str, before: dict[str, Any], after: dict[str, Any], changed: tuple[str, ...] | None
+) -> None:
+    found = replacements("s", _template(kind, **before), _template(kind, **after))
+    assert [r.changed for r in found] == ([changed] if changed else [])
+    if changed:
+        assert found[0].logical_id == "Res" and "new name" in found[0].problem
+
+
+def test_a_new_resource_or_one_of_another_type_is_not_a_replacement() -> None:
+    deployed = _template("AWS::SQS::Queue", QueueName="jobs")
+    assert replacements("s", {"Resources": {}}, _template(_GROUP, Name="chat")) == []
+    assert replacements("s", deployed, _template(_GROUP, Name="jobs")) == []
+
+
+def test_a_cloud_assembly_lists_its_stacks_and_those_of_its_stages(tmp_path: Path) -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_sqs as sqs
+
+    app = cdk.App(outdir=str(tmp_path))
+    sqs.Queue(cdk.Stack(app, "Plain"), "Q")
+    stage = cdk.Stage(app, "Prod", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    sqs.Queue(cdk.Stack(stage, "Models", stack_name="prod-models"), "Q")
+    app.synth()
+    stacks = assembly_stacks(tmp_path)
+    assert [(s.name, s.region) for s in stacks] == [("Plain", None), ("prod-models", "eu-west-1")]
+    assert all(json.loads(s.template.read_text())["Resources"] for s in stacks)
+
+
+def _assembly(tmp_path: Path, templates: dict[str, dict[str, Any]]) -> Path:
+    """A cloud assembly as cdk synth writes its manifest: one environment-agnostic stack a template."""
+    artifacts = {}
+    for name, template in templates.items():
+        (tmp_path / f"{name}.template.json").write_text(json.dumps(template))
+        artifacts[name] = {
+            "type": "aws:cloudformation:stack",
+            "environment": "aws://unknown-account/unknown-region",
+            "properties": {"templateFile": f"{name}.template.json"},
+        }
+    (tmp_path / "manifest.json").write_text(json.dumps({"version": "48.0.0", "artifacts": artifacts}))
+    return tmp_path
+
+
+def test_stacks_replacements_fails_a_named_group_replaced_and_passes_a_new_stack(
+    tmp_path: Path, fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed = _template(_GROUP, Name="chat", Port=8080, Protocol="HTTP")
+    cdk_out = _assembly(
+        tmp_path, {"models": _template(_GROUP, Name="chat", Port=8000, Protocol="HTTP"), "extra": {"Resources": {}}}
+    )
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    with Stubber(cloudformation) as cfn:
+        cfn.add_client_error(
+            "get_template",
+            "ValidationError",
+            "Stack with id extra does not exist",
+            400,
+            {"StackName": "extra", "TemplateStage": "Original"},
+        )
+        cfn.add_response(
+            "get_template", {"TemplateBody": json.dumps(deployed)}, {"StackName": "models", "TemplateStage": "Original"}
+        )
+        code = main(["stacks", "replacements", "--cdk-out", str(cdk_out), "--region", REGION])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert out[0].startswith("models/Res (AWS::ElasticLoadBalancingV2::TargetGroup): Port changes")
+    assert "its Name chat stays" in out[0]
+    assert out[1] == "extra: not deployed yet (nothing is replaced)"
+
+
+def test_stacks_replacements_needs_a_synthesized_assembly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stacks", "replacements", "--cdk-out", str(tmp_path)]) == 1
+    assert "run cdk synth first" in capsys.readouterr().err
