@@ -180,6 +180,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
             print(f"  the update kept all {len(placed)} services in their stacks" if not moved else "  services moved")
         placed = now
     problems += _operations(emulator, spec, fleet, templates, log)
+    problems += _stack_references(emulator, work / f"cdk.out.{len(steps) - 1}", log)
     started = time.monotonic()
     # make destroy's steps: services first, then the hosts' scale-in protection, then the rest.
     failed = destroy.destroy(
@@ -208,6 +209,17 @@ def _replacements(emulator: Emulator, out: Path, log: Path) -> list[str]:
     return [] if result.returncode == 0 else [f"stacks replacements exited {result.returncode}: {' | '.join(lines)}"]
 
 
+def _stack_references(emulator: Emulator, out: Path, log: Path) -> list[str]:
+    """``stacks references`` on what was deployed: it must run and read the emulator (exit 1 is a finding: a secret,
+    image or log group the app names and nobody made here)."""
+    command = [sys.executable, "-m", "ecs_gpu_sharing.cli", "stacks", "references", "--cdk-out", str(out)]
+    result = _run(emulator, *command, "--region", "us-east-1", log=log, check=False)
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    print(f"  stacks references: exit {result.returncode}: {lines[0][:150] if lines else ''}")
+    broken = result.returncode not in (0, 1) or "Traceback" in result.stdout + result.stderr
+    return [f"stacks references exited {result.returncode}: {' | '.join(lines[-3:])}"] if broken else []
+
+
 def _service_rules(templates: dict[str, Any]) -> list[str]:
     """What the real services would refuse in these templates (core.service_rules), checked before the deploy, since
     moto lets it through; each finding is a problem."""
@@ -233,7 +245,7 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
         + rehearsal.seed_container_images(out)
     ):
         print(f"  seeded: {line}")
-    found = _service_rules(templates)
+    found = _service_rules(templates) + _replacements(emulator, out, log)
     _run(
         emulator, str(CDK), "deploy", "--all", "--app", str(out), "--require-approval", "never", "--no-notices", log=log
     )
@@ -242,6 +254,7 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
     for check in report.checks:
         if verbose or check.status == rehearsal.NOT_CHECKED:
             print(f"    {check}")
+    found += _stack_references(emulator, out, log)
     destroyed = _run(emulator, str(CDK), "destroy", "--all", "--force", "--app", str(out), log=log, check=False)
     problems = found + list(report.problems)
     if destroyed.returncode != 0:

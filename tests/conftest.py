@@ -82,3 +82,17 @@ def plan_only(doc: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in doc.items() if k not in ("allowances", "not_judged")}
     out["services"] = [{k: v for k, v in s.items() if k != "deployed_as"} for s in doc.get("services", [])]
     return out
+
+
+def write_assembly(tmp_path: Path, templates: dict[str, dict[str, Any]]) -> Path:
+    """A cloud assembly as cdk synth writes its manifest: one environment-agnostic stack a template."""
+    artifacts = {}
+    for name, template in templates.items():
+        (tmp_path / f"{name}.template.json").write_text(json.dumps(template))
+        artifacts[name] = {
+            "type": "aws:cloudformation:stack",
+            "environment": "aws://unknown-account/unknown-region",
+            "properties": {"templateFile": f"{name}.template.json"},
+        }
+    (tmp_path / "manifest.json").write_text(json.dumps({"version": "48.0.0", "artifacts": artifacts}))
+    return tmp_path

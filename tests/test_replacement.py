@@ -14,7 +14,9 @@ from botocore.stub import Stubber
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core.replacement import replacements
 from ecs_gpu_sharing.operations import aws
-from ecs_gpu_sharing.operations.replacements import assembly_stacks
+from ecs_gpu_sharing.operations.assembly import assembly_stacks
+
+from conftest import write_assembly
 
 REGION = "us-east-1"
 _GROUP = "AWS::ElasticLoadBalancingV2::TargetGroup"
@@ -88,25 +90,11 @@ def test_a_cloud_assembly_lists_its_stacks_and_those_of_its_stages(tmp_path: Pat
     assert all(json.loads(s.template.read_text())["Resources"] for s in stacks)
 
 
-def _assembly(tmp_path: Path, templates: dict[str, dict[str, Any]]) -> Path:
-    """A cloud assembly as cdk synth writes its manifest: one environment-agnostic stack a template."""
-    artifacts = {}
-    for name, template in templates.items():
-        (tmp_path / f"{name}.template.json").write_text(json.dumps(template))
-        artifacts[name] = {
-            "type": "aws:cloudformation:stack",
-            "environment": "aws://unknown-account/unknown-region",
-            "properties": {"templateFile": f"{name}.template.json"},
-        }
-    (tmp_path / "manifest.json").write_text(json.dumps({"version": "48.0.0", "artifacts": artifacts}))
-    return tmp_path
-
-
 def test_stacks_replacements_fails_a_named_group_replaced_and_passes_a_new_stack(
     tmp_path: Path, fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     deployed = _template(_GROUP, Name="chat", Port=8080, Protocol="HTTP")
-    cdk_out = _assembly(
+    cdk_out = write_assembly(
         tmp_path, {"models": _template(_GROUP, Name="chat", Port=8000, Protocol="HTTP"), "extra": {"Resources": {}}}
     )
     cloudformation = boto3.client("cloudformation", region_name=REGION)
@@ -130,6 +118,8 @@ def test_stacks_replacements_fails_a_named_group_replaced_and_passes_a_new_stack
     assert out[1] == "extra: not deployed yet (nothing is replaced)"
 
 
-def test_stacks_replacements_needs_a_synthesized_assembly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_stacks_replacements_needs_a_synthesizedwrite_assembly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["stacks", "replacements", "--cdk-out", str(tmp_path)]) == 1
     assert "run cdk synth first" in capsys.readouterr().err

@@ -460,6 +460,27 @@ def _add_stacks_commands(commands: Any) -> None:
     replacing.add_argument("--region", help="for stacks whose environment names no region")
     replacing.add_argument("--json", action="store_true")
     replacing.set_defaults(func=_stacks_replacements)
+    naming = stacks.add_parser(
+        "references",
+        help="whether the private ECR images, secrets, parameters and awslogs log groups cdk.out's task definitions "
+        "name outside their templates exist (AWS calls)",
+    )
+    naming.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
+    naming.add_argument("--region", help="for stacks whose environment names no region")
+    naming.add_argument("--json", action="store_true")
+    naming.set_defaults(func=_stacks_references)
+
+
+def _stacks_references(args: argparse.Namespace) -> int:
+    from .operations import stack_references
+    from .operations.aws import client
+
+    found = stack_references.check(client, Path(args.cdk_out), args.region)
+    if args.json:
+        print(json.dumps(stack_references.to_json(found), indent=2))
+    else:
+        print("\n".join(stack_references.report(found)))
+    return 1 if any(r.problem for r in found) else 0
 
 
 def _stacks_replacements(args: argparse.Namespace) -> int:

@@ -116,7 +116,7 @@ def _bucket(clients: Callable[[str, str | None], Any], region: str | None, name:
     return None, _customer_key(clients, region, default.get("KMSMasterKeyID"))
 
 
-_LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket": _bucket}
+LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket": _bucket}
 
 
 def check(clients: Callable[[str, str | None], Any], region: str | None, spec: FleetSpec) -> list[Reference]:
@@ -126,7 +126,7 @@ def check(clients: Callable[[str, str | None], Any], region: str | None, spec: F
     for service, kind, name in _named(spec):
         if (kind, name) not in seen:
             with aws_errors(f"looking up {kind} {name}"):
-                seen[(kind, name)] = _LOOKUPS[kind](clients, region, name)
+                seen[(kind, name)] = LOOKUPS[kind](clients, region, name)
         problem, key = seen[(kind, name)]
         given = spec.services[service].kms_key_arn
         if problem is None and key is not None and key != given:

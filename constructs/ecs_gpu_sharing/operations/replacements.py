@@ -5,44 +5,13 @@ CloudFormation's GetTemplate). Works for any CDK app's ``cdk.out``, the fleet ap
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import AwsOperationError
 from ..core.replacement import Replacement, replacements
+from .assembly import assembly_stacks
 from .aws import Clients, aws_errors
 from .deployed import template_of
-
-
-@dataclass(frozen=True)
-class AssemblyStack:
-    name: str  # the stack's name in CloudFormation
-    template: Path
-    region: str | None  # None: environment-agnostic, deployed to the caller's region
-
-
-def assembly_stacks(directory: Path) -> list[AssemblyStack]:
-    """The stacks of a cloud assembly (``cdk.out``), those of nested assemblies (stages) included."""
-    manifest_file = directory / "manifest.json"
-    if not manifest_file.is_file():
-        raise AwsOperationError(f"{directory} has no manifest.json: run cdk synth first, or give --cdk-out")
-    manifest = json.loads(manifest_file.read_text())
-    found = []
-    for artifact_id, artifact in sorted((manifest.get("artifacts") or {}).items()):
-        properties = artifact.get("properties") or {}
-        if artifact.get("type") == "cdk:cloud-assembly":
-            found += assembly_stacks(directory / properties["directoryName"])
-        elif artifact.get("type") == "aws:cloudformation:stack":
-            region = str(artifact.get("environment", "")).rsplit("/", 1)[-1]
-            found.append(
-                AssemblyStack(
-                    properties.get("stackName") or artifact_id,
-                    directory / properties["templateFile"],
-                    None if region in ("", "unknown-region") else region,
-                )
-            )
-    return found
 
 
 def check(clients: Clients, cdk_out: Path, region: str | None) -> tuple[list[Replacement], list[str]]:

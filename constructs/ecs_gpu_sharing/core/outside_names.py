@@ -1,0 +1,102 @@
+"""What a CDK app's task definitions name outside their templates: private ECR images, Secrets Manager secrets and
+SSM parameters given as secrets, and the log groups the awslogs driver writes to. Pure Python: templates in, names
+out; ``stacks references`` looks each one up in the account.
+
+Each is needed when a task starts, not when the stack deploys: a missing secret or image stops the task
+(``ResourceInitializationError``, ``CannotPullContainerError``), and the awslogs driver refuses to start a container
+whose log group does not exist unless ``awslogs-create-group`` is ``true`` (Docker's awslogs driver,
+``awslogs-create-group``: "the log driver returns an error by default if the log group does not exist"). A name the
+templates make themselves (a resource of theirs, or a log group one of them names) is not looked up, nor one that
+cannot be read before deploy (a parameter, a condition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .fleet import ecr_image
+from .service_rules.base import Resource, Templates, _containers, cdk_path
+from .shape import camel_keys
+
+
+@dataclass(frozen=True)
+class OutsideName:
+    owner: str  # the container that names it: "<construct path> container <name>"
+    kind: str  # image, secret, parameter, log group
+    name: str
+    region: str | None  # where to look it up, where the name says (an ARN's, an image's, awslogs-region)
+
+
+def _text(ctx: Templates, value: Any, stack: str, pseudo: Mapping[str, str]) -> str | None:
+    """A value as it will read once deployed, the pseudo parameters filled in; ``None`` where any part is not known
+    before deploy (a resource of the templates, a parameter, a condition)."""
+    text = ctx.text(value, stack)
+    for name, filled in pseudo.items():
+        text = text.replace("${" + name + "}", filled)
+    return None if "${" in text else text
+
+
+def _secret_arn(value: str) -> str:
+    """A Secrets Manager ARN without the JSON key, version stage and version id ECS takes after it."""
+    return ":".join(value.split(":")[:7])
+
+
+def _log_groups_made(ctx: Templates, pseudo: Mapping[str, str]) -> set[str]:
+    return {
+        name
+        for group in ctx.of_type("AWS::Logs::LogGroup")
+        if (name := _text(ctx, group.props.get("LogGroupName"), group.stack, pseudo)) is not None
+    }
+
+
+def outside_names(
+    templates: Mapping[str, Mapping[str, Any]],
+    pseudo: Mapping[str, Mapping[str, str]],
+    published: Collection[str] = (),
+) -> list[OutsideName]:
+    """Each name, once a container; ``pseudo`` gives each stack's pseudo parameters that are known (its region,
+    the account, ``AWS::Partition``, ``AWS::URLSuffix``). ``published``: the ``repository:tag`` of each image the
+    deploy publishes first (the app's image assets), which are not looked up."""
+    ctx = Templates(templates)
+    made = {stack: _log_groups_made(ctx, pseudo.get(stack, {})) for stack in templates}
+    every_made = set().union(*made.values()) if made else set()
+    out: list[OutsideName] = []
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        known = pseudo.get(task.stack, {})
+        for c in _containers(task):
+            out += [n for n in _named_by(ctx, task, c, known, every_made) if not _published(n, published)]
+    return out
+
+
+def _published(named: OutsideName, published: Collection[str]) -> bool:
+    ecr = ecr_image(named.name) if named.kind == "image" else None
+    return ecr is not None and f"{ecr.repository}:{ecr.reference}" in published
+
+
+def _named_by(
+    ctx: Templates, task: Resource, c: Mapping[str, Any], pseudo: Mapping[str, str], made: set[str]
+) -> Iterator[OutsideName]:
+    owner = f"{cdk_path(task).removesuffix('/Resource')} container {c.get('name')}"
+    region = pseudo.get("AWS::Region")
+    image = _text(ctx, c.get("image"), task.stack, pseudo)
+    ecr = ecr_image(image) if image else None
+    if image and ecr is not None:
+        yield OutsideName(owner, "image", image, ecr.region)
+    for secret in c.get("secrets") or []:
+        value = _text(ctx, camel_keys(secret).get("valueFrom"), task.stack, pseudo)
+        if not value:
+            continue
+        parts = value.split(":")
+        if value.startswith("arn:") and len(parts) > 3 and parts[2] == "secretsmanager":
+            yield OutsideName(owner, "secret", _secret_arn(value), parts[3])
+        else:  # an SSM parameter, by name or ARN
+            yield OutsideName(owner, "parameter", value, parts[3] if value.startswith("arn:") else region)
+    logging = camel_keys(c.get("logConfiguration"))
+    options: Mapping[str, Any] = logging["options"] if isinstance(logging.get("options"), Mapping) else {}
+    if logging.get("logDriver") == "awslogs" and str(options.get("awslogs-create-group", "")).lower() != "true":
+        group = _text(ctx, options.get("awslogs-group"), task.stack, pseudo)
+        where = _text(ctx, options.get("awslogs-region"), task.stack, pseudo) or region
+        if group and group not in made:
+            yield OutsideName(owner, "log group", group, where)
