@@ -64,6 +64,13 @@ def _roll(**roll: Any) -> dict[str, dict[str, Any]]:
     return {"Asg": {"UpdatePolicy": {"AutoScalingRollingUpdate": roll}}}
 
 
+def _role(*services: Any, action: Any = "sts:AssumeRole", effect: str = "Allow") -> Res:
+    """A role whose trust policy lets these service principals assume it."""
+    principal = {"Service": services[0] if len(services) == 1 else list(services)}
+    statement = {"Effect": effect, "Action": action, "Principal": principal}
+    return "Role", "AWS::IAM::Role", {"AssumeRolePolicyDocument": {"Statement": [statement], "Version": "2012-10-17"}}
+
+
 def _provider(**config: Any) -> Res:
     return (
         "Cp",
@@ -305,6 +312,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             )
         ),
         _stack(_task(containers=[_container(HealthCheck={"Command": ["CMD-SHELL", "true"], "StartPeriod": 600})])),
+    ),
+    sr.TASK_ROLE_TRUST: (
+        _stack(_task(TaskRoleArn={"Fn::GetAtt": ["Role", "Arn"]}), _role("ecs-tasks.amazonaws.com")),
+        _stack(_task(TaskRoleArn={"Fn::GetAtt": ["Role", "Arn"]}), _role("ec2.amazonaws.com")),
     ),
     sr.PLACEMENT_CONSTRAINTS: (
         _stack(
@@ -1098,3 +1109,28 @@ def test_a_container_health_check_is_in_ecss_ranges(check: dict[str, Any], refus
     template = _stack(_task(containers=[_container(HealthCheck=check)]))
     found = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.HEALTH_CHECK_IN_RANGE]
     assert (refused is None and found == []) or (refused is not None and len(found) == 1 and refused in found[0])
+
+
+@pytest.mark.parametrize(
+    ("prop", "role", "refused"),
+    [
+        ("ExecutionRoleArn", _role("ec2.amazonaws.com", "ecs-tasks.amazonaws.com"), False),
+        ("TaskRoleArn", _role({"Fn::Join": ["", ["ecs-tasks.", {"Ref": "AWS::URLSuffix"}]]}), False),
+        ("TaskRoleArn", _role("ecs-tasks.amazonaws.com", action=["sts:TagSession", "sts:AssumeRole"]), False),
+        ("ExecutionRoleArn", _role("ecs.amazonaws.com"), True),  # ECS's service role's principal, not its tasks'
+        ("TaskRoleArn", _role("ecs-tasks.amazonaws.com", action="sts:TagSession"), True),
+        ("TaskRoleArn", _role("ecs-tasks.amazonaws.com", effect="Deny"), True),
+    ],
+)
+def test_a_task_definitions_roles_trust_ecs_tasks(prop: str, role: Res, refused: bool) -> None:
+    template = _stack(_task(**{prop: {"Fn::GetAtt": ["Role", "Arn"]}}), role)
+    found = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.TASK_ROLE_TRUST]
+    assert bool(found) is refused
+    assert not refused or (
+        "ecs-tasks.amazonaws.com" in found[0] and ("execution" in found[0]) is (prop != "TaskRoleArn")
+    )
+
+
+def test_a_role_named_by_arn_is_not_judged_for_trust() -> None:
+    template = _stack(_task(TaskRoleArn="arn:aws:iam::123456789012:role/models"))
+    assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.TASK_ROLE_TRUST]

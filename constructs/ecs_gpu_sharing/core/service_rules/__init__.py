@@ -18,16 +18,7 @@ from .. import quotas
 from ..markdown import table
 from ..rule_family import PREFIX, Family, Level, Source
 from ..template_limits import Violation, check_templates
-from .autoscaling import (
-    GROUP_ONE_LAUNCH_SOURCE,
-    GROUP_SIZES,
-    ROLL_BELOW_MAX_SIZE,
-    ROLL_PAUSE_TIME,
-    group_one_launch_source,
-    group_sizes,
-    roll_below_max_size,
-    roll_pause_time,
-)
+from .autoscaling import AUTOSCALING_RULES, GROUP_ONE_LAUNCH_SOURCE, GROUP_SIZES, ROLL_BELOW_MAX_SIZE, ROLL_PAUSE_TIME
 from .base import ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
 from .containers import CONTAINER_RULES, DEPENDENCIES_RESOLVE, EXITING_DEPENDENCY_NOT_ESSENTIAL, HEALTH_CHECK_IN_RANGE
 from .ecs import (
@@ -101,12 +92,12 @@ from .observability import (
     rule_targets,
 )
 from .providers import PROVIDER_ASSOCIATED_FIRST, provider_associated_first
+from .roles import ROLE_RULES, TASK_ROLE_TRUST
 
 # --- the table -----------------------------------------------------------------------------------------------------
 
 _ECS_GUIDE = "Amazon ECS Developer Guide"
 _ECS_API = ECS_API
-_ASG = "Amazon EC2 Auto Scaling API Reference, CreateAutoScalingGroup"
 _ELB = "Elastic Load Balancing API Reference (version 2015-12-01)"
 
 SERVICE_RULES: tuple[ServiceRule, ...] = (
@@ -193,6 +184,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         port_mapping_name,
     ),
     *CONTAINER_RULES,
+    *ROLE_RULES,
     ServiceRule(
         CONTAINER_MEMORY_ON_EC2,
         "Amazon ECS",
@@ -282,38 +274,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         '"the Auto Scaling group ... must have instance protection from scale in enabled"',
         termination_protection,
     ),
-    ServiceRule(
-        ROLL_BELOW_MAX_SIZE,
-        "AWS CloudFormation",
-        "a rolling update keeps fewer instances in service than the group's MaxSize",
-        "AWS CloudFormation User Guide, 'UpdatePolicy attribute', AutoScalingRollingUpdate, MinInstancesInService: "
-        '"This value must be less than the MaxSize of the Auto Scaling group"',
-        roll_below_max_size,
-    ),
-    ServiceRule(
-        GROUP_SIZES,
-        "Amazon EC2 Auto Scaling",
-        "MinSize <= DesiredCapacity <= MaxSize",
-        f'{_ASG}, DesiredCapacity: "must be greater than or equal to the minimum size of the group and less than or '
-        'equal to the maximum size of the group"',
-        group_sizes,
-    ),
-    ServiceRule(
-        ROLL_PAUSE_TIME,
-        "AWS CloudFormation",
-        "a rolling update's PauseTime is an ISO 8601 duration of at most one hour",
-        "AWS CloudFormation User Guide, 'UpdatePolicy attribute', PauseTime: \"Specify PauseTime in the ISO8601 "
-        'duration format (in the format PT#H#M#S ...). The maximum PauseTime is one hour (PT1H)"',
-        roll_pause_time,
-    ),
-    ServiceRule(
-        GROUP_ONE_LAUNCH_SOURCE,
-        "Amazon EC2 Auto Scaling",
-        "a group names exactly one of a launch template, a launch configuration, a mixed instances policy, an instance",
-        f'{_ASG}: "You must specify one of the following parameters in your request: LaunchConfigurationName, '
-        'LaunchTemplate, InstanceId, or MixedInstancesPolicy"',
-        group_one_launch_source,
-    ),
+    *AUTOSCALING_RULES,
     ServiceRule(
         HEALTH_CHECK_TIMEOUT,
         "Elastic Load Balancing",
@@ -547,6 +508,7 @@ __all__ = [
     "TARGET_CAPACITY_RANGE",
     "TARGET_GROUP_ONE_BALANCER",
     "TARGET_TYPE_MATCHES_NETWORK_MODE",
+    "TASK_ROLE_TRUST",
     "TERMINATION_PROTECTION",
     "Check",
     "Finding",

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from ..rule_family import PREFIX
-from .base import Finding, Templates, literal_number
+from .base import Finding, ServiceRule, Templates, literal_number
 
 # --- Amazon EC2 Auto Scaling and CloudFormation's update policy ----------------------------------------------------
 
@@ -65,3 +65,41 @@ def group_one_launch_source(ctx: Templates) -> Iterator[Finding]:
         given = [s for s in sources if group.props.get(s) is not None]
         if len(given) != 1:
             yield group, f"it names {', '.join(given) or 'no launch source'}; name exactly one of {', '.join(sources)}"
+
+
+_ASG = "Amazon EC2 Auto Scaling API Reference, CreateAutoScalingGroup"
+
+AUTOSCALING_RULES: tuple[ServiceRule, ...] = (
+    ServiceRule(
+        ROLL_BELOW_MAX_SIZE,
+        "AWS CloudFormation",
+        "a rolling update keeps fewer instances in service than the group's MaxSize",
+        "AWS CloudFormation User Guide, 'UpdatePolicy attribute', AutoScalingRollingUpdate, MinInstancesInService: "
+        '"This value must be less than the MaxSize of the Auto Scaling group"',
+        roll_below_max_size,
+    ),
+    ServiceRule(
+        GROUP_SIZES,
+        "Amazon EC2 Auto Scaling",
+        "MinSize <= DesiredCapacity <= MaxSize",
+        f'{_ASG}, DesiredCapacity: "must be greater than or equal to the minimum size of the group and less than or '
+        'equal to the maximum size of the group"',
+        group_sizes,
+    ),
+    ServiceRule(
+        ROLL_PAUSE_TIME,
+        "AWS CloudFormation",
+        "a rolling update's PauseTime is an ISO 8601 duration of at most one hour",
+        "AWS CloudFormation User Guide, 'UpdatePolicy attribute', PauseTime: \"Specify PauseTime in the ISO8601 "
+        'duration format (in the format PT#H#M#S ...). The maximum PauseTime is one hour (PT1H)"',
+        roll_pause_time,
+    ),
+    ServiceRule(
+        GROUP_ONE_LAUNCH_SOURCE,
+        "Amazon EC2 Auto Scaling",
+        "a group names exactly one of a launch template, a launch configuration, a mixed instances policy, an instance",
+        f'{_ASG}: "You must specify one of the following parameters in your request: LaunchConfigurationName, '
+        'LaunchTemplate, InstanceId, or MixedInstancesPolicy"',
+        group_one_launch_source,
+    ),
+)
