@@ -1134,3 +1134,13 @@ def test_a_task_definitions_roles_trust_ecs_tasks(prop: str, role: Res, refused:
 def test_a_role_named_by_arn_is_not_judged_for_trust() -> None:
     template = _stack(_task(TaskRoleArn="arn:aws:iam::123456789012:role/models"))
     assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.TASK_ROLE_TRUST]
+
+
+def test_a_name_claimed_twice_is_said_with_its_scope() -> None:
+    service = {"ServiceName": "chat", "Cluster": {"Ref": "Cluster"}}
+    template = _stack(
+        ("Cluster", "AWS::ECS::Cluster", {}), ("A", "AWS::ECS::Service", service), ("B", "AWS::ECS::Service", service)
+    )
+    (found,) = [v for v in check_service_rules({"s": template}) if v.rule_id == sr.NAME_CLAIMED_TWICE]
+    assert "its ServiceName chat (within Cluster s/Cluster) is also s/A's" in found.message
+    assert "give each its own name" in found.message

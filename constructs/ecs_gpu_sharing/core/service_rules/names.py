@@ -134,12 +134,14 @@ def _shown(ctx: Templates, text: str) -> str:
 def _message(ctx: Templates, identity: Identity, values: tuple[str | None, ...], first: Resource, kind: str) -> str:
     written = [(prop, _shown(ctx, v)) for (prop, _), v in zip(identity, values, strict=True) if v is not None]
     other = cdk_path(first).removesuffix("/Resource")
-    if all(prop.endswith("Name") for prop, _ in written):
-        said = " and ".join(f"{prop} {value}" for prop, value in written)
+    if identity[-1][0].endswith("Name"):  # a name, maybe within a scope (its cluster, its role, its log group)
+        names = [f"{p} {v}" for p, v in written if p.endswith("Name")]
+        scope = [f"{p} {v}" for p, v in written if not p.endswith("Name")]
+        within = f" (within {', '.join(scope)})" if scope else ""
         return (
-            f"its {said} {'is' if len(written) == 1 else 'are'} also {other}'s: the service refuses the second "
-            "(AlreadyExists) or both manage one resource; give each its own name, or leave the name out and let "
-            "CloudFormation make one"
+            f"its {' and '.join(names)}{within} {'is' if len(names) == 1 else 'are'} also {other}'s: the service "
+            "refuses the second (AlreadyExists) or both manage one resource; give each its own name, or leave the "
+            "name out and let CloudFormation make one"
         )
     said = ", ".join(f"{prop} {value}" for prop, value in written)
     return (
