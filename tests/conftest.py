@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -96,3 +98,12 @@ def write_assembly(tmp_path: Path, templates: dict[str, dict[str, Any]]) -> Path
         }
     (tmp_path / "manifest.json").write_text(json.dumps({"version": "48.0.0", "artifacts": artifacts}))
     return tmp_path
+
+
+def load_script(path: Path) -> ModuleType:
+    """A script of the repository (scripts/, benchmarks/) as a module, to call its functions."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -3,15 +3,15 @@ breaks it, naming the resource; the table is complete and sourced; the plugin fa
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ecs_gpu_sharing.core import service_rules as sr
 from ecs_gpu_sharing.core.service_rules import SERVICE_RULES, check_service_rules
+
+from conftest import REPO, load_script
 
 Res = tuple[str, str, dict[str, Any]]
 
@@ -970,11 +970,7 @@ def test_one_identifier_through_a_reference_is_judged_across_stacks() -> None:
 
 
 def test_the_schemas_file_is_what_cloudformations_schemas_say() -> None:
-    script = Path(__file__).resolve().parents[1] / "scripts" / "resource_schemas.py"
-    spec = importlib.util.spec_from_file_location("resource_schemas", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(REPO / "scripts" / "resource_schemas.py")
     written = json.loads(module.OUT.read_text())
     assert written == module.build(), "run scripts/resource_schemas.py"
     assert written["AWS::ECS::ClusterCapacityProviderAssociations"]["identifiers"] == [["Cluster"]]

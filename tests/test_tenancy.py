@@ -14,6 +14,8 @@ from ecs_gpu_sharing.core import container_guards as guards
 from ecs_gpu_sharing.core import escalation, tenancy
 from ecs_gpu_sharing.core.fleet import SERVICE_TAG
 
+from conftest import REPO, load_script
+
 PRIVILEGED_TASK = {
     "Type": "AWS::ECS::TaskDefinition",
     "Properties": {"ContainerDefinitions": [{"Name": "x", "Image": "i", "Memory": 64, "Privileged": "true"}]},
@@ -290,14 +292,7 @@ def test_not_action_and_deny_are_read() -> None:
 
 
 def test_the_action_list_is_what_botocore_names() -> None:
-    import importlib.util
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "scripts" / "escalation_actions.py"
-    spec = importlib.util.spec_from_file_location("escalation_actions", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(REPO / "scripts" / "escalation_actions.py")
     assert json.loads(module.OUT.read_text()) == module.build(), "run scripts/escalation_actions.py"
 
 

@@ -451,24 +451,25 @@ def _add_stacks_commands(commands: Any) -> None:
     stacks = commands.add_parser("stacks", help="any CDK app's synthesized stacks").add_subparsers(
         dest="stacks_command", required=True
     )
-    replacing = stacks.add_parser(
-        "replacements",
-        help="whether deploying cdk.out would replace a resource under a custom name it keeps, which CloudFormation "
-        "refuses (AWS calls)",
-    )
-    replacing.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
-    replacing.add_argument("--region", help="for stacks whose environment names no region")
-    replacing.add_argument("--json", action="store_true")
-    replacing.set_defaults(func=_stacks_replacements)
-    naming = stacks.add_parser(
-        "references",
-        help="whether the private ECR images, secrets, parameters and awslogs log groups cdk.out's task definitions "
-        "name outside their templates exist (AWS calls)",
-    )
-    naming.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
-    naming.add_argument("--region", help="for stacks whose environment names no region")
-    naming.add_argument("--json", action="store_true")
-    naming.set_defaults(func=_stacks_references)
+    for name, about, func in (
+        (
+            "replacements",
+            "whether deploying cdk.out would replace a resource under a custom name it keeps, which CloudFormation "
+            "refuses (AWS calls)",
+            _stacks_replacements,
+        ),
+        (
+            "references",
+            "whether the private ECR images, secrets, parameters and awslogs log groups cdk.out's task definitions "
+            "name outside their templates exist (AWS calls)",
+            _stacks_references,
+        ),
+    ):
+        command = stacks.add_parser(name, help=about)
+        command.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
+        command.add_argument("--region", help="for stacks whose environment names no region")
+        command.add_argument("--json", action="store_true")
+        command.set_defaults(func=func)
 
 
 def _stacks_references(args: argparse.Namespace) -> int:
