@@ -12,6 +12,7 @@ import pytest
 from botocore.stub import Stubber
 
 from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.core.exports_in_use import exports_in_use
 from ecs_gpu_sharing.core.replacement import replacements
 from ecs_gpu_sharing.operations import aws
 from ecs_gpu_sharing.operations.assembly import assembly_stacks
@@ -123,3 +124,94 @@ def test_stacks_replacements_needs_a_synthesizedwrite_assembly(
 ) -> None:
     assert main(["stacks", "replacements", "--cdk-out", str(tmp_path)]) == 1
     assert "run cdk synth first" in capsys.readouterr().err
+
+
+def _exporting(resources: dict[str, Any], value: Any, name: Any = "cluster:ProviderName") -> dict[str, Any]:
+    return {"Resources": resources, "Outputs": {"Out": {"Value": value, "Export": {"Name": name}}}}
+
+
+_PROVIDER = {
+    "Type": "AWS::ECS::CapacityProvider",
+    "Properties": {"AutoScalingGroupProvider": {"AutoScalingGroupArn": "a"}},
+}
+_REPLACED_PROVIDER = {
+    "Type": "AWS::ECS::CapacityProvider",
+    "Properties": {"AutoScalingGroupProvider": {"AutoScalingGroupArn": "b"}},
+}
+
+
+@pytest.mark.parametrize(
+    ("new", "change"),
+    [
+        ({"Resources": {"Cp": _PROVIDER}}, "is removed"),
+        (_exporting({"Cp": _PROVIDER}, {"Fn::GetAtt": ["Cp", "Arn"]}), "changes its value"),
+        # the value as written stays, but it names a resource the update replaces: a new physical id
+        (
+            _exporting({"Cp": _REPLACED_PROVIDER}, {"Ref": "Cp"}),
+            "changes as Cp is replaced (AutoScalingGroupProvider/AutoScalingGroupArn change)",
+        ),
+        (_exporting({"Cp": _PROVIDER}, {"Ref": "Cp"}), None),
+    ],
+)
+def test_an_export_another_stack_imports_may_not_change(new: dict[str, Any], change: str | None) -> None:
+    deployed = _exporting({"Cp": _PROVIDER}, {"Ref": "Cp"})
+    found = exports_in_use("cluster", deployed, new, {"cluster:ProviderName": ["services"]})
+    assert [f.change for f in found] == ([change] if change else [])
+    assert not found or ("services imports" in found[0].problem and "export_value" in found[0].problem)
+    assert exports_in_use("cluster", deployed, new, {}) == []  # imported by no stack: free to change
+
+
+def test_an_export_named_after_its_stack_is_read_by_that_name() -> None:
+    deployed = _exporting({}, "v", name={"Fn::Sub": "${AWS::StackName}-Vpc"})
+    found = exports_in_use("net", deployed, {"Resources": {}}, {"net-Vpc": ["models"]})
+    assert [(f.export, f.importers) for f in found] == [("net-Vpc", ("models",))]
+
+
+def test_stacks_replacements_fails_an_export_in_use_the_update_changes(
+    tmp_path: Path, fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed = _exporting({"Cp": _PROVIDER}, {"Ref": "Cp"})
+    deployed["Outputs"]["Free"] = {"Value": "x", "Export": {"Name": "cluster:Free"}}
+    cdk_out = write_assembly(tmp_path, {"cluster": {"Resources": {"Cp": _PROVIDER}}})
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    with Stubber(cloudformation) as cfn:
+        cfn.add_response(
+            "get_template",
+            {"TemplateBody": json.dumps(deployed)},
+            {"StackName": "cluster", "TemplateStage": "Original"},
+        )
+        cfn.add_response("list_imports", {"Imports": ["services"]}, {"ExportName": "cluster:ProviderName"})
+        cfn.add_client_error(
+            "list_imports",
+            "ValidationError",
+            "Export 'cluster:Free' is not imported by any stack.",
+            400,
+            {"ExportName": "cluster:Free"},
+        )
+        assert main(["stacks", "replacements", "--cdk-out", str(cdk_out), "--region", REGION, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [(e["export"], e["importers"], e["change"]) for e in report["exports_in_use"]] == [
+        ("cluster:ProviderName", ["services"], "is removed")
+    ]
+
+
+def test_exports_a_caller_may_not_list_the_imports_of_are_said_not_checked(
+    tmp_path: Path, fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed = _exporting({"Cp": _PROVIDER}, {"Ref": "Cp"})
+    cdk_out = write_assembly(tmp_path, {"cluster": deployed})
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    with Stubber(cloudformation) as cfn:
+        cfn.add_response(
+            "get_template",
+            {"TemplateBody": json.dumps(deployed)},
+            {"StackName": "cluster", "TemplateStage": "Original"},
+        )
+        cfn.add_client_error(
+            "list_imports", "AccessDenied", "not authorized", 403, {"ExportName": "cluster:ProviderName"}
+        )
+        assert main(["stacks", "replacements", "--cdk-out", str(cdk_out), "--region", REGION]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("cluster: its exports in use were not checked:") and "AccessDenied" in line

@@ -454,8 +454,8 @@ def _add_stacks_commands(commands: Any) -> None:
     for name, about, func in (
         (
             "replacements",
-            "whether deploying cdk.out would replace a resource under a custom name it keeps, which CloudFormation "
-            "refuses (AWS calls)",
+            "whether deploying cdk.out would replace a resource under a custom name it keeps, or change an export "
+            "another stack imports, which CloudFormation refuses (AWS calls)",
             _stacks_replacements,
         ),
         (
@@ -488,12 +488,12 @@ def _stacks_replacements(args: argparse.Namespace) -> int:
     from .operations import replacements
     from .operations.aws import client
 
-    found, new_stacks = replacements.check(client, Path(args.cdk_out), args.region)
+    result = replacements.check(client, Path(args.cdk_out), args.region)
     if args.json:
-        print(json.dumps(replacements.to_json(found, new_stacks), indent=2))
+        print(json.dumps(replacements.to_json(result), indent=2))
     else:
-        print("\n".join(replacements.report(found, new_stacks)))
-    return 1 if found else 0
+        print("\n".join(replacements.report(result)))
+    return 1 if result.found else 0
 
 
 def _add_fleet_commands(commands: Any) -> None:

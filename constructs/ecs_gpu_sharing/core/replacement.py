@@ -82,11 +82,11 @@ def _kept_name(identity: Identity, old: Mapping[str, Any], new: Mapping[str, Any
     return " and ".join(said)
 
 
-def replacements(stack: str, deployed: Template, new: Template) -> list[Replacement]:
-    """Each resource of ``stack`` that the new template replaces while its name stays."""
+def replaced(deployed: Template, new: Template) -> dict[str, tuple[str, ...]]:
+    """Each resource of both templates that the update replaces, with the create-only properties that change."""
     old_resources, new_resources = deployed.get("Resources") or {}, new.get("Resources") or {}
-    schemas, named = resource_schemas(), identities()
-    found = []
+    schemas = resource_schemas()
+    found = {}
     for logical_id, resource in sorted(new_resources.items()):
         before = old_resources.get(logical_id)
         kind = resource.get("Type")
@@ -94,8 +94,19 @@ def replacements(stack: str, deployed: Template, new: Template) -> list[Replacem
             continue  # new, or of another type: CloudFormation creates it beside the old one's deletion
         old_props, new_props = before.get("Properties") or {}, resource.get("Properties") or {}
         changed = tuple(p for p in schemas[kind]["create_only"] if not _same(_at(old_props, p), _at(new_props, p)))
-        if not changed:
-            continue
+        if changed:
+            found[logical_id] = changed
+    return found
+
+
+def replacements(stack: str, deployed: Template, new: Template) -> list[Replacement]:
+    """Each resource of ``stack`` that the new template replaces while its name stays."""
+    named = identities()
+    found = []
+    for logical_id, changed in replaced(deployed, new).items():
+        kind = new["Resources"][logical_id]["Type"]
+        old_props = deployed["Resources"][logical_id].get("Properties") or {}
+        new_props = new["Resources"][logical_id].get("Properties") or {}
         for identity in named.get(kind, ()):
             name = _kept_name(identity, old_props, new_props)
             if name:

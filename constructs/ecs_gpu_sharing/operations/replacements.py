@@ -1,38 +1,76 @@
-"""``stacks replacements``: before a deploy, which resources the synthesized stacks would replace under a custom name
-they keep, compared with the templates deployed (``core.replacement`` judges; this reads the cloud assembly and calls
-CloudFormation's GetTemplate). Works for any CDK app's ``cdk.out``, the fleet app's and a team's own."""
+"""``stacks replacements``: before a deploy, what the synthesized stacks would do to the deployed ones that
+CloudFormation refuses: replace a resource under a custom name it keeps (``core.replacement``), or remove or change
+an export another stack imports (``core.exports_in_use``). Reads the cloud assembly and calls CloudFormation's
+GetTemplate and ListImports. Works for any CDK app's ``cdk.out``, the fleet app's and a team's own."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import AwsOperationError
+from ..core.exports_in_use import ExportInUse, export_names, exports_in_use
 from ..core.replacement import Replacement, replacements
 from .assembly import assembly_stacks
 from .aws import Clients, aws_errors
 from .deployed import template_of
 
+Finding = Replacement | ExportInUse
 
-def check(clients: Clients, cdk_out: Path, region: str | None) -> tuple[list[Replacement], list[str]]:
-    """The replacements the assembly's stacks would meet, and the stacks not deployed yet (nothing to compare)."""
-    found: list[Replacement] = []
-    new_stacks = []
+
+def importers(cloudformation: Any, export: str) -> list[str]:
+    """The stacks that import an export (``ListImports``); none where CloudFormation says nothing imports it."""
+    try:
+        pages = cloudformation.get_paginator("list_imports").paginate(ExportName=export)
+        return [name for page in pages for name in page["Imports"]]
+    except cloudformation.exceptions.ClientError as error:
+        if "is not imported by any stack" in str(error):  # ListImports' ValidationError for an export no one imports
+            return []
+        raise
+
+
+@dataclass(frozen=True)
+class Result:
+    found: list[Finding]
+    not_deployed: list[str]  # stacks with nothing deployed to compare
+    not_checked: list[str]  # what CloudFormation would not answer: "<stack>: <why>"
+
+
+def check(clients: Clients, cdk_out: Path, region: str | None) -> Result:
+    """What the assembly's stacks would meet, the stacks not deployed yet, and what could not be read."""
+    result = Result([], [], [])
     for stack in assembly_stacks(cdk_out):
+        cloudformation = clients("cloudformation", stack.region or region)
         with aws_errors(f"reading stack {stack.name}'s deployed template"):
-            deployed = template_of(clients("cloudformation", stack.region or region), stack.name)
+            deployed = template_of(cloudformation, stack.name)
         if deployed is None:
-            new_stacks.append(stack.name)
+            result.not_deployed.append(stack.name)
             continue
-        found += replacements(stack.name, deployed, json.loads(stack.template.read_text()))
-    return found, new_stacks
+        new = json.loads(stack.template.read_text())
+        result.found.extend(replacements(stack.name, deployed, new))
+        try:
+            with aws_errors(f"reading who imports stack {stack.name}'s exports (ListImports)"):
+                imported = {name: importers(cloudformation, name) for name in export_names(stack.name, deployed)}
+        except AwsOperationError as error:  # a caller without cloudformation:ListImports: said, not fatal
+            result.not_checked.append(f"{stack.name}: its exports in use were not checked: {error}")
+            continue
+        result.found.extend(exports_in_use(stack.name, deployed, new, imported))
+    return result
 
 
-def report(found: list[Replacement], new_stacks: list[str]) -> list[str]:
-    lines = [r.problem for r in found]
-    lines += [f"{name}: not deployed yet (nothing is replaced)" for name in new_stacks]
-    return lines or ["no resource is replaced under a name it keeps"]
+def report(result: Result) -> list[str]:
+    lines = [f.problem for f in result.found]
+    lines += [f"{name}: not deployed yet (nothing is replaced)" for name in result.not_deployed]
+    lines += result.not_checked
+    return lines or ["no resource is replaced under a name it keeps, and no export in use changes"]
 
 
-def to_json(found: list[Replacement], new_stacks: list[str]) -> dict[str, Any]:
-    return {"replacements": [r.to_json() for r in found], "not_deployed": new_stacks}
+def to_json(result: Result) -> dict[str, Any]:
+    return {
+        "replacements": [f.to_json() for f in result.found if isinstance(f, Replacement)],
+        "exports_in_use": [f.to_json() for f in result.found if isinstance(f, ExportInUse)],
+        "not_deployed": result.not_deployed,
+        "not_checked": result.not_checked,
+    }
