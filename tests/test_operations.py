@@ -748,7 +748,7 @@ def test_fleet_quotas_holds_the_fleets_most_vcpus_to_the_accounts_quota(
         assert main(["fleet", "quotas", str(REPO / "fleet.toml"), "--region", "us-east-1"]) == code
     out = capsys.readouterr().out
     assert "Running On-Demand G and VT instances (L-DB2E81BA): 40 vCPUs at most (l4 2 x 8, l40s 3 x 8)" in out
-    assert ("the fleet needs 40 vCPUs at its most" in out) == (code == 1)
+    assert ("the fleet needs 40 vCPUs at the most" in out) == (code == 1)
 
 
 def test_fleet_quotas_reads_aws_default_where_the_account_has_no_value(

@@ -464,12 +464,31 @@ def _add_stacks_commands(commands: Any) -> None:
             "name outside their templates exist (AWS calls)",
             _stacks_references,
         ),
+        (
+            "quotas",
+            "whether the account's On-Demand G and P vCPU quotas hold cdk.out's GPU Auto Scaling groups at their "
+            "MaxSize (AWS calls)",
+            _stacks_quotas,
+        ),
     ):
         command = stacks.add_parser(name, help=about)
         command.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
         command.add_argument("--region", help="for stacks whose environment names no region")
         command.add_argument("--json", action="store_true")
         command.set_defaults(func=func)
+
+
+def _stacks_quotas(args: argparse.Namespace) -> int:
+    from .operations import vcpu_quotas
+    from .operations.aws import client
+
+    found, skipped = vcpu_quotas.check_assembly(client, Path(args.cdk_out), args.region)
+    if args.json:
+        print(json.dumps({"quotas": [q.to_json() for q in found], "not_counted": skipped}, indent=2))
+    else:
+        lines = [q.line() for q in found] + [q.problem for q in found if q.problem] + skipped
+        print("\n".join(lines or ["the stacks have no Auto Scaling group of GPU instances"]))
+    return 1 if any(q.problem for q in found) else 0
 
 
 def _stacks_references(args: argparse.Namespace) -> int:

@@ -31,12 +31,7 @@ def _quotas_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any]
     from .operations.aws import client
 
     results = vcpu_quotas.check(client("service-quotas", region), spec)
-    lines = [
-        f"{r.quota.name} ({r.quota.code}): {r.needed_vcpus:,} vCPUs at most ({', '.join(r.capacities)}); "
-        f"quota {r.quota_vcpus:,.0f}"
-        for r in results
-    ]
-    lines += [r.problem for r in results if r.problem]
+    lines = [r.line() for r in results] + [r.problem for r in results if r.problem]
     return results, (lines, any(r.problem for r in results))
 
 

@@ -246,7 +246,7 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _group_types(ctx: Templates, group: Resource) -> set[str] | str:
+def group_types(ctx: Templates, group: Resource) -> set[str] | str:
     """The instance types an Auto Scaling group launches as written (its mixed instances policy's overrides, else its
     launch template's type), or why they cannot be read."""
     policy = camel_keys(group.props.get("MixedInstancesPolicy"))
@@ -315,7 +315,7 @@ def _written_types(ctx: Templates, provider: Resource) -> tuple[Resource, set[st
     props = provider.props
     group = ctx.target(camel_keys(props.get("AutoScalingGroupProvider")).get("autoScalingGroupArn"), provider.stack)
     if group is not None and group.kind == "AWS::AutoScaling::AutoScalingGroup":
-        return group, _group_types(ctx, group)
+        return group, group_types(ctx, group)
     if props.get("ManagedInstancesProvider") is None:
         return None
     launch = camel_keys(camel_keys(props.get("ManagedInstancesProvider")).get("instanceLaunchTemplate"))

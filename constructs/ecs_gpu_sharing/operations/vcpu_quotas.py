@@ -1,4 +1,5 @@
-"""``fleet quotas``: before deploy, whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most.
+"""``fleet quotas`` and ``stacks quotas``: before deploy, whether the account's On-Demand vCPU quotas hold the fleet's
+hosts at their most.
 
 EC2 counts running On-Demand instances in vCPUs per instance class and region ("Running On-Demand G and VT instances",
 "Running On-Demand P instances"), and many accounts start with 0 of either: the Auto Scaling group then retries its
@@ -9,14 +10,19 @@ instance type. Quota codes: Service Quotas, EC2 (L-DB2E81BA G and VT, L-417A185B
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..core import catalog, plan_inputs
 from ..core.fleet import FleetSpec
 from ..core.rules import assess
-from .aws import aws_errors
+from ..core.service_rules.base import Templates, cdk_path, literal_number
+from ..core.written_fit import group_types
+from .assembly import assembly_stacks
+from .aws import Clients, aws_errors
 
 
 @dataclass(frozen=True)
@@ -39,16 +45,24 @@ class QuotaCheck:
     needed_vcpus: int  # the fleet's hosts at their most
     quota_vcpus: float  # the account's applied quota in the region
     capacities: tuple[str, ...]
+    whose: str = "the fleet needs"  # what needs them: the fleet file, or a cloud assembly's groups
+    lower: str = "max_instances"  # what to lower instead
 
     @property
     def problem(self) -> str | None:
         if self.needed_vcpus <= self.quota_vcpus:
             return None
         return (
-            f"{self.quota.name} ({self.quota.code}): the fleet needs {self.needed_vcpus:,} vCPUs at its most "
+            f"{self.quota.name} ({self.quota.code}): {self.whose} {self.needed_vcpus:,} vCPUs at the most "
             f"({', '.join(self.capacities)}), the account's quota is {self.quota_vcpus:,.0f}; the groups would not "
             "launch past it (VcpuLimitExceeded) and tasks would wait in PROVISIONING: request an increase in Service "
-            "Quotas, or lower max_instances"
+            f"Quotas, or lower {self.lower}"
+        )
+
+    def line(self) -> str:
+        return (
+            f"{self.quota.name} ({self.quota.code}): {self.needed_vcpus:,} vCPUs at most "
+            f"({', '.join(self.capacities)}); quota {self.quota_vcpus:,.0f}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -85,9 +99,60 @@ def applied_quota(quotas: Any, code: str, service: str = "ec2") -> float:
             return float(quotas.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"])
 
 
+def needed_by_groups(templates: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, tuple[int, list[str]]], list[str]]:
+    """Per quota code: the vCPUs the templates' Auto Scaling groups take at their ``MaxSize``, and the groups; and
+    the groups not counted, with why (a size or type the synth cannot read; a type not in the GPU catalog)."""
+    ctx = Templates(templates)
+    types = catalog.load()
+    out: dict[str, tuple[int, list[str]]] = {}
+    skipped = []
+    for group in sorted(ctx.of_type("AWS::AutoScaling::AutoScalingGroup"), key=lambda r: (r.stack, r.logical_id)):
+        where = cdk_path(group).removesuffix("/ASG").removesuffix("/Resource")
+        most, kinds = literal_number(group.props.get("MaxSize")), group_types(ctx, group)
+        if most is None or isinstance(kinds, str):
+            skipped.append(
+                f"{where}: not counted: {kinds if isinstance(kinds, str) else 'its MaxSize is not a number'}"
+            )
+            continue
+        gpu = [t for t in kinds if t in types]
+        if not gpu:
+            continue  # no GPU type: drawn from the standard instances' quota, not judged here
+        vcpus = max(types[t].vcpus for t in gpu)
+        quota = ON_DEMAND[types[gpu[0]].family[0]]
+        total, names = out.get(quota.code, (0, []))
+        out[quota.code] = (total + most * vcpus, [*names, f"{where} {most} x {vcpus}"])
+    return out, skipped
+
+
 def check(quotas: Any, spec: FleetSpec) -> list[QuotaCheck]:
+    return check_needs(quotas, needed(spec))
+
+
+def check_needs(
+    quotas: Any,
+    needs: Mapping[str, tuple[int, list[str]]],
+    whose: str = "the fleet needs",
+    lower: str = "max_instances",
+) -> list[QuotaCheck]:
     by_code = {q.code: q for q in ON_DEMAND.values()}
     return [
-        QuotaCheck(by_code[code], total, applied_quota(quotas, code), tuple(names))
-        for code, (total, names) in sorted(needed(spec).items())
+        QuotaCheck(by_code[code], total, applied_quota(quotas, code), tuple(names), whose, lower)
+        for code, (total, names) in sorted(needs.items())
     ]
+
+
+def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> tuple[list[QuotaCheck], list[str]]:
+    """``stacks quotas``: the same check for any CDK app's ``cdk.out``, its Auto Scaling groups at their
+    ``MaxSize``, per region (each stack's, else ``region``); and the groups it could not count."""
+    by_region: dict[str | None, dict[str, Any]] = {}
+    for stack in assembly_stacks(cdk_out):
+        by_region.setdefault(stack.region or region, {})[stack.name] = json.loads(stack.template.read_text())
+    found, skipped = [], []
+    for where, templates in sorted(by_region.items(), key=lambda item: str(item[0])):
+        needs, left = needed_by_groups(templates)
+        skipped += left
+        if needs:
+            found += check_needs(
+                clients("service-quotas", where), needs, "the stacks' Auto Scaling groups need", "the groups' MaxSize"
+            )
+    return found, skipped

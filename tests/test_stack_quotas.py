@@ -1,0 +1,87 @@
+"""``stacks quotas``: a CDK app's GPU Auto Scaling groups at their MaxSize against the account's On-Demand vCPU
+quotas (operations.vcpu_quotas; Service Quotas stubbed with botocore's Stubber)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.operations import aws
+from ecs_gpu_sharing.operations.vcpu_quotas import needed_by_groups
+
+from conftest import write_assembly
+
+
+def _group(lid: str, most: Any, template: str | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {"MinSize": "0", "MaxSize": most}
+    if overrides is not None:
+        props["MixedInstancesPolicy"] = {
+            "LaunchTemplate": {
+                "LaunchTemplateSpecification": {"LaunchTemplateId": {"Ref": template}},
+                "Overrides": [{"InstanceType": t} for t in overrides],
+            }
+        }
+    else:
+        props["LaunchTemplate"] = {"LaunchTemplateId": {"Ref": template}, "Version": "1"}
+    return {lid: {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": props}}
+
+
+def _launch(lid: str, kind: str) -> dict[str, Any]:
+    return {lid: {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": {"InstanceType": kind}}}}
+
+
+TEMPLATE = {
+    "Resources": {
+        **_launch("L4Template", "g6.2xlarge"),
+        **_group("L4", "4", "L4Template"),
+        **_launch("BigTemplate", "g6e.12xlarge"),
+        **_group("Big", 2, "BigTemplate", overrides=["g6e.12xlarge", "g6e.24xlarge"]),
+        **_launch("H100Template", "p5.48xlarge"),
+        **_group("H100", "1", "H100Template"),
+        **_launch("WebTemplate", "m7i.large"),
+        **_group("Web", "10", "WebTemplate"),  # no GPU: another quota, not judged
+        **_group("Sized", {"Ref": "MaxHosts"}, "L4Template"),
+    }
+}
+
+
+def test_each_gpu_group_counts_its_largest_type_at_its_max_size() -> None:
+    needs, skipped = needed_by_groups({"s": TEMPLATE})
+    assert needs == {
+        "L-DB2E81BA": (4 * 8 + 2 * 96, ["s/Big 2 x 96", "s/L4 4 x 8"]),
+        "L-417A185B": (192, ["s/H100 1 x 192"]),
+    }
+    assert skipped == ["s/Sized: not counted: its MaxSize is not a number"]
+
+
+def _quota(code: str, value: float) -> dict[str, Any]:
+    return {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": code, "Value": value}}
+
+
+def test_stacks_quotas_fails_a_class_past_the_accounts_quota(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cdk_out = write_assembly(tmp_path, {"s": TEMPLATE})
+    quotas = boto3.client("service-quotas", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    monkeypatch.setattr(aws, "client", lambda service, region: quotas)
+    with Stubber(quotas) as stub:
+        stub.add_response(
+            "get_service_quota", _quota("L-417A185B", 192.0), {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"}
+        )
+        stub.add_response(
+            "get_service_quota", _quota("L-DB2E81BA", 64.0), {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}
+        )
+        assert main(["stacks", "quotas", "--cdk-out", str(cdk_out), "--region", "us-east-1", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [(q["quota_code"], q["needed_vcpus"], q["quota_vcpus"], bool(q["problem"])) for q in report["quotas"]] == [
+        ("L-417A185B", 192, 192.0, False),
+        ("L-DB2E81BA", 224, 64.0, True),
+    ]
+    assert "the stacks' Auto Scaling groups need 224" in report["quotas"][1]["problem"]
+    assert report["not_counted"] == ["s/Sized: not counted: its MaxSize is not a number"]
