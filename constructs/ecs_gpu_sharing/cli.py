@@ -16,6 +16,7 @@ from .core.errors import GpuSharingError, PlanError
 from .core.files import check_output_path, json_text, read_json, write_atomic
 from .core.rules import assess
 from .preflight import add_fleet_checks
+from .stacks_commands import add_stacks_commands
 
 
 def _catalog_list(args: argparse.Namespace) -> int:
@@ -415,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.set_defaults(func=_prices_refresh)
 
     _add_fleet_commands(commands)
-    _add_stacks_commands(commands)
+    add_stacks_commands(commands)
     return parser
 
 
@@ -445,74 +446,6 @@ def _add_cluster_commands(commands: Any) -> None:
     )
     unprotect.add_argument("--region")
     unprotect.set_defaults(func=_cluster_unprotect)
-
-
-def _add_stacks_commands(commands: Any) -> None:
-    stacks = commands.add_parser("stacks", help="any CDK app's synthesized stacks").add_subparsers(
-        dest="stacks_command", required=True
-    )
-    for name, about, func in (
-        (
-            "replacements",
-            "whether deploying cdk.out would replace a resource under a custom name it keeps, or change an export "
-            "another stack imports, which CloudFormation refuses (AWS calls)",
-            _stacks_replacements,
-        ),
-        (
-            "references",
-            "whether the private ECR images, secrets, parameters and awslogs log groups cdk.out's task definitions "
-            "name outside their templates exist (AWS calls)",
-            _stacks_references,
-        ),
-        (
-            "quotas",
-            "whether the account's On-Demand G and P vCPU quotas hold cdk.out's GPU Auto Scaling groups at their "
-            "MaxSize (AWS calls)",
-            _stacks_quotas,
-        ),
-    ):
-        command = stacks.add_parser(name, help=about)
-        command.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
-        command.add_argument("--region", help="for stacks whose environment names no region")
-        command.add_argument("--json", action="store_true")
-        command.set_defaults(func=func)
-
-
-def _stacks_quotas(args: argparse.Namespace) -> int:
-    from .operations import vcpu_quotas
-    from .operations.aws import client
-
-    found, skipped = vcpu_quotas.check_assembly(client, Path(args.cdk_out), args.region)
-    if args.json:
-        print(json.dumps({"quotas": [q.to_json() for q in found], "not_counted": skipped}, indent=2))
-    else:
-        lines = [q.line() for q in found] + [q.problem for q in found if q.problem] + skipped
-        print("\n".join(lines or ["the stacks have no Auto Scaling group of GPU instances"]))
-    return 1 if any(q.problem for q in found) else 0
-
-
-def _stacks_references(args: argparse.Namespace) -> int:
-    from .operations import stack_references
-    from .operations.aws import client
-
-    found = stack_references.check(client, Path(args.cdk_out), args.region)
-    if args.json:
-        print(json.dumps(stack_references.to_json(found), indent=2))
-    else:
-        print("\n".join(stack_references.report(found)))
-    return 1 if any(r.problem for r in found) else 0
-
-
-def _stacks_replacements(args: argparse.Namespace) -> int:
-    from .operations import replacements
-    from .operations.aws import client
-
-    result = replacements.check(client, Path(args.cdk_out), args.region)
-    if args.json:
-        print(json.dumps(replacements.to_json(result), indent=2))
-    else:
-        print("\n".join(replacements.report(result)))
-    return 1 if result.found else 0
 
 
 def _add_fleet_commands(commands: Any) -> None:

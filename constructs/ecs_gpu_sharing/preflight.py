@@ -55,11 +55,7 @@ def _zones_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any],
     from .operations.aws import client
 
     results = zones.check(client("ec2", region), spec)
-    lines = [
-        f"{r.capacity}: " + "; ".join(f"{t} in {', '.join(z) or 'no zone'}" for t, z in r.offered.items())
-        for r in results
-    ]
-    lines += [line for r in results for line in (*r.problems, *r.warnings)]
+    lines = [r.line() for r in results] + [line for r in results for line in (*r.problems, *r.warnings)]
     return results, (lines, any(r.problems for r in results))
 
 

@@ -1,5 +1,6 @@
-"""``stacks quotas``: a CDK app's GPU Auto Scaling groups at their MaxSize against the account's On-Demand vCPU
-quotas (operations.vcpu_quotas; Service Quotas stubbed with botocore's Stubber)."""
+"""``stacks quotas`` and ``stacks zones``: a CDK app's GPU Auto Scaling groups against the account: at their MaxSize,
+its On-Demand vCPU quotas (Service Quotas stubbed with botocore's Stubber); in their subnets' zones, EC2's offerings
+(moto)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from moto import mock_aws
 
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.operations import aws
@@ -85,3 +87,43 @@ def test_stacks_quotas_fails_a_class_past_the_accounts_quota(
     ]
     assert "the stacks' Auto Scaling groups need 224" in report["quotas"][1]["problem"]
     assert report["not_counted"] == ["s/Sized: not counted: its MaxSize is not a number"]
+
+
+# --- stacks zones: moto carries AWS's published offerings by zone (in ca-central-1, p5.48xlarge in 1d only) --------
+
+
+def _subnet(lid: str, index: int) -> dict[str, Any]:
+    """A subnet as aws-ec2's Vpc writes it in an environment-agnostic stack."""
+    zone = {"Fn::Select": [index, {"Fn::GetAZs": ""}]}
+    return {lid: {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": "v", "CidrBlock": "c", "AvailabilityZone": zone}}}
+
+
+@mock_aws
+def test_stacks_zones_reads_each_gpu_groups_subnets_zones(
+    tmp_path: Path, fake_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ec2 = boto3.client("ec2", region_name="ca-central-1")
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    in_d = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/24", AvailabilityZone="ca-central-1d")["Subnet"]["SubnetId"]
+    made = _group("Made", "1", "P5Template")
+    made["Made"]["Properties"]["VPCZoneIdentifier"] = [{"Ref": "SubnetA"}, {"Ref": "SubnetB"}]
+    named = _group("Named", "1", "P5Template")
+    named["Named"]["Properties"]["VPCZoneIdentifier"] = [in_d]
+    unread = _group("Unread", "1", "P5Template")
+    unread["Unread"]["Properties"]["VPCZoneIdentifier"] = {"Ref": "Subnets"}
+    template = {
+        "Resources": {
+            **_launch("P5Template", "p5.48xlarge"),
+            **_subnet("SubnetA", 0),
+            **_subnet("SubnetB", 1),
+            **made,
+            **named,
+            **unread,
+        }
+    }
+    cdk_out = write_assembly(tmp_path, {"s": template})
+    assert main(["stacks", "zones", "--cdk-out", str(cdk_out), "--region", "ca-central-1"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["s/Made: p5.48xlarge in no zone", "s/Named: p5.48xlarge in ca-central-1d"]
+    assert out[2].startswith("s/Made: no zone of ca-central-1a, ca-central-1b offers p5.48xlarge in ca-central-1")
+    assert out[3] == "s/Unread: not checked: its subnets' zones cannot be read before deploy"
