@@ -1050,7 +1050,7 @@ def _depends(name: str, *on: tuple[str, str], **extra: Any) -> dict[str, Any]:
             [_depends("a", ("b", "START")), _depends("b", ("c", "START")), _depends("c", ("a", "START"))],
             "a → b → c → a",
         ),
-        ([_depends("model", ("weights", "START"))], "no container 'weights'"),
+        ([_depends("model", ("weights", "START"))], "waits for 'weights', a container this task definition does not"),
         ([_depends("model", ("proxy", "HEALTHY")), _container("proxy")], "has no health check"),
         (
             [_depends("model", ("proxy", "HEALTHY")), _container("proxy", HealthCheck={"Command": ["NONE"]})],

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import HEALTH_CHECK_FIRST, HEALTH_CHECK_RANGES, camel_keys
-from .base import ECS_API, Finding, ServiceRule, Templates, _containers, literal_number
+from .base import ECS_API, Finding, Resource, ServiceRule, Templates, _containers, literal_number
 
 DEPENDENCIES_RESOLVE = f"{PREFIX}ContainerDependenciesResolve"
 EXITING_DEPENDENCY_NOT_ESSENTIAL = f"{PREFIX}DependencyThatExitsIsNotEssential"
@@ -67,20 +67,22 @@ def _cycles(edges: Mapping[str, list[str]]) -> list[list[str]]:
     return found
 
 
+def _by_name(task: Resource) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in _containers(task) if isinstance(c.get("name"), str)}
+
+
 def dependencies_resolve(ctx: Templates) -> Iterator[Finding]:
     for task in ctx.of_type("AWS::ECS::TaskDefinition"):
-        containers: dict[str, dict[str, Any]] = {
-            c["name"]: c for c in _containers(task) if isinstance(c.get("name"), str)
-        }
+        containers = _by_name(task)
         edges = {name: [n for n, _ in _dependencies(c) if n in containers] for name, c in containers.items()}
         for name, c in containers.items():
             for other, condition in _dependencies(c):
                 if other not in containers:
                     yield (
                         task,
-                        f"container {name} waits for no container {other!r}: this task definition has "
-                        f"{', '.join(sorted(containers))}; the ECS agent stops a task whose dependency does not "
-                        "exist, so name one of them",
+                        f"container {name} waits for {other!r}, a container this task definition does not have "
+                        f"(it has {', '.join(sorted(containers))}); the ECS agent stops a task whose dependency does "
+                        "not exist, so name one of them",
                     )
                 elif condition == "HEALTHY" and not _health_checked(containers[other]):
                     yield (
@@ -99,9 +101,7 @@ def dependencies_resolve(ctx: Templates) -> Iterator[Finding]:
 
 def exiting_dependency_not_essential(ctx: Templates) -> Iterator[Finding]:
     for task in ctx.of_type("AWS::ECS::TaskDefinition"):
-        containers: dict[str, dict[str, Any]] = {
-            c["name"]: c for c in _containers(task) if isinstance(c.get("name"), str)
-        }
+        containers = _by_name(task)
         for name, c in containers.items():
             for other, condition in _dependencies(c):
                 if condition in ("COMPLETE", "SUCCESS") and other in containers and _essential(containers[other]):
