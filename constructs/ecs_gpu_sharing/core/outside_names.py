@@ -43,11 +43,12 @@ def _secret_arn(value: str) -> str:
     return ":".join(value.split(":")[:7])
 
 
-def _log_groups_made(ctx: Templates, pseudo: Mapping[str, str]) -> set[str]:
+def _log_groups_made(ctx: Templates, stack: str, pseudo: Mapping[str, str]) -> set[str]:
+    """The names of the log groups a stack makes, as they will read once deployed."""
     return {
         name
         for group in ctx.of_type("AWS::Logs::LogGroup")
-        if (name := _text(ctx, group.props.get("LogGroupName"), group.stack, pseudo)) is not None
+        if group.stack == stack and (name := _text(ctx, group.props.get("LogGroupName"), stack, pseudo)) is not None
     }
 
 
@@ -60,8 +61,7 @@ def outside_names(
     the account, ``AWS::Partition``, ``AWS::URLSuffix``). ``published``: the ``repository:tag`` of each image the
     deploy publishes first (the app's image assets), which are not looked up."""
     ctx = Templates(templates)
-    made = {stack: _log_groups_made(ctx, pseudo.get(stack, {})) for stack in templates}
-    every_made = set().union(*made.values()) if made else set()
+    every_made = {name for stack in templates for name in _log_groups_made(ctx, stack, pseudo.get(stack, {}))}
     out: list[OutsideName] = []
     for task in ctx.of_type("AWS::ECS::TaskDefinition"):
         known = pseudo.get(task.stack, {})
