@@ -23,6 +23,20 @@ REGION = "us-east-1"
 _GROUP = "AWS::ElasticLoadBalancingV2::TargetGroup"
 
 
+def _stubbed(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The CloudFormation client the CLI gets, to stub."""
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    return cloudformation
+
+
+def _deployed(cfn: Stubber, stack: str, template: dict[str, Any]) -> None:
+    """GetTemplate's answer for a deployed stack."""
+    cfn.add_response(
+        "get_template", {"TemplateBody": json.dumps(template)}, {"StackName": stack, "TemplateStage": "Original"}
+    )
+
+
 def _template(kind: str, **props: Any) -> dict[str, Any]:
     return {"Resources": {"Res": {"Type": kind, "Properties": props}}}
 
@@ -98,8 +112,7 @@ def test_stacks_replacements_fails_a_named_group_replaced_and_passes_a_new_stack
     cdk_out = write_assembly(
         tmp_path, {"models": _template(_GROUP, Name="chat", Port=8000, Protocol="HTTP"), "extra": {"Resources": {}}}
     )
-    cloudformation = boto3.client("cloudformation", region_name=REGION)
-    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    cloudformation = _stubbed(monkeypatch)
     with Stubber(cloudformation) as cfn:
         cfn.add_client_error(
             "get_template",
@@ -108,9 +121,7 @@ def test_stacks_replacements_fails_a_named_group_replaced_and_passes_a_new_stack
             400,
             {"StackName": "extra", "TemplateStage": "Original"},
         )
-        cfn.add_response(
-            "get_template", {"TemplateBody": json.dumps(deployed)}, {"StackName": "models", "TemplateStage": "Original"}
-        )
+        _deployed(cfn, "models", deployed)
         code = main(["stacks", "replacements", "--cdk-out", str(cdk_out), "--region", REGION])
     out = capsys.readouterr().out.splitlines()
     assert code == 1
@@ -173,14 +184,9 @@ def test_stacks_replacements_fails_an_export_in_use_the_update_changes(
     deployed = _exporting({"Cp": _PROVIDER}, {"Ref": "Cp"})
     deployed["Outputs"]["Free"] = {"Value": "x", "Export": {"Name": "cluster:Free"}}
     cdk_out = write_assembly(tmp_path, {"cluster": {"Resources": {"Cp": _PROVIDER}}})
-    cloudformation = boto3.client("cloudformation", region_name=REGION)
-    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    cloudformation = _stubbed(monkeypatch)
     with Stubber(cloudformation) as cfn:
-        cfn.add_response(
-            "get_template",
-            {"TemplateBody": json.dumps(deployed)},
-            {"StackName": "cluster", "TemplateStage": "Original"},
-        )
+        _deployed(cfn, "cluster", deployed)
         cfn.add_response("list_imports", {"Imports": ["services"]}, {"ExportName": "cluster:ProviderName"})
         cfn.add_client_error(
             "list_imports",
@@ -201,14 +207,9 @@ def test_exports_a_caller_may_not_list_the_imports_of_are_said_not_checked(
 ) -> None:
     deployed = _exporting({"Cp": _PROVIDER}, {"Ref": "Cp"})
     cdk_out = write_assembly(tmp_path, {"cluster": deployed})
-    cloudformation = boto3.client("cloudformation", region_name=REGION)
-    monkeypatch.setattr(aws, "client", lambda service, region: cloudformation)
+    cloudformation = _stubbed(monkeypatch)
     with Stubber(cloudformation) as cfn:
-        cfn.add_response(
-            "get_template",
-            {"TemplateBody": json.dumps(deployed)},
-            {"StackName": "cluster", "TemplateStage": "Original"},
-        )
+        _deployed(cfn, "cluster", deployed)
         cfn.add_client_error(
             "list_imports", "AccessDenied", "not authorized", 403, {"ExportName": "cluster:ProviderName"}
         )

@@ -45,6 +45,12 @@ def add_stacks_commands(commands: Any) -> None:
         command.set_defaults(func=func)
 
 
+def _emit(args: argparse.Namespace, lines: list[str], data: Any, failed: bool) -> int:
+    """A stacks command's answer: its JSON with ``--json``, else its lines; exit 1 where it found a problem."""
+    print(json.dumps(data, indent=2) if args.json else "\n".join(lines))
+    return 1 if failed else 0
+
+
 def _stacks_zones(args: argparse.Namespace) -> int:
     from .operations import zones
     from .operations.aws import client
@@ -52,12 +58,9 @@ def _stacks_zones(args: argparse.Namespace) -> int:
     found = zones.check_assembly(client, Path(args.cdk_out), args.region)
     judged = [z for z in found if not isinstance(z, str)]
     unread = [z for z in found if isinstance(z, str)]
-    if args.json:
-        print(json.dumps({"groups": [z.to_json() for z in judged], "not_checked": unread}, indent=2))
-    else:
-        lines = [z.line() for z in judged] + [p for z in judged for p in (*z.problems, *z.warnings)] + unread
-        print("\n".join(lines or ["the stacks have no Auto Scaling group of GPU instances"]))
-    return 1 if any(z.problems for z in judged) else 0
+    lines = [z.line() for z in judged] + [p for z in judged for p in (*z.problems, *z.warnings)] + unread
+    data = {"groups": [z.to_json() for z in judged], "not_checked": unread}
+    return _emit(args, lines or [_NO_GROUP], data, any(z.problems for z in judged))
 
 
 def _stacks_quotas(args: argparse.Namespace) -> int:
@@ -65,12 +68,9 @@ def _stacks_quotas(args: argparse.Namespace) -> int:
     from .operations.aws import client
 
     found, skipped = vcpu_quotas.check_assembly(client, Path(args.cdk_out), args.region)
-    if args.json:
-        print(json.dumps({"quotas": [q.to_json() for q in found], "not_counted": skipped}, indent=2))
-    else:
-        lines = [q.line() for q in found] + [q.problem for q in found if q.problem] + skipped
-        print("\n".join(lines or ["the stacks have no Auto Scaling group of GPU instances"]))
-    return 1 if any(q.problem for q in found) else 0
+    lines = [q.line() for q in found] + [q.problem for q in found if q.problem] + skipped
+    data = {"quotas": [q.to_json() for q in found], "not_counted": skipped}
+    return _emit(args, lines or [_NO_GROUP], data, any(q.problem for q in found))
 
 
 def _stacks_references(args: argparse.Namespace) -> int:
@@ -78,11 +78,8 @@ def _stacks_references(args: argparse.Namespace) -> int:
     from .operations.aws import client
 
     found = stack_references.check(client, Path(args.cdk_out), args.region)
-    if args.json:
-        print(json.dumps(stack_references.to_json(found), indent=2))
-    else:
-        print("\n".join(stack_references.report(found)))
-    return 1 if any(r.problem for r in found) else 0
+    data = stack_references.to_json(found)
+    return _emit(args, stack_references.report(found), data, any(r.problem for r in found))
 
 
 def _stacks_replacements(args: argparse.Namespace) -> int:
@@ -90,8 +87,7 @@ def _stacks_replacements(args: argparse.Namespace) -> int:
     from .operations.aws import client
 
     result = replacements.check(client, Path(args.cdk_out), args.region)
-    if args.json:
-        print(json.dumps(replacements.to_json(result), indent=2))
-    else:
-        print("\n".join(replacements.report(result)))
-    return 1 if result.found else 0
+    return _emit(args, replacements.report(result), replacements.to_json(result), bool(result.found))
+
+
+_NO_GROUP = "the stacks have no Auto Scaling group of GPU instances"
