@@ -71,6 +71,39 @@ def _role(*services: Any, action: Any = "sts:AssumeRole", effect: str = "Allow")
     return "Role", "AWS::IAM::Role", {"AssumeRolePolicyDocument": {"Statement": [statement], "Version": "2012-10-17"}}
 
 
+def _hosts_in(*extra: Res, public: bool = False) -> dict[str, Any]:
+    """A capacity provider's group in subnet Sn of VPC Vpc, routed by table Rt, with these resources beside them."""
+    subnet: dict[str, Any] = {"VpcId": {"Ref": "Vpc"}, "CidrBlock": "10.0.0.0/24"}
+    if public:
+        subnet["MapPublicIpOnLaunch"] = True
+    return _stack(
+        ("Vpc", "AWS::EC2::VPC", {"CidrBlock": "10.0.0.0/16"}),
+        ("Sn", "AWS::EC2::Subnet", subnet),
+        ("Rt", "AWS::EC2::RouteTable", {"VpcId": {"Ref": "Vpc"}}),
+        ("Assoc", "AWS::EC2::SubnetRouteTableAssociation", {"SubnetId": {"Ref": "Sn"}, "RouteTableId": {"Ref": "Rt"}}),
+        (
+            "Asg",
+            "AWS::AutoScaling::AutoScalingGroup",
+            {"MinSize": "0", "MaxSize": "2", "VPCZoneIdentifier": [{"Ref": "Sn"}]},
+        ),
+        ("Cp", "AWS::ECS::CapacityProvider", {"AutoScalingGroupProvider": {"AutoScalingGroupArn": {"Ref": "Asg"}}}),
+        *extra,
+    )
+
+
+def _route(**target: Any) -> Res:
+    return "Out", "AWS::EC2::Route", {"RouteTableId": {"Ref": "Rt"}, "DestinationCidrBlock": "0.0.0.0/0", **target}
+
+
+def _endpoint(service: str) -> Res:
+    name = {"Fn::Join": ["", ["com.amazonaws.", {"Ref": "AWS::Region"}, f".{service}"]]}
+    return (
+        f"Ep{service.replace('.', '').replace('-', '')}",
+        "AWS::EC2::VPCEndpoint",
+        {"VpcId": {"Ref": "Vpc"}, "ServiceName": name},
+    )
+
+
 def _provider(**config: Any) -> Res:
     return (
         "Cp",
@@ -316,6 +349,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.TASK_ROLE_TRUST: (
         _stack(_task(TaskRoleArn={"Fn::GetAtt": ["Role", "Arn"]}), _role("ecs-tasks.amazonaws.com")),
         _stack(_task(TaskRoleArn={"Fn::GetAtt": ["Role", "Arn"]}), _role("ec2.amazonaws.com")),
+    ),
+    sr.HOSTS_REACH_ECS: (
+        _hosts_in(_route(NatGatewayId={"Ref": "Nat"})),
+        _hosts_in(),
     ),
     sr.PLACEMENT_CONSTRAINTS: (
         _stack(
@@ -1140,3 +1177,28 @@ def test_a_name_claimed_twice_is_said_with_its_scope() -> None:
     (found,) = [v for v in check_service_rules({"s": template}) if v.rule_id == sr.NAME_CLAIMED_TWICE]
     assert "its ServiceName chat (within Cluster s/Cluster) is also s/A's" in found.message
     assert "give each its own name" in found.message
+
+
+_ALL_ENDPOINTS = tuple(_endpoint(name) for name in sr.network.NEEDED_ENDPOINTS)
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        (_hosts_in(_route(TransitGatewayId="tgw-1")), None),
+        (_hosts_in(_route(GatewayId={"Ref": "Igw"}), ("Igw", "AWS::EC2::InternetGateway", {}), public=True), None),
+        # an internet gateway, but the hosts get no public address: no way out
+        (_hosts_in(_route(GatewayId={"Ref": "Igw"}), ("Igw", "AWS::EC2::InternetGateway", {})), "ecs, ecs-agent"),
+        (_hosts_in(*_ALL_ENDPOINTS), None),  # isolated, with every endpoint a host needs
+        (_hosts_in(*_ALL_ENDPOINTS[3:]), "no VPC endpoint for ecs, ecs-agent, ecs-telemetry:"),
+    ],
+)
+def test_a_capacitys_hosts_have_a_way_to_ecs(template: dict[str, Any], refused: str | None) -> None:
+    found = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.HOSTS_REACH_ECS]
+    assert (refused is None and found == []) or (refused is not None and len(found) == 1 and refused in found[0])
+
+
+def test_hosts_in_subnets_of_the_account_are_left_to_fleet_egress() -> None:
+    template = _hosts_in()
+    template["Resources"]["Asg"]["Properties"]["VPCZoneIdentifier"] = ["subnet-0123456789abcdef0"]
+    assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.HOSTS_REACH_ECS]

@@ -16,23 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.fleet import FleetSpec
+from ..core.service_rules.network import NEEDED_ENDPOINTS, ROUTE_OUT
 from .aws import Clients, aws_errors
-
-# What a host without a route out needs an endpoint for, each with why (the services its user data, agent and tasks
-# call at start).
-NEEDED_ENDPOINTS: Mapping[str, str] = {
-    "ecs": "the agent registers the host",
-    "ecs-agent": "the agent polls for tasks",
-    "ecs-telemetry": "the agent reports",
-    "ecr.api": "images from ECR, the telemetry daemon's among them",
-    "ecr.dkr": "images from ECR",
-    "s3": "image layers and the packages the user data installs",
-    "logs": "the awslogs driver; a container whose log stream cannot be made does not start",
-    "cloudformation": "the host's signal to a rolling update",
-}
-
-# Route targets that carry a default route out of a private subnet (the internet gateway marks a public one).
-_OUT = ("NatGatewayId", "InstanceId", "NetworkInterfaceId", "TransitGatewayId", "VpcPeeringConnectionId")
 
 
 @dataclass(frozen=True)
@@ -83,7 +68,7 @@ def _default_route(table: Mapping[str, Any] | None) -> tuple[str | None, bool]:
         gateway = str(route.get("GatewayId") or "")
         if gateway.startswith("igw-"):
             return gateway, True
-        for key in _OUT:
+        for key in ROUTE_OUT:
             if route.get(key):
                 return str(route[key]), False
         if gateway.startswith("vgw-"):

@@ -77,6 +77,7 @@ from .elb import (
 )
 from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, key_policy_principals, key_policy_size
 from .names import NAME_CLAIMED_TWICE, name_claimed_twice
+from .network import HOSTS_REACH_ECS, NETWORK_RULES
 from .observability import (
     ALARM_DATAPOINTS,
     ALARM_PERIOD,
@@ -275,6 +276,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         termination_protection,
     ),
     *AUTOSCALING_RULES,
+    *NETWORK_RULES,
     ServiceRule(
         HEALTH_CHECK_TIMEOUT,
         "Elastic Load Balancing",
@@ -480,6 +482,7 @@ __all__ = [
     "GROUP_SIZES",
     "HEALTH_CHECK_IN_RANGE",
     "HEALTH_CHECK_TIMEOUT",
+    "HOSTS_REACH_ECS",
     "KEY_POLICY_PRINCIPALS",
     "KEY_POLICY_SIZE",
     "LISTENER_RULE_PRIORITY",
