@@ -1202,3 +1202,10 @@ def test_hosts_in_subnets_of_the_account_are_left_to_fleet_egress() -> None:
     template = _hosts_in()
     template["Resources"]["Asg"]["Properties"]["VPCZoneIdentifier"] = ["subnet-0123456789abcdef0"]
     assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.HOSTS_REACH_ECS]
+
+
+def test_the_hand_list_of_names_holds_only_what_the_schemas_do_not_say() -> None:
+    schemas = sr.names.resource_schemas()
+    for kind, (prop, scope) in sr.names.NAMED.items():
+        named = {prop} if scope is None else {prop, scope}
+        assert not any(set(found) == named for found in schemas[kind]["identifiers"]), kind

@@ -26,33 +26,22 @@ from importlib import resources
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import UNKNOWN_TEXT, Finding, Resource, Templates, cdk_path
+from .base import UNKNOWN_TEXT, Finding, Resource, Templates, construct_path
 
 NAME_CLAIMED_TWICE = f"{PREFIX}NameClaimedTwice"
 
-# resource type -> (its name property, the property that scopes the name, if names are unique only within it)
+# The names that are unique though the type's registry schema identifies it by what AWS makes (an ARN, an id), so the
+# schemas do not say them: resource type -> (its name property, the property that scopes the name, if names are
+# unique only within it). A test fails on an entry the schemas give, which then goes.
 NAMED: Mapping[str, tuple[str, str | None]] = {
-    "AWS::AutoScaling::AutoScalingGroup": ("AutoScalingGroupName", None),
-    "AWS::CloudWatch::Alarm": ("AlarmName", None),
-    "AWS::CloudWatch::Dashboard": ("DashboardName", None),
     "AWS::EC2::LaunchTemplate": ("LaunchTemplateName", None),
-    "AWS::ECS::CapacityProvider": ("Name", None),
-    "AWS::ECS::Cluster": ("ClusterName", None),
     "AWS::ECS::Service": ("ServiceName", "Cluster"),
     "AWS::ElasticLoadBalancingV2::LoadBalancer": ("Name", None),
     "AWS::ElasticLoadBalancingV2::TargetGroup": ("Name", None),
     "AWS::Events::Rule": ("Name", "EventBusName"),
-    "AWS::IAM::InstanceProfile": ("InstanceProfileName", None),
     "AWS::IAM::ManagedPolicy": ("ManagedPolicyName", None),
-    "AWS::IAM::Role": ("RoleName", None),
-    "AWS::KMS::Alias": ("AliasName", None),
-    "AWS::Logs::LogGroup": ("LogGroupName", None),
-    "AWS::Logs::MetricFilter": ("FilterName", "LogGroupName"),
-    "AWS::Logs::ResourcePolicy": ("PolicyName", None),
-    "AWS::S3::Bucket": ("BucketName", None),
     "AWS::SNS::Topic": ("TopicName", None),
     "AWS::SQS::Queue": ("QueueName", None),
-    "AWS::SSM::Parameter": ("Name", None),
     "AWS::SecretsManager::Secret": ("Name", None),
     "AWS::ServiceDiscovery::Service": ("Name", "NamespaceId"),
 }
@@ -75,15 +64,13 @@ def resource_schemas() -> Mapping[str, Mapping[str, list[Any]]]:
 @functools.cache
 def identities() -> Mapping[str, tuple[Identity, ...]]:
     """Each type's identities: the identifiers its schema says a template writes whole, and ``NAMED``'s name with
-    its scope, where the schema does not already say it."""
+    its scope."""
     raw = resource_schemas()
     out = {
         kind: [tuple((prop, True) for prop in found) for found in facts["identifiers"]] for kind, facts in raw.items()
     }
-    for kind, (prop, scope) in NAMED.items():
-        named = ((scope, False), (prop, True)) if scope else ((prop, True),)
-        if not any({p for p, _ in known} == {p for p, _ in named} for known in out.setdefault(kind, [])):
-            out[kind].append(named)
+    for kind, (prop, scope) in NAMED.items():  # none of them is the schemas' (a test holds it)
+        out.setdefault(kind, []).append(((scope, False), (prop, True)) if scope else ((prop, True),))
     return {kind: tuple(found) for kind, found in out.items()}
 
 
@@ -126,14 +113,14 @@ def _shown(ctx: Templates, text: str) -> str:
     def path(match: re.Match[str]) -> str:
         stack, logical_id = match.group(1), match.group(2).split(".")[0]
         found = ctx.resource(stack, logical_id)
-        return cdk_path(found).removesuffix("/Resource") if found is not None else match.group(0)
+        return construct_path(found) if found is not None else match.group(0)
 
     return _PARTS.sub(path, text)
 
 
 def _message(ctx: Templates, identity: Identity, values: tuple[str | None, ...], first: Resource, kind: str) -> str:
     written = [(prop, _shown(ctx, v)) for (prop, _), v in zip(identity, values, strict=True) if v is not None]
-    other = cdk_path(first).removesuffix("/Resource")
+    other = construct_path(first)
     if identity[-1][0].endswith("Name"):  # a name, maybe within a scope (its cluster, its role, its log group)
         names = [f"{p} {v}" for p, v in written if p.endswith("Name")]
         scope = [f"{p} {v}" for p, v in written if not p.endswith("Name")]
