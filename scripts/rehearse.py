@@ -139,7 +139,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
         for line in seeded:
             print(f"  seeded: {line}")
         problems += _service_rules(templates)
-        problems += _replacements(emulator, out, log)
+        problems += _stacks(emulator, "replacements", out, log)
         _run(
             emulator,
             str(CDK),
@@ -211,12 +211,6 @@ def _stacks(emulator: Emulator, command: str, out: Path, log: Path, findings_ok:
     return [f"stacks {command} exited {result.returncode}: {' | '.join(lines[-3:])}"] if broken else []
 
 
-def _replacements(emulator: Emulator, out: Path, log: Path) -> list[str]:
-    """``stacks replacements`` on what is about to be deployed, as make deploy runs it: nothing may be replaced under a
-    name it keeps (a first deploy has nothing deployed to compare)."""
-    return _stacks(emulator, "replacements", out, log)
-
-
 def _deployed_checks(emulator: Emulator, out: Path, log: Path) -> list[str]:
     """The account checks of the stacks commands on what was deployed: the zones of the GPU groups' subnets offer
     their types, and what the tasks name outside the templates is looked up (``stacks quotas`` is not run: moto
@@ -249,7 +243,7 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
         + rehearsal.seed_container_images(out)
     ):
         print(f"  seeded: {line}")
-    found = _service_rules(templates) + _replacements(emulator, out, log)
+    found = _service_rules(templates) + _stacks(emulator, "replacements", out, log)
     _run(
         emulator, str(CDK), "deploy", "--all", "--app", str(out), "--require-approval", "never", "--no-notices", log=log
     )

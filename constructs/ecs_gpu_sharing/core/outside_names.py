@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .fleet import ecr_image
-from .service_rules.base import Resource, Templates, _containers, cdk_path
+from .service_rules.base import Resource, Templates, _containers, construct_path
 from .shape import camel_keys
 
 
@@ -78,7 +78,7 @@ def _published(named: OutsideName, published: Collection[str]) -> bool:
 def _named_by(
     ctx: Templates, task: Resource, c: Mapping[str, Any], pseudo: Mapping[str, str], made: set[str]
 ) -> Iterator[OutsideName]:
-    owner = f"{cdk_path(task).removesuffix('/Resource')} container {c.get('name')}"
+    owner = f"{construct_path(task)} container {c.get('name')}"
     region = pseudo.get("AWS::Region")
     image = _text(ctx, c.get("image"), task.stack, pseudo)
     ecr = ecr_image(image) if image else None

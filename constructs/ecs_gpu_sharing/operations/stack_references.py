@@ -29,13 +29,9 @@ def _log_group(clients: Clients, region: str | None, name: str) -> Found:
 
 
 def _pseudo(clients: Clients, region: str | None) -> dict[str, str]:
-    """The pseudo parameters an environment-agnostic stack reads, as this caller's deploy would fill them; the account
-    is left out where STS will not say it."""
+    """The pseudo parameters an environment-agnostic stack reads, as this caller's deploy would fill them."""
     sts = clients("sts", region)
-    try:
-        identity = sts.get_caller_identity()
-    except sts.exceptions.ClientError:
-        return {}
+    identity = sts.get_caller_identity()  # needs no permission: what fails here fails every lookup after it
     partition = identity["Arn"].split(":")[1]
     found = {"AWS::AccountId": identity["Account"], "AWS::Partition": partition}
     found["AWS::URLSuffix"] = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"

@@ -19,7 +19,7 @@ from typing import Any
 from ..core import catalog, plan_inputs
 from ..core.fleet import FleetSpec
 from ..core.rules import assess
-from ..core.service_rules.base import Templates, cdk_path, literal_number
+from ..core.service_rules.base import Templates, construct_path, literal_number
 from ..core.written_fit import group_types
 from .assembly import assembly_stacks
 from .aws import Clients, aws_errors
@@ -107,7 +107,7 @@ def needed_by_groups(templates: Mapping[str, Mapping[str, Any]]) -> tuple[dict[s
     out: dict[str, tuple[int, list[str]]] = {}
     skipped = []
     for group in sorted(ctx.of_type("AWS::AutoScaling::AutoScalingGroup"), key=lambda r: (r.stack, r.logical_id)):
-        where = cdk_path(group).removesuffix("/ASG").removesuffix("/Resource")
+        where = construct_path(group)
         most, kinds = literal_number(group.props.get("MaxSize")), group_types(ctx, group)
         if most is None or isinstance(kinds, str):
             skipped.append(

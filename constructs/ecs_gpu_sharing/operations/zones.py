@@ -23,7 +23,7 @@ from typing import Any
 from ..core import catalog
 from ..core.fleet import FleetSpec
 from ..core.fleet.model import VPC_ZONES
-from ..core.service_rules.base import Templates, cdk_path, literal_number
+from ..core.service_rules.base import Templates, construct_path, literal_number
 from ..core.written_fit import group_types
 from .assembly import assembly_stacks
 from .aws import Clients, aws_errors
@@ -167,18 +167,19 @@ def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[
     a line for each group whose zones or types cannot be read before deploy."""
     stacks = assembly_stacks(cdk_out)
     ctx = Templates({s.name: json.loads(s.template.read_text()) for s in stacks})
-    where = {s.name: s.region or region for s in stacks}
+    written = {s.name: s.region for s in stacks}  # None: environment-agnostic
+    where = {name: found or region for name, found in written.items()}
     gpu = catalog.load()
     azs: dict[tuple[str | None, bool], Callable[[], list[str]]] = {}  # Fn::GetAZs, asked once a region
     out: list[CapacityZones | str] = []
     for group in sorted(ctx.of_type("AWS::AutoScaling::AutoScalingGroup"), key=lambda r: (r.stack, r.logical_id)):
-        name = cdk_path(group).removesuffix("/ASG").removesuffix("/Resource")
+        name = construct_path(group)
         types = group_types(ctx, group)
         if isinstance(types, str) or not any(t in gpu for t in types):
             out += [f"{name}: not checked: {types}"] if isinstance(types, str) else []
             continue
         ec2 = clients("ec2", where[group.stack])
-        agnostic = next(s.region for s in stacks if s.name == group.stack) is None
+        agnostic = written[group.stack] is None
         key = (where[group.stack], agnostic)
         if key not in azs:
             azs[key] = functools.cache(functools.partial(_get_azs, ec2, agnostic))

@@ -159,6 +159,18 @@ def cdk_path(resource: Resource) -> str:
     return str(path) if isinstance(path, str) else f"{resource.stack}/{resource.logical_id}"
 
 
+_L1_IDS = ("/Resource", "/ASG", "/Subnet")  # the ids aws-cdk-lib's constructs give the resource they write
+
+
+def construct_path(resource: Resource) -> str:
+    """The path of the construct a team wrote that made a resource: ``cdk_path`` less the id aws-cdk-lib gives its
+    resource (``Models/Vpc/hostsSubnet1``, not ``.../Subnet``)."""
+    path = cdk_path(resource)
+    for suffix in _L1_IDS:
+        path = path.removesuffix(suffix)
+    return path
+
+
 def _referenced(value: Any) -> Iterator[str]:
     """The logical ids (or parameters) a value names through ``Ref``, ``Fn::GetAtt`` and ``Fn::Sub``."""
     if isinstance(value, list):

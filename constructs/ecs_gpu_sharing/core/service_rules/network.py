@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from ..rule_family import PREFIX
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, cdk_path
+from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path
 
 HOSTS_REACH_ECS = f"{PREFIX}HostSubnetsReachEcs"
 
@@ -92,7 +92,7 @@ def hosts_reach_ecs(ctx: Templates) -> Iterator[Finding]:
             if missing:
                 yield (
                     group,
-                    f"its hosts go in subnet {cdk_path(subnet).removesuffix('/Subnet')}, which has no route out "
+                    f"its hosts go in subnet {construct_path(subnet)}, which has no route out "
                     f"and no VPC endpoint for {', '.join(missing)}: they would never register with ECS, and the "
                     "deploy waits for them; put the capacity in subnets with egress (PRIVATE_WITH_EGRESS: a NAT "
                     "gateway), or add the interface and gateway endpoints",

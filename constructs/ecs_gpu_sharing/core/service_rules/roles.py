@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, cdk_path
+from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path
 
 TASK_ROLE_TRUST = f"{PREFIX}TaskRolesTrustEcsTasks"
 ECS_TASKS = "ecs-tasks.amazonaws.com"
@@ -49,7 +49,7 @@ def task_role_trust(ctx: Templates) -> Iterator[Finding]:
                 continue  # a role named by ARN, or a policy that cannot be read: not judged
             yield (
                 task,
-                f"its {what} {cdk_path(role).removesuffix('/Resource')} does not trust {ECS_TASKS}, so ECS cannot "
+                f"its {what} {construct_path(role)} does not trust {ECS_TASKS}, so ECS cannot "
                 "assume it and each task stops as it starts; make the role with "
                 f"assumed_by=iam.ServicePrincipal('{ECS_TASKS}'), or add that principal to its trust policy",
             )
