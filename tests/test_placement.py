@@ -4,6 +4,7 @@ the templates carry the services' placement strategies (#30)."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -128,20 +129,52 @@ def test_spread_over_zones_balances_a_service_over_two_zones() -> None:
 
 
 def test_a_large_capacity_is_replayed_scaled_down_and_says_so() -> None:
-    """Past REPLAYED_TASKS tasks the replays run on the fleet in proportion; the ratios scale the full packing, and the
-    synth's line says the figure is an estimate."""
+    """Past WHOLE_TASKS tasks the replays run on the fleet in proportion; the ratios scale the full packing, with
+    ESTIMATE_HEADROOM added, and the synth's line says the figure is an estimate."""
     from ecs_gpu_sharing.core.plan_report import sizing_line
 
-    services = [svc("a", 1500, 3000), svc("b", 1000, 7000), svc("c", 500, 15000)]
+    services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
     assessment = assess([L4X4], services)
     found = assessment.placement["l4x4"]
-    assert found.scaled_from == 3000
+    assert found.scaled_from == 12000
     assert found.needed >= assessment.surge.capacity("l4x4").instance_count
     assert found.expected_after_rollout >= assessment.steady.capacity("l4x4").instance_count
     line = sizing_line(assessment, "l4x4", assessment.max_instances["l4x4"])
-    assert "estimated from replays of the fleet scaled from 3,000 tasks to 2,000" in line
-    small = [replace(s, tasks=s.tasks // 10) for s in services]
-    assert P.place_capacity(L4X4, small).scaled_from == 0  # 300 tasks: replayed whole
+    assert "estimated from replays of the fleet scaled from 12,000 tasks to 2,000, 2% headroom added" in line
+    small = [replace(s, tasks=s.tasks // 4) for s in services]
+    assert P.place_capacity(L4X4, small).scaled_from == 0  # 3,000 tasks: replayed whole
+
+
+def test_a_capacity_of_thousands_of_tasks_is_replayed_whole_where_the_scaled_estimate_falls_short(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The benchmark's LLMs on four L40S a host, 3,000 tasks: replays of the fleet scaled down to 2,000 tasks estimate
+    986 instances, and the whole fleet, replayed, needs 987 (3 tasks would wait at 986). Up to WHOLE_TASKS the whole
+    fleet is replayed, and at the figure it gives no replay leaves a task waiting."""
+    with benchmarks_on_path():
+        from plan_benchmark import WORKLOADS
+
+        caps, services = WORKLOADS["llms"](3000, 7)
+    cap = caps[0]
+    mine = [s for s in services if s.capacity == cap.name]
+    total = sum(s.tasks for s in mine)
+    assert P.REPLAYED_TASKS < total <= P.WHOLE_TASKS
+    found = P.place_capacity(cap, mine)
+    assert found.scaled_from == 0
+    monkeypatch.setattr(P, "ESTIMATE_HEADROOM", 0.0)
+    assert P._scaled(cap, mine, total, None).needed < found.needed  # the estimate alone falls short
+    assert P.place_capacity(replace(cap, max_instances=found.needed), mine).waiting_at_max == 0
+    assert P.place_capacity(replace(cap, max_instances=found.needed - 1), mine).waiting_at_max > 0
+
+
+def test_a_scaled_estimate_has_its_headroom(monkeypatch: pytest.MonkeyPatch) -> None:
+    services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
+    surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)
+    packed = (surge.capacity("l4x4"), steady.capacity("l4x4"))
+    with_headroom = P.place_capacity(L4X4, services, packed).needed
+    monkeypatch.setattr(P, "ESTIMATE_HEADROOM", 0.0)
+    without = P.place_capacity(L4X4, services, packed).needed
+    assert without < with_headroom <= math.ceil(without * 1.02) + 1
 
 
 def test_a_scaled_down_replay_takes_its_ratio_over_the_packer_without_the_host_level_lp(
@@ -152,7 +185,7 @@ def test_a_scaled_down_replay_takes_its_ratio_over_the_packer_without_the_host_l
     packer (``instances_without_lp``), so the LP winning on the full fleet does not shrink ECS's estimate."""
     from ecs_gpu_sharing.core import host_lp
 
-    services = [svc("a", 1500, 3000), svc("b", 1000, 7000), svc("c", 500, 15000)]
+    services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
     surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)
     packed = (surge.capacity("l4x4"), steady.capacity("l4x4"))
     monkeypatch.setattr(host_lp, "solve", lambda *a, **k: pytest.fail("the LP ran on the scaled fleet"))

@@ -17,7 +17,7 @@ from . import text
 from .allocation import Evidence, headroom
 from .cost import Prices, add_cost, cost_lines
 from .markdown import table
-from .placement import REPLAYED_TASKS
+from .placement import ESTIMATE_HEADROOM, REPLAYED_TASKS
 from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput, interfaces_used
 from .rules import Assessment, Finding, Level, finding_line
 
@@ -216,7 +216,8 @@ def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
         )
         if placed.scaled_from:
             line += (
-                f" (estimated from replays of the fleet scaled from {placed.scaled_from:,} tasks to {REPLAYED_TASKS:,})"
+                f" (estimated from replays of the fleet scaled from {placed.scaled_from:,} tasks to {REPLAYED_TASKS:,},"
+                f" {ESTIMATE_HEADROOM:.0%} headroom added to the need)"
             )
     return line
 
