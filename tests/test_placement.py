@@ -27,7 +27,7 @@ from ecs_gpu_sharing.core.planner import ServiceInput, plan
 from ecs_gpu_sharing.core.rules import DEPLOYMENT_CANNOT_START, PLACEMENT_NEEDS_MORE, PLACEMENT_SCATTERS, assess
 from ecs_gpu_sharing.core.shape import TaskShape
 
-from conftest import benchmarks_on_path, new_app
+from conftest import benchmarks_on_path, cdk_json_context, new_app
 
 L4X4 = capacity_input("l4x4", host_facts(["g6.12xlarge"]))  # 4 GPUs of 22307 usable MiB
 L4 = capacity_input("l4", host_facts(["g6.2xlarge"]))  # 1 GPU
@@ -126,6 +126,62 @@ def test_spread_over_zones_balances_a_service_over_two_zones() -> None:
     for _ in range(4):
         alone.place(services[0])
     assert alone.zone_tasks["s"] == [4, 0] and len(alone.hosts) == 1
+
+
+def test_spread_over_zones_spreads_over_as_many_zones_as_the_capacity_has() -> None:
+    """Three zones, a host in each: six tasks of a service go two to a zone, where two zones would take three each."""
+    services = [svc("s", 6, 2000, cap="l4", max_percent=100)]
+    three = P._Replay(replace(L4, min_instances=3, zones=3), services, "first-fit", random.Random(0), 1 << 30)
+    two = P._Replay(replace(L4, min_instances=2), services, "first-fit", random.Random(0), 1 << 30)
+    for _ in range(6):
+        three.place(services[0])
+        two.place(services[0])
+    assert three.zone_tasks["s"] == [2, 2, 2] and [h.zone for h in three.hosts] == [0, 1, 2]
+    assert two.zone_tasks["s"] == [3, 3] and L4.zones == 2
+
+
+def test_a_capacity_over_three_zones_can_need_an_instance_more_than_over_two() -> None:
+    """The benchmark's mixed L40S services at 200 tasks: over two zones ECS's placement needs 8 instances at a
+    rollout's peak, over three 9, and at 8 a replay over three zones leaves a task waiting."""
+    with benchmarks_on_path():
+        from plan_benchmark import WORKLOADS
+
+        caps, services = WORKLOADS["mixed"](200, 7)
+    cap = next(c for c in caps if c.name == "l40s")
+    mine = [s for s in services if s.capacity == cap.name]
+    two, three = P.place_capacity(cap, mine), P.place_capacity(replace(cap, zones=3), mine)
+    assert (two.needed, three.needed) == (8, 9)
+    assert P.place_capacity(replace(cap, zones=3, max_instances=8), mine).waiting_at_max > 0
+
+
+def test_a_gpu_capacity_plans_over_the_zones_of_its_subnets(tmp_path: Path) -> None:
+    """A VPC of three Availability Zones (an environment's stack: CDK's lookup stands in three zones offline): the
+    capacity's placement is replayed over three, and the plan says so; over two subnets' zones, two."""
+    import json
+
+    from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+
+    def planned_zones(max_azs: int, out: Path) -> int:
+        app = cdk.App(outdir=str(out), context=cdk_json_context())
+        stack = cdk.Stack(app, "S", env=cdk.Environment(account="111111111111", region="us-east-1"))
+        cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=max_azs, nat_gateways=1))
+        capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.2xlarge"])
+        task = SharedGpuTaskDefinition(stack, "T")
+        task.add_container(
+            "m",
+            image=ecs.ContainerImage.from_registry("r/m@sha256:" + "0" * 64),
+            memory_limit_mib=1024,
+            gpu=MpsShare(2048),
+            user="1000",
+            readonly_root_filesystem=True,
+        )
+        SharedGpuService(stack, "Svc", cluster=cluster, capacity=capacity, task_definition=task, desired_count=2)
+        app.synth()
+        plan_doc = json.loads((out / "gpu-fleet-plan.json").read_text())
+        return int(plan_doc["capacities"][0]["availability_zones"])
+
+    assert planned_zones(3, tmp_path / "three") == 3
+    assert planned_zones(2, tmp_path / "two") == 2
 
 
 def test_a_large_capacity_is_replayed_scaled_down_and_says_so() -> None:

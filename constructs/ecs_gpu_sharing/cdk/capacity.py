@@ -28,6 +28,7 @@ from ..core.capacity_facts import (
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
 from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
+from ..core.placement import ZONES
 from ..core.planner import EC2
 from ..core.quotas import MAX_INSTANCES_PER_CLUSTER, reserved_provider_prefix
 from ..core.rules import UNVERIFIED_INSTANCE_FAMILY, roll_in_service
@@ -108,6 +109,7 @@ class PlannedGpuCapacity:
     _min_instances: int
     _max_instances: int | None
     _provider_name: str | None
+    _zones: int = ZONES  # a GpuCapacity counts its subnets'
 
     def _plan_arguments(
         self,
@@ -199,6 +201,11 @@ class PlannedGpuCapacity:
     def reserved_ports(self) -> tuple[int, ...]:
         """The TCP host ports the hosts' agent keeps from tasks: its defaults unless the user data sets them."""
         return RESERVED_HOST_PORTS
+
+    @property
+    def zones(self) -> int:
+        """The Availability Zones the hosts' subnets span, over which the plan replays ECS's placement."""
+        return self._zones
 
     @property
     def provider_names(self) -> tuple[str, ...]:
@@ -316,7 +323,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         self.ami = ami or GpuAmi.release()
         super().__init__(scope, id_)
 
-        subnets = self._private_subnets(cluster.vpc, vpc_subnets, path)
+        subnets, self._zones = self._private_subnets(cluster.vpc, vpc_subnets, path)
         self.cluster = cluster
         self._plan = FleetPlan.of(self)
 
@@ -482,7 +489,10 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             )
 
     @staticmethod
-    def _private_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None, path: str) -> ec2.SubnetSelection:
+    def _private_subnets(
+        vpc: ec2.IVpc, selection: ec2.SubnetSelection | None, path: str
+    ) -> tuple[ec2.SubnetSelection, int]:
+        """The hosts' subnets, and the Availability Zones they span (at least two)."""
         chosen = selection or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         try:
             selected = vpc.select_subnets(
@@ -504,7 +514,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
                 f"{path}: the GPU hosts' subnets span {len(set(zones))} availability zone(s); "
                 "use subnets in at least two AZs, so a zone outage or a capacity shortage does not stop the fleet"
             )
-        return chosen
+        return chosen, len(set(zones))
 
     @property
     def log_drivers(self) -> tuple[str, ...]:

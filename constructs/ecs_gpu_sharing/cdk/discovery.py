@@ -81,6 +81,9 @@ class PlannedCapacity(Protocol):
     def reserved_ports(self) -> tuple[int, ...]: ...
 
     @property
+    def zones(self) -> int: ...
+
+    @property
     def cluster(self) -> ecs.ICluster: ...
 
 
@@ -548,5 +551,6 @@ def _add_capacities(
                 log_drivers=same[0].log_drivers,
                 agent_reserved_memory_mib=same[0].agent_reserved_memory_mib,
                 reserved_ports=same[0].reserved_ports,
+                zones=same[0].zones,
             )
         )

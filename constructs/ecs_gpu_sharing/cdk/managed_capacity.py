@@ -99,7 +99,7 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
         )
         super().__init__(scope, id_)
         self.cluster = cluster
-        subnets = GpuCapacity._private_subnets(cluster.vpc, vpc_subnets, path)
+        subnets, _ = GpuCapacity._private_subnets(cluster.vpc, vpc_subnets, path)
         self.security_group = ec2.SecurityGroup(
             self, "SecurityGroup", vpc=cluster.vpc, description=f"ECS Managed Instances GPU hosts of {path}"
         )

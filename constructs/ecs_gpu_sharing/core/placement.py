@@ -22,8 +22,8 @@ Sources (Amazon ECS Developer Guide unless named):
 Where AWS is silent the model takes the worst of the plausible rules, and says so (docs/placement.md): the GPU chosen
 inside a host (first-, best- or worst-fit by free memory), the order among instances a strategy leaves tied, and the
 order services and their tasks arrive in (several seeded orders, deterministic). Instances are launched into the
-Availability Zone with the fewest of them (Auto Scaling's balancing), over ``ZONES`` zones: the capacity's subnets span
-at least two.
+Availability Zone with the fewest of them (Auto Scaling's balancing), over the zones of the capacity's subnets
+(``CapacityInput.zones``; ``ZONES`` where they are not known).
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ def from_cloudformation(strategies: object) -> tuple[str, ...]:
 
 
 ZONES = 2
+"""Availability Zones a capacity's placement is replayed over where the plan cannot read its subnets' (the fleet file's
+new VPC has two; an existing VPC's subnets are read at synth, not by `ecs-gpu-sharing plan`)."""
 GPU_RULES = ("first-fit", "best-fit", "worst-fit")
 ORDERS = ("smallest-first", "host-memory-first", "shuffled", "interleaved")
 """Arrival orders, service by service unless interleaved. Smallest GPU budgets first is the adversarial one (small
@@ -183,7 +185,7 @@ class _Replay:
     ) -> None:
         self.cap, self.rule, self.rng, self.limit = cap, gpu_rule, rng, limit
         self.hosts: list[_Host] = []
-        self.zone_hosts = [0] * ZONES  # hosts launched in each zone
+        self.zone_hosts = [0] * cap.zones  # hosts launched in each zone
         self.open: list[_Host] = []  # hosts that may still take the smallest task
         self.rough: list[_Host] = []  # those of them that pass place's rough filter for rough_need
         self.rough_need: _Need | None = None
@@ -197,7 +199,7 @@ class _Replay:
             min((s.network_interfaces for s in services), default=0),
             min((s.task_gpu_budget_mib for s in mps), default=0) if len(mps) == len(services) else 0,
         )
-        self.zone_tasks: dict[str, list[int]] = {s.name: [0] * ZONES for s in services}
+        self.zone_tasks: dict[str, list[int]] = {s.name: [0] * cap.zones for s in services}
         for _ in range(cap.min_instances):
             self._launch()
 

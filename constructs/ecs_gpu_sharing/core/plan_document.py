@@ -145,6 +145,12 @@ class Capacity(_Part):
         low=0,
         optional=True,
     )
+    availability_zones: int | None = _field(
+        "Availability Zones its hosts' subnets span, over which ECS's placement is replayed (2 where the plan cannot "
+        "read them: `ecs-gpu-sharing plan` on a fleet with a vpc_id); null where not modelled",
+        low=1,
+        optional=True,
+    )
     expected_instances: int | None = _field(
         "instances ECS is expected to keep running after a rollout and scale-in of empty ones (the median replay); "
         "null where not modelled",

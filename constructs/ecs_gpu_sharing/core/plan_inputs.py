@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from .allocation import AllocationNote, Evidence
 from .capacity_facts import AMI_LOG_DRIVERS, RESERVED_HOST_PORTS, HostFacts
 from .fleet import FleetSpec
-from .placement import LIBRARY_STRATEGY
+from .fleet.model import VPC_ZONES
+from .placement import LIBRARY_STRATEGY, ZONES
 from .planner import EC2, ECS_DEFAULT_MAX_PERCENT, CapacityInput, ServiceInput
 from .shape import TaskShape
 from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME
@@ -42,10 +43,12 @@ def capacity_input(
     log_drivers: tuple[str, ...] | None = None,
     agent_reserved_memory_mib: int = 0,
     reserved_ports: tuple[int, ...] = RESERVED_HOST_PORTS,
+    zones: int = ZONES,
 ) -> CapacityInput:
     """A capacity as the planner sees it: ``facts`` less what ``daemons`` take of each host, and less the memory its
     agent keeps from tasks (``agent_reserved_memory_mib``, ECS_RESERVED_MEMORY in the hosts' user data); its hosts'
-    agent keeps ``reserved_ports`` from tasks (the agent's defaults unless the user data sets ECS_RESERVED_PORTS).
+    agent keeps ``reserved_ports`` from tasks (the agent's defaults unless the user data sets ECS_RESERVED_PORTS); its
+    hosts' subnets span ``zones`` Availability Zones.
     ``log_drivers``: those its hosts register, read from their user data; unless given, the AMI's on EC2, and not
     known on Managed Instances (AWS's hosts, whose agent settings this project has not read)."""
     shares = tuple(daemons)
@@ -73,6 +76,7 @@ def capacity_input(
         log_drivers=log_drivers if log_drivers is not None else (AMI_LOG_DRIVERS if kind == EC2 else ()),
         reserved_ports=reserved_ports,
         agent_reserved_memory_mib=agent_reserved_memory_mib,
+        zones=zones,
     )
 
 
@@ -129,6 +133,8 @@ def from_fleet(spec: FleetSpec) -> tuple[list[CapacityInput], list[ServiceInput]
             kind=cap.kind,
             daemons=daemon if cap.kind == EC2 else (),
             acknowledged=cap.acknowledge,
+            # the app's own VPC; an existing one's subnets are read at synth (from the VPC's lookup), not here
+            zones=VPC_ZONES if spec.vpc_id is None else ZONES,
         )
         for cap in spec.capacities.values()
     ]

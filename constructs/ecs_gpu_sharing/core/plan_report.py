@@ -172,6 +172,7 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
         max_instances=assessment.max_instances.get(cap.name),
         surge_instances=assessment.surge.capacity(cap.name).instance_count,
         ecs_placement_instances=placed.needed if placed else None,
+        availability_zones=cap.zones if placed else None,
         expected_instances=placed.expected_after_rollout if placed else None,
         instance_lower_bound=c.instance_lower_bound,
         gpu_lower_bound=c.gpu_lower_bound,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..allocation import AllocationNote, Evidence
 from ..capacity_facts import RESERVED_HOST_PORTS
-from ..placement import LIBRARY_STRATEGY
+from ..placement import LIBRARY_STRATEGY, ZONES
 from ..shape import TaskShape
 
 EC2 = "ec2"
@@ -51,6 +51,7 @@ class CapacityInput:
     log_drivers: tuple[str, ...] = ()
     reserved_ports: tuple[int, ...] = RESERVED_HOST_PORTS  # the TCP host ports its hosts' agent keeps from tasks
     agent_reserved_memory_mib: int = 0  # ECS_RESERVED_MEMORY its user data sets (already off host_memory_mib)
+    zones: int = ZONES  # Availability Zones its hosts' subnets span: ECS's placement is replayed over them
 
 
 @dataclass(frozen=True)
