@@ -184,6 +184,20 @@ def test_a_gpu_capacity_plans_over_the_zones_of_its_subnets(tmp_path: Path) -> N
     assert planned_zones(2, tmp_path / "two") == 2
 
 
+def test_past_a_thousand_tasks_the_interleaved_order_is_still_replayed() -> None:
+    """The benchmark's CPU-bound services on four L4s a host, 5,000 tasks: the interleave of every service's tasks needs
+    842 instances at a rollout's peak, the orders of whole services 838 at most; the figure is the interleave's."""
+    with benchmarks_on_path():
+        from plan_benchmark import WORKLOADS
+
+        caps, services = WORKLOADS["cpu-bound"](5000, 7)
+    cap = caps[0]
+    mine = sorted((s for s in services if s.capacity == cap.name), key=lambda s: s.name)
+    by_order = {o: max(P.replay(cap, mine, r, o, 1 << 30).peak for r in P.GPU_RULES) for o in P.ORDERS}
+    assert by_order["interleaved"] > max(by_order["smallest-first"], by_order["host-memory-first"])
+    assert P.place_capacity(cap, mine).needed == max(by_order.values()) == by_order["interleaved"]
+
+
 def test_a_large_capacity_is_replayed_scaled_down_and_says_so() -> None:
     """Past WHOLE_TASKS tasks the replays run on the fleet in proportion; the ratios scale the full packing, with
     ESTIMATE_HEADROOM added, and the synth's line says the figure is an estimate."""
