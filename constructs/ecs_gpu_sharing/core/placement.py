@@ -83,32 +83,17 @@ def from_cloudformation(strategies: object) -> tuple[str, ...]:
     return tuple(out)
 
 
-ZONES = 2
-"""Availability Zones a capacity's placement is replayed over where the plan cannot read its subnets' (the fleet file's
-new VPC has two; an existing VPC's subnets are read at synth, not by `ecs-gpu-sharing plan`)."""
+ZONES = 2  # zones replayed where the subnets' cannot be read (`plan` on a fleet with vpc_id); the app's VPC has two
 GPU_RULES = ("first-fit", "best-fit", "worst-fit")
-ORDERS = ("smallest-first", "host-memory-first", "shuffled", "interleaved")
-"""Arrival orders, service by service unless interleaved. Smallest GPU budgets first is the adversarial one (small
-tasks open GPUs over many hosts that large ones then cannot use); a shuffle and an interleave stand for the rest."""
-LARGE_TASKS = 1_000
-"""Past this many tasks on a capacity, the orders of LARGE_ORDERS only."""
-LARGE_ORDERS = ("smallest-first", "host-memory-first", "interleaved")
-"""The shuffle of whole services left out: on the benchmark's workloads at 2,000, 5,000 and 10,000 tasks it never
-needed the most. The interleave stays: on the CPU-bound ones at 5,000 tasks it needed 842 instances where the other
-two needed 838 at most (docs/placement.md)."""
-WHOLE_TASKS = 10_000
-"""Capacities of up to this many tasks are replayed whole (0.1-4.4 s on the benchmark's workloads of 3,000-10,000
-tasks). Replays scaled down from 3,000-10,000 tasks fell up to 6 hosts short of the whole replay on 7 of the 14
-capacities measured, leaving up to 111 tasks waiting at that figure (docs/placement.md)."""
-REPLAYED_TASKS = 2_000
-"""Past WHOLE_TASKS tasks on a capacity, the replays run on the fleet scaled down to this many (every service in
-proportion, at least one task) and their ratios over the scaled fleet's packing are applied to the full fleet's packing
-(both packed without the host-level LP): the time stays bounded (docs/planning.md), and what waits at a given
-max_instances is judged by that estimate, ESTIMATE_HEADROOM added."""
-ESTIMATE_HEADROOM = 0.02
-"""What a scaled estimate of the instances ECS needs is raised by: at 20,000 tasks it fell up to 1.2% short of the
-whole replay (embedders: 1,125 where the whole replay needs 1,139) and was up to 0.6% above it elsewhere. A MaxSize
-is a ceiling: instances are launched only for tasks that wait, so headroom costs nothing while it is not used."""
+ORDERS = ("smallest-first", "host-memory-first", "shuffled", "interleaved")  # of whole services, but the last
+LARGE_TASKS = 1_000  # past this many tasks on a capacity, the orders of LARGE_ORDERS only
+LARGE_ORDERS = ("smallest-first", "host-memory-first", "interleaved")  # the shuffle of whole services never needed more
+WHOLE_TASKS = 3_000  # capacities of up to this many tasks are replayed whole; past it, on a fleet scaled down
+REPLAYED_TASKS = 2_000  # ... to this many (each service in proportion), the ratios applied to the full packing
+ESTIMATE_HEADROOM = 0.02  # ... and the need so estimated raised by this share: the estimate fell up to 1.0% short
+ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
+"""docs/placement.md ("A replay", "What is assumed") has the measurements behind the figures above."""
+"""docs/placement.md ("How many", "A replay") has the measurements behind each of the figures above."""
 
 
 def strategy_label(strategy: Sequence[str]) -> str:
@@ -428,6 +413,15 @@ class _Replay:
         if task.host not in self.open:
             self.open.append(task.host)
 
+    def remove_empty(self) -> None:
+        """Cluster auto scaling's scale-in after a rollout: instances running no task go, down to min_instances."""
+        for host in [h for h in self.hosts if not h.tasks][: max(len(self.hosts) - self.cap.min_instances, 0)]:
+            self.hosts.remove(host)
+            self.zone_hosts[host.zone] -= 1
+            if host in self.open:
+                self.open.remove(host)
+        self.rough_need = None
+
     def scale_in(self) -> int:
         """Instances left once empty ones are removed (never below min_instances)."""
         busy = sum(1 for h in self.hosts if h.tasks)
@@ -450,12 +444,21 @@ def _arrivals(requests: list[tuple[ServiceInput, int]], order: str, rng: random.
 
 
 def replay(cap: CapacityInput, services: Sequence[ServiceInput], gpu_rule: str, order: str, limit: int) -> Outcome:
-    """The steady fleet placed, then a fleet-wide rolling deployment (every service at once, in waves of its maximum
-    percent), then scale-in of empty instances, under one GPU rule and one arrival order (ties broken by a generator
-    seeded from the order, so a replay is deterministic)."""
+    """The steady fleet placed, then ROLLOUTS fleet-wide rolling deployments (every service at once, in waves of its
+    maximum percent), empty instances scaled in after each, under one GPU rule and one arrival order (ties broken by a
+    generator seeded from the order: a replay is deterministic). The instances kept are those after the last."""
     rng = random.Random(ORDERS.index(order))
     run = _Replay(cap, services, gpu_rule, rng, limit)
     waiting = sum(0 if run.place(s) else 1 for s in _arrivals([(s, s.tasks) for s in services], order, rng))
+    for _ in range(ROLLOUTS):
+        waiting += _rollout(run, services, order, rng)
+        run.remove_empty()
+    return Outcome(run.peak, waiting, run.scale_in())
+
+
+def _rollout(run: _Replay, services: Sequence[ServiceInput], order: str, rng: random.Random) -> int:
+    """One fleet-wide rolling deployment: the tasks that found no room at the limit."""
+    waiting = 0
     left = {s.name: len(run.live[s.name]) for s in services}  # old tasks still to replace
     while any(left.values()):
         wave: list[tuple[ServiceInput, int]] = []
@@ -478,7 +481,7 @@ def replay(cap: CapacityInput, services: Sequence[ServiceInput], gpu_rule: str, 
             left[s.name] -= done if s.max_percent > 100 else (1 if s in stop_first else 0)
         if not started:
             break  # no service can move: the rollout is stuck at the limit
-    return Outcome(run.peak, waiting, run.scale_in())
+    return waiting
 
 
 @dataclass(frozen=True)
