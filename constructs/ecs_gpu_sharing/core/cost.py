@@ -97,7 +97,7 @@ def add_cost(plan: pd.PlanDocument, prices: Prices | None) -> pd.PlanDocument:
             continue
         instances = cap.instance_count
         most = cap.max_instances or instances
-        # What ECS keeps running after a rollout (core.placement), where the model ran; else the plan's instances.
+        # What ECS keeps running after rollouts (core.placement), where the model ran; else the plan's instances.
         expected = cap.expected_instances or instances
         per_hour = instances * price
         total_hour += per_hour
@@ -178,7 +178,7 @@ def cost_lines(plan: pd.PlanDocument, *, hint: bool = True) -> list[str]:
     expected = (  # a plan costed before ECS's placement was modelled has no expected cost
         ""
         if cost.expected_per_month is None
-        else f"{cost.expected_per_month:,.2f} {cur}/month at the instances ECS is expected to keep after a rollout; "
+        else f"{cost.expected_per_month:,.2f} {cur}/month at the instances ECS is expected to keep after rollouts; "
     )
     lines = [
         f"cost: {cost.per_hour:,.2f} {cur}/hour, {cost.per_month:,.2f} {cur}/month at the plan; {expected}"

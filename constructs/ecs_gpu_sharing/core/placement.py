@@ -490,7 +490,7 @@ class CapacityPlacement:
 
     capacity: str
     needed: int  # the least MaxSize at which every replay places every task, steady and during the rollout
-    expected_after_rollout: int  # instances ECS keeps after a rollout and scale-in (the median replay)
+    expected_after_rollout: int  # instances ECS keeps after the rollouts and scale-in (the median replay)
     replays: int
     waiting_at_max: int  # the most tasks any replay leaves waiting at the given max_instances (0 when none given)
     blocked: tuple[str, ...]  # services whose own deployment cannot start one new task at the given max_instances

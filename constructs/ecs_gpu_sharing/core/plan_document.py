@@ -140,8 +140,8 @@ class Capacity(_Part):
     )
     surge_instances: int = _field("instances a rolling deployment's surge needs, as the plan packs it", low=0)
     ecs_placement_instances: int | None = _field(
-        "instances ECS's own placement needs at the peak of a fleet-wide rollout (core.placement); null where not "
-        "modelled (Managed Instances, a capacity whose tasks do not fit)",
+        "instances ECS's own placement needs at the peak of fleet-wide rollouts run one after another "
+        "(core.placement); null where not modelled (Managed Instances, a capacity whose tasks do not fit)",
         low=0,
         optional=True,
     )
@@ -152,7 +152,7 @@ class Capacity(_Part):
         optional=True,
     )
     expected_instances: int | None = _field(
-        "instances ECS is expected to keep running after a rollout and scale-in of empty ones (the median replay); "
+        "instances ECS is expected to keep running after rollouts and scale-in of empty ones (the median replay); "
         "null where not modelled",
         low=0,
         optional=True,
@@ -312,7 +312,7 @@ class FleetCost(_Part):
     at_max_per_hour: float = _field("at every capacity's max_instances, per hour")
     at_max_per_month: float = _field("at every capacity's max_instances, per month")
     expected_per_hour: float | None = _field(
-        "at the instances ECS is expected to keep after a rollout, per hour", optional=True
+        "at the instances ECS is expected to keep after rollouts, per hour", optional=True
     )
     expected_per_month: float | None = _field("the same, per month", optional=True)
     unpriced_instance_types: tuple[str, ...] = _field("instance types the prices file has no price for")

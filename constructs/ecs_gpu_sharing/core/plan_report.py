@@ -206,14 +206,14 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
 
 
 def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
-    """max_instances, what the packing's surge needs, what ECS's own placement needs and keeps after a rollout."""
+    """max_instances, what the packing's surge needs, what ECS's own placement needs and keeps after rollouts."""
     surge = assessment.surge.capacity(name).instance_count
     line = f"max instances {max_instances}, deployment surge needs {surge}"
     placed = assessment.placement.get(name)
     if placed is not None:
         line += (
             f" packed, {placed.needed} as ECS places it; {_count(placed.expected_after_rollout, 'instance')} "
-            "expected after a rollout"
+            "expected after rollouts"
         )
         if placed.scaled_from:
             line += (
@@ -395,7 +395,7 @@ def to_markdown(
         "",
     ]
     out += [
-        "| capacity | instance type | instances | max instances | as ECS places (peak) | expected after a rollout "
+        "| capacity | instance type | instances | max instances | as ECS places (peak) | expected after rollouts "
         "| GPUs used | GPU memory used / usable (MiB) | whole-GPU equivalent |"
     ]
     out += ["| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -556,7 +556,7 @@ def doc_summary(plan: pd.PlanDocument) -> list[str]:
             f"{cap.surge_instances}"
             + (
                 f" packed, {cap.ecs_placement_instances} as ECS places it, {cap.expected_instances} expected "
-                "after a rollout"
+                "after rollouts"
                 if cap.ecs_placement_instances is not None
                 else ""
             )
