@@ -28,6 +28,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 CDK = REPO / "node_modules" / ".bin" / "cdk"
+EMULATOR_ACCOUNT = "123456789012"  # moto's account for any credentials
+EMULATOR_REGION = "us-east-1"
 sys.path.insert(0, str(REPO))
 
 
@@ -58,8 +60,8 @@ class Emulator:
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": EMULATOR_REGION,
+            "AWS_REGION": EMULATOR_REGION,
             "AWS_CONFIG_FILE": "/nonexistent",
             "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
             "CDK_DISABLE_CLI_TELEMETRY": "true",
@@ -75,7 +77,7 @@ class Emulator:
         import boto3
 
         session: Any = boto3  # any service name: the rehearsal reads whatever the templates hold
-        return session.client(service, region_name="us-east-1", endpoint_url=self.endpoint)
+        return session.client(service, region_name=EMULATOR_REGION, endpoint_url=self.endpoint)
 
 
 def _run(
@@ -188,7 +190,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
         list(templates),
         spec.name,
         ["--app", str(work / f"cdk.out.{len(steps) - 1}")],
-        "us-east-1",
+        EMULATOR_REGION,
     )
     if failed:
         problems.append(f"{failed}; left in the emulator: {_leftovers(emulator)}")
@@ -203,7 +205,7 @@ def _stacks(emulator: Emulator, command: str, out: Path, log: Path, findings_ok:
     """``ecs-gpu-sharing stacks COMMAND`` on a cloud assembly, as a team runs it before a deploy: it must run and read
     the emulator, and exit 0 (or 1, where ``findings_ok``: a secret or image the app names and nobody made here)."""
     cli = [sys.executable, "-m", "ecs_gpu_sharing.cli", "stacks", command, "--cdk-out", str(out)]
-    result = _run(emulator, *cli, "--region", "us-east-1", log=log, check=False)
+    result = _run(emulator, *cli, "--region", EMULATOR_REGION, log=log, check=False)
     lines = (result.stdout + result.stderr).strip().splitlines()
     print(f"  stacks {command}: exit {result.returncode}: {lines[0][:150] if lines else ''}")
     ok = result.returncode == 0 or (findings_ok and result.returncode == 1)
@@ -237,6 +239,9 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
     out = work / f"cdk.out.{app.name}"
     started = time.monotonic()
     templates = _synth(emulator, app, out, log, app=app)
+    elsewhere = _outside_the_emulator(out)
+    if elsewhere:
+        return elsewhere
     for line in (
         rehearsal.seed_public_amis(templates)
         + rehearsal.seed_certificates(templates)
@@ -262,6 +267,19 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
     else:
         print(f"  destroyed {len(templates)} stacks")
     return problems
+
+
+def _outside_the_emulator(out: Path) -> list[str]:
+    """Stacks the emulator cannot rehearse: it is one account in one region, where the bootstrap and every check run."""
+    from ecs_gpu_sharing.operations.assembly import assembly_stacks
+
+    return [
+        f"stack {stack.name} targets aws://{stack.account or EMULATOR_ACCOUNT}/{stack.region or EMULATOR_REGION}; the "
+        f"rehearsal's emulator is aws://{EMULATOR_ACCOUNT}/{EMULATOR_REGION}, where it bootstraps and checks: give "
+        "the stack that environment (or none) to rehearse it"
+        for stack in assembly_stacks(out)
+        if stack.account not in (None, EMULATOR_ACCOUNT) or stack.region not in (None, EMULATOR_REGION)
+    ]
 
 
 def _leftovers(emulator: Emulator) -> str:
@@ -302,15 +320,26 @@ def _operations(emulator: Emulator, spec: Any, fleet: Path, templates: dict[str,
     commands = [
         (
             "cluster status",
-            [*cli, "cluster", "status", "--cluster", cluster, "--fleet", str(fleet), "--region", "us-east-1"],
+            [*cli, "cluster", "status", "--cluster", cluster, "--fleet", str(fleet), "--region", EMULATOR_REGION],
         ),
         (
             "evaluate",
-            [*cli, "evaluate", "--cluster", cluster, "--fleet", str(fleet), "--since", "1d", "--region", "us-east-1"],
+            [
+                *cli,
+                "evaluate",
+                "--cluster",
+                cluster,
+                "--fleet",
+                str(fleet),
+                "--since",
+                "1d",
+                "--region",
+                EMULATOR_REGION,
+            ],
         ),
-        ("fleet preflight", [*cli, "fleet", "preflight", str(fleet), "--region", "us-east-1"]),
+        ("fleet preflight", [*cli, "fleet", "preflight", str(fleet), "--region", EMULATOR_REGION]),
         *(
-            (f"ami verify {release}", [*cli, "ami", "verify", "--release", release, "--region", "us-east-1"])
+            (f"ami verify {release}", [*cli, "ami", "verify", "--release", release, "--region", EMULATOR_REGION])
             for release in sorted({c.ami_release for c in spec.capacities.values() if c.ami_release})
         ),
     ]
@@ -386,7 +415,12 @@ def main(argv: list[str] | None = None) -> int:
             "(docs/aws-rules.md): " + ", ".join(r.rule_id.removeprefix("ecs-gpu-sharing:") for r in SERVICE_RULES)
         )
         _run(
-            emulator, str(CDK), "bootstrap", "aws://123456789012/us-east-1", "--no-notices", log=work / "rehearsal.log"
+            emulator,
+            str(CDK),
+            "bootstrap",
+            f"aws://{EMULATOR_ACCOUNT}/{EMULATOR_REGION}",
+            "--no-notices",
+            log=work / "rehearsal.log",
         )
         for number, fleet in enumerate(fleets):
             # A copy beside its layout file, so the rehearsal never rewrites the team's files.

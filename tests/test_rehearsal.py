@@ -345,3 +345,21 @@ def test_make_destroy_deletes_services_then_unprotects_the_hosts_then_the_rest()
         lambda c: run(c, code=1 if "unprotect" in c else 0, said="AccessDenied"), ["m-cluster"], "m", [], None
     )
     assert denied == "cluster unprotect exited 1: AccessDenied" and len(ran) == 1
+
+
+def test_an_app_whose_stacks_target_another_environment_is_refused_in_one_line_each(tmp_path: Any) -> None:
+    """The emulator is one account in one region: a stack given another environment would fail at cdk deploy on a
+    bootstrap the emulator does not have (and be checked in the wrong region), so the rehearsal says so first."""
+    from conftest import load_script, write_assembly
+
+    rehearse = load_script(REPO / "scripts" / "rehearse.py")
+    out = write_assembly(tmp_path, {"Agnostic": {}, "Here": {}, "West": {}, "Other": {}})
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["artifacts"]["Here"]["environment"] = "aws://123456789012/us-east-1"
+    manifest["artifacts"]["West"]["environment"] = "aws://123456789012/us-west-2"
+    manifest["artifacts"]["Other"]["environment"] = "aws://111122223333/unknown-region"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    found = rehearse._outside_the_emulator(out)
+    assert [line.split(" targets ")[0] for line in found] == ["stack Other", "stack West"]
+    assert "aws://123456789012/us-west-2; the rehearsal's emulator is aws://123456789012/us-east-1" in found[1]
+    assert "aws://111122223333/us-east-1" in found[0]

@@ -16,6 +16,7 @@ class AssemblyStack:
     artifact: str  # its artifact id in the assembly
     template: Path
     region: str | None  # None: environment-agnostic, deployed to the caller's region
+    account: str | None = None  # None: deployed to the caller's account
 
 
 def assembly_stacks(directory: Path) -> list[AssemblyStack]:
@@ -30,13 +31,14 @@ def assembly_stacks(directory: Path) -> list[AssemblyStack]:
         if artifact.get("type") == "cdk:cloud-assembly":
             found += assembly_stacks(directory / properties["directoryName"])
         elif artifact.get("type") == "aws:cloudformation:stack":
-            region = str(artifact.get("environment", "")).rsplit("/", 1)[-1]
+            account, _, region = str(artifact.get("environment", "")).removeprefix("aws://").partition("/")
             found.append(
                 AssemblyStack(
                     properties.get("stackName") or artifact_id,
                     artifact_id,
                     directory / properties["templateFile"],
                     None if region in ("", "unknown-region") else region,
+                    None if account in ("", "unknown-account") else account,
                 )
             )
     return found
