@@ -159,23 +159,10 @@ def test_a_gpu_capacity_plans_over_the_zones_of_its_subnets(tmp_path: Path) -> N
     capacity's placement is replayed over three, and the plan says so; over two subnets' zones, two."""
     import json
 
-    from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
-
     def planned_zones(max_azs: int, out: Path) -> int:
         app = cdk.App(outdir=str(out), context=cdk_json_context())
         stack = cdk.Stack(app, "S", env=cdk.Environment(account="111111111111", region="us-east-1"))
-        cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=max_azs, nat_gateways=1))
-        capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.2xlarge"])
-        task = SharedGpuTaskDefinition(stack, "T")
-        task.add_container(
-            "m",
-            image=ecs.ContainerImage.from_registry("r/m@sha256:" + "0" * 64),
-            memory_limit_mib=1024,
-            gpu=MpsShare(2048),
-            user="1000",
-            readonly_root_filesystem=True,
-        )
-        SharedGpuService(stack, "Svc", cluster=cluster, capacity=capacity, task_definition=task, desired_count=2)
+        _shared_service(stack, max_azs)
         app.synth()
         plan_doc = json.loads((out / "gpu-fleet-plan.json").read_text())
         return int(plan_doc["capacities"][0]["availability_zones"])
@@ -507,12 +494,11 @@ def test_the_fleet_file_names_a_preset_and_the_plan_carries_it(tmp_path: Path) -
         _fleet(tmp_path, FLEET + 'placement = "tightest"\n')
 
 
-def _service_template(**kwargs: Any) -> Template:
+def _shared_service(stack: cdk.Stack, max_azs: int = 2, **kwargs: Any) -> None:
+    """A SharedGpuService of one small MPS task on an L4 capacity, in a VPC of ``max_azs`` zones."""
     from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
 
-    app = new_app()
-    stack = cdk.Stack(app, "S")
-    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1))
+    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=max_azs, nat_gateways=1))
     capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.2xlarge"])
     task = SharedGpuTaskDefinition(stack, "T")
     task.add_container(
@@ -524,6 +510,12 @@ def _service_template(**kwargs: Any) -> Template:
         readonly_root_filesystem=True,
     )
     SharedGpuService(stack, "Svc", cluster=cluster, capacity=capacity, task_definition=task, desired_count=2, **kwargs)
+
+
+def _service_template(**kwargs: Any) -> Template:
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    _shared_service(stack, **kwargs)
     app.synth()
     return Template.from_stack(stack)
 
