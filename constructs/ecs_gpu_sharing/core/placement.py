@@ -83,7 +83,7 @@ def from_cloudformation(strategies: object) -> tuple[str, ...]:
     return tuple(out)
 
 
-ZONES = 2  # zones replayed where the subnets' cannot be read (`plan` on a fleet with vpc_id); the app's VPC has two
+ZONES = 2  # zones replayed where a capacity's subnets cannot be read (`plan` with a vpc_id); the app's VPC has two
 GPU_RULES = ("first-fit", "best-fit", "worst-fit")
 ORDERS = ("smallest-first", "host-memory-first", "shuffled", "interleaved")  # of whole services, but the last
 LARGE_TASKS = 1_000  # past this many tasks on a capacity, the orders of LARGE_ORDERS only
@@ -93,7 +93,6 @@ REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the rat
 ESTIMATE_HEADROOM = 0.02  # ... and the need so estimated raised by this share: the estimate fell up to 1.4% short
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
 """docs/placement.md ("A replay", "What is assumed") has the measurements behind the figures above."""
-"""docs/placement.md ("How many", "A replay") has the measurements behind each of the figures above."""
 
 
 def strategy_label(strategy: Sequence[str]) -> str:
