@@ -19,11 +19,9 @@ Sources (Amazon ECS Developer Guide unless named):
 - Amazon ECS API Reference, NvidiaMpsAllocation: ECS assigns "a GPU that has at least the specified amount of memory
   available"; which one, when several have room, is not stated.
 
-Where AWS is silent the model takes the worst of the plausible rules, and says so (docs/placement.md): the GPU chosen
-inside a host (first-, best- or worst-fit by free memory), the order among instances a strategy leaves tied, and the
-order services and their tasks arrive in (several seeded orders, deterministic). Instances are launched into the
-Availability Zone with the fewest of them (Auto Scaling's balancing), over the zones of the capacity's subnets
-(``CapacityInput.zones``; ``ZONES`` where they are not known).
+Where AWS is silent the model takes the worst of the plausible rules (docs/placement.md): the GPU in a host (first-,
+best- or worst-fit), ties between instances and the order tasks arrive in (seeded: deterministic). Instances launch
+into the zone with the fewest of them, over the capacity's subnets' zones (``CapacityInput.zones``).
 """
 
 from __future__ import annotations
@@ -84,7 +82,7 @@ def from_cloudformation(strategies: object) -> tuple[str, ...]:
 
 
 ZONES = 2  # zones replayed where a capacity's subnets cannot be read (`plan` with a vpc_id); the app's VPC has two
-GPU_RULES = ("first-fit", "best-fit", "worst-fit")
+GPU_RULES = ("first-fit", "best-fit", "worst-fit")  # docs/placement.md measures the figures that follow
 ORDERS = ("smallest-first", "host-memory-first", "shuffled", "interleaved")  # of whole services, but the last
 LARGE_TASKS = 1_000  # past this many tasks on a capacity, the orders of LARGE_ORDERS only
 LARGE_ORDERS = ("smallest-first", "host-memory-first", "interleaved")  # the shuffle of whole services never needed more
@@ -92,7 +90,7 @@ WHOLE_TASKS = 3_000  # capacities of up to this many tasks are replayed whole; p
 REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the ratios applied to the full packing
 ESTIMATE_HEADROOM = 0.02  # ... and the need so estimated raised by this share: the estimate fell up to 1.4% short
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
-"""docs/placement.md ("A replay", "What is assumed") has the measurements behind the figures above."""
+SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its worst permutations need the most
 
 
 def strategy_label(strategy: Sequence[str]) -> str:
@@ -442,11 +440,13 @@ def _arrivals(requests: list[tuple[ServiceInput, int]], order: str, rng: random.
     return tasks
 
 
-def replay(cap: CapacityInput, services: Sequence[ServiceInput], gpu_rule: str, order: str, limit: int) -> Outcome:
+def replay(
+    cap: CapacityInput, services: Sequence[ServiceInput], gpu_rule: str, order: str, limit: int, sample: int = 0
+) -> Outcome:
     """The steady fleet placed, then ROLLOUTS fleet-wide rolling deployments (every service at once, in waves of its
-    maximum percent), empty instances scaled in after each, under one GPU rule and one arrival order (ties broken by a
-    generator seeded from the order: a replay is deterministic). The instances kept are those after the last."""
-    rng = random.Random(ORDERS.index(order))
+    maximum percent), empty instances scaled in after each, under one GPU rule and one arrival order, its ties and
+    shuffles seeded from the order and ``sample``. The instances kept are those after the last."""
+    rng = random.Random(ORDERS.index(order) + len(ORDERS) * sample)
     run = _Replay(cap, services, gpu_rule, rng, limit)
     waiting = sum(0 if run.place(s) else 1 for s in _arrivals([(s, s.tasks) for s in services], order, rng))
     for _ in range(ROLLOUTS):
@@ -496,10 +496,11 @@ class CapacityPlacement:
     scaled_from: int = 0  # the capacity's tasks when the replays ran on a scaled-down fleet (REPLAYED_TASKS), else 0
 
 
-def _runs(tasks: int, gpus: int) -> list[tuple[str, str]]:
+def _runs(tasks: int, gpus: int) -> list[tuple[str, str, int]]:
+    """(GPU rule, arrival order, sample) of each replay; the shuffle of whole services SHUFFLES times."""
     rules = GPU_RULES if gpus > 1 else GPU_RULES[:1]  # one GPU a host: the rule cannot matter
     orders = ORDERS if tasks <= LARGE_TASKS else LARGE_ORDERS
-    return [(rule, order) for rule in rules for order in orders]
+    return [(r, o, k) for r in rules for o in orders for k in range(SHUFFLES if o == "shuffled" else 1)]
 
 
 def place_capacity(
@@ -520,13 +521,13 @@ def place_capacity(
 
 def _replayed(cap: CapacityInput, mine: Sequence[ServiceInput], total: int) -> CapacityPlacement:
     runs = _runs(total, cap.gpus_per_instance)
-    free = [replay(cap, mine, rule, order, 1 << 30) for rule, order in runs]
+    free = [replay(cap, mine, rule, order, 1 << 30, sample) for rule, order, sample in runs]
     needed = max((o.peak for o in free), default=0)
     afters = sorted(o.after for o in free)
     waiting = 0
     blocked: list[str] = []
     if cap.max_instances is not None and mine:
-        waiting = max(replay(cap, mine, rule, order, cap.max_instances).waiting for rule, order in runs)
+        waiting = max(replay(cap, mine, rule, order, cap.max_instances, sample).waiting for rule, order, sample in runs)
         blocked = _blocked(cap, mine, cap.max_instances)
     return CapacityPlacement(
         cap.name,
