@@ -81,7 +81,7 @@ def from_cloudformation(strategies: object) -> tuple[str, ...]:
     return tuple(out)
 
 
-ZONES = 2  # zones replayed where a capacity's subnets cannot be read (`plan` with a vpc_id); the app's VPC has two
+ZONES = 2  # zones replayed where a capacity's subnets cannot be read (`plan` on a fleet file with a vpc_id)
 GPU_RULES = ("first-fit", "best-fit", "worst-fit")  # docs/placement.md measures the figures that follow
 ORDERS = ("smallest-first", "host-memory-first", "shuffled", "interleaved")  # of whole services, but the last
 LARGE_TASKS = 1_000  # past this many tasks on a capacity, the orders of LARGE_ORDERS only
