@@ -232,7 +232,7 @@ def test_scale_in_after_a_rollout_removes_empty_hosts_down_to_the_minimum() -> N
     assert len(run.hosts) == 3 and sum(run.zone_hosts) == 3 and all(h in run.hosts for h in run.open)
     assert sum(1 for h in run.hosts if h.tasks) == 2
     for _ in list(run.live["s"]):
-        run.stop_oldest(services[0])
+        run.stop(services[0])
     run.remove_empty()
     assert len(run.hosts) == 3  # never below min_instances
     assert run.peak == 4  # the most that ran at once stays
@@ -426,7 +426,7 @@ def test_the_gpu_each_rule_picks_is_its_plain_definition(
     first GPU. _gpus reads the GPUs once: on drawn rooms (many equal), it must pick as ranking every fitting GPU does."""
     run = P._Replay(L4X4, [svc("x", 1, size)], rule, random.Random(0), 1 << 30)
     host = run._launch()
-    host.room, host.clients = list(rooms), list(left)
+    host.room, host.clients, host.largest_room = list(rooms), list(left), max(rooms)  # _take keeps the most room
     need = replace(run.needs["x"], size=size, clients=clients)
     fitting = [i for i, r in enumerate(rooms) if r >= size and left[i] >= clients]
     rank = {"first-fit": lambda i: i, "best-fit": lambda i: (rooms[i], i), "worst-fit": lambda i: (-rooms[i], i)}
@@ -451,7 +451,7 @@ def test_stopping_every_task_leaves_every_host_as_launched() -> None:
     assert any(h.clients != fresh.clients for h in run.hosts) and any(not all(h.idle) for h in run.hosts)
     for s in services:
         for _ in range(s.tasks):
-            run.stop_oldest(s)
+            run.stop(s)
     figures = ("cpu", "mem", "eni", "room", "clients", "idle", "tasks", "largest_room")
     for h in run.hosts:
         assert [getattr(h, f) for f in figures] == [getattr(fresh, f) for f in figures]
@@ -569,7 +569,7 @@ def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left
     (full,) = [h for h in run.hosts if h.tasks]
     assert full.clients == [0] and full.room[0] > 1000 and full.mem < run.hosts[1 - run.hosts.index(full)].mem
     assert run.place(other)
-    assert len(run.hosts) == 2 and run.live["other"][0].host is not full
+    assert len(run.hosts) == 2 and run.live["other"][0][0] is not full  # (host, GPUs)
 
 
 def test_the_fit_is_its_plain_definition_while_tasks_come_and_go() -> None:
@@ -598,7 +598,7 @@ def test_the_fit_is_its_plain_definition_while_tasks_come_and_go() -> None:
     for step in range(3000):
         s = rng.choice(services)
         if run.live[s.name] and rng.random() < 0.45:
-            run.stop_oldest(s) if rng.random() < 0.5 else run.stop_newest(s)
+            run.stop(s) if rng.random() < 0.5 else run.stop(s, newest=True)
         else:
             run.place(s)
         if step % 2 == 0:
@@ -640,11 +640,12 @@ def test_a_gpu_with_one_client_left_still_takes_a_task_when_the_roomiest_has_non
 def test_the_common_strategies_keys_order_hosts_as_the_general_ones() -> None:
     """The library's strategy and ECS's default have keys written out as one int a host; on hosts of a replay in
     progress every pair of hosts must compare as the general builder's tuples compare."""
-    services = [svc("a", 9, 3000), svc("b", 6, 7000), svc("c", 4, 15000)]
+    services = [svc("a", 9, 3000), replace(svc("b", 6, 7000), placement=()), svc("c", 4, 15000)]  # b: ECS's default
     run = P._Replay(replace(L4X4, min_instances=3), services, "first-fit", random.Random(0), 1 << 30)
     for s in services:
         for _ in range(s.tasks):
             assert run.place(s)
+    assert len({h.count.get("b", 0) for h in run.hosts}) > 1  # a spread over instances: tasks by service are kept
     for parts in (P.LIBRARY_STRATEGY, P.ECS_DEFAULT_STRATEGY):
         for s in services:
             fast = P._Replay._keys(parts, s.name, run.zone_tasks[s.name], run.hosts)

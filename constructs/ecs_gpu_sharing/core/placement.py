@@ -106,7 +106,7 @@ def scatters(strategy: Sequence[str]) -> bool:
     return not packing or not packing[0].startswith("binpack(")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Host:
     zone: int
     cpu: int
@@ -124,7 +124,7 @@ class _Host:
 
 @dataclass(frozen=True)
 class _Need:
-    """What one task of a service takes, read once (the properties of ServiceInput are computed)."""
+    """What one task of a service takes, and its strategies, read once (the properties of ServiceInput are computed)."""
 
     cpu: int
     mem: int
@@ -134,10 +134,13 @@ class _Need:
     whole: int
     apart: bool
     group: str
+    strategy: tuple[str, ...]  # ECS's default where the service sets none
+    cut: int  # where a random strategy starts (their length if none)
 
     @staticmethod
     def of(s: ServiceInput) -> _Need:
         mps = bool(s.clients) and not s.whole_gpus
+        strategy = s.placement or ECS_DEFAULT_STRATEGY
         return _Need(
             s.cpu_units,
             s.memory_mib,
@@ -147,14 +150,9 @@ class _Need:
             s.whole_gpus,
             s.kept_apart,
             s.isolation_group,
+            strategy,
+            strategy.index(RANDOM) if RANDOM in strategy else len(strategy),
         )
-
-
-@dataclass(eq=False)
-class _Task:
-    service: ServiceInput
-    host: _Host
-    gpus: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -176,8 +174,11 @@ class _Replay:
         self.open: list[_Host] = []  # hosts that may still take the smallest task
         self.rough: list[_Host] = []  # those of them that pass place's rough filter for rough_need
         self.rough_need: _Need | None = None
-        self.live: dict[str, deque[_Task]] = {s.name: deque() for s in services}
+        self.live: dict[str, deque[tuple[_Host, tuple[int, ...]]]] = {s.name: deque() for s in services}  # host, GPUs
         self.needs = {s.name: _Need.of(s) for s in services}
+        # What _take keeps only where a check reads it: tasks by service (a spread over instances), by group (apart).
+        self.counted = any(SPREAD_INSTANCE in need.strategy for need in self.needs.values())
+        self.grouped = any(need.apart for need in self.needs.values())
         self.peak = 0
         mps = [s for s in services if s.clients and not s.whole_gpus]
         self.smallest = (
@@ -224,6 +225,12 @@ class _Replay:
             return None
         if self.rule not in GPU_RULES:
             raise ValueError(f"unknown GPU rule {self.rule!r}")
+        if (
+            self.rule == "worst-fit"
+        ):  # the first roomiest GPU, where it has the clients (it has the memory, or none has)
+            roomiest = room.index(host.largest_room)
+            if left[roomiest] >= clients:
+                return (roomiest,) if room[roomiest] >= size else None
         least = self.rule == "best-fit"  # the least room that fits, else the most; ties to the first GPU
         pick = -1
         for i, free in enumerate(room):
@@ -291,8 +298,7 @@ class _Replay:
         """The host the strategies pick among those that fit, or ``None``. Each strategy breaks the previous one's ties,
         so the pick is the least of a key per host, in the strategies' order; hosts are checked in that order, and
         the full check runs only until the least key that fits is known. ECS's own ties go to the replay's seed."""
-        strategy = s.placement or ECS_DEFAULT_STRATEGY
-        cut = strategy.index(RANDOM) if RANDOM in strategy else len(strategy)
+        strategy, cut = need.strategy, need.cut
         per_zone = self.zone_tasks[s.name]
         if cut < len(strategy):  # random from here on: among every host that fits, at the least key
             fitting = [h for h in rough if self._fits(h, need)]
@@ -305,9 +311,9 @@ class _Replay:
         # place counted from there. The least usually fits (the rough filter has checked all but the GPUs and the
         # isolation group), so the full sort runs only when it does not.
         n = len(rough)
-        if not n:
-            return None
-        start = self.rng.randrange(n) if n > 1 else 0
+        if n < 2:
+            return rough[0] if n and self._fits(rough[0], need) else None
+        start = self.rng.randrange(n)
         keys = self._keys(strategy, s.name, per_zone, rough)
         low = min(keys)
         try:  # the least key's first host from the starting point on, else from the first
@@ -330,7 +336,8 @@ class _Replay:
         they were read for: until a task stops, the next task of the same need changes them only by the host it was
         given (and a host launched for it), so they are mended there, not read again (orders of whole services; the
         interleave reads them for each task whose need differs from the last one's)."""
-        need = self.needs[s.name]
+        name = s.name
+        need = self.needs[name]
         cpu, mem, eni, size = need.cpu, need.mem, need.eni, need.size
         if need is self.rough_need:
             rough = self.rough
@@ -353,8 +360,10 @@ class _Replay:
         gpus = self._gpus(host, need)
         assert gpus is not None
         self._take(host, s, gpus, 1)
-        self.live[s.name].append(_Task(s, host, gpus))
-        self._close(host)
+        self.live[name].append((host, gpus))
+        low_cpu, low_mem, low_eni, low_budget = self.smallest  # below the smallest task: closed
+        if host.cpu < low_cpu or host.mem < low_mem or host.eni < low_eni or host.largest_room < low_budget:
+            self.open.remove(host)
         # A host closed is below the smallest task in some figure, so below this one's: the filter drops it too.
         if not (host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size):
             rough.remove(host)
@@ -366,9 +375,10 @@ class _Replay:
         host.cpu -= need.cpu * k
         host.mem -= need.mem * k
         host.eni -= need.eni * k
-        count, groups = host.count, host.groups
-        count[name] = count.get(name, 0) + k
-        groups[need.group] = groups.get(need.group, 0) + k
+        if self.counted:
+            host.count[name] = host.count.get(name, 0) + k
+        if self.grouped:
+            host.groups[need.group] = host.groups.get(need.group, 0) + k
         host.tasks += k
         host.served_room = -1
         self.zone_tasks[name][host.zone] += k
@@ -393,22 +403,13 @@ class _Replay:
                 largest = room[i]
         host.largest_room = max(room) if k > 0 and lost else largest
 
-    def _close(self, host: _Host) -> None:
-        cpu, mem, eni, budget = self.smallest
-        if host.cpu < cpu or host.mem < mem or host.eni < eni or host.largest_room < budget:
-            self.open.remove(host)
-
-    def stop_oldest(self, s: ServiceInput) -> None:
-        self._stop(s, self.live[s.name].popleft())
-
-    def stop_newest(self, s: ServiceInput) -> None:
-        self._stop(s, self.live[s.name].pop())
-
-    def _stop(self, s: ServiceInput, task: _Task) -> None:
+    def stop(self, s: ServiceInput, newest: bool = False) -> None:
+        """Stops the oldest task of ``s`` (a rollout replaces the oldest first), or its newest."""
+        host, gpus = self.live[s.name].pop() if newest else self.live[s.name].popleft()
         self.rough_need = None  # a host gains room: the kept rough filter no longer holds
-        self._take(task.host, s, task.gpus, -1)
-        if task.host not in self.open:
-            self.open.append(task.host)
+        self._take(host, s, gpus, -1)
+        if host not in self.open:
+            self.open.append(host)
 
     def remove_empty(self) -> None:
         """Cluster auto scaling's scale-in after a rollout: instances running no task go, down to min_instances."""
@@ -421,8 +422,7 @@ class _Replay:
 
     def scale_in(self) -> int:
         """Instances left once empty ones are removed (never below min_instances)."""
-        busy = sum(1 for h in self.hosts if h.tasks)
-        return max(busy, self.cap.min_instances)
+        return max(sum(1 for h in self.hosts if h.tasks), self.cap.min_instances)
 
 
 def _arrivals(requests: list[tuple[ServiceInput, int]], order: str, rng: random.Random) -> list[ServiceInput]:
@@ -467,7 +467,7 @@ def _rollout(run: _Replay, services: Sequence[ServiceInput], order: str, rng: ra
         started: dict[str, int] = {}
         stop_first = [s for s, n in wave if n and s.max_percent <= 100]
         for s in stop_first:  # a maximum of 100%: ECS stops a task before it starts its replacement
-            run.stop_oldest(s)
+            run.stop(s)
         for s in _arrivals([(s, n) for s, n in wave], order, rng):
             if run.place(s):
                 started[s.name] = started.get(s.name, 0) + 1
@@ -476,7 +476,7 @@ def _rollout(run: _Replay, services: Sequence[ServiceInput], order: str, rng: ra
         for s, _ in wave:
             done = started.get(s.name, 0)
             for _ in range(done if s.max_percent > 100 else 0):
-                run.stop_oldest(s)
+                run.stop(s)
             left[s.name] -= done if s.max_percent > 100 else (1 if s in stop_first else 0)
         if not started:
             break  # no service can move: the rollout is stuck at the limit
@@ -594,7 +594,7 @@ def _blocked(cap: CapacityInput, services: Sequence[ServiceInput], limit: int) -
             if s.max_percent <= 100:
                 continue  # it stops a task first: its deployment always moves
             if run.place(s):
-                run.stop_newest(s)
+                run.stop(s, newest=True)
             else:
                 out.add(s.name)
     return sorted(out)
