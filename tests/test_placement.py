@@ -276,6 +276,26 @@ def test_past_whole_tasks_the_headroom_keeps_the_estimate_at_or_above_the_whole_
     assert P.place_capacity(cap, mine).needed == 217  # the estimate alone falls short
 
 
+def test_a_scaled_estimate_runs_the_replays_the_whole_fleet_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark's mixed fleet of 3,200 tasks (seed 8) puts 1,706 on one-L4 hosts. Replayed whole, past LARGE_TASKS:
+    the three orders of LARGE_ORDERS, the instances kept after the rollouts 1,092 at the median. Estimated from 600
+    tasks, the scaled fleet must run those same replays: a fleet of 600 tasks replayed as its own size would add the
+    shuffle 8 times, whose replays keep about half as many, and the median fell to 751."""
+    with benchmarks_on_path():
+        from plan_benchmark import WORKLOADS
+
+        caps, services = WORKLOADS["mixed"](3200, 8)
+    (cap,) = [c for c in caps if c.name == "l4"]
+    mine = sorted((s for s in services if s.capacity == cap.name), key=lambda s: s.name)
+    total = sum(s.tasks for s in mine)
+    whole = P._replayed(cap, mine, total)
+    monkeypatch.setattr(P, "WHOLE_TASKS", 1000)
+    monkeypatch.setattr(P, "REPLAYED_TASKS", 600)
+    found = P.place_capacity(cap, mine)
+    assert found.scaled_from == total == 1706 and found.replays == whole.replays == 3
+    assert whole.expected_after_rollout == 1092 and abs(found.expected_after_rollout - 1092) <= 1092 * 0.02
+
+
 def test_a_scaled_estimate_has_its_headroom(monkeypatch: pytest.MonkeyPatch) -> None:
     services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
     surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)

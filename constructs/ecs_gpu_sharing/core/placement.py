@@ -555,7 +555,7 @@ def _scaled(
 
     small = [replace(s, tasks=max(1, round(s.tasks * REPLAYED_TASKS / total))) for s in services]
     free = replace(cap, max_instances=None, min_instances=0)
-    found = _replayed(free, small, sum(s.tasks for s in small))  # many one-task services stay above the mark
+    found = _replayed(free, small, total)  # the replays the whole fleet would run: the same median, the same worst
 
     def packing(fleet: Sequence[ServiceInput], surge: bool, scaled: bool) -> CapacityPlan:
         # Only the instance counts are read here: the scaled fleet's plans stop at their lower bound on the hosts.
