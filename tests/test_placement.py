@@ -296,6 +296,24 @@ def test_a_scaled_estimate_runs_the_replays_the_whole_fleet_would(monkeypatch: p
     assert whole.expected_after_rollout == 1092 and abs(found.expected_after_rollout - 1092) <= 1092 * 0.02
 
 
+def test_past_whole_tasks_a_deployment_that_cannot_start_is_still_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """12,000 tasks on four L4s a host, estimated from a scaled fleet. At a max_instances a little above the steady
+    packing, the full fleet placed leaves some services no room for one new task: DeploymentCannotStart names them,
+    as it does below WHOLE_TASKS. At ECS's own need they all move. Past BLOCKED_TASKS the full fleet is not placed
+    for it (known-unknowns)."""
+    services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
+    steady = plan([L4X4], services).capacity("l4x4").instance_count
+    tight = replace(L4X4, max_instances=steady + 5)
+    found = P.place_capacity(tight, services)
+    assert found.scaled_from == 12000 and found.blocked and found.needed > tight.max_instances
+    assessment = assess([tight], services)
+    assert {f.subject for f in assessment.findings if f.rule_id == DEPLOYMENT_CANNOT_START} == set(found.blocked)
+    roomy = P.place_capacity(replace(L4X4, max_instances=found.needed), services)
+    assert roomy.blocked == ()
+    monkeypatch.setattr(P, "BLOCKED_TASKS", 10_000)
+    assert P.place_capacity(tight, services).blocked == ()
+
+
 def test_a_scaled_estimate_has_its_headroom(monkeypatch: pytest.MonkeyPatch) -> None:
     services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
     surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)

@@ -30,7 +30,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .mps import MAX_CLIENTS_PER_GPU
@@ -90,6 +90,7 @@ WHOLE_TASKS = 3_000  # capacities of up to this many tasks are replayed whole; p
 REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the ratios applied to the full packing
 ESTIMATE_HEADROOM = 0.02  # ... and the need so estimated raised by this share: the estimate fell up to 1.4% short
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
+BLOCKED_TASKS = 20_000  # past WHOLE_TASKS, up to this many tasks the full fleet is placed for DeploymentCannotStart
 SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its worst permutations need the most
 
 
@@ -549,8 +550,6 @@ def _scaled(
     Both fleets' packings in the ratio are the planner's without the host-level LP: they only stand in for a fleet's
     size in hosts, the same packer on both sides keeps the ratio fair, and the LP on a scaled fleet of many services
     cost seconds a packing (docs/planning.md)."""
-    from dataclasses import replace
-
     from .planner import plan  # here: the planner's inputs import this module's strategies
 
     small = [replace(s, tasks=max(1, round(s.tasks * REPLAYED_TASKS / total))) for s in services]
@@ -570,14 +569,15 @@ def _scaled(
         full_steady.instances_without_lp * found.expected_after_rollout / max(small_steady.instance_count, 1)
     )
     needed = max(needed, full_surge.instance_count, cap.min_instances)
-    waiting = 0 if cap.max_instances is None or cap.max_instances >= needed else sum(s.surge_count() for s in services)
+    # Blocked only where the steady fleet fills the limit: the full fleet is placed below the need (0.3 s at 20,000).
+    limit = cap.max_instances if cap.max_instances is not None and cap.max_instances < needed else None
     return CapacityPlacement(
         cap.name,
         needed,
         max(after, full_steady.instance_count, cap.min_instances),
         found.replays,
-        waiting,
-        (),
+        sum(s.surge_count() for s in services) if limit is not None else 0,
+        tuple(_blocked(cap, services, limit)) if limit is not None and total <= BLOCKED_TASKS else (),
         scaled_from=total,
     )
 
