@@ -314,6 +314,22 @@ def test_past_whole_tasks_a_deployment_that_cannot_start_is_still_named(monkeypa
     assert P.place_capacity(tight, services).blocked == ()
 
 
+def test_at_a_tight_max_the_figures_are_what_that_max_size_lets_ecs_do() -> None:
+    """120 tasks on four L4s a host pack into 9 instances; ECS needs 21 at a rollout's peak and, unbounded, keeps 15
+    after. At max_instances 10, the waiting figure counts tasks waiting at once: at most the 120 new tasks of a rollout
+    (it counted every retry of every wave, 1,830), and no more than 10 instances can be kept after the rollouts. The
+    same past WHOLE_TASKS, where the figures are estimated."""
+    for k in (1, 100):
+        services = [svc("a", 60 * k, 3000), svc("b", 40 * k, 7000), svc("c", 20 * k, 15000)]
+        steady = plan([L4X4], services).capacity("l4x4").instance_count
+        free = P.place_capacity(L4X4, services)
+        tight = P.place_capacity(replace(L4X4, max_instances=steady + 1), services)
+        assert free.expected_after_rollout > steady + 1 and free.needed > steady + 1
+        assert steady <= tight.expected_after_rollout <= steady + 1
+        assert 0 < tight.waiting_at_max <= sum(s.surge_count() for s in services)
+        assert tight.scaled_from == (0 if k == 1 else 12000)
+
+
 def test_a_scaled_estimate_has_its_headroom(monkeypatch: pytest.MonkeyPatch) -> None:
     services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
     surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)

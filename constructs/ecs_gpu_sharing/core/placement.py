@@ -161,7 +161,7 @@ class Outcome:
     """One replay: the most instances it ran at once, tasks left waiting at the limit, instances kept after."""
 
     peak: int
-    waiting: int  # tasks that found no room, at the limit, steady or during the rollout
+    waiting: int  # the most tasks waiting at once at the limit: those the steady placement left, and a wave's
     after: int  # instances running once the rollout is over and empty ones are scaled in
 
 
@@ -446,19 +446,20 @@ def replay(
 ) -> Outcome:
     """The steady fleet placed, then ROLLOUTS fleet-wide rolling deployments (every service at once, in waves of its
     maximum percent), empty instances scaled in after each, under one GPU rule and one arrival order, its ties and
-    shuffles seeded from the order and ``sample``. The instances kept are those after the last."""
+    shuffles seeded from the order and ``sample``. The instances kept are those after the last. Tasks the steady
+    placement leaves wait for good; a rollout's wait while its wave lasts, and each wave retries them."""
     rng = random.Random(ORDERS.index(order) + len(ORDERS) * sample)
     run = _Replay(cap, services, gpu_rule, rng, limit)
-    waiting = sum(0 if run.place(s) else 1 for s in _arrivals([(s, s.tasks) for s in services], order, rng))
+    left, most = sum(0 if run.place(s) else 1 for s in _arrivals([(s, s.tasks) for s in services], order, rng)), 0
     for _ in range(ROLLOUTS):
-        waiting += _rollout(run, services, order, rng)
+        most = max(most, _rollout(run, services, order, rng))
         run.remove_empty()
-    return Outcome(run.peak, waiting, run.scale_in())
+    return Outcome(run.peak, left + most, run.scale_in())
 
 
 def _rollout(run: _Replay, services: Sequence[ServiceInput], order: str, rng: random.Random) -> int:
-    """One fleet-wide rolling deployment: the tasks that found no room at the limit."""
-    waiting = 0
+    """One fleet-wide rolling deployment: the most new tasks of one wave that found no room at the limit."""
+    most = 0
     left = {s.name: len(run.live[s.name]) for s in services}  # old tasks still to replace
     while any(left.values()):
         wave: list[tuple[ServiceInput, int]] = []
@@ -466,6 +467,7 @@ def _rollout(run: _Replay, services: Sequence[ServiceInput], order: str, rng: ra
             batch = s.tasks * (s.max_percent - 100) // 100 if s.max_percent > 100 else 0
             wave.append((s, min(max(batch, 1), left[s.name]) if left[s.name] else 0))
         started: dict[str, int] = {}
+        waiting = 0
         stop_first = [s for s, n in wave if n and s.max_percent <= 100]
         for s in stop_first:  # a maximum of 100%: ECS stops a task before it starts its replacement
             run.stop(s)
@@ -479,9 +481,10 @@ def _rollout(run: _Replay, services: Sequence[ServiceInput], order: str, rng: ra
             for _ in range(done if s.max_percent > 100 else 0):
                 run.stop(s)
             left[s.name] -= done if s.max_percent > 100 else (1 if s in stop_first else 0)
+        most = max(most, waiting)
         if not started:
             break  # no service can move: the rollout is stuck at the limit
-    return waiting
+    return most
 
 
 @dataclass(frozen=True)
@@ -524,18 +527,16 @@ def _replayed(cap: CapacityInput, mine: Sequence[ServiceInput], total: int) -> C
     runs = _runs(total, cap.gpus_per_instance)
     free = [replay(cap, mine, rule, order, 1 << 30, sample) for rule, order, sample in runs]
     needed = max((o.peak for o in free), default=0)
-    afters = sorted(o.after for o in free)
-    waiting = 0
-    blocked: list[str] = []
-    if cap.max_instances is not None and mine:
-        waiting = max(replay(cap, mine, rule, order, cap.max_instances, sample).waiting for rule, order, sample in runs)
-        blocked = _blocked(cap, mine, cap.max_instances)
+    limit = cap.max_instances if mine else None
+    limited = [replay(cap, mine, r, o, limit, k) for r, o, k in runs] if limit is not None else []
+    afters = sorted(o.after for o in limited or free)  # kept under the group's MaxSize, where one is given
+    blocked = _blocked(cap, mine, limit) if limit is not None else []
     return CapacityPlacement(
         cap.name,
         max(needed, cap.min_instances),
         afters[len(afters) // 2] if afters else cap.min_instances,
         len(runs),
-        waiting,
+        max((o.waiting for o in limited), default=0),
         tuple(blocked),
     )
 
@@ -546,10 +547,9 @@ def _scaled(
     total: int,
     packed: tuple[CapacityPlan, CapacityPlan] | None,
 ) -> CapacityPlacement:
-    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks, their ratios applied to the full packing.
-    Both fleets' packings in the ratio are the planner's without the host-level LP: they only stand in for a fleet's
-    size in hosts, the same packer on both sides keeps the ratio fair, and the LP on a scaled fleet of many services
-    cost seconds a packing (docs/planning.md)."""
+    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks, their ratios applied to the full packing. Both
+    packings in a ratio are the planner's without the host-level LP: they stand in for a fleet's size in hosts, the
+    same packer on both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds (docs/planning.md)."""
     from .planner import plan  # here: the planner's inputs import this module's strategies
 
     small = [replace(s, tasks=max(1, round(s.tasks * REPLAYED_TASKS / total))) for s in services]
@@ -574,7 +574,7 @@ def _scaled(
     return CapacityPlacement(
         cap.name,
         needed,
-        max(after, full_steady.instance_count, cap.min_instances),
+        min(max(after, full_steady.instance_count, cap.min_instances), cap.max_instances or needed),
         found.replays,
         sum(s.surge_count() for s in services) if limit is not None else 0,
         tuple(_blocked(cap, services, limit)) if limit is not None and total <= BLOCKED_TASKS else (),

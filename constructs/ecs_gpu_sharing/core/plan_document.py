@@ -152,8 +152,8 @@ class Capacity(_Part):
         optional=True,
     )
     expected_instances: int | None = _field(
-        "instances ECS is expected to keep running after rollouts and scale-in of empty ones (the median replay); "
-        "null where not modelled",
+        "instances ECS is expected to keep running after rollouts and scale-in of empty ones (the median replay, at "
+        "the given max_instances where there is one); null where not modelled",
         low=0,
         optional=True,
     )
