@@ -330,6 +330,27 @@ def test_at_a_tight_max_the_figures_are_what_that_max_size_lets_ecs_do() -> None
         assert tight.scaled_from == (0 if k == 1 else 12000)
 
 
+def test_past_whole_tasks_the_tasks_waiting_at_a_tight_max_are_those_past_the_limit_at_the_peak(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1,200 tasks on four L4s a host, estimated from 600 (WHOLE_TASKS lowered to 1,000). At the worst replay's peak ECS
+    runs every surge task on the instances it needs; at a lower max_instances the tasks on the instances past it wait.
+    That share of the 2,400 surge tasks is at or above what whole replays at the limit leave waiting (1,200 and 478),
+    where every surge task was said before."""
+    services = [svc("a", 600, 3000), svc("b", 400, 7000), svc("c", 200, 15000)]
+    surge = sum(s.surge_count() for s in services)
+    steady = plan([L4X4], services).capacity("l4x4").instance_count
+    need = P._replayed(L4X4, services, 1200).needed
+    whole = [P._replayed(replace(L4X4, max_instances=m), services, 1200) for m in (steady + 2, (steady + need) // 2)]
+    assert [w.waiting_at_max for w in whole] == [1200, 478]
+    monkeypatch.setattr(P, "WHOLE_TASKS", 1000)
+    monkeypatch.setattr(P, "REPLAYED_TASKS", 600)
+    for w, m in zip(whole, (steady + 2, (steady + need) // 2), strict=True):
+        found = P.place_capacity(replace(L4X4, max_instances=m), services)
+        assert found.scaled_from == 1200
+        assert w.waiting_at_max <= found.waiting_at_max == math.ceil((found.needed - m) / found.needed * surge) < surge
+
+
 def test_a_scaled_estimate_has_its_headroom(monkeypatch: pytest.MonkeyPatch) -> None:
     services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
     surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)

@@ -576,7 +576,7 @@ def _scaled(
         needed,
         min(max(after, full_steady.instance_count, cap.min_instances), cap.max_instances or needed),
         found.replays,
-        sum(s.surge_count() for s in services) if limit is not None else 0,
+        math.ceil((needed - limit) / needed * sum(s.surge_count() for s in services)) if limit is not None else 0,
         tuple(_blocked(cap, services, limit)) if limit is not None and total <= BLOCKED_TASKS else (),
         scaled_from=total,
     )
