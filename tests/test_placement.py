@@ -351,6 +351,25 @@ def test_past_whole_tasks_the_tasks_waiting_at_a_tight_max_are_those_past_the_li
         assert w.waiting_at_max <= found.waiting_at_max == math.ceil((found.needed - m) / found.needed * surge) < surge
 
 
+def test_at_a_max_at_or_above_the_need_the_replays_are_not_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay at a limit it never reaches is the replay without one (the same launches, the same draws): at a
+    max_instances of ECS's need or more the figures are those without a limit, from one replay a run, not two."""
+    services = [svc("a", 60, 3000), svc("b", 40, 7000), svc("c", 20, 15000)]
+    free = P.place_capacity(L4X4, services)
+    calls = []
+    replay = P.replay
+    monkeypatch.setattr(P, "replay", lambda *a, **k: calls.append(a[4]) or replay(*a, **k))
+    roomy = P.place_capacity(replace(L4X4, max_instances=free.needed), services)
+    assert len(calls) == free.replays and set(calls) == {1 << 30}
+    assert (roomy.needed, roomy.expected_after_rollout, roomy.waiting_at_max) == (
+        free.needed,
+        free.expected_after_rollout,
+        0,
+    )
+    tight = P.place_capacity(replace(L4X4, max_instances=free.needed - 1), services)
+    assert len(calls) == 3 * free.replays and tight.waiting_at_max > 0
+
+
 def test_a_scaled_estimate_has_its_headroom(monkeypatch: pytest.MonkeyPatch) -> None:
     services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
     surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)

@@ -421,10 +421,6 @@ class _Replay:
                 self.open.remove(host)
         self.rough_need = None
 
-    def scale_in(self) -> int:
-        """Instances left once empty ones are removed (never below min_instances)."""
-        return max(sum(1 for h in self.hosts if h.tasks), self.cap.min_instances)
-
 
 def _arrivals(requests: list[tuple[ServiceInput, int]], order: str, rng: random.Random) -> list[ServiceInput]:
     """The order tasks ask to be placed (``ORDERS``)."""
@@ -450,11 +446,12 @@ def replay(
     placement leaves wait for good; a rollout's wait while its wave lasts, and each wave retries them."""
     rng = random.Random(ORDERS.index(order) + len(ORDERS) * sample)
     run = _Replay(cap, services, gpu_rule, rng, limit)
-    left, most = sum(0 if run.place(s) else 1 for s in _arrivals([(s, s.tasks) for s in services], order, rng)), 0
+    unplaced = sum(0 if run.place(s) else 1 for s in _arrivals([(s, s.tasks) for s in services], order, rng))
+    most = 0  # tasks of one wave of a rollout left waiting: the most, over the rollouts
     for _ in range(ROLLOUTS):
         most = max(most, _rollout(run, services, order, rng))
         run.remove_empty()
-    return Outcome(run.peak, left + most, run.scale_in())
+    return Outcome(run.peak, unplaced + most, len(run.hosts))  # the last scale-in left the busy ones (min_instances)
 
 
 def _rollout(run: _Replay, services: Sequence[ServiceInput], order: str, rng: random.Random) -> int:
@@ -527,8 +524,8 @@ def _replayed(cap: CapacityInput, mine: Sequence[ServiceInput], total: int) -> C
     runs = _runs(total, cap.gpus_per_instance)
     free = [replay(cap, mine, rule, order, 1 << 30, sample) for rule, order, sample in runs]
     needed = max((o.peak for o in free), default=0)
-    limit = cap.max_instances if mine else None
-    limited = [replay(cap, mine, r, o, limit, k) for r, o, k in runs] if limit is not None else []
+    limit = cap.max_instances if mine else None  # at or above the need, a replay at it is the free one, not rerun:
+    limited = [replay(cap, mine, r, o, limit, k) for r, o, k in runs] if limit is not None and limit < needed else []
     afters = sorted(o.after for o in limited or free)  # kept under the group's MaxSize, where one is given
     blocked = _blocked(cap, mine, limit) if limit is not None else []
     return CapacityPlacement(
