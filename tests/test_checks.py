@@ -16,6 +16,7 @@ from ecs_gpu_sharing.core.capacity_facts import (
     reserved_memory_in_user_data,
     reserved_ports_in_user_data,
 )
+from ecs_gpu_sharing.core.placement import with_headroom
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (
@@ -342,7 +343,7 @@ def test_the_surge_is_packed_without_the_host_level_lp_where_max_instances_is_de
     surge = result.surge.capacity("l40s")
     assert (surge.instance_count, surge.instances_without_lp, surge.instance_lower_bound) == (5, 5, 4)
     assert result.steady.capacity("l40s").instance_count == 2  # the steady plan keeps its LP
-    assert result.max_instances == {"l40s": result.placement["l40s"].needed} and not result.errors
+    assert result.max_instances == {"l40s": with_headroom(result.placement["l40s"].needed)} and not result.errors
 
 
 def test_the_surge_is_packed_with_the_host_level_lp_where_a_finding_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:

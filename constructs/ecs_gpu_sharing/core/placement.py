@@ -1,9 +1,8 @@
 """ECS's own placement, as a model. Pure Python.
 
-The planner proves that *a* packing of every task exists; ECS does not use it. ECS places task by task, with the
-service's placement strategies, picks a GPU in a host by a rule AWS does not document, and cluster auto scaling adds
-instances only for tasks it cannot place, up to the group's MaxSize. This module replays that over a capacity, so the
-plan can size MaxSize for what ECS will do and say how many instances a team will really keep running.
+The planner proves that *a* packing of every task exists; ECS places task by task instead (docs/placement.md). This
+module replays that over a capacity, so the plan can size MaxSize for what ECS will do and say how many instances a
+team will really keep running.
 
 Sources (Amazon ECS Developer Guide unless named):
 - "Amazon ECS task placement strategies": ``binpack`` places on the instance with the least of the named resource
@@ -14,14 +13,12 @@ Sources (Amazon ECS Developer Guide unless named):
   over Availability Zones, then picks the instance with the fewest tasks of that service.
 - "Amazon ECS cluster auto scaling": instances are launched for tasks that cannot be placed (PROVISIONING), up to the
   Auto Scaling group's MaxSize; scale-in removes only instances that run no task other than daemons.
-- "Rolling update" (deploymentConfiguration): with minimum healthy 100%, ECS starts new tasks up to maximum percent of
-  the count before it stops old ones.
+- "Rolling update": with minimum healthy 100%, ECS starts new tasks up to maximum percent before it stops old ones.
 - Amazon ECS API Reference, NvidiaMpsAllocation: ECS assigns "a GPU that has at least the specified amount of memory
   available"; which one, when several have room, is not stated.
 
-Where AWS is silent the model takes the worst of the plausible rules (docs/placement.md): the GPU in a host (first-,
-best- or worst-fit), ties between instances and the order tasks arrive in (seeded: deterministic). Instances launch
-into the zone with the fewest of them, over the capacity's subnets' zones (``CapacityInput.zones``).
+Where AWS is silent the model takes the worst of the plausible rules: the GPU in a host (first-, best- or worst-fit),
+ties between instances and the order tasks arrive in (seeded: deterministic), and a derived MaxSize adds headroom.
 """
 
 from __future__ import annotations
@@ -33,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from . import quotas
 from .mps import MAX_CLIENTS_PER_GPU
 from .shape import camel_keys
 
@@ -89,9 +87,15 @@ LARGE_ORDERS = ("smallest-first", "host-memory-first", "interleaved")  # the shu
 WHOLE_TASKS = 3_000  # capacities of up to this many tasks are replayed whole; past it, on a fleet scaled down
 REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the ratios applied to the full packing
 ESTIMATE_HEADROOM = 0.02  # ... and the need so estimated raised by this share: the estimate fell up to 1.4% short
+ORDER_HEADROOM_PERCENT = 2  # a derived MaxSize over the need: orders the replays did not draw needed up to 1.6% more
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
 BLOCKED_TASKS = 20_000  # past WHOLE_TASKS, up to this many tasks the full fleet is placed for DeploymentCannotStart
 SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its worst permutations need the most
+
+
+def with_headroom(needed: int) -> int:
+    """The need and ORDER_HEADROOM_PERCENT of it, to the nearest instance, up to ECS's instances a cluster."""
+    return max(needed, min((needed * (100 + ORDER_HEADROOM_PERCENT) + 50) // 100, quotas.INSTANCES_PER_CLUSTER.number))
 
 
 def strategy_label(strategy: Sequence[str]) -> str:
@@ -308,9 +312,8 @@ class _Replay:
             key = self._any_key(strategy[:cut], s.name, per_zone)
             low = min(key(h) for h in fitting)
             return self.rng.choice([h for h in fitting if key(h) == low])
-        # Ties go to the first fitting host from a seeded starting point: each host ranks by its key, then by its
-        # place counted from there. The least usually fits (the rough filter has checked all but the GPUs and the
-        # isolation group), so the full sort runs only when it does not.
+        # Ties go to the first fitting host from a seeded starting point. The least usually fits (the rough filter
+        # checked all but the GPUs and the isolation group), so the full sort runs only when it does not.
         n = len(rough)
         if n < 2:
             return rough[0] if n and self._fits(rough[0], need) else None

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from . import text
 from .errors import PlanError
 from .markdown import table
+from .placement import ORDER_HEADROOM_PERCENT
 
 LARGEST = 10**9  # no whole number of a plan comes near it
 FIX = "give a gpu-fleet-plan.json or plan --json output as the library wrote it, unedited"
@@ -136,7 +137,9 @@ class Capacity(_Part):
     daemons: tuple[str, ...] = _field("daemon services whose one task per host the host figures leave out", empty=True)
     min_instances: int = _field("instances kept running", low=0)
     max_instances: int | None = _field(
-        "given, or derived so a deployment's surge fits; null on Managed Instances without one", low=0
+        f"given, or derived so a deployment's surge fits, packed and as ECS places it (with {ORDER_HEADROOM_PERCENT}% "
+        "headroom); null on Managed Instances without one",
+        low=0,
     )
     surge_instances: int = _field("instances a rolling deployment's surge needs, as the plan packs it", low=0)
     ecs_placement_instances: int | None = _field(

@@ -17,7 +17,7 @@ from . import text
 from .allocation import Evidence, headroom
 from .cost import Prices, add_cost, cost_lines
 from .markdown import table
-from .placement import ESTIMATE_HEADROOM, REPLAYED_TASKS
+from .placement import ESTIMATE_HEADROOM, ORDER_HEADROOM_PERCENT, REPLAYED_TASKS, with_headroom
 from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput, interfaces_used
 from .rules import Assessment, Finding, Level, finding_line
 
@@ -211,10 +211,10 @@ def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
     line = f"max instances {max_instances}, deployment surge needs {surge}"
     placed = assessment.placement.get(name)
     if placed is not None:
-        line += (
-            f" packed, {placed.needed} as ECS places it; {_count(placed.expected_after_rollout, 'instance')} "
-            "expected after rollouts"
-        )
+        line += f" packed, {placed.needed} as ECS places it"
+        if with_headroom(placed.needed) > placed.needed:
+            line += f" ({with_headroom(placed.needed)} with {ORDER_HEADROOM_PERCENT}% headroom for orders not replayed)"
+        line += f"; {_count(placed.expected_after_rollout, 'instance')} expected after rollouts"
         if placed.scaled_from:
             line += (
                 f" (estimated from replays of the fleet scaled from {placed.scaled_from:,} tasks to {REPLAYED_TASKS:,},"

@@ -11,7 +11,7 @@ from .. import quotas
 from ..allocation import digest_of
 from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
-from ..placement import DEFAULT_PRESET, scatters, strategy_label
+from ..placement import DEFAULT_PRESET, scatters, strategy_label, with_headroom
 from ..planner import MANAGED_INSTANCES, ServiceInput, tasks_on_a_host
 from ..rule_family import Level
 from ..task_rules import TASK_RULES, TaskRule
@@ -88,10 +88,12 @@ def derived_max_instances(surge_instances: int, min_instances: int) -> int:
 
 def derived_max(ctx: Context, name: str) -> int:
     """The max_instances the plan derives for capacity ``name`` where none is given: the larger of the surge's packing
-    and what ECS's own placement needs at the peak of a fleet-wide rollout (``core.placement``)."""
+    and what ECS's own placement needs at the peak of a fleet-wide rollout (``core.placement``), with the headroom
+    for arrival orders its replays did not draw."""
     placed = ctx.placement.get(name)
     surge = ctx.surge.capacity(name).instance_count
-    return derived_max_instances(max(surge, placed.needed if placed else 0), ctx.capacities[name].min_instances)
+    need = with_headroom(placed.needed) if placed else 0
+    return derived_max_instances(max(surge, need), ctx.capacities[name].min_instances)
 
 
 def _clashes(kind: str) -> Check:
