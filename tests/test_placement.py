@@ -21,10 +21,17 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import placement as P
 from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.constraints import zone_rebalancing
 from ecs_gpu_sharing.core.fleet import load
 from ecs_gpu_sharing.core.plan_inputs import capacity_input, from_fleet
 from ecs_gpu_sharing.core.planner import ServiceInput, plan
-from ecs_gpu_sharing.core.rules import DEPLOYMENT_CANNOT_START, PLACEMENT_NEEDS_MORE, PLACEMENT_SCATTERS, assess
+from ecs_gpu_sharing.core.rules import (
+    DEPLOYMENT_CANNOT_START,
+    PLACEMENT_NEEDS_MORE,
+    PLACEMENT_SCATTERS,
+    ZONE_REBALANCING_NOT_REPLAYED,
+    assess,
+)
 from ecs_gpu_sharing.core.shape import TaskShape
 
 from conftest import benchmarks_on_path, cdk_json_context, new_app
@@ -679,6 +686,57 @@ def test_the_strategies_can_be_overridden() -> None:
         "AWS::ECS::Service",
         {"PlacementStrategies": Match.exact([])},  # none: ECS's default, and a warning
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "strategy", "max_percent", "rebalances"),
+    [
+        (None, P.LIBRARY_STRATEGY, 200, True),  # ECS's default on a new service whose first strategy spreads by zone
+        (None, (), 200, True),  # no strategy: ECS's default balances zones
+        (None, (P.BINPACK_MEMORY,), 200, False),  # not spread over zones first: ECS cannot rebalance it
+        (None, (P.SPREAD_INSTANCE, P.SPREAD_ZONE), 200, False),
+        (None, P.LIBRARY_STRATEGY, 100, False),  # a maximum of 100%: no room to start a task before one stops
+        ("DISABLED", P.LIBRARY_STRATEGY, 200, False),
+        ("ENABLED", P.LIBRARY_STRATEGY, 200, True),
+        ("enabled", (P.BINPACK_MEMORY,), 200, True),  # asked for: ECS refuses or runs it, either way not replayed
+        ({"Ref": "Param"}, P.LIBRARY_STRATEGY, 200, True),  # not known at synth: taken as on
+    ],
+)
+def test_when_ecs_rebalances_a_service_over_zones(
+    value: object, strategy: tuple[str, ...], max_percent: int, rebalances: bool
+) -> None:
+    assert zone_rebalancing(value, strategy, max_percent) is rebalances
+
+
+def test_zone_rebalancing_the_replay_does_not_model_warns_on_a_gpu_capacity() -> None:
+    """A plain aws-ecs service on a GPU capacity is created with ECS's zone rebalancing on; SharedGpuService turns it
+    off, and one that turns it back on is warned too."""
+    from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1))
+    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.2xlarge"])
+    task = SharedGpuTaskDefinition(stack, "T")
+    task.add_container(
+        "m",
+        image=ecs.ContainerImage.from_registry("r/m@sha256:" + "0" * 64),
+        memory_limit_mib=1024,
+        gpu=MpsShare(2048),
+        user="1000",
+        readonly_root_filesystem=True,
+    )
+    on = ecs.AvailabilityZoneRebalancing.ENABLED
+    common: dict[str, Any] = {"cluster": cluster, "task_definition": task, "desired_count": 1}
+    SharedGpuService(stack, "On", capacity=capacity, availability_zone_rebalancing=on, **common)
+    SharedGpuService(stack, "Off", capacity=capacity, **common)
+    plain = ecs.Ec2Service(
+        stack, "Plain", capacity_provider_strategies=capacity.capacity_provider_strategies(), **common
+    )
+    plain.node.add_dependency(cluster)  # after the provider's association (ServiceAfterItsProviderIsAssociated)
+    messages = app.synth().get_stack_by_name("S").messages
+    warned = {m.id.split("/")[2] for m in messages if ZONE_REBALANCING_NOT_REPLAYED in str(m.entry.data)}
+    assert warned == {"On", "Plain"}
 
 
 def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left() -> None:

@@ -179,6 +179,19 @@ def test_services_options_pass_through() -> None:
     )
 
 
+def test_az_rebalancing_is_off_unless_asked_for() -> None:
+    """ECS turns Availability Zone rebalancing on for a new service left without a value (botocore's ECS model,
+    CreateService availabilityZoneRebalancing; CloudFormation's schema default ENABLED): it stops and starts tasks
+    between zones, which the plan's replay of ECS's placement does not do, and each move reloads a model. The
+    library's services say DISABLED; a service that asks for ENABLED keeps it."""
+    fleet = Fleet()
+    fleet.service("Emb", 1, 1000)
+    fleet.service("Rer", 1, 1000, availability_zone_rebalancing=ecs.AvailabilityZoneRebalancing.ENABLED)
+    services = Template.from_stack(fleet.stack).find_resources("AWS::ECS::Service")
+    chosen = {logical_id[:3]: r["Properties"].get("AvailabilityZoneRebalancing") for logical_id, r in services.items()}
+    assert chosen == {"Emb": "DISABLED", "Rer": "ENABLED"}
+
+
 # --- errors ---------------------------------------------------------------------------------------------
 
 

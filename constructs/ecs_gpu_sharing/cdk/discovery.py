@@ -24,7 +24,7 @@ from constructs import IConstruct
 from ..core import placement
 from ..core.allocation import AllocationNote, Evidence
 from ..core.capacity_facts import HostFacts
-from ..core.constraints import planned_member_of
+from ..core.constraints import planned_member_of, zone_rebalancing
 from ..core.errors import GpuSharingError
 from ..core.plan_inputs import HostShare, capacity_input, service_input
 from ..core.planner import (
@@ -472,6 +472,7 @@ def discover(
                 placement=counted.placement,
                 distinct_instance=counted.distinct_instance,
                 constraints_not_planned=_constraints_not_planned(construct, props),
+                zone_rebalancing=zone_rebalancing(props.get("availabilityZoneRebalancing"), counted.placement, percent),
             )
         )
     _add_capacities(found, by_name, reserved, acks)

@@ -96,6 +96,8 @@ class SharedGpuService(_PlannedGpuService):
     and deploys with minimum healthy 100% and maximum 200% unless told otherwise. Its tasks are placed spread over
     Availability Zones, then on the host with the least memory left, unless ``placement_strategies`` is given; the
     plan replays ECS's placement with the service's strategies (``core.placement``) and warns where they scatter.
+    ECS's Availability Zone rebalancing is off unless ``availability_zone_rebalancing`` is given (the replay does not
+    move tasks between zones).
     It is planned at its largest count: ``planned_count`` when given, else the larger of ``desired_count`` and the task
     auto scaling maximum (``.service.auto_scale_task_count(max_capacity=...)``).
 
@@ -146,6 +148,9 @@ class SharedGpuService(_PlannedGpuService):
             )
         if "placement_strategies" not in kwargs:
             kwargs["placement_strategies"] = placement_strategies(LIBRARY_STRATEGY)
+        # ECS turns Availability Zone rebalancing on for a new service without a value (botocore's ECS model,
+        # CreateService): it moves tasks between zones, which the plan's replay does not, and each move reloads a model.
+        kwargs.setdefault("availability_zone_rebalancing", ecs.AvailabilityZoneRebalancing.DISABLED)
         super().__init__(
             scope,
             id_,

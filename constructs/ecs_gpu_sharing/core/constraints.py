@@ -4,13 +4,18 @@ ECS places a service's tasks only on hosts its ``memberOf`` expressions match ("
 constraints"). The plan models two kinds: the isolation groups' terms, which keep a group's services off the hosts of
 the others' (the plan keeps the groups apart itself), and the MPS capability, which every host of a GPU capacity has.
 Any other expression narrows the hosts in a way the plan does not count (``PlacementConstraintNotPlanned``).
+
+Nor does the plan replay ECS's Availability Zone rebalancing, which moves a service's running tasks between zones
+(``zone_rebalancing``: where ECS does it, ``ZoneRebalancingNotReplayed``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .mps import MPS_HOSTS_EXPRESSION
+from .placement import SPREAD_ZONE
 
 ISOLATION_JOIN = " and "
 
@@ -31,3 +36,16 @@ def planned_member_of(expression: str) -> bool:
     if expression.strip() == MPS_HOSTS_EXPRESSION:
         return True
     return all(_ISOLATION_TERM.match(term.strip()) for term in expression.split(ISOLATION_JOIN))
+
+
+def zone_rebalancing(value: object, strategy: Sequence[str], max_percent: int) -> bool:
+    """Whether ECS rebalances the service's tasks over Availability Zones: stops tasks in the zone with the most and
+    starts them in the zone with the fewest. ``value`` is its ``AvailabilityZoneRebalancing`` as written: ENABLED (in
+    any case), or a value not known at synth, is taken as on. Left out, ECS turns it on for a new service (botocore's
+    ECS model, CreateService availabilityZoneRebalancing; CloudFormation's schema default ENABLED) where it can: the
+    service spreads over zones first or has no strategy, and its maximum percent is over 100 (the limits aws-cdk's
+    Ec2Service holds ENABLED to, aws-cdk PR 32263; AWS's notice of 2025-06: services it cannot rebalance, such as
+    binpack's, default to off)."""
+    if value is not None:
+        return not (isinstance(value, str) and value.upper() == "DISABLED")
+    return max_percent > 100 and (not strategy or strategy[0] == SPREAD_ZONE)

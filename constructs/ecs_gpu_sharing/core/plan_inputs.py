@@ -96,11 +96,13 @@ def service_input(
     placement: tuple[str, ...] = LIBRARY_STRATEGY,
     distinct_instance: bool = False,
     constraints_not_planned: tuple[str, ...] = (),
+    zone_rebalancing: bool = False,
 ) -> ServiceInput:
     """A service as the planner sees it. ``kept_apart``: ECS is told to keep its tasks off the hosts of other
     isolation groups' services (a ``memberOf`` placement constraint on ``task:group``); ``distinct_instance``: a
     ``distinctInstance`` constraint runs one of its tasks an instance; ``constraints_not_planned``: ``memberOf``
-    expressions that narrow its hosts in ways the plan does not model."""
+    expressions that narrow its hosts in ways the plan does not model; ``zone_rebalancing``: ECS moves its tasks
+    between Availability Zones (``core.constraints.zone_rebalancing``)."""
     return ServiceInput(
         name=name,
         capacity=capacity,
@@ -116,6 +118,7 @@ def service_input(
         placement=tuple(placement),
         distinct_instance=distinct_instance,
         constraints_not_planned=tuple(constraints_not_planned),
+        zone_rebalancing=zone_rebalancing,
     )
 
 

@@ -72,6 +72,7 @@ class ServiceInput:
     evidence: Evidence | None = None  # what was measured, for a service without an allocation note
     distinct_instance: bool = False  # a distinctInstance constraint: ECS runs one of its tasks an instance
     constraints_not_planned: tuple[str, ...] = ()  # memberOf expressions that narrow its hosts beyond the plan's
+    zone_rebalancing: bool = False  # ECS moves its tasks between Availability Zones (core.constraints)
 
     @property
     def measured(self) -> Evidence | None:

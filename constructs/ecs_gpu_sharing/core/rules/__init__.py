@@ -45,12 +45,11 @@ from .plan_rules import (
     PLACEMENT_SCATTERS,
     PLAN_RULES,
     ROLL_TAKES_HOST_OUT,
+    ZONE_REBALANCING_NOT_REPLAYED,
     budget_below_need,
     budget_is_a_guess,
     counts_exceed_max_instances,
     deployment_cannot_start,
-    derived_max,
-    derived_max_instances,
     derived_max_over_quota,
     ecs_placement_needs_more,
     evidence_older_than_image,
@@ -58,13 +57,13 @@ from .plan_rules import (
     max_instances_unknown,
     mps_client_limit,
     placement_scatters,
-    roll_in_service,
     roll_takes_host_out,
     service_outside_plan,
     surge_does_not_fit,
     task_shape_not_literal,
     tasks_over_quota,
 )
+from .sizing import derived_max, derived_max_instances, roll_in_service
 
 RULES: tuple[Rule, ...] = (*PLAN_RULES, *OTHER_RULES)
 """Every rule of the library: the one table (the docs' rules page is generated from it)."""
@@ -286,6 +285,7 @@ __all__ = [
     "TASK_ALONE_RULES",
     "TASK_MIXES_GPU_OPTIONS",
     "UNVERIFIED_INSTANCE_FAMILY",
+    "ZONE_REBALANCING_NOT_REPLAYED",
     "Assessment",
     "Check",
     "Context",

@@ -11,7 +11,7 @@ from .. import quotas
 from ..allocation import digest_of
 from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
-from ..placement import DEFAULT_PRESET, scatters, strategy_label, with_headroom
+from ..placement import DEFAULT_PRESET, scatters, strategy_label
 from ..planner import MANAGED_INSTANCES, ServiceInput, tasks_on_a_host
 from ..rule_family import Level
 from ..task_rules import TASK_RULES, TaskRule
@@ -26,6 +26,7 @@ from .model import (
     Context,
     Rule,
 )
+from .sizing import derived_max, roll_in_service
 
 PLACEMENT_NEEDS_MORE = "ecs-gpu-sharing:EcsPlacementNeedsMoreInstances"
 DEPLOYMENT_CANNOT_START = "ecs-gpu-sharing:DeploymentCannotStart"
@@ -34,6 +35,7 @@ ROLL_TAKES_HOST_OUT = "ecs-gpu-sharing:RollTakesHostOutOfService"
 HOST_PORT_TWICE = "ecs-gpu-sharing:HostPortTwiceOnAHost"
 DISTINCT_INSTANCE_PACKED = "ecs-gpu-sharing:DistinctInstancePacked"
 CONSTRAINT_NOT_PLANNED = "ecs-gpu-sharing:PlacementConstraintNotPlanned"
+ZONE_REBALANCING_NOT_REPLAYED = "ecs-gpu-sharing:ZoneRebalancingNotReplayed"
 
 
 _REGISTERED: list[Rule] = []
@@ -70,30 +72,6 @@ def _task_rule(rule: TaskRule) -> Check:
 
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def roll_in_service(min_instances: int, max_instances: int) -> int:
-    """The hosts a rolling replacement keeps in service (MinInstancesInService): every ``min_instances`` host, unless
-    that is not below MaxSize. CloudFormation needs it below MaxSize ("UpdatePolicy attribute",
-    AutoScalingRollingUpdate: "This value must be less than the MaxSize of the Auto Scaling group"), to launch a
-    replacement beside them."""
-    return max(0, min(min_instances, max_instances - 1))
-
-
-def derived_max_instances(surge_instances: int, min_instances: int) -> int:
-    """max_instances when none is given: the deployment surge's instances, at least one, and above ``min_instances``
-    when there is a minimum, so a host roll keeps every minimum host in service (``roll_in_service``)."""
-    return max(surge_instances, min_instances + 1 if min_instances else 1)
-
-
-def derived_max(ctx: Context, name: str) -> int:
-    """The max_instances the plan derives for capacity ``name`` where none is given: the larger of the surge's packing
-    and what ECS's own placement needs at the peak of a fleet-wide rollout (``core.placement``), with the headroom
-    for arrival orders its replays did not draw."""
-    placed = ctx.placement.get(name)
-    surge = ctx.surge.capacity(name).instance_count
-    need = with_headroom(placed.needed) if placed else 0
-    return derived_max_instances(max(surge, need), ctx.capacities[name].min_instances)
 
 
 def _clashes(kind: str) -> Check:
@@ -575,6 +553,26 @@ def constraint_not_planned(ctx: Context) -> Iterator[tuple[str, str]]:
                 f"its memberOf expression {expression!r} lets ECS place its tasks only on the hosts it matches, but "
                 "the plan counts every host of the capacity, so its instances and max_instances may be too few; give "
                 "the service a capacity of its own whose hosts all match, or acknowledge the warning with a reason",
+            )
+
+
+@plan_rule(
+    ZONE_REBALANCING_NOT_REPLAYED,
+    Level.WARNING,
+    "service",
+    "ECS's Availability Zone rebalancing moves a service's running tasks between zones, which the plan's replay of "
+    "ECS's placement does not do (core.constraints.zone_rebalancing says where ECS does it)",
+)
+def zone_rebalancing_not_replayed(ctx: Context) -> Iterator[tuple[str, str]]:
+    for s in ctx.services:
+        if s.zone_rebalancing and ctx.capacities[s.capacity].kind != MANAGED_INSTANCES:
+            yield (
+                s.name,
+                "ECS rebalances its tasks over Availability Zones (availabilityZoneRebalancing ENABLED, or left out, "
+                "which ECS turns on for a new service spread over zones first): it stops tasks in the zone with the "
+                "most and starts them in the zone with the fewest, each start loading its model again, and the plan's "
+                "replay of ECS's placement does not, so max_instances may hold too few; set "
+                "availability_zone_rebalancing=DISABLED (SharedGpuService's default), or acknowledge the warning",
             )
 
 
