@@ -141,7 +141,7 @@ def _roll(min_instances: int, max_instances: int | None, services: int = 0) -> t
     [
         (0, None, 0, ("0", "1"), 0),  # nothing to keep: a roll may replace the one host
         (2, None, 0, ("2", "3"), 2),  # derived above the minimum, so a roll keeps every minimum host in service
-        (2, None, 3, ("2", "6"), 2),  # the surge of three one-GPU tasks at 200% needs 6: the minimum is below it
+        (2, None, 3, ("2", "7"), 2),  # three one-GPU tasks at 200% need 6, and 7 with ORDER_HEADROOM_PERCENT
         (2, 4, 0, ("2", "4"), 2),
         (2, 2, 0, ("2", "2"), 1),  # a given max equal to the min: the roll keeps one fewer in service (a warning)
     ],

@@ -57,7 +57,8 @@ def svc(count: int, mib: int, *, cpu: int = 512, mem: int = 1024, name: str = "e
 def test_a_fleet_that_fits_has_no_findings_and_derives_max_for_the_surge() -> None:
     result = assess([L4], [svc(4, 6000)])  # 3 per GPU: 2 instances steady, 8 tasks = 3 instances at surge
     assert result.findings == ()
-    assert len(result.steady.capacity("l4").instances) == 2 and result.max_instances == {"l4": 3}
+    assert len(result.steady.capacity("l4").instances) == 2 and result.placement["l4"].needed == 3
+    assert result.max_instances == {"l4": 4}  # ECS's need, and ORDER_HEADROOM_PERCENT of it rounded up
 
 
 def test_error_task_larger_than_a_gpu() -> None:
@@ -452,7 +453,8 @@ def test_a_derived_max_instances_is_held_to_the_cluster_quota_where_ecs_placemen
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The quota error reads the max_instances the plan derives: the larger of the surge's packing and what ECS's own
-    placement needs. Here the surge packs into 4 instances and ECS's placement needs 5: a quota of 4 is passed."""
+    placement needs. Here the surge packs into 4 instances and ECS's placement needs 5: a quota of 4 is passed. The
+    headroom for orders the replays did not draw (6) stops at a quota of 5 without an error."""
     from ecs_gpu_sharing.core import quotas
 
     l40s, services = _lp_pair(monkeypatch)

@@ -734,11 +734,12 @@ def _quota(code: str, value: float) -> dict[str, Any]:
     return {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": code, "Value": value}}
 
 
-@pytest.mark.parametrize(("quota", "code"), [(40.0, 0), (39.0, 1)])
+@pytest.mark.parametrize(("quota", "code"), [(56.0, 0), (55.0, 1)])
 def test_fleet_quotas_holds_the_fleets_most_vcpus_to_the_accounts_quota(
     quota: float, code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The example fleet at its most: l4 2 x 8 vCPUs (g6.2xlarge), l40s 3 x 8 (g6e.2xlarge): 40 vCPUs of G and VT.
+    # The example fleet at its most: l4 3 x 8 vCPUs (g6.2xlarge), l40s 4 x 8 (g6e.2xlarge): 56 vCPUs of G and VT (each
+    # max_instances ECS's placement need, 2 and 3, and its headroom for orders the replays did not draw).
     quotas = _real("service-quotas")
     with Stubber(quotas) as stub:
         stub.add_response(
@@ -747,8 +748,8 @@ def test_fleet_quotas_holds_the_fleets_most_vcpus_to_the_accounts_quota(
         _stubbed(monkeypatch, **{"service-quotas": quotas})
         assert main(["fleet", "quotas", str(REPO / "fleet.toml"), "--region", "us-east-1"]) == code
     out = capsys.readouterr().out
-    assert "Running On-Demand G and VT instances (L-DB2E81BA): 40 vCPUs at most (l4 2 x 8, l40s 3 x 8)" in out
-    assert ("the fleet needs 40 vCPUs at the most" in out) == (code == 1)
+    assert "Running On-Demand G and VT instances (L-DB2E81BA): 56 vCPUs at most (l4 3 x 8, l40s 4 x 8)" in out
+    assert ("the fleet needs 56 vCPUs at the most" in out) == (code == 1)
 
 
 def test_fleet_quotas_reads_aws_default_where_the_account_has_no_value(
@@ -762,7 +763,7 @@ def test_fleet_quotas_reads_aws_default_where_the_account_has_no_value(
         _stubbed(monkeypatch, **{"service-quotas": quotas})
         assert main(["fleet", "quotas", str(fleet_file), "--json"]) == 1
     (result,) = json.loads(capsys.readouterr().out)
-    assert result["quota_code"] == "L-417A185B" and result["needed_vcpus"] == 192 and result["quota_vcpus"] == 0
+    assert result["quota_code"] == "L-417A185B" and result["needed_vcpus"] == 384 and result["quota_vcpus"] == 0
     assert "request an increase in Service Quotas, or lower max_instances" in result["problem"]
 
 

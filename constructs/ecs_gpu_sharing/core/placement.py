@@ -87,15 +87,15 @@ LARGE_ORDERS = ("smallest-first", "host-memory-first", "interleaved")  # the shu
 WHOLE_TASKS = 3_000  # capacities of up to this many tasks are replayed whole; past it, on a fleet scaled down
 REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the ratios applied to the full packing
 ESTIMATE_HEADROOM = 0.02  # ... and the need so estimated raised by this share: the estimate fell up to 1.4% short
-ORDER_HEADROOM_PERCENT = 2  # a derived MaxSize over the need: orders the replays did not draw needed up to 1.6% more
+ORDER_HEADROOM_PERCENT = 5  # a derived MaxSize over the need: orders the replays did not draw needed up to 4.5% more
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
 BLOCKED_TASKS = 20_000  # past WHOLE_TASKS, up to this many tasks the full fleet is placed for DeploymentCannotStart
 SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its worst permutations need the most
 
 
 def with_headroom(needed: int) -> int:
-    """The need and ORDER_HEADROOM_PERCENT of it, to the nearest instance, up to ECS's instances a cluster."""
-    return max(needed, min((needed * (100 + ORDER_HEADROOM_PERCENT) + 50) // 100, quotas.INSTANCES_PER_CLUSTER.number))
+    """The need and ORDER_HEADROOM_PERCENT of it, rounded up, up to ECS's instances a cluster."""
+    return max(needed, min(-(-needed * (100 + ORDER_HEADROOM_PERCENT) // 100), quotas.INSTANCES_PER_CLUSTER.number))
 
 
 def strategy_label(strategy: Sequence[str]) -> str:
