@@ -160,6 +160,7 @@ def test_the_managed_instances_service_is_named_counted_and_planned() -> None:
                 {"MinimumHealthyPercent": 100, "MaximumPercent": 200, "DeploymentCircuitBreaker": Match.any_value()}
             ),
             "CapacityProviderStrategy": [Match.object_like({"CapacityProvider": Match.any_value()})],
+            "AvailabilityZoneRebalancing": "DISABLED",  # as the EC2 services: ECS would move models between zones
         },
     )
     assert service.service.node.default_child is not None

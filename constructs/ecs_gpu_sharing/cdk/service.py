@@ -30,8 +30,8 @@ MANAGED_INSTANCES_RESERVED = (*EC2_RESERVED, "placement_constraints")
 
 class _PlannedGpuService(Construct):
     """What the EC2 and the Managed Instances service share: the counts and deployment percents checked, the
-    capacity's provider strategy and rollback on failure set, and the service named, counted and noted in the fleet
-    plan. Each subclass checks its capacity and task definition and says which ECS service class it builds."""
+    capacity's provider strategy and rollback on failure set, Availability Zone rebalancing off unless asked for, and
+    the service named, counted and noted in the fleet plan. Each subclass checks its capacity and task definition and says which ECS service class it builds."""
 
     def __init__(
         self,
@@ -66,6 +66,9 @@ class _PlannedGpuService(Construct):
         )
         check_options(type(self), path, options, known, service_type.__name__, ServiceError)
         options = _namespace_by_arn(cluster, options)
+        # ECS turns Availability Zone rebalancing on for a new service without a value (botocore's ECS model,
+        # CreateService): it moves tasks between zones, which the plan's replay does not, and each move reloads a model.
+        options = {"availability_zone_rebalancing": ecs.AvailabilityZoneRebalancing.DISABLED, **options}
         super().__init__(scope, id_)
         self.task_definition = task_definition
         self.capacity = capacity
@@ -148,9 +151,6 @@ class SharedGpuService(_PlannedGpuService):
             )
         if "placement_strategies" not in kwargs:
             kwargs["placement_strategies"] = placement_strategies(LIBRARY_STRATEGY)
-        # ECS turns Availability Zone rebalancing on for a new service without a value (botocore's ECS model,
-        # CreateService): it moves tasks between zones, which the plan's replay does not, and each move reloads a model.
-        kwargs.setdefault("availability_zone_rebalancing", ecs.AvailabilityZoneRebalancing.DISABLED)
         super().__init__(
             scope,
             id_,
