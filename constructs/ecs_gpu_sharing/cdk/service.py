@@ -31,7 +31,8 @@ MANAGED_INSTANCES_RESERVED = (*EC2_RESERVED, "placement_constraints")
 class _PlannedGpuService(Construct):
     """What the EC2 and the Managed Instances service share: the counts and deployment percents checked, the
     capacity's provider strategy and rollback on failure set, Availability Zone rebalancing off unless asked for, and
-    the service named, counted and noted in the fleet plan. Each subclass checks its capacity and task definition and says which ECS service class it builds."""
+    the service named, counted and noted in the fleet plan. Each subclass checks its capacity and task definition and
+    says which ECS service class it builds."""
 
     def __init__(
         self,

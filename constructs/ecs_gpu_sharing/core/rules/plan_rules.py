@@ -571,8 +571,9 @@ def zone_rebalancing_not_replayed(ctx: Context) -> Iterator[tuple[str, str]]:
                 "ECS rebalances its tasks over Availability Zones (availabilityZoneRebalancing ENABLED, or left out, "
                 "which ECS turns on for a new service spread over zones first): it stops tasks in the zone with the "
                 "most and starts them in the zone with the fewest, each start loading its model again, and the plan's "
-                "replay of ECS's placement does not, so max_instances may hold too few; set "
-                "availability_zone_rebalancing=DISABLED (SharedGpuService's default), or acknowledge the warning",
+                "replay of ECS's placement does not, so max_instances may hold too few; set it DISABLED "
+                "(SharedGpuService's default; on an aws-ecs-patterns service, service.node.default_child."
+                "availability_zone_rebalancing), or acknowledge the warning",
             )
 
 
