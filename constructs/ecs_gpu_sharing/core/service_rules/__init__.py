@@ -20,7 +20,13 @@ from ..rule_family import PREFIX, Family, Level, Source
 from ..template_limits import Violation, check_templates
 from .autoscaling import AUTOSCALING_RULES, GROUP_ONE_LAUNCH_SOURCE, GROUP_SIZES, ROLL_BELOW_MAX_SIZE, ROLL_PAUSE_TIME
 from .base import ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
-from .containers import CONTAINER_RULES, DEPENDENCIES_RESOLVE, EXITING_DEPENDENCY_NOT_ESSENTIAL, HEALTH_CHECK_IN_RANGE
+from .containers import (
+    CONTAINER_RULES,
+    DEPENDENCIES_RESOLVE,
+    EXITING_DEPENDENCY_NOT_ESSENTIAL,
+    HEALTH_CHECK_IN_RANGE,
+    SYSCTL_NAMESPACED,
+)
 from .ecs import (
     AWSVPC_HOST_PORT,
     AWSVPC_NETWORK_CONFIGURATION,
@@ -509,6 +515,7 @@ __all__ = [
     "SERVICE_RULES_BY_ID",
     "STRATEGY_ONE_BASE",
     "STRATEGY_WITH_LAUNCH_TYPE",
+    "SYSCTL_NAMESPACED",
     "TARGET_CAPACITY_RANGE",
     "TARGET_GROUP_ONE_BALANCER",
     "TARGET_TYPE_MATCHES_NETWORK_MODE",

@@ -6,7 +6,9 @@ circle, wait for a health check nobody runs, or wait for an essential container 
 agent, or stopped as it starts (amazon-ecs-agent: agent/engine/dependencygraph/graph.go, agent/api/task/task.go).
 Whether RegisterTaskDefinition refuses some of these first, AWS's pages do not say; either way the service never
 runs. Health checks: ECS states each number's range in words, which botocore's model (and so moto) does not carry,
-and aws-ecs checks only some of them (its timeout up to 120 s, where ECS says 60)."""
+and aws-ecs checks only some of them (its timeout up to 120 s, where ECS says 60). Sysctls: Docker sets only those a
+container has its own copy of (its IPC and network namespaces'), which the ECS API model lists; any other fails the
+container as it is created."""
 
 from __future__ import annotations
 
@@ -15,11 +17,15 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import HEALTH_CHECK_FIRST, HEALTH_CHECK_RANGES, camel_keys
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, _containers, literal_number
+from .base import ECS_API, Finding, Resource, ServiceRule, Templates, _containers, _network_mode, literal_number
 
 DEPENDENCIES_RESOLVE = f"{PREFIX}ContainerDependenciesResolve"
 EXITING_DEPENDENCY_NOT_ESSENTIAL = f"{PREFIX}DependencyThatExitsIsNotEssential"
 HEALTH_CHECK_IN_RANGE = f"{PREFIX}ContainerHealthCheckRanges"
+SYSCTL_NAMESPACED = f"{PREFIX}ContainerSysctlNamespaced"
+IPC_SYSCTLS = frozenset(
+    f"kernel.{name}" for name in ("msgmax", "msgmnb", "msgmni", "sem", "shmall", "shmmax", "shmmni", "shm_rmid_forced")
+)  # and fs.mqueue.* (IPC), net.* (network): ECS API Reference, SystemControl, value
 _AGENT = "amazon-ecs-agent"
 
 
@@ -143,6 +149,29 @@ def health_check_ranges(ctx: Templates) -> Iterator[Finding]:
                 )
 
 
+def sysctls_namespaced(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        host_network, host_ipc = _network_mode(task) == "host", task.props.get("IpcMode") == "host"
+        for c in _containers(task):
+            for item in c.get("systemControls") or []:
+                name = camel_keys(item).get("namespace")
+                if not isinstance(name, str):
+                    continue  # not known at synth
+                ipc, network = name in IPC_SYSCTLS or name.startswith("fs.mqueue."), name.startswith("net.")
+                if not (ipc or network):
+                    why = f"{name!r}, which is not a namespaced sysctl a container has its own copy of"
+                elif (network and host_network) or (ipc and host_ipc):
+                    why = f"{name!r} in the host {'network' if network else 'IPC'} mode, where it is the host's"
+                else:
+                    continue
+                yield (
+                    task,
+                    f"container {c.get('name')} sets the sysctl {why}: Docker refuses it, so the container never "
+                    "starts; set only kernel.msg*, kernel.sem, kernel.shm* of ECS's list, fs.mqueue.* or net.* "
+                    "(not in that mode), or set the host's value in the hosts' user data",
+                )
+
+
 CONTAINER_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         DEPENDENCIES_RESOLVE,
@@ -172,5 +201,17 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
         'and 300 seconds"; timeout "between 2 and 60 seconds"; retries "between 1 and 10 retries"; startPeriod '
         '"between 0 and 300 seconds"',
         health_check_ranges,
+    ),
+    ServiceRule(
+        SYSCTL_NAMESPACED,
+        "Amazon ECS (Docker)",
+        "a container's systemControls name only sysctls of its own namespaces: the IPC ones ECS lists, fs.mqueue.* and "
+        "net.*, and none of a namespace the task shares with the host (host network or IPC mode)",
+        f'{ECS_API}, SystemControl, value: "Valid IPC namespace values: kernel.msgmax | kernel.msgmnb | '
+        "kernel.msgmni | kernel.sem | kernel.shmall | kernel.shmmax | kernel.shmmni | kernel.shm_rmid_forced, and "
+        'Sysctls that start with fs.mqueue.*. Valid network namespace values: Sysctls that start with net.*"; '
+        'ContainerDefinition, systemControls: "For tasks that use the host network mode, the network namespace '
+        "systemControls aren't supported\"",
+        sysctls_namespaced,
     ),
 )
