@@ -641,9 +641,9 @@ def test_the_fleet_file_names_a_preset_and_the_plan_carries_it(tmp_path: Path) -
         _fleet(tmp_path, FLEET + 'placement = "tightest"\n')
 
 
-def _shared_service(stack: cdk.Stack, max_azs: int = 2, **kwargs: Any) -> None:
-    """A SharedGpuService of one small MPS task on an L4 capacity, in a VPC of ``max_azs`` zones."""
-    from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+def _small_task_on_l4(stack: cdk.Stack, max_azs: int = 2) -> tuple[ecs.Cluster, Any, Any]:
+    """A cluster in a VPC of ``max_azs`` zones, an L4 capacity, and a task definition of one small MPS container."""
+    from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuTaskDefinition
 
     cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=max_azs, nat_gateways=1))
     capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.2xlarge"])
@@ -656,6 +656,14 @@ def _shared_service(stack: cdk.Stack, max_azs: int = 2, **kwargs: Any) -> None:
         user="1000",
         readonly_root_filesystem=True,
     )
+    return cluster, capacity, task
+
+
+def _shared_service(stack: cdk.Stack, max_azs: int = 2, **kwargs: Any) -> None:
+    """A SharedGpuService of two small MPS tasks on an L4 capacity, in a VPC of ``max_azs`` zones."""
+    from ecs_gpu_sharing import SharedGpuService
+
+    cluster, capacity, task = _small_task_on_l4(stack, max_azs)
     SharedGpuService(stack, "Svc", cluster=cluster, capacity=capacity, task_definition=task, desired_count=2, **kwargs)
 
 
@@ -712,21 +720,11 @@ def test_when_ecs_rebalances_a_service_over_zones(
 def test_zone_rebalancing_the_replay_does_not_model_warns_on_a_gpu_capacity() -> None:
     """A plain aws-ecs service on a GPU capacity is created with ECS's zone rebalancing on; SharedGpuService turns it
     off, and one that turns it back on is warned too."""
-    from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
+    from ecs_gpu_sharing import SharedGpuService
 
     app = new_app()
     stack = cdk.Stack(app, "S")
-    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1))
-    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.2xlarge"])
-    task = SharedGpuTaskDefinition(stack, "T")
-    task.add_container(
-        "m",
-        image=ecs.ContainerImage.from_registry("r/m@sha256:" + "0" * 64),
-        memory_limit_mib=1024,
-        gpu=MpsShare(2048),
-        user="1000",
-        readonly_root_filesystem=True,
-    )
+    cluster, capacity, task = _small_task_on_l4(stack)
     on = ecs.AvailabilityZoneRebalancing.ENABLED
     common: dict[str, Any] = {"cluster": cluster, "task_definition": task, "desired_count": 1}
     SharedGpuService(stack, "On", capacity=capacity, availability_zone_rebalancing=on, **common)
