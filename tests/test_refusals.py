@@ -14,7 +14,7 @@ import pytest
 HEAD = """
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_ecs as ecs
-from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuTaskDefinition
+from ecs_gpu_sharing import GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
 app = cdk.App(outdir={outdir!r})
 stack = cdk.Stack(app, "Consumer")
 image = ecs.ContainerImage.from_registry("public.ecr.aws/x/m@sha256:" + "0" * 64)
@@ -47,6 +47,20 @@ CASES = {
         app.synth()
         """,
         "[ecs-gpu-sharing:NetworkModeNotAllowed]",
+    ),
+    "by an aws-cdk construct a library construct makes": (
+        """
+        vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+        cluster = ecs.Cluster(stack, "Cluster", vpc=vpc)
+        capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+        td = SharedGpuTaskDefinition(stack, "Td")
+        td.add_container("model", image=image, memory_limit_mib=1024, gpu=MpsShare(2048), user="1000",
+                         readonly_root_filesystem=True)
+        SharedGpuService(stack, "Svc", cluster=cluster, capacity=capacity, task_definition=td, desired_count=2,
+                         min_healthy_percent=50, max_healthy_percent=100,
+                         availability_zone_rebalancing=ecs.AvailabilityZoneRebalancing.ENABLED)
+        """,
+        "error: [Consumer/Svc] AvailabilityZoneRebalancing.ENABLED requires maxHealthyPercent > 100",
     ),
 }
 

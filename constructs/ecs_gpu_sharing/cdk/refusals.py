@@ -3,7 +3,9 @@ JavaScript and Python stack that jsii puts around it.
 
 The library refuses bad input in two places: in a constructor (a ``GpuSharingError``, raised in the app's own
 Python) and when the app synthesizes (CDK's validation: the construct validations and the fleet plan's policy
-plugin, which jsii raises as a ``RuntimeError`` from a ``JavaScriptError``). Loading the constructs installs a
+plugin, which jsii raises as a ``RuntimeError`` from a ``JavaScriptError``). An aws-cdk construct that refuses its
+props as it is made (a ``ValidationError``, such as an option a library construct passes on) names its construct in
+the ``JavaScriptError`` ("Relates to construct:"); it is printed with that path. Loading the constructs installs a
 ``sys.excepthook`` that prints either as its own lines and nothing else when it ends the program; every other
 exception, and every error that is caught, is left as it was. ``ECS_GPU_SHARING_TRACEBACK=1`` shows the whole trace.
 """
@@ -46,8 +48,11 @@ def refusal_lines(error: BaseException) -> list[str] | None:
     if isinstance(error, GpuSharingError):
         return [f"error: {line}" for line in str(error).splitlines() if line.strip()]
     text = str(error)
-    if not isinstance(error, RuntimeError) or "alidation" not in text.split("\n", 1)[0]:
+    if not isinstance(error, RuntimeError):
         return None
+    if "alidation" not in text.split("\n", 1)[0]:  # an aws-cdk construct's own refusal, made as the app runs
+        path = _construct_path(str(error.__cause__)) if error.__cause__ is not None else None
+        return [f"error: [{path}] {text.strip().splitlines()[0]}"] if path and text.strip() else None
     if "Validation failed with the following errors" in text:  # construct validations: one line per error
         return [f"error: {line.strip()}" for line in text.splitlines()[1:] if line.strip()]
     if text.startswith("ValidationFailed"):  # the policy report: its ERROR entries, without warnings or advice
@@ -65,6 +70,22 @@ def refusal_lines(error: BaseException) -> list[str] | None:
         where = f" (a copy: {copy[1].strip()})" if len(copy) > 1 else ""
         return [f"error: the synth failed the checks reported above{where}"]  # CDK printed the report itself
     return None
+
+
+def _construct_path(stack: str) -> str | None:
+    """The construct an aws-cdk ValidationError names ("Relates to construct:", then the tree from the app down,
+    one construct a line), as a path; None where it names none."""
+    _, found, tree = stack.partition("Relates to construct:")
+    if not found:
+        return None
+    names = []
+    for line in tree.strip().splitlines():
+        name = line.strip().removeprefix("└─").strip().split(" (", 1)[0]
+        if not name or not line.strip().startswith(("<.>", "└─")):
+            break
+        if name != "<.>":
+            names.append(name)
+    return "/".join(names) or None
 
 
 def install() -> None:
