@@ -81,7 +81,7 @@ def test_catalog_refresh_writes_the_catalog_and_says_what_changed(
 def test_inspect_region_resolves_a_published_release_through_aws_data(fake_credentials: None) -> None:
     # moto carries AWS's public parameters and images; its copy ends at 20260922 (below the floor).
     result = ami_verify.inspect_region(_real("ssm"), _real("ec2"), "20260922")
-    assert result.ok and result.image_id == "ami-0ca77a28d8801702a"
+    assert result.ok and result.image_id == "ami-0ca77a28d8801702a"  # its root device /dev/xvda, as AWS lists it
 
 
 @mock_aws
@@ -116,7 +116,7 @@ def test_ami_verify_prints_the_ami_id_when_the_release_checks_out(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     image = {"ImageId": "ami-0123456789abcdef0", "Name": AMI_NAME, "Architecture": "x86_64", "State": "available"}
-    ssm, ec2, ssm_stub, ec2_stub = _ami_stubs(image)
+    ssm, ec2, ssm_stub, ec2_stub = _ami_stubs({**image, "RootDeviceName": "/dev/xvda"})
     _stubbed(monkeypatch, ssm=ssm, ec2=ec2)
     with ssm_stub, ec2_stub:
         assert main(["ami", "verify", "--release", RELEASE, "--region", "us-east-1"]) == 0
@@ -128,6 +128,8 @@ def test_ami_verify_prints_the_ami_id_when_the_release_checks_out(
     [
         ({"Name": AMI_NAME, "Architecture": "arm64"}, "is arm64, not x86_64"),
         ({"Name": "al2023-ami-ecs-hvm-2023.0.20261113-kernel-6.1-x86_64", "Architecture": "x86_64"}, "is named"),
+        # The launch templates size the root volume by its device name: on another, theirs is a second disk.
+        ({"Name": AMI_NAME, "Architecture": "x86_64", "RootDeviceName": "/dev/sda1"}, "root device is /dev/sda1"),
     ],
 )
 def test_ami_verify_fails_on_the_wrong_image(

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ecs_gpu_sharing.core.ami_release import ROOT_DEVICE
+
 from .report import ACCOUNT, REGION
 
 _AMI_PARAMETER = re.compile(r"^/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/(?P<name>[^/]+)/image_id$")
@@ -37,11 +39,13 @@ def seed_public_amis(templates: Mapping[str, Any], *, account: str = ACCOUNT, re
             except ssm.exceptions.ParameterNotFound:
                 pass
             image = ec2.register_image(
-                Name=match["name"], Architecture="x86_64", RootDeviceName="/dev/xvda", VirtualizationType="hvm"
+                Name=match["name"], Architecture="x86_64", RootDeviceName=ROOT_DEVICE, VirtualizationType="hvm"
             )["ImageId"]
             from moto.ec2.models import ec2_backends
 
-            ec2_backends[account][region].amis[image].architecture = "x86_64"  # moto's RegisterImage drops it
+            seeded_image = ec2_backends[account][region].amis[image]
+            seeded_image.architecture = "x86_64"  # moto's RegisterImage drops it,
+            seeded_image.root_device_name = ROOT_DEVICE  # and this, as AWS lists it for these images
             # AWS reserves /aws/ names, and so does moto's API: add it the way moto loads its public parameters.
             store = ssm_backends[account][region]._parameters
             store._check_loading_status(name)

@@ -14,6 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct
 
+from ..core import ami_release
 from ..core.capacity_facts import (
     RESERVED_HOST_PORTS,
     ROOT_VOLUME_DEFAULT_GIB,
@@ -41,8 +42,7 @@ ROLL_SIGNAL_MINUTES = 20
 """How long a rolling replacement waits for a new host to signal that its ECS agent registered (PauseTime with
 WaitOnResourceSignals); no signal in that time fails the update, and CloudFormation rolls it back."""
 
-AGENT_METADATA_URL = "http://localhost:51678/v1/metadata"
-"""The ECS agent's introspection endpoint: it names the container instance once the agent has registered."""
+AGENT_METADATA_URL = "http://localhost:51678/v1/metadata"  # the ECS agent's introspection: names its registered host
 
 # AWS advises suspending these during a rolling update (Knowledge Center, "Why does my CloudFormation stack fail to
 # update an Auto Scaling group with a rolling update?"; AWS::AutoScaling::AutoScalingGroup UpdatePolicy reference):
@@ -395,7 +395,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             http_tokens=ec2.LaunchTemplateHttpTokens.REQUIRED,
             block_devices=[
                 ec2.BlockDevice(
-                    device_name="/dev/xvda",
+                    device_name=ami_release.ROOT_DEVICE,
                     volume=ec2.BlockDeviceVolume.ebs(
                         root,
                         volume_type=ec2.EbsDeviceVolumeType.GP3,

@@ -69,6 +69,10 @@ ECS_AGENT_FLOOR = (1, 107, 0)
 
 AMI_NAME_TEMPLATE = "al2023-ami-ecs-gpu-hvm-2023.0.{release}-kernel-6.1-x86_64-ebs"
 AMI_OWNER = "amazon"
+# The images' root device, which the launch templates map to size the root volume: a mapping of another name is a
+# second disk. AWS lists /dev/xvda for every AL2023 ECS GPU image in moto's copy of its data; `ami verify` checks the
+# pinned image's own RootDeviceName in each region.
+ROOT_DEVICE = "/dev/xvda"
 
 # Per-release public SSM parameter. This GPU path is not confirmed for releases at or above the floor: AWS's
 # public parameter list as moto 5.2 ships it has exactly this path for GPU releases up to 20260922 (older than

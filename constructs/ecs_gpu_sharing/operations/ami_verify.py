@@ -21,7 +21,8 @@ class RegionResult:
 
 
 def inspect_region(ssm: Any, ec2: Any, release: str) -> RegionResult:
-    """Resolves the release's public SSM parameter and checks the image it names (name, x86_64, available)."""
+    """Resolves the release's public SSM parameter and checks the image it names (name, x86_64, available, and the
+    root device the launch templates size)."""
     region = ssm.meta.region_name
     parameter = ami_release.ssm_parameter_unchecked(release)
     with aws_errors(f"{region}: reading SSM parameter {parameter}"):
@@ -41,6 +42,14 @@ def inspect_region(ssm: Any, ec2: Any, release: str) -> RegionResult:
         return RegionResult(region, image_id, f"{image_id} is {image.get('Architecture')}, not x86_64")
     if image.get("State", "available") != "available":
         return RegionResult(region, image_id, f"{image_id} is {image.get('State')}, not available")
+    if image.get("RootDeviceName") != ami_release.ROOT_DEVICE:
+        return RegionResult(
+            region,
+            image_id,
+            f"{image_id}'s root device is {image.get('RootDeviceName')}, not {ami_release.ROOT_DEVICE}, which the "
+            "launch templates map to size the root volume (root_volume_gib): there it would be a second disk and the "
+            "images and model caches would fill the AMI's own root; pin a release whose image checks out",
+        )
     return RegionResult(region, image_id, None)
 
 
