@@ -717,6 +717,14 @@ def test_when_ecs_rebalances_a_service_over_zones(
     assert zone_rebalancing(value, strategy, max_percent) is rebalances
 
 
+def test_a_service_held_to_zones_by_a_constraint_is_not_rebalanced_unless_asked() -> None:
+    """A memberOf expression on the zone attribute is one of the limits (aws-cdk's Ec2Service refuses ENABLED with it)."""
+    zoned = ("attribute:ecs.availability-zone in [us-east-1a]",)
+    assert not zone_rebalancing(None, P.LIBRARY_STRATEGY, 200, zoned)
+    assert zone_rebalancing(None, P.LIBRARY_STRATEGY, 200, ("attribute:ecs.instance-type == g6.xlarge",))
+    assert zone_rebalancing("ENABLED", P.LIBRARY_STRATEGY, 200, zoned)
+
+
 def test_zone_rebalancing_the_replay_does_not_model_warns_on_a_gpu_capacity() -> None:
     """A plain aws-ecs service on a GPU capacity is created with ECS's zone rebalancing on; SharedGpuService turns it
     off, and one that turns it back on is warned too."""

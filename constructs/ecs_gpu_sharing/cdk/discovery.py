@@ -472,7 +472,9 @@ def discover(
                 placement=counted.placement,
                 distinct_instance=counted.distinct_instance,
                 constraints_not_planned=_constraints_not_planned(construct, props),
-                zone_rebalancing=zone_rebalancing(props.get("availabilityZoneRebalancing"), counted.placement, percent),
+                zone_rebalancing=zone_rebalancing(
+                    props.get("availabilityZoneRebalancing"), counted.placement, percent, counted.member_of
+                ),
             )
         )
     _add_capacities(found, by_name, reserved, acks)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from .mps import MPS_HOSTS_EXPRESSION
-from .placement import SPREAD_ZONE
+from .placement import SPREAD_ZONE, ZONE_ATTRIBUTE
 
 ISOLATION_JOIN = " and "
 
@@ -38,14 +38,15 @@ def planned_member_of(expression: str) -> bool:
     return all(_ISOLATION_TERM.match(term.strip()) for term in expression.split(ISOLATION_JOIN))
 
 
-def zone_rebalancing(value: object, strategy: Sequence[str], max_percent: int) -> bool:
+def zone_rebalancing(value: object, strategy: Sequence[str], max_percent: int, member_of: Sequence[str] = ()) -> bool:
     """Whether ECS rebalances the service's tasks over Availability Zones: stops tasks in the zone with the most and
     starts them in the zone with the fewest. ``value`` is its ``AvailabilityZoneRebalancing`` as written: ENABLED (in
     any case), or a value not known at synth, is taken as on. Left out, ECS turns it on for a new service (botocore's
     ECS model, CreateService availabilityZoneRebalancing; CloudFormation's schema default ENABLED) where it can: the
-    service spreads over zones first or has no strategy, and its maximum percent is over 100 (the limits aws-cdk's
-    Ec2Service holds ENABLED to, aws-cdk PR 32263; AWS's notice of 2025-06: services it cannot rebalance, such as
-    binpack's, default to off)."""
+    service spreads over zones first or has no strategy, its maximum percent is over 100, and no ``member_of``
+    expression names the zone attribute (the limits aws-cdk's Ec2Service holds ENABLED to, aws-cdk PR 32263; AWS's
+    notice of 2025-06: services it cannot rebalance, such as binpack's, default to off)."""
     if value is not None:
         return not (isinstance(value, str) and value.upper() == "DISABLED")
-    return max_percent > 100 and (not strategy or strategy[0] == SPREAD_ZONE)
+    zoned = any(ZONE_ATTRIBUTE in expression for expression in member_of)
+    return max_percent > 100 and not zoned and (not strategy or strategy[0] == SPREAD_ZONE)

@@ -37,7 +37,8 @@ from .shape import camel_keys
 if TYPE_CHECKING:  # the planner's inputs carry this module's strategies, so it imports this module
     from .planner import CapacityInput, CapacityPlan, ServiceInput
 
-SPREAD_ZONE = "spread(attribute:ecs.availability-zone)"
+ZONE_ATTRIBUTE = "attribute:ecs.availability-zone"
+SPREAD_ZONE = f"spread({ZONE_ATTRIBUTE})"
 SPREAD_INSTANCE = "spread(instanceId)"
 BINPACK_MEMORY = "binpack(memory)"
 BINPACK_CPU = "binpack(cpu)"
@@ -230,9 +231,8 @@ class _Replay:
             return None
         if self.rule not in GPU_RULES:
             raise ValueError(f"unknown GPU rule {self.rule!r}")
-        if (
-            self.rule == "worst-fit"
-        ):  # the first roomiest GPU, where it has the clients (it has the memory, or none has)
+        # Worst-fit: the first roomiest GPU, where it has the clients (it has the memory, or none has).
+        if self.rule == "worst-fit":
             roomiest = room.index(host.largest_room)
             if left[roomiest] >= clients:
                 return (roomiest,) if room[roomiest] >= size else None

@@ -212,8 +212,8 @@ def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
     placed = assessment.placement.get(name)
     if placed is not None:
         line += f" packed, {placed.needed} as ECS places it"
-        if with_headroom(placed.needed) > placed.needed:
-            line += f" ({with_headroom(placed.needed)} with {ORDER_HEADROOM_PERCENT}% headroom for orders not replayed)"
+        if (margin := with_headroom(placed.needed)) > placed.needed:
+            line += f" ({margin} with {ORDER_HEADROOM_PERCENT}% headroom for orders not replayed)"
         line += f"; {_count(placed.expected_after_rollout, 'instance')} expected after rollouts"
         if placed.scaled_from:
             line += (
