@@ -6,9 +6,10 @@ circle, wait for a health check nobody runs, or wait for an essential container 
 agent, or stopped as it starts (amazon-ecs-agent: agent/engine/dependencygraph/graph.go, agent/api/task/task.go).
 Whether RegisterTaskDefinition refuses some of these first, AWS's pages do not say; either way the service never
 runs. Health checks: ECS states each number's range in words, which botocore's model (and so moto) does not carry,
-and aws-ecs checks only some of them (its timeout up to 120 s, where ECS says 60). Sysctls: Docker sets only those a
-container has its own copy of (its IPC and network namespaces'), which the ECS API model lists; any other fails the
-container as it is created."""
+and aws-ecs checks only some of them (its timeout up to 120 s, where ECS says 60). Sysctls: the runtime sets only
+those a container has its own copy of (its IPC, network and UTS namespaces'), as the ECS API model lists them and runc
+checks them (libcontainer/configs/validate/validator.go, ConfigValidator.sysctl); any other fails the container as it
+is created."""
 
 from __future__ import annotations
 
@@ -157,7 +158,8 @@ def sysctls_namespaced(ctx: Templates) -> Iterator[Finding]:
                 name = camel_keys(item).get("namespace")
                 if not isinstance(name, str):
                     continue  # not known at synth
-                ipc, network = name in IPC_SYSCTLS or name.startswith("fs.mqueue."), name.startswith("net.")
+                ipc = name in IPC_SYSCTLS or name.startswith("fs.mqueue.")
+                network = name.startswith("net.") or name == "kernel.domainname"  # UTS: shared with host networking
                 if not (ipc or network):
                     why = f"{name!r}, which is not a namespaced sysctl a container has its own copy of"
                 elif (network and host_network) or (ipc and host_ipc):
@@ -166,9 +168,10 @@ def sysctls_namespaced(ctx: Templates) -> Iterator[Finding]:
                     continue
                 yield (
                     task,
-                    f"container {c.get('name')} sets the sysctl {why}: Docker refuses it, so the container never "
-                    "starts; set only kernel.msg*, kernel.sem, kernel.shm* of ECS's list, fs.mqueue.* or net.* "
-                    "(not in that mode), or set the host's value in the hosts' user data",
+                    f"container {c.get('name')} sets the sysctl {why}: the container runtime refuses it, so the "
+                    "container never starts; set only kernel.msg*, kernel.sem, kernel.shm* of ECS's list, "
+                    "fs.mqueue.*, net.* or kernel.domainname (not in that mode), or set the host's value in the "
+                    "hosts' user data",
                 )
 
 
@@ -205,13 +208,15 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         SYSCTL_NAMESPACED,
         "Amazon ECS (Docker)",
-        "a container's systemControls name only sysctls of its own namespaces: the IPC ones ECS lists, fs.mqueue.* and "
-        "net.*, and none of a namespace the task shares with the host (host network or IPC mode)",
+        "a container's systemControls name only sysctls of its own namespaces: the IPC ones ECS lists, fs.mqueue.*, "
+        "net.* and kernel.domainname, and none of a namespace the task shares with the host (host network or IPC "
+        "mode)",
         f'{ECS_API}, SystemControl, value: "Valid IPC namespace values: kernel.msgmax | kernel.msgmnb | '
         "kernel.msgmni | kernel.sem | kernel.shmall | kernel.shmmax | kernel.shmmni | kernel.shm_rmid_forced, and "
         'Sysctls that start with fs.mqueue.*. Valid network namespace values: Sysctls that start with net.*"; '
         'ContainerDefinition, systemControls: "For tasks that use the host network mode, the network namespace '
-        "systemControls aren't supported\"",
+        'systemControls aren\'t supported"; runc, libcontainer/configs/validate/validator.go: any other sysctl "is '
+        'not in a separate kernel namespace"',
         sysctls_namespaced,
     ),
 )
