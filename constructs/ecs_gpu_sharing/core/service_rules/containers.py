@@ -158,8 +158,9 @@ def sysctls_namespaced(ctx: Templates) -> Iterator[Finding]:
                 name = camel_keys(item).get("namespace")
                 if not isinstance(name, str):
                     continue  # not known at synth
-                ipc = name in IPC_SYSCTLS or name.startswith("fs.mqueue.")
-                network = name.startswith("net.") or name == "kernel.domainname"  # UTS: shared with host networking
+                ipc, network = name in IPC_SYSCTLS or name.startswith("fs.mqueue."), name.startswith("net.")
+                if name == "kernel.domainname":  # UTS: ECS has no UTS mode, and Docker keeps one with host networking
+                    continue
                 if not (ipc or network):
                     why = f"{name!r}, which is not a namespaced sysctl a container has its own copy of"
                 elif (network and host_network) or (ipc and host_ipc):
@@ -209,8 +210,8 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
         SYSCTL_NAMESPACED,
         "Amazon ECS (Docker)",
         "a container's systemControls name only sysctls of its own namespaces: the IPC ones ECS lists, fs.mqueue.*, "
-        "net.* and kernel.domainname, and none of a namespace the task shares with the host (host network or IPC "
-        "mode)",
+        "net.* and kernel.domainname, and none of a namespace the task shares with the host (net.* in the host network "
+        "mode, the IPC ones in the host IPC mode)",
         f'{ECS_API}, SystemControl, value: "Valid IPC namespace values: kernel.msgmax | kernel.msgmnb | '
         "kernel.msgmni | kernel.sem | kernel.shmall | kernel.shmmax | kernel.shmmni | kernel.shm_rmid_forced, and "
         'Sysctls that start with fs.mqueue.*. Valid network namespace values: Sysctls that start with net.*"; '
