@@ -126,6 +126,11 @@ def _lb_service(port: int, *, target_type: str | None, mode: str | None) -> dict
     )
 
 
+def _target_groups(n: int) -> list[dict[str, Any]]:
+    """``n`` load balancer entries of a service, each a target group of its own for the one container's port 80."""
+    return [{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": f"Tg{i}"}} for i in range(n)]
+
+
 def _key(principal: Any) -> dict[str, Any]:
     policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}]}
     return _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": policy}), ("Role", "AWS::IAM::Role", {}))
@@ -263,6 +268,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.LOAD_BALANCER_CONTAINER: (
         _lb_service(80, target_type=None, mode="bridge"),
         _lb_service(8080, target_type=None, mode="bridge"),
+    ),
+    sr.TARGET_GROUPS_PER_SERVICE: (
+        _stack(_task(), _service(LoadBalancers=_target_groups(5))),
+        _stack(_task(), _service(LoadBalancers=_target_groups(6))),
     ),
     sr.AWSVPC_HOST_PORT: (
         _stack(_task(mode="awsvpc", containers=[_container(PortMappings=[{"ContainerPort": 80, "HostPort": 80}])])),
@@ -1051,6 +1060,24 @@ def test_a_containers_network_options_follow_its_task_network_mode(
 ) -> None:
     found = check_service_rules({"s": _stack(_task(mode=mode, containers=[_container(**container)]))})
     messages = [v.message for v in found if v.rule_id == sr.NETWORK_MODE_OPTIONS]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
+    ("groups", "props", "refused"),
+    [
+        (2, {"DeploymentController": {"Type": "ECS"}}, None),
+        (2, {"DeploymentController": {"Type": "CODE_DEPLOY"}}, "deployment controller CODE_DEPLOY"),
+        (2, {"DeploymentController": {"Type": "EXTERNAL"}}, "deployment controller EXTERNAL"),
+        (1, {"DeploymentController": {"Type": "CODE_DEPLOY"}}, None),
+        (2, {"Role": "arn:aws:iam::123456789012:role/ecs"}, "Role"),
+        (1, {"Role": "arn:aws:iam::123456789012:role/ecs"}, None),
+        (6, {"DeploymentController": {"Type": "ECS"}}, "6 target groups"),
+    ],
+)
+def test_a_services_target_groups_are_what_ecs_takes(groups: int, props: dict[str, Any], refused: str | None) -> None:
+    template = _stack(_task(), _service(LoadBalancers=_target_groups(groups), **props))
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.TARGET_GROUPS_PER_SERVICE]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
 
 

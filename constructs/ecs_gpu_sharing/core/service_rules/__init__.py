@@ -46,6 +46,7 @@ from .ecs import (
     STRATEGY_ONE_BASE,
     STRATEGY_WITH_LAUNCH_TYPE,
     TARGET_CAPACITY_RANGE,
+    TARGET_GROUPS_PER_SERVICE,
     TARGET_TYPE_MATCHES_NETWORK_MODE,
     TERMINATION_PROTECTION,
     awsvpc_host_port,
@@ -66,6 +67,7 @@ from .ecs import (
     strategy_one_base,
     strategy_with_launch_type,
     target_capacity_range,
+    target_groups_per_service,
     target_type_matches_network_mode,
     termination_protection,
 )
@@ -163,6 +165,17 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         f'{_ECS_API}, LoadBalancer: containerName "as it appears in a container definition"; containerPort "This '
         'port must correspond to a containerPort in the task definition the tasks in the service are using"',
         load_balancer_container,
+    ),
+    ServiceRule(
+        TARGET_GROUPS_PER_SERVICE,
+        "Amazon ECS",
+        "a service attaches at most five target groups, and more than one only under the ECS deployment controller "
+        "and without a Role",
+        f"{_ECS_GUIDE}, 'Registering multiple target groups with an Amazon ECS service': \"you cannot attach more than "
+        'five target groups to a service"; more than one only where "The service must use the rolling update (ECS) '
+        'deployment controller type", the service-linked role "created by omitting ... the Role property in AWS '
+        'CloudFormation"',
+        target_groups_per_service,
     ),
     ServiceRule(
         AWSVPC_HOST_PORT,
@@ -517,6 +530,7 @@ __all__ = [
     "STRATEGY_WITH_LAUNCH_TYPE",
     "SYSCTL_NAMESPACED",
     "TARGET_CAPACITY_RANGE",
+    "TARGET_GROUPS_PER_SERVICE",
     "TARGET_GROUP_ONE_BALANCER",
     "TARGET_TYPE_MATCHES_NETWORK_MODE",
     "TASK_ROLE_TRUST",
@@ -566,6 +580,7 @@ __all__ = [
     "strategy_one_base",
     "strategy_with_launch_type",
     "target_capacity_range",
+    "target_groups_per_service",
     "target_type_matches_network_mode",
     "termination_protection",
 ]

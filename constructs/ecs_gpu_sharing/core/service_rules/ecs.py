@@ -47,6 +47,8 @@ STRATEGY_ONE_BASE = f"{PREFIX}CapacityProviderStrategyOneBase"
 PROVIDER_NAME_PREFIX = f"{PREFIX}CapacityProviderNamePrefix"
 TARGET_CAPACITY_RANGE = f"{PREFIX}ManagedScalingTargetCapacity"
 TERMINATION_PROTECTION = f"{PREFIX}TerminationProtectionNeedsScaleInProtection"
+TARGET_GROUPS_PER_SERVICE = f"{PREFIX}ServiceTargetGroups"
+MAX_TARGET_GROUPS = 5  # ECS Developer Guide, 'Registering multiple target groups with an Amazon ECS service'
 
 
 def service_connect_task_memory(ctx: Templates) -> Iterator[Finding]:
@@ -187,6 +189,31 @@ def load_balancer_container(ctx: Templates) -> Iterator[Finding]:
                         f"{sorted(p for p in ports[name] if p is not None) or 'no port'}; add the port mapping"
                     ),
                 )
+
+
+def target_groups_per_service(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        groups = [e for e in service.props.get("LoadBalancers") or [] if camel_keys(e).get("targetGroupArn")]
+        if len(groups) > MAX_TARGET_GROUPS:
+            yield (
+                service,
+                f"it attaches {len(groups)} target groups, and ECS takes at most {MAX_TARGET_GROUPS}; split it",
+            )
+        if len(groups) < 2:
+            continue
+        controller = camel_keys(service.props.get("DeploymentController")).get("type", "ECS")
+        if controller != "ECS":
+            yield (
+                service,
+                f"it attaches {len(groups)} target groups under deployment controller {controller}, and ECS takes "
+                "more than one only under its own (ECS) controller; attach one, or deploy with ECS",
+            )
+        if service.props.get("Role") is not None:
+            yield (
+                service,
+                f"it attaches {len(groups)} target groups and names a Role; ECS uses its service-linked role for more "
+                "than one target group: leave Role out",
+            )
 
 
 def awsvpc_host_port(ctx: Templates) -> Iterator[Finding]:
