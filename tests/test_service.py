@@ -560,3 +560,24 @@ def test_a_member_of_expression_the_plan_does_not_model_warns(expression: str, w
     fleet.service("Model", 2, 4000, placement_constraints=[ecs.PlacementConstraint.member_of(expression)])
     found = [w for w in _warnings(fleet) if "PlacementConstraintNotPlanned" in w]
     assert bool(found) is warned, found
+
+
+@pytest.mark.parametrize(
+    ("controller", "refused"),
+    [
+        (ecs.DeploymentController(type=ecs.DeploymentControllerType.CODE_DEPLOY), "CODE_DEPLOY"),
+        ({"type": ecs.DeploymentControllerType.EXTERNAL}, "EXTERNAL"),
+        (ecs.DeploymentController(type=ecs.DeploymentControllerType.ECS), None),
+    ],
+)
+def test_a_service_deploys_under_ecss_own_controller(controller: Any, refused: str | None) -> None:
+    """The circuit breaker the construct sets, and the rolling deployments its plan replays, are ECS's controller's:
+    another one is refused in the constructor, not by aws-ecs's annotation about an option the team never set."""
+    fleet = Fleet()
+    if refused is None:
+        fleet.service("chat", 2, 4096, deployment_controller=controller)
+        return
+    with pytest.raises(
+        ServiceError, match=rf"Test/chat: deployment_controller {refused} .*leave deployment_controller"
+    ):
+        fleet.service("chat", 2, 4096, deployment_controller=controller)

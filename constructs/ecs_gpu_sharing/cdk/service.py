@@ -239,7 +239,23 @@ def _checked(
                 )
                 + "); leave it out"
             )
+    kind = _controller_type(kwargs.get("deployment_controller"))
+    if kind not in (None, "ECS"):
+        raise ServiceError(
+            f"{path}: deployment_controller {kind} is not ECS's own; the construct rolls back a failed deployment with "
+            "ECS's circuit breaker, which ECS takes only under its own (ECS) controller (botocore's ECS model, "
+            "DeploymentConfiguration.deploymentCircuitBreaker), and its plan replays that controller's deployments; "
+            "leave deployment_controller out"
+        )
     return count, low, high
+
+
+def _controller_type(controller: Any) -> str | None:
+    """The type a ``deployment_controller`` option names (a struct or a dict, an enum member or a string)."""
+    if controller is None:
+        return None
+    kind = controller.get("type") if isinstance(controller, Mapping) else getattr(controller, "type", None)
+    return None if kind is None else str(getattr(kind, "value", kind))
 
 
 def _register(service: Construct, name: str, planned_count: int | None, allocation: AllocationNote | None) -> None:
