@@ -126,6 +126,13 @@ def _lb_service(port: int, *, target_type: str | None, mode: str | None) -> dict
     )
 
 
+_BREAKER = {"DeploymentCircuitBreaker": {"Enable": True, "Rollback": True}}
+
+
+def _asg_provider() -> Res:
+    return "Provider", "AWS::ECS::CapacityProvider", {"AutoScalingGroupProvider": {"AutoScalingGroupArn": "arn"}}
+
+
 def _target_groups(n: int) -> list[dict[str, Any]]:
     """``n`` load balancer entries of a service, each a target group of its own for the one container's port 80."""
     return [{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": f"Tg{i}"}} for i in range(n)]
@@ -268,6 +275,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.LOAD_BALANCER_CONTAINER: (
         _lb_service(80, target_type=None, mode="bridge"),
         _lb_service(8080, target_type=None, mode="bridge"),
+    ),
+    sr.DEPLOYMENT_OPTIONS_OF_CONTROLLER: (
+        _stack(_task(), _service(DeploymentController={"Type": "CODE_DEPLOY"}, LaunchType="EC2")),
+        _stack(_task(), _service(DeploymentController={"Type": "CODE_DEPLOY"}, DeploymentConfiguration=_BREAKER)),
     ),
     sr.TARGET_GROUPS_PER_SERVICE: (
         _stack(_task(), _service(LoadBalancers=_target_groups(5))),
@@ -1060,6 +1071,38 @@ def test_a_containers_network_options_follow_its_task_network_mode(
 ) -> None:
     found = check_service_rules({"s": _stack(_task(mode=mode, containers=[_container(**container)]))})
     messages = [v.message for v in found if v.rule_id == sr.NETWORK_MODE_OPTIONS]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
+    ("controller", "props", "refused"),
+    [
+        ("ECS", {"DeploymentConfiguration": _BREAKER, "LaunchType": "EC2"}, None),
+        ("CODE_DEPLOY", {"DeploymentConfiguration": _BREAKER}, "circuit breaker"),
+        ("EXTERNAL", {"DeploymentConfiguration": _BREAKER}, "circuit breaker"),
+        ("CODE_DEPLOY", {"DeploymentConfiguration": {"DeploymentCircuitBreaker": {"Enable": False}}}, None),
+        ("CODE_DEPLOY", {"DeploymentConfiguration": {"MaximumPercent": 150}, "LaunchType": "EC2"}, "MaximumPercent"),
+        (
+            "CODE_DEPLOY",
+            {
+                "DeploymentConfiguration": {"MaximumPercent": 150},
+                "CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Provider"}}],
+            },
+            "MaximumPercent",
+        ),
+        ("CODE_DEPLOY", {"DeploymentConfiguration": {"MaximumPercent": 200}, "LaunchType": "EC2"}, None),
+        ("EXTERNAL", {"DeploymentConfiguration": {"MaximumPercent": 150}, "LaunchType": "FARGATE"}, None),
+        ("ECS", {"DeploymentConfiguration": {"MaximumPercent": 150}, "LaunchType": "EC2"}, None),
+        ("CODE_DEPLOY", {"DeploymentConfiguration": {"BakeTimeInMinutes": 5}}, "BakeTimeInMinutes"),
+        ("ECS", {"DeploymentConfiguration": {"BakeTimeInMinutes": 5}}, None),
+    ],
+)
+def test_a_services_deployment_options_are_its_controllers(
+    controller: str, props: dict[str, Any], refused: str | None
+) -> None:
+    template = _stack(_task(), _asg_provider(), _service(DeploymentController={"Type": controller}, **props))
+    found = check_service_rules({"s": template})
+    messages = [v.message for v in found if v.rule_id == sr.DEPLOYMENT_OPTIONS_OF_CONTROLLER]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
 
 

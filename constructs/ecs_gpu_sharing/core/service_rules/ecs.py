@@ -48,6 +48,7 @@ PROVIDER_NAME_PREFIX = f"{PREFIX}CapacityProviderNamePrefix"
 TARGET_CAPACITY_RANGE = f"{PREFIX}ManagedScalingTargetCapacity"
 TERMINATION_PROTECTION = f"{PREFIX}TerminationProtectionNeedsScaleInProtection"
 TARGET_GROUPS_PER_SERVICE = f"{PREFIX}ServiceTargetGroups"
+DEPLOYMENT_OPTIONS_OF_CONTROLLER = f"{PREFIX}DeploymentOptionsOfController"
 MAX_TARGET_GROUPS = 5  # ECS Developer Guide, 'Registering multiple target groups with an Amazon ECS service'
 
 
@@ -214,6 +215,45 @@ def target_groups_per_service(ctx: Templates) -> Iterator[Finding]:
                 f"it attaches {len(groups)} target groups and names a Role; ECS uses its service-linked role for more "
                 "than one target group: leave Role out",
             )
+
+
+def deployment_options_of_controller(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        controller = camel_keys(service.props.get("DeploymentController")).get("type", "ECS")
+        if controller == "ECS":
+            continue
+        config = camel_keys(service.props.get("DeploymentConfiguration"))
+        if camel_keys(config.get("deploymentCircuitBreaker")).get("enable") in (True, "true"):
+            yield (
+                service,
+                f"its deployment circuit breaker is on under deployment controller {controller}, and ECS takes it "
+                "only under its own (ECS) controller; turn the breaker off, or deploy with ECS",
+            )
+        high = literal_number(config.get("maximumPercent"))
+        if high is not None and high != 200 and _service_on_ec2(ctx, service):
+            yield (
+                service,
+                f"its MaximumPercent is {high} under deployment controller {controller} on EC2, where ECS takes no "
+                "value but its default (200); leave MaximumPercent out",
+            )
+        if config.get("bakeTimeInMinutes") is not None:
+            yield (
+                service,
+                f"it sets BakeTimeInMinutes under deployment controller {controller}, which does not support it; "
+                "leave it out",
+            )
+
+
+def _service_on_ec2(ctx: Templates, service: Resource) -> bool:
+    """Whether a service's tasks use EC2 container instances, as the templates say it: the EC2 launch type, or a
+    strategy naming a capacity provider of an Auto Scaling group the templates make (unknown counts as not)."""
+    if service.props.get("LaunchType") == "EC2":
+        return True
+    for item in service.props.get("CapacityProviderStrategy") or []:
+        provider = ctx.target(camel_keys(item).get("capacityProvider"), service.stack)
+        if provider is not None and provider.props.get("AutoScalingGroupProvider") is not None:
+            return True
+    return False
 
 
 def awsvpc_host_port(ctx: Templates) -> Iterator[Finding]:
