@@ -581,3 +581,18 @@ def test_a_service_deploys_under_ecss_own_controller(controller: Any, refused: s
         ServiceError, match=rf"Test/chat: deployment_controller {refused} .*leave deployment_controller"
     ):
         fleet.service("chat", 2, 4096, deployment_controller=controller)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "surge"),
+    [(None, 2), (ecs.DeploymentStrategy.ROLLING, 2), (ecs.DeploymentStrategy.BLUE_GREEN, 3)],
+)
+def test_a_blue_green_deployment_is_planned_as_both_revisions_at_full_count(strategy: Any, surge: int) -> None:
+    """Rolling at 150%: 4 tasks of 6000 MiB and 2 new ones, three to a 22307-MiB GPU, need 2 hosts. Blue/green runs
+    "two identical production environments" (CloudFormation's schema, DeploymentConfiguration.Strategy), whatever the
+    maximum percent: 8 tasks, 3 hosts."""
+    fleet = Fleet()
+    fleet.service("Emb", 4, 6000, max_healthy_percent=150, deployment_strategy=strategy)
+    assembly, _ = fleet.synth()
+    (capacity,) = json.loads((Path(assembly.directory) / f"{PLAN_FILE}.json").read_text())["capacities"]
+    assert capacity["surge_instances"] == surge

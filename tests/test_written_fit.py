@@ -92,6 +92,9 @@ def test_a_planned_service_written_otherwise_is_refused(task: dict[str, Any]) ->
         pytest.param({"DesiredCount": 5}, True, id="more-than-planned"),
         pytest.param({"DeploymentConfiguration": {"MaximumPercent": 200}}, False, id="the-surge-planned"),
         pytest.param({"DeploymentConfiguration": {"MaximumPercent": 300}}, True, id="a-larger-surge"),
+        pytest.param(
+            {"DeploymentConfiguration": {"MaximumPercent": 150, "Strategy": "BLUE_GREEN"}}, False, id="blue-green-whole"
+        ),
         pytest.param({"ServiceConnectConfiguration": {"Enabled": False}}, False, id="service-connect-off"),
         pytest.param({"ServiceConnectConfiguration": {"Enabled": True}}, True, id="service-connect-unplanned"),
         pytest.param({"PlacementStrategies": [{"Type": "spread", "Field": "instanceId"}]}, True, id="other-placement"),
@@ -101,6 +104,17 @@ def test_a_planned_service_written_otherwise_is_refused(task: dict[str, Any]) ->
 def test_a_planned_service_runs_as_the_plan_counted(service: dict[str, Any], refused: bool) -> None:
     rules = _rules(_templates(_service(**ON_L4, **service)))
     assert rules == ([written_fit.PLAN_NOT_AS_WRITTEN] if refused else [])
+
+
+def test_a_strategy_changed_to_blue_green_after_the_plan_is_refused_naming_it() -> None:
+    """Counted as a rolling deployment at 150%, written as blue/green: both revisions run whole, a larger surge."""
+    planned = {("s", "Svc"): written_fit.Counted("svc", SHAPE, tasks=4, max_percent=150)}
+    service = _service(**ON_L4, DeploymentConfiguration={"MaximumPercent": 150, "Strategy": "BLUE_GREEN"})
+    judged = written_fit.judge(_templates(service), CAPACITIES, planned, None)
+    (violation,) = judged.violations
+    assert "maximum percent 150 counted, 200 written (its BLUE_GREEN deployment runs both revisions whole)" in str(
+        violation.message
+    )
 
 
 MEMBER_OF = [{"Type": "memberOf", "Expression": "attribute:ecs.instance-type == g6.xlarge"}]

@@ -33,6 +33,7 @@ from ..core.planner import (
     MANAGED_INSTANCES,
     CapacityInput,
     ServiceInput,
+    planned_max_percent,
 )
 from ..core.rules import NameClash, OutsideService
 from ..core.shape import (
@@ -303,8 +304,14 @@ def _constraints_not_planned(service: ecs.BaseService, props: Mapping[str, Any])
 
 
 def _max_percent(props: Mapping[str, Any]) -> int | str:
-    value = (props.get("deploymentConfiguration") or {}).get("maximumPercent", ECS_DEFAULT_MAX_PERCENT)
-    return value if isinstance(value, int) else f"its deployment maximum percent is {describe(value)}"
+    """The maximum percent the service's deployments surge by (a blue/green one runs both revisions whole)."""
+    config = props.get("deploymentConfiguration") or {}
+    value, strategy = config.get("maximumPercent", ECS_DEFAULT_MAX_PERCENT), config.get("strategy")
+    if not isinstance(strategy, str | None):
+        return f"its deployment strategy is {describe(strategy)}"
+    if not isinstance(value, int):
+        return f"its deployment maximum percent is {describe(value)}"
+    return planned_max_percent(value, strategy)
 
 
 _T = TypeVar("_T")

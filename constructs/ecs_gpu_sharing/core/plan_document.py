@@ -243,7 +243,9 @@ class Service(_Part):
     capacity: str = _field("the capacity it runs on")
     tasks: int = _field("the count planned: its largest (auto scaling maximum or desired count)", low=0)
     count_source: str = _field("where the count comes from")
-    max_percent: int = _field("its deployment's maximum percent", low=0)
+    max_percent: int = _field(
+        "its deployment's maximum percent, as planned (200 for a blue/green, linear or canary deployment)", low=0
+    )
     surge_tasks: int = _field("its tasks at the peak of a rolling deployment", low=0)
     placement: tuple[str, ...] | None = _field(
         "its ECS placement strategies in order ([] is ECS's default: zones, then fewest tasks); null where not "

@@ -35,7 +35,14 @@ from .capacity_facts import (
     reserved_ports_in_user_data,
 )
 from .errors import GpuSharingError
-from .planner.model import ECS_DEFAULT_DESIRED_COUNT, ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES, CapacityInput
+from .planner.model import (
+    ECS_DEFAULT_DESIRED_COUNT,
+    ECS_DEFAULT_MAX_PERCENT,
+    MANAGED_INSTANCES,
+    WHOLE_REVISION_STRATEGIES,
+    CapacityInput,
+    planned_max_percent,
+)
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
@@ -216,8 +223,14 @@ def _service_differences(props: Mapping[str, Any], task: Resource, seen: Counted
         out.append(f"task auto scaling maximum at most {seen.tasks} counted, {scaling_max} written")
     deployment = camel_keys(props.get("DeploymentConfiguration"))
     percent = literal_number(deployment.get("maximumPercent", ECS_DEFAULT_MAX_PERCENT))
+    strategy = deployment.get("strategy")
+    if percent is not None and isinstance(strategy, str | None):
+        percent = planned_max_percent(percent, strategy)  # as discovery counted it: blue/green runs both whole
     if percent is not None and percent != seen.max_percent:
-        out.append(f"deployment maximum percent {seen.max_percent} counted, {percent} written")
+        whole = (
+            f" (its {strategy} deployment runs both revisions whole)" if strategy in WHOLE_REVISION_STRATEGIES else ""
+        )
+        out.append(f"deployment maximum percent {seen.max_percent} counted, {percent} written{whole}")
     connects = camel_keys(props.get("ServiceConnectConfiguration")).get("enabled") in (True, "true")
     if connects != seen.service_connect:
         out.append(f"Service Connect {_on(seen.service_connect)} counted, {_on(connects)} written")

@@ -38,6 +38,7 @@ from .model import (
     ServiceInput,
     Unplaced,
     interfaces_used,
+    planned_max_percent,
     tasks_on_a_host,
 )
 from .packing import HOST_LP_GAP, HOST_LP_SERVICES, HOST_LP_TASKS, host_lp_exact, host_lp_runs, lp_problem, plan
@@ -68,5 +69,6 @@ __all__ = [
     "interfaces_used",
     "lp_problem",
     "plan",
+    "planned_max_percent",
     "tasks_on_a_host",
 ]

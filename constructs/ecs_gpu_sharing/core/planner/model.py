@@ -19,6 +19,19 @@ KINDS = (EC2, MANAGED_INSTANCES)
 
 ECS_DEFAULT_MAX_PERCENT = 200
 """ECS's deploymentConfiguration.maximumPercent for a replica service that leaves it unset."""
+WHOLE_REVISION_STRATEGIES = ("BLUE_GREEN", "LINEAR", "CANARY")
+"""ECS deployment strategies that run the new revision whole beside the old one, whatever the maximum percent:
+CloudFormation's schema, AWS::ECS::Service DeploymentConfiguration: BLUE_GREEN runs "two identical production
+environments", and for blue/green, linear and canary deployments BakeTimeInMinutes is "the time period when both blue
+and green service revisions are running simultaneously after the production traffic has shifted" (15 minutes unset)."""
+
+
+def planned_max_percent(max_percent: int, strategy: str | None) -> int:
+    """The maximum percent a deployment's surge is planned at: the stated one for a rolling deployment, both revisions
+    whole (200) for the strategies that keep them side by side."""
+    return ECS_DEFAULT_MAX_PERCENT if strategy in WHOLE_REVISION_STRATEGIES else max_percent
+
+
 ECS_DEFAULT_DESIRED_COUNT = 1
 """What ECS starts a new replica service with when its DesiredCount is left out."""
 
