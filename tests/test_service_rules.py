@@ -126,6 +126,7 @@ def _lb_service(port: int, *, target_type: str | None, mode: str | None) -> dict
     )
 
 
+_REGISTRY = {"RegistryArn": "arn:aws:servicediscovery:us-east-1:123456789012:service/srv-1"}
 _BREAKER = {"DeploymentCircuitBreaker": {"Enable": True, "Rollback": True}}
 
 
@@ -279,6 +280,14 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.DEPLOYMENT_OPTIONS_OF_CONTROLLER: (
         _stack(_task(), _service(DeploymentController={"Type": "CODE_DEPLOY"}, LaunchType="EC2")),
         _stack(_task(), _service(DeploymentController={"Type": "CODE_DEPLOY"}, DeploymentConfiguration=_BREAKER)),
+    ),
+    sr.SERVICE_ROLE: (
+        _stack(_task(), _service(LoadBalancers=_target_groups(1), Role="ecsServiceRole")),
+        _stack(_task(), _service(Role="ecsServiceRole")),
+    ),
+    sr.SERVICE_REGISTRIES: (
+        _stack(_task(), _service(ServiceRegistries=[_REGISTRY])),
+        _stack(_task(), _service(ServiceRegistries=[_REGISTRY, _REGISTRY])),
     ),
     sr.TARGET_GROUPS_PER_SERVICE: (
         _stack(_task(), _service(LoadBalancers=_target_groups(5))),
@@ -1075,6 +1084,27 @@ def test_a_containers_network_options_follow_its_task_network_mode(
 
 
 @pytest.mark.parametrize(
+    ("mode", "props", "refused"),
+    [
+        ("bridge", {"LoadBalancers": _target_groups(1)}, None),
+        ("bridge", {"Role": "ecsServiceRole"}, "no load balancer"),
+        ("awsvpc", {"LoadBalancers": _target_groups(1), "Role": "ecsServiceRole", **_NETWORK}, "awsvpc"),
+        ("bridge", {"LoadBalancers": _target_groups(2), "Role": "ecsServiceRole"}, "2 target groups"),
+        ("bridge", {"LoadBalancers": _target_groups(1), "Role": "r", "ServiceRegistries": [_REGISTRY]}, "discovery"),
+        (
+            "bridge",
+            {"LoadBalancers": _target_groups(1), "Role": "r", "DeploymentController": {"Type": "EXTERNAL"}},
+            "EXTERNAL",
+        ),
+    ],
+)
+def test_a_service_names_a_role_only_where_ecs_takes_one(mode: str, props: dict[str, Any], refused: str | None) -> None:
+    template = _stack(_task(mode=mode), _service(**props))
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.SERVICE_ROLE]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
     ("controller", "props", "refused"),
     [
         ("ECS", {"DeploymentConfiguration": _BREAKER, "LaunchType": "EC2"}, None),
@@ -1113,8 +1143,6 @@ def test_a_services_deployment_options_are_its_controllers(
         (2, {"DeploymentController": {"Type": "CODE_DEPLOY"}}, "deployment controller CODE_DEPLOY"),
         (2, {"DeploymentController": {"Type": "EXTERNAL"}}, "deployment controller EXTERNAL"),
         (1, {"DeploymentController": {"Type": "CODE_DEPLOY"}}, None),
-        (2, {"Role": "arn:aws:iam::123456789012:role/ecs"}, "Role"),
-        (1, {"Role": "arn:aws:iam::123456789012:role/ecs"}, None),
         (6, {"DeploymentController": {"Type": "ECS"}}, "6 target groups"),
     ],
 )

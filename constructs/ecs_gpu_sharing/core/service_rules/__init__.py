@@ -44,6 +44,8 @@ from .ecs import (
     SERVICE_CONNECT_NAME_TWICE,
     SERVICE_CONNECT_TASK_MEMORY,
     SERVICE_CONNECT_TASKS,
+    SERVICE_REGISTRIES,
+    SERVICE_ROLE,
     STRATEGY_ONE_BASE,
     STRATEGY_WITH_LAUNCH_TYPE,
     TARGET_CAPACITY_RANGE,
@@ -66,6 +68,8 @@ from .ecs import (
     service_connect_name_twice,
     service_connect_task_memory,
     service_connect_tasks,
+    service_registries,
+    service_role,
     strategy_one_base,
     strategy_with_launch_type,
     target_capacity_range,
@@ -183,13 +187,29 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         TARGET_GROUPS_PER_SERVICE,
         "Amazon ECS",
-        "a service attaches at most five target groups, and more than one only under the ECS deployment controller "
-        "and without a Role",
+        "a service attaches at most five target groups, and more than one only under the ECS deployment controller",
         f"{_ECS_GUIDE}, 'Registering multiple target groups with an Amazon ECS service': \"you cannot attach more than "
         'five target groups to a service"; more than one only where "The service must use the rolling update (ECS) '
-        'deployment controller type", the service-linked role "created by omitting ... the Role property in AWS '
-        'CloudFormation"',
+        'deployment controller type"',
         target_groups_per_service,
+    ),
+    ServiceRule(
+        SERVICE_ROLE,
+        "Amazon ECS",
+        "a service names a Role only with a load balancer, and not with awsvpc, service discovery, the EXTERNAL "
+        "controller or more than one target group",
+        f'{_ECS_API}, CreateService, role: "only permitted if you are using a load balancer with your service and your '
+        'task definition doesn\'t use the awsvpc network mode"; the service-linked role is required with "service '
+        "discovery, an external deployment controller, multiple target groups ... in which case you don't specify a "
+        'role here"',
+        service_role,
+    ),
+    ServiceRule(
+        SERVICE_REGISTRIES,
+        "Amazon ECS",
+        "a service names at most one service registry",
+        f'{_ECS_API}, CreateService, serviceRegistries: "Each service may be associated with one service registry"',
+        service_registries,
     ),
     ServiceRule(
         AWSVPC_HOST_PORT,
@@ -539,6 +559,8 @@ __all__ = [
     "RULE_TARGETS",
     "SERVICE_CONNECT_TASKS",
     "SERVICE_CONNECT_TASK_MEMORY",
+    "SERVICE_REGISTRIES",
+    "SERVICE_ROLE",
     "SERVICE_RULES",
     "SERVICE_RULES_BY_ID",
     "STRATEGY_ONE_BASE",

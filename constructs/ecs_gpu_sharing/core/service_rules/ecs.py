@@ -49,6 +49,8 @@ TARGET_CAPACITY_RANGE = f"{PREFIX}ManagedScalingTargetCapacity"
 TERMINATION_PROTECTION = f"{PREFIX}TerminationProtectionNeedsScaleInProtection"
 TARGET_GROUPS_PER_SERVICE = f"{PREFIX}ServiceTargetGroups"
 DEPLOYMENT_OPTIONS_OF_CONTROLLER = f"{PREFIX}DeploymentOptionsOfController"
+SERVICE_ROLE = f"{PREFIX}ServiceRoleWhereEcsTakesOne"
+SERVICE_REGISTRIES = f"{PREFIX}OneServiceRegistry"
 MAX_TARGET_GROUPS = 5  # ECS Developer Guide, 'Registering multiple target groups with an Amazon ECS service'
 
 
@@ -200,26 +202,51 @@ def target_groups_per_service(ctx: Templates) -> Iterator[Finding]:
                 service,
                 f"it attaches {len(groups)} target groups, and ECS takes at most {MAX_TARGET_GROUPS}; split it",
             )
-        if len(groups) < 2:
-            continue
-        controller = camel_keys(service.props.get("DeploymentController")).get("type", "ECS")
-        if controller != "ECS":
+        controller = _controller(service)
+        if len(groups) > 1 and controller != "ECS":
             yield (
                 service,
                 f"it attaches {len(groups)} target groups under deployment controller {controller}, and ECS takes "
                 "more than one only under its own (ECS) controller; attach one, or deploy with ECS",
             )
-        if service.props.get("Role") is not None:
+
+
+def service_role(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        if service.props.get("Role") is None:
+            continue
+        balancers = service.props.get("LoadBalancers") or []
+        groups = [e for e in balancers if camel_keys(e).get("targetGroupArn")]
+        task = ctx.target(service.props.get("TaskDefinition"), service.stack)
+        reasons = [
+            *(["it has no load balancer"] if not balancers else []),
+            *(["its task definition uses awsvpc"] if task is not None and _network_mode(task) == "awsvpc" else []),
+            *(["it uses service discovery"] if service.props.get("ServiceRegistries") else []),
+            *(["its deployment controller is EXTERNAL"] if _controller(service) == "EXTERNAL" else []),
+            *([f"it attaches {len(groups)} target groups"] if len(groups) > 1 else []),
+        ]
+        if reasons:
             yield (
                 service,
-                f"it attaches {len(groups)} target groups and names a Role; ECS uses its service-linked role for more "
-                "than one target group: leave Role out",
+                f"it names a Role, and {'; '.join(reasons)}: ECS takes a Role only for a load balancer of a task "
+                "definition outside awsvpc, and uses its service-linked role otherwise; leave Role out",
             )
+
+
+def service_registries(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        registries = service.props.get("ServiceRegistries") or []
+        if isinstance(registries, list) and len(registries) > 1:
+            yield service, f"it names {len(registries)} service registries, and ECS takes one; keep one"
+
+
+def _controller(service: Resource) -> Any:
+    return camel_keys(service.props.get("DeploymentController")).get("type", "ECS")
 
 
 def deployment_options_of_controller(ctx: Templates) -> Iterator[Finding]:
     for service in ctx.of_type("AWS::ECS::Service"):
-        controller = camel_keys(service.props.get("DeploymentController")).get("type", "ECS")
+        controller = _controller(service)
         if controller == "ECS":
             continue
         config = camel_keys(service.props.get("DeploymentConfiguration"))
