@@ -127,6 +127,7 @@ def _lb_service(port: int, *, target_type: str | None, mode: str | None) -> dict
 
 
 _REGISTRY = {"RegistryArn": "arn:aws:servicediscovery:us-east-1:123456789012:service/srv-1"}
+_MOUNT = {"SourceVolume": "weights", "ContainerPath": "/weights", "ReadOnly": True}
 _BREAKER = {"DeploymentCircuitBreaker": {"Enable": True, "Rollback": True}}
 
 
@@ -378,6 +379,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.SYSCTL_NAMESPACED: (
         _stack(_task(containers=[_container(SystemControls=[{"Namespace": "net.core.somaxconn", "Value": "4096"}])])),
         _stack(_task(containers=[_container(SystemControls=[{"Namespace": "vm.swappiness", "Value": "0"}])])),
+    ),
+    sr.MOUNT_POINT_VOLUME: (
+        _stack(_task(containers=[_container(MountPoints=[_MOUNT])], Volumes=[{"Name": "weights"}])),
+        _stack(_task(containers=[_container(MountPoints=[_MOUNT])], Volumes=[{"Name": "cache"}])),
     ),
     sr.TASK_ROLE_TRUST: (
         _stack(_task(TaskRoleArn={"Fn::GetAtt": ["Role", "Arn"]}), _role("ecs-tasks.amazonaws.com")),

@@ -25,6 +25,7 @@ from .containers import (
     DEPENDENCIES_RESOLVE,
     EXITING_DEPENDENCY_NOT_ESSENTIAL,
     HEALTH_CHECK_IN_RANGE,
+    MOUNT_POINT_VOLUME,
     SYSCTL_NAMESPACED,
 )
 from .ecs import (
@@ -545,6 +546,7 @@ __all__ = [
     "LOG_GROUP_KEY",
     "LOG_RETENTION",
     "MEMORY_RESERVATION_BELOW_LIMIT",
+    "MOUNT_POINT_VOLUME",
     "NAME_CLAIMED_TWICE",
     "NETWORK_CONFIGURATION_NOT_AWSVPC",
     "NETWORK_MODE_OPTIONS",
@@ -580,7 +582,6 @@ __all__ = [
     "Templates",
     "check_all",
     "check_service_rules",
-    "container_memory_on_ec2",
     "markdown",
     "rule_ids",
 ]

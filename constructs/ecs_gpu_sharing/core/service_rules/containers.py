@@ -24,6 +24,7 @@ DEPENDENCIES_RESOLVE = f"{PREFIX}ContainerDependenciesResolve"
 EXITING_DEPENDENCY_NOT_ESSENTIAL = f"{PREFIX}DependencyThatExitsIsNotEssential"
 HEALTH_CHECK_IN_RANGE = f"{PREFIX}ContainerHealthCheckRanges"
 SYSCTL_NAMESPACED = f"{PREFIX}ContainerSysctlNamespaced"
+MOUNT_POINT_VOLUME = f"{PREFIX}MountPointNamesAVolume"
 IPC_SYSCTLS = frozenset(
     f"kernel.{name}" for name in ("msgmax", "msgmnb", "msgmni", "sem", "shmall", "shmmax", "shmmni", "shm_rmid_forced")
 )  # and fs.mqueue.* (IPC), net.* (network): ECS API Reference, SystemControl, value
@@ -176,6 +177,24 @@ def sysctls_namespaced(ctx: Templates) -> Iterator[Finding]:
                 )
 
 
+def mount_point_volume(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        volumes = task.props.get("Volumes")
+        if not isinstance(volumes, list):
+            continue  # a token: the names are not known here
+        names = {camel_keys(v).get("name") for v in volumes}
+        for name, c in _by_name(task).items():
+            for mount in c.get("mountPoints") or []:
+                source = camel_keys(mount).get("sourceVolume")
+                if isinstance(source, str) and source not in names:
+                    known = ", ".join(sorted(n for n in names if isinstance(n, str))) or "none"
+                    yield (
+                        task,
+                        f"container {name} mounts volume {source!r}, which the task definition does not declare "
+                        f"(its volumes: {known}); add the volume (task_definition.add_volume) or mount one it has",
+                    )
+
+
 CONTAINER_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         DEPENDENCIES_RESOLVE,
@@ -219,5 +238,13 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
         'systemControls aren\'t supported"; runc, libcontainer/configs/validate/validator.go: any other sysctl "is '
         'not in a separate kernel namespace"',
         sysctls_namespaced,
+    ),
+    ServiceRule(
+        MOUNT_POINT_VOLUME,
+        "Amazon ECS",
+        "each mount point of a container names a volume its task definition declares",
+        f'{ECS_API}, MountPoint, sourceVolume: "Must be a volume name referenced in the name parameter of task '
+        'definition volume"; RegisterTaskDefinition answers ClientException "Unknown volume" (ansible/ansible#35751)',
+        mount_point_volume,
     ),
 )
