@@ -128,6 +128,15 @@ def _lb_service(port: int, *, target_type: str | None, mode: str | None) -> dict
 
 _REGISTRY = {"RegistryArn": "arn:aws:servicediscovery:us-east-1:123456789012:service/srv-1"}
 _MOUNT = {"SourceVolume": "weights", "ContainerPath": "/weights", "ReadOnly": True}
+
+
+def _item(provider: str, weight: int | None = None, base: int | None = None) -> dict[str, Any]:
+    """One capacity provider strategy item."""
+    item: dict[str, Any] = {"CapacityProvider": provider}
+    item |= {"Weight": weight} if weight is not None else {}
+    return item | ({"Base": base} if base is not None else {})
+
+
 _BREAKER = {"DeploymentCircuitBreaker": {"Enable": True, "Rollback": True}}
 
 
@@ -313,6 +322,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.STRATEGY_WITH_LAUNCH_TYPE: (
         _stack(_task(), _service(CapacityProviderStrategy=[{"CapacityProvider": "a", "Weight": 1}])),
         _stack(_task(), _service(CapacityProviderStrategy=[{"CapacityProvider": "a"}], LaunchType="EC2")),
+    ),
+    sr.STRATEGY_WEIGHTS: (
+        _stack(_task(), _service(CapacityProviderStrategy=[_item("a", 0), _item("b", 1)])),
+        _stack(_task(), _service(CapacityProviderStrategy=[_item("a", 0), _item("b", 0)])),
     ),
     sr.STRATEGY_ONE_BASE: (
         _stack(
@@ -1106,6 +1119,33 @@ def test_a_containers_network_options_follow_its_task_network_mode(
 def test_a_service_names_a_role_only_where_ecs_takes_one(mode: str, props: dict[str, Any], refused: str | None) -> None:
     template = _stack(_task(mode=mode), _service(**props))
     messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.SERVICE_ROLE]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
+    ("resource", "refused"),
+    [
+        (_service(CapacityProviderStrategy=[_item("a", 0)]), None),  # one provider: its weight does not matter
+        (_service(CapacityProviderStrategy=[_item("a"), _item("b")]), "weight"),  # a weight left out is 0
+        (_service(CapacityProviderStrategy=[_item(f"p{i}", 1) for i in range(21)]), "21 capacity providers"),
+        (("C", "AWS::ECS::Cluster", {"DefaultCapacityProviderStrategy": [_item("a", 0), _item("b", 0)]}), "weight"),
+        (
+            (
+                "A",
+                "AWS::ECS::ClusterCapacityProviderAssociations",
+                {
+                    "Cluster": "c",
+                    "CapacityProviders": ["a", "b"],
+                    "DefaultCapacityProviderStrategy": [_item("a", 1, base=1), _item("b", 1, base=1)],
+                },
+            ),
+            "base",
+        ),
+    ],
+)
+def test_every_capacity_provider_strategy_is_one_ecs_takes(resource: Res, refused: str | None) -> None:
+    found = check_service_rules({"s": _stack(_task(), resource)})
+    messages = [v.message for v in found if v.rule_id in (sr.STRATEGY_WEIGHTS, sr.STRATEGY_ONE_BASE)]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
 
 

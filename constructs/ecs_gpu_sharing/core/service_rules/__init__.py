@@ -48,6 +48,7 @@ from .ecs import (
     SERVICE_REGISTRIES,
     SERVICE_ROLE,
     STRATEGY_ONE_BASE,
+    STRATEGY_WEIGHTS,
     STRATEGY_WITH_LAUNCH_TYPE,
     TARGET_CAPACITY_RANGE,
     TARGET_GROUPS_PER_SERVICE,
@@ -72,6 +73,7 @@ from .ecs import (
     service_registries,
     service_role,
     strategy_one_base,
+    strategy_weights,
     strategy_with_launch_type,
     target_capacity_range,
     target_groups_per_service,
@@ -295,6 +297,16 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         f'{_ECS_API}, CapacityProviderStrategyItem, base: "Only one capacity provider in a capacity provider strategy '
         'can have a base defined"',
         strategy_one_base,
+    ),
+    ServiceRule(
+        STRATEGY_WEIGHTS,
+        "Amazon ECS",
+        "a capacity provider strategy names at most 20 providers, and one of several has a weight above 0",
+        f'{_ECS_API}, CapacityProviderStrategyItem, weight: "When multiple capacity providers are specified within a '
+        "capacity provider strategy, at least one of the capacity providers must have a weight value greater than "
+        'zero"; CreateService, capacityProviderStrategy: "A capacity provider strategy can contain a maximum of 20 '
+        'capacity providers"',
+        strategy_weights,
     ),
     ServiceRule(
         PROVIDER_ASSOCIATED_FIRST,
@@ -566,6 +578,7 @@ __all__ = [
     "SERVICE_RULES",
     "SERVICE_RULES_BY_ID",
     "STRATEGY_ONE_BASE",
+    "STRATEGY_WEIGHTS",
     "STRATEGY_WITH_LAUNCH_TYPE",
     "SYSCTL_NAMESPACED",
     "TARGET_CAPACITY_RANGE",

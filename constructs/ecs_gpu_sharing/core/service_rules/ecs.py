@@ -51,6 +51,8 @@ TARGET_GROUPS_PER_SERVICE = f"{PREFIX}ServiceTargetGroups"
 DEPLOYMENT_OPTIONS_OF_CONTROLLER = f"{PREFIX}DeploymentOptionsOfController"
 SERVICE_ROLE = f"{PREFIX}ServiceRoleWhereEcsTakesOne"
 SERVICE_REGISTRIES = f"{PREFIX}OneServiceRegistry"
+STRATEGY_WEIGHTS = f"{PREFIX}CapacityProviderStrategyWeights"
+MAX_STRATEGY_PROVIDERS = 20  # ECS API Reference, CreateService, capacityProviderStrategy
 MAX_TARGET_GROUPS = 5  # ECS Developer Guide, 'Registering multiple target groups with an Amazon ECS service'
 
 
@@ -412,13 +414,45 @@ def strategy_with_launch_type(ctx: Templates) -> Iterator[Finding]:
             yield service, "it names a capacity provider strategy and a launch type; drop the launch type"
 
 
+_STRATEGY_PROPERTIES = {
+    "AWS::ECS::Service": "CapacityProviderStrategy",
+    "AWS::ECS::TaskSet": "CapacityProviderStrategy",
+    "AWS::ECS::Cluster": "DefaultCapacityProviderStrategy",
+    "AWS::ECS::ClusterCapacityProviderAssociations": "DefaultCapacityProviderStrategy",
+}
+
+
+def _every_strategy(ctx: Templates) -> Iterator[tuple[Resource, list[dict[str, Any]]]]:
+    """Each capacity provider strategy the templates write: a service's or task set's, a cluster's default."""
+    for kind, prop in _STRATEGY_PROPERTIES.items():
+        for resource in ctx.of_type(kind):
+            value = resource.props.get(prop)
+            if isinstance(value, list) and value:
+                yield resource, [camel_keys(s) for s in value]
+
+
 def strategy_one_base(ctx: Templates) -> Iterator[Finding]:
-    for service in ctx.of_type("AWS::ECS::Service"):
-        based = [
-            str(s.get("capacityProvider")) for s in _strategies(service) if (literal_number(s.get("base")) or 0) > 0
-        ]
+    for resource, strategy in _every_strategy(ctx):
+        based = [str(s.get("capacityProvider")) for s in strategy if (literal_number(s.get("base")) or 0) > 0]
         if len(based) > 1:
-            yield service, f"{len(based)} capacity providers of its strategy have a base; give a base to one only"
+            yield resource, f"{len(based)} capacity providers of its strategy have a base; give a base to one only"
+
+
+def strategy_weights(ctx: Templates) -> Iterator[Finding]:
+    for resource, strategy in _every_strategy(ctx):
+        if len(strategy) > MAX_STRATEGY_PROVIDERS:
+            yield (
+                resource,
+                f"its capacity provider strategy names {len(strategy)} capacity providers, and ECS takes at most "
+                f"{MAX_STRATEGY_PROVIDERS}; name fewer",
+            )
+        weights = [literal_number(s.get("weight", 0)) for s in strategy]
+        if len(strategy) > 1 and all(w == 0 for w in weights):
+            yield (
+                resource,
+                f"none of the {len(strategy)} capacity providers of its strategy has a weight above 0 (a weight left "
+                "out is 0), so ECS can place no task by it; give one provider a weight of 1 or more",
+            )
 
 
 def provider_name_prefix(ctx: Templates) -> Iterator[Finding]:
