@@ -144,6 +144,35 @@ def _asg_provider() -> Res:
     return "Provider", "AWS::ECS::CapacityProvider", {"AutoScalingGroupProvider": {"AutoScalingGroupArn": "arn"}}
 
 
+_MI_POLICY = {
+    "Fn::Join": [
+        "",
+        ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/AmazonECSInfrastructureRolePolicyForManagedInstances"],
+    ]
+}
+
+
+def _managed_instances(
+    role_name: str | None = None, infra: dict[str, Any] | None = None, profile: Any = None
+) -> dict[str, Any]:
+    """A Managed Instances capacity provider, its infrastructure role (AWS's managed policy unless ``infra``) and its
+    instance profile's role (named ``role_name``; CloudFormation names it when None)."""
+    host_role: dict[str, Any] = {"AssumeRolePolicyDocument": {}} | ({"RoleName": role_name} if role_name else {})
+    provider = {
+        "InfrastructureRoleArn": {"Fn::GetAtt": ["Infra", "Arn"]},
+        "InstanceLaunchTemplate": {
+            "Ec2InstanceProfileArn": profile if profile is not None else {"Fn::GetAtt": ["Profile", "Arn"]},
+            "NetworkConfiguration": {"Subnets": ["s"]},
+        },
+    }
+    return _stack(
+        ("Provider", "AWS::ECS::CapacityProvider", {"ManagedInstancesProvider": provider}),
+        ("Infra", "AWS::IAM::Role", infra if infra is not None else {"ManagedPolicyArns": [_MI_POLICY]}),
+        ("Profile", "AWS::IAM::InstanceProfile", {"Roles": [{"Ref": "HostRole"}]}),
+        ("HostRole", "AWS::IAM::Role", host_role),
+    )
+
+
 def _target_groups(n: int) -> list[dict[str, Any]]:
     """``n`` load balancer entries of a service, each a target group of its own for the one container's port 80."""
     return [{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": f"Tg{i}"}} for i in range(n)]
@@ -397,6 +426,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(_task(containers=[_container(MountPoints=[_MOUNT])], Volumes=[{"Name": "weights"}])),
         _stack(_task(containers=[_container(MountPoints=[_MOUNT])], Volumes=[{"Name": "cache"}])),
     ),
+    sr.MANAGED_INSTANCES_ROLE_NAME: (_managed_instances(role_name="ecsInstanceRoleGpu"), _managed_instances()),
     sr.TASK_ROLE_TRUST: (
         _stack(_task(TaskRoleArn={"Fn::GetAtt": ["Role", "Arn"]}), _role("ecs-tasks.amazonaws.com")),
         _stack(_task(TaskRoleArn={"Fn::GetAtt": ["Role", "Arn"]}), _role("ec2.amazonaws.com")),
@@ -1146,6 +1176,36 @@ def test_a_service_names_a_role_only_where_ecs_takes_one(mode: str, props: dict[
 def test_every_capacity_provider_strategy_is_one_ecs_takes(resource: Res, refused: str | None) -> None:
     found = check_service_rules({"s": _stack(_task(), resource)})
     messages = [v.message for v in found if v.rule_id in (sr.STRATEGY_WEIGHTS, sr.STRATEGY_ONE_BASE)]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+_PASS_ROLE = {"Effect": "Allow", "Action": "iam:PassRole", "Resource": {"Fn::GetAtt": ["HostRole", "Arn"]}}
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        (_managed_instances(role_name="ecsInstanceRole-gpu"), None),
+        (_managed_instances(), "CloudFormation names it"),
+        (_managed_instances(role_name="gpu-hosts"), "gpu-hosts"),
+        (  # the team's own grant of PassRole on the host role: any name
+            _managed_instances(
+                infra={
+                    "ManagedPolicyArns": [_MI_POLICY],
+                    "Policies": [{"PolicyName": "p", "PolicyDocument": {"Statement": [_PASS_ROLE]}}],
+                }
+            ),
+            None,
+        ),
+        (_managed_instances(infra={"ManagedPolicyArns": ["arn:aws:iam::123456789012:policy/own"]}), None),
+        (_managed_instances(profile="arn:aws:iam::123456789012:instance-profile/hosts"), None),
+    ],
+)
+def test_a_managed_instances_host_role_is_one_the_infrastructure_role_may_pass(
+    template: dict[str, Any], refused: str | None
+) -> None:
+    found = check_service_rules({"s": template})
+    messages = [v.message for v in found if v.rule_id == sr.MANAGED_INSTANCES_ROLE_NAME]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
 
 

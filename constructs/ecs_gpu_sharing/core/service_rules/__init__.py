@@ -110,7 +110,7 @@ from .observability import (
     rule_targets,
 )
 from .providers import PROVIDER_ASSOCIATED_FIRST, provider_associated_first
-from .roles import ROLE_RULES, TASK_ROLE_TRUST
+from .roles import MANAGED_INSTANCES_ROLE_NAME, ROLE_RULES, TASK_ROLE_TRUST
 
 # --- the table -----------------------------------------------------------------------------------------------------
 
@@ -557,6 +557,7 @@ __all__ = [
     "LOAD_BALANCER_CONTAINER",
     "LOG_GROUP_KEY",
     "LOG_RETENTION",
+    "MANAGED_INSTANCES_ROLE_NAME",
     "MEMORY_RESERVATION_BELOW_LIMIT",
     "MOUNT_POINT_VOLUME",
     "NAME_CLAIMED_TWICE",

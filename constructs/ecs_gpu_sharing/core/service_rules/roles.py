@@ -8,12 +8,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path
+from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path, statements
 
 TASK_ROLE_TRUST = f"{PREFIX}TaskRolesTrustEcsTasks"
 ECS_TASKS = "ecs-tasks.amazonaws.com"
 _ECS_TASKS_TEXTS = (ECS_TASKS, "ecs-tasks.${AWS::URLSuffix}")  # as written, or as aws-iam writes a regional suffix
 _ROLES = {"TaskRoleArn": "task role", "ExecutionRoleArn": "execution role"}
+MANAGED_INSTANCES_ROLE_NAME = f"{PREFIX}ManagedInstancesHostRoleName"
+MANAGED_INSTANCES_POLICY = "AmazonECSInfrastructureRolePolicyForManagedInstances"
+HOST_ROLE_PREFIX = "ecsInstanceRole"  # the managed policy scopes iam:PassRole to arn:aws:iam::*:role/ecsInstanceRole*
 
 
 def _listed(value: Any) -> list[Any]:
@@ -55,6 +58,68 @@ def task_role_trust(ctx: Templates) -> Iterator[Finding]:
             )
 
 
+def _policies_of(ctx: Templates, role: Resource) -> Iterator[Any]:
+    """The policy documents the templates give ``role``: its inline ones, and the policies and managed policies of the
+    templates that name it in their Roles or that it names in its ManagedPolicyArns."""
+    for inline in role.props.get("Policies") or []:
+        if isinstance(inline, Mapping):
+            yield inline.get("PolicyDocument")
+    for kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+        for policy in ctx.of_type(kind):
+            if any(ctx.target(r, policy.stack) is role for r in _listed(policy.props.get("Roles") or [])):
+                yield policy.props.get("PolicyDocument")
+    for arn in role.props.get("ManagedPolicyArns") or []:
+        managed = ctx.target(arn, role.stack)
+        if managed is not None and managed.kind == "AWS::IAM::ManagedPolicy":
+            yield managed.props.get("PolicyDocument")
+
+
+def _grants_pass_role(ctx: Templates, role: Resource) -> bool:
+    for document in _policies_of(ctx, role):
+        for statement in statements(document):
+            actions = [a.lower() for a in _listed(statement.get("Action")) if isinstance(a, str)]
+            if statement.get("Effect") == "Allow" and any(a in ("iam:passrole", "iam:*", "*") for a in actions):
+                return True
+    return False
+
+
+def managed_instances_role_name(ctx: Templates) -> Iterator[Finding]:
+    for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
+        config = provider.props.get("ManagedInstancesProvider")
+        if not isinstance(config, Mapping):
+            continue
+        infra = ctx.target(config.get("InfrastructureRoleArn"), provider.stack)
+        if infra is None or infra.kind != "AWS::IAM::Role" or _grants_pass_role(ctx, infra):
+            continue  # a role named by ARN, or one the templates let pass roles themselves: not judged
+        managed = [ctx.text(a, infra.stack) for a in infra.props.get("ManagedPolicyArns") or []]
+        if not any(a.endswith(f"/{MANAGED_INSTANCES_POLICY}") for a in managed):
+            continue  # its own policy, not AWS's: not judged
+        template = config.get("InstanceLaunchTemplate")
+        profile = ctx.target(
+            template.get("Ec2InstanceProfileArn") if isinstance(template, Mapping) else None, provider.stack
+        )
+        roles = (
+            profile.props.get("Roles") if profile is not None and profile.kind == "AWS::IAM::InstanceProfile" else None
+        )
+        host = ctx.target(_listed(roles)[0], profile.stack) if roles and profile is not None else None
+        if host is None or host.kind != "AWS::IAM::Role":
+            continue
+        name = host.props.get("RoleName")
+        if name is None:
+            why = "has no RoleName, so CloudFormation names it (<stack>-<id>-<suffix>)"
+        elif isinstance(name, str) and not name.startswith(HOST_ROLE_PREFIX):
+            why = f"is named {name!r}"
+        else:
+            continue  # the prefix, or a name not known here
+        yield (
+            provider,
+            f"its hosts' role {construct_path(host)} {why}, and its infrastructure role {construct_path(infra)} may "
+            f"pass only roles named {HOST_ROLE_PREFIX}* ({MANAGED_INSTANCES_POLICY}), so ECS fails each task launch on "
+            f"authorization; name the role {HOST_ROLE_PREFIX}<something>, or grant the infrastructure role "
+            "iam:PassRole on it",
+        )
+
+
 ROLE_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         TASK_ROLE_TRUST,
@@ -65,5 +130,16 @@ ROLE_RULES: tuple[ServiceRule, ...] = (
         'RegisterTaskDefinition, taskRoleArn: "The short name or full Amazon Resource Name (ARN) of the IAM role that '
         'containers in this task can assume"',
         task_role_trust,
+    ),
+    ServiceRule(
+        MANAGED_INSTANCES_ROLE_NAME,
+        "Amazon ECS (Managed Instances)",
+        f"a Managed Instances host role is named {HOST_ROLE_PREFIX}*, where the infrastructure role has only AWS's "
+        "managed policy to pass it",
+        "Amazon ECS Developer Guide, 'Amazon ECS Managed Instances instance profile': \"If you use Amazon ECS Managed "
+        f"Instances with the {MANAGED_INSTANCES_POLICY} managed policy, the instance role name must start with "
+        f"{HOST_ROLE_PREFIX}. The policy scopes iam:PassRole to arn:aws:iam::*:role/{HOST_ROLE_PREFIX}*, so a "
+        'mismatched name causes an authorization error at task launch"',
+        managed_instances_role_name,
     ),
 )
