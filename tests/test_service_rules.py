@@ -173,6 +173,10 @@ def _managed_instances(
     )
 
 
+def _tg(**props: Any) -> Res:
+    return "Tg", "AWS::ElasticLoadBalancingV2::TargetGroup", props
+
+
 def _target_groups(n: int) -> list[dict[str, Any]]:
     """``n`` load balancer entries of a service, each a target group of its own for the one container's port 80."""
     return [{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": f"Tg{i}"}} for i in range(n)]
@@ -523,6 +527,14 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.TARGET_GROUP_ONE_BALANCER: (
         _stack(*_routes(second_balancer="A")),  # two listeners of one balancer may share a group
         _stack(*_routes(second_balancer="B")),  # a rule on another balancer's listener may not
+    ),
+    sr.TARGET_GROUP_HEALTH_CHECK: (
+        _stack(_tg(Protocol="HTTP", HealthCheckProtocol="HTTP")),
+        _stack(_tg(Protocol="HTTP", HealthCheckProtocol="TCP")),
+    ),
+    sr.ALB_TWO_ZONES: (
+        _stack(("Alb", "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Subnets": [{"Ref": "A"}, {"Ref": "B"}]})),
+        _stack(("Alb", "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Subnets": [{"Ref": "A"}]})),
     ),
     sr.DEREGISTRATION_DELAY: (
         _stack(
@@ -1206,6 +1218,30 @@ def test_a_managed_instances_host_role_is_one_the_infrastructure_role_may_pass(
 ) -> None:
     found = check_service_rules({"s": template})
     messages = [v.message for v in found if v.rule_id == sr.MANAGED_INSTANCES_ROLE_NAME]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
+    ("resource", "refused"),
+    [
+        (_tg(Protocol="TCP", HealthCheckProtocol="TCP"), None),
+        (_tg(Protocol="HTTPS", HealthCheckProtocol="TCP"), "TCP"),
+        (_tg(HealthCheckEnabled=False), "always"),  # an instance target group, the default type
+        (_tg(TargetType="ip", HealthCheckEnabled="false"), "always"),
+        (_tg(TargetType="lambda", HealthCheckEnabled=False), None),
+        (("Nlb", "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Type": "network", "Subnets": [{"Ref": "A"}]}), None),
+        (
+            ("Alb", "AWS::ElasticLoadBalancingV2::LoadBalancer", {"SubnetMappings": [{"SubnetId": "subnet-1"}]}),
+            "1 subnet",
+        ),
+        (("Alb", "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Subnets": {"Fn::Split": [",", "a,b"]}}), None),
+    ],
+)
+def test_a_target_groups_health_check_and_a_balancers_zones_are_what_elb_takes(
+    resource: Res, refused: str | None
+) -> None:
+    found = check_service_rules({"s": _stack(resource)})
+    messages = [v.message for v in found if v.rule_id in (sr.TARGET_GROUP_HEALTH_CHECK, sr.ALB_TWO_ZONES)]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
 
 

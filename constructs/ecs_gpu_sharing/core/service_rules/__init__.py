@@ -81,16 +81,14 @@ from .ecs import (
     termination_protection,
 )
 from .elb import (
+    ALB_TWO_ZONES,
     DEREGISTRATION_DELAY,
     ELB_NAME_LENGTH,
+    ELB_RULES,
     HEALTH_CHECK_TIMEOUT,
     LISTENER_RULE_PRIORITY,
+    TARGET_GROUP_HEALTH_CHECK,
     TARGET_GROUP_ONE_BALANCER,
-    deregistration_delay,
-    elb_name_length,
-    health_check_timeout,
-    listener_rule_priority,
-    target_group_one_balancer,
 )
 from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, key_policy_principals, key_policy_size
 from .names import NAME_CLAIMED_TWICE, name_claimed_twice
@@ -116,7 +114,6 @@ from .roles import MANAGED_INSTANCES_ROLE_NAME, ROLE_RULES, TASK_ROLE_TRUST
 
 _ECS_GUIDE = "Amazon ECS Developer Guide"
 _ECS_API = ECS_API
-_ELB = "Elastic Load Balancing API Reference (version 2015-12-01)"
 
 SERVICE_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
@@ -343,47 +340,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
     ),
     *AUTOSCALING_RULES,
     *NETWORK_RULES,
-    ServiceRule(
-        HEALTH_CHECK_TIMEOUT,
-        "Elastic Load Balancing",
-        "a target group's health check timeout is below its interval",
-        f"{_ELB}, CreateTargetGroup, HealthCheckTimeoutSeconds and the target group health check settings: the "
-        "timeout must be smaller than the interval",
-        health_check_timeout,
-    ),
-    ServiceRule(
-        ELB_NAME_LENGTH,
-        "Elastic Load Balancing",
-        "a load balancer's or target group's name has at most 32 characters and no hyphen at either end",
-        f'{_ELB}, CreateTargetGroup and CreateLoadBalancer, Name: "This name must be unique per region per account, '
-        'can have a maximum of 32 characters, ... and must not begin or end with a hyphen"',
-        elb_name_length,
-    ),
-    ServiceRule(
-        LISTENER_RULE_PRIORITY,
-        "Elastic Load Balancing",
-        "each rule of a listener has its own priority, from 1 to 50,000",
-        f"{_ELB}, CreateRule, Priority: \"The rule priority. A listener can't have multiple rules with the same "
-        'priority" (valid range 1 - 50000)',
-        listener_rule_priority,
-    ),
-    ServiceRule(
-        TARGET_GROUP_ONE_BALANCER,
-        "Elastic Load Balancing",
-        "a target group is forwarded to by the listeners of one load balancer only",
-        "Elastic Load Balancing User Guide, 'Create a target group for your Application Load Balancer': \"You can "
-        "specify the same target group in multiple listeners, but these listeners must belong to the same "
-        'Application Load Balancer"; API Reference, TargetGroup, LoadBalancerArns: "You can use each target group '
-        'with only one load balancer"',
-        target_group_one_balancer,
-    ),
-    ServiceRule(
-        DEREGISTRATION_DELAY,
-        "Elastic Load Balancing",
-        "a target group's deregistration delay is 0 .. 3,600 seconds",
-        f'{_ELB}, TargetGroupAttribute, deregistration_delay.timeout_seconds: "The range is 0-3600 seconds"',
-        deregistration_delay,
-    ),
+    *ELB_RULES,
     ServiceRule(
         ALARM_PERIOD,
         "Amazon CloudWatch",
@@ -537,6 +494,7 @@ __all__ = [
     "ALARM_DATAPOINTS",
     "ALARM_PERIOD",
     "ALARM_TOPIC_PUBLISH",
+    "ALB_TWO_ZONES",
     "AWSVPC_HOST_PORT",
     "AWSVPC_NETWORK_CONFIGURATION",
     "CONTAINER_MEMORY_ON_EC2",
@@ -584,6 +542,7 @@ __all__ = [
     "SYSCTL_NAMESPACED",
     "TARGET_CAPACITY_RANGE",
     "TARGET_GROUPS_PER_SERVICE",
+    "TARGET_GROUP_HEALTH_CHECK",
     "TARGET_GROUP_ONE_BALANCER",
     "TARGET_TYPE_MATCHES_NETWORK_MODE",
     "TASK_ROLE_TRUST",

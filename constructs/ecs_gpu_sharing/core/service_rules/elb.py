@@ -8,15 +8,20 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import Finding, Resource, Templates, literal_number
+from .base import Finding, Resource, ServiceRule, Templates, literal_number
 
 # --- Elastic Load Balancing ----------------------------------------------------------------------------------------
+
+_ELB = "Elastic Load Balancing API Reference (version 2015-12-01)"
 
 HEALTH_CHECK_TIMEOUT = f"{PREFIX}HealthCheckTimeoutBelowInterval"
 ELB_NAME_LENGTH = f"{PREFIX}LoadBalancingNameLength"
 LISTENER_RULE_PRIORITY = f"{PREFIX}ListenerRulePriorityUnique"
 DEREGISTRATION_DELAY = f"{PREFIX}DeregistrationDelayRange"
 TARGET_GROUP_ONE_BALANCER = f"{PREFIX}TargetGroupOneLoadBalancer"
+TARGET_GROUP_HEALTH_CHECK = f"{PREFIX}TargetGroupHealthCheck"
+ALB_TWO_ZONES = f"{PREFIX}ApplicationLoadBalancerTwoZones"
+ALWAYS_CHECKED_TARGETS = ("instance", "ip", "alb")  # CreateTargetGroup, HealthCheckEnabled
 
 
 def health_check_timeout(ctx: Templates) -> Iterator[Finding]:
@@ -108,3 +113,98 @@ def target_group_one_balancer(ctx: Templates) -> Iterator[Finding]:
                 f"listeners of {len(by)} load balancers forward to it ({names}), and a target group serves one "
                 "load balancer: give each balancer's route its own target group",
             )
+
+
+def target_group_health_check(ctx: Templates) -> Iterator[Finding]:
+    for group in ctx.of_type("AWS::ElasticLoadBalancingV2::TargetGroup"):
+        protocol, checked = group.props.get("Protocol"), group.props.get("HealthCheckProtocol")
+        if protocol in ("HTTP", "HTTPS") and checked == "TCP":
+            yield (
+                group,
+                f"its health check speaks TCP to an {protocol} target group, which ELB does not take; check with "
+                f"{protocol} (a path the model server answers)",
+            )
+        kind = group.props.get("TargetType", "instance")
+        if group.props.get("HealthCheckEnabled") in (False, "false") and kind in ALWAYS_CHECKED_TARGETS:
+            yield (
+                group,
+                f"it turns health checks off, and a target group of {kind} targets is always health checked; "
+                "leave HealthCheckEnabled out",
+            )
+
+
+def alb_two_zones(ctx: Templates) -> Iterator[Finding]:
+    for balancer in ctx.of_type("AWS::ElasticLoadBalancingV2::LoadBalancer"):
+        if balancer.props.get("Type", "application") != "application":
+            continue
+        for prop in ("Subnets", "SubnetMappings"):
+            subnets = balancer.props.get(prop)
+            if isinstance(subnets, list) and len(subnets) < 2:
+                yield (
+                    balancer,
+                    f"it is in {len(subnets)} subnet{'s' if len(subnets) != 1 else ''}, and an application load "
+                    "balancer needs subnets in at least two Availability Zones; give the VPC two zones (max_azs=2)",
+                )
+
+
+ELB_RULES: tuple[ServiceRule, ...] = (
+    ServiceRule(
+        HEALTH_CHECK_TIMEOUT,
+        "Elastic Load Balancing",
+        "a target group's health check timeout is below its interval",
+        f"{_ELB}, CreateTargetGroup, HealthCheckTimeoutSeconds and the target group health check settings: the "
+        "timeout must be smaller than the interval",
+        health_check_timeout,
+    ),
+    ServiceRule(
+        ELB_NAME_LENGTH,
+        "Elastic Load Balancing",
+        "a load balancer's or target group's name has at most 32 characters and no hyphen at either end",
+        f'{_ELB}, CreateTargetGroup and CreateLoadBalancer, Name: "This name must be unique per region per account, '
+        'can have a maximum of 32 characters, ... and must not begin or end with a hyphen"',
+        elb_name_length,
+    ),
+    ServiceRule(
+        LISTENER_RULE_PRIORITY,
+        "Elastic Load Balancing",
+        "each rule of a listener has its own priority, from 1 to 50,000",
+        f"{_ELB}, CreateRule, Priority: \"The rule priority. A listener can't have multiple rules with the same "
+        'priority" (valid range 1 - 50000)',
+        listener_rule_priority,
+    ),
+    ServiceRule(
+        TARGET_GROUP_ONE_BALANCER,
+        "Elastic Load Balancing",
+        "a target group is forwarded to by the listeners of one load balancer only",
+        "Elastic Load Balancing User Guide, 'Create a target group for your Application Load Balancer': \"You can "
+        "specify the same target group in multiple listeners, but these listeners must belong to the same "
+        'Application Load Balancer"; API Reference, TargetGroup, LoadBalancerArns: "You can use each target group '
+        'with only one load balancer"',
+        target_group_one_balancer,
+    ),
+    ServiceRule(
+        DEREGISTRATION_DELAY,
+        "Elastic Load Balancing",
+        "a target group's deregistration delay is 0 .. 3,600 seconds",
+        f'{_ELB}, TargetGroupAttribute, deregistration_delay.timeout_seconds: "The range is 0-3600 seconds"',
+        deregistration_delay,
+    ),
+    ServiceRule(
+        TARGET_GROUP_HEALTH_CHECK,
+        "Elastic Load Balancing",
+        "an HTTP or HTTPS target group is not health checked over TCP, and one of instance, ip or alb targets keeps "
+        "its health checks on",
+        f'{_ELB}, CreateTargetGroup: HealthCheckProtocol "The TCP protocol is not supported for health checks if the '
+        'protocol of the target group is HTTP or HTTPS"; HealthCheckEnabled "If the target type is instance, ip, or '
+        "alb, health checks are always enabled and can't be disabled\"",
+        target_group_health_check,
+    ),
+    ServiceRule(
+        ALB_TWO_ZONES,
+        "Elastic Load Balancing",
+        "an application load balancer has subnets in at least two Availability Zones",
+        f'{_ELB}, CreateLoadBalancer, Subnets: "[Application Load Balancers] You must specify subnets from at least '
+        'two Availability Zones"',
+        alb_two_zones,
+    ),
+)
