@@ -607,6 +607,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
+def test_a_mount_point_in_a_task_without_volumes_is_refused() -> None:
+    """aws-ecs writes no Volumes where none was added: a mount point then names a volume the task does not have."""
+    found = check_service_rules({"s": _stack(_task(containers=[_container(MountPoints=[_MOUNT])]))})
+    assert [v.rule_id for v in found] == [sr.MOUNT_POINT_VOLUME]
+    assert "its volumes: none" in found[0].message
+
+
 def test_every_rule_has_a_case_and_the_table_has_at_least_twenty_sourced_rows() -> None:
     assert set(CASES) == {r.rule_id for r in SERVICE_RULES}
     assert len(SERVICE_RULES) >= 20
@@ -1194,6 +1201,12 @@ def test_every_capacity_provider_strategy_is_one_ecs_takes(resource: Res, refuse
 _PASS_ROLE = {"Effect": "Allow", "Action": "iam:PassRole", "Resource": {"Fn::GetAtt": ["HostRole", "Arn"]}}
 
 
+def _with_pass_role_policy(template: dict[str, Any]) -> dict[str, Any]:
+    policy = {"PolicyDocument": {"Statement": [_PASS_ROLE]}, "PolicyName": "p", "Roles": [{"Ref": "Infra"}]}
+    template["Resources"]["InfraPolicy"] = {"Type": "AWS::IAM::Policy", "Properties": policy}
+    return template
+
+
 @pytest.mark.parametrize(
     ("template", "refused"),
     [
@@ -1209,6 +1222,7 @@ _PASS_ROLE = {"Effect": "Allow", "Action": "iam:PassRole", "Resource": {"Fn::Get
             ),
             None,
         ),
+        (_with_pass_role_policy(_managed_instances()), None),  # the grant as aws-iam's grant_pass_role writes it
         (_managed_instances(infra={"ManagedPolicyArns": ["arn:aws:iam::123456789012:policy/own"]}), None),
         (_managed_instances(profile="arn:aws:iam::123456789012:instance-profile/hosts"), None),
     ],

@@ -179,7 +179,7 @@ def sysctls_namespaced(ctx: Templates) -> Iterator[Finding]:
 
 def mount_point_volume(ctx: Templates) -> Iterator[Finding]:
     for task in ctx.of_type("AWS::ECS::TaskDefinition"):
-        volumes = task.props.get("Volumes")
+        volumes = task.props.get("Volumes", [])
         if not isinstance(volumes, list):
             continue  # a token: the names are not known here
         names = {camel_keys(v).get("name") for v in volumes}
