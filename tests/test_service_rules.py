@@ -177,6 +177,10 @@ def _tg(**props: Any) -> Res:
     return "Tg", "AWS::ElasticLoadBalancingV2::TargetGroup", props
 
 
+def _public_ip(value: str) -> dict[str, Any]:
+    return {"NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": ["s"], "AssignPublicIp": value}}}
+
+
 def _target_groups(n: int) -> list[dict[str, Any]]:
     """``n`` load balancer entries of a service, each a target group of its own for the one container's port 80."""
     return [{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": f"Tg{i}"}} for i in range(n)]
@@ -331,6 +335,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.SERVICE_REGISTRIES: (
         _stack(_task(), _service(ServiceRegistries=[_REGISTRY])),
         _stack(_task(), _service(ServiceRegistries=[_REGISTRY, _REGISTRY])),
+    ),
+    sr.NO_PUBLIC_IP_ON_EC2: (
+        _stack(_task(mode="awsvpc"), _service(LaunchType="EC2", **_public_ip("DISABLED"))),
+        _stack(_task(mode="awsvpc"), _service(LaunchType="EC2", **_public_ip("ENABLED"))),
     ),
     sr.TARGET_GROUPS_PER_SERVICE: (
         _stack(_task(), _service(LoadBalancers=_target_groups(5))),
@@ -1256,6 +1264,20 @@ def test_a_target_groups_health_check_and_a_balancers_zones_are_what_elb_takes(
 ) -> None:
     found = check_service_rules({"s": _stack(resource)})
     messages = [v.message for v in found if v.rule_id in (sr.TARGET_GROUP_HEALTH_CHECK, sr.ALB_TWO_ZONES)]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
+    ("props", "refused"),
+    [
+        ({"CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Provider"}}]}, "public IP"),  # ASG-backed
+        ({"LaunchType": "FARGATE"}, None),
+        ({}, None),  # the cluster's default strategy: not known here
+    ],
+)
+def test_an_ec2_service_asks_for_no_public_ip(props: dict[str, Any], refused: str | None) -> None:
+    template = _stack(_task(mode="awsvpc"), _asg_provider(), _service(**props, **_public_ip("ENABLED")))
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.NO_PUBLIC_IP_ON_EC2]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
 
 

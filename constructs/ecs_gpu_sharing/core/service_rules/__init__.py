@@ -38,6 +38,7 @@ from .ecs import (
     MEMORY_RESERVATION_BELOW_LIMIT,
     NETWORK_CONFIGURATION_NOT_AWSVPC,
     NETWORK_MODE_OPTIONS,
+    NO_PUBLIC_IP_ON_EC2,
     PLACEMENT_CONSTRAINTS,
     PLACEMENT_STRATEGIES,
     PORT_MAPPING_NAME,
@@ -63,6 +64,7 @@ from .ecs import (
     memory_reservation_below_limit,
     network_configuration_not_awsvpc,
     network_mode_options,
+    no_public_ip_on_ec2,
     placement_constraints,
     placement_strategies,
     port_mapping_name,
@@ -192,6 +194,15 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         'five target groups to a service"; more than one only where "The service must use the rolling update (ECS) '
         'deployment controller type"',
         target_groups_per_service,
+    ),
+    ServiceRule(
+        NO_PUBLIC_IP_ON_EC2,
+        "Amazon ECS",
+        "a service on EC2 container instances asks for no public IP for its tasks",
+        'CreateService answers InvalidParameterException "Assign public IP is not supported for this launch type" '
+        "for an EC2 service (aws-cdk#13348, on an Auto Scaling group's capacity provider; hashicorp/waypoint#643); "
+        "aws/containers-roadmap#450 is the open request to support it",
+        no_public_ip_on_ec2,
     ),
     ServiceRule(
         SERVICE_ROLE,
@@ -521,6 +532,7 @@ __all__ = [
     "NAME_CLAIMED_TWICE",
     "NETWORK_CONFIGURATION_NOT_AWSVPC",
     "NETWORK_MODE_OPTIONS",
+    "NO_PUBLIC_IP_ON_EC2",
     "PLACEMENT_CONSTRAINTS",
     "PLACEMENT_STRATEGIES",
     "PORT_MAPPING_NAME",

@@ -52,6 +52,7 @@ DEPLOYMENT_OPTIONS_OF_CONTROLLER = f"{PREFIX}DeploymentOptionsOfController"
 SERVICE_ROLE = f"{PREFIX}ServiceRoleWhereEcsTakesOne"
 SERVICE_REGISTRIES = f"{PREFIX}OneServiceRegistry"
 STRATEGY_WEIGHTS = f"{PREFIX}CapacityProviderStrategyWeights"
+NO_PUBLIC_IP_ON_EC2 = f"{PREFIX}NoPublicIpOnEc2"
 MAX_STRATEGY_PROVIDERS = 20  # ECS API Reference, CreateService, capacityProviderStrategy
 MAX_TARGET_GROUPS = 5  # ECS Developer Guide, 'Registering multiple target groups with an Amazon ECS service'
 
@@ -270,6 +271,18 @@ def deployment_options_of_controller(ctx: Templates) -> Iterator[Finding]:
                 service,
                 f"it sets BakeTimeInMinutes under deployment controller {controller}, which does not support it; "
                 "leave it out",
+            )
+
+
+def no_public_ip_on_ec2(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        network = camel_keys(camel_keys(service.props.get("NetworkConfiguration")).get("awsvpcConfiguration"))
+        if network.get("assignPublicIp") == "ENABLED" and _service_on_ec2(ctx, service):
+            yield (
+                service,
+                "it asks for a public IP for each task on EC2 container instances, which ECS gives only on Fargate; "
+                "set AssignPublicIp DISABLED and reach the internet through a NAT gateway, or reach the tasks "
+                "through a load balancer",
             )
 
 
