@@ -116,7 +116,8 @@ def test_ami_verify_prints_the_ami_id_when_the_release_checks_out(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     image = {"ImageId": "ami-0123456789abcdef0", "Name": AMI_NAME, "Architecture": "x86_64", "State": "available"}
-    ssm, ec2, ssm_stub, ec2_stub = _ami_stubs({**image, "RootDeviceName": "/dev/xvda"})
+    root = [{"DeviceName": "/dev/xvda", "Ebs": {"SnapshotId": "snap-1", "VolumeSize": 30}}]
+    ssm, ec2, ssm_stub, ec2_stub = _ami_stubs({**image, "RootDeviceName": "/dev/xvda", "BlockDeviceMappings": root})
     _stubbed(monkeypatch, ssm=ssm, ec2=ec2)
     with ssm_stub, ec2_stub:
         assert main(["ami", "verify", "--release", RELEASE, "--region", "us-east-1"]) == 0
@@ -130,6 +131,16 @@ def test_ami_verify_prints_the_ami_id_when_the_release_checks_out(
         ({"Name": "al2023-ami-ecs-hvm-2023.0.20261113-kernel-6.1-x86_64", "Architecture": "x86_64"}, "is named"),
         # The launch templates size the root volume by its device name: on another, theirs is a second disk.
         ({"Name": AMI_NAME, "Architecture": "x86_64", "RootDeviceName": "/dev/sda1"}, "root device is /dev/sda1"),
+        # EC2 launches no root volume smaller than its snapshot: every root_volume_gib the constructs take must fit.
+        (
+            {
+                "Name": AMI_NAME,
+                "Architecture": "x86_64",
+                "RootDeviceName": "/dev/xvda",
+                "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {"SnapshotId": "snap-1", "VolumeSize": 40}}],
+            },
+            "root snapshot is 40 GiB, and EC2 launches no root volume smaller",
+        ),
     ],
 )
 def test_ami_verify_fails_on_the_wrong_image(
@@ -1002,3 +1013,42 @@ def test_cluster_status_checks_the_log_drivers_the_plan_assumes_a_host_registers
     bare = cluster_status._instance(_instance("i-0", agent="1.108.3", mps=True, health="OK", gpus=[]))
     bare.ami_release = "20261113"
     assert cluster_status.log_driver_gaps([bare]) == []  # lists no driver at all: an emulator's report, not judged
+
+
+@pytest.mark.parametrize(("root_gib", "ok"), [(60, True), (200, True), (50, False)])
+def test_ami_verify_checks_the_root_snapshot_against_the_smallest_root_volume(root_gib: int, ok: bool) -> None:
+    """EC2 launches no root volume smaller than its snapshot (EbsBlockDevice, VolumeSize)."""
+    root = [{"DeviceName": "/dev/xvda", "Ebs": {"SnapshotId": "snap-1", "VolumeSize": 60}}]
+    image = {"ImageId": "ami-0123456789abcdef0", "Name": AMI_NAME, "Architecture": "x86_64", "State": "available"}
+    ssm, ec2, ssm_stub, ec2_stub = _ami_stubs({**image, "RootDeviceName": "/dev/xvda", "BlockDeviceMappings": root})
+    with ssm_stub, ec2_stub:
+        result = ami_verify.inspect_region(ssm, ec2, RELEASE, root_gib)
+    assert result.ok is ok
+    assert ok or f"a root_volume_gib of {root_gib} launches no host; give root_volume_gib 60 or more" in str(
+        result.problem
+    )
+
+
+def test_fleet_preflight_verifies_each_release_for_its_smallest_root_volume(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from ecs_gpu_sharing import preflight
+
+    asked: list[tuple[str, int]] = []
+
+    def verify(release: str, regions: list[Any], clients: Any, root_gib: int) -> list[ami_verify.RegionResult]:
+        asked.append((release, root_gib))
+        return [ami_verify.RegionResult("us-east-1", "ami-0123456789abcdef0", None)]
+
+    monkeypatch.setattr(ami_verify, "verify", verify)
+    small = tmp_path / "fleet.toml"  # both capacities on one release, the second with a smaller root volume
+    small.write_text(
+        THREE_MODELS.read_text().replace(
+            'instance_types = ["g6e.2xlarge"]', 'instance_types = ["g6e.2xlarge"]\nroot_volume_gib = 80', 1
+        )
+    )
+    spec = fleet.load(small)
+    assert sorted(c.root_volume_gib for c in spec.capacities.values()) == [80, 200]
+    _, (_lines, failed) = preflight._ami_report(spec, "us-east-1")
+    assert not failed
+    assert asked == [(ami_release.DEFAULT_AMI_RELEASE, 80)]

@@ -63,9 +63,11 @@ def _ami_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], R
     from .operations import ami_verify
     from .operations.aws import client
 
-    releases = sorted({c.ami_release for c in spec.capacities.values() if c.kind != fleet.MANAGED_INSTANCES})
+    ec2 = [c for c in spec.capacities.values() if c.kind != fleet.MANAGED_INSTANCES]
+    releases = sorted({c.ami_release for c in ec2})
     regions: list[Any] = [region]  # None: your AWS configuration's, as the client resolves it
-    results = [r for release in releases for r in ami_verify.verify(release, regions, client)]
+    smallest_root = {r: min(c.root_volume_gib for c in ec2 if c.ami_release == r) for r in releases}
+    results = [r for release in releases for r in ami_verify.verify(release, regions, client, smallest_root[release])]
     lines = [
         f"{release}: {r.region}: {r.image_id} ok" if r.ok else f"{release}: {r.region}: FAILED: {r.problem}"
         for release, r in zip(releases, results, strict=True)

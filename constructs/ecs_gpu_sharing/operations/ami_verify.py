@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import ami_release
+from ..core.capacity_facts import ROOT_VOLUME_MIN_GIB
 from .aws import aws_errors
 
 
@@ -20,9 +21,10 @@ class RegionResult:
         return self.problem is None
 
 
-def inspect_region(ssm: Any, ec2: Any, release: str) -> RegionResult:
-    """Resolves the release's public SSM parameter and checks the image it names (name, x86_64, available, and the
-    root device the launch templates size)."""
+def inspect_region(ssm: Any, ec2: Any, release: str, root_gib: int = ROOT_VOLUME_MIN_GIB) -> RegionResult:
+    """Resolves the release's public SSM parameter and checks the image it names (name, x86_64, available, the root
+    device the launch templates size, and a root snapshot no larger than ``root_gib``, the smallest root volume a
+    capacity gives it: by default the least the constructs take)."""
     region = ssm.meta.region_name
     parameter = ami_release.ssm_parameter_unchecked(release)
     with aws_errors(f"{region}: reading SSM parameter {parameter}"):
@@ -50,13 +52,27 @@ def inspect_region(ssm: Any, ec2: Any, release: str) -> RegionResult:
             "launch templates map to size the root volume (root_volume_gib): there it would be a second disk and the "
             "images and model caches would fill the AMI's own root; pin a release whose image checks out",
         )
+    root: dict[str, Any] = next(
+        (m for m in image.get("BlockDeviceMappings") or [] if m.get("DeviceName") == ami_release.ROOT_DEVICE), {}
+    )
+    snapshot_gib = (root.get("Ebs") or {}).get("VolumeSize")
+    if isinstance(snapshot_gib, int) and snapshot_gib > root_gib:
+        # EC2 API Reference, EbsBlockDevice, VolumeSize: "You can specify a volume size that is equal to or larger
+        # than the snapshot size": a smaller root volume launches no host.
+        return RegionResult(
+            region,
+            image_id,
+            f"{image_id}'s root snapshot is {snapshot_gib} GiB, and EC2 launches no root volume smaller than its "
+            f"snapshot: a root_volume_gib of {root_gib} launches no host; give root_volume_gib {snapshot_gib} or more",
+        )
     return RegionResult(region, image_id, None)
 
 
-def verify(release: str, regions: list[str], clients: Any) -> list[RegionResult]:
-    """Checks ``release`` (refused below the floor before any call) in every region.
+def verify(release: str, regions: list[str], clients: Any, root_gib: int = ROOT_VOLUME_MIN_GIB) -> list[RegionResult]:
+    """Checks ``release`` (refused below the floor before any call) in every region, for root volumes of at least
+    ``root_gib``.
 
     ``clients(service, region)`` makes a boto3 client.
     """
     ami_release.check_release(release, verified=True)  # this command is how an unlisted release gets verified
-    return [inspect_region(clients("ssm", region), clients("ec2", region), release) for region in regions]
+    return [inspect_region(clients("ssm", region), clients("ec2", region), release, root_gib) for region in regions]
