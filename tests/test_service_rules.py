@@ -434,6 +434,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(_task(containers=[_container(SystemControls=[{"Namespace": "net.core.somaxconn", "Value": "4096"}])])),
         _stack(_task(containers=[_container(SystemControls=[{"Namespace": "vm.swappiness", "Value": "0"}])])),
     ),
+    sr.CONTAINER_NAMES: (
+        _stack(_task(containers=[_container("model"), _container("metrics")])),
+        _stack(_task(containers=[_container("model"), _container("model")])),
+    ),
     sr.MOUNT_POINT_VOLUME: (
         _stack(_task(containers=[_container(MountPoints=[_MOUNT])], Volumes=[{"Name": "weights"}])),
         _stack(_task(containers=[_container(MountPoints=[_MOUNT])], Volumes=[{"Name": "cache"}])),
@@ -613,6 +617,22 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_769})),
     ),
 }
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("vllm-server_2", None),
+        ("my model", "letters"),
+        ("model.v1", "letters"),
+        ("m" * 256, "255"),
+        ({"Ref": "N"}, None),
+    ],
+)
+def test_a_container_name_is_one_ecs_takes(name: Any, refused: str | None) -> None:
+    found = check_service_rules({"s": _stack(_task(containers=[_container(name)]))})
+    messages = [v.message for v in found if v.rule_id == sr.CONTAINER_NAMES]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
 
 
 def test_a_mount_point_in_a_task_without_volumes_is_refused() -> None:

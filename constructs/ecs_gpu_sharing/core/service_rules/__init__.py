@@ -21,6 +21,7 @@ from ..template_limits import Violation, check_templates
 from .autoscaling import AUTOSCALING_RULES, GROUP_ONE_LAUNCH_SOURCE, GROUP_SIZES, ROLL_BELOW_MAX_SIZE, ROLL_PAUSE_TIME
 from .base import ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
 from .containers import (
+    CONTAINER_NAMES,
     CONTAINER_RULES,
     DEPENDENCIES_RESOLVE,
     EXITING_DEPENDENCY_NOT_ESSENTIAL,
@@ -509,6 +510,7 @@ __all__ = [
     "AWSVPC_HOST_PORT",
     "AWSVPC_NETWORK_CONFIGURATION",
     "CONTAINER_MEMORY_ON_EC2",
+    "CONTAINER_NAMES",
     "DEPENDENCIES_RESOLVE",
     "DEPLOYMENT_OPTIONS_OF_CONTROLLER",
     "DEREGISTRATION_DELAY",

@@ -13,6 +13,7 @@ is created."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,6 +26,8 @@ EXITING_DEPENDENCY_NOT_ESSENTIAL = f"{PREFIX}DependencyThatExitsIsNotEssential"
 HEALTH_CHECK_IN_RANGE = f"{PREFIX}ContainerHealthCheckRanges"
 SYSCTL_NAMESPACED = f"{PREFIX}ContainerSysctlNamespaced"
 MOUNT_POINT_VOLUME = f"{PREFIX}MountPointNamesAVolume"
+CONTAINER_NAMES = f"{PREFIX}ContainerNames"
+_CONTAINER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")  # ECS API Reference, ContainerDefinition, name
 IPC_SYSCTLS = frozenset(
     f"kernel.{name}" for name in ("msgmax", "msgmnb", "msgmni", "sem", "shmall", "shmmax", "shmmni", "shm_rmid_forced")
 )  # and fs.mqueue.* (IPC), net.* (network): ECS API Reference, SystemControl, value
@@ -195,6 +198,24 @@ def mount_point_volume(ctx: Templates) -> Iterator[Finding]:
                     )
 
 
+def container_names(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        seen: set[str] = set()
+        for c in _containers(task):
+            name = c.get("name")
+            if not isinstance(name, str):
+                continue  # a token: its text is not known here
+            if not _CONTAINER_NAME.fullmatch(name):
+                yield (
+                    task,
+                    f"container name {name[:64]!r} is not up to 255 letters, digits, underscores and hyphens; "
+                    "rename it",
+                )
+            elif name in seen:
+                yield task, f"two containers are named {name!r}, and a task definition's container names are unique"
+            seen.add(name)
+
+
 CONTAINER_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         DEPENDENCIES_RESOLVE,
@@ -238,6 +259,15 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
         'systemControls aren\'t supported"; runc, libcontainer/configs/validate/validator.go: any other sysctl "is '
         'not in a separate kernel namespace"',
         sysctls_namespaced,
+    ),
+    ServiceRule(
+        CONTAINER_NAMES,
+        "Amazon ECS",
+        "a task definition's container names are unique, each up to 255 letters, digits, underscores and hyphens",
+        f'{ECS_API}, ContainerDefinition, name: "Up to 255 letters (uppercase and lowercase), numbers, underscores, '
+        'and hyphens are allowed"; RegisterTaskDefinition answers ClientException "Container names must be unique '
+        'within a Task Definition" (Shippable/support#2946, metaps/genova#291)',
+        container_names,
     ),
     ServiceRule(
         MOUNT_POINT_VOLUME,
