@@ -596,3 +596,32 @@ def test_a_blue_green_deployment_is_planned_as_both_revisions_at_full_count(stra
     assembly, _ = fleet.synth()
     (capacity,) = json.loads((Path(assembly.directory) / f"{PLAN_FILE}.json").read_text())["capacities"]
     assert capacity["surge_instances"] == surge
+
+
+def test_a_container_named_apart_from_its_id_is_planned_with_its_budget() -> None:
+    """The plan reads the written container definitions by the name ECS sees (container_name); its budget once went
+    missing there, and the synth failed as if an escape hatch had changed it."""
+    fleet = Fleet()
+    td = SharedGpuTaskDefinition(fleet.stack, "VllmTask")
+    td.add_container(
+        "model",
+        container_name="vllm",
+        image=IMAGE,
+        cpu=512,
+        memory_limit_mib=1024,
+        gpu=MpsShare(6000),
+        user="1000:1000",
+        readonly_root_filesystem=True,
+    )
+    SharedGpuService(
+        fleet.stack,
+        "Vllm",
+        cluster=fleet.cluster,
+        capacity=fleet.capacity,
+        task_definition=td,
+        desired_count=2,
+        allocation=MEASURED,
+    )
+    assembly, _ = fleet.synth()
+    plan = json.loads((Path(assembly.directory) / f"{PLAN_FILE}.json").read_text())
+    assert [(s["name"], s["task"]["gpu_budgets_mib"]) for s in plan["services"]] == [("Vllm", [6000])]

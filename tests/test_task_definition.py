@@ -193,6 +193,25 @@ def test_exposes_budgets_for_the_planner() -> None:
     assert [name for name, _ in td.mps_shares] == ["a", "b"]
 
 
+def test_budgets_are_kept_under_the_container_name_ecs_sees() -> None:
+    """aws-ecs names a container by container_name when given, else by its id; the plan reads the written container
+    definitions by that name, so a budget kept under the id would be lost to it."""
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    td.add_container("model", container_name="vllm", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(1000))
+    td.add_container("metrics", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(500))
+    assert [name for name, _ in td.mps_shares] == ["vllm", "metrics"]
+
+
+@pytest.mark.parametrize(("first", "name"), [({"container_name": "vllm"}, "vllm"), ({}, "model")])
+def test_a_second_container_of_one_name_is_refused(first: dict[str, Any], name: str) -> None:
+    """RegisterTaskDefinition refuses it ("Container names must be unique within a Task Definition"), and the plan
+    would read both containers as one."""
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    td.add_container("model", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(1000), **first)
+    with pytest.raises(TaskDefinitionError, match=rf"Test/Td/again: container name '{name}' is already taken"):
+        td.add_container("again", container_name=name, image=IMAGE, memory_limit_mib=64)
+
+
 def test_whole_gpu_task_renders_the_l2s_gpu_count() -> None:
     stack = _stack()
     td = SharedGpuTaskDefinition(stack, "Td")

@@ -131,6 +131,15 @@ class _MpsContainers:
                 f"{where}: a container cannot ask for whole GPUs (gpu_count={gpu_count}) and an "
                 f"{gpu} at once; drop gpu_count to share a GPU, or drop gpu to hold whole GPUs"
             )
+        # The name ECS sees, which the plan reads the written containers by.
+        name = options.get("container_name") or id
+        taken = [c.container_name for c in self._containers]  # type: ignore[attr-defined]
+        if name in taken:
+            raise TaskDefinitionError(
+                f"{where}: container name {name!r} is already taken in this task definition; ECS refuses two "
+                'containers of one name ("Container names must be unique within a Task Definition"): give '
+                "container_name another name"
+            )
         container: ecs.ContainerDefinition = super().add_container(id, **options)  # type: ignore[misc]
         if gpu is not None:
             resource = self.node.default_child  # type: ignore[attr-defined]
@@ -141,10 +150,10 @@ class _MpsContainers:
             resource.add_property_override(
                 f"ContainerDefinitions.{index}.ResourceRequirements", [gpu.cfn_requirement()]
             )
-            self._shares.append((id, gpu))
+            self._shares.append((container.container_name, gpu))
             self._acknowledge_schema(resource)
         elif gpu_count is not None:
-            self._whole_gpu.append((id, gpu_count))
+            self._whole_gpu.append((container.container_name, gpu_count))
         return container
 
     def _acknowledge_schema(self, resource: ecs.CfnTaskDefinition) -> None:
