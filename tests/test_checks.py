@@ -295,6 +295,9 @@ def test_a_service_outside_the_plan_warns_and_blocks_a_derived_max() -> None:
     assert [f.rule_id for f in assess([replace(L4, max_instances=2)], [], outside=[outside]).findings] == [
         OUTSIDE_PLAN_WARNING
     ]
+    # The synth stops at this error before any warning is shown: it carries the reason and the fix itself.
+    (error,) = [f for f in result.findings if f.level is Level.ERROR]
+    assert "param cannot be counted (its desired count is a CDK token: state a count)" in error.message
 
 
 def test_name_clashes_and_unreadable_shapes_are_errors_with_ids() -> None:

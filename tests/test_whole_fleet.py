@@ -264,6 +264,9 @@ def test_a_token_count_without_a_planned_count_warns_and_asks_for_max_instances(
     message = str(raised.value)
     assert "[Test/L4] [ecs-gpu-sharing:MaxInstancesUnknown] max_instances is left to the plan, but Param" in message
     assert "e+" not in message
+    # why, and the fix that applies to that reason, in the error itself: the synth stops before warnings show
+    assert ": state a count for planning (SharedGpuService(planned_count=...)" in message
+    assert "give the values literally" not in message and "run one service" not in message
 
 
 def test_a_token_count_with_explicit_max_instances_is_an_acknowledgeable_warning() -> None:
@@ -421,3 +424,29 @@ def test_the_library_allows_newer_aws_cdk_lib_2x() -> None:
     assert cdk_req.specifier.contains("2.275.0")
     assert cdk_req.specifier.contains("2.300.0")
     assert not cdk_req.specifier.contains("3.0.0")
+
+
+def test_a_service_spread_over_two_gpu_capacities_is_told_to_split() -> None:
+    """The plan places a service on one GPU capacity; a strategy over two is outside it, and the error says the fix
+    that applies (a count stated for planning would not help)."""
+    a = App()
+    other = GpuCapacity(a.stack, "Other", cluster=a.cluster, instance_types=["g6.2xlarge"])
+    service = ecs.Ec2Service(
+        a.stack,
+        "Split",
+        cluster=a.cluster,
+        task_definition=a.task("T"),
+        desired_count=2,
+        min_healthy_percent=100,
+        capacity_provider_strategies=[
+            *a.capacity.capacity_provider_strategies(),
+            *other.capacity_provider_strategies(),
+        ],
+    )
+    service.node.add_dependency(a.cluster)
+    with pytest.raises(RuntimeError) as raised:
+        a.app.synth()
+    message = str(raised.value)
+    assert "Split cannot be counted (its strategy spreads it over several GPU capacities (L4, Other)" in message
+    assert ": run one service on each GPU capacity, or acknowledge it)" in message
+    assert "planned_count" not in message

@@ -370,18 +370,34 @@ def _not_planned_because(
     count: tuple[int, str] | str,
     percent: int | str,
     on: list[tuple[PlannedCapacity, int | None]],
-) -> list[str]:
+) -> list[tuple[str, str]]:
     """Why a service on a GPU capacity cannot be planned (its values are deploy-time, it is a daemon, it spreads
-    over capacities): each is said, and it is reported as outside the plan."""
-    daemon = "it is a daemon service (one task per host), which the plan does not count"
-    problems = [shape] if isinstance(shape, str) else []
-    problems += [daemon] if props.get("schedulingStrategy") == "DAEMON" else []
-    problems += [p for p in (count, percent) if isinstance(p, str)]
+    over capacities), each with what would let the plan count it: each is said, and it is reported as outside the
+    plan."""
+    literal = "give the values literally"
+    problems = [(shape, literal)] if isinstance(shape, str) else []
+    if props.get("schedulingStrategy") == "DAEMON":
+        problems.append(
+            ("it is a daemon service (one task per host), which the plan does not count", "run it as a replica service")
+        )
+    if isinstance(count, str):
+        problems.append(
+            (
+                count,
+                "state a count for planning (SharedGpuService(planned_count=...) or "
+                "FleetPlan.of(scope).plan_count(service, tasks))",
+            )
+        )
+    if isinstance(percent, str):
+        problems.append((percent, literal))
     if len({c.plan_name for c, _ in on}) > 1:
         problems.append(
-            "its strategy spreads it over several GPU capacities ("
-            + ", ".join(sorted({c.plan_name for c, _ in on}))
-            + "), which the plan does not split"
+            (
+                "its strategy spreads it over several GPU capacities ("
+                + ", ".join(sorted({c.plan_name for c, _ in on}))
+                + "), which the plan does not split",
+                "run one service on each GPU capacity",
+            )
         )
     return problems
 
@@ -447,11 +463,9 @@ def discover(
         percent = _max_percent(props)
         problems = _not_planned_because(shape, props, count, percent, on)
         if problems:
-            fix = (
-                "state a count for planning (SharedGpuService(planned_count=...) or "
-                "FleetPlan.of(scope).plan_count(service, tasks)), give the values literally, or acknowledge it"
-            )
-            found.outside.append(OutsideService(name, on[0][0].plan_name, "; ".join(problems), fix))
+            fixes = list(dict.fromkeys(f for _, f in problems))
+            fix = ", ".join(fixes) + ", or acknowledge it"
+            found.outside.append(OutsideService(name, on[0][0].plan_name, "; ".join(p for p, _ in problems), fix))
             continue
         assert isinstance(shape, TaskShape) and not isinstance(count, str) and isinstance(percent, int)
         capacity, index = on[0]

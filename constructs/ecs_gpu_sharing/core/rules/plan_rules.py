@@ -171,14 +171,15 @@ def tasks_over_quota(ctx: Context) -> Iterator[tuple[str, str]]:
     "max_instances can be derived only when every service on the capacity can be counted",
 )
 def max_instances_unknown(ctx: Context) -> Iterator[tuple[str, str]]:
-    for name, cap in ctx.capacities.items():
-        unknown = sorted({o.name for o in ctx.outside if o.capacity == name})
+    for name, cap in ctx.capacities.items():  # the synth stops here before warnings show: say why, and the fix
+        unknown = {
+            o.name: f"{o.name} cannot be counted ({o.reason}: {o.fix})" for o in ctx.outside if o.capacity == name
+        }
         if cap.max_instances is None and unknown and cap.kind != MANAGED_INSTANCES:
             yield (
                 name,
-                f"max_instances is left to the plan, but {', '.join(unknown)} cannot be counted (see "
-                f"{'its' if len(unknown) == 1 else 'their'} warning), so the plan cannot derive it; give "
-                "max_instances explicitly",
+                f"max_instances is left to the plan, but {'; '.join(unknown[n] for n in sorted(unknown))}, so the plan "
+                "cannot derive it; give max_instances explicitly",
             )
 
 
