@@ -378,7 +378,7 @@ def _not_planned_because(
     problems = [(shape, literal)] if isinstance(shape, str) else []
     if props.get("schedulingStrategy") == "DAEMON":
         problems.append(
-            ("it is a daemon service (one task per host), which the plan does not count", "run it as a replica service")
+            ("it is a daemon service (one task per host), which the plan does not count", "")  # nothing: acknowledge
         )
     if isinstance(count, str):
         problems.append(
@@ -463,8 +463,8 @@ def discover(
         percent = _max_percent(props)
         problems = _not_planned_because(shape, props, count, percent, on)
         if problems:
-            fixes = list(dict.fromkeys(f for _, f in problems))
-            fix = ", ".join(fixes) + ", or acknowledge it"
+            fixes = list(dict.fromkeys(f for _, f in problems if f))
+            fix = ", ".join(fixes) + ", or acknowledge it" if fixes else "acknowledge it"
             found.outside.append(OutsideService(name, on[0][0].plan_name, "; ".join(p for p, _ in problems), fix))
             continue
         assert isinstance(shape, TaskShape) and not isinstance(count, str) and isinstance(percent, int)
