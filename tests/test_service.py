@@ -62,12 +62,14 @@ class Fleet:
         memory: int = 1024,
         command: list[str] | None = None,
         logging: ecs.LogDriver | None = None,
+        container_names: tuple[str, ...] = (),
         **kwargs: Any,
     ) -> SharedGpuService:
         td = SharedGpuTaskDefinition(self.stack, f"{name}Task")
         for i, mib in enumerate(budgets):
             td.add_container(
                 f"c{i}",
+                **({"container_name": container_names[i]} if container_names else {}),
                 image=IMAGE,
                 cpu=cpu // len(budgets),
                 memory_limit_mib=memory // len(budgets),
@@ -602,26 +604,7 @@ def test_a_container_named_apart_from_its_id_is_planned_with_its_budget() -> Non
     """The plan reads the written container definitions by the name ECS sees (container_name); its budget once went
     missing there, and the synth failed as if an escape hatch had changed it."""
     fleet = Fleet()
-    td = SharedGpuTaskDefinition(fleet.stack, "VllmTask")
-    td.add_container(
-        "model",
-        container_name="vllm",
-        image=IMAGE,
-        cpu=512,
-        memory_limit_mib=1024,
-        gpu=MpsShare(6000),
-        user="1000:1000",
-        readonly_root_filesystem=True,
-    )
-    SharedGpuService(
-        fleet.stack,
-        "Vllm",
-        cluster=fleet.cluster,
-        capacity=fleet.capacity,
-        task_definition=td,
-        desired_count=2,
-        allocation=MEASURED,
-    )
+    fleet.service("Vllm", 2, 6000, container_names=("vllm",))
     assembly, _ = fleet.synth()
     plan = json.loads((Path(assembly.directory) / f"{PLAN_FILE}.json").read_text())
     assert [(s["name"], s["task"]["gpu_budgets_mib"]) for s in plan["services"]] == [("Vllm", [6000])]
