@@ -619,6 +619,12 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
+def test_a_second_container_of_one_name_is_told_to_rename_one() -> None:
+    found = check_service_rules({"s": _stack(_task(containers=[_container("model"), _container("model")]))})
+    (message,) = [v.message for v in found if v.rule_id == sr.CONTAINER_NAMES]
+    assert "two containers are named 'model'" in message and "give one another name (container_name)" in message
+
+
 @pytest.mark.parametrize(
     ("name", "refused"),
     [

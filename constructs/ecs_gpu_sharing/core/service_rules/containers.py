@@ -212,7 +212,11 @@ def container_names(ctx: Templates) -> Iterator[Finding]:
                     "rename it",
                 )
             elif name in seen:
-                yield task, f"two containers are named {name!r}, and a task definition's container names are unique"
+                yield (
+                    task,
+                    f"two containers are named {name!r}, and a task definition's container names are unique; give "
+                    "one another name (container_name)",
+                )
             seen.add(name)
 
 
