@@ -30,6 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 CDK = REPO / "node_modules" / ".bin" / "cdk"
 EMULATOR_ACCOUNT = "123456789012"  # moto's account for any credentials
 EMULATOR_REGION = "us-east-1"
+# Every stack of the app, those of its stages included: `--all` selects only the top-level assembly's (CDK CLI,
+# `DefaultSelection.MainAssembly`), and an app of stages has none there.
+ALL_STACKS = "**"
 sys.path.insert(0, str(REPO))
 
 
@@ -103,14 +106,9 @@ def _synth(emulator: Emulator, fleet: Path, out: Path, log: Path, app: Path | No
         _run(emulator, str(CDK), "synth", "--quiet", "--no-notices", "-c", f"fleet={fleet}", "-o", str(out), log=log)
     else:
         _run(emulator, str(CDK), "synth", "--quiet", "--no-notices", "-o", str(out), log=log, cwd=app)
-    manifest = json.loads((out / "manifest.json").read_text())
-    return {
-        artifact["properties"]["stackName"] if "stackName" in artifact.get("properties", {}) else name: json.loads(
-            (out / artifact["properties"]["templateFile"]).read_text()
-        )
-        for name, artifact in manifest["artifacts"].items()
-        if artifact["type"] == "aws:cloudformation:stack"
-    }
+    from ecs_gpu_sharing.operations.assembly import assembly_stacks
+
+    return {stack.name: json.loads(stack.template.read_text()) for stack in assembly_stacks(out)}
 
 
 def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, verbose: bool) -> list[str]:
@@ -146,7 +144,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
             emulator,
             str(CDK),
             "deploy",
-            "--all",
+            ALL_STACKS,
             "--app",
             str(out),
             "--require-approval",
@@ -250,7 +248,16 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
         print(f"  seeded: {line}")
     found = _service_rules(templates) + _stacks(emulator, "replacements", out, log)
     _run(
-        emulator, str(CDK), "deploy", "--all", "--app", str(out), "--require-approval", "never", "--no-notices", log=log
+        emulator,
+        str(CDK),
+        "deploy",
+        ALL_STACKS,
+        "--app",
+        str(out),
+        "--require-approval",
+        "never",
+        "--no-notices",
+        log=log,
     )
     report = rehearsal.account(emulator.client, templates)
     print(f"  deploy {app.name}: {len(templates)} stacks in {time.monotonic() - started:.0f} s; {report.summary()}")
@@ -258,11 +265,11 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
         if verbose or check.status == rehearsal.NOT_CHECKED:
             print(f"    {check}")
     found += _deployed_checks(emulator, out, log)
-    destroyed = _run(emulator, str(CDK), "destroy", "--all", "--force", "--app", str(out), log=log, check=False)
+    destroyed = _run(emulator, str(CDK), "destroy", ALL_STACKS, "--force", "--app", str(out), log=log, check=False)
     problems = found + list(report.problems)
     if destroyed.returncode != 0:
         problems.append(
-            f"cdk destroy --all exited {destroyed.returncode}; left in the emulator: {_leftovers(emulator)}"
+            f"cdk destroy {ALL_STACKS} exited {destroyed.returncode}; left in the emulator: {_leftovers(emulator)}"
         )
     else:
         print(f"  destroyed {len(templates)} stacks")

@@ -96,9 +96,11 @@ def dashboard_document(body: Any) -> Any:
 
 
 def fleet_plan(app: Any) -> dict[str, Any]:
-    """The GPU fleet plan an app wrote when it synthesized (it is synthesized here if it was not)."""
-    assembly = app.synth()
-    path = Path(assembly.directory) / PLAN_FILE
+    """The GPU fleet plan an app, or a ``cdk.Stage`` in one, wrote when it synthesized (the app is synthesized here if
+    it was not: CDK writes a stage's plan only when the whole app synthesizes)."""
+    root = app.node.root
+    root.synth()
+    path = Path(app.outdir) / PLAN_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path}: the app wrote no GPU fleet plan (does it have a GpuCapacity?)")
     return dict(json.loads(path.read_text(encoding="utf-8")))

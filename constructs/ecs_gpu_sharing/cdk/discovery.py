@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -113,6 +113,21 @@ def user_construct(service: ecs.BaseService) -> IConstruct:
     ``Service`` child, else the service itself."""
     scope = service.node.scope
     return scope if service.node.id == "Service" and scope is not None and scope.node.scope is not None else service
+
+
+def stage_of(scope: IConstruct) -> IConstruct:
+    """The stage ``scope`` is in (itself, when it is one): the innermost ``cdk.Stage`` holding it, else the root."""
+    if cdk.Stage.is_stage(scope):
+        return scope
+    return cdk.Stage.of(scope) or scope.node.root
+
+
+def stage_constructs(stage: IConstruct) -> Iterator[IConstruct]:
+    """Every construct of ``stage`` but those of the stages inside it, which are other cloud assemblies."""
+    for child in stage.node.children:
+        if not cdk.Stage.is_stage(child):
+            yield child
+            yield from stage_constructs(child)
 
 
 _INSTANCE_TYPE_IN = re.compile(r"attribute:ecs\.instance-type in \[([^\]]*)\]")
@@ -414,7 +429,7 @@ def _capacities_by_name(found: Discovered, caps: list[PlannedCapacity]) -> dict[
 
 
 def discover(
-    root: IConstruct,
+    stage: IConstruct,
     capacities: Iterable[PlannedCapacity],
     *,
     names: Mapping[IConstruct, str],
@@ -434,7 +449,7 @@ def discover(
     seen: dict[str, list[str]] = {}
     resolved = {
         construct: rendered_properties(construct)
-        for construct in root.node.find_all()
+        for construct in stage_constructs(stage)
         if isinstance(construct, ecs.BaseService)
     }
     proxy_memory = _proxy_memory_mib(resolved, stated_counts)

@@ -10,7 +10,7 @@ the app has synthesized without errors, writes the plan next to the templates (`
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from ..core.tenancy import (
     judge,
 )
 from ..core.text import visible
-from .discovery import Discovered, PlannedCapacity, discover, user_construct
+from .discovery import Discovered, PlannedCapacity, discover, stage_of, user_construct
 from .limits import WrittenTemplates
 from .rendered import rendered_properties, template_key
 
@@ -58,11 +58,14 @@ class FleetPlan(Construct):
 
     @staticmethod
     def of(scope: IConstruct) -> FleetPlan:
-        root = scope.node.root
-        existing = root.node.try_find_child(_ID)
+        """The plan of the stage ``scope`` is in: the app's, or that of the innermost ``cdk.Stage`` holding it. A stage
+        is one cloud assembly, deployed on its own (CDK Pipelines deploys one an environment), so each plans its own
+        services on its own capacities and writes its plan files in its own assembly directory."""
+        owner = stage_of(scope)
+        existing = owner.node.try_find_child(_ID)
         if isinstance(existing, FleetPlan):
             return existing
-        return FleetPlan(root, _ID)  # type: ignore[arg-type]
+        return FleetPlan(owner, _ID)  # type: ignore[arg-type]
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
@@ -158,11 +161,25 @@ class FleetPlan(Construct):
             self._acks.setdefault(target, {})[rule_id] = reason
             cdk.Annotations.of(target).acknowledge_warning(rule_id, reason)
 
+    def _plans_around(self) -> list[FleetPlan]:
+        """The plans of the stages holding this plan's stage, the outermost first, then this one: what a team gives
+        the app's plan (``FleetPlan.of(app)``) about a construct in a stage holds there too."""
+        scopes = self.node.scope.node.scopes if self.node.scope is not None else []
+        return [p for s in scopes if isinstance(p := s.node.try_find_child(_ID), FleetPlan)]
+
+    def _entries(self, of: Callable[[FleetPlan], Mapping[IConstruct, Any]]) -> dict[IConstruct, Any]:
+        """One kind of entry (names, counts, ...) from every plan around this one, the innermost given last."""
+        out: dict[IConstruct, Any] = {}
+        for plan in self._plans_around():
+            out.update(of(plan))
+        return out
+
     def acknowledged(self, construct: IConstruct) -> dict[str, str]:
         """The warnings accepted for ``construct``: its own acknowledgments and those of every scope above it."""
         out: dict[str, str] = {}
+        acks = self._entries(lambda p: p._acks)
         for scope in construct.node.scopes:
-            out.update(self._acks.get(scope, {}))
+            out.update(acks.get(scope, {}))
         return out
 
     ALLOWABLE = (
@@ -195,15 +212,16 @@ class FleetPlan(Construct):
     def allowed_rules(self, construct: IConstruct) -> dict[str, str]:
         """The allow-list rules ``construct`` may break: its own allowances and those of every scope above it."""
         out: dict[str, str] = {}
+        allowed = self._entries(lambda p: p._allowed)
         for scope in construct.node.scopes:
-            out.update(self._allowed.get(scope, {}))
+            out.update(allowed.get(scope, {}))
         return out
 
     def _allowed_resources(self) -> dict[tuple[str, str], dict[str, str]]:
         """Each allowance as the written templates name its resources: every CloudFormation resource in the scope,
         and, for a service in it, its task definition and task role."""
         out: dict[tuple[str, str], dict[str, str]] = {}
-        for scope, rules in self._allowed.items():
+        for scope, rules in self._entries(lambda p: p._allowed).items():
             resources = [c for c in scope.node.find_all() if isinstance(c, cdk.CfnResource)]
             for service in (c for c in scope.node.find_all() if isinstance(c, ecs.BaseService)):
                 task = service.task_definition
@@ -242,12 +260,12 @@ class FleetPlan(Construct):
         if not self._sealed:
             raise PlanError("the fleet plan is computed when the app synthesizes; read it after app.synth()")
         found = discover(
-            self.node.root,
+            self.node.scope,  # type: ignore[arg-type]
             self._capacities,
-            names=self._names,
-            stated_counts=self._counts,
-            allocations=self._allocations,
-            evidence=self._evidence,
+            names=self._entries(lambda p: p._names),
+            stated_counts=self._entries(lambda p: p._counts),
+            allocations=self._entries(lambda p: p._allocations),
+            evidence=self._entries(lambda p: p._evidence),
             acknowledged=self.acknowledged,
         )
         result = assess(
@@ -307,8 +325,20 @@ class FleetPlan(Construct):
         return errors
 
     def _outdir(self) -> Path | None:
-        root = self.node.root
-        return Path(root.outdir) if isinstance(root, cdk.Stage) else None
+        """The directory of this plan's stage's cloud assembly (``cdk.out``, or ``cdk.out/assembly-<stage>``)."""
+        stage = self.node.scope
+        return Path(stage.outdir) if isinstance(stage, cdk.Stage) else None
+
+    def own_templates(self, paths: Iterable[str]) -> list[str]:
+        """The templates this plan judges, of those CDK hands its stage's plugins (every one under the stage): all but
+        those of a stage inside it with a plan of its own, which judges them."""
+        stage = self.node.scope
+        planned = [
+            Path(s.outdir).resolve()
+            for s in (stage.node.find_all() if stage is not None else [])
+            if s is not stage and isinstance(s, cdk.Stage) and isinstance(s.node.try_find_child(_ID), FleetPlan)
+        ]
+        return [p for p in paths if not any(Path(p).resolve().is_relative_to(d) for d in planned)]
 
     def _remove_stale_files(self) -> None:
         outdir = self._outdir()
@@ -358,8 +388,12 @@ class FleetPlan(Construct):
         markdown += plan_report.allow_list_markdown(judged.allowed, not_judged)
         write_atomic(outdir / f"{PLAN_FILE}.md", markdown)
         notes = [f"not judged: {path}: {why}" for path, why in not_judged]
+        stage = self.node.scope
+        # A stage's plan says which stage it is; an app's (its path is empty) says nothing more, as before stages.
+        title = f"GPU fleet plan of {stage.node.path}" if stage is not None and stage.node.path else "GPU fleet plan"
         for line in [*plan_report.summary_lines(result), *notes, lines[0]]:
-            print(line if line.startswith("GPU fleet plan") else f"GPU fleet plan: {line}", file=sys.stderr)
+            line = line.removeprefix("GPU fleet plan: ")
+            print(f"{title}: {line}", file=sys.stderr)
 
 
 def _judged(what: str, check: Callable[[], Judgement]) -> Judgement:
@@ -456,9 +490,9 @@ class _WritePlan:
     def validate(self, context: cdk.IPolicyValidationContext) -> cdk.PolicyValidationPluginReport:
         # The allow-list over what was written, for every service on a GPU capacity however it was built: escape
         # hatches, L1 resources, imported clusters and other stacks are seen only here.
-        written = WrittenTemplates(list(context.template_paths))  # read once, for both
+        written = WrittenTemplates(self._plan.own_templates(context.template_paths))  # read once, for both
         judgement = self._plan.judge_templates(written.templates)
-        # AWS's limits and the rules its services enforce at deploy, on every template of the app.
+        # AWS's limits and the rules its services enforce at deploy, on every template of its stage.
         violations = written.policy_violations([*judgement.violations, *check_all(written.templates)])
         if violations:
             return cdk.PolicyValidationPluginReport(success=False, violations=violations)
