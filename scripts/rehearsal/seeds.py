@@ -92,13 +92,15 @@ def seed_certificates(templates: Mapping[str, Any], *, account: str = ACCOUNT, r
 
 
 def seed_container_images(assembly: Path, *, region: str = REGION) -> list[str]:
-    """Puts a manifest under each Docker image asset's tag in moto's ECR, so cdk-assets finds it published and does
-    not build it (no Docker daemon here): the image's contents are not rehearsed."""
+    """Puts a manifest under each Docker image asset's tag in moto's ECR, those of the app's stages included, so
+    cdk-assets finds it published and does not build it (no Docker daemon here): the image's contents are not
+    rehearsed."""
     import boto3
 
     ecr = boto3.client("ecr", region_name=region)
     seeded = []
-    for assets in sorted(assembly.glob("*.assets.json")):
+    # A stage's assets are in its nested assembly, a folder assembly-<stage> (and its stages' in folders within).
+    for assets in sorted([*assembly.glob("*.assets.json"), *assembly.glob("assembly-*/**/*.assets.json")]):
         for asset_id, asset in (json.loads(assets.read_text()).get("dockerImages") or {}).items():
             for destination in asset["destinations"].values():
                 repository = (
