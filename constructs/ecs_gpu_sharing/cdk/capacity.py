@@ -143,9 +143,8 @@ class PlannedGpuCapacity:
             raise CapacityError(f"{path}: name must be a non-empty string, got {name!r}")
         if FleetPlan.of(scope).capacity_name_taken(self._name):
             raise CapacityError(
-                f"{path}: another GPU capacity of this app (or of this cdk.Stage: each stage has its own plan) is "
-                f"already named {self._name!r}; plans are keyed by name, so give this one another construct id or "
-                "name="
+                f"{path}: another GPU capacity of this app (or cdk.Stage) is already named {self._name!r}; plans "
+                "are keyed by name, so give this one another construct id or name="
             )
         if not isinstance(cluster, ecs.Cluster):
             raise CapacityError(

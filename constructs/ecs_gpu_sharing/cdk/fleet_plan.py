@@ -493,7 +493,9 @@ class _WritePlan:
         written = WrittenTemplates(self._plan.own_templates(context.template_paths))  # read once, for both
         judgement = self._plan.judge_templates(written.templates)
         # AWS's limits and the rules its services enforce at deploy, on every template of its stage.
-        violations = written.policy_violations([*judgement.violations, *check_all(written.templates)])
+        violations = written.policy_violations(
+            [*judgement.violations, *check_all(written.templates, as_written=written.as_written)]
+        )
         if violations:
             return cdk.PolicyValidationPluginReport(success=False, violations=violations)
         outdir = self._plan._outdir()

@@ -34,10 +34,13 @@ def template_bytes(template: Template) -> int:
     return len(json.dumps(template, indent=1).encode())
 
 
-def check_templates(templates: Mapping[str, Template]) -> list[Violation]:
-    """Every limit of ``core.quotas`` that the templates break, and every security group rule they declare twice."""
+def check_templates(
+    templates: Mapping[str, Template], as_written: Mapping[str, Template] | None = None
+) -> list[Violation]:
+    """Every limit of ``core.quotas`` that the templates break (counted on ``as_written`` where given), and every
+    security group rule they declare twice."""
     out: list[Violation] = []
-    for stack, template in templates.items():
+    for stack, template in (templates if as_written is None else as_written).items():
         out.extend(_stack_checks(stack, template))
     rules = security_group_rules(templates)
     out.extend(rules_per_security_group(rules))
