@@ -127,3 +127,47 @@ def test_stacks_zones_reads_each_gpu_groups_subnets_zones(
     assert out[:2] == ["s/Made: p5.48xlarge in no zone", "s/Named: p5.48xlarge in ca-central-1d"]
     assert out[2].startswith("s/Made: no zone of ca-central-1a, ca-central-1b offers p5.48xlarge in ca-central-1")
     assert out[3] == "s/Unread: not checked: its subnets' zones cannot be read before deploy"
+
+
+def _nested(tmp_path: Path, parent: dict[str, Any], child: dict[str, Any], passed: dict[str, Any]) -> Path:
+    """An assembly of one stack ``s`` holding a nested stack ``Models`` (its template a file beside it, as aws-cdk
+    writes it), to which it passes ``passed``."""
+    (tmp_path / "sModels.nested.template.json").write_text(json.dumps(child))
+    resource = {
+        "Type": "AWS::CloudFormation::Stack",
+        "Properties": {"Parameters": passed, "TemplateURL": "x"},
+        "Metadata": {"aws:asset:path": "sModels.nested.template.json"},
+    }
+    return write_assembly(tmp_path, {"s": {"Resources": {**parent["Resources"], "Models": resource}}})
+
+
+def test_stacks_quotas_counts_a_group_in_a_nested_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    child = {"Parameters": {"refTemplate": {"Type": "String"}}, "Resources": _group("L4", "6", "refTemplate")}
+    cdk_out = _nested(
+        tmp_path, {"Resources": _launch("L4Template", "g6.2xlarge")}, child, {"refTemplate": {"Ref": "L4Template"}}
+    )
+    quotas = boto3.client("service-quotas", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    monkeypatch.setattr(aws, "client", lambda service, region: quotas)
+    with Stubber(quotas) as stub:
+        stub.add_response(
+            "get_service_quota", _quota("L-DB2E81BA", 32.0), {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}
+        )
+        assert main(["stacks", "quotas", "--cdk-out", str(cdk_out), "--region", "us-east-1", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [(q["needed_vcpus"], q["capacities"]) for q in report["quotas"]] == [(48, ["s/Models/L4 6 x 8"])]
+
+
+@mock_aws
+def test_stacks_zones_reads_a_nested_groups_subnets_in_its_parent(
+    tmp_path: Path, fake_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    group = _group("Gpu", "1", "refTemplate")
+    group["Gpu"]["Properties"]["VPCZoneIdentifier"] = [{"Ref": "refSubnet"}]
+    child = {"Parameters": {"refTemplate": {"Type": "String"}, "refSubnet": {"Type": "String"}}, "Resources": group}
+    parent = {"Resources": {**_launch("P5Template", "p5.48xlarge"), **_subnet("SubnetA", 0)}}
+    passed = {"refTemplate": {"Ref": "P5Template"}, "refSubnet": {"Ref": "SubnetA"}}
+    cdk_out = _nested(tmp_path, parent, child, passed)
+    assert main(["stacks", "zones", "--cdk-out", str(cdk_out), "--region", "ca-central-1"]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "s/Models/Gpu: p5.48xlarge in no zone"

@@ -18,7 +18,7 @@ from typing import Any
 import aws_cdk as cdk
 import jsii
 
-from ..core.nested_stacks import joined, nested_stack_resources, template_file
+from ..core.nested_stacks import joined, read_nested
 from ..core.service_rules import check_all, rule_ids
 from ..core.template_limits import Violation
 
@@ -56,26 +56,12 @@ class WrittenTemplates:
         self.as_written: dict[str, Any] = {
             name: json.loads(Path(path).read_text()) for name, path in self.paths.items()
         }
-        nested: dict[tuple[str, str], tuple[str, Any]] = {}
-        assets: dict[Path, dict[str, str]] = {}  # a folder's file assets, read once
-        todo = list(self.as_written)
-        while todo:
-            parent = todo.pop()
-            folder = Path(self.paths[parent]).parent
-            for logical_id, resource in nested_stack_resources(self.as_written[parent]):
-                if folder not in assets:
-                    assets[folder] = _files_by_object_key(folder)
-                file = template_file(resource, assets[folder])
-                path = folder / file if file else None
-                if path is None or not path.is_file():
-                    continue  # not in the assembly: its template is not judged
-                child = _key(path)
-                if child not in self.as_written:
-                    self.paths[child] = str(path)
-                    self.as_written[child] = json.loads(path.read_text())
-                    todo.append(child)
-                nested[(parent, logical_id)] = (child, self.as_written[child])
-        self.templates = joined(self.as_written, nested) if nested else self.as_written
+        files = {name: Path(path) for name, path in self.paths.items()}
+        nested = read_nested(self.as_written, files, lambda _parent, _id, file: _key(file))
+        for child, path, template in nested.values():
+            self.paths[child], self.as_written[child] = str(path), template
+        joinable = {at: (child, template) for at, (child, _, template) in nested.items()}
+        self.templates = joined(self.as_written, joinable) if nested else self.as_written
 
     def policy_violations(self, violations: Iterable[Violation]) -> list[cdk.PolicyViolation]:
         """The core's violations as CDK's policy report shows them: rule, message, stack and resource."""
@@ -105,13 +91,3 @@ def template_violations(template_paths: list[str]) -> list[cdk.PolicyViolation]:
 def _key(path: str | Path) -> str:
     """A template's key: its file name without ``.template.json`` (``rendered.template_key``)."""
     return Path(path).name.removesuffix(".template.json")
-
-
-def _files_by_object_key(folder: Path) -> dict[str, str]:
-    """The file assets of the assets manifests in ``folder``: each one's object key -> its file."""
-    out: dict[str, str] = {}
-    for manifest in sorted(folder.glob("*.assets.json")):
-        for asset in (json.loads(manifest.read_text()).get("files") or {}).values():
-            for destination in (asset.get("destinations") or {}).values():
-                out[str(destination.get("objectKey"))] = str((asset.get("source") or {}).get("path"))
-    return out

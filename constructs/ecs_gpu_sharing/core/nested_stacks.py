@@ -16,8 +16,10 @@ the templates as written.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from .template_limits import Template
@@ -45,6 +47,42 @@ def template_file(resource: Mapping[str, Any], files_by_object_key: Mapping[str,
     parts = url.get("Fn::Join", [None, []])[1] if isinstance(url, Mapping) else [url]
     last = parts[-1] if isinstance(parts, list) and parts else None
     return files_by_object_key.get(last.rsplit("/", 1)[-1]) if isinstance(last, str) else None
+
+
+def read_nested(
+    templates: Mapping[str, Template], files: Mapping[str, Path], key: Callable[[str, str, Path], str]
+) -> dict[tuple[str, str], tuple[str, Path, Template]]:
+    """The nested stacks of ``templates`` (``files``: each one's file in the assembly), and theirs in turn, read from
+    the assembly: (the key of the template holding the nested stack resource, its logical id) -> (the nested
+    template's key, ``key(parent key, logical id, file)``; its file; the template). One whose template is not in the
+    assembly is left out: it cannot be read."""
+    out: dict[tuple[str, str], tuple[str, Path, Template]] = {}
+    assets: dict[Path, dict[str, str]] = {}  # a folder's file assets, read once
+    todo = [(name, files[name], template) for name, template in templates.items()]
+    while todo:
+        parent, path, template = todo.pop()
+        folder = path.parent
+        for logical_id, resource in nested_stack_resources(template):
+            if folder not in assets:
+                assets[folder] = _files_by_object_key(folder)
+            file = template_file(resource, assets[folder])
+            if file is None or not (folder / file).is_file():
+                continue
+            child = key(parent, logical_id, folder / file)
+            nested = json.loads((folder / file).read_text())
+            out[(parent, logical_id)] = (child, folder / file, nested)
+            todo.append((child, folder / file, nested))
+    return out
+
+
+def _files_by_object_key(folder: Path) -> dict[str, str]:
+    """The file assets of the assets manifests in ``folder`` (aws-cdk's ``*.assets.json``): object key -> file."""
+    out: dict[str, str] = {}
+    for manifest in sorted(folder.glob("*.assets.json")):
+        for asset in (json.loads(manifest.read_text()).get("files") or {}).values():
+            for destination in (asset.get("destinations") or {}).values():
+                out[str(destination.get("objectKey"))] = str((asset.get("source") or {}).get("path"))
+    return out
 
 
 def _parameter_output(resource_id: str, parameter: str) -> str:

@@ -4,10 +4,12 @@ what an app synthesized with an account (``stacks replacements``, ``stacks refer
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import AwsOperationError
+from ..core.nested_stacks import joined, read_nested
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,20 @@ def assembly_stacks(directory: Path) -> list[AssemblyStack]:
                 )
             )
     return found
+
+
+def with_nested_stacks(stacks: list[AssemblyStack]) -> tuple[list[AssemblyStack], dict[str, Any]]:
+    """``stacks`` and their nested stacks (``cdk.NestedStack``: each named ``<parent>/<its logical id>``, in its
+    parent's account and region), and every template by name as the checks read them, each nested one joined to its
+    parent (``core.nested_stacks``): what runs in a nested stack is deployed with its parent."""
+    written: dict[str, Any] = {s.name: json.loads(s.template.read_text()) for s in stacks}
+    nested = read_nested(written, {s.name: s.template for s in stacks}, lambda parent, id_, _file: f"{parent}/{id_}")
+    by_name = {s.name: s for s in stacks}
+    for (parent, _), (child, path, template) in nested.items():  # a parent before the stacks nested in it
+        by_name[child] = replace(by_name[parent], name=child, template=path)
+        written[child] = template
+    joinable = {at: (child, template) for at, (child, _, template) in nested.items()}
+    return list(by_name.values()), joined(written, joinable)
 
 
 def published_images(directory: Path) -> dict[str, set[str]]:

@@ -5,12 +5,11 @@ construct road's included, where ``fleet references`` reads a fleet file."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..core.outside_names import outside_names
-from .assembly import assembly_stacks, published_images
+from .assembly import assembly_stacks, published_images, with_nested_stacks
 from .aws import Clients, aws_errors
 from .references import LOOKUPS, Found, Reference
 
@@ -42,10 +41,9 @@ def _pseudo(clients: Clients, region: str | None) -> dict[str, str]:
 
 def check(clients: Clients, cdk_out: Path, region: str | None) -> list[Reference]:
     """Each name, looked up once (by kind, region and name), with what is wrong with it."""
-    stacks = assembly_stacks(cdk_out)
+    stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
     with aws_errors("reading the caller's account (sts GetCallerIdentity)"):
         caller = _pseudo(clients, region)
-    templates = {s.name: json.loads(s.template.read_text()) for s in stacks}
     pseudo = {s.name: {**caller, **({"AWS::Region": s.region} if s.region else {})} for s in stacks}
     published = set()  # the image assets cdk deploy publishes first, their placeholders filled as for their stack
     for artifact, images in published_images(cdk_out).items():

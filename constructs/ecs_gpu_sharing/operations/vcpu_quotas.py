@@ -10,7 +10,6 @@ instance type. Quota codes: Service Quotas, EC2 (L-DB2E81BA G and VT, L-417A185B
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..core.fleet import FleetSpec
 from ..core.rules import assess
 from ..core.service_rules.base import Templates, construct_path, literal_number
 from ..core.written_fit import group_types
-from .assembly import assembly_stacks
+from .assembly import assembly_stacks, with_nested_stacks
 from .aws import Clients, aws_errors
 
 
@@ -145,8 +144,9 @@ def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> tuple
     """``stacks quotas``: the same check for any CDK app's ``cdk.out``, its Auto Scaling groups at their
     ``MaxSize``, per region (each stack's, else ``region``); and the groups it could not count."""
     by_region: dict[str | None, dict[str, Any]] = {}
-    for stack in assembly_stacks(cdk_out):
-        by_region.setdefault(stack.region or region, {})[stack.name] = json.loads(stack.template.read_text())
+    stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
+    for stack in stacks:
+        by_region.setdefault(stack.region or region, {})[stack.name] = templates[stack.name]
     found, skipped = [], []
     for where, templates in sorted(by_region.items(), key=lambda item: str(item[0])):
         needs, left = needed_by_groups(templates)

@@ -14,7 +14,6 @@ zones with a default subnet, when the account has any; all zones otherwise: AWS 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..core.fleet import FleetSpec
 from ..core.fleet.model import VPC_ZONES
 from ..core.service_rules.base import Templates, construct_path, literal_number
 from ..core.written_fit import group_types
-from .assembly import assembly_stacks
+from .assembly import assembly_stacks, with_nested_stacks
 from .aws import Clients, aws_errors
 
 
@@ -165,8 +164,8 @@ def _subnet_zone(ctx: Templates, ec2: Any, value: Any, stack: str, get_azs: Call
 def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[CapacityZones | str]:
     """``stacks zones``: each GPU Auto Scaling group of a CDK app's ``cdk.out`` against the zones of its subnets;
     a line for each group whose zones or types cannot be read before deploy."""
-    stacks = assembly_stacks(cdk_out)
-    ctx = Templates({s.name: json.loads(s.template.read_text()) for s in stacks})
+    stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
+    ctx = Templates(templates)
     written = {s.name: s.region for s in stacks}  # None: environment-agnostic
     where = {name: found or region for name, found in written.items()}
     gpu = catalog.load()
