@@ -473,6 +473,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _associated(_service(**_ON_CP), depends={"Svc": ["Assoc"]}),
         _associated(_service(**_ON_CP)),  # created beside the association, in either order
     ),
+    sr.PROVIDER_ONE_CLUSTER: (
+        _associated(("Other", "AWS::ECS::Cluster", {"CapacityProviders": ["FARGATE"]})),
+        _associated(("Other", "AWS::ECS::Cluster", {"CapacityProviders": [{"Ref": "Cp"}]})),
+    ),
     sr.PROVIDER_NAME_PREFIX: (
         _stack(("Cp", "AWS::ECS::CapacityProvider", {"Name": "models-l4"})),
         _stack(("Cp", "AWS::ECS::CapacityProvider", {"Name": "ecs-l4"})),
@@ -1537,3 +1541,37 @@ def test_the_hand_list_of_names_holds_only_what_the_schemas_do_not_say() -> None
     for kind, (prop, scope) in sr.names.NAMED.items():
         named = {prop} if scope is None else {prop, scope}
         assert not any(set(found) == named for found in schemas[kind]["identifiers"]), kind
+
+
+def _second_association(cluster: Any) -> Res:
+    return (
+        "Assoc2",
+        "AWS::ECS::ClusterCapacityProviderAssociations",
+        {"Cluster": cluster, "CapacityProviders": [{"Ref": "Cp"}], "DefaultCapacityProviderStrategy": []},
+    )
+
+
+@pytest.mark.parametrize(
+    ("templates", "refused"),
+    [
+        # aws-ecs's add_asg_capacity_provider on a second cluster of the stack: an association resource each
+        ({"s": _associated(("Other", "AWS::ECS::Cluster", {}), _second_association({"Ref": "Other"}))}, True),
+        # a cluster the templates do not make, named by its literal name
+        ({"s": _associated(_second_association("legacy-cluster"))}, True),
+        # the same cluster again, by the name it is given: one cluster, not this rule's
+        ({"s": _associated(_second_association({"Ref": "Cluster"}))}, False),
+        # a cluster of another stack that reads the provider's name through an export
+        (
+            {
+                "s": {**_associated(), "Outputs": {"CpName": {"Value": {"Ref": "Cp"}, "Export": {"Name": "cp"}}}},
+                "t": _stack(
+                    ("Other", "AWS::ECS::Cluster", {"CapacityProviders": [{"Fn::ImportValue": "cp"}]}),
+                ),
+            },
+            True,
+        ),
+    ],
+)
+def test_an_auto_scaling_provider_is_associated_with_one_cluster(templates: dict[str, Any], refused: bool) -> None:
+    found = [(v.stack, v.logical_id) for v in check_service_rules(templates) if v.rule_id == sr.PROVIDER_ONE_CLUSTER]
+    assert found == ([("s", "Cp")] if refused else [])

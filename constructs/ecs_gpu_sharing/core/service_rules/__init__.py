@@ -110,7 +110,12 @@ from .observability import (
     log_retention,
     rule_targets,
 )
-from .providers import PROVIDER_ASSOCIATED_FIRST, provider_associated_first
+from .providers import (
+    PROVIDER_ASSOCIATED_FIRST,
+    PROVIDER_ONE_CLUSTER,
+    provider_associated_first,
+    provider_in_one_cluster,
+)
 from .roles import MANAGED_INSTANCES_ROLE_NAME, ROLE_RULES, TASK_ROLE_TRUST
 
 # --- the table -----------------------------------------------------------------------------------------------------
@@ -325,6 +330,14 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         f'{_ECS_API}, CapacityProviderStrategyItem: "Only capacity providers that are already associated with a '
         'cluster and have an ACTIVE or UPDATING status can be used in a capacity provider strategy"',
         provider_associated_first,
+    ),
+    ServiceRule(
+        PROVIDER_ONE_CLUSTER,
+        "Amazon ECS",
+        "an Auto Scaling group capacity provider is associated with one cluster",
+        f'{_ECS_API}, CreateCluster, capacityProviders: "If specifying a capacity provider that uses an Auto Scaling '
+        'group, the capacity provider must be created but not associated with another cluster"',
+        provider_in_one_cluster,
     ),
     ServiceRule(
         PROVIDER_NAME_PREFIX,
@@ -544,6 +557,7 @@ __all__ = [
     "PREFIX",
     "PROVIDER_ASSOCIATED_FIRST",
     "PROVIDER_NAME_PREFIX",
+    "PROVIDER_ONE_CLUSTER",
     "ROLL_BELOW_MAX_SIZE",
     "ROLL_PAUSE_TIME",
     "RULE_TARGETS",

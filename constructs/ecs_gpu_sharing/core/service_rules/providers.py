@@ -18,6 +18,7 @@ from ..shape import camel_keys
 from .base import Finding, Resource, Templates, cdk_path, listed
 
 PROVIDER_ASSOCIATED_FIRST = f"{PREFIX}ServiceAfterItsProviderIsAssociated"
+PROVIDER_ONE_CLUSTER = f"{PREFIX}AutoScalingProviderInOneCluster"
 
 _ASSOCIATIONS = "AWS::ECS::ClusterCapacityProviderAssociations"
 
@@ -133,3 +134,31 @@ def _message(what: str, subject: str, enablers: list[Resource], default: bool = 
         f"create the {what} first, and {why}. Make the {what} depend on it: in CDK, "
         "service.node.add_dependency(cluster); in a template, DependsOn"
     )
+
+
+def provider_in_one_cluster(ctx: Templates) -> Iterator[Finding]:
+    """An Auto Scaling group capacity provider is associated with one cluster: ECS API Reference, CreateCluster,
+    capacityProviders: "If specifying a capacity provider that uses an Auto Scaling group, the capacity provider must be
+    created but not associated with another cluster". A provider added to a second cluster (aws-ecs's
+    ``add_asg_capacity_provider`` on both) fails to deploy there; moto associates it with both."""
+    holders = [(r, r.props.get("Cluster")) for r in ctx.of_type(_ASSOCIATIONS)]
+    holders += [(r, {"Ref": r.logical_id}) for r in ctx.of_type("AWS::ECS::Cluster")]
+    for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
+        if not provider.props.get("AutoScalingGroupProvider"):
+            continue  # a Managed Instances provider is made in its one cluster
+        own = _names(ctx, {"Ref": provider.logical_id}, provider.stack, "AWS::ECS::CapacityProvider")
+        clusters: list[tuple[set[str], Resource]] = []  # one entry a cluster: the names it answers to, and who adds it
+        for holder, cluster_value in holders:
+            if not any(own & p for p in _providers(ctx, holder.props.get("CapacityProviders"), holder.stack)):
+                continue
+            names = _names(ctx, cluster_value, holder.stack, "AWS::ECS::Cluster")
+            if names and not any(names & seen for seen, _ in clusters):
+                clusters.append((names, holder))
+        if len(clusters) > 1:
+            by = ", ".join(sorted(f"{cdk_path(r)} ({r.kind})" for _, r in clusters))
+            yield (
+                provider,
+                f"this Auto Scaling group capacity provider is associated with {len(clusters)} clusters (by {by}); "
+                "ECS associates one with a single cluster and refuses it in another: give each cluster its own "
+                "provider and Auto Scaling group (a GpuCapacity for each)",
+            )
