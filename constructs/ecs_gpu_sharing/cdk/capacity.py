@@ -14,7 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct
 
-from ..core import ami_release
+from ..core import ami_release, aws_text
 from ..core.capacity_facts import (
     RESERVED_HOST_PORTS,
     ROOT_VOLUME_DEFAULT_GIB,
@@ -363,7 +363,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             self,
             "InstanceRole",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description=f"ECS GPU hosts of {path}",
+            description=aws_text.IAM_ROLE_DESCRIPTION.fitted(f"ECS GPU hosts of {path}"),
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
         )
         # The hosts write containers' logs (the awslogs driver) with this role, but never the telemetry daemon's
@@ -373,7 +373,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             self,
             "SecurityGroup",
             vpc=cluster.vpc,
-            description=f"ECS GPU hosts of {path}",
+            description=aws_text.SECURITY_GROUP_DESCRIPTION.fitted(f"ECS GPU hosts of {path}"),
             allow_all_outbound=True,
         )
         # The hosts' security group joins the cluster's connections, so a load balancer's target group (or

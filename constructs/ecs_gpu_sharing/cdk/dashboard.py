@@ -8,7 +8,6 @@ reads the evidence log group and the stopped-task log group instead.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 
 import aws_cdk as cdk
@@ -19,6 +18,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct, IValidation
 
+from ..core.aws_text import DASHBOARD_NAME
 from ..core.errors import ServiceError
 from .fleet_plan import FleetPlan
 from .telemetry import NAMESPACE, STOP_METRICS
@@ -76,7 +76,8 @@ class GpuFleetDashboard(Construct):
         # deployed to two regions keeps two dashboards instead of writing over one, and the construct's path in its
         # stack, so two dashboards of one stack (one holds at most MAX_SERVICES_PER_DASHBOARD services) stay two.
         within = self.node.path.removeprefix(f"{stack.node.path}/")
-        dashboard_name = f"{stack.stack_name}-{stack.region}-{re.sub(r'[^A-Za-z0-9_-]', '-', within)}"
+        # The path's part leaves room for the longest stack name (128 characters) and a region.
+        dashboard_name = f"{stack.stack_name}-{stack.region}-{DASHBOARD_NAME.fitted(within, unique=True, room=105)}"
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=dashboard_name)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         for name, service in sorted(ecs_services.items()):

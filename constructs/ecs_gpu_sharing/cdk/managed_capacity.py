@@ -10,6 +10,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ..core.aws_text import SECURITY_GROUP_DESCRIPTION
 from ..core.capacity_facts import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB, HostFacts, host_facts
 from ..core.errors import CapacityError
 from ..core.gpu_memory import DEFAULT_GPU_MARGIN_MIB
@@ -101,7 +102,10 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
         self.cluster = cluster
         subnets, _ = GpuCapacity._private_subnets(cluster.vpc, vpc_subnets, path)
         self.security_group = ec2.SecurityGroup(
-            self, "SecurityGroup", vpc=cluster.vpc, description=f"ECS Managed Instances GPU hosts of {path}"
+            self,
+            "SecurityGroup",
+            vpc=cluster.vpc,
+            description=SECURITY_GROUP_DESCRIPTION.fitted(f"ECS Managed Instances GPU hosts of {path}"),
         )
         facts = self.facts
         accelerator = _ACCELERATOR_NAMES.get(facts.gpu_name.replace(" ", ""))
