@@ -99,6 +99,22 @@ def _run(
     return result
 
 
+def _deploy(emulator: Emulator, out: Path, log: Path) -> None:
+    """``cdk deploy`` of every stack of the synthesized assembly ``out`` into the emulator."""
+    _run(
+        emulator,
+        str(CDK),
+        "deploy",
+        ALL_STACKS,
+        "--app",
+        str(out),
+        "--require-approval",
+        "never",
+        "--no-notices",
+        log=log,
+    )
+
+
 def _synth(emulator: Emulator, fleet: Path, out: Path, log: Path, app: Path | None = None) -> dict[str, Any]:
     """Synthesizes the fleet app with ``fleet`` (a copy: its layout file is written beside it), or the CDK app in
     the folder ``app`` (its own cdk.json), into ``out``."""
@@ -140,18 +156,7 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
             print(f"  seeded: {line}")
         problems += _service_rules(templates)
         problems += _stacks(emulator, "replacements", out, log)
-        _run(
-            emulator,
-            str(CDK),
-            "deploy",
-            ALL_STACKS,
-            "--app",
-            str(out),
-            "--require-approval",
-            "never",
-            "--no-notices",
-            log=log,
-        )
+        _deploy(emulator, out, log)
         report = rehearsal.account(emulator.client, templates)
         problems += report.problems
         print(
@@ -247,18 +252,7 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
     ):
         print(f"  seeded: {line}")
     found = _service_rules(templates) + _stacks(emulator, "replacements", out, log)
-    _run(
-        emulator,
-        str(CDK),
-        "deploy",
-        ALL_STACKS,
-        "--app",
-        str(out),
-        "--require-approval",
-        "never",
-        "--no-notices",
-        log=log,
-    )
+    _deploy(emulator, out, log)
     report = rehearsal.account(emulator.client, templates)
     print(f"  deploy {app.name}: {len(templates)} stacks in {time.monotonic() - started:.0f} s; {report.summary()}")
     for check in report.checks:
