@@ -212,6 +212,21 @@ def test_a_second_container_of_one_name_is_refused(first: dict[str, Any], name: 
         td.add_container("again", container_name=name, image=IMAGE, memory_limit_mib=64)
 
 
+@pytest.mark.parametrize(
+    ("given", "ok"), [({"container_name": "vllm_2-a"}, True), ({"container_name": "m:odd"}, False), ({}, False)]
+)
+def test_a_container_name_ecs_refuses_is_refused_where_it_is_given(given: dict[str, Any], ok: bool) -> None:
+    """RegisterTaskDefinition takes up to 255 letters, digits, underscores and hyphens (ContainerDefinition, name);
+    the synth's ContainerNames rule would find it later, for any task definition."""
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    add = lambda: td.add_container("model server", image=IMAGE, memory_limit_mib=128, **given)  # noqa: E731
+    if ok:
+        add()
+    else:
+        with pytest.raises(TaskDefinitionError, match=r"Test/Td/model server: container name '.+' is not up to 255"):
+            add()
+
+
 def test_whole_gpu_task_renders_the_l2s_gpu_count() -> None:
     stack = _stack()
     td = SharedGpuTaskDefinition(stack, "Td")

@@ -44,6 +44,7 @@ from ..core.hardening import (
     writable_root_message,
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
+from ..core.service_rules.containers import CONTAINER_NAME
 from ..core.shape import mixed_gpu_options
 from ..core.task_rules import TASK_EXCEEDS_GPU_MEMORY, gpu_memory_problem
 from ..core.tenancy import SHARED_TASK_METADATA
@@ -134,6 +135,11 @@ class _MpsContainers:
         # The name ECS sees, which the plan reads the written containers by.
         name = options.get("container_name") or id
         taken = [c.container_name for c in self._containers]  # type: ignore[attr-defined]
+        if isinstance(name, str) and not is_token(name) and not CONTAINER_NAME.fullmatch(name):
+            raise TaskDefinitionError(
+                f"{where}: container name {name[:64]!r} is not up to 255 letters, digits, underscores and hyphens, "
+                "which ECS refuses; give container_name= such a name (the id names the container when it is not given)"
+            )
         if name in taken:
             raise TaskDefinitionError(
                 f"{where}: container name {name!r} is already taken in this task definition; ECS refuses two "

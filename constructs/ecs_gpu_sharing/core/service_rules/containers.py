@@ -27,7 +27,7 @@ HEALTH_CHECK_IN_RANGE = f"{PREFIX}ContainerHealthCheckRanges"
 SYSCTL_NAMESPACED = f"{PREFIX}ContainerSysctlNamespaced"
 MOUNT_POINT_VOLUME = f"{PREFIX}MountPointNamesAVolume"
 CONTAINER_NAMES = f"{PREFIX}ContainerNames"
-_CONTAINER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")  # ECS API Reference, ContainerDefinition, name
+CONTAINER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")  # ECS API Reference, ContainerDefinition, name
 IPC_SYSCTLS = frozenset(
     f"kernel.{name}" for name in ("msgmax", "msgmnb", "msgmni", "sem", "shmall", "shmmax", "shmmni", "shm_rmid_forced")
 )  # and fs.mqueue.* (IPC), net.* (network): ECS API Reference, SystemControl, value
@@ -205,7 +205,7 @@ def container_names(ctx: Templates) -> Iterator[Finding]:
             name = c.get("name")
             if not isinstance(name, str):
                 continue  # a token: its text is not known here
-            if not _CONTAINER_NAME.fullmatch(name):
+            if not CONTAINER_NAME.fullmatch(name):
                 yield (
                     task,
                     f"container name {name[:64]!r} is not up to 255 letters, digits, underscores and hyphens; "
