@@ -1575,3 +1575,31 @@ def _second_association(cluster: Any) -> Res:
 def test_an_auto_scaling_provider_is_associated_with_one_cluster(templates: dict[str, Any], refused: bool) -> None:
     found = [(v.stack, v.logical_id) for v in check_service_rules(templates) if v.rule_id == sr.PROVIDER_ONE_CLUSTER]
     assert found == ([("s", "Cp")] if refused else [])
+
+
+_NAMED_ROLE = ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}})
+
+
+@pytest.mark.parametrize(
+    ("principal", "depends", "refused"),
+    [
+        # the role the template creates, named by its ARN as text: nothing makes CloudFormation create it first
+        ("arn:aws:iam::123456789012:role/model-runner", None, True),
+        ({"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/model-runner"}, None, True),
+        ({"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/model-runner"}, ["Runner"], False),
+        ({"Fn::GetAtt": ["Runner", "Arn"]}, None, False),  # a reference: created first
+        ("arn:aws:iam::123456789012:role/another-team", None, False),  # not the templates': may well exist
+    ],
+)
+def test_a_key_policy_naming_a_role_the_templates_create_after_it_is_refused(
+    principal: Any, depends: list[str] | None, refused: bool
+) -> None:
+    """KMS API Reference, CreateKey, Policy: "The principals in the key policy must exist and be visible to KMS"."""
+    policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}]}
+    stack = _stack(
+        ("Key", "AWS::KMS::Key", {"KeyPolicy": policy}),
+        _NAMED_ROLE,
+        attributes={"Key": {"DependsOn": depends}} if depends else None,
+    )
+    found = [v.logical_id for v in check_service_rules({"s": stack}) if v.rule_id == sr.KEY_POLICY_PRINCIPALS]
+    assert found == (["Key"] if refused else [])

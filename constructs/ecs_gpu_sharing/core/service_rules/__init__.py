@@ -435,11 +435,13 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         KEY_POLICY_PRINCIPALS,
         "AWS KMS",
-        "a key policy names no service-linked role as a principal (a new account has none until the service's first "
-        "use)",
-        "AWS KMS Developer Guide, 'Key policies in AWS KMS' (principals): a principal in a key policy must exist, or "
-        "CreateKey and PutKeyPolicy fail with MalformedPolicyDocumentException; the Auto Scaling service-linked role "
-        "is created with an account's first Auto Scaling group (EC2 Auto Scaling User Guide, 'Service-linked roles')",
+        "a key policy names no principal that may not exist yet: no service-linked role (a new account has none "
+        "until the service's first use), and no role of its stack named as text rather than by reference, which "
+        "CloudFormation may create after the key",
+        'AWS KMS API Reference, CreateKey, Policy: "The principals in the key policy must exist and be visible to '
+        'KMS", or CreateKey and PutKeyPolicy fail with MalformedPolicyDocumentException; the Auto Scaling '
+        "service-linked role is created with an account's first Auto Scaling group (EC2 Auto Scaling User Guide, "
+        "'Service-linked roles')",
         key_policy_principals,
         rehearsal="checked in the rehearsal's account too: a key policy naming a role the account lacks fails the "
         "deploy, as in AWS",
