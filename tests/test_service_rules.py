@@ -263,6 +263,18 @@ def _associated(*runners: Res, depends: dict[str, Any] | None = None, default: b
 _ON_CP = {"Cluster": {"Ref": "Cluster"}, "CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Cp"}}]}
 
 
+_NAMED_ROLE = ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}})
+
+
+def _trusting(principal: Any, *, depends: list[str] | None = None) -> dict[str, Any]:
+    """A role Deployer trusting ``principal``, beside the role Runner the template names ``model-runner``."""
+    trust = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "sts:AssumeRole"}]}
+    attributes = {"Deployer": {"DependsOn": depends}} if depends else None
+    return _stack(
+        ("Deployer", "AWS::IAM::Role", {"AssumeRolePolicyDocument": trust}), _NAMED_ROLE, attributes=attributes
+    )
+
+
 # rule id -> (templates that keep the rule, templates that break it)
 def _routes(*, second_balancer: str) -> list[Res]:
     """Balancer A's listener forwards to Tg by default; a rule of a listener of ``second_balancer`` forwards to it too,
@@ -615,6 +627,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             [{"Fn::GetAtt": ["Role", "Arn"]}, {"Fn::Join": ["", ["arn:aws:iam::", {"Ref": "AWS::AccountId"}, ":root"]]}]
         ),
         _key(_SLR),
+    ),
+    sr.TRUST_POLICY_PRINCIPALS: (
+        _trusting({"Fn::GetAtt": ["Runner", "Arn"]}),
+        _trusting("arn:aws:iam::123456789012:role/model-runner"),
     ),
     sr.KEY_POLICY_SIZE: (
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_768})),
@@ -1577,9 +1593,6 @@ def test_an_auto_scaling_provider_is_associated_with_one_cluster(templates: dict
     assert found == ([("s", "Cp")] if refused else [])
 
 
-_NAMED_ROLE = ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}})
-
-
 @pytest.mark.parametrize(
     ("principal", "depends", "refused"),
     [
@@ -1603,3 +1616,41 @@ def test_a_key_policy_naming_a_role_the_templates_create_after_it_is_refused(
     )
     found = [v.logical_id for v in check_service_rules({"s": stack}) if v.rule_id == sr.KEY_POLICY_PRINCIPALS]
     assert found == (["Key"] if refused else [])
+
+
+@pytest.mark.parametrize(
+    ("principal", "depends", "refused"),
+    [
+        ("arn:aws:iam::123456789012:role/model-runner", None, True),
+        ("arn:aws:iam::123456789012:role/model-runner", ["Runner"], False),
+        ({"Fn::GetAtt": ["Runner", "Arn"]}, None, False),
+        ("arn:aws:iam::123456789012:role/another-team", None, False),
+        ("arn:aws:iam::123456789012:root", None, False),
+    ],
+)
+def test_a_trust_policy_naming_a_role_the_templates_create_after_it_is_refused(
+    principal: Any, depends: list[str] | None, refused: bool
+) -> None:
+    found = [
+        v.logical_id
+        for v in check_service_rules({"s": _trusting(principal, depends=depends)})
+        if v.rule_id == sr.TRUST_POLICY_PRINCIPALS
+    ]
+    assert found == (["Deployer"] if refused else [])
+
+
+def test_a_role_that_trusts_itself_by_name_is_refused() -> None:
+    """IAM saves a role principal as the role's unique id, so a role cannot name itself before it exists."""
+    trust = {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": {"Fn::Sub": "arn:aws:iam::${AWS::AccountId}:role/model-runner"}},
+                "Action": "sts:AssumeRole",
+            }
+        ]
+    }
+    stack = _stack(("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": trust}))
+    assert [v.logical_id for v in check_service_rules({"s": stack}) if v.rule_id == sr.TRUST_POLICY_PRINCIPALS] == [
+        "Runner"
+    ]

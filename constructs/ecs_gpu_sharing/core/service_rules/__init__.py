@@ -116,7 +116,7 @@ from .providers import (
     provider_associated_first,
     provider_in_one_cluster,
 )
-from .roles import MANAGED_INSTANCES_ROLE_NAME, ROLE_RULES, TASK_ROLE_TRUST
+from .roles import MANAGED_INSTANCES_ROLE_NAME, ROLE_RULES, TASK_ROLE_TRUST, TRUST_POLICY_PRINCIPALS
 
 # --- the table -----------------------------------------------------------------------------------------------------
 
@@ -580,6 +580,7 @@ __all__ = [
     "TARGET_TYPE_MATCHES_NETWORK_MODE",
     "TASK_ROLE_TRUST",
     "TERMINATION_PROTECTION",
+    "TRUST_POLICY_PRINCIPALS",
     "Check",
     "Finding",
     "Resource",

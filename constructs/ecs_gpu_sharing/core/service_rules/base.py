@@ -290,3 +290,25 @@ def _reserved(task: Resource) -> tuple[int, int]:
 def _service_connect(service: Resource) -> bool:
     config = service.props.get("ServiceConnectConfiguration")
     return isinstance(config, Mapping) and config.get("Enabled") in (True, "true")
+
+
+_ROLE_NAME = re.compile(r":iam::(?:\$\{[^}]*\}|[^:]*):role/(?:.*/)?([^/]+)$")  # an account, or ${AWS::AccountId}
+
+
+def role_made_after(ctx: Templates, resource: Resource, arn: str) -> Resource | None:
+    """The role of ``resource``'s stack that ``arn`` names (the resource itself included), where nothing orders it
+    before ``resource``: a principal named by text is no reference, so CloudFormation may create ``resource`` first,
+    and the services that check a policy's principals (KMS, IAM) refuse one that does not exist yet. Roles of other
+    stacks are left out: their order may come from ``Stack.add_dependency``, which no template shows."""
+    match = _ROLE_NAME.search(arn)
+    if match is None:
+        return None
+    before, _ = ctx.created_before(resource)
+    for role in ctx.of_type("AWS::IAM::Role"):
+        if (
+            role.stack == resource.stack
+            and role.props.get("RoleName") == match.group(1)
+            and role.logical_id not in before
+        ):
+            return role
+    return None

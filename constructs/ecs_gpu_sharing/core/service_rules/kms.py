@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, Resource, Templates, cdk_path, statements
+from .base import Finding, Templates, cdk_path, role_made_after, statements
 
 # --- AWS KMS -------------------------------------------------------------------------------------------------------
 
@@ -46,7 +46,7 @@ def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
                             "name the account and match the role with an aws:PrincipalArn condition"
                         ),
                     )
-                elif (role := _made_after(ctx, key, arn)) is not None:
+                elif (role := role_made_after(ctx, key, arn)) is not None:
                     yield (
                         key,
                         (
@@ -56,23 +56,6 @@ def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
                             "Fn::GetAtt in a template), or make the key depend on it"
                         ),
                     )
-
-
-_ROLE_NAME = re.compile(r":iam::(?:\$\{[^}]*\}|[^:]*):role/(?:.*/)?([^/]+)$")  # an account, or ${AWS::AccountId}
-
-
-def _made_after(ctx: Templates, key: Resource, arn: str) -> Resource | None:
-    """The role of ``key``'s stack that ``arn`` names, where nothing orders it before the key: a principal named by
-    text is no reference, so CloudFormation may create the key first. Roles of other stacks are left out: their
-    order may come from ``Stack.add_dependency``, which no template shows."""
-    match = _ROLE_NAME.search(arn)
-    if match is None:
-        return None
-    before, _ = ctx.created_before(key)
-    for role in ctx.of_type("AWS::IAM::Role"):
-        if role.stack == key.stack and role.props.get("RoleName") == match.group(1) and role.logical_id not in before:
-            return role
-    return None
 
 
 def key_policy_size(ctx: Templates) -> Iterator[Finding]:

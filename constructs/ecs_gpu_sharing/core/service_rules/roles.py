@@ -8,13 +8,24 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path, statements
+from .base import (
+    ECS_API,
+    Finding,
+    Resource,
+    ServiceRule,
+    Templates,
+    cdk_path,
+    construct_path,
+    role_made_after,
+    statements,
+)
 
 TASK_ROLE_TRUST = f"{PREFIX}TaskRolesTrustEcsTasks"
 ECS_TASKS = "ecs-tasks.amazonaws.com"
 _ECS_TASKS_TEXTS = (ECS_TASKS, "ecs-tasks.${AWS::URLSuffix}")  # as written, or as aws-iam writes a regional suffix
 _ROLES = {"TaskRoleArn": "task role", "ExecutionRoleArn": "execution role"}
 MANAGED_INSTANCES_ROLE_NAME = f"{PREFIX}ManagedInstancesHostRoleName"
+TRUST_POLICY_PRINCIPALS = f"{PREFIX}TrustPolicyNamesNoMissingPrincipal"
 MANAGED_INSTANCES_POLICY = "AmazonECSInfrastructureRolePolicyForManagedInstances"
 HOST_ROLE_PREFIX = "ecsInstanceRole"  # the managed policy scopes iam:PassRole to arn:aws:iam::*:role/ecsInstanceRole*
 
@@ -120,6 +131,27 @@ def managed_instances_role_name(ctx: Templates) -> Iterator[Finding]:
         )
 
 
+def trust_policy_principals(ctx: Templates) -> Iterator[Finding]:
+    for role in ctx.of_type("AWS::IAM::Role"):
+        for statement in statements(role.props.get("AssumeRolePolicyDocument")):
+            principal = statement.get("Principal")
+            for name in _listed(principal.get("AWS")) if isinstance(principal, Mapping) else []:
+                if ctx.target(name, role.stack) is not None:
+                    continue  # a reference: CloudFormation creates what it names first
+                arn = ctx.text(name, role.stack)
+                named = role_made_after(ctx, role, arn)
+                if named is None:
+                    continue
+                which = "itself" if named is role else f"a role the templates create after it ({cdk_path(named)})"
+                yield (
+                    role,
+                    f"its trust policy names {arn}, {which}, by name; IAM saves a role principal as that role's "
+                    "unique id, so it refuses one that does not exist yet (Invalid principal in policy): name the "
+                    "role by reference (Fn::GetAtt, role.role_arn in CDK), make this role depend on it, or trust "
+                    "the account with an aws:PrincipalArn condition",
+                )
+
+
 ROLE_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         TASK_ROLE_TRUST,
@@ -130,6 +162,16 @@ ROLE_RULES: tuple[ServiceRule, ...] = (
         'RegisterTaskDefinition, taskRoleArn: "The short name or full Amazon Resource Name (ARN) of the IAM role that '
         'containers in this task can assume"',
         task_role_trust,
+    ),
+    ServiceRule(
+        TRUST_POLICY_PRINCIPALS,
+        "AWS IAM",
+        "a role's trust policy names no role of its stack as text that CloudFormation may create after it, itself "
+        "included",
+        "IAM User Guide, 'AWS JSON policy elements: Principal' (IAM role principals): when the policy is saved, a "
+        "role's ARN is transformed to the role's unique principal ID, so the role must exist; CreateRole fails with "
+        'MalformedPolicyDocument "Invalid principal in policy" otherwise',
+        trust_policy_principals,
     ),
     ServiceRule(
         MANAGED_INSTANCES_ROLE_NAME,
