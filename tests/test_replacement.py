@@ -216,3 +216,37 @@ def test_exports_a_caller_may_not_list_the_imports_of_are_said_not_checked(
         assert main(["stacks", "replacements", "--cdk-out", str(cdk_out), "--region", REGION]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("cluster: its exports in use were not checked:") and "AccessDenied" in line
+
+
+def test_stacks_replacements_reads_a_nested_stacks_deployed_template(
+    tmp_path: Path, fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A nested stack is updated with its parent, and CloudFormation refuses a replacement under a kept name there
+    too: its deployed template is the one of the stack its parent's resource names."""
+    nested = {
+        "Type": "AWS::CloudFormation::Stack",
+        "Properties": {"TemplateURL": "x"},
+        "Metadata": {"aws:asset:path": "modelsServing.nested.template.json"},
+    }
+    (tmp_path / "modelsServing.nested.template.json").write_text(
+        json.dumps(_template(_GROUP, Name="chat", Port=8000, Protocol="HTTP"))
+    )
+    cdk_out = write_assembly(tmp_path, {"models": {"Resources": {"Serving": nested, "Fresh": {**nested}}}})
+    arn = "arn:aws:cloudformation:us-east-1:123456789012:stack/models-Serving-1ABC/guid"
+    cloudformation = _stubbed(monkeypatch)
+    with Stubber(cloudformation) as cfn:
+        _deployed(cfn, "models", {"Resources": {"Serving": nested}})
+        summary = {
+            "LogicalResourceId": "Serving",
+            "PhysicalResourceId": arn,
+            "ResourceType": "AWS::CloudFormation::Stack",
+            "LastUpdatedTimestamp": "2026-12-01T00:00:00Z",
+            "ResourceStatus": "CREATE_COMPLETE",
+        }
+        cfn.add_response("list_stack_resources", {"StackResourceSummaries": [summary]}, {"StackName": "models"})
+        _deployed(cfn, arn, _template(_GROUP, Name="chat", Port=8080, Protocol="HTTP"))
+        code = main(["stacks", "replacements", "--cdk-out", str(cdk_out), "--region", REGION])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert out[0].startswith("models/Serving/Res (AWS::ElasticLoadBalancingV2::TargetGroup): Port changes"), out
+    assert "models/Fresh: not deployed yet (nothing is replaced)" in out

@@ -12,10 +12,11 @@ from typing import Any
 
 from ..core.errors import AwsOperationError
 from ..core.exports_in_use import ExportInUse, export_names, exports_in_use
+from ..core.nested_stacks import read_nested
 from ..core.replacement import Replacement, replacements
 from .assembly import assembly_stacks
 from .aws import Clients, aws_errors
-from .deployed import template_of
+from .deployed import physical_ids, template_of
 
 Finding = Replacement | ExportInUse
 
@@ -50,6 +51,7 @@ def check(clients: Clients, cdk_out: Path, region: str | None) -> Result:
             continue
         new = json.loads(stack.template.read_text())
         result.found.extend(replacements(stack.name, deployed, new))
+        _nested(cloudformation, stack.name, new, stack.template, result)
         try:
             with aws_errors(f"reading who imports stack {stack.name}'s exports (ListImports)"):
                 imported = {name: importers(cloudformation, name) for name in export_names(stack.name, deployed)}
@@ -58,6 +60,29 @@ def check(clients: Clients, cdk_out: Path, region: str | None) -> Result:
             continue
         result.found.extend(exports_in_use(stack.name, deployed, new, imported))
     return result
+
+
+def _nested(cloudformation: Any, name: str, template: dict[str, Any], file: Path, result: Result) -> None:
+    """The replacements in the stack's nested stacks (``cdk.NestedStack``), each named ``<stack>/<its logical id>``:
+    CloudFormation updates them with their parent and refuses the same replacements there. A nested stack's deployed
+    template is that of the stack its parent's resource names (ListStackResources' physical id, the nested stack's
+    ARN)."""
+    deployed_as = {name: name}  # a template's key -> the deployed stack to read (a name, or a nested stack's ARN)
+    ids: dict[str, dict[str, str]] = {}  # a deployed parent's physical ids, read once
+    nested = read_nested({name: template}, {name: file}, lambda parent, id_, _file: f"{parent}/{id_}")
+    for (parent, logical_id), (child, _, new) in nested.items():  # a parent before the stacks nested in it
+        if parent not in deployed_as:
+            continue  # its parent is not deployed yet
+        with aws_errors(f"reading stack {child}'s deployed template"):
+            if parent not in ids:
+                ids[parent] = physical_ids(cloudformation, deployed_as[parent]) or {}
+            arn = ids[parent].get(logical_id)
+            deployed = template_of(cloudformation, arn) if arn else None
+        if deployed is None:
+            result.not_deployed.append(child)
+            continue
+        deployed_as[child] = arn  # type: ignore[assignment]
+        result.found.extend(replacements(child, deployed, new))
 
 
 def report(result: Result) -> list[str]:
