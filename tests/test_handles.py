@@ -89,5 +89,5 @@ def test_evidence_without_a_note_makes_a_budget_measured_not_a_guess() -> None:
     assert chat["allocation"] is None and chat["evidence"]["peak_mib"] == 7000
     # What CloudFormation will record of it: evaluate --plan finds the service by this, not by its tag alone.
     logical = cdk.Stack.of(pattern).get_logical_id(pattern.service.node.default_child)  # type: ignore[arg-type]
-    assert chat["deployed_as"] == {"stack": "Handles", "logical_id": logical}
+    assert chat["deployed_as"] == {"stack": "Handles", "logical_id": logical, "nested_stacks": []}
     assert not [f for f in plan["findings"] if f["rule_id"] == "ecs-gpu-sharing:BudgetIsAGuess"]

@@ -181,3 +181,51 @@ def test_a_nested_template_is_found_by_its_metadata_or_else_by_its_asset() -> No
     assert template_file(resource, {}) is None  # not in the assembly: not judged
     resource["Metadata"] = {"aws:asset:path": "Other.nested.template.json"}
     assert template_file(resource, assets) == "Other.nested.template.json"
+
+
+def test_evaluate_finds_a_service_of_a_nested_stack_through_its_parent(tmp_path: Path) -> None:
+    """A nested stack's name is made at deploy, so the plan records the top stack's name and the nested stack
+    resources on the way; evaluate reads each one's physical id (the nested stack's ARN) down to the service."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from ecs_gpu_sharing.core import plan_document
+    from ecs_gpu_sharing.operations.evaluate import deployed_names
+
+    app, cluster, capacity, nested = _app()
+    deeper = cdk.NestedStack(nested, "Serving")
+    task = SharedGpuTaskDefinition(deeper, "EmbedTask")
+    task.add_container("model", image=IMAGE, memory_limit_mib=4096, gpu=MpsShare(6000))
+    SharedGpuService(deeper, "Embed", cluster=cluster, capacity=capacity, task_definition=task, desired_count=2)
+    assembly = app.synth()
+    doc = json.loads((Path(assembly.directory) / "gpu-fleet-plan.json").read_text())
+    (deployed,) = [s["deployed_as"] for s in doc["services"]]
+    assert deployed["stack"] == "Gpu" and len(deployed["nested_stacks"]) == 2, deployed
+
+    cloudformation = boto3.client(
+        "cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    arns = [
+        "arn:aws:cloudformation:us-east-1:123456789012:stack/Gpu-Models-1/a",
+        "arn:aws:cloudformation:us-east-1:123456789012:stack/Gpu-Models-1-Serving-2/b",
+    ]
+    service = "arn:aws:ecs:us-east-1:123456789012:service/gpu/Gpu-Embed-XYZ"
+    with Stubber(cloudformation) as cfn:
+        for stack, logical, physical in zip(
+            ["Gpu", *arns], [*deployed["nested_stacks"], deployed["logical_id"]], [*arns, service], strict=True
+        ):
+            detail = {
+                "LogicalResourceId": logical,
+                "PhysicalResourceId": physical,
+                "ResourceType": "x",
+                "LastUpdatedTimestamp": "2026-12-01T00:00:00Z",
+                "ResourceStatus": "CREATE_COMPLETE",
+            }
+            cfn.add_response(
+                "describe_stack_resource",
+                {"StackResourceDetail": detail},
+                {"StackName": stack, "LogicalResourceId": logical},
+            )
+        names = deployed_names(cloudformation, plan_document.load(doc, source="test"), {})
+        cfn.assert_no_pending_responses()
+    assert names == {"Embed": "Gpu-Embed-XYZ"}

@@ -352,11 +352,13 @@ class FleetPlan(Construct):
         for suffix in (".json", ".md"):
             (Path(outdir) / f"{PLAN_FILE}{suffix}").unlink(missing_ok=True)
 
-    def _deployed_as(self) -> dict[str, tuple[str, str]]:
-        """Each planned service's stack and logical id: what CloudFormation records of it, which no tenant can
-        claim (a tag can be copied; ``evaluate --plan`` reads the service's ARN from the stack)."""
+    def _deployed_as(self) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+        """Each planned service's stack, logical id and the nested stack resources between them: what CloudFormation
+        records of it, which no tenant can claim (a tag can be copied; ``evaluate --plan`` reads the service's ARN
+        from the stack). A nested stack's name is made at deploy, so the top stack is named with the logical id of
+        each nested stack resource down to the service's own."""
         assert self._discovered is not None
-        out: dict[str, tuple[str, str]] = {}
+        out: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         for name, owners in self._discovered.services_by_name.items():
             found = [
                 c
@@ -366,7 +368,12 @@ class FleetPlan(Construct):
             ]
             if len(found) == 1:
                 stack = cdk.Stack.of(found[0])
-                out[name] = (stack.stack_name, stack.get_logical_id(found[0].node.default_child))  # type: ignore[arg-type]
+                logical_id = stack.get_logical_id(found[0].node.default_child)  # type: ignore[arg-type]
+                nested: list[str] = []
+                while stack.nested_stack_parent is not None and stack.nested_stack_resource is not None:
+                    nested.insert(0, stack.nested_stack_parent.get_logical_id(stack.nested_stack_resource))
+                    stack = stack.nested_stack_parent
+                out[name] = (stack.stack_name, logical_id, tuple(nested))
         return out
 
     def write(self, outdir: Path) -> None:

@@ -223,7 +223,12 @@ class DeployedAs(_Part):
     """Where a service's stack records it."""
 
     stack: str = _field("the stack's name")
-    logical_id: str = _field("the service's logical id in that stack")
+    logical_id: str = _field("the service's logical id in that stack, or in the last of nested_stacks")
+    nested_stacks: tuple[str, ...] = _field(
+        "for a service of a nested stack: the logical id of each nested stack resource from that stack down to the "
+        "service's (a nested stack's name is made at deploy)",
+        empty=True,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

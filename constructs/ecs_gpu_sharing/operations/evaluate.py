@@ -110,6 +110,9 @@ def deployed_names(cloudformation: Any, plan: PlanDocument, tagged: Mapping[str,
             continue
         name, stack, logical = item.name, item.deployed_as.stack, item.deployed_as.logical_id
         with aws_errors(f"reading service {name} from stack {stack} ({logical})"):
+            for nested in item.deployed_as.nested_stacks:  # each nested stack's physical id is its ARN
+                held = cloudformation.describe_stack_resource(StackName=stack, LogicalResourceId=nested)
+                stack = str(held["StackResourceDetail"].get("PhysicalResourceId") or "")
             found = cloudformation.describe_stack_resource(StackName=stack, LogicalResourceId=logical)
         # The physical id of an AWS::ECS::Service is its ARN (Ref returns it; the resource schema's primary identifier
         # is ServiceArn with Cluster), arn:aws:ecs:REGION:ACCOUNT:service/CLUSTER/NAME; a compound id is read the same.
