@@ -689,3 +689,52 @@ def test_one_table_reads_a_stopped_task_for_evaluate_and_for_the_dashboards_filt
     # Every rule's filter names the field and value the Python reading uses.
     for rule in STOP_RULES:
         assert rule.value in STOP_METRICS[rule.metric] and rule.field.split("[")[0] in STOP_METRICS[rule.metric]
+
+
+def _two_clusters() -> tuple[cdk.Stack, ecs.Cluster, ecs.Cluster, GpuCapacity, SharedGpuService]:
+    app = new_app()
+    stack = cdk.Stack(app, "Two")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    cluster, other = ecs.Cluster(stack, "Cluster", vpc=vpc), ecs.Cluster(stack, "Other", vpc=vpc)
+    capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    task = SharedGpuTaskDefinition(stack, "Task")
+    task.add_container(
+        "model",
+        image=ecs.ContainerImage.from_registry("r/x@sha256:" + "0" * 64),
+        memory_limit_mib=512,
+        gpu=MpsShare(1536),
+    )
+    service = SharedGpuService(stack, "Emb", cluster=cluster, capacity=capacity, task_definition=task, desired_count=1)
+    return stack, cluster, other, capacity, service
+
+
+def test_telemetry_runs_in_its_capacities_cluster() -> None:
+    """A daemon service in another cluster runs on none of the capacity's hosts: no figure would ever come."""
+    stack, _cluster, other, capacity, _ = _two_clusters()
+    with pytest.raises(ValueError, match=r"Two/Tel: capacity L4 is in cluster Two/Cluster, not Two/Other"):
+        GpuTelemetry(stack, "Tel", cluster=other, capacities=[capacity])
+
+
+@pytest.mark.parametrize(
+    ("sample", "publish", "message"),
+    [
+        (0, 60, r"sample_seconds must be an integer from 1 to 60, got 0"),
+        (120, 60, r"sample_seconds must be an integer from 1 to 60, got 120"),  # at most one window
+        (5, 301, r"publish_seconds must be an integer from 1 to 300, got 301"),  # the budget alarms' period
+        (5, 2.5, r"publish_seconds must be an integer"),
+    ],
+)
+def test_telemetry_refuses_intervals_its_figures_cannot_come_by(sample: Any, publish: Any, message: str) -> None:
+    stack, cluster, _other, capacity, _ = _two_clusters()
+    with pytest.raises(ValueError, match=message):
+        GpuTelemetry(
+            stack, "Tel", cluster=cluster, capacities=[capacity], sample_seconds=sample, publish_seconds=publish
+        )
+
+
+def test_a_dashboard_graphs_services_of_its_cluster_and_at_least_one() -> None:
+    stack, _cluster, other, _capacity, service = _two_clusters()
+    with pytest.raises(ValueError, match=r"Two/Dash: services\['emb'\] runs in cluster Two/Cluster, not Two/Other"):
+        GpuFleetDashboard(stack, "Dash", cluster=other, services={"emb": service})
+    with pytest.raises(ValueError, match=r"Two/Empty: services is empty"):
+        GpuFleetDashboard(stack, "Empty", cluster=other, services={})

@@ -20,6 +20,7 @@ from constructs import Construct, IConstruct, IValidation
 
 from ..core.aws_text import DASHBOARD_NAME
 from ..core.errors import ServiceError
+from ..core.telemetry import METRIC_PERIOD_SECONDS
 from .fleet_plan import FleetPlan
 from .telemetry import NAMESPACE, STOP_METRICS
 
@@ -61,13 +62,18 @@ class GpuFleetDashboard(Construct):
                 f"{self.node.path}: alarm_ratio must be in (0, 1], got {alarm_ratio}; give the share of a budget at "
                 "which to alarm, such as 0.9"
             )
+        if not services:
+            raise ServiceError(
+                f"{self.node.path}: services is empty; name the services to graph and alarm on, such as "
+                "{'embedder': embedder_service}"
+            )
         if len(services) > MAX_SERVICES_PER_DASHBOARD:
             raise ServiceError(
                 f"{self.node.path}: {len(services)} services need {3 * len(services) + 1} widgets, more than a "
                 f"CloudWatch dashboard holds ({MAX_DASHBOARD_WIDGETS}); give each dashboard at most "
                 f"{MAX_SERVICES_PER_DASHBOARD} services"
             )
-        ecs_services = {name: self._ecs_service(name, given) for name, given in services.items()}
+        ecs_services = {name: self._ecs_service(name, given, cluster) for name, given in services.items()}
         plan = FleetPlan.of(self)
         self.node.add_validation(_PlannedBudgets(self, plan, services))
         stack = cdk.Stack.of(self)
@@ -125,8 +131,18 @@ class GpuFleetDashboard(Construct):
         healthy = _metric("MpsHealthy", {"Cluster": cluster.cluster_name}, "Minimum", "MPS control daemon up (1)")
         self.dashboard.add_widgets(cloudwatch.GraphWidget(title="MPS health, lowest host", left=[healthy], width=24))
 
-    def _ecs_service(self, name: str, given: object) -> ecs.BaseService:
-        """The ECS service behind a handle, or a clear refusal naming what was given."""
+    def _ecs_service(self, name: str, given: object, cluster: ecs.ICluster) -> ecs.BaseService:
+        """The ECS service behind a handle, in ``cluster``, or a clear refusal naming what was given."""
+        found = self._service_of(name, given)
+        if isinstance(cluster, ecs.Cluster) and isinstance(found.cluster, ecs.Cluster) and found.cluster is not cluster:
+            raise ServiceError(
+                f"{self.node.path}: services[{name!r}] runs in cluster {found.cluster.node.path}, not "
+                f"{cluster.node.path}: the dashboard's metrics are the cluster's; give cluster= that cluster, or a "
+                "dashboard for each cluster"
+            )
+        return found
+
+    def _service_of(self, name: str, given: object) -> ecs.BaseService:
         where = f"{self.node.path}: services[{name!r}]"
         if isinstance(given, tuple):
             raise ServiceError(
@@ -217,5 +233,5 @@ def _metric(
         dimensions_map=dict(dimensions),
         statistic=statistic,
         label=label,
-        period=period or cdk.Duration.minutes(5),
+        period=period or cdk.Duration.seconds(METRIC_PERIOD_SECONDS),
     )

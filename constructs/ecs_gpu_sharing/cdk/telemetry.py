@@ -56,13 +56,14 @@ from ..core import catalog
 from ..core.container_guards import GPU_DEVICE_MAPPED, HOST_PATH
 from ..core.errors import ServiceError
 from ..core.escalation import TASK_ROLE_ESCALATION
-from ..core.mps import MPS_HOSTS_EXPRESSION
+from ..core.mps import MPS_HOSTS_EXPRESSION, require_int
 from ..core.planner import EC2
 from ..core.telemetry import (
     DAEMON_CPU_UNITS,
     DAEMON_MEMORY_MIB,
     DAEMON_NAME,
     METRIC_NAMESPACE,
+    METRIC_PERIOD_SECONDS,
     NVML_LIBRARY,
     NVML_MOUNT_DIR,
     evidence_log_group,
@@ -125,12 +126,14 @@ DAEMON_ALLOWANCES = (
 class GpuTelemetry(Construct):
     """The telemetry daemon on every GPU-sharing host of the given capacities.
 
-    :param cluster: the ECS cluster the capacities belong to.
+    :param cluster: the ECS cluster the capacities belong to (another is refused: the daemon would run on none of
+        their hosts).
     :param capacities: the ``GpuCapacity`` constructs whose hosts it samples; one daemon service per GPU count
         among their instance types.
     :param image: the daemon's image; built from the library's Dockerfile (a CDK asset) by default.
-    :param sample_seconds: how often, in seconds, it samples NVML; 5 by default.
-    :param publish_seconds: how often, in seconds, it publishes a window of samples; 60 by default.
+    :param sample_seconds: how often, in seconds, it samples NVML; 5 by default, at most ``publish_seconds``.
+    :param publish_seconds: how often, in seconds, it publishes a window of samples; 60 by default, at most 300
+        (the period of the dashboard's budget metrics and alarms, each of which then has a window).
     :param log_retention: how long the evidence and stopped-task log groups keep records; one month by default.
     :param alarm_topic: where the alarm on undelivered stopped-task events (``stopped_tasks_delivery_alarm``)
         notifies; without one, it notifies no one (the alarm still shows its state).
@@ -152,7 +155,22 @@ class GpuTelemetry(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
-        groups = gpu_count_groups(capacities, f"{scope.node.path}/{id_}")
+        owner = f"{scope.node.path}/{id_}"
+        groups = gpu_count_groups(capacities, owner)
+        for capacity in capacities:
+            if isinstance(cluster, ecs.Cluster) and capacity.cluster is not cluster:
+                raise ServiceError(
+                    f"{owner}: capacity {capacity.plan_name} is in cluster {capacity.cluster.node.path}, not "
+                    f"{cluster.node.path}: a daemon service runs on its own cluster's hosts only; give cluster= that "
+                    "cluster, or a GpuTelemetry for each cluster"
+                )
+        # The daemon publishes a window at least once a metric period, each window of at least one sample.
+        publish_seconds = require_int(
+            "publish_seconds", publish_seconds, low=1, high=METRIC_PERIOD_SECONDS, owner=owner, error=ServiceError
+        )
+        sample_seconds = require_int(
+            "sample_seconds", sample_seconds, low=1, high=publish_seconds, owner=owner, error=ServiceError
+        )
         super().__init__(scope, id_)
         cluster_name = cluster.cluster_name
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)

@@ -19,6 +19,9 @@ DAEMON_CPU_UNITS = 128
 DAEMON_MEMORY_MIB = 192
 DAEMON_NAME = "Telemetry"  # its name in plans: the GpuTelemetry construct's id in the app
 METRIC_NAMESPACE = "EcsGpuSharing"
+# The period of the dashboard's budget metrics and alarms: the daemon publishes a window at least this often, so
+# each period has one.
+METRIC_PERIOD_SECONDS = 300
 """The CloudWatch namespace of the daemon's metrics: the construct gives it to the daemon (``METRIC_NAMESPACE`` in its
 environment; the daemon's image holds its own folder only, not this package) and draws the dashboard from it."""
 
