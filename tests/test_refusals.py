@@ -62,6 +62,26 @@ CASES = {
         """,
         "error: [Consumer/Svc] AvailabilityZoneRebalancing.ENABLED requires maxHealthyPercent > 100",
     ),
+    "a library option of a type it does not take": (
+        """
+        vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+        cluster = ecs.Cluster(stack, "Cluster", vpc=vpc)
+        GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"], notification_topic="arn:aws:sns:x")
+        """,
+        "error: Consumer/L4: notification_topic must be an aws_sns.ITopic",
+    ),
+    "an option passed on to aws-cdk-lib of a type it does not take": (
+        """
+        vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+        cluster = ecs.Cluster(stack, "Cluster", vpc=vpc)
+        capacity = GpuCapacity(stack, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+        td = SharedGpuTaskDefinition(stack, "Td")
+        td.add_container("model", image=image, memory_limit_mib=1024, gpu=MpsShare(2048))
+        SharedGpuService(stack, "Svc", cluster=cluster, capacity=capacity, task_definition=td, desired_count=2,
+                         health_check_grace_period=60)
+        """,
+        "error: Consumer/Svc: a value passed on to aws_ecs.Ec2Service is not of the type it takes",
+    ),
 }
 
 
@@ -77,3 +97,22 @@ def test_a_refusal_is_a_few_lines_without_a_stack(case: str, tmp_path: Path) -> 
     assert any(expected in line for line in output), output
     assert len(output) <= 5, output
     assert not any("Traceback" in line or "program.js" in line or "jsii" in line for line in output), output
+
+
+def test_a_struct_field_aws_cdk_lib_cannot_deserialize_is_named_with_the_construct() -> None:
+    """jsii's SerializationError for a struct's field names only aws-cdk-lib's class; the field is in its reasons."""
+    from ecs_gpu_sharing import ServiceError
+    from ecs_gpu_sharing.cdk.refusals import passed_on
+
+    cause = Exception(
+        "@jsii/kernel.SerializationError: ...\n  Key 'deploymentAlarms': Unable to deserialize value as X"
+    )
+    refused = pytest.raises(ServiceError, match=r"^App/Svc: a value passed on to aws_ecs.Ec2Service is not of the type")
+    with refused as raised, passed_on("App/Svc", "aws_ecs.Ec2Service", ServiceError):
+        raise RuntimeError(
+            "Passed to parameter props of new aws-cdk-lib.aws_ecs.Ec2Service: Unable to deserialize value"
+        ) from cause
+    assert "(deployment_alarms)" in str(raised.value)
+    left = pytest.raises(RuntimeError, match="something else")  # any other error is left as it was
+    with left, passed_on("App/Svc", "aws_ecs.Ec2Service", ServiceError):
+        raise RuntimeError("something else")

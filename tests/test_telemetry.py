@@ -738,3 +738,21 @@ def test_a_dashboard_graphs_services_of_its_cluster_and_at_least_one() -> None:
         GpuFleetDashboard(stack, "Dash", cluster=other, services={"emb": service})
     with pytest.raises(ValueError, match=r"Two/Empty: services is empty"):
         GpuFleetDashboard(stack, "Empty", cluster=other, services={})
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "kind"),
+    [
+        ("image", "repo/telemetry:1", "aws_ecs.ContainerImage"),
+        ("log_retention", 30, "aws_logs.RetentionDays"),
+        ("alarm_topic", "arn:aws:sns:us-east-1:123456789012:gpu", "aws_sns.ITopic"),
+    ],
+)
+def test_telemetry_refuses_an_option_of_another_type_by_name(option: str, value: Any, kind: str) -> None:
+    """Passed on as it was, aws-cdk-lib would refuse it later, naming only its own class inside a JavaScript trace."""
+    stack, cluster, _other, capacity, service = _two_clusters()
+    with pytest.raises(ValueError, match=rf"Two/Tel: {option} must be an {kind}, got"):
+        GpuTelemetry(stack, "Tel", cluster=cluster, capacities=[capacity], **{option: value})
+    if option == "alarm_topic":
+        with pytest.raises(ValueError, match=rf"Two/Dash: alarm_topic must be an {kind}, got str"):
+            GpuFleetDashboard(stack, "Dash", cluster=cluster, services={"emb": service}, alarm_topic=value)

@@ -37,6 +37,7 @@ from ..core.rules import UNVERIFIED_INSTANCE_FAMILY, roll_in_service
 from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
+from .refusals import require_kind
 
 UNVERIFIED_FAMILY_WARNING = UNVERIFIED_INSTANCE_FAMILY
 
@@ -248,6 +249,12 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         notification_topic: sns.ITopic | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id_}"
+        require_kind(
+            "vpc_subnets", vpc_subnets, ec2.SubnetSelection, "aws_ec2.SubnetSelection", owner=path, error=CapacityError
+        )
+        require_kind(
+            "notification_topic", notification_topic, "topic_arn", "aws_sns.ITopic", owner=path, error=CapacityError
+        )
         self.facts: HostFacts = host_facts(
             list(instance_types) if not isinstance(instance_types, str) else instance_types,
             gpu_margin_mib=gpu_margin_mib,

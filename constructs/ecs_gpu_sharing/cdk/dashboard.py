@@ -22,6 +22,7 @@ from ..core.aws_text import DASHBOARD_NAME
 from ..core.errors import ServiceError
 from ..core.telemetry import METRIC_PERIOD_SECONDS
 from .fleet_plan import FleetPlan
+from .refusals import require_kind
 from .telemetry import NAMESPACE, STOP_METRICS
 
 MAX_DASHBOARD_WIDGETS = 500  # CloudWatch's limit per dashboard
@@ -57,6 +58,9 @@ class GpuFleetDashboard(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id_)
+        require_kind(
+            "alarm_topic", alarm_topic, "topic_arn", "aws_sns.ITopic", owner=self.node.path, error=ServiceError
+        )
         if not 0 < alarm_ratio <= 1:
             raise ServiceError(
                 f"{self.node.path}: alarm_ratio must be in (0, 1], got {alarm_ratio}; give the share of a budget at "

@@ -18,6 +18,7 @@ from ..core.mps import require_int
 from ..core.planner import MANAGED_INSTANCES
 from .capacity import GpuCapacity, PlannedGpuCapacity, evidence_write_denial
 from .fleet_plan import FleetPlan
+from .refusals import require_kind
 
 _ACCELERATOR_NAMES = {
     name: getattr(ec2.AcceleratorName, name) for name in ("A100", "A10G", "H100", "L4", "L40S", "T4", "V100")
@@ -73,6 +74,18 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
         task_volume_gib: int | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id_}"
+        require_kind(
+            "vpc_subnets", vpc_subnets, ec2.SubnetSelection, "aws_ec2.SubnetSelection", owner=path, error=CapacityError
+        )
+        kind = ecs.CapacityOptionType
+        require_kind(
+            "capacity_option_type",
+            capacity_option_type,
+            kind,
+            "aws_ecs.CapacityOptionType",
+            owner=path,
+            error=CapacityError,
+        )
         volume = None
         if task_volume_gib is not None:
             volume = require_int(

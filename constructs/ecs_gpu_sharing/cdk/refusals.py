@@ -15,9 +15,12 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
+import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
+from typing import Any
 
 from ..core.errors import GpuSharingError
 
@@ -41,6 +44,45 @@ def check_options(
                 f"{path}: {name} is not an option of it or of aws_ecs.{passed_to}"
                 + (f"; did you mean {near[0]}?" if near else f"; its options are in {known.__name__}")
             )
+
+
+def require_kind(
+    name: str, value: Any, kind: type | str, label: str, *, owner: str, error: type[GpuSharingError]
+) -> None:
+    """Refuses, naming the construct and the option, a value that is not ``kind`` (a class, or for a jsii interface
+    the attribute every implementation has, such as ``topic_arn``); ``None`` is left to the option's default. Without
+    this, aws-cdk-lib's deserializer refuses it later, naming only its own class."""
+    if value is None:
+        return
+    ok = isinstance(value, kind) if isinstance(kind, type) else hasattr(value, kind)
+    if not ok:
+        raise error(f"{owner}: {name} must be an {label}, got {type(value).__name__} {value!r:.80}")
+
+
+_DESERIALIZE_KEY = re.compile(r"Key '(\w+)': Unable to deserialize")
+
+
+@contextmanager
+def passed_on(owner: str, to: str, error: type[GpuSharingError]) -> Iterator[None]:
+    """Refuses, naming the construct and the options, a value the aws-cdk-lib construct ``to`` cannot take: jsii's
+    Python type check of an argument (a TypeError from inside aws-cdk-lib), or its SerializationError for a field of
+    a struct, which names only that class, inside a JavaScript trace."""
+    try:
+        yield
+    except TypeError as raised:
+        if not str(raised).startswith("type of argument "):
+            raise
+        raise error(f"{owner}: a value passed on to {to} is not of the type it takes: {raised}") from raised
+    except RuntimeError as raised:
+        text = f"{raised}\n{raised.__cause__ or ''}"
+        if "Unable to deserialize value" not in text:
+            raise
+        keys = [re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower() for k in dict.fromkeys(_DESERIALIZE_KEY.findall(text))]
+        raise error(
+            f"{owner}: a value passed on to {to} is not of the type it takes"
+            + (f" ({', '.join(keys)})" if keys else "")
+            + "; give each option the type aws-cdk-lib's signature names (a cdk.Duration, not a number of seconds)"
+        ) from raised
 
 
 def refusal_lines(error: BaseException) -> list[str] | None:

@@ -20,7 +20,7 @@ from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan
 from .managed_capacity import GpuManagedInstancesCapacity
 from .options import SharedGpuManagedInstancesServiceOptions, SharedGpuServiceOptions
-from .refusals import check_options
+from .refusals import check_options, passed_on
 
 # Options of aws-ecs's service that the construct sets itself (the capacity's provider strategy, rollback on failure)
 # or that Managed Instances takes none of: refused when given, and left out of the typed options (cdk/options.py).
@@ -73,18 +73,19 @@ class _PlannedGpuService(Construct):
         super().__init__(scope, id_)
         self.task_definition = task_definition
         self.capacity = capacity
-        self.service = service_type(
-            self,
-            "Service",
-            cluster=cluster,
-            task_definition=task_definition,
-            desired_count=count,
-            min_healthy_percent=low,
-            max_healthy_percent=high,
-            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            capacity_provider_strategies=capacity.capacity_provider_strategies(),
-            **options,
-        )
+        with passed_on(path, f"aws_ecs.{service_type.__name__}", ServiceError):
+            self.service = service_type(
+                self,
+                "Service",
+                cluster=cluster,
+                task_definition=task_definition,
+                desired_count=count,
+                min_healthy_percent=low,
+                max_healthy_percent=high,
+                circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+                capacity_provider_strategies=capacity.capacity_provider_strategies(),
+                **options,
+            )
         _register(self, id_ if name is None else name, planned_count, allocation)  # its Service exists now
         # The provider must be associated with the cluster before the service names it; aws-ecs creates that
         # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).

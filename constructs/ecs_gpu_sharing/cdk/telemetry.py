@@ -72,6 +72,7 @@ from ..core.telemetry import (
     stopped_tasks_log_group,
 )
 from .fleet_plan import FleetPlan
+from .refusals import require_kind
 
 if TYPE_CHECKING:
     from .capacity import GpuCapacity
@@ -156,6 +157,16 @@ class GpuTelemetry(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         owner = f"{scope.node.path}/{id_}"
+        require_kind("image", image, ecs.ContainerImage, "aws_ecs.ContainerImage", owner=owner, error=ServiceError)
+        require_kind(
+            "log_retention",
+            log_retention,
+            logs.RetentionDays,
+            "aws_logs.RetentionDays",
+            owner=owner,
+            error=ServiceError,
+        )
+        require_kind("alarm_topic", alarm_topic, "topic_arn", "aws_sns.ITopic", owner=owner, error=ServiceError)
         groups = gpu_count_groups(capacities, owner)
         for capacity in capacities:
             if isinstance(cluster, ecs.Cluster) and capacity.cluster is not cluster:
