@@ -618,3 +618,11 @@ def test_a_secret_looking_variable_warns_on_the_construct_road() -> None:
     _synth(stack)
     (warning,) = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("SecretInEnvironment"))
     assert "container model: environment OPENAI_API_KEY looks like a secret" in str(warning.entry.data)
+
+
+def test_an_option_of_a_type_add_container_does_not_take_is_refused_naming_the_container() -> None:
+    td = SharedGpuTaskDefinition(_stack(), "Td")
+    with pytest.raises(
+        TaskDefinitionError, match=r"Test/Td/model: a value passed on to .*type of argument port_mappings"
+    ):
+        td.add_container("model", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(1000), port_mappings=[8080])

@@ -51,7 +51,7 @@ from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
 from .fleet_plan import FleetPlan
 from .options import SharedGpuManagedInstancesTaskDefinitionOptions, SharedGpuTaskDefinitionOptions
-from .refusals import check_options
+from .refusals import check_options, passed_on
 from .rendered import rendered_properties
 
 # aws-cdk-lib's synth-time template check uses a schema that predates SharingStrategy.
@@ -146,7 +146,8 @@ class _MpsContainers:
                 'containers of one name ("Container names must be unique within a Task Definition"): give '
                 "container_name another name"
             )
-        container: ecs.ContainerDefinition = super().add_container(id, **options)  # type: ignore[misc]
+        with passed_on(where, "aws_ecs.TaskDefinition.add_container", TaskDefinitionError):
+            container: ecs.ContainerDefinition = super().add_container(id, **options)  # type: ignore[misc]
         if gpu is not None:
             resource = self.node.default_child  # type: ignore[attr-defined]
             assert isinstance(resource, ecs.CfnTaskDefinition)
@@ -262,7 +263,8 @@ class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):
             type(self), owner, kwargs, SharedGpuTaskDefinitionOptions, "Ec2TaskDefinition", TaskDefinitionError
         )
         figures = {key: _task_figure(owner, key, value) for key, value in (("cpu", cpu), ("memory_mib", memory_mib))}
-        super().__init__(scope, id_, **kwargs)
+        with passed_on(owner, "aws_ecs.Ec2TaskDefinition", TaskDefinitionError):
+            super().__init__(scope, id_, **kwargs)
         resource = self.node.default_child
         assert isinstance(resource, ecs.CfnTaskDefinition)
         # aws-ecs's Ec2TaskDefinition takes no task-level figures; ECS's RegisterTaskDefinition takes both on EC2.
@@ -324,14 +326,15 @@ class SharedGpuManagedInstancesTaskDefinition(_MpsContainers, ecs.TaskDefinition
             "TaskDefinition",
             TaskDefinitionError,
         )
-        super().__init__(
-            scope,
-            id_,
-            compatibility=ecs.Compatibility.MANAGED_INSTANCES,
-            cpu=_task_figure(owner, "cpu", cpu),
-            memory_mib=_task_figure(owner, "memory_mib", memory_mib),
-            **kwargs,
-        )
+        with passed_on(owner, "aws_ecs.TaskDefinition", TaskDefinitionError):
+            super().__init__(
+                scope,
+                id_,
+                compatibility=ecs.Compatibility.MANAGED_INSTANCES,
+                cpu=_task_figure(owner, "cpu", cpu),
+                memory_mib=_task_figure(owner, "memory_mib", memory_mib),
+                **kwargs,
+            )
         self._init_mps(owner, usable_gpu_memory_mib)
 
 
