@@ -199,3 +199,23 @@ def test_the_task_volume_is_refused_outside_what_the_hosts_need_and_gp3_takes(si
     cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
     with pytest.raises(CapacityError, match=r"Mi/L40s: task_volume_gib must be an integer from 30 to 16384"):
         GpuManagedInstancesCapacity(stack, "L40s", cluster=cluster, instance_types=["g6e.xlarge"], task_volume_gib=size)
+
+
+def test_an_option_of_another_type_is_refused_by_name() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_ecs as ecs
+
+    from ecs_gpu_sharing import CapacityError, GpuManagedInstancesCapacity
+
+    stack = cdk.Stack(new_app(), "Mi")
+    cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1))
+    refused = r"Mi/L40s: capacity_option_type must be an aws_ecs.CapacityOptionType, got str"
+    with pytest.raises(CapacityError, match=refused):
+        GpuManagedInstancesCapacity(
+            stack,
+            "L40s",
+            cluster=cluster,
+            instance_types=["g6e.xlarge"],
+            capacity_option_type="SPOT",  # type: ignore[arg-type]
+        )

@@ -77,11 +77,10 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
         require_kind(
             "vpc_subnets", vpc_subnets, ec2.SubnetSelection, "aws_ec2.SubnetSelection", owner=path, error=CapacityError
         )
-        kind = ecs.CapacityOptionType
         require_kind(
             "capacity_option_type",
             capacity_option_type,
-            kind,
+            ecs.CapacityOptionType,
             "aws_ecs.CapacityOptionType",
             owner=path,
             error=CapacityError,
