@@ -1,10 +1,10 @@
 """``FleetPlan``: plans, at synth, every service that runs on a GPU capacity of an app, together.
 
-One per app, created on first use. At synth it finds every ECS service on a registered GPU capacity
-(``discovery``), plans them with the pure core, turns the findings into synth errors on the construct
-concerned and warnings acknowledgeable by id, derives ``max_instances`` where it was left out, and, once
-the app has synthesized without errors, writes the plan next to the templates (``gpu-fleet-plan.json`` and
-``.md``). A failed synth leaves no plan file from an earlier run.
+One per app, or per ``cdk.Stage`` (each is one cloud assembly, deployed on its own), created on first use. At synth
+it finds every ECS service on a registered GPU capacity (``discovery``), plans them with the pure core, turns the
+findings into synth errors on the construct concerned and warnings acknowledgeable by id, derives ``max_instances``
+where it was left out, and, once the app has synthesized without errors, writes the plan next to the templates
+(``gpu-fleet-plan.json`` and ``.md``). A failed synth leaves no plan file from an earlier run.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ _ID = "EcsGpuSharingFleetPlan"
 
 
 class FleetPlan(Construct):
-    """The app-wide fleet plan. Use :meth:`of`; GPU capacities register themselves, services are found at synth."""
+    """The fleet plan of an app or a stage. Use :meth:`of`; GPU capacities register themselves, services are found at
+    synth."""
 
     PRICES_CONTEXT = PRICES_CONTEXT
 
