@@ -127,6 +127,22 @@ def test_image_ids_refuses_a_stack_region_it_lacks() -> None:
         GpuAmi.image_ids({"us-east-1": "ami-0123456789abcdef0"}).machine_image(stack)
 
 
+@pytest.mark.parametrize(("env", "warned"), [({}, True), ({"account": "111111111111", "region": "us-east-1"}, False)])
+def test_image_ids_in_an_environment_agnostic_stack_warn_of_the_regions_they_lack(
+    env: dict[str, str], warned: bool
+) -> None:
+    """The stack's region is known only at deploy, where Fn::FindInMap fails for a region the map lacks."""
+    from aws_cdk.assertions import Annotations, Match
+
+    stack = _stack(**env)
+    cdk.CfnWaitConditionHandle(stack, "Something")  # a template of no resource is refused by CloudFormation
+    GpuAmi.image_ids({"us-east-1": "ami-0123456789abcdef0"}).machine_image(stack)
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("AmiIdsForSomeRegions"))
+    assert bool(found) is warned
+    if warned:
+        assert "us-east-1 only" in json.dumps(found[0].entry.data)
+
+
 def test_lookup_pin_needs_an_environment_bound_stack() -> None:
     stack = _stack()
     with pytest.raises(AmiError, match=r"GpuAmi.lookup\('20261113'\) needs a stack with an explicit account"):

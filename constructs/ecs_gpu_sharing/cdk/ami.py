@@ -10,6 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from ..core import ami_release
+from ..core.capacity_facts import AMI_IDS_FOR_SOME_REGIONS
 from ..core.errors import AmiError
 
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$", re.ASCII)
@@ -87,6 +88,15 @@ class GpuAmi:
                 raise AmiError(
                     f"{scope.node.path}: GpuAmi.image_ids has no AMI for the stack's region {stack.region} "
                     f"(it has {', '.join(sorted(self._ids))}); add that region's AMI id"
+                )
+            if cdk.Token.is_unresolved(stack.region):
+                regions = ", ".join(sorted(self._ids))
+                cdk.Annotations.of(scope).add_warning_v2(
+                    AMI_IDS_FOR_SOME_REGIONS,
+                    f"GpuAmi.image_ids has AMIs for {regions} only, and the stack is environment-agnostic: deployed "
+                    "to any other region, its launch template's Fn::FindInMap finds no AMI and the stack fails; give "
+                    f"the stack env= or an AMI id for each region you deploy to, or acknowledge "
+                    f"'{AMI_IDS_FOR_SOME_REGIONS}'",
                 )
             return ec2.MachineImage.generic_linux(self._ids)
         assert self.release_id is not None

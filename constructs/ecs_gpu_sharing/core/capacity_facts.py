@@ -44,6 +44,14 @@ UNVERIFIED_INSTANCE_FAMILY = RULES.declare(
     Source.CAPACITY,
     "an instance family AWS has not named for ECS GPU sharing should be tested before it is relied on",
 )  # HostFacts.unverified names each such instance type; the capacity constructs warn with this id
+AMI_IDS_FOR_SOME_REGIONS = RULES.declare(
+    "ecs-gpu-sharing:AmiIdsForSomeRegions",
+    Level.WARNING,
+    "capacity",
+    Source.CAPACITY,
+    "an environment-agnostic stack pinned to explicit AMI ids deploys only to the regions they name: elsewhere "
+    "Fn::FindInMap finds no AMI and the stack fails",
+)  # GpuAmi.image_ids warns with this id where the stack's region is known only at deploy
 
 
 def default_host_memory_reserve_mib(memory_mib: int) -> int:
