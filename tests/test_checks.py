@@ -36,7 +36,11 @@ from ecs_gpu_sharing.core.rules import (
     surge_factor,
 )
 from ecs_gpu_sharing.core.shape import TaskShape
-from ecs_gpu_sharing.core.task_rules import TASK_LOG_DRIVER_NOT_ON_HOSTS, TASK_MAPS_RESERVED_HOST_PORT
+from ecs_gpu_sharing.core.task_rules import (
+    TASK_CONSTRAINT_MATCHES_NO_HOST,
+    TASK_LOG_DRIVER_NOT_ON_HOSTS,
+    TASK_MAPS_RESERVED_HOST_PORT,
+)
 
 L4 = capacity_input("l4", host_facts(["g6.xlarge"]))  # 22307 usable, 4096 units, 15401 MiB
 
@@ -163,6 +167,28 @@ def test_warning_a_member_of_expression_the_plan_does_not_model() -> None:
     assert finding.rule_id == CONSTRAINT_NOT_PLANNED and finding.level is Level.WARNING
     assert repr(zone) in finding.message and "a capacity of its own" in finding.message
     assert assess([L4], [svc(2, 4000)]).findings == ()
+
+
+@pytest.mark.parametrize(
+    ("expression", "never"),
+    [
+        ("attribute:ecs.instance-type == p5.48xlarge", True),
+        ("attribute:ecs.instance-type in [p5.48xlarge, p4d.24xlarge]", True),
+        ("attribute:ecs.availability-zone in [us-east-1a] and attribute:ecs.instance-type == p5.48xlarge", True),
+        ("attribute:ecs.instance-type == g6.xlarge", False),  # the capacity's own type: a warning only
+        ("attribute:ecs.instance-type in [g6.xlarge, p5.48xlarge]", False),
+        ("attribute:ecs.instance-type == p5.48xlarge or attribute:ecs.instance-type == g6.xlarge", False),
+        ("attribute:ecs.instance-type =~ p5.*", False),  # a pattern: not read here
+    ],
+)
+def test_error_a_member_of_expression_no_host_of_the_capacity_matches(expression: str, never: bool) -> None:
+    """ECS places a task only on a host its memberOf expression matches ("Amazon ECS task placement constraints"):
+    one naming instance types the capacity has none of leaves every task waiting."""
+    errors = assess([L4], [replace(svc(2, 4000), constraints_not_planned=(expression,))]).errors
+    found = [e for e in errors if e.rule_id == TASK_CONSTRAINT_MATCHES_NO_HOST]
+    assert bool(found) is never, errors
+    if never:
+        assert "matches no host of the capacity (g6.xlarge)" in found[0].message
 
 
 @pytest.mark.parametrize("port", [22, 2375, 2376, 51678, 51679])

@@ -551,7 +551,7 @@ def test_memory_and_ports_the_hosts_agent_reserves_are_not_offered_to_tasks(rese
 @pytest.mark.parametrize(
     ("expression", "warned"),
     [
-        ("attribute:ecs.instance-type == g6.2xlarge", True),
+        ("attribute:ecs.instance-type == g6.xlarge", True),  # the capacity's type (another is refused, below)
         ("attribute:ecs.capability.gpu-sharing-mps exists", False),  # every host of a GPU capacity has it
         ("not(task:group == service:a) and not(task:group == service:b)", False),  # isolation groups, planned
         ("task:group == service:daemon", True),
@@ -562,6 +562,14 @@ def test_a_member_of_expression_the_plan_does_not_model_warns(expression: str, w
     fleet.service("Model", 2, 4000, placement_constraints=[ecs.PlacementConstraint.member_of(expression)])
     found = [w for w in _warnings(fleet) if "PlacementConstraintNotPlanned" in w]
     assert bool(found) is warned, found
+
+
+def test_a_member_of_expression_naming_no_type_of_the_capacity_fails_the_synth() -> None:
+    fleet = Fleet()
+    expression = "attribute:ecs.instance-type == g6.2xlarge"  # the capacity is of g6.xlarge
+    fleet.service("Model", 2, 4000, placement_constraints=[ecs.PlacementConstraint.member_of(expression)])
+    with pytest.raises(RuntimeError, match=r"\[Test/Model\] \[ecs-gpu-sharing:TaskConstraintMatchesNoHost\]"):
+        fleet.synth()
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from constructs import IConstruct
 from ..core import placement
 from ..core.allocation import AllocationNote, Evidence
 from ..core.capacity_facts import HostFacts
-from ..core.constraints import planned_member_of, zone_rebalancing
+from ..core.constraints import instance_types_required, planned_member_of, zone_rebalancing
 from ..core.errors import GpuSharingError
 from ..core.plan_inputs import HostShare, capacity_input, service_input
 from ..core.planner import (
@@ -130,17 +130,14 @@ def stage_constructs(stage: IConstruct) -> Iterator[IConstruct]:
             yield from stage_constructs(child)
 
 
-_INSTANCE_TYPE_IN = re.compile(r"attribute:ecs\.instance-type in \[([^\]]*)\]")
-
-
 def _placed_instance_types(props: Mapping[str, Any]) -> set[str] | None:
-    """The instance types a service's memberOf constraints allow (``attribute:ecs.instance-type in [...]``), or
+    """The instance types a service's memberOf constraints allow (``core.constraints.instance_types_required``), or
     ``None`` when they do not restrict by instance type."""
     for constraint in props.get("placementConstraints") or []:
         expression = constraint.get("expression") if isinstance(constraint, Mapping) else None
-        match = _INSTANCE_TYPE_IN.search(expression) if isinstance(expression, str) else None
-        if match:
-            return {t.strip() for t in match.group(1).split(",") if t.strip()}
+        types = instance_types_required(expression) if isinstance(expression, str) else None
+        if types is not None:
+            return set(types)
     return None
 
 

@@ -38,6 +38,27 @@ def planned_member_of(expression: str) -> bool:
     return all(_ISOLATION_TERM.match(term.strip()) for term in expression.split(ISOLATION_JOIN))
 
 
+_INSTANCE_TYPE_TERM = re.compile(r"^attribute:ecs\.instance-type\s*(?:==\s*([\w.-]+)|in\s*\[([^\]]*)\])$")
+
+
+def instance_types_required(expression: str) -> frozenset[str] | None:
+    """The instance types a memberOf ``expression`` lets a task land on, where it says so plainly: terms joined by
+    ``and``, each type named by ``attribute:ecs.instance-type == T`` or ``in [T, ...]`` (ECS Developer Guide, "Create
+    expressions to define container instances for Amazon ECS tasks"). ``None`` where it names no type, or in a way
+    not read here (``or``, ``not``, a ``=~`` pattern)."""
+    lowered = f" {expression.lower()} "
+    if " or " in lowered or "not(" in lowered.replace(" ", "") or "=~" in expression:
+        return None
+    found: frozenset[str] | None = None
+    for term in expression.split(" and "):
+        match = _INSTANCE_TYPE_TERM.match(term.strip())
+        if match is None:
+            continue
+        named = {match.group(1)} if match.group(1) else {t.strip() for t in match.group(2).split(",") if t.strip()}
+        found = frozenset(named) if found is None else found & named
+    return found
+
+
 def zone_rebalancing(value: object, strategy: Sequence[str], max_percent: int, member_of: Sequence[str] = ()) -> bool:
     """Whether ECS rebalances the service's tasks over Availability Zones: stops tasks in the zone with the most and
     starts them in the zone with the fewest. ``value`` is its ``AvailabilityZoneRebalancing`` as written: ENABLED (in

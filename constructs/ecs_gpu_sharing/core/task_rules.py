@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .capacity_facts import LOG_DRIVER_ATTRIBUTE, RESERVED_HOST_PORTS
+from .constraints import instance_types_required
 from .mps import MAX_CLIENTS_PER_GPU
 
 if TYPE_CHECKING:  # types only: the planner imports this module
@@ -24,6 +25,7 @@ TASK_EXCEEDS_HOST_MEMORY = "ecs-gpu-sharing:TaskExceedsHostMemory"
 TASK_BELOW_CUDA_CONTEXT = "ecs-gpu-sharing:TaskBelowCudaContext"
 TASK_MAPS_RESERVED_HOST_PORT = "ecs-gpu-sharing:TaskMapsReservedHostPort"
 TASK_LOG_DRIVER_NOT_ON_HOSTS = "ecs-gpu-sharing:TaskLogDriverNotOnHosts"
+TASK_CONSTRAINT_MATCHES_NO_HOST = "ecs-gpu-sharing:TaskConstraintMatchesNoHost"
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,18 @@ def _log_drivers(service: ServiceInput, capacity: CapacityInput) -> str | None:
     )
 
 
+def _constraint_hosts(service: ServiceInput, capacity: CapacityInput) -> str | None:
+    types = set(capacity.instance_types or (capacity.instance_type,))
+    for expression in service.constraints_not_planned:
+        required = instance_types_required(expression)
+        if required is not None and not required & types:
+            return (
+                f"its memberOf expression {expression!r} matches no host of the capacity ({', '.join(sorted(types))}),"
+                " so ECS places none of its tasks"
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class TaskRule:
     """A rule one task must meet on one host, whatever else runs there."""
@@ -184,6 +198,14 @@ TASK_RULES: tuple[TaskRule, ...] = (
         "placed",
         "map host port 0 (a dynamic port, which a load balancer's target group follows) or another port",
         _reserved_port,
+    ),
+    TaskRule(
+        TASK_CONSTRAINT_MATCHES_NO_HOST,
+        "a task whose memberOf expression names instance types its capacity has none of is never placed: ECS places a "
+        "task only on a host its expression matches (ECS Developer Guide, 'Amazon ECS task placement constraints')",
+        "name one of the capacity's instance types, drop the constraint, or run the service on a capacity of the types "
+        "it names",
+        _constraint_hosts,
     ),
     TaskRule(
         TASK_LOG_DRIVER_NOT_ON_HOSTS,
