@@ -175,13 +175,19 @@ class GpuTelemetry(Construct):
                     f"{cluster.node.path}: a daemon service runs on its own cluster's hosts only; give cluster= that "
                     "cluster, or a GpuTelemetry for each cluster"
                 )
-        # The daemon publishes a window at least once a metric period, each window of at least one sample.
-        publish_seconds = require_int(
-            "publish_seconds", publish_seconds, low=1, high=METRIC_PERIOD_SECONDS, owner=owner, error=ServiceError
-        )
-        sample_seconds = require_int(
-            "sample_seconds", sample_seconds, low=1, high=publish_seconds, owner=owner, error=ServiceError
-        )
+        publish_seconds = require_int("publish_seconds", publish_seconds, low=1, owner=owner, error=ServiceError)
+        sample_seconds = require_int("sample_seconds", sample_seconds, low=1, owner=owner, error=ServiceError)
+        if publish_seconds > METRIC_PERIOD_SECONDS:
+            raise ServiceError(
+                f"{owner}: publish_seconds {publish_seconds} is more than {METRIC_PERIOD_SECONDS}, the period of the "
+                "dashboard's budget metrics and alarms, so some periods would get no window; publish at most every "
+                f"{METRIC_PERIOD_SECONDS} s"
+            )
+        if sample_seconds > publish_seconds:
+            raise ServiceError(
+                f"{owner}: sample_seconds {sample_seconds} is more than publish_seconds {publish_seconds}, so a "
+                "published window could hold no sample; sample at least as often as it publishes"
+            )
         super().__init__(scope, id_)
         cluster_name = cluster.cluster_name
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
