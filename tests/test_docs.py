@@ -57,7 +57,11 @@ def _full_plan() -> plan_document.PlanDocument:
     prices = Prices("us-east-1", datetime.date(2026, 12, 1), "USD", {"g6.12xlarge": 4.6}, "test")
     allowed = [("app/Telemetry/Task/Resource", "ecs-gpu-sharing:HostPathMounted", "the daemon reads /proc")]
     not_judged = [("app/Svc/Service", "its task definition arn:... is not in the app's templates")]
-    deployed = {"emb": ("app-services-1", "embService1A2B3C4D", ("ModelsNestedStackResource1A2B3C4D",))}
+    deployed = {
+        "emb": plan_document.DeployedAs(
+            stack="app-services-1", logical_id="embService1A2B3C4D", nested_stacks=("ModelsNestedStackResource1A2B",)
+        )
+    }
     return plan_report.document(
         assess(caps, services, outside=outside),
         prices,

@@ -27,6 +27,7 @@ from ..core.escalation import TASK_ROLE_ESCALATION
 from ..core.files import json_text, write_atomic
 from ..core.fleet import SERVICE_TAG
 from ..core.mps import require_int
+from ..core.plan_document import DeployedAs
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import RULE_FAILED, RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
 from ..core.service_rules import check_all
@@ -353,13 +354,13 @@ class FleetPlan(Construct):
         for suffix in (".json", ".md"):
             (Path(outdir) / f"{PLAN_FILE}{suffix}").unlink(missing_ok=True)
 
-    def _deployed_as(self) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    def _deployed_as(self) -> dict[str, DeployedAs]:
         """Each planned service's stack, logical id and the nested stack resources between them: what CloudFormation
         records of it, which no tenant can claim (a tag can be copied; ``evaluate --plan`` reads the service's ARN
         from the stack). A nested stack's name is made at deploy, so the top stack is named with the logical id of
         each nested stack resource down to the service's own."""
         assert self._discovered is not None
-        out: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        out: dict[str, DeployedAs] = {}
         for name, owners in self._discovered.services_by_name.items():
             found = [
                 c
@@ -374,7 +375,7 @@ class FleetPlan(Construct):
                 while stack.nested_stack_parent is not None and stack.nested_stack_resource is not None:
                     nested.insert(0, stack.nested_stack_parent.get_logical_id(stack.nested_stack_resource))
                     stack = stack.nested_stack_parent
-                out[name] = (stack.stack_name, logical_id, tuple(nested))
+                out[name] = DeployedAs(stack=stack.stack_name, logical_id=logical_id, nested_stacks=tuple(nested))
         return out
 
     def write(self, outdir: Path) -> None:

@@ -85,7 +85,7 @@ def document(
     *,
     allowances: Sequence[tuple[str, str, str]] = (),
     not_judged: Sequence[tuple[str, str]] = (),
-    deployed_as: Mapping[str, tuple[str, str, tuple[str, ...]]] | None = None,
+    deployed_as: Mapping[str, pd.DeployedAs] | None = None,
 ) -> pd.PlanDocument:
     """The plan document (``core.plan_document``): the same for ``ecs-gpu-sharing plan --json`` and
     ``cdk.out/gpu-fleet-plan.json``; with ``prices``, what it costs (``core.cost``), else how to get prices. A synth
@@ -112,11 +112,7 @@ def document(
                 ),
                 allocation=_allocation(s),
                 evidence=_evidence(s, s.measured),
-                deployed_as=(
-                    pd.DeployedAs(stack=d[0], logical_id=d[1], nested_stacks=d[2])
-                    if (d := deployed_as.get(s.name))
-                    else None
-                ),
+                deployed_as=deployed_as.get(s.name),
             )
             for s in plan.services
         ),
