@@ -18,7 +18,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct, IValidation
 
-from ..core.aws_text import DASHBOARD_NAME
+from ..core.aws_text import DASHBOARD_NAME, REGION_MAX_LENGTH, STACK_NAME_MAX_LENGTH
 from ..core.errors import ServiceError
 from ..core.telemetry import METRIC_PERIOD_SECONDS
 from .fleet_plan import FleetPlan
@@ -86,8 +86,9 @@ class GpuFleetDashboard(Construct):
         # deployed to two regions keeps two dashboards instead of writing over one, and the construct's path in its
         # stack, so two dashboards of one stack (one holds at most MAX_SERVICES_PER_DASHBOARD services) stay two.
         within = self.node.path.removeprefix(f"{stack.node.path}/")
-        # The path's part leaves room for the longest stack name (128 characters) and a region.
-        dashboard_name = f"{stack.stack_name}-{stack.region}-{DASHBOARD_NAME.fitted(within, unique=True, room=105)}"
+        # The path's part leaves room for the longest stack name and region, and the two hyphens.
+        room = DASHBOARD_NAME.max_length - STACK_NAME_MAX_LENGTH - REGION_MAX_LENGTH - 2
+        dashboard_name = f"{stack.stack_name}-{stack.region}-{DASHBOARD_NAME.fitted(within, unique=True, room=room)}"
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=dashboard_name)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         for name, service in sorted(ecs_services.items()):

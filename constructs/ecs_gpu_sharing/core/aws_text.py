@@ -57,3 +57,7 @@ DASHBOARD_NAME = TextField(
     'Amazon CloudWatch API Reference, PutDashboard, DashboardName: "The maximum length is 255, and valid characters '
     'are A-Z, a-z, 0-9, "-", and "_""',
 )
+STACK_NAME_MAX_LENGTH = (
+    128  # CloudFormation API Reference, CreateStack, StackName: "can't be longer than 128 characters"
+)
+REGION_MAX_LENGTH = 20  # the longest region name, with room: "ap-southeast-5" is 14
