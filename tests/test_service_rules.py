@@ -263,6 +263,8 @@ def _associated(*runners: Res, depends: dict[str, Any] | None = None, default: b
 _ON_CP = {"Cluster": {"Ref": "Cluster"}, "CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Cp"}}]}
 
 
+_SECRET = {"Name": "HF_TOKEN", "ValueFrom": "arn:aws:ssm:us-east-1:123456789012:parameter/hf-token"}
+_PRIVATE_REGISTRY = {"CredentialsParameter": "arn:aws:secretsmanager:us-east-1:123456789012:secret:registry"}
 _NAMED_ROLE = ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}})
 
 
@@ -631,6 +633,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.TRUST_POLICY_PRINCIPALS: (
         _trusting({"Fn::GetAtt": ["Runner", "Arn"]}),
         _trusting("arn:aws:iam::123456789012:role/model-runner"),
+    ),
+    sr.EXECUTION_ROLE_FOR_SECRETS: (
+        _stack(
+            _task(containers=[_container(Secrets=[_SECRET])], ExecutionRoleArn={"Fn::GetAtt": ["Role", "Arn"]}),
+            _role("ecs-tasks.amazonaws.com"),
+        ),
+        _stack(_task(containers=[_container(Secrets=[_SECRET])])),
     ),
     sr.KEY_POLICY_SIZE: (
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_768})),
@@ -1654,3 +1663,24 @@ def test_a_role_that_trusts_itself_by_name_is_refused() -> None:
     assert [v.logical_id for v in check_service_rules({"s": stack}) if v.rule_id == sr.TRUST_POLICY_PRINCIPALS] == [
         "Runner"
     ]
+
+
+@pytest.mark.parametrize(
+    ("container", "role", "refused"),
+    [
+        ({}, None, None),  # nothing to fetch before the task starts: the hosts pull and log with their own role
+        ({"Secrets": [_SECRET]}, "arn:aws:iam::123456789012:role/exec", None),  # a role named by ARN is one
+        ({"Secrets": []}, None, None),
+        ({"Secrets": [_SECRET]}, None, "reads secrets (HF_TOKEN)"),
+        ({"RepositoryCredentials": _PRIVATE_REGISTRY}, None, "private registry"),
+        ({"RepositoryCredentials": _PRIVATE_REGISTRY}, "", "private registry"),  # an empty ARN names no role
+    ],
+)
+def test_a_task_that_reads_secrets_names_an_execution_role(
+    container: dict[str, Any], role: str | None, refused: str | None
+) -> None:
+    extra = {} if role is None else {"ExecutionRoleArn": role}
+    template = _stack(_task(containers=[_container(**container)], **extra))
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.EXECUTION_ROLE_FOR_SECRETS]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+    assert refused is None or "execution_role" in messages[0]  # says what to set

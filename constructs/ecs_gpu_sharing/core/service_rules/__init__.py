@@ -93,7 +93,7 @@ from .elb import (
     TARGET_GROUP_HEALTH_CHECK,
     TARGET_GROUP_ONE_BALANCER,
 )
-from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, key_policy_principals, key_policy_size
+from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, KMS_RULES
 from .names import NAME_CLAIMED_TWICE, name_claimed_twice
 from .network import HOSTS_REACH_ECS, NETWORK_RULES
 from .observability import (
@@ -116,7 +116,13 @@ from .providers import (
     provider_associated_first,
     provider_in_one_cluster,
 )
-from .roles import MANAGED_INSTANCES_ROLE_NAME, ROLE_RULES, TASK_ROLE_TRUST, TRUST_POLICY_PRINCIPALS
+from .roles import (
+    EXECUTION_ROLE_FOR_SECRETS,
+    MANAGED_INSTANCES_ROLE_NAME,
+    ROLE_RULES,
+    TASK_ROLE_TRUST,
+    TRUST_POLICY_PRINCIPALS,
+)
 
 # --- the table -----------------------------------------------------------------------------------------------------
 
@@ -432,27 +438,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         name_claimed_twice,
         rehearsal="partly: moto refuses some names twice (a log group) and writes over others (a dashboard)",
     ),
-    ServiceRule(
-        KEY_POLICY_PRINCIPALS,
-        "AWS KMS",
-        "a key policy names no principal that may not exist yet: no service-linked role (a new account has none "
-        "until the service's first use), and no role of its stack named as text rather than by reference, which "
-        "CloudFormation may create after the key",
-        'AWS KMS API Reference, CreateKey, Policy: "The principals in the key policy must exist and be visible to '
-        'KMS", or CreateKey and PutKeyPolicy fail with MalformedPolicyDocumentException; the Auto Scaling '
-        "service-linked role is created with an account's first Auto Scaling group (EC2 Auto Scaling User Guide, "
-        "'Service-linked roles')",
-        key_policy_principals,
-        rehearsal="checked in the rehearsal's account too: a key policy naming a role the account lacks fails the "
-        "deploy, as in AWS",
-    ),
-    ServiceRule(
-        KEY_POLICY_SIZE,
-        "AWS KMS",
-        "a key policy document is at most 32 KB",
-        "AWS KMS Developer Guide, 'Resource quotas': \"Key policy document size: 32 KB (32,768 bytes)\"",
-        key_policy_size,
-    ),
+    *KMS_RULES,
 )
 
 SERVICE_RULES_BY_ID = {rule.rule_id: rule for rule in SERVICE_RULES}
@@ -534,6 +520,7 @@ __all__ = [
     "DEREGISTRATION_DELAY",
     "ELB_NAME_LENGTH",
     "ESSENTIAL_CONTAINER",
+    "EXECUTION_ROLE_FOR_SECRETS",
     "EXITING_DEPENDENCY_NOT_ESSENTIAL",
     "GROUP_ONE_LAUNCH_SOURCE",
     "GROUP_SIZES",

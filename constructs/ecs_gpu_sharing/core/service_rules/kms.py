@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, Templates, cdk_path, role_made_after, statements
+from .base import Finding, ServiceRule, Templates, cdk_path, role_made_after, statements
 
 # --- AWS KMS -------------------------------------------------------------------------------------------------------
 
@@ -64,3 +64,28 @@ def key_policy_size(ctx: Templates) -> Iterator[Finding]:
         size = len(policy if isinstance(policy, str) else json.dumps(policy, separators=(",", ":")))
         if size > 32_768:
             yield key, f"its policy is {size:,} bytes; a key policy holds at most 32 KB"
+
+
+KMS_RULES: tuple[ServiceRule, ...] = (
+    ServiceRule(
+        KEY_POLICY_PRINCIPALS,
+        "AWS KMS",
+        "a key policy names no principal that may not exist yet: no service-linked role (a new account has none "
+        "until the service's first use), and no role of its stack named as text rather than by reference, which "
+        "CloudFormation may create after the key",
+        'AWS KMS API Reference, CreateKey, Policy: "The principals in the key policy must exist and be visible to '
+        'KMS", or CreateKey and PutKeyPolicy fail with MalformedPolicyDocumentException; the Auto Scaling '
+        "service-linked role is created with an account's first Auto Scaling group (EC2 Auto Scaling User Guide, "
+        "'Service-linked roles')",
+        key_policy_principals,
+        rehearsal="checked in the rehearsal's account too: a key policy naming a role the account lacks fails the "
+        "deploy, as in AWS",
+    ),
+    ServiceRule(
+        KEY_POLICY_SIZE,
+        "AWS KMS",
+        "a key policy document is at most 32 KB",
+        "AWS KMS Developer Guide, 'Resource quotas': \"Key policy document size: 32 KB (32,768 bytes)\"",
+        key_policy_size,
+    ),
+)

@@ -14,6 +14,7 @@ from .base import (
     Resource,
     ServiceRule,
     Templates,
+    _containers,
     cdk_path,
     construct_path,
     role_made_after,
@@ -26,6 +27,7 @@ _ECS_TASKS_TEXTS = (ECS_TASKS, "ecs-tasks.${AWS::URLSuffix}")  # as written, or 
 _ROLES = {"TaskRoleArn": "task role", "ExecutionRoleArn": "execution role"}
 MANAGED_INSTANCES_ROLE_NAME = f"{PREFIX}ManagedInstancesHostRoleName"
 TRUST_POLICY_PRINCIPALS = f"{PREFIX}TrustPolicyNamesNoMissingPrincipal"
+EXECUTION_ROLE_FOR_SECRETS = f"{PREFIX}ExecutionRoleForSecrets"
 MANAGED_INSTANCES_POLICY = "AmazonECSInfrastructureRolePolicyForManagedInstances"
 HOST_ROLE_PREFIX = "ecsInstanceRole"  # the managed policy scopes iam:PassRole to arn:aws:iam::*:role/ecsInstanceRole*
 
@@ -67,6 +69,33 @@ def task_role_trust(ctx: Templates) -> Iterator[Finding]:
                 "assume it and each task stops as it starts; make the role with "
                 f"assumed_by=iam.ServicePrincipal('{ECS_TASKS}'), or add that principal to its trust policy",
             )
+
+
+def _fetched_before_start(container: Mapping[str, Any]) -> list[str]:
+    """What the agent fetches for ``container`` with the task's execution role before it starts: its secrets (by
+    variable name) and its private registry's credentials."""
+    fetched = []
+    names = [s.get("name") or s.get("Name") for s in _listed(container.get("secrets") or []) if isinstance(s, Mapping)]
+    if names:
+        fetched.append(f"reads secrets ({', '.join(str(n) for n in names)})")
+    if container.get("repositoryCredentials"):
+        fetched.append("pulls from a private registry with credentials")
+    return fetched
+
+
+def execution_role_for_secrets(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        if task.props.get("ExecutionRoleArn") not in (None, ""):
+            continue  # a role, by reference or ARN: whether it may read them is IAM's, at run time
+        for c in _containers(task):
+            for what in _fetched_before_start(c):
+                yield (
+                    task,
+                    f"container {c.get('name')} {what}, and the task definition names no execution role, which ECS "
+                    "needs to fetch them; RegisterTaskDefinition refuses it. Give the task definition an "
+                    "execution_role (aws-cdk-lib makes one when secrets are added through add_container(secrets=...)), "
+                    "or set ExecutionRoleArn where the task definition is written by hand",
+                )
 
 
 def _policies_of(ctx: Templates, role: Resource) -> Iterator[Any]:
@@ -172,6 +201,17 @@ ROLE_RULES: tuple[ServiceRule, ...] = (
         "role's ARN is transformed to the role's unique principal ID, so the role must exist; CreateRole fails with "
         'MalformedPolicyDocument "Invalid principal in policy" otherwise',
         trust_policy_principals,
+    ),
+    ServiceRule(
+        EXECUTION_ROLE_FOR_SECRETS,
+        "Amazon ECS",
+        "a task definition whose containers read secrets or pull with private registry credentials names an "
+        "execution role",
+        f'{ECS_API}, RegisterTaskDefinition: ClientException "When you are specifying container secrets, you must '
+        "also specify a value for 'executionRoleArn'\" and \"Private repository authentication requires that the task "
+        "definition specify a value for executionRoleArn\"; Amazon ECS Developer Guide, 'Amazon ECS task execution "
+        "IAM role' (secrets and private registry authentication are fetched with it)",
+        execution_role_for_secrets,
     ),
     ServiceRule(
         MANAGED_INSTANCES_ROLE_NAME,
