@@ -265,6 +265,8 @@ _ON_CP = {"Cluster": {"Ref": "Cluster"}, "CapacityProviderStrategy": [{"Capacity
 
 _SECRET = {"Name": "HF_TOKEN", "ValueFrom": "arn:aws:ssm:us-east-1:123456789012:parameter/hf-token"}
 _PRIVATE_REGISTRY = {"CredentialsParameter": "arn:aws:secretsmanager:us-east-1:123456789012:secret:registry"}
+_FIRELENS = {"LogDriver": "awsfirelens", "Options": {"Name": "cloudwatch_logs"}}
+_ROUTER = _container("log-router", FirelensConfiguration={"Type": "fluentbit"}, Essential=True)
 _NAMED_ROLE = ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}})
 
 
@@ -640,6 +642,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             _role("ecs-tasks.amazonaws.com"),
         ),
         _stack(_task(containers=[_container(Secrets=[_SECRET])])),
+    ),
+    sr.FIRELENS_PAIRED: (
+        _stack(_task(containers=[_ROUTER, _container(LogConfiguration=_FIRELENS)])),
+        _stack(_task(containers=[_container(LogConfiguration=_FIRELENS)])),
     ),
     sr.KEY_POLICY_SIZE: (
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_768})),
@@ -1684,3 +1690,21 @@ def test_a_task_that_reads_secrets_names_an_execution_role(
     messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.EXECUTION_ROLE_FOR_SECRETS]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
     assert refused is None or "execution_role" in messages[0]  # says what to set
+
+
+@pytest.mark.parametrize(
+    ("containers", "refused"),
+    [
+        ([_container(LogConfiguration={"LogDriver": "awslogs"})], None),  # no FireLens at all
+        ([_ROUTER, _container(LogConfiguration=_FIRELENS), _container("side", LogConfiguration=_FIRELENS)], None),
+        ([_container(LogConfiguration=_FIRELENS)], "no container routes them"),
+        ([_ROUTER, _container(LogConfiguration={"LogDriver": "awslogs"})], "no container logs through it"),
+        ([_ROUTER], "no container logs through it"),  # the router's own logs do not count without the driver
+    ],
+)
+def test_firelens_comes_as_a_router_and_a_container_that_logs_through_it(
+    containers: list[dict[str, Any]], refused: str | None
+) -> None:
+    template = _stack(_task(containers=containers))
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.FIRELENS_PAIRED]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0])

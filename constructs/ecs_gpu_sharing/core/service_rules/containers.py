@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..capacity_facts import FIRELENS_DRIVER
 from ..rule_family import PREFIX
 from ..shape import HEALTH_CHECK_FIRST, HEALTH_CHECK_RANGES, camel_keys
 from .base import ECS_API, Finding, Resource, ServiceRule, Templates, _containers, _network_mode, literal_number
@@ -27,6 +28,7 @@ HEALTH_CHECK_IN_RANGE = f"{PREFIX}ContainerHealthCheckRanges"
 SYSCTL_NAMESPACED = f"{PREFIX}ContainerSysctlNamespaced"
 MOUNT_POINT_VOLUME = f"{PREFIX}MountPointNamesAVolume"
 CONTAINER_NAMES = f"{PREFIX}ContainerNames"
+FIRELENS_PAIRED = f"{PREFIX}FireLensRouterAndDriverTogether"
 CONTAINER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")  # ECS API Reference, ContainerDefinition, name
 IPC_SYSCTLS = frozenset(
     f"kernel.{name}" for name in ("msgmax", "msgmnb", "msgmni", "sem", "shmall", "shmmax", "shmmni", "shm_rmid_forced")
@@ -220,6 +222,32 @@ def container_names(ctx: Templates) -> Iterator[Finding]:
             seen.add(name)
 
 
+def _log_driver(container: Mapping[str, Any]) -> Any:
+    config = container.get("logConfiguration")
+    return camel_keys(config).get("logDriver") if isinstance(config, Mapping) else None
+
+
+def firelens_paired(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        containers = _containers(task)
+        routers = [str(c.get("name")) for c in containers if c.get("firelensConfiguration")]
+        logging = [str(c.get("name")) for c in containers if _log_driver(c) == FIRELENS_DRIVER]
+        if logging and not routers:
+            yield (
+                task,
+                f"container {', '.join(logging)} logs with the {FIRELENS_DRIVER} driver and no container routes them "
+                "(none has a firelensConfiguration); add the log router (task_definition.add_firelens_log_router), or "
+                "log with awslogs",
+            )
+        elif routers and not logging:
+            yield (
+                task,
+                f"container {', '.join(routers)} is a FireLens log router and no container logs through it (the "
+                f"{FIRELENS_DRIVER} driver: ecs.LogDrivers.firelens); route a container's logs to it, or drop the "
+                "router's firelensConfiguration",
+            )
+
+
 CONTAINER_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         DEPENDENCIES_RESOLVE,
@@ -280,5 +308,17 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
         f'{ECS_API}, MountPoint, sourceVolume: "Must be a volume name referenced in the name parameter of task '
         'definition volume"; RegisterTaskDefinition answers ClientException "Unknown volume" (ansible/ansible#35751)',
         mount_point_volume,
+    ),
+    ServiceRule(
+        FIRELENS_PAIRED,
+        "Amazon ECS",
+        f"a task definition with a FireLens log router has a container that logs with the {FIRELENS_DRIVER} driver, "
+        "and one with that driver has a router",
+        'RegisterTaskDefinition answers ClientException "When a firelensConfiguration object is specified, at least '
+        'one container has to be configured with the awsfirelens log driver" (aws/amazon-cloudwatch-logs-for-fluent-bit'
+        '#20) and "When awsfirelens log driver is specified in log configuration, a firelens configuration object must '
+        "be configured in one of the containers\" (fabfuel/ecs-deploy#164); Amazon ECS Developer Guide, 'Send Amazon "
+        "ECS logs to an AWS service or AWS Partner' (FireLens)",
+        firelens_paired,
     ),
 )
