@@ -267,6 +267,14 @@ _SECRET = {"Name": "HF_TOKEN", "ValueFrom": "arn:aws:ssm:us-east-1:123456789012:
 _PRIVATE_REGISTRY = {"CredentialsParameter": "arn:aws:secretsmanager:us-east-1:123456789012:secret:registry"}
 _FIRELENS = {"LogDriver": "awsfirelens", "Options": {"Name": "cloudwatch_logs"}}
 _ROUTER = _container("log-router", FirelensConfiguration={"Type": "fluentbit"}, Essential=True)
+
+
+def _awslogs(**options: Any) -> dict[str, Any]:
+    """An awslogs log configuration as aws-cdk writes it, with these options over its own."""
+    written = {"awslogs-group": {"Ref": "Logs"}, "awslogs-stream-prefix": "model", "awslogs-region": "us-east-1"}
+    return {"LogDriver": "awslogs", "Options": {**written, **options}}
+
+
 _NAMED_ROLE = ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}})
 
 
@@ -646,6 +654,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     sr.FIRELENS_PAIRED: (
         _stack(_task(containers=[_ROUTER, _container(LogConfiguration=_FIRELENS)])),
         _stack(_task(containers=[_container(LogConfiguration=_FIRELENS)])),
+    ),
+    sr.AWSLOGS_OPTIONS: (
+        _stack(_task(containers=[_container(LogConfiguration=_awslogs())])),
+        _stack(_task(containers=[_container(LogConfiguration=_awslogs(**{"awslogs-create-group": "false"}))])),
     ),
     sr.KEY_POLICY_SIZE: (
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_768})),
@@ -1708,3 +1720,31 @@ def test_firelens_comes_as_a_router_and_a_container_that_logs_through_it(
     template = _stack(_task(containers=containers))
     messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.FIRELENS_PAIRED]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0])
+
+
+@pytest.mark.parametrize(
+    ("options", "refused"),
+    [
+        ({"awslogs-create-group": "true", "mode": "non-blocking", "max-buffer-size": "25m"}, None),
+        ({"awslogs-datetime-format": "%Y-%m-%d", "awslogs-datetime-as-event-time": "true"}, None),
+        ({"awslogs-create-group": {"Ref": "Create"}}, None),  # a token: read at deploy, not judged
+        ({"awslogs-create-group": "false"}, "'awslogs-create-group' is 'false'"),
+        ({"awslogs-group": ""}, "no 'awslogs-group'"),
+        ({"awslogs-stream-prefx": "model"}, "'awslogs-stream-prefx'"),
+        ({"awslogs_group": "x"}, "'awslogs_group'"),
+        ({"awslogs-datetime-format": "%Y", "awslogs-multiline-pattern": "^x"}, "at the same time"),
+    ],
+)
+def test_an_awslogs_configuration_takes_only_what_ecs_and_docker_take(
+    options: dict[str, Any], refused: str | None
+) -> None:
+    template = _stack(_task(containers=[_container(LogConfiguration=_awslogs(**options))]))
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.AWSLOGS_OPTIONS]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+def test_an_awslogs_configuration_without_a_group_is_refused() -> None:
+    config = {"LogDriver": "awslogs", "Options": {"awslogs-region": "us-east-1", "awslogs-stream-prefix": "m"}}
+    template = _stack(_task(containers=[_container(LogConfiguration=config)]))
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.AWSLOGS_OPTIONS]
+    assert messages and "no 'awslogs-group'" in messages[0]

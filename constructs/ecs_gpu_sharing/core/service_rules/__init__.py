@@ -21,6 +21,7 @@ from ..template_limits import Violation, check_templates
 from .autoscaling import AUTOSCALING_RULES, GROUP_ONE_LAUNCH_SOURCE, GROUP_SIZES, ROLL_BELOW_MAX_SIZE, ROLL_PAUSE_TIME
 from .base import ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
 from .containers import (
+    AWSLOGS_OPTIONS,
     CONTAINER_NAMES,
     CONTAINER_RULES,
     DEPENDENCIES_RESOLVE,
@@ -512,6 +513,7 @@ __all__ = [
     "ALARM_PERIOD",
     "ALARM_TOPIC_PUBLISH",
     "ALB_TWO_ZONES",
+    "AWSLOGS_OPTIONS",
     "AWSVPC_HOST_PORT",
     "AWSVPC_NETWORK_CONFIGURATION",
     "CONTAINER_MEMORY_ON_EC2",

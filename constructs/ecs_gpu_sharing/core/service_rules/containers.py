@@ -29,6 +29,38 @@ SYSCTL_NAMESPACED = f"{PREFIX}ContainerSysctlNamespaced"
 MOUNT_POINT_VOLUME = f"{PREFIX}MountPointNamesAVolume"
 CONTAINER_NAMES = f"{PREFIX}ContainerNames"
 FIRELENS_PAIRED = f"{PREFIX}FireLensRouterAndDriverTogether"
+AWSLOGS_OPTIONS = f"{PREFIX}AwslogsOptions"
+# The options Docker's awslogs driver takes in any release (moby, daemon/logger/awslogs/cloudwatchlogs.go,
+# ValidateLogOpt: any other key is "unknown log opt" and the container is not created), the two every driver takes
+# (daemon/logger/factory.go, builtInLogOpts), and awslogs-stream-prefix, which ECS turns into the stream's name
+# (Amazon ECS Developer Guide, 'Using the awslogs log driver').
+AWSLOGS_KEYS = frozenset(
+    {
+        *(
+            f"awslogs-{key}"
+            for key in (
+                "region",
+                "endpoint",
+                "group",
+                "stream",
+                "create-group",
+                "create-stream",
+                "datetime-format",
+                "datetime-as-event-time",
+                "datetime-timezone",
+                "multiline-pattern",
+                "credentials-endpoint",
+                "force-flush-interval-seconds",
+                "max-buffered-events",
+                "format",
+                "stream-prefix",
+            )
+        ),
+        "tag",
+        "mode",
+        "max-buffer-size",
+    }
+)
 CONTAINER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")  # ECS API Reference, ContainerDefinition, name
 IPC_SYSCTLS = frozenset(
     f"kernel.{name}" for name in ("msgmax", "msgmnb", "msgmni", "sem", "shmall", "shmmax", "shmmni", "shm_rmid_forced")
@@ -248,6 +280,47 @@ def firelens_paired(ctx: Templates) -> Iterator[Finding]:
             )
 
 
+def _awslogs_problems(options: Mapping[str, Any]) -> Iterator[str]:
+    unknown = sorted(str(k) for k in options if k not in AWSLOGS_KEYS)
+    if unknown:
+        yield (
+            f"its awslogs options {', '.join(repr(k) for k in unknown)} are none Docker's awslogs driver takes, so the "
+            "host's Docker refuses to create the container (unknown log opt); spell them as the awslogs driver's "
+            "options are spelled"
+        )
+    group = options.get("awslogs-group")
+    if group is None or group == "":
+        yield "its awslogs configuration names no 'awslogs-group', which Docker's awslogs driver requires"
+    create = options.get("awslogs-create-group")
+    if isinstance(create, str) and create != "true":
+        yield (
+            f"its 'awslogs-create-group' is {create!r}, and RegisterTaskDefinition takes only 'true' (leave the "
+            "option out for false)"
+        )
+    if "awslogs-datetime-format" in options and "awslogs-multiline-pattern" in options:
+        yield (
+            "it sets awslogs-datetime-format and awslogs-multiline-pattern, which Docker's awslogs driver refuses "
+            "at the same time; keep one"
+        )
+    mode = options.get("mode")
+    if isinstance(mode, str) and mode not in ("blocking", "non-blocking", ""):
+        yield f"its log mode {mode!r} is neither 'blocking' nor 'non-blocking'"
+    if "max-buffer-size" in options and mode != "non-blocking" and not isinstance(mode, Mapping):
+        yield "it sets max-buffer-size, which Docker takes only with mode 'non-blocking'"
+
+
+def awslogs_options(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        for c in _containers(task):
+            config = c.get("logConfiguration")
+            config = camel_keys(config) if isinstance(config, Mapping) else {}
+            options = config.get("options")
+            if config.get("logDriver") != "awslogs" or not isinstance(options, Mapping):
+                continue
+            for problem in _awslogs_problems(options):
+                yield task, f"container {c.get('name')}: {problem}"
+
+
 CONTAINER_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         DEPENDENCIES_RESOLVE,
@@ -320,5 +393,18 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
         "be configured in one of the containers\" (fabfuel/ecs-deploy#164); Amazon ECS Developer Guide, 'Send Amazon "
         "ECS logs to an AWS service or AWS Partner' (FireLens)",
         firelens_paired,
+    ),
+    ServiceRule(
+        AWSLOGS_OPTIONS,
+        "Amazon ECS (Docker on the host)",
+        "an awslogs log configuration names its log group, sets only options the awslogs driver takes, "
+        "awslogs-create-group only to true, and not both awslogs-datetime-format and awslogs-multiline-pattern",
+        "RegisterTaskDefinition answers ClientException \"Log driver awslogs option 'awslogs-create-group' should "
+        "only be set to 'true', else omit option\" (terraform-linters/tflint-ruleset-aws#348); moby, "
+        'daemon/logger/awslogs/cloudwatchlogs.go, ValidateLogOpt: "unknown log opt", "must specify a value for log '
+        "opt 'awslogs-group'\", \"you cannot configure log opt 'awslogs-datetime-format' and "
+        "'awslogs-multiline-pattern' at the same time\"; daemon/logger/factory.go, ValidateLogOpts: mode and "
+        "max-buffer-size",
+        awslogs_options,
     ),
 )
