@@ -181,6 +181,38 @@ def _public_ip(value: str) -> dict[str, Any]:
     return {"NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": ["s"], "AssignPublicIp": value}}}
 
 
+def _routed(*, depends: str | None, listener: str | None = "Listener", rule: bool = False) -> dict[str, Any]:
+    """A service whose load balancer entry names target group Tg; a listener forwarding to Tg (by its default action,
+    or by a rule of its), and the service depending on ``depends``."""
+    resources: list[Res] = [
+        _task(containers=[_container(PortMappings=[{"ContainerPort": 80}])]),
+        ("Tg", "AWS::ElasticLoadBalancingV2::TargetGroup", {"Port": 80, "Protocol": "HTTP"}),
+        ("Alb", "AWS::ElasticLoadBalancingV2::LoadBalancer", {}),
+    ]
+    forward = [{"Type": "forward", "TargetGroupArn": {"Ref": "Tg"}}]
+    if listener:
+        fixed = [{"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "404"}}]
+        resources.append(
+            (
+                listener,
+                "AWS::ElasticLoadBalancingV2::Listener",
+                {"LoadBalancerArn": {"Ref": "Alb"}, "DefaultActions": fixed if rule else forward},
+            )
+        )
+        if rule:
+            resources.append(
+                (
+                    "Rule",
+                    "AWS::ElasticLoadBalancingV2::ListenerRule",
+                    {"ListenerArn": {"Ref": listener}, "Priority": 1, "Actions": forward, "Conditions": []},
+                )
+            )
+    resources.append(
+        _service(LoadBalancers=[{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": "Tg"}}])
+    )
+    return _stack(*resources, attributes={"Svc": {"DependsOn": [depends]}} if depends else None)
+
+
 def _target_groups(n: int) -> list[dict[str, Any]]:
     """``n`` load balancer entries of a service, each a target group of its own for the one container's port 80."""
     return [{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": f"Tg{i}"}} for i in range(n)]
@@ -659,6 +691,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(_task(containers=[_container(LogConfiguration=_awslogs())])),
         _stack(_task(containers=[_container(LogConfiguration=_awslogs(**{"awslogs-create-group": "false"}))])),
     ),
+    sr.TARGET_GROUP_ROUTED_FIRST: (_routed(depends="Listener"), _routed(depends=None)),
     sr.KEY_POLICY_SIZE: (
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_768})),
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_769})),
@@ -1748,3 +1781,42 @@ def test_an_awslogs_configuration_without_a_group_is_refused() -> None:
     template = _stack(_task(containers=[_container(LogConfiguration=config)]))
     messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.AWSLOGS_OPTIONS]
     assert messages and "no 'awslogs-group'" in messages[0]
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        (_routed(depends="Listener"), None),
+        (_routed(depends="Rule", rule=True), None),
+        (_routed(depends=None, listener=None), "no listener of the templates forwards"),
+        (_routed(depends=None), "created before it"),
+        (_routed(depends="Listener", rule=True), "created before it"),  # the listener, not the rule that routes
+    ],
+)
+def test_a_services_target_group_is_routed_before_the_service_is_made(
+    template: dict[str, Any], refused: str | None
+) -> None:
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.TARGET_GROUP_ROUTED_FIRST]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+def test_a_target_group_the_templates_do_not_make_is_not_judged() -> None:
+    entry = {"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": "arn:aws:elasticloadbalancing:x"}
+    template = _stack(
+        _task(containers=[_container(PortMappings=[{"ContainerPort": 80}])]), _service(LoadBalancers=[entry])
+    )
+    assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.TARGET_GROUP_ROUTED_FIRST]
+
+
+def test_a_listener_of_an_earlier_stack_routes_before_the_service() -> None:
+    """The listener and its group in one stack, the service in another that reads the group's ARN from its outputs:
+    CloudFormation deploys the first stack, listener included, before the second."""
+    first = _routed(depends=None)
+    svc = first["Resources"].pop("Svc")
+    first["Resources"].pop("Td")
+    first["Outputs"] = {"TgArn": {"Value": {"Ref": "Tg"}, "Export": {"Name": "lb:TgArn"}}}
+    svc["Properties"]["LoadBalancers"][0]["TargetGroupArn"] = {"Fn::ImportValue": "lb:TgArn"}
+    second = _stack(_task(containers=[_container(PortMappings=[{"ContainerPort": 80}])]))
+    second["Resources"]["Svc"] = svc
+    found = check_service_rules({"lb": first, "svc": second})
+    assert not [v for v in found if v.rule_id == sr.TARGET_GROUP_ROUTED_FIRST]

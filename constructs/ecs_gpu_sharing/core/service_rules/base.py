@@ -312,3 +312,12 @@ def role_made_after(ctx: Templates, resource: Resource, arn: str) -> Resource | 
         ):
             return role
     return None
+
+
+def none_made_before(runner: Resource, before: tuple[set[str], set[str]], enablers: list[Resource]) -> bool:
+    """No enabler is created before ``runner``, and one is in its stack, where only DependsOn and references order
+    them (a stack's order after another may come from ``Stack.add_dependency``, which no template shows)."""
+    ids, stacks = before
+    if any((r.stack == runner.stack and r.logical_id in ids) or r.stack in stacks for r in enablers):
+        return False
+    return any(r.stack == runner.stack for r in enablers)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import Finding, Resource, ServiceRule, Templates, literal_number
+from .base import Finding, Resource, ServiceRule, Templates, cdk_path, literal_number, none_made_before
 
 # --- Elastic Load Balancing ----------------------------------------------------------------------------------------
 
@@ -21,6 +21,7 @@ DEREGISTRATION_DELAY = f"{PREFIX}DeregistrationDelayRange"
 TARGET_GROUP_ONE_BALANCER = f"{PREFIX}TargetGroupOneLoadBalancer"
 TARGET_GROUP_HEALTH_CHECK = f"{PREFIX}TargetGroupHealthCheck"
 ALB_TWO_ZONES = f"{PREFIX}ApplicationLoadBalancerTwoZones"
+TARGET_GROUP_ROUTED_FIRST = f"{PREFIX}ServiceAfterItsTargetGroupIsRouted"
 ALWAYS_CHECKED_TARGETS = ("instance", "ip", "alb")  # CreateTargetGroup, HealthCheckEnabled
 
 
@@ -115,6 +116,42 @@ def target_group_one_balancer(ctx: Templates) -> Iterator[Finding]:
             )
 
 
+def _routes_to(ctx: Templates, group: Resource) -> list[Resource]:
+    """The listeners (by their default actions) and listener rules of the templates that forward to ``group``: each
+    one's creation associates the group with a load balancer."""
+    found = []
+    for kind, prop in (("Listener", "DefaultActions"), ("ListenerRule", "Actions")):
+        for router in ctx.of_type(f"AWS::ElasticLoadBalancingV2::{kind}"):
+            if any(ctx.target(ref, router.stack) is group for ref in _forwarded(router.props.get(prop))):
+                found.append(router)
+    return found
+
+
+def target_group_routed_first(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        entries = service.props.get("LoadBalancers")
+        for entry in entries if isinstance(entries, list) else []:
+            group = ctx.target(camel_keys(entry).get("targetGroupArn"), service.stack)
+            if group is None or group.kind != "AWS::ElasticLoadBalancingV2::TargetGroup":
+                continue  # a classic load balancer, or a group the templates do not make
+            routes = _routes_to(ctx, group)
+            if not routes:
+                yield (
+                    service,
+                    f"its target group {cdk_path(group)} has no load balancer: no listener of the templates forwards "
+                    "to it, and ECS refuses a service whose target group has none; add a listener or listener rule "
+                    "that forwards to it (listener.add_targets, or add_target_groups)",
+                )
+            elif none_made_before(service, ctx.created_before(service), routes):
+                names = ", ".join(sorted(cdk_path(r) for r in routes))
+                yield (
+                    service,
+                    f"its target group {cdk_path(group)} is forwarded to by {names}, and none of them is created "
+                    "before it, so CloudFormation may create the service while the group has no load balancer, and "
+                    f"ECS refuses it; make the service depend on one (service.node.add_dependency)",
+                )
+
+
 def target_group_health_check(ctx: Templates) -> Iterator[Finding]:
     for group in ctx.of_type("AWS::ElasticLoadBalancingV2::TargetGroup"):
         protocol, checked = group.props.get("Protocol"), group.props.get("HealthCheckProtocol")
@@ -206,5 +243,14 @@ ELB_RULES: tuple[ServiceRule, ...] = (
         f'{_ELB}, CreateLoadBalancer, Subnets: "[Application Load Balancers] You must specify subnets from at least '
         'two Availability Zones"',
         alb_two_zones,
+    ),
+    ServiceRule(
+        TARGET_GROUP_ROUTED_FIRST,
+        "Amazon ECS",
+        "a service's target group is forwarded to by a listener or listener rule created before the service",
+        'CreateService answers InvalidParameterException "The target group with targetGroupArn ... does not have an '
+        'associated load balancer" where no listener forwards to it yet (aws/aws-cdk#1160, '
+        "aws-samples/ecs-refarch-cloudformation#5: CloudFormation created the service before the listener rule)",
+        target_group_routed_first,
     ),
 )

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import Finding, Resource, Templates, cdk_path, listed
+from .base import Finding, Resource, Templates, cdk_path, listed, none_made_before
 
 PROVIDER_ASSOCIATED_FIRST = f"{PREFIX}ServiceAfterItsProviderIsAssociated"
 PROVIDER_ONE_CLUSTER = f"{PREFIX}AutoScalingProviderInOneCluster"
@@ -82,15 +82,6 @@ def _runners(ctx: Templates) -> Iterator[tuple[Resource, Any, list[Any] | None]]
                 yield r, r.props.get("Cluster"), None
 
 
-def _unordered(runner: Resource, before: tuple[set[str], set[str]], enablers: list[Resource]) -> bool:
-    """No enabler is created before ``runner``, and one is in its stack, where only DependsOn and references order
-    them (a stack's order after another may come from ``Stack.add_dependency``, which no template shows)."""
-    ids, stacks = before
-    if any((r.stack == runner.stack and r.logical_id in ids) or r.stack in stacks for r in enablers):
-        return False
-    return any(r.stack == runner.stack for r in enablers)
-
-
 def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
     for runner, cluster_value, named in _runners(ctx):
         cluster = _names(ctx, cluster_value, runner.stack, "AWS::ECS::Cluster")
@@ -101,7 +92,7 @@ def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
         what = runner.kind.removeprefix("AWS::ECS::").lower().replace("taskset", "task set")
         if named is None:
             enablers = _enablers(ctx, cluster, None)
-            if _unordered(runner, before, enablers):
+            if none_made_before(runner, before, enablers):
                 yield runner, _message(what, "the cluster's default capacity provider strategy", enablers, default=True)
             continue
         for value in named:
@@ -117,7 +108,7 @@ def provider_associated_first(ctx: Templates) -> Iterator[Finding]:
                         f"its capacity provider strategy names {label}, which nothing in the templates associates "
                         "with its cluster; add the provider to the cluster (cluster.add_asg_capacity_provider)",
                     )
-            elif _unordered(runner, before, enablers):
+            elif none_made_before(runner, before, enablers):
                 yield runner, _message(what, f"capacity provider {label}", enablers)
 
 
