@@ -616,3 +616,33 @@ def test_a_container_named_apart_from_its_id_is_planned_with_its_budget() -> Non
     assembly, _ = fleet.synth()
     plan = json.loads((Path(assembly.directory) / f"{PLAN_FILE}.json").read_text())
     assert [(s["name"], s["task"]["gpu_budgets_mib"]) for s in plan["services"]] == [("Vllm", [6000])]
+
+
+def test_a_load_balancer_takes_the_service_as_it_takes_an_ecs_service() -> None:
+    """What a CDK team writes for an ECS service works on SharedGpuService: ``listener.add_targets(targets=[service])``
+    (an ALB, and an NLB through ``load_balancer_target``), ``service.connections``, ``auto_scale_task_count``. The
+    service depends on the listener, so CreateService finds its target group routed (ServiceAfterItsTargetGroupIsRouted),
+    and the synth has no finding."""
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    fleet = Fleet()
+    web = fleet.service("Web", 2, 6000)
+    web.task_definition.default_container.add_port_mappings(ecs.PortMapping(container_port=8080))
+    vpc = fleet.cluster.vpc
+    alb = elbv2.ApplicationLoadBalancer(fleet.stack, "Alb", vpc=vpc)
+    alb.add_listener("Http", port=80, open=False).add_targets("Web", port=8080, targets=[web])
+    nlb = elbv2.NetworkLoadBalancer(fleet.stack, "Nlb", vpc=vpc)
+    nlb.add_listener("Tcp", port=8080).add_targets(
+        "Web", port=8080, targets=[web.load_balancer_target(container_name="c0", container_port=8080)]
+    )
+    web.connections.allow_from(ec2.Peer.ipv4("10.0.0.0/16"), ec2.Port.tcp(8080))
+    web.auto_scale_task_count(max_capacity=3)
+    _, artifact = fleet.synth()
+    template = Template.from_json(artifact.template)
+    (service,) = template.find_resources("AWS::ECS::Service").values()
+    assert len(service["Properties"]["LoadBalancers"]) == 2
+    listeners = template.find_resources("AWS::ElasticLoadBalancingV2::Listener")
+    assert set(listeners) <= set(service["DependsOn"])
+    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {"MaxCapacity": 3})
+    errors = Annotations.from_stack(fleet.stack).find_error("*", Match.any_value())
+    assert errors == []

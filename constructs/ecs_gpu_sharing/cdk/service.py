@@ -7,7 +7,10 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
+import jsii
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
 from ..core.allocation import AllocationNote
@@ -28,11 +31,15 @@ EC2_RESERVED = ("capacity_provider_strategies", "circuit_breaker", "launch_type"
 MANAGED_INSTANCES_RESERVED = (*EC2_RESERVED, "placement_constraints")
 
 
+@jsii.implements(elbv2.IApplicationLoadBalancerTarget, elbv2.INetworkLoadBalancerTarget, ec2.IConnectable)
 class _PlannedGpuService(Construct):
     """What the EC2 and the Managed Instances service share: the counts and deployment percents checked, the
     capacity's provider strategy and rollback on failure set, Availability Zone rebalancing off unless asked for, and
     the service named, counted and noted in the fleet plan. Each subclass checks its capacity and task definition and
-    says which ECS service class it builds."""
+    says which ECS service class it builds.
+
+    It is taken where aws-ecs's service is: a load balancer's target (``listener.add_targets(targets=[service])``),
+    ``connections``, ``load_balancer_target`` and ``auto_scale_task_count`` are the ECS service's (``.service``)."""
 
     def __init__(
         self,
@@ -90,6 +97,33 @@ class _PlannedGpuService(Construct):
         # The provider must be associated with the cluster before the service names it; aws-ecs creates that
         # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).
         self.service.node.add_dependency(cluster)
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The ECS service's connections (its tasks' security groups in the awsvpc network mode)."""
+        return self.service.connections
+
+    def attach_to_application_target_group(
+        self, target_group: elbv2.IApplicationTargetGroup
+    ) -> elbv2.LoadBalancerTargetProps:
+        """The ECS service's task definition's default container, registered in an ALB target group."""
+        return self.service.attach_to_application_target_group(target_group)
+
+    def attach_to_network_target_group(self, target_group: elbv2.INetworkTargetGroup) -> elbv2.LoadBalancerTargetProps:
+        """The ECS service's task definition's default container, registered in an NLB target group."""
+        return self.service.attach_to_network_target_group(target_group)
+
+    def load_balancer_target(
+        self, *, container_name: str, container_port: int | None = None, protocol: ecs.Protocol | None = None
+    ) -> ecs.IEcsLoadBalancerTarget:
+        """A named container and port of the service as a load balancer target (the ECS service's)."""
+        return self.service.load_balancer_target(
+            container_name=container_name, container_port=container_port, protocol=protocol
+        )
+
+    def auto_scale_task_count(self, *, max_capacity: int, min_capacity: int | None = None) -> ecs.ScalableTaskCount:
+        """Task auto scaling of the ECS service; the plan counts ``max_capacity``."""
+        return self.service.auto_scale_task_count(max_capacity=max_capacity, min_capacity=min_capacity)
 
 
 class SharedGpuService(_PlannedGpuService):
