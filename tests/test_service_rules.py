@@ -692,6 +692,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(_task(containers=[_container(LogConfiguration=_awslogs(**{"awslogs-create-group": "false"}))])),
     ),
     sr.TARGET_GROUP_ROUTED_FIRST: (_routed(depends="Listener"), _routed(depends=None)),
+    sr.ECS_NAMES: (
+        _stack(_task(Family="search-v2_" + "x" * 245)),
+        _stack(_task(Family="search.v2")),
+    ),
     sr.KEY_POLICY_SIZE: (
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_768})),
         _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": "x" * 32_769})),
@@ -1820,3 +1824,25 @@ def test_a_listener_of_an_earlier_stack_routes_before_the_service() -> None:
     second["Resources"]["Svc"] = svc
     found = check_service_rules({"lb": first, "svc": second})
     assert not [v for v in found if v.rule_id == sr.TARGET_GROUP_ROUTED_FIRST]
+
+
+_STACK_NAMED = {"Fn::Join": ["-", [{"Ref": "AWS::StackName"}, "search"]]}
+
+
+@pytest.mark.parametrize(
+    ("resource", "refused"),
+    [
+        (("C", "AWS::ECS::Cluster", {"ClusterName": "gpu_fleet-1"}), None),
+        (("C", "AWS::ECS::Cluster", {"ClusterName": "gpu.fleet"}), "cluster name 'gpu.fleet'"),
+        (_service(ServiceName=_STACK_NAMED), None),  # the stack's name is letters, digits and hyphens
+        (_service(ServiceName={"Fn::Join": ["", [{"Ref": "AWS::StackName"}, "/search"]]}), "'/'"),
+        (_service(ServiceName="search v2"), "service name 'search v2'"),
+        (_service(ServiceName="s" * 256), "256 characters"),
+        (_task(Family={"Ref": "FamilyParameter"}), None),  # a parameter: its value is not known here
+        (("Cp", "AWS::ECS::CapacityProvider", {"Name": "gpu:l4"}), "capacity provider name 'gpu:l4'"),
+    ],
+)
+def test_ecs_names_are_letters_digits_underscores_and_hyphens(resource: Res, refused: str | None) -> None:
+    found = check_service_rules({"s": _stack(resource)})
+    messages = [v.message for v in found if v.rule_id == sr.ECS_NAMES]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages

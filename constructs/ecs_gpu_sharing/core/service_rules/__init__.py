@@ -97,7 +97,7 @@ from .elb import (
     TARGET_GROUP_ROUTED_FIRST,
 )
 from .kms import KEY_POLICY_PRINCIPALS, KEY_POLICY_SIZE, KMS_RULES
-from .names import NAME_CLAIMED_TWICE, name_claimed_twice
+from .names import ECS_NAMES, NAME_CLAIMED_TWICE, NAME_RULES
 from .network import HOSTS_REACH_ECS, NETWORK_RULES
 from .observability import (
     ALARM_DATAPOINTS,
@@ -428,19 +428,7 @@ SERVICE_RULES: tuple[ServiceRule, ...] = (
         "(the principal logs.region.amazonaws.com); CreateLogGroup refuses a key it may not use",
         log_group_key,
     ),
-    ServiceRule(
-        NAME_CLAIMED_TWICE,
-        "every AWS service that takes a name",
-        "a custom name (a log group's, a role's, a dashboard's, ...), or an identifier the template writes whole (a "
-        "cluster's capacity provider associations, a bucket's policy, a scalable target), is written by one resource "
-        "of a stack, or of the stacks whose values refer to one resource",
-        "AWS CloudFormation Template Reference, 'CloudFormation resource custom naming': \"Resource names must be "
-        "unique across all your active stacks\"; CloudFormation CLI User Guide, 'Contract tests for resource types', "
-        'contract_create_create: a second create of the same primary identifier fails "with the AlreadyExists error '
-        'code", tested where no identifier is read-only (the registry schemas, in core/data/resource_schemas.json)',
-        name_claimed_twice,
-        rehearsal="partly: moto refuses some names twice (a log group) and writes over others (a dashboard)",
-    ),
+    *NAME_RULES,
     *KMS_RULES,
 )
 
@@ -522,6 +510,7 @@ __all__ = [
     "DEPENDENCIES_RESOLVE",
     "DEPLOYMENT_OPTIONS_OF_CONTROLLER",
     "DEREGISTRATION_DELAY",
+    "ECS_NAMES",
     "ELB_NAME_LENGTH",
     "ESSENTIAL_CONTAINER",
     "EXECUTION_ROLE_FOR_SECRETS",

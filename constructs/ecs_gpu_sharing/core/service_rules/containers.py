@@ -13,7 +13,6 @@ is created."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,6 +20,7 @@ from ..capacity_facts import FIRELENS_DRIVER
 from ..rule_family import PREFIX
 from ..shape import HEALTH_CHECK_FIRST, HEALTH_CHECK_RANGES, camel_keys
 from .base import ECS_API, Finding, Resource, ServiceRule, Templates, _containers, _network_mode, literal_number
+from .names import ECS_NAME
 
 DEPENDENCIES_RESOLVE = f"{PREFIX}ContainerDependenciesResolve"
 EXITING_DEPENDENCY_NOT_ESSENTIAL = f"{PREFIX}DependencyThatExitsIsNotEssential"
@@ -29,6 +29,7 @@ SYSCTL_NAMESPACED = f"{PREFIX}ContainerSysctlNamespaced"
 MOUNT_POINT_VOLUME = f"{PREFIX}MountPointNamesAVolume"
 CONTAINER_NAMES = f"{PREFIX}ContainerNames"
 FIRELENS_PAIRED = f"{PREFIX}FireLensRouterAndDriverTogether"
+CONTAINER_NAME = ECS_NAME  # ECS API Reference, ContainerDefinition, name: the same pattern
 AWSLOGS_OPTIONS = f"{PREFIX}AwslogsOptions"
 # The options Docker's awslogs driver takes in any release (moby, daemon/logger/awslogs/cloudwatchlogs.go,
 # ValidateLogOpt: any other key is "unknown log opt" and the container is not created), the two every driver takes
@@ -61,7 +62,6 @@ AWSLOGS_KEYS = frozenset(
         "max-buffer-size",
     }
 )
-CONTAINER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")  # ECS API Reference, ContainerDefinition, name
 IPC_SYSCTLS = frozenset(
     f"kernel.{name}" for name in ("msgmax", "msgmnb", "msgmni", "sem", "shmall", "shmmax", "shmmni", "shm_rmid_forced")
 )  # and fs.mqueue.* (IPC), net.* (network): ECS API Reference, SystemControl, value

@@ -26,9 +26,21 @@ from importlib import resources
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import UNKNOWN_TEXT, Finding, Resource, Templates, construct_path
+from .base import ECS_API, UNKNOWN_TEXT, Finding, Resource, ServiceRule, Templates, construct_path
 
 NAME_CLAIMED_TWICE = f"{PREFIX}NameClaimedTwice"
+ECS_NAMES = f"{PREFIX}EcsNames"
+# ECS's names: a cluster's, a service's, a task definition family's, a capacity provider's, a container's (ECS API
+# Reference: "Up to 255 letters (uppercase and lowercase), numbers, underscores, and hyphens are allowed").
+ECS_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")
+_ECS_NAME_CHARACTER = re.compile(r"[A-Za-z0-9_-]")
+_ECS_NAMED = {
+    "AWS::ECS::Cluster": ("ClusterName", "cluster name"),
+    "AWS::ECS::Service": ("ServiceName", "service name"),
+    "AWS::ECS::TaskDefinition": ("Family", "task definition family"),
+    "AWS::ECS::CapacityProvider": ("Name", "capacity provider name"),
+}
+_PLACEHOLDER = re.compile(r"\$\{[^}]*\}")  # a value Templates.text cannot spell: a reference, a parameter
 
 # The names that are unique though the type's registry schema identifies it by what AWS makes (an ARN, an id), so the
 # schemas do not say them: resource type -> (its name property, the property that scopes the name, if names are
@@ -135,3 +147,53 @@ def _message(ctx: Templates, identity: Identity, values: tuple[str | None, ...],
         f"it and {other} are one {kind} to AWS ({said}), which keeps one for those values: the second fails to create "
         "(AlreadyExists) or both manage one resource; merge them into one"
     )
+
+
+def ecs_names(ctx: Templates) -> Iterator[Finding]:
+    """Each literal character of an ECS name as the template writes it; its length where it is all literal (a stack's
+    name, a parameter, a reference is judged where it is written, not here)."""
+    for kind, (prop, what) in _ECS_NAMED.items():
+        for resource in ctx.of_type(kind):
+            if prop not in resource.props:
+                continue
+            text = ctx.text(resource.props[prop], resource.stack)
+            if text == UNKNOWN_TEXT:
+                continue
+            literal = _PLACEHOLDER.sub("", text)  # a stack's name is letters, digits and hyphens: not judged either
+            bad = sorted({c for c in literal if not _ECS_NAME_CHARACTER.fullmatch(c)})
+            if bad:
+                yield (
+                    resource,
+                    f"its {what} {text!r} has {', '.join(repr(c) for c in bad)}, and ECS takes letters, digits, "
+                    "underscores and hyphens only; spell it with those",
+                )
+            elif literal == text and not ECS_NAME.fullmatch(text):
+                yield resource, f"its {what} has {len(text)} characters; ECS takes 1 to 255"
+
+
+NAME_RULES: tuple[ServiceRule, ...] = (
+    ServiceRule(
+        ECS_NAMES,
+        "Amazon ECS",
+        "a cluster's, service's, task definition family's and capacity provider's name is 1 to 255 letters, digits, "
+        "underscores and hyphens",
+        f"{ECS_API}, CreateCluster clusterName, CreateService serviceName, RegisterTaskDefinition family, "
+        'CreateCapacityProvider name: "Up to 255 letters (uppercase and lowercase), numbers, underscores, and '
+        'hyphens are allowed"; RegisterTaskDefinition answers ClientException "Family contains invalid characters" '
+        "(aws/amazon-ecs-cli#542)",
+        ecs_names,
+    ),
+    ServiceRule(
+        NAME_CLAIMED_TWICE,
+        "every AWS service that takes a name",
+        "a custom name (a log group's, a role's, a dashboard's, ...), or an identifier the template writes whole (a "
+        "cluster's capacity provider associations, a bucket's policy, a scalable target), is written by one resource "
+        "of a stack, or of the stacks whose values refer to one resource",
+        "AWS CloudFormation Template Reference, 'CloudFormation resource custom naming': \"Resource names must be "
+        "unique across all your active stacks\"; CloudFormation CLI User Guide, 'Contract tests for resource types', "
+        'contract_create_create: a second create of the same primary identifier fails "with the AlreadyExists error '
+        'code", tested where no identifier is read-only (the registry schemas, in core/data/resource_schemas.json)',
+        name_claimed_twice,
+        rehearsal="partly: moto refuses some names twice (a log group) and writes over others (a dashboard)",
+    ),
+)
