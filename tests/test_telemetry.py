@@ -540,6 +540,13 @@ def test_telemetry_needs_ec2_capacities() -> None:
         GpuTelemetry(stack, "T", cluster=cluster, capacities=[])
     with pytest.raises(ValueError, match="is not a GpuCapacity"):
         GpuTelemetry(stack, "U", cluster=cluster, capacities=["g6.xlarge"])  # type: ignore[list-item]
+    other = cdk.Stack(app, "S2")
+    cluster = ecs.Cluster(other, "C", vpc=ec2.Vpc(other, "V", max_azs=2))
+    capacity = GpuCapacity(other, "L4", cluster=cluster, instance_types=["g6.xlarge"])
+    with pytest.raises(
+        ValueError, match=r"capacities must be a list of GpuCapacity constructs, got one; pass capacities=\[L4\]"
+    ):
+        GpuTelemetry(other, "W", cluster=cluster, capacities=capacity)  # type: ignore[arg-type]
 
 
 def test_stopped_tasks_are_counted_by_task_group(deployed: dict[str, Any]) -> None:

@@ -86,7 +86,12 @@ STOP_METRICS = stop_metric_filters()
 
 def gpu_count_groups(capacities: Sequence[GpuCapacity], owner: str) -> dict[int, tuple[str, ...]]:
     """The capacities' instance types by their GPU count (each type has one count, so each host one daemon)."""
-    if isinstance(capacities, str) or not capacities:
+    if hasattr(capacities, "node"):  # one construct, not a list of them
+        raise ServiceError(
+            f"{owner}: capacities must be a list of GpuCapacity constructs, got one; pass "
+            f"capacities=[{capacities.node.id}]"
+        )
+    if not isinstance(capacities, (list, tuple)) or not capacities:
         raise ServiceError(
             f"{owner}: capacities must name the GpuCapacity constructs whose hosts the daemon runs on, got "
             f"{capacities!r}; pass capacities=[my_capacity]"
