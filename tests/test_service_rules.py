@@ -1726,6 +1726,7 @@ def test_a_role_that_trusts_itself_by_name_is_refused() -> None:
         ({}, None, None),  # nothing to fetch before the task starts: the hosts pull and log with their own role
         ({"Secrets": [_SECRET]}, "arn:aws:iam::123456789012:role/exec", None),  # a role named by ARN is one
         ({"Secrets": []}, None, None),
+        ({"Secrets": {"Fn::If": ["Prod", [_SECRET], {"Ref": "AWS::NoValue"}]}}, None, None),  # read at deploy
         ({"Secrets": [_SECRET]}, None, "reads secrets (HF_TOKEN)"),
         ({"RepositoryCredentials": _PRIVATE_REGISTRY}, None, "private registry"),
         ({"RepositoryCredentials": _PRIVATE_REGISTRY}, "", "private registry"),  # an empty ARN names no role
@@ -1778,6 +1779,13 @@ def test_an_awslogs_configuration_takes_only_what_ecs_and_docker_take(
     template = _stack(_task(containers=[_container(LogConfiguration=_awslogs(**options))]))
     messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.AWSLOGS_OPTIONS]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+def test_awslogs_options_chosen_at_deploy_are_not_judged() -> None:
+    chosen = {"Fn::If": ["Prod", {"awslogs-group": "a"}, {"awslogs-group": "b"}]}
+    config = {"LogDriver": "awslogs", "Options": chosen}
+    template = _stack(_task(containers=[_container(LogConfiguration=config)]))
+    assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.AWSLOGS_OPTIONS]
 
 
 def test_an_awslogs_configuration_without_a_group_is_refused() -> None:

@@ -317,6 +317,8 @@ def awslogs_options(ctx: Templates) -> Iterator[Finding]:
             options = config.get("options")
             if config.get("logDriver") != "awslogs" or not isinstance(options, Mapping):
                 continue
+            if len(options) == 1 and next(iter(options)) in ("Ref", "Fn::If", "Fn::GetAtt", "Fn::ImportValue"):
+                continue  # the options are chosen at deploy
             for problem in _awslogs_problems(options):
                 yield task, f"container {c.get('name')}: {problem}"
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
+from ..shape import camel_keys
 from .base import (
     ECS_API,
     Finding,
@@ -75,7 +76,9 @@ def _fetched_before_start(container: Mapping[str, Any]) -> list[str]:
     """What the agent fetches for ``container`` with the task's execution role before it starts: its secrets (by
     variable name) and its private registry's credentials."""
     fetched = []
-    names = [s.get("name") or s.get("Name") for s in _listed(container.get("secrets") or []) if isinstance(s, Mapping)]
+    secrets = container.get("secrets")
+    entries = [camel_keys(s) for s in secrets if isinstance(s, Mapping)] if isinstance(secrets, list) else []
+    names = [s.get("name") for s in entries if s.get("valueFrom") is not None]  # a token list: not judged
     if names:
         fetched.append(f"reads secrets ({', '.join(str(n) for n in names)})")
     if container.get("repositoryCredentials"):
