@@ -218,6 +218,18 @@ def _target_groups(n: int) -> list[dict[str, Any]]:
     return [{"ContainerName": "model", "ContainerPort": 80, "TargetGroupArn": {"Ref": f"Tg{i}"}} for i in range(n)]
 
 
+def _bucket_policy(principal: Any, *, kind: str = "AWS::S3::BucketPolicy", depends: list[str] | None = None) -> Any:
+    """A bucket's (or a topic's) policy letting ``principal`` read it, beside role Runner (named model-runner)."""
+    statement = {"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "s3:GetObject", "Resource": "*"}
+    props: dict[str, Any] = {"PolicyDocument": {"Statement": [statement]}}
+    props.update({"Bucket": "models"} if kind == "AWS::S3::BucketPolicy" else {"Topics": [{"Ref": "Topic"}]})
+    return _stack(
+        ("Policy", kind, props),
+        ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}}),
+        attributes={"Policy": {"DependsOn": depends}} if depends else None,
+    )
+
+
 def _key(principal: Any) -> dict[str, Any]:
     policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}]}
     return _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": policy}), ("Role", "AWS::IAM::Role", {}))
@@ -671,6 +683,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             [{"Fn::GetAtt": ["Role", "Arn"]}, {"Fn::Join": ["", ["arn:aws:iam::", {"Ref": "AWS::AccountId"}, ":root"]]}]
         ),
         _key(_SLR),
+    ),
+    sr.RESOURCE_POLICY_PRINCIPALS: (
+        _bucket_policy({"Fn::GetAtt": ["Runner", "Arn"]}),
+        _bucket_policy("arn:aws:iam::123456789012:role/model-runner"),
     ),
     sr.TRUST_POLICY_PRINCIPALS: (
         _trusting({"Fn::GetAtt": ["Runner", "Arn"]}),
@@ -1853,4 +1869,24 @@ _STACK_NAMED = {"Fn::Join": ["-", [{"Ref": "AWS::StackName"}, "search"]]}
 def test_ecs_names_are_letters_digits_underscores_and_hyphens(resource: Res, refused: str | None) -> None:
     found = check_service_rules({"s": _stack(resource)})
     messages = [v.message for v in found if v.rule_id == sr.ECS_NAMES]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+@pytest.mark.parametrize("kind", ["AWS::S3::BucketPolicy", "AWS::SNS::TopicPolicy"])
+@pytest.mark.parametrize(
+    ("principal", "depends", "refused"),
+    [
+        ("arn:aws:iam::123456789012:role/model-runner", None, "by its name"),
+        ("arn:aws:iam::123456789012:role/model-runner", ["Runner"], None),  # made to wait for the role
+        ({"Fn::GetAtt": ["Runner", "Arn"]}, None, None),
+        ("arn:aws:iam::123456789012:role/another-team", None, None),  # not the templates': may well exist
+        (_SLR, None, "service-linked"),
+    ],
+)
+def test_a_bucket_or_topic_policy_naming_a_role_that_may_not_exist_yet_is_refused(
+    kind: str, principal: Any, depends: list[str] | None, refused: str | None
+) -> None:
+    """S3 answers MalformedPolicy "Invalid principal in policy", SNS "Policy Error: PrincipalNotFound"."""
+    found = check_service_rules({"s": _bucket_policy(principal, kind=kind, depends=depends)})
+    messages = [v.message for v in found if v.rule_id == sr.RESOURCE_POLICY_PRINCIPALS]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages

@@ -1,4 +1,5 @@
-"""AWS KMS: key policies."""
+"""Resource policies whose principals their service checks when the policy is written: AWS KMS key policies, S3
+bucket policies, SNS topic policies; and a key policy's size."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import Finding, ServiceRule, Templates, cdk_path, role_made_after, statements
+from .base import Finding, Resource, ServiceRule, Templates, cdk_path, role_made_after, statements
 
 # --- AWS KMS -------------------------------------------------------------------------------------------------------
 
 KEY_POLICY_PRINCIPALS = f"{PREFIX}KeyPolicyNamesNoMissingPrincipal"
 KEY_POLICY_SIZE = f"{PREFIX}KeyPolicySize"
+RESOURCE_POLICY_PRINCIPALS = f"{PREFIX}ResourcePolicyNamesNoMissingPrincipal"
+# A bucket's and a topic's policy, each with how its service answers a principal that does not exist.
+_RESOURCE_POLICIES = {
+    "AWS::S3::BucketPolicy": ("S3", 'MalformedPolicy "Invalid principal in policy"'),
+    "AWS::SNS::TopicPolicy": ("SNS", 'InvalidParameter "Policy Error: PrincipalNotFound"'),
+}
 
 # A service-linked role: AWS makes it with the service's first use in an account, so a new account lacks it. Another
 # role named by ARN may well exist (an imported one): the templates cannot tell, so only these are refused.
@@ -30,32 +37,44 @@ def _principals(statement: Mapping[str, Any]) -> list[Any]:
     return names if isinstance(names, list) else [names] if names is not None else []
 
 
+def _missing_principals(ctx: Templates, owner: Resource, document: Any, service: str, what: str) -> Iterator[Finding]:
+    """``owner``'s policy ``document`` naming, by text, a principal ``service`` may find missing when it saves it: a
+    service-linked role, or a role of the stack that nothing creates before ``owner``."""
+    for statement in statements(document):
+        for name in _principals(statement):
+            if ctx.target(name, owner.stack) is not None:
+                continue  # a role of the templates: CloudFormation creates it before the policy
+            arn = ctx.text(name, owner.stack)
+            if _SERVICE_LINKED_ROLE.search(arn):
+                yield (
+                    owner,
+                    f"its policy names the role {arn} as a principal; {service} refuses a policy whose principal "
+                    f"does not exist yet ({what}), and a service-linked role appears only with the service's first "
+                    "use: name the account and match the role with an aws:PrincipalArn condition",
+                )
+            elif (role := role_made_after(ctx, owner, arn)) is not None:
+                yield (
+                    owner,
+                    f"its policy names the role {arn} as a principal by its name, and the templates create that role "
+                    f"({cdk_path(role)}) without making the {_what_of(owner)} wait for it; {service} refuses a policy "
+                    f"whose principal does not exist yet ({what}): name the role by reference (role.role_arn in "
+                    "CDK, Fn::GetAtt in a template), or make it depend on the role",
+                )
+
+
+def _what_of(resource: Resource) -> str:
+    return {"AWS::KMS::Key": "key", "AWS::S3::BucketPolicy": "bucket policy"}.get(resource.kind, "topic policy")
+
+
 def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
     for key in ctx.of_type("AWS::KMS::Key"):
-        for statement in statements(key.props.get("KeyPolicy")):
-            for name in _principals(statement):
-                if ctx.target(name, key.stack) is not None:
-                    continue  # a role of the templates: CloudFormation creates it before the key
-                arn = ctx.text(name, key.stack)
-                if _SERVICE_LINKED_ROLE.search(arn):
-                    yield (
-                        key,
-                        (
-                            f"its policy names the role {arn} as a principal; KMS refuses a policy whose principal "
-                            "does not exist yet (a service-linked role appears only with the service's first use): "
-                            "name the account and match the role with an aws:PrincipalArn condition"
-                        ),
-                    )
-                elif (role := role_made_after(ctx, key, arn)) is not None:
-                    yield (
-                        key,
-                        (
-                            f"its policy names the role {arn} as a principal by its name, and the templates create "
-                            f"that role ({cdk_path(role)}) without making the key wait for it; KMS refuses a policy "
-                            "whose principal does not exist yet: name the role by reference (role.role_arn in CDK, "
-                            "Fn::GetAtt in a template), or make the key depend on it"
-                        ),
-                    )
+        yield from _missing_principals(ctx, key, key.props.get("KeyPolicy"), "KMS", "MalformedPolicyDocumentException")
+
+
+def resource_policy_principals(ctx: Templates) -> Iterator[Finding]:
+    for kind, (service, answer) in _RESOURCE_POLICIES.items():
+        for policy in ctx.of_type(kind):
+            yield from _missing_principals(ctx, policy, policy.props.get("PolicyDocument"), service, answer)
 
 
 def key_policy_size(ctx: Templates) -> Iterator[Finding]:
@@ -87,5 +106,16 @@ KMS_RULES: tuple[ServiceRule, ...] = (
         "a key policy document is at most 32 KB",
         "AWS KMS Developer Guide, 'Resource quotas': \"Key policy document size: 32 KB (32,768 bytes)\"",
         key_policy_size,
+    ),
+    ServiceRule(
+        RESOURCE_POLICY_PRINCIPALS,
+        "Amazon S3 and Amazon SNS",
+        "a bucket policy or topic policy names no principal that may not exist yet: no service-linked role, and no "
+        "role of its stack named as text rather than by reference, which CloudFormation may create after the policy",
+        'PutBucketPolicy answers MalformedPolicy "Invalid principal in policy" and SetTopicAttributes '
+        'InvalidParameter "Policy Error: PrincipalNotFound" for a principal that does not exist '
+        '(AWS Knowledge Center, \'Why do I get the error "Invalid principal in policy" when I try to update my '
+        "Amazon S3 bucket policy?'; hashicorp/terraform-provider-aws#26041)",
+        resource_policy_principals,
     ),
 )
