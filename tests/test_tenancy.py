@@ -170,6 +170,18 @@ def test_an_escalating_grant_on_a_task_role_is_refused_wherever_it_is_attached(i
     assert "changes IAM" in violation.message
 
 
+@pytest.mark.parametrize("execs", [False, True])
+def test_ecs_execs_log_grant_on_every_group_says_how_to_scope_it(execs: bool) -> None:
+    """aws-ecs grants a service's task role logs writes on every group for ECS Exec (enable_execute_command) where the
+    cluster's execute command configuration names no log group: the refusal says how to scope it."""
+    statement = {"Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents"], "Resource": "*"}
+    templates = _role_app(statement)
+    if execs:
+        templates["tenant"]["Resources"]["Svc"]["Properties"]["EnableExecuteCommand"] = True
+    found = [v.message for v in tenancy.judge(templates).violations if v.rule_id == escalation.TASK_ROLE_ESCALATION]
+    assert found and all(("execute_command_configuration" in m) is execs for m in found)
+
+
 def test_an_administrator_managed_policy_is_refused_and_cannot_be_allowed() -> None:
     templates = _role_app({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"})
     templates["tenant"]["Resources"]["Role"]["Properties"]["ManagedPolicyArns"] = [

@@ -208,6 +208,10 @@ def _matches(pattern: Any, actions: Iterable[str]) -> list[str]:
     return [a for a in actions if fnmatch.fnmatchcase(a.lower(), wanted)]
 
 
+WRITES_EVIDENCE = "can write the evidence or stopped-task log groups evaluate believes"
+"""How a finding says a grant reaches the groups ``evaluate`` reads (``core.tenancy`` adds where it comes from)."""
+
+
 def _log_group_resource(resource: Any) -> bool:
     """Whether a resource pattern can name this project's evidence or stopped-task log groups."""
     if not isinstance(resource, str):
@@ -273,8 +277,8 @@ def escalations(documents: Sequence[Any]) -> list[str]:
                 hit = _matches(pattern, data["logs_writes"])
                 if hit:
                     out.append(
-                        f"action {pattern} on {few([str(r) for r in g.resources])} can write the evidence or "
-                        f"stopped-task log groups evaluate believes ({few(hit)}); name the task's own log groups"
+                        f"action {pattern} on {few([str(r) for r in g.resources])} {WRITES_EVIDENCE} "
+                        f"({few(hit)}); name the task's own log groups"
                     )
     for g in allows:
         if g.not_action or not any(_every_role(r) for r in g.resources):

@@ -28,6 +28,7 @@ from .container_guards import guard_violations, log_groups_not_read, rule_of
 from .escalation import (
     TASK_ROLE_ESCALATION,
     TASK_ROLE_REFUSED_POLICY,
+    WRITES_EVIDENCE,
     escalations,
     refused_managed_policy,
     unread_managed_policy,
@@ -455,12 +456,32 @@ def _judge_role(
         f"the managed policy {_show(arn)} is not in the app's templates, so what it grants cannot be judged"
         for arn in elsewhere
     ]
+    execs = holder.kind == "AWS::ECS::TaskDefinition" and _executed(ctx, holder)
     for why in [*escalations(docs), *unread]:
+        if execs and WRITES_EVIDENCE in why:
+            why += f"; {_EXEC_LOGS}"
         message = (
             f"{subject} ({runs}): {why}; name the actions and resources the task needs, or allow "
             f"{TASK_ROLE_ESCALATION} with a reason (FleetPlan.allow)"
         )
         add_finding(out, allowed, [role, holder], TASK_ROLE_ESCALATION, message)
+
+
+_EXEC_LOGS = (
+    "ECS Exec (enable_execute_command) has aws-ecs grant these on every log group where the cluster's execute command "
+    "configuration names none: give the cluster execute_command_configuration=ecs.ExecuteCommandConfiguration("
+    "logging=ecs.ExecuteCommandLogging.OVERRIDE, log_configuration=ecs.ExecuteCommandLogConfiguration("
+    "cloud_watch_log_group=...)), or logging NONE"
+)
+
+
+def _executed(ctx: Templates, task: Resource) -> bool:
+    """Whether a service of the templates runs ``task`` with ECS Exec on."""
+    return any(
+        service.props.get("EnableExecuteCommand") in (True, "true")
+        and ctx.target(service.props.get("TaskDefinition"), service.stack) is task
+        for service in ctx.of_type("AWS::ECS::Service")
+    )
 
 
 def _judge_overrides(
