@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
-from ecs_gpu_sharing.core.tenancy import CAPACITY_METADATA
+from ecs_gpu_sharing.core.service_rules.base import CAPACITY_METADATA
 from ecs_gpu_sharing.operations import aws, leaving_capacities
 
 from conftest import REPO, THREE_MODELS

@@ -230,6 +230,26 @@ def _bucket_policy(principal: Any, *, kind: str = "AWS::S3::BucketPolicy", depen
     )
 
 
+def _warm_pool(user_data: Any, *, reuse: bool = False, provider: bool = True, library: bool = False) -> dict[str, Any]:
+    """An Auto Scaling group with a warm pool and a launch template whose user data writes these lines to ecs.config;
+    the group is a capacity provider's (``provider``), the library's GPU capacity's where ``library``."""
+    text = user_data if not isinstance(user_data, str) else {"Fn::Base64": f"#!/bin/bash\necho {user_data} >> x\n"}
+    pool: dict[str, Any] = {"AutoScalingGroupName": {"Ref": "Asg"}}
+    if reuse:
+        pool["InstanceReusePolicy"] = {"ReuseOnScaleIn": True}
+    resources: list[Res] = [
+        ("Lt", "AWS::EC2::LaunchTemplate", {"LaunchTemplateData": {"UserData": text}}),
+        _group(LaunchTemplate={"LaunchTemplateId": {"Ref": "Lt"}, "Version": "1"}),
+        ("Pool", "AWS::AutoScaling::WarmPool", pool),
+    ]
+    if provider:
+        resources.append(_provider())
+    template = _stack(*resources)
+    if library:
+        template["Resources"]["Cp"]["Metadata"] = {sr.CAPACITY_METADATA: "l4"}
+    return template
+
+
 def _key(principal: Any) -> dict[str, Any]:
     policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}]}
     return _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": policy}), ("Role", "AWS::IAM::Role", {}))
@@ -688,6 +708,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _bucket_policy({"Fn::GetAtt": ["Runner", "Arn"]}),
         _bucket_policy("arn:aws:iam::123456789012:role/model-runner"),
     ),
+    sr.WARM_POOL_ON_ECS_CAPACITY: (_warm_pool("ECS_WARM_POOLS_CHECK=true"), _warm_pool("ECS_CLUSTER=models")),
     sr.TRUST_POLICY_PRINCIPALS: (
         _trusting({"Fn::GetAtt": ["Runner", "Arn"]}),
         _trusting("arn:aws:iam::123456789012:role/model-runner"),
@@ -1889,4 +1910,23 @@ def test_a_bucket_or_topic_policy_naming_a_role_that_may_not_exist_yet_is_refuse
     """S3 answers MalformedPolicy "Invalid principal in policy", SNS "Policy Error: PrincipalNotFound"."""
     found = check_service_rules({"s": _bucket_policy(principal, kind=kind, depends=depends)})
     messages = [v.message for v in found if v.rule_id == sr.RESOURCE_POLICY_PRINCIPALS]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        (_warm_pool("ECS_WARM_POOLS_CHECK=true"), None),
+        (_warm_pool("ECS_CLUSTER=x", provider=False), None),  # no capacity provider's group: ECS places nothing there
+        (_warm_pool({"Fn::Base64": {"Ref": "UserDataParameter"}}), None),  # user data chosen at deploy
+        (_warm_pool("ECS_CLUSTER=x"), "ECS_WARM_POOLS_CHECK"),
+        (_warm_pool("ECS_WARM_POOLS_CHECK=true", reuse=True), "ReuseOnScaleIn"),
+        (_warm_pool("ECS_WARM_POOLS_CHECK=true", library=True), "GpuCapacity"),
+    ],
+)
+def test_a_warm_pool_on_an_ecs_capacity_keeps_its_hosts_out_of_ecs_until_they_serve(
+    template: dict[str, Any], refused: str | None
+) -> None:
+    found = check_service_rules({"s": template})
+    messages = [v.message for v in found if v.rule_id == sr.WARM_POOL_ON_ECS_CAPACITY]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages

@@ -30,10 +30,9 @@ from ..core.mps import require_int
 from ..core.plan_document import DeployedAs
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.rules import RULE_FAILED, RULES_BY_ID, Assessment, Level, acknowledgeable, assess, derived_max_instances
-from ..core.service_rules import check_all
+from ..core.service_rules import CAPACITY_METADATA, check_all
 from ..core.template_limits import Violation
 from ..core.tenancy import (
-    CAPACITY_METADATA,
     SHARED_VOLUME_NAMED_TWICE,
     TASK_DEFINITION_NOT_READABLE,
     TASK_OVERRIDES_NOT_READABLE,

@@ -37,13 +37,12 @@ from .hardening import managed_policies
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
-from .service_rules.base import cdk_path, listed
+from .service_rules.base import CAPACITY_METADATA, cdk_path, listed
 from .shape import camel_keys
 from .telemetry import SERVICE_TAG
 from .template_limits import Violation
 from .tokens import text_pattern
 
-CAPACITY_METADATA = "ecs-gpu-sharing:capacity"
 SHARED_TASK_METADATA = "ecs-gpu-sharing:shared-gpu"  # a task definition made to share a GPU: judged wherever it runs
 RULES = Family("tenancy")
 TASK_DEFINITION_NOT_READABLE = RULES.declare(

@@ -46,7 +46,7 @@ from .planner.model import (
 from .rule_family import Family, Level, Source
 from .runners import Runner, runners
 from .service_rules import Resource, Templates
-from .service_rules.base import cdk_path, listed, literal_number
+from .service_rules.base import cdk_path, launch_data, listed, literal_number, user_data_text
 from .shape import TaskShape, camel_keys, containers_from_cloudformation, task_shape
 from .task_rules import TaskProblem, task_problems
 from .template_limits import Violation
@@ -270,23 +270,8 @@ def group_types(ctx: Templates, group: Resource) -> set[str] | str:
         if not types or len(named) < len(set(map(str, types))):
             return "its mixed instances policy names instance types the synth cannot read (instance requirements?)"
         return named
-    kind = _launch_data(ctx, group).get("instanceType")
+    kind = launch_data(ctx, group).get("instanceType")
     return {kind} if isinstance(kind, str) else "its launch template's instance type cannot be read"
-
-
-def _launch_data(ctx: Templates, group: Resource) -> dict[str, Any]:
-    """The ``LaunchTemplateData`` of the launch template an Auto Scaling group names, as written (``{}``: none)."""
-    spec = camel_keys(group.props.get("LaunchTemplate"))
-    if not spec:
-        policy = camel_keys(camel_keys(group.props.get("MixedInstancesPolicy")).get("launchTemplate"))
-        spec = camel_keys(policy.get("launchTemplateSpecification"))
-    template = ctx.target(spec.get("launchTemplateId") or spec.get("launchTemplateName"), group.stack)
-    return camel_keys(template.props.get("LaunchTemplateData")) if template is not None else {}
-
-
-def _user_data_text(ctx: Templates, group: Resource) -> str:
-    """The user data of an Auto Scaling group's launch template, as text (``Templates.text``)."""
-    return ctx.text(_launch_data(ctx, group).get("userData"), group.stack)
 
 
 def _host_settings_read(text: str, capacity: CapacityInput) -> list[str]:
@@ -307,7 +292,7 @@ def _host_settings_read(text: str, capacity: CapacityInput) -> list[str]:
 
 def _host_settings(ctx: Templates, caps: GpuCapacities, group: Resource, name: str) -> list[str]:
     """What an EC2 GPU capacity's user data, as written, undoes: a hardening setting, or the cluster its hosts join."""
-    settings = ecs_settings(_user_data_text(ctx, group))
+    settings = ecs_settings(user_data_text(ctx, group))
     out = [
         f"{setting}={settings[setting]} written last" if setting in settings else f"{setting} not written"
         for setting in HARDENED_SETTINGS
@@ -366,7 +351,7 @@ def _capacities_as_written(
         if most is not None and planned is not None and most < planned:
             diff.append(f"max_instances {planned} planned, MaxSize {most} written")
         if group.kind == "AWS::AutoScaling::AutoScalingGroup":
-            diff += _host_settings_read(_user_data_text(ctx, group), capacity)
+            diff += _host_settings_read(user_data_text(ctx, group), capacity)
         if diff:
             message = (
                 f"[{CAPACITY_NOT_AS_WRITTEN}] capacity {name} ({cdk_path(group)}) as written is not what the plan "

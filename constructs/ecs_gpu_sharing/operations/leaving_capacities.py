@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.fleet import EC2, MANAGED_INSTANCES, FleetSpec
-from ..core.tenancy import CAPACITY_METADATA
+from ..core.service_rules.base import CAPACITY_METADATA
 from ..core.text import few
 from .aws import Clients, aws_errors
 from .deployed import deployed_template

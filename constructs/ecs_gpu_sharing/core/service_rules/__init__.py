@@ -18,8 +18,15 @@ from .. import quotas
 from ..markdown import table
 from ..rule_family import PREFIX, Family, Level, Source
 from ..template_limits import Violation, check_templates
-from .autoscaling import AUTOSCALING_RULES, GROUP_ONE_LAUNCH_SOURCE, GROUP_SIZES, ROLL_BELOW_MAX_SIZE, ROLL_PAUSE_TIME
-from .base import ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
+from .autoscaling import (
+    AUTOSCALING_RULES,
+    GROUP_ONE_LAUNCH_SOURCE,
+    GROUP_SIZES,
+    ROLL_BELOW_MAX_SIZE,
+    ROLL_PAUSE_TIME,
+    WARM_POOL_ON_ECS_CAPACITY,
+)
+from .base import CAPACITY_METADATA, ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
 from .containers import (
     AWSLOGS_OPTIONS,
     CONTAINER_NAMES,
@@ -505,6 +512,7 @@ __all__ = [
     "AWSLOGS_OPTIONS",
     "AWSVPC_HOST_PORT",
     "AWSVPC_NETWORK_CONFIGURATION",
+    "CAPACITY_METADATA",
     "CONTAINER_MEMORY_ON_EC2",
     "CONTAINER_NAMES",
     "DEPENDENCIES_RESOLVE",
@@ -564,6 +572,7 @@ __all__ = [
     "TASK_ROLE_TRUST",
     "TERMINATION_PROTECTION",
     "TRUST_POLICY_PRINCIPALS",
+    "WARM_POOL_ON_ECS_CAPACITY",
     "Check",
     "Finding",
     "Resource",

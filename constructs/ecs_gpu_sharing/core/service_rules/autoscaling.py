@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ..capacity_facts import ecs_settings
 from ..rule_family import PREFIX
-from .base import Finding, ServiceRule, Templates, literal_number
+from ..shape import camel_keys
+from .base import CAPACITY_METADATA, Finding, ServiceRule, Templates, literal_number, user_data_text
 
 # --- Amazon EC2 Auto Scaling and CloudFormation's update policy ----------------------------------------------------
 
@@ -14,6 +16,8 @@ ROLL_BELOW_MAX_SIZE = f"{PREFIX}RollingUpdateBelowMaxSize"
 GROUP_SIZES = f"{PREFIX}AutoScalingGroupSizes"
 ROLL_PAUSE_TIME = f"{PREFIX}RollingUpdatePauseTime"
 GROUP_ONE_LAUNCH_SOURCE = f"{PREFIX}AutoScalingGroupOneLaunchSource"
+WARM_POOL_ON_ECS_CAPACITY = f"{PREFIX}WarmPoolOnEcsCapacity"
+_WARM_POOLS_CHECK = "ECS_WARM_POOLS_CHECK"
 
 
 def roll_below_max_size(ctx: Templates) -> Iterator[Finding]:
@@ -69,6 +73,40 @@ def group_one_launch_source(ctx: Templates) -> Iterator[Finding]:
 
 _ASG = "Amazon EC2 Auto Scaling API Reference, CreateAutoScalingGroup"
 
+
+def warm_pool_on_ecs_capacity(ctx: Templates) -> Iterator[Finding]:
+    for pool in ctx.of_type("AWS::AutoScaling::WarmPool"):
+        group = ctx.target(pool.props.get("AutoScalingGroupName"), pool.stack)
+        providers = [
+            p
+            for p in ctx.of_type("AWS::ECS::CapacityProvider")
+            if group is not None
+            and ctx.target(camel_keys(p.props.get("AutoScalingGroupProvider")).get("autoScalingGroupArn"), p.stack)
+            is group
+        ]
+        if group is None or not providers:
+            continue  # a group ECS does not place on, or one the templates do not make
+        if any(CAPACITY_METADATA in (p.attributes.get("Metadata") or {}) for p in providers):
+            yield (
+                pool,
+                "a warm pool is not supported on a GpuCapacity's group: its hosts signal a rolling update once their "
+                "ECS agent registers, which a warmed host does not do (its signal unit ends with the stop, or gives up "
+                "while the agent waits out the pool), so the update fails and rolls back; drop the warm pool",
+            )
+            continue
+        if camel_keys(pool.props.get("InstanceReusePolicy")).get("reuseOnScaleIn") in (True, "true"):
+            yield pool, "it returns instances to the pool on scale in (ReuseOnScaleIn), which ECS does not support"
+        text = user_data_text(ctx, group)
+        chosen_at_deploy = "${" in text and _WARM_POOLS_CHECK not in text  # a part read at deploy may set it
+        if not chosen_at_deploy and ecs_settings(text).get(_WARM_POOLS_CHECK) != "true":
+            yield (
+                pool,
+                f"the group's user data does not set {_WARM_POOLS_CHECK}=true, so a host's agent registers with the "
+                "cluster while the host is prepared for the pool and ECS places tasks on it before it is stopped; "
+                f"write {_WARM_POOLS_CHECK}=true to /etc/ecs/ecs.config in the launch template's user data",
+            )
+
+
 AUTOSCALING_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         ROLL_BELOW_MAX_SIZE,
@@ -101,5 +139,16 @@ AUTOSCALING_RULES: tuple[ServiceRule, ...] = (
         f'{_ASG}: "You must specify one of the following parameters in your request: LaunchConfigurationName, '
         'LaunchTemplate, InstanceId, or MixedInstancesPolicy"',
         group_one_launch_source,
+    ),
+    ServiceRule(
+        WARM_POOL_ON_ECS_CAPACITY,
+        "Amazon ECS",
+        f"a warm pool on a capacity provider's group sets {_WARM_POOLS_CHECK}=true in the hosts' user data and does "
+        "not reuse instances on scale in; none on a GpuCapacity, whose rolling update waits for each host's agent",
+        "Amazon ECS Developer Guide, 'Configuring pre-initialized instances for your Amazon ECS Auto Scaling group': "
+        '"you cannot set the option that returns instances to the warm pool on scale in (ReuseOnScaleIn)"; "To use '
+        f'warm pools with your Amazon ECS cluster, set the {_WARM_POOLS_CHECK} agent configuration variable to true"; '
+        "a GpuCapacity's roll signal: core/host_boot.py",
+        warm_pool_on_ecs_capacity,
     ),
 )

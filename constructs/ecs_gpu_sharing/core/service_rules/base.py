@@ -12,6 +12,9 @@ from ..shape import camel_keys
 from ..template_limits import output_value
 
 Template = Mapping[str, Any]
+CAPACITY_METADATA = "ecs-gpu-sharing:capacity"
+"""The metadata key on a GPU capacity's provider resource, by which the written templates tell the library's
+capacities from others (``core.tenancy``), whoever names them; its value is the capacity's plan name."""
 
 
 @dataclass(frozen=True)
@@ -321,3 +324,18 @@ def none_made_before(runner: Resource, before: tuple[set[str], set[str]], enable
     if any((r.stack == runner.stack and r.logical_id in ids) or r.stack in stacks for r in enablers):
         return False
     return any(r.stack == runner.stack for r in enablers)
+
+
+def launch_data(ctx: Templates, group: Resource) -> dict[str, Any]:
+    """The ``LaunchTemplateData`` of the launch template an Auto Scaling group names, as written (``{}``: none)."""
+    spec = camel_keys(group.props.get("LaunchTemplate"))
+    if not spec:
+        policy = camel_keys(camel_keys(group.props.get("MixedInstancesPolicy")).get("launchTemplate"))
+        spec = camel_keys(policy.get("launchTemplateSpecification"))
+    template = ctx.target(spec.get("launchTemplateId") or spec.get("launchTemplateName"), group.stack)
+    return camel_keys(template.props.get("LaunchTemplateData")) if template is not None else {}
+
+
+def user_data_text(ctx: Templates, group: Resource) -> str:
+    """The user data of an Auto Scaling group's launch template, as text (``Templates.text``)."""
+    return ctx.text(launch_data(ctx, group).get("userData"), group.stack)
