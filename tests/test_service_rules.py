@@ -1913,6 +1913,24 @@ def test_a_bucket_or_topic_policy_naming_a_role_that_may_not_exist_yet_is_refuse
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
 
 
+@pytest.mark.parametrize(("line", "refused"), [("ECS_WARM_POOLS_CHECK=true", False), ("ECS_CLUSTER=x", True)])
+def test_a_warm_pool_reads_a_launch_configurations_user_data(line: str, refused: bool) -> None:
+    """aws-autoscaling writes a launch configuration unless its feature flag asks for a launch template."""
+    template = _warm_pool(line)
+    lt = template["Resources"].pop("Lt")
+    config = {
+        "ImageId": "ami-1",
+        "InstanceType": "m7i.large",
+        "UserData": lt["Properties"]["LaunchTemplateData"]["UserData"],
+    }
+    template["Resources"]["Lc"] = {"Type": "AWS::AutoScaling::LaunchConfiguration", "Properties": config}
+    group = template["Resources"]["Asg"]["Properties"]
+    del group["LaunchTemplate"]
+    group["LaunchConfigurationName"] = {"Ref": "Lc"}
+    found = [v for v in check_service_rules({"s": template}) if v.rule_id == sr.WARM_POOL_ON_ECS_CAPACITY]
+    assert bool(found) is refused
+
+
 @pytest.mark.parametrize(
     ("template", "refused"),
     [

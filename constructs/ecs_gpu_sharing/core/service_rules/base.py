@@ -337,5 +337,10 @@ def launch_data(ctx: Templates, group: Resource) -> dict[str, Any]:
 
 
 def user_data_text(ctx: Templates, group: Resource) -> str:
-    """The user data of an Auto Scaling group's launch template, as text (``Templates.text``)."""
-    return ctx.text(launch_data(ctx, group).get("userData"), group.stack)
+    """The user data of an Auto Scaling group's launch template, or of its launch configuration (what
+    aws-autoscaling writes without its launch-template feature flag), as text (``Templates.text``)."""
+    written = launch_data(ctx, group).get("userData")
+    configuration = ctx.target(group.props.get("LaunchConfigurationName"), group.stack)
+    if written is None and configuration is not None:
+        written = configuration.props.get("UserData")
+    return ctx.text(written, group.stack)
