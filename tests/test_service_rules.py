@@ -238,6 +238,7 @@ def _warm_pool(user_data: Any, *, reuse: bool = False, provider: bool = True, li
     if reuse:
         pool["InstanceReusePolicy"] = {"ReuseOnScaleIn": True}
     resources: list[Res] = [
+        ("Cluster", "AWS::ECS::Cluster", {}),
         ("Lt", "AWS::EC2::LaunchTemplate", {"LaunchTemplateData": {"UserData": text}}),
         _group(LaunchTemplate={"LaunchTemplateId": {"Ref": "Lt"}, "Version": "1"}),
         ("Pool", "AWS::AutoScaling::WarmPool", pool),
@@ -1938,6 +1939,10 @@ def test_a_warm_pool_reads_a_launch_configurations_user_data(line: str, refused:
         (_warm_pool("ECS_CLUSTER=x", provider=False), None),  # no capacity provider's group: ECS places nothing there
         (_warm_pool({"Fn::Base64": {"Ref": "UserDataParameter"}}), None),  # user data chosen at deploy
         (_warm_pool("ECS_CLUSTER=x"), "ECS_WARM_POOLS_CHECK"),
+        (  # the cluster's name by reference, as aws-ecs writes it: a resource's name sets no agent setting
+            _warm_pool({"Fn::Base64": {"Fn::Join": ["", ["echo ECS_CLUSTER=", {"Ref": "Cluster"}, " >> x"]]}}),
+            "ECS_WARM_POOLS_CHECK",
+        ),
         (_warm_pool("ECS_WARM_POOLS_CHECK=true", reuse=True), "ReuseOnScaleIn"),
         (_warm_pool("ECS_WARM_POOLS_CHECK=true", library=True), "GpuCapacity"),
     ],

@@ -18,6 +18,7 @@ ROLL_PAUSE_TIME = f"{PREFIX}RollingUpdatePauseTime"
 GROUP_ONE_LAUNCH_SOURCE = f"{PREFIX}AutoScalingGroupOneLaunchSource"
 WARM_POOL_ON_ECS_CAPACITY = f"{PREFIX}WarmPoolOnEcsCapacity"
 _WARM_POOLS_CHECK = "ECS_WARM_POOLS_CHECK"
+_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")  # how Templates.text writes what it cannot spell
 
 
 def roll_below_max_size(ctx: Templates) -> Iterator[Finding]:
@@ -97,8 +98,9 @@ def warm_pool_on_ecs_capacity(ctx: Templates) -> Iterator[Finding]:
         if camel_keys(pool.props.get("InstanceReusePolicy")).get("reuseOnScaleIn") in (True, "true"):
             yield pool, "it returns instances to the pool on scale in (ReuseOnScaleIn), which ECS does not support"
         text = user_data_text(ctx, group)
-        chosen_at_deploy = "${" in text and _WARM_POOLS_CHECK not in text  # a part read at deploy may set it
-        if not chosen_at_deploy and ecs_settings(text).get(_WARM_POOLS_CHECK) != "true":
+        # A parameter's or an unreadable value's part may set it; a resource's name or a pseudo parameter does not.
+        chosen = [p for p in _PLACEHOLDER.findall(text) if "/" not in p and not p.startswith("AWS::")]
+        if not chosen and ecs_settings(text).get(_WARM_POOLS_CHECK) != "true":
             yield (
                 pool,
                 f"the group's user data does not set {_WARM_POOLS_CHECK}=true, so a host's agent registers with the "
