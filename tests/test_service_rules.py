@@ -222,7 +222,10 @@ def _bucket_policy(principal: Any, *, kind: str = "AWS::S3::BucketPolicy", depen
     """A bucket's (or a topic's) policy letting ``principal`` read it, beside role Runner (named model-runner)."""
     statement = {"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "s3:GetObject", "Resource": "*"}
     props: dict[str, Any] = {"PolicyDocument": {"Statement": [statement]}}
-    props.update({"Bucket": "models"} if kind == "AWS::S3::BucketPolicy" else {"Topics": [{"Ref": "Topic"}]})
+    if kind == "AWS::ECR::Repository":
+        props = {"RepositoryPolicyText": props["PolicyDocument"]}
+    else:
+        props.update({"Bucket": "models"} if kind == "AWS::S3::BucketPolicy" else {"Topics": [{"Ref": "Topic"}]})
     return _stack(
         ("Policy", kind, props),
         ("Runner", "AWS::IAM::Role", {"RoleName": "model-runner", "AssumeRolePolicyDocument": {}}),
@@ -1894,7 +1897,7 @@ def test_ecs_names_are_letters_digits_underscores_and_hyphens(resource: Res, ref
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
 
 
-@pytest.mark.parametrize("kind", ["AWS::S3::BucketPolicy", "AWS::SNS::TopicPolicy"])
+@pytest.mark.parametrize("kind", ["AWS::S3::BucketPolicy", "AWS::SNS::TopicPolicy", "AWS::ECR::Repository"])
 @pytest.mark.parametrize(
     ("principal", "depends", "refused"),
     [

@@ -17,10 +17,13 @@ KEY_POLICY_PRINCIPALS = f"{PREFIX}KeyPolicyNamesNoMissingPrincipal"
 KEY_POLICY_SIZE = f"{PREFIX}KeyPolicySize"
 RESOURCE_POLICY_PRINCIPALS = f"{PREFIX}ResourcePolicyNamesNoMissingPrincipal"
 # A bucket's and a topic's policy, each with how its service answers a principal that does not exist.
-_RESOURCE_POLICIES = {
-    "AWS::S3::BucketPolicy": ("S3", 'MalformedPolicy "Invalid principal in policy"'),
-    "AWS::SNS::TopicPolicy": ("SNS", 'InvalidParameter "Policy Error: PrincipalNotFound"'),
+_RESOURCE_POLICIES = {  # resource type -> its policy property, what it is, its service, how that answers
+    "AWS::S3::BucketPolicy": ("PolicyDocument", "bucket policy", "S3", 'MalformedPolicy "Invalid principal in policy"'),
+    "AWS::SNS::TopicPolicy": ("PolicyDocument", "topic policy", "SNS", 'InvalidParameter "PrincipalNotFound"'),
+    "AWS::ECR::Repository": ("RepositoryPolicyText", "repository", "ECR", 'InvalidParameter "Principal not found"'),
 }
+
+_NOUN = {kind: noun for kind, (_, noun, _, _) in _RESOURCE_POLICIES.items()}
 
 # A service-linked role: AWS makes it with the service's first use in an account, so a new account lacks it. Another
 # role named by ARN may well exist (an imported one): the templates cannot tell, so only these are refused.
@@ -56,14 +59,10 @@ def _missing_principals(ctx: Templates, owner: Resource, document: Any, service:
                 yield (
                     owner,
                     f"its policy names the role {arn} as a principal by its name, and the templates create that role "
-                    f"({cdk_path(role)}) without making the {_what_of(owner)} wait for it; {service} refuses a policy "
-                    f"whose principal does not exist yet ({what}): name the role by reference (role.role_arn in "
-                    "CDK, Fn::GetAtt in a template), or make it depend on the role",
+                    f"({cdk_path(role)}) without making the {_NOUN.get(owner.kind, 'key')} wait for it; {service} "
+                    f"refuses a policy whose principal does not exist yet ({what}): name the role by reference "
+                    "(role.role_arn in CDK, Fn::GetAtt in a template), or make it depend on the role",
                 )
-
-
-def _what_of(resource: Resource) -> str:
-    return {"AWS::KMS::Key": "key", "AWS::S3::BucketPolicy": "bucket policy"}.get(resource.kind, "topic policy")
 
 
 def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
@@ -72,9 +71,9 @@ def key_policy_principals(ctx: Templates) -> Iterator[Finding]:
 
 
 def resource_policy_principals(ctx: Templates) -> Iterator[Finding]:
-    for kind, (service, answer) in _RESOURCE_POLICIES.items():
-        for policy in ctx.of_type(kind):
-            yield from _missing_principals(ctx, policy, policy.props.get("PolicyDocument"), service, answer)
+    for kind, (prop, _, service, answer) in _RESOURCE_POLICIES.items():
+        for owner in ctx.of_type(kind):
+            yield from _missing_principals(ctx, owner, owner.props.get(prop), service, answer)
 
 
 def key_policy_size(ctx: Templates) -> Iterator[Finding]:
@@ -109,9 +108,9 @@ KMS_RULES: tuple[ServiceRule, ...] = (
     ),
     ServiceRule(
         RESOURCE_POLICY_PRINCIPALS,
-        "Amazon S3 and Amazon SNS",
-        "a bucket policy or topic policy names no principal that may not exist yet: no service-linked role, and no "
-        "role of its stack named as text rather than by reference, which CloudFormation may create after the policy",
+        "Amazon S3, Amazon SNS and Amazon ECR",
+        "a bucket, topic or repository policy names no principal that may not exist yet: no service-linked role, and "
+        "no role of its stack named as text rather than by reference, which CloudFormation may create after the policy",
         'PutBucketPolicy answers MalformedPolicy "Invalid principal in policy" and SetTopicAttributes '
         'InvalidParameter "Policy Error: PrincipalNotFound" for a principal that does not exist '
         '(AWS Knowledge Center, \'Why do I get the error "Invalid principal in policy" when I try to update my '
