@@ -233,6 +233,9 @@ def test_a_fake_region_is_refused_by_plan_as_by_synth(tmp_path: Path, capsys: py
 def test_root_stated_explicitly_is_still_root() -> None:
     assert is_root("root") and is_root("0") and is_root("0:0") and is_root("root:wheel")
     assert not is_root("1000:1000") and not is_root("app")
+    # Docker reads a numeric user as a uid (Go's strconv.Atoi): "00" and "+0" are uid 0 where no user has that name
+    assert is_root("00") and is_root("000:1000") and is_root("+0")
+    assert not is_root("10") and not is_root("0app")
 
 
 # --- tracebacks and hangs -------------------------------------------------------------------------------------

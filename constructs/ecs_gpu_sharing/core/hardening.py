@@ -162,8 +162,11 @@ def root_user_message(container: str) -> str:
 
 
 def is_root(user: str) -> bool:
-    """Whether a container user (``uid[:gid]`` or ``name[:group]``) is root."""
-    return user.split(":", 1)[0] in ("0", "root")
+    """Whether a container user (``uid[:gid]`` or ``name[:group]``) is root: the name root, or a number that is 0 as
+    Docker reads a numeric user (runc's libcontainer/user: a name no user has that parses as an integer with Go's
+    strconv.Atoi is a uid, so 00 and +0 are uid 0)."""
+    name = user.split(":", 1)[0]
+    return name == "root" or re.fullmatch(r"[+-]?0+", name) is not None
 
 
 def root_user_stated_message(container: str, user: str) -> str:
