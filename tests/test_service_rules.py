@@ -254,6 +254,11 @@ def _warm_pool(user_data: Any, *, reuse: bool = False, provider: bool = True, li
     return template
 
 
+def _efs(**config: Any) -> dict[str, Any]:
+    """A task definition volume of EFS file system fs-1 with these options."""
+    return {"Name": "weights", "EFSVolumeConfiguration": {"FilesystemId": "fs-1", **config}}
+
+
 def _key(principal: Any) -> dict[str, Any]:
     policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}]}
     return _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": policy}), ("Role", "AWS::IAM::Role", {}))
@@ -713,6 +718,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _bucket_policy("arn:aws:iam::123456789012:role/model-runner"),
     ),
     sr.WARM_POOL_ON_ECS_CAPACITY: (_warm_pool("ECS_WARM_POOLS_CHECK=true"), _warm_pool("ECS_CLUSTER=models")),
+    sr.EFS_VOLUME_OPTIONS: (
+        _stack(_task(Volumes=[_efs(TransitEncryption="ENABLED", AuthorizationConfig={"IAM": "ENABLED"})])),
+        _stack(_task(Volumes=[_efs(AuthorizationConfig={"IAM": "ENABLED"})])),
+    ),
     sr.TRUST_POLICY_PRINCIPALS: (
         _trusting({"Fn::GetAtt": ["Runner", "Arn"]}),
         _trusting("arn:aws:iam::123456789012:role/model-runner"),
@@ -1955,4 +1964,24 @@ def test_a_warm_pool_on_an_ecs_capacity_keeps_its_hosts_out_of_ecs_until_they_se
 ) -> None:
     found = check_service_rules({"s": template})
     messages = [v.message for v in found if v.rule_id == sr.WARM_POOL_ON_ECS_CAPACITY]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+_ACCESS_POINT = {"AccessPointId": "fsap-1"}
+
+
+@pytest.mark.parametrize(
+    ("config", "refused"),
+    [
+        ({}, None),
+        ({"RootDirectory": "/models"}, None),
+        ({"TransitEncryption": "ENABLED", "AuthorizationConfig": _ACCESS_POINT, "RootDirectory": "/"}, None),
+        ({"AuthorizationConfig": {"IAM": "ENABLED"}, "TransitEncryption": "DISABLED"}, "IAM authorization"),
+        ({"AuthorizationConfig": _ACCESS_POINT}, "access point"),
+        ({"TransitEncryption": "ENABLED", "AuthorizationConfig": _ACCESS_POINT, "RootDirectory": "/models"}, "/models"),
+    ],
+)
+def test_an_efs_volumes_options_are_ones_ecs_takes_together(config: dict[str, Any], refused: str | None) -> None:
+    found = check_service_rules({"s": _stack(_task(Volumes=[_efs(**config)]))})
+    messages = [v.message for v in found if v.rule_id == sr.EFS_VOLUME_OPTIONS]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages

@@ -30,6 +30,7 @@ MOUNT_POINT_VOLUME = f"{PREFIX}MountPointNamesAVolume"
 CONTAINER_NAMES = f"{PREFIX}ContainerNames"
 FIRELENS_PAIRED = f"{PREFIX}FireLensRouterAndDriverTogether"
 CONTAINER_NAME = ECS_NAME  # ECS API Reference, ContainerDefinition, name: the same pattern
+EFS_VOLUME_OPTIONS = f"{PREFIX}EfsVolumeOptions"
 AWSLOGS_OPTIONS = f"{PREFIX}AwslogsOptions"
 # The options Docker's awslogs driver takes in any release (moby, daemon/logger/awslogs/cloudwatchlogs.go,
 # ValidateLogOpt: any other key is "unknown log opt" and the container is not created), the two every driver takes
@@ -232,6 +233,45 @@ def mount_point_volume(ctx: Templates) -> Iterator[Finding]:
                     )
 
 
+def _folded(value: Any) -> dict[str, Any]:
+    """A mapping's keys in lower case: CloudFormation writes EFSVolumeConfiguration and IAM where the API writes
+    efsVolumeConfiguration and iam."""
+    return {str(k).lower(): v for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def efs_volume_options(ctx: Templates) -> Iterator[Finding]:
+    for task in ctx.of_type("AWS::ECS::TaskDefinition"):
+        volumes = task.props.get("Volumes")
+        for volume in volumes if isinstance(volumes, list) else []:
+            config = _folded(_folded(volume).get("efsvolumeconfiguration"))
+            if not config:
+                continue
+            name, auth = _folded(volume).get("name"), _folded(config.get("authorizationconfig"))
+            encrypted = config.get("transitencryption") == "ENABLED"
+            needs = [
+                what
+                for what, used in (
+                    ("IAM authorization", auth.get("iam") == "ENABLED"),
+                    ("an access point", auth.get("accesspointid") is not None),
+                )
+                if used
+            ]
+            if needs and not encrypted and isinstance(config.get("transitencryption", "DISABLED"), str):
+                yield (
+                    task,
+                    f"its EFS volume {name} uses {' and '.join(needs)} without transit encryption, which ECS requires "
+                    "with them; set transit_encryption='ENABLED' in its EfsVolumeConfiguration",
+                )
+            root = config.get("rootdirectory")
+            if auth.get("accesspointid") is not None and isinstance(root, str) and root not in ("", "/"):
+                yield (
+                    task,
+                    f"its EFS volume {name} names an access point and the root directory {root!r}; with an access "
+                    "point ECS takes only / or none (the access point's own path applies): drop root_directory, or "
+                    "set it on the access point",
+                )
+
+
 def container_names(ctx: Templates) -> Iterator[Finding]:
     for task in ctx.of_type("AWS::ECS::TaskDefinition"):
         seen: set[str] = set()
@@ -408,5 +448,16 @@ CONTAINER_RULES: tuple[ServiceRule, ...] = (
         "'awslogs-multiline-pattern' at the same time\"; daemon/logger/factory.go, ValidateLogOpts: mode and "
         "max-buffer-size",
         awslogs_options,
+    ),
+    ServiceRule(
+        EFS_VOLUME_OPTIONS,
+        "Amazon ECS",
+        "an EFS volume with IAM authorization or an access point has transit encryption, and one with an access point "
+        "no root directory but /",
+        f'{ECS_API}, EFSVolumeConfiguration, transitEncryption: "Transit encryption must be turned on if Amazon EFS '
+        'IAM authorization is used"; EFSAuthorizationConfig, accessPointId: "the root directory value specified in the '
+        'EFSVolumeConfiguration must either be omitted or set to /" and "If an access point is used, transit '
+        'encryption must be on"',
+        efs_volume_options,
     ),
 )
