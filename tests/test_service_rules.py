@@ -259,6 +259,55 @@ def _efs(**config: Any) -> dict[str, Any]:
     return {"Name": "weights", "EFSVolumeConfiguration": {"FilesystemId": "fs-1", **config}}
 
 
+def _nfs_from(group: str | None = None, *, port: int = 2049, cidr: str | None = None) -> dict[str, Any]:
+    """An ingress rule: TCP ``port`` from security group ``group`` of the template, or from ``cidr``."""
+    peer = {"CidrIp": cidr} if cidr else {"SourceSecurityGroupId": {"Fn::GetAtt": [group, "GroupId"]}}
+    return {"IpProtocol": "tcp", "FromPort": port, "ToPort": port, **peer}
+
+
+def _efs_app(
+    ingress: list[dict[str, Any]],
+    *,
+    host_egress: list[dict[str, Any]] | None = None,
+    task_group: bool = False,
+    mount_target: bool = True,
+    file_system: Any = None,
+) -> dict[str, Any]:
+    """A service on a capacity provider whose hosts' group is HostSg, running a task that mounts EFS file system Fs,
+    whose mount target's group FsSg admits ``ingress``; with ``task_group``, awsvpc tasks in TaskSg."""
+    host_sg: dict[str, Any] = {"GroupDescription": "hosts", "VpcId": "vpc-1"}
+    if host_egress is not None:
+        host_sg["SecurityGroupEgress"] = host_egress
+    volume = {"Name": "w", "EFSVolumeConfiguration": {"FilesystemId": file_system or {"Ref": "Fs"}}}
+    service: dict[str, Any] = {"CapacityProviderStrategy": [{"CapacityProvider": {"Ref": "Cp"}}]}
+    resources: list[Res] = [
+        ("HostSg", "AWS::EC2::SecurityGroup", host_sg),
+        ("FsSg", "AWS::EC2::SecurityGroup", {"GroupDescription": "efs", "SecurityGroupIngress": ingress}),
+        (
+            "Lt",
+            "AWS::EC2::LaunchTemplate",
+            {"LaunchTemplateData": {"SecurityGroupIds": [{"Fn::GetAtt": ["HostSg", "GroupId"]}]}},
+        ),
+        _group(LaunchTemplate={"LaunchTemplateId": {"Ref": "Lt"}, "Version": "1"}),
+        _provider(),
+        ("Fs", "AWS::EFS::FileSystem", {}),
+        _task(mode="awsvpc" if task_group else None, Volumes=[volume]),
+    ]
+    if task_group:
+        resources.append(("TaskSg", "AWS::EC2::SecurityGroup", {"GroupDescription": "tasks"}))
+        groups = [{"Fn::GetAtt": ["TaskSg", "GroupId"]}]
+        service["NetworkConfiguration"] = {"AwsvpcConfiguration": {"Subnets": ["s"], "SecurityGroups": groups}}
+    if mount_target:
+        target = {
+            "FileSystemId": {"Ref": "Fs"},
+            "SubnetId": "subnet-1",
+            "SecurityGroups": [{"Fn::GetAtt": ["FsSg", "GroupId"]}],
+        }
+        resources.append(("Mt", "AWS::EFS::MountTarget", target))
+    resources.append(_service(**service))
+    return _stack(*resources)
+
+
 def _key(principal: Any) -> dict[str, Any]:
     policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": principal}, "Action": "kms:*", "Resource": "*"}]}
     return _stack(("Key", "AWS::KMS::Key", {"KeyPolicy": policy}), ("Role", "AWS::IAM::Role", {}))
@@ -722,6 +771,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _stack(_task(Volumes=[_efs(TransitEncryption="ENABLED", AuthorizationConfig={"IAM": "ENABLED"})])),
         _stack(_task(Volumes=[_efs(AuthorizationConfig={"IAM": "ENABLED"})])),
     ),
+    sr.EFS_REACHABLE: (_efs_app([_nfs_from("HostSg")]), _efs_app([_nfs_from("HostSg", port=443)])),
     sr.TRUST_POLICY_PRINCIPALS: (
         _trusting({"Fn::GetAtt": ["Runner", "Arn"]}),
         _trusting("arn:aws:iam::123456789012:role/model-runner"),
@@ -1985,3 +2035,34 @@ def test_an_efs_volumes_options_are_ones_ecs_takes_together(config: dict[str, An
     found = check_service_rules({"s": _stack(_task(Volumes=[_efs(**config)]))})
     messages = [v.message for v in found if v.rule_id == sr.EFS_VOLUME_OPTIONS]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+_NO_EGRESS = [{"CidrIp": "255.255.255.255/32", "IpProtocol": "icmp", "FromPort": 252, "ToPort": 86}]  # aws-ec2's
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        (_efs_app([_nfs_from("HostSg")]), None),
+        (_efs_app([_nfs_from(cidr="10.0.0.0/16")]), None),  # an address range: not judged (the hosts' may be in it)
+        (_efs_app([{"IpProtocol": "-1", "SourceSecurityGroupId": {"Fn::GetAtt": ["HostSg", "GroupId"]}}]), None),
+        (_efs_app([_nfs_from("TaskSg")], task_group=True), None),
+        (_efs_app([], file_system="fs-0123456789abcdef0"), None),  # a file system of the account: not judged
+        (_efs_app([]), "admit no NFS"),
+        (_efs_app([_nfs_from("HostSg", port=443)]), "admit no NFS"),
+        (_efs_app([_nfs_from("HostSg")], mount_target=False), "no mount target"),
+        (_efs_app([_nfs_from("HostSg")], host_egress=_NO_EGRESS), "let no NFS"),
+        (_efs_app([_nfs_from("HostSg")], host_egress=[_nfs_from(cidr="0.0.0.0/0", port=2049)]), None),
+    ],
+)
+def test_a_task_mounting_efs_reaches_its_mount_targets(template: dict[str, Any], refused: str | None) -> None:
+    found = check_service_rules({"s": template})
+    messages = [v.message for v in found if v.rule_id == sr.EFS_REACHABLE]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+def test_an_efs_ingress_rule_of_its_own_is_read() -> None:
+    template = _efs_app([])
+    rule = {"GroupId": {"Fn::GetAtt": ["FsSg", "GroupId"]}, **_nfs_from("HostSg")}
+    template["Resources"]["Nfs"] = {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": rule}
+    assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.EFS_REACHABLE]

@@ -13,11 +13,15 @@ rolling update for their signal.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..rule_family import PREFIX
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path
+from ..shape import camel_keys
+from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path, launch_data, listed
 
 HOSTS_REACH_ECS = f"{PREFIX}HostSubnetsReachEcs"
+EFS_REACHABLE = f"{PREFIX}EfsReachableFromTasks"
+NFS_PORT = 2049  # Amazon EFS User Guide, 'Using VPC security groups': mount targets take NFS on TCP 2049
 
 NEEDED_ENDPOINTS: Mapping[str, str] = {
     "ecs": "the agent registers the host",
@@ -100,6 +104,140 @@ def hosts_reach_ecs(ctx: Templates) -> Iterator[Finding]:
                 break  # one finding a group
 
 
+Key = tuple[str, str]  # a security group of the templates: (stack, logical id)
+
+
+def _groups(ctx: Templates, values: Any, stack: str) -> set[Key] | None:
+    """The security groups of the templates ``values`` name; ``None`` where one is not the templates' (imported)."""
+    out = set()
+    for value in listed(values):
+        group = ctx.target(value, stack)
+        if group is None or group.kind != "AWS::EC2::SecurityGroup":
+            return None
+        out.add((group.stack, group.logical_id))
+    return out
+
+
+def _host_groups(ctx: Templates, service: Resource) -> set[Key] | None:
+    """The security groups of the hosts a service's capacity providers launch (their launch templates' or launch
+    configurations'); ``None`` where one cannot be read."""
+    out: set[Key] = set()
+    for item in listed(service.props.get("CapacityProviderStrategy")):
+        provider = ctx.target(camel_keys(item).get("capacityProvider"), service.stack)
+        arn = camel_keys((provider.props if provider else {}).get("AutoScalingGroupProvider")).get(
+            "autoScalingGroupArn"
+        )
+        group = ctx.target(arn, provider.stack) if provider is not None else None
+        if group is None:
+            return None
+        data = launch_data(ctx, group)
+        written = data.get("securityGroupIds") or [
+            g for nic in listed(data.get("networkInterfaces")) for g in listed(camel_keys(nic).get("groups"))
+        ]
+        configuration = ctx.target(group.props.get("LaunchConfigurationName"), group.stack)
+        if not written and configuration is not None:
+            written = configuration.props.get("SecurityGroups")
+        found = _groups(ctx, written, group.stack)
+        if found is None:
+            return None
+        out |= found
+    return out
+
+
+def _carries_nfs(rule: Mapping[str, Any]) -> bool:
+    protocol = str(rule.get("IpProtocol", "")).lower()
+    if protocol in ("-1", "all"):
+        return True
+    if protocol not in ("tcp", "6"):
+        return False
+    try:
+        return int(rule.get("FromPort", -1)) <= NFS_PORT <= int(rule.get("ToPort", -1))
+    except (TypeError, ValueError):
+        return True  # a port chosen at deploy: not judged
+
+
+def _rules(ctx: Templates, group: Key, key: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """A security group's rules one way (``SecurityGroupIngress`` or ``SecurityGroupEgress``), inline or of their
+    own, each with the stack its references are read in."""
+    resource = ctx.resource(*group)
+    for rule in listed((resource.props if resource else {}).get(key) or []):
+        if isinstance(rule, Mapping):
+            yield rule, group[0]
+    for standalone in ctx.of_type(f"AWS::EC2::{key}"):
+        if _groups(ctx, standalone.props.get("GroupId"), standalone.stack) == {group}:
+            yield standalone.props, standalone.stack
+
+
+def _admits(ctx: Templates, groups: set[Key], key: str, peers: set[Key], peer_key: str) -> bool:
+    """Whether a rule of ``groups`` one way carries NFS to or from ``peers``, or an address range (not judged)."""
+    for group in groups:
+        for rule, stack in _rules(ctx, group, key):
+            if not _carries_nfs(rule):
+                continue
+            if peer_key not in rule:
+                return True  # an address range or a prefix list: the synth cannot tell whom it holds
+            named = _groups(ctx, rule[peer_key], stack)
+            if named is None or named & peers:
+                return True
+    return False
+
+
+def _egress_open(ctx: Templates, groups: set[Key], targets: set[Key]) -> bool:
+    """Whether NFS may leave ``groups`` for ``targets``: a group with no egress rules written keeps EC2's default,
+    all traffic out."""
+    written = any(any(True for _ in _rules(ctx, g, "SecurityGroupEgress")) for g in groups)
+    return not written or _admits(ctx, groups, "SecurityGroupEgress", targets, "DestinationSecurityGroupId")
+
+
+def efs_reachable(ctx: Templates) -> Iterator[Finding]:
+    for service in ctx.of_type("AWS::ECS::Service"):
+        task = ctx.target(service.props.get("TaskDefinition"), service.stack)
+        volumes = (task.props if task else {}).get("Volumes")
+        for volume in volumes if isinstance(volumes, list) else []:
+            config = {str(k).lower(): v for k, v in volume.items()}.get("efsvolumeconfiguration")
+            system = ctx.target(camel_keys(config).get("filesystemId"), task.stack) if task and config else None
+            if system is None or system.kind != "AWS::EFS::FileSystem":
+                continue  # no EFS, or a file system of the account
+            yield from _efs_findings(ctx, service, system)
+
+
+def _efs_findings(ctx: Templates, service: Resource, system: Resource) -> Iterator[Finding]:
+    targets = [
+        m for m in ctx.of_type("AWS::EFS::MountTarget") if ctx.target(m.props.get("FileSystemId"), m.stack) is system
+    ]
+    where = f"its tasks mount EFS file system {construct_path(system)}"
+    if not targets:
+        yield (
+            service,
+            f"{where}, which has no mount target in the templates, so no host can mount it; add one per subnet",
+        )
+        return
+    target_groups: set[Key] = set()
+    for target in targets:
+        found = _groups(ctx, target.props.get("SecurityGroups"), target.stack)
+        if found is None:
+            return  # a group of the account: not judged
+        target_groups |= found
+    awsvpc = camel_keys(camel_keys(service.props.get("NetworkConfiguration")).get("awsvpcConfiguration"))
+    clients = [g for g in (_host_groups(ctx, service), _groups(ctx, awsvpc.get("securityGroups"), service.stack)) if g]
+    if not clients:
+        return  # neither the hosts' nor the tasks' groups can be read
+    names = ", ".join(sorted(f"{s}/{i}" for g in clients for s, i in g))
+    if not any(_admits(ctx, target_groups, "SecurityGroupIngress", g, "SourceSecurityGroupId") for g in clients):
+        yield (
+            service,
+            f"{where}, whose mount targets' security groups admit no NFS (TCP {NFS_PORT}) from the hosts' or the "
+            f"tasks' groups ({names}): the mount times out and each task stops as it starts; allow it "
+            "(file_system.connections.allow_default_port_from(capacity), or from the service)",
+        )
+    elif not any(_egress_open(ctx, g, target_groups) for g in clients):
+        yield (
+            service,
+            f"{where}, and the hosts' and tasks' security groups ({names}) let no NFS (TCP {NFS_PORT}) out to its "
+            "mount targets: the mount times out; allow it out (connections.allow_to_default_port(file_system))",
+        )
+
+
 NETWORK_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         HOSTS_REACH_ECS,
@@ -110,5 +248,16 @@ NETWORK_RULES: tuple[ServiceRule, ...] = (
         f"subnets without internet access reach ECS through the ecs-agent, ecs-telemetry and ecs endpoints; {ECS_API}, "
         "RegisterContainerInstance (called by the agent at start)",
         hosts_reach_ecs,
+    ),
+    ServiceRule(
+        EFS_REACHABLE,
+        "Amazon ECS and Amazon EFS",
+        f"a service whose tasks mount an EFS file system of the templates reaches its mount targets on NFS (TCP "
+        f"{NFS_PORT}): the targets' security groups admit the hosts' or the tasks' groups, and those let it out",
+        "AWS Knowledge Center, 'How do I mount an Amazon EFS file system on an Amazon ECS container or task running on "
+        "Amazon EC2?': the file system's security groups \"must allow inbound connections on port 2049 ... from the "
+        'ECS container instance and the ECS task", and theirs "must allow outbound connections on port 2049"; no '
+        "emulator checks reachability: the task stops at start with the mount timed out",
+        efs_reachable,
     ),
 )
