@@ -431,3 +431,18 @@ def test_a_new_ami_release_rolls_the_hosts_one_at_a_time_with_draining() -> None
 
     # The pinned release is the launch template's image: a new release changes it, which starts the roll.
     assert "20261031" in image(old) and "20261113" in image(new)
+
+
+def test_a_security_group_admits_the_capacity_as_it_admits_any_connectable() -> None:
+    """``connections.allow_from(capacity, ...)`` (and aws-efs's ``allow_default_port_from(capacity)``): the capacity
+    is an ``ec2.IConnectable`` to aws-cdk-lib, whose JavaScript side read no connections of it before."""
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    vpc = ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1)
+    capacity = GpuCapacity(stack, "L4", cluster=ecs.Cluster(stack, "C", vpc=vpc), instance_types=["g6.xlarge"])
+    store = ec2.SecurityGroup(stack, "Store", vpc=vpc)
+    store.connections.allow_from(capacity, ec2.Port.tcp(2049))
+    group = {"Fn::GetAtt": [Match.string_like_regexp("L4SecurityGroup"), "GroupId"]}
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress", {"FromPort": 2049, "SourceSecurityGroupId": group}
+    )

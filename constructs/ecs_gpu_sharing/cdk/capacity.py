@@ -195,6 +195,7 @@ def evidence_write_denial(stack: cdk.Stack) -> iam.PolicyStatement:
     )
 
 
+@jsii.implements(ec2.IConnectable)  # taken where aws-cdk-lib takes a connectable: allow_from(capacity, ...)
 class GpuCapacity(PlannedGpuCapacity, Construct):
     """GPU hosts on a pinned ECS-optimized AL2023 GPU AMI, added to ``cluster`` as a capacity provider.
 
@@ -317,6 +318,11 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
                 f"on it, then acknowledge '{UNVERIFIED_FAMILY_WARNING}'",
             )
 
+    @property
+    def connections(self) -> ec2.Connections:
+        """The hosts' security group, as aws-ec2's connections: ``other.connections.allow_from(capacity, port)``."""
+        return self._connections
+
     def _launch_template(self, cluster: ecs.Cluster, path: str, root: int) -> tuple[iam.Role, ec2.UserData]:
         """The hosts' launch template (the pinned AMI, IMDSv2 only, an encrypted root volume), their role, their
         security group, and the user data that writes ECS's settings."""
@@ -340,7 +346,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
         # The hosts' security group joins the cluster's connections, so a load balancer's target group (or
         # `cluster.connections.allow_from`) opens it to bridge-mode tasks' host ports. The group comes from the
         # launch template, which the Auto Scaling group's own connections do not see.
-        self.connections = ec2.Connections(security_groups=[security_group])
+        self._connections = ec2.Connections(security_groups=[security_group])
         cluster.connections.add_security_group(security_group)
         user_data = ec2.UserData.for_linux()
         user_data.add_commands(*(f"echo {line} >> /etc/ecs/ecs.config" for line in ECS_CONFIG), *IMDS_BLOCK)
