@@ -2061,6 +2061,14 @@ def test_a_task_mounting_efs_reaches_its_mount_targets(template: dict[str, Any],
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
 
 
+def test_efs_is_not_judged_where_the_hosts_cannot_be_read() -> None:
+    """On EC2 the host mounts the file system: a service on its cluster's default strategy names no hosts here, so
+    its tasks' own group being refused says nothing."""
+    template = _efs_app([_nfs_from("HostSg")], task_group=True)
+    del template["Resources"]["Svc"]["Properties"]["CapacityProviderStrategy"]
+    assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.EFS_REACHABLE]
+
+
 def test_an_efs_ingress_rule_of_its_own_is_read() -> None:
     template = _efs_app([])
     rule = {"GroupId": {"Fn::GetAtt": ["FsSg", "GroupId"]}, **_nfs_from("HostSg")}

@@ -120,9 +120,12 @@ def _groups(ctx: Templates, values: Any, stack: str) -> set[Key] | None:
 
 def _host_groups(ctx: Templates, service: Resource) -> set[Key] | None:
     """The security groups of the hosts a service's capacity providers launch (their launch templates' or launch
-    configurations'); ``None`` where one cannot be read."""
+    configurations'); ``None`` where one cannot be read, or the service names no strategy (its cluster's default)."""
     out: set[Key] = set()
-    for item in listed(service.props.get("CapacityProviderStrategy")):
+    strategy = listed(service.props.get("CapacityProviderStrategy"))
+    if not strategy:
+        return None
+    for item in strategy:
         provider = ctx.target(camel_keys(item).get("capacityProvider"), service.stack)
         arn = camel_keys((provider.props if provider else {}).get("AutoScalingGroupProvider")).get(
             "autoScalingGroupArn"
@@ -218,10 +221,11 @@ def _efs_findings(ctx: Templates, service: Resource, system: Resource) -> Iterat
         if found is None:
             return  # a group of the account: not judged
         target_groups |= found
+    hosts = _host_groups(ctx, service)
+    if not hosts:
+        return  # the hosts, which mount the file system on EC2, cannot be read
     awsvpc = camel_keys(camel_keys(service.props.get("NetworkConfiguration")).get("awsvpcConfiguration"))
-    clients = [g for g in (_host_groups(ctx, service), _groups(ctx, awsvpc.get("securityGroups"), service.stack)) if g]
-    if not clients:
-        return  # neither the hosts' nor the tasks' groups can be read
+    clients = [g for g in (hosts, _groups(ctx, awsvpc.get("securityGroups"), service.stack)) if g]
     names = ", ".join(sorted(f"{s}/{i}" for g in clients for s, i in g))
     if not any(_admits(ctx, target_groups, "SecurityGroupIngress", g, "SourceSecurityGroupId") for g in clients):
         yield (
