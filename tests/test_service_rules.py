@@ -2053,6 +2053,7 @@ _NO_EGRESS = [{"CidrIp": "255.255.255.255/32", "IpProtocol": "icmp", "FromPort":
         (_efs_app([_nfs_from("HostSg")], mount_target=False), "no mount target"),
         (_efs_app([_nfs_from("HostSg")], host_egress=_NO_EGRESS), "let no NFS"),
         (_efs_app([_nfs_from("HostSg")], host_egress=[_nfs_from(cidr="0.0.0.0/0", port=2049)]), None),
+        (_efs_app([_nfs_from("TaskSg")], host_egress=_NO_EGRESS, task_group=True), None),  # the tasks' group: all out
     ],
 )
 def test_a_task_mounting_efs_reaches_its_mount_targets(template: dict[str, Any], refused: str | None) -> None:
@@ -2066,6 +2067,18 @@ def test_efs_is_not_judged_where_the_hosts_cannot_be_read() -> None:
     its tasks' own group being refused says nothing."""
     template = _efs_app([_nfs_from("HostSg")], task_group=True)
     del template["Resources"]["Svc"]["Properties"]["CapacityProviderStrategy"]
+    assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.EFS_REACHABLE]
+
+
+def test_a_hosts_groups_egress_adds_up() -> None:
+    """A host in two groups, one with its egress closed and one with none written (EC2's default, all out): NFS
+    leaves."""
+    template = _efs_app([_nfs_from("HostSg")], host_egress=_NO_EGRESS)
+    resources = template["Resources"]
+    resources["OpenSg"] = {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "open"}}
+    resources["Lt"]["Properties"]["LaunchTemplateData"]["SecurityGroupIds"].append(
+        {"Fn::GetAtt": ["OpenSg", "GroupId"]}
+    )
     assert not [v for v in check_service_rules({"s": template}) if v.rule_id == sr.EFS_REACHABLE]
 
 

@@ -8,6 +8,10 @@ through the VPC's interface endpoints (Amazon ECS Developer Guide, "Amazon ECS i
 PrivateLink)": ``ecs-agent``, ``ecs-telemetry`` and ``ecs``), with those of the services it pulls from and writes to.
 moto starts no host, so the emulator cannot see it: the deploy waits for instances that never register, and the
 rolling update for their signal.
+
+A task that mounts an EFS file system reaches its mount targets on NFS (TCP 2049) through the security groups of the
+host that mounts it (and, in the awsvpc mode, its own): where none admits the other, each task stops as it starts
+with the mount timed out, which no emulator shows either.
 """
 
 from __future__ import annotations
@@ -186,10 +190,11 @@ def _admits(ctx: Templates, groups: set[Key], key: str, peers: set[Key], peer_ke
 
 
 def _egress_open(ctx: Templates, groups: set[Key], targets: set[Key]) -> bool:
-    """Whether NFS may leave ``groups`` for ``targets``: a group with no egress rules written keeps EC2's default,
-    all traffic out."""
-    written = any(any(True for _ in _rules(ctx, g, "SecurityGroupEgress")) for g in groups)
-    return not written or _admits(ctx, groups, "SecurityGroupEgress", targets, "DestinationSecurityGroupId")
+    """Whether NFS may leave ``groups`` for ``targets``: a group with no egress rules written keeps EC2's default, all
+    traffic out, and a host's groups' rules add up."""
+    if any(next(_rules(ctx, g, "SecurityGroupEgress"), None) is None for g in groups):
+        return True
+    return _admits(ctx, groups, "SecurityGroupEgress", targets, "DestinationSecurityGroupId")
 
 
 def efs_reachable(ctx: Templates) -> Iterator[Finding]:
@@ -226,7 +231,7 @@ def _efs_findings(ctx: Templates, service: Resource, system: Resource) -> Iterat
         return  # the hosts, which mount the file system on EC2, cannot be read
     awsvpc = camel_keys(camel_keys(service.props.get("NetworkConfiguration")).get("awsvpcConfiguration"))
     clients = [g for g in (hosts, _groups(ctx, awsvpc.get("securityGroups"), service.stack)) if g]
-    names = ", ".join(sorted(f"{s}/{i}" for g in clients for s, i in g))
+    names = ", ".join(sorted(construct_path(r) for g in clients for k in g if (r := ctx.resource(*k)) is not None))
     if not any(_admits(ctx, target_groups, "SecurityGroupIngress", g, "SourceSecurityGroupId") for g in clients):
         yield (
             service,
