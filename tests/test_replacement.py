@@ -14,6 +14,7 @@ from botocore.stub import Stubber
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core.exports_in_use import exports_in_use
 from ecs_gpu_sharing.core.replacement import replacements
+from ecs_gpu_sharing.core.update_refusals import update_refusals
 from ecs_gpu_sharing.operations import aws
 from ecs_gpu_sharing.operations.assembly import assembly_stacks
 
@@ -250,3 +251,46 @@ def test_stacks_replacements_reads_a_nested_stacks_deployed_template(
     assert code == 1
     assert out[0].startswith("models/Serving/Res (AWS::ElasticLoadBalancingV2::TargetGroup): Port changes"), out
     assert "models/Fresh: not deployed yet (nothing is replaced)" in out
+
+
+_BALANCER = "AWS::ElasticLoadBalancingV2::LoadBalancer"
+_SG = [{"Fn::GetAtt": ["Sg", "GroupId"]}]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "refused"),
+    [
+        ({"Type": "network"}, {"Type": "network", "SecurityGroups": _SG}, True),
+        ({"Type": "network", "SecurityGroups": []}, {"Type": "network", "SecurityGroups": _SG}, True),
+        ({"Type": "network", "SecurityGroups": _SG}, {"Type": "network", "SecurityGroups": [*_SG, "sg-2"]}, False),
+        ({"Type": "network"}, {"Type": "network"}, False),
+        ({}, {"SecurityGroups": _SG}, False),  # an application load balancer takes groups at any time
+        # replaced (its scheme is create-only): the new balancer is created with its groups
+        (
+            {"Type": "network", "Scheme": "internal"},
+            {"Type": "network", "Scheme": "internet-facing", "SecurityGroups": _SG},
+            False,
+        ),
+    ],
+)
+def test_security_groups_added_to_a_network_load_balancer_made_without_them_are_refused(
+    before: dict[str, Any], after: dict[str, Any], refused: bool
+) -> None:
+    """Elastic Load Balancing API Reference, SetSecurityGroups: "You can't perform this operation on a Network Load
+    Balancer unless you specified a security group for the load balancer when you created it"."""
+    found = update_refusals("models", _template(_BALANCER, **before), _template(_BALANCER, **after))
+    assert bool(found) is refused
+    assert not refused or "created without security groups" in found[0].problem
+
+
+def test_stacks_replacements_fails_security_groups_added_to_a_deployed_network_load_balancer(
+    tmp_path: Path, fake_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cdk_out = write_assembly(tmp_path, {"models": _template(_BALANCER, Type="network", SecurityGroups=_SG)})
+    cloudformation = _stubbed(monkeypatch)
+    with Stubber(cloudformation) as cfn:
+        _deployed(cfn, "models", _template(_BALANCER, Type="network"))
+        code = main(["stacks", "replacements", "--cdk-out", str(cdk_out), "--region", REGION, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert [r["logical_id"] for r in report["update_refusals"]] == ["Res"]

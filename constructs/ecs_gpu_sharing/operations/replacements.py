@@ -1,6 +1,7 @@
 """``stacks replacements``: before a deploy, what the synthesized stacks would do to the deployed ones that
-CloudFormation refuses: replace a resource under a custom name it keeps (``core.replacement``), or remove or change
-an export another stack imports (``core.exports_in_use``). Reads the cloud assembly and calls CloudFormation's
+CloudFormation refuses: replace a resource under a custom name it keeps (``core.replacement``), remove or change an
+export another stack imports (``core.exports_in_use``), or update a resource in a way its service refuses in place
+(``core.update_refusals``). Reads the cloud assembly and calls CloudFormation's
 GetTemplate and ListImports. Works for any CDK app's ``cdk.out``, the fleet app's and a team's own."""
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from ..core.errors import AwsOperationError
 from ..core.exports_in_use import ExportInUse, export_names, exports_in_use
 from ..core.nested_stacks import read_nested
 from ..core.replacement import Replacement, replacements
+from ..core.update_refusals import UpdateRefusal, update_refusals
 from .assembly import assembly_stacks
 from .aws import Clients, aws_errors
 from .deployed import physical_ids, template_of
 
-Finding = Replacement | ExportInUse
+Finding = Replacement | ExportInUse | UpdateRefusal
 
 
 def importers(cloudformation: Any, export: str) -> list[str]:
@@ -51,6 +53,7 @@ def check(clients: Clients, cdk_out: Path, region: str | None) -> Result:
             continue
         new = json.loads(stack.template.read_text())
         result.found.extend(replacements(stack.name, deployed, new))
+        result.found.extend(update_refusals(stack.name, deployed, new))
         _nested(cloudformation, stack.name, new, stack.template, result)
         try:
             with aws_errors(f"reading who imports stack {stack.name}'s exports (ListImports)"):
@@ -83,19 +86,23 @@ def _nested(cloudformation: Any, name: str, template: dict[str, Any], file: Path
             continue
         deployed_as[child] = arn  # type: ignore[assignment]
         result.found.extend(replacements(child, deployed, new))
+        result.found.extend(update_refusals(child, deployed, new))
 
 
 def report(result: Result) -> list[str]:
     lines = [f.problem for f in result.found]
     lines += [f"{name}: not deployed yet (nothing is replaced)" for name in result.not_deployed]
     lines += result.not_checked
-    return lines or ["no resource is replaced under a name it keeps, and no export in use changes"]
+    return lines or [
+        "no resource is replaced under a name it keeps, no export in use changes, and no update is one AWS refuses"
+    ]
 
 
 def to_json(result: Result) -> dict[str, Any]:
     return {
         "replacements": [f.to_json() for f in result.found if isinstance(f, Replacement)],
         "exports_in_use": [f.to_json() for f in result.found if isinstance(f, ExportInUse)],
+        "update_refusals": [f.to_json() for f in result.found if isinstance(f, UpdateRefusal)],
         "not_deployed": result.not_deployed,
         "not_checked": result.not_checked,
     }
