@@ -195,6 +195,37 @@ def test_az_rebalancing_is_off_unless_asked_for() -> None:
     assert chosen == {"Emb": "DISABLED", "Rer": "ENABLED"}
 
 
+def test_a_model_gets_the_fleet_files_startup_grace_unless_told_otherwise() -> None:
+    """aws-ecs gives a load-balanced service 60 s before failed health checks count, and a model server still loading
+    its weights is stopped and started again, over and over: the library's services behind a balancer (or with a
+    container check) get the fleet file's default startup (300 s) unless the service gives its own; a service with no
+    check to ignore gets none, as the fleet app writes none there."""
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    fleet = Fleet()
+    balanced = fleet.service("Emb", 1, 1000)
+    balanced.task_definition.default_container.add_port_mappings(ecs.PortMapping(container_port=8080))
+    alb = elbv2.ApplicationLoadBalancer(fleet.stack, "Alb", vpc=fleet.cluster.vpc)
+    alb.add_listener("Http", port=80, open=False).add_targets("Emb", port=8080, targets=[balanced])
+    fleet.service("Rer", 1, 1000, health_check_grace_period=cdk.Duration.minutes(15))
+    fleet.service("Bat", 1, 1000)  # no load balancer, no container check: nothing to ignore, and no grace written
+    checked = SharedGpuTaskDefinition(fleet.stack, "ChkTask")
+    checked.add_container(
+        "model",
+        image=IMAGE,
+        cpu=512,
+        memory_limit_mib=1024,
+        gpu=MpsShare(1000),
+        health_check=ecs.HealthCheck(command=["CMD-SHELL", "curl -f localhost:8080/health"]),
+    )
+    SharedGpuService(
+        fleet.stack, "Chk", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=checked, desired_count=1
+    )
+    services = Template.from_stack(fleet.stack).find_resources("AWS::ECS::Service")
+    grace = {logical_id[:3]: r["Properties"].get("HealthCheckGracePeriodSeconds") for logical_id, r in services.items()}
+    assert grace == {"Emb": 300, "Rer": 900, "Bat": None, "Chk": 300}
+
+
 # --- errors ---------------------------------------------------------------------------------------------
 
 

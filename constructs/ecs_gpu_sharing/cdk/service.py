@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
+import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -15,6 +16,7 @@ from constructs import Construct
 
 from ..core.allocation import AllocationNote
 from ..core.errors import ServiceError, TaskDefinitionError
+from ..core.fleet.service_spec import DEFAULT_STARTUP_SECONDS
 from ..core.mps import require_int
 from ..core.placement import BINPACK_CPU, BINPACK_MEMORY, LIBRARY_STRATEGY, RANDOM, SPREAD_INSTANCE, SPREAD_ZONE
 from ..core.quotas import MAX_TASKS_PER_SERVICE
@@ -93,6 +95,11 @@ class _PlannedGpuService(Construct):
                 capacity_provider_strategies=capacity.capacity_provider_strategies(),
                 **options,
             )
+        if options.get("health_check_grace_period") is None:
+            resource = self.service.node.default_child
+            assert isinstance(resource, ecs.CfnService)
+            grace = cdk.Lazy.uncached_any(_StartupGrace(resource, task_definition))
+            resource.add_property_override("HealthCheckGracePeriodSeconds", grace)
         _register(self, id_ if name is None else name, planned_count, allocation)  # its Service exists now
         # The provider must be associated with the cluster before the service names it; aws-ecs creates that
         # association under the cluster late, so depend on the cluster's whole subtree (resolved at synth).
@@ -126,6 +133,27 @@ class _PlannedGpuService(Construct):
         return self.service.auto_scale_task_count(max_capacity=max_capacity, min_capacity=min_capacity)
 
 
+@jsii.implements(cdk.IAnyProducer)
+class _StartupGrace:
+    """A service's health check grace period where it has a check to ignore: the fleet file's default startup (300 s)
+    where it has a load balancer or a container health check, none otherwise (aws-ecs's own default is 60 s with a
+    load balancer, and a model server still loading its weights is stopped and started again, over and over). Read at
+    synth, since a load balancer attaches the service after it is made."""
+
+    def __init__(self, service: ecs.CfnService, task_definition: ecs.TaskDefinition) -> None:
+        self._service, self._task = service, task_definition
+
+    def produce(self, context: cdk.IResolveContext) -> Any:
+        stack = cdk.Stack.of(self._service)
+        balanced = bool(stack.resolve(self._service.load_balancers))
+        containers = self._task.node.default_child
+        written = (
+            stack.resolve(containers.container_definitions) if isinstance(containers, ecs.CfnTaskDefinition) else []
+        )
+        checked = any(isinstance(c, dict) and c.get("healthCheck") for c in written or [])
+        return DEFAULT_STARTUP_SECONDS if balanced or checked else None
+
+
 class SharedGpuService(_PlannedGpuService):
     """An EC2 service on a GPU capacity's provider, planned with every other service on that capacity.
 
@@ -136,7 +164,9 @@ class SharedGpuService(_PlannedGpuService):
     Availability Zones, then on the host with the least memory left, unless ``placement_strategies`` is given; the
     plan replays ECS's placement with the service's strategies (``core.placement``) and warns where they scatter.
     ECS's Availability Zone rebalancing is off unless ``availability_zone_rebalancing`` is given (the replay does not
-    move tasks between zones).
+    move tasks between zones). Behind a load balancer or with a container health check, failed checks count 300 s
+    after a task starts (the fleet file's default ``startup_seconds``; aws-ecs's own default for a load-balanced
+    service, 60 s, restarts a model still loading its weights) unless ``health_check_grace_period`` is given.
     It is planned at its largest count: ``planned_count`` when given, else the larger of ``desired_count`` and the task
     auto scaling maximum (``.service.auto_scale_task_count(max_capacity=...)``).
 
