@@ -219,3 +219,25 @@ def test_an_option_of_another_type_is_refused_by_name() -> None:
             instance_types=["g6e.xlarge"],
             capacity_option_type="SPOT",  # type: ignore[arg-type]
         )
+
+
+def test_a_security_group_admits_managed_instances_hosts_as_any_connectable() -> None:
+    """``group.connections.allow_from(capacity, ...)``: the Managed Instances capacity is an ``ec2.IConnectable`` (its
+    hosts' security group), as a GpuCapacity is."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_ecs as ecs
+
+    from ecs_gpu_sharing import GpuManagedInstancesCapacity
+
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    vpc = ec2.Vpc(stack, "V", max_azs=2, nat_gateways=1)
+    cluster = ecs.Cluster(stack, "C", vpc=vpc)
+    capacity = GpuManagedInstancesCapacity(stack, "L40s", cluster=cluster, instance_types=["g6e.xlarge"])
+    store = ec2.SecurityGroup(stack, "Store", vpc=vpc)
+    store.connections.allow_from(capacity, ec2.Port.tcp(2049))
+    group = {"Fn::GetAtt": [Match.string_like_regexp("L40sSecurityGroup"), "GroupId"]}
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress", {"FromPort": 2049, "SourceSecurityGroupId": group}
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -25,6 +26,7 @@ _ACCELERATOR_NAMES = {
 }
 
 
+@jsii.implements(ec2.IConnectable)  # taken where aws-cdk-lib takes a connectable: allow_from(capacity, ...)
 class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
     """GPU hosts that ECS Managed Instances launches, patches and replaces, added to ``cluster`` as a capacity
     provider. AWS owns the host image (there is no AMI to pin) and picks the instance type among the allowed ones.
@@ -119,6 +121,7 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
             vpc=cluster.vpc,
             description=SECURITY_GROUP_DESCRIPTION.fitted(f"ECS Managed Instances GPU hosts of {path}"),
         )
+        self._connections = ec2.Connections(security_groups=[self.security_group])
         facts = self.facts
         accelerator = _ACCELERATOR_NAMES.get(facts.gpu_name.replace(" ", ""))
         self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
@@ -148,6 +151,11 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
             host_role.add_to_policy(evidence_write_denial(cdk.Stack.of(self)))
         FleetPlan.of(self).add_capacity(self)
         self._acknowledge_nag_rules()
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The hosts' security group, as aws-ec2's connections: ``other.connections.allow_from(capacity, port)``."""
+        return self._connections
 
     def _acknowledge_nag_rules(self) -> None:
         """Acknowledges cdk-nag's findings on the roles aws-ecs creates for Managed Instances, each with its reason."""
