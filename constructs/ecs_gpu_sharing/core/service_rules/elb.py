@@ -148,7 +148,7 @@ def target_group_routed_first(ctx: Templates) -> Iterator[Finding]:
                     service,
                     f"its target group {cdk_path(group)} is forwarded to by {names}, and none of them is created "
                     "before it, so CloudFormation may create the service while the group has no load balancer, and "
-                    f"ECS refuses it; make the service depend on one (service.node.add_dependency)",
+                    "ECS refuses it; make the service depend on one (service.node.add_dependency)",
                 )
 
 
