@@ -196,6 +196,13 @@ def camel_keys(item: Any) -> dict[str, Any]:
     return {k[:1].lower() + k[1:]: v for k, v in item.items()} if isinstance(item, dict) else {}
 
 
+def folded_keys(item: Any) -> dict[str, Any]:
+    """One level of an object with its keys in lower case, where ``camel_keys`` misreads a leading acronym
+    (CloudFormation writes ``EFSVolumeConfiguration`` and ``IAM`` where the API writes ``efsVolumeConfiguration`` and
+    ``iam``); ``{}`` for a non-object."""
+    return {str(k).lower(): v for k, v in item.items()} if isinstance(item, dict) else {}
+
+
 def containers_from_cloudformation(container_definitions: Any, *, owner: str) -> list[ContainerFacts]:
     """Container facts from a task definition's resolved ``ContainerDefinitions`` (camel- or Pascal-case keys).
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from ..capacity_facts import ecs_settings
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import CAPACITY_METADATA, Finding, ServiceRule, Templates, literal_number, user_data_text
+from .base import CAPACITY_METADATA, PLACEHOLDER, Finding, ServiceRule, Templates, literal_number, user_data_text
 
 # --- Amazon EC2 Auto Scaling and CloudFormation's update policy ----------------------------------------------------
 
@@ -18,7 +18,6 @@ ROLL_PAUSE_TIME = f"{PREFIX}RollingUpdatePauseTime"
 GROUP_ONE_LAUNCH_SOURCE = f"{PREFIX}AutoScalingGroupOneLaunchSource"
 WARM_POOL_ON_ECS_CAPACITY = f"{PREFIX}WarmPoolOnEcsCapacity"
 _WARM_POOLS_CHECK = "ECS_WARM_POOLS_CHECK"
-_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")  # how Templates.text writes what it cannot spell
 
 
 def roll_below_max_size(ctx: Templates) -> Iterator[Finding]:
@@ -99,7 +98,7 @@ def warm_pool_on_ecs_capacity(ctx: Templates) -> Iterator[Finding]:
             yield pool, "it returns instances to the pool on scale in (ReuseOnScaleIn), which ECS does not support"
         text = user_data_text(ctx, group)
         # A parameter's or an unreadable value's part may set it; a resource's name or a pseudo parameter does not.
-        chosen = [p for p in _PLACEHOLDER.findall(text) if "/" not in p and not p.startswith("AWS::")]
+        chosen = [p for p in PLACEHOLDER.findall(text) if "/" not in p and not p.startswith("AWS::")]
         if not chosen and ecs_settings(text).get(_WARM_POOLS_CHECK) != "true":
             yield (
                 pool,

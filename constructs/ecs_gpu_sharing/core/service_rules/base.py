@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..shape import camel_keys
+from ..shape import camel_keys, folded_keys
 from ..template_limits import output_value
 
 Template = Mapping[str, Any]
@@ -147,6 +147,7 @@ class Templates:
 _SUB_NAME = re.compile(r"\$\{(?!!)([^}.]+)")
 _SUB_VARIABLE = re.compile(r"\$\{(!?)([^}]*)\}")
 UNKNOWN_TEXT = "${?}"  # what ``Templates.text`` writes for a value it cannot read
+PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")  # how ``Templates.text`` writes a reference, a parameter, the unreadable
 
 
 def _attribute(arg: Any) -> str:
@@ -344,3 +345,14 @@ def user_data_text(ctx: Templates, group: Resource) -> str:
     if written is None and configuration is not None:
         written = configuration.props.get("UserData")
     return ctx.text(written, group.stack)
+
+
+def efs_volumes(task: Resource) -> list[tuple[Any, dict[str, Any]]]:
+    """Each EFS volume of a task definition: its name and its configuration, keys in lower case (``folded_keys``)."""
+    volumes = task.props.get("Volumes")
+    found = []
+    for volume in volumes if isinstance(volumes, list) else []:
+        config = folded_keys(folded_keys(volume).get("efsvolumeconfiguration"))
+        if config:
+            found.append((folded_keys(volume).get("name"), config))
+    return found

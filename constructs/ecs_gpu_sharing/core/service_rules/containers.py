@@ -18,8 +18,18 @@ from typing import Any
 
 from ..capacity_facts import FIRELENS_DRIVER
 from ..rule_family import PREFIX
-from ..shape import HEALTH_CHECK_FIRST, HEALTH_CHECK_RANGES, camel_keys
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, _containers, _network_mode, literal_number
+from ..shape import HEALTH_CHECK_FIRST, HEALTH_CHECK_RANGES, camel_keys, folded_keys
+from .base import (
+    ECS_API,
+    Finding,
+    Resource,
+    ServiceRule,
+    Templates,
+    _containers,
+    _network_mode,
+    efs_volumes,
+    literal_number,
+)
 from .names import ECS_NAME
 
 DEPENDENCIES_RESOLVE = f"{PREFIX}ContainerDependenciesResolve"
@@ -233,20 +243,10 @@ def mount_point_volume(ctx: Templates) -> Iterator[Finding]:
                     )
 
 
-def _folded(value: Any) -> dict[str, Any]:
-    """A mapping's keys in lower case: CloudFormation writes EFSVolumeConfiguration and IAM where the API writes
-    efsVolumeConfiguration and iam."""
-    return {str(k).lower(): v for k, v in value.items()} if isinstance(value, Mapping) else {}
-
-
 def efs_volume_options(ctx: Templates) -> Iterator[Finding]:
     for task in ctx.of_type("AWS::ECS::TaskDefinition"):
-        volumes = task.props.get("Volumes")
-        for volume in volumes if isinstance(volumes, list) else []:
-            config = _folded(_folded(volume).get("efsvolumeconfiguration"))
-            if not config:
-                continue
-            name, auth = _folded(volume).get("name"), _folded(config.get("authorizationconfig"))
+        for name, config in efs_volumes(task):
+            auth = folded_keys(config.get("authorizationconfig"))
             encrypted = config.get("transitencryption") == "ENABLED"
             needs = [
                 what

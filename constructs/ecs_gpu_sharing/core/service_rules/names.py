@@ -26,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from ..rule_family import PREFIX
-from .base import ECS_API, UNKNOWN_TEXT, Finding, Resource, ServiceRule, Templates, construct_path
+from .base import ECS_API, PLACEHOLDER, UNKNOWN_TEXT, Finding, Resource, ServiceRule, Templates, construct_path
 
 NAME_CLAIMED_TWICE = f"{PREFIX}NameClaimedTwice"
 ECS_NAMES = f"{PREFIX}EcsNames"
@@ -40,7 +40,6 @@ _ECS_NAMED = {
     "AWS::ECS::TaskDefinition": ("Family", "task definition family"),
     "AWS::ECS::CapacityProvider": ("Name", "capacity provider name"),
 }
-_PLACEHOLDER = re.compile(r"\$\{[^}]*\}")  # a value Templates.text cannot spell: a reference, a parameter
 
 # The names that are unique though the type's registry schema identifies it by what AWS makes (an ARN, an id), so the
 # schemas do not say them: resource type -> (its name property, the property that scopes the name, if names are
@@ -159,7 +158,7 @@ def ecs_names(ctx: Templates) -> Iterator[Finding]:
             text = ctx.text(resource.props[prop], resource.stack)
             if text == UNKNOWN_TEXT:
                 continue
-            literal = _PLACEHOLDER.sub("", text)  # a stack's name is letters, digits and hyphens: not judged either
+            literal = PLACEHOLDER.sub("", text)  # a stack's name is letters, digits and hyphens: not judged either
             bad = sorted({c for c in literal if not _ECS_NAME_CHARACTER.fullmatch(c)})
             if bad:
                 yield (

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path, launch_data, listed
+from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path, efs_volumes, launch_data, listed
 
 HOSTS_REACH_ECS = f"{PREFIX}HostSubnetsReachEcs"
 EFS_REACHABLE = f"{PREFIX}EfsReachableFromTasks"
@@ -200,10 +200,10 @@ def _egress_open(ctx: Templates, groups: set[Key], targets: set[Key]) -> bool:
 def efs_reachable(ctx: Templates) -> Iterator[Finding]:
     for service in ctx.of_type("AWS::ECS::Service"):
         task = ctx.target(service.props.get("TaskDefinition"), service.stack)
-        volumes = (task.props if task else {}).get("Volumes")
-        for volume in volumes if isinstance(volumes, list) else []:
-            config = {str(k).lower(): v for k, v in volume.items()}.get("efsvolumeconfiguration")
-            system = ctx.target(camel_keys(config).get("filesystemId"), task.stack) if task and config else None
+        if task is None:
+            continue
+        for _, config in efs_volumes(task):
+            system = ctx.target(config.get("filesystemid"), task.stack)
             if system is None or system.kind != "AWS::EFS::FileSystem":
                 continue  # no EFS, or a file system of the account
             yield from _efs_findings(ctx, service, system)
