@@ -8,7 +8,16 @@ from collections.abc import Iterator
 from ..capacity_facts import ecs_settings
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import CAPACITY_METADATA, PLACEHOLDER, Finding, ServiceRule, Templates, literal_number, user_data_text
+from .base import (
+    CAPACITY_METADATA,
+    PLACEHOLDER,
+    Finding,
+    ServiceRule,
+    Templates,
+    literal_number,
+    provider_group,
+    user_data_text,
+)
 
 # --- Amazon EC2 Auto Scaling and CloudFormation's update policy ----------------------------------------------------
 
@@ -77,13 +86,7 @@ _ASG = "Amazon EC2 Auto Scaling API Reference, CreateAutoScalingGroup"
 def warm_pool_on_ecs_capacity(ctx: Templates) -> Iterator[Finding]:
     for pool in ctx.of_type("AWS::AutoScaling::WarmPool"):
         group = ctx.target(pool.props.get("AutoScalingGroupName"), pool.stack)
-        providers = [
-            p
-            for p in ctx.of_type("AWS::ECS::CapacityProvider")
-            if group is not None
-            and ctx.target(camel_keys(p.props.get("AutoScalingGroupProvider")).get("autoScalingGroupArn"), p.stack)
-            is group
-        ]
+        providers = [p for p in ctx.of_type("AWS::ECS::CapacityProvider") if group and provider_group(ctx, p) is group]
         if group is None or not providers:
             continue  # a group ECS does not place on, or one the templates do not make
         if any(CAPACITY_METADATA in (p.attributes.get("Metadata") or {}) for p in providers):
@@ -95,7 +98,11 @@ def warm_pool_on_ecs_capacity(ctx: Templates) -> Iterator[Finding]:
             )
             continue
         if camel_keys(pool.props.get("InstanceReusePolicy")).get("reuseOnScaleIn") in (True, "true"):
-            yield pool, "it returns instances to the pool on scale in (ReuseOnScaleIn), which ECS does not support"
+            yield (
+                pool,
+                "it returns instances to the pool on scale in (ReuseOnScaleIn true), which ECS does not support; leave "
+                "the instance reuse policy out",
+            )
         text = user_data_text(ctx, group)
         # A parameter's or an unreadable value's part may set it; a resource's name or a pseudo parameter does not.
         chosen = [p for p in PLACEHOLDER.findall(text) if "/" not in p and not p.startswith("AWS::")]

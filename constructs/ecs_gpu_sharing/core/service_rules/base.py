@@ -356,3 +356,12 @@ def efs_volumes(task: Resource) -> list[tuple[Any, dict[str, Any]]]:
         if config:
             found.append((folded_keys(volume).get("name"), config))
     return found
+
+
+def provider_group(ctx: Templates, provider: Resource | None) -> Resource | None:
+    """The Auto Scaling group of the templates a capacity provider scales; ``None`` for a Managed Instances provider,
+    a group of the account, or no provider."""
+    if provider is None:
+        return None
+    config = camel_keys(provider.props.get("AutoScalingGroupProvider"))
+    return ctx.target(config.get("autoScalingGroupArn"), provider.stack)

@@ -21,6 +21,7 @@ from .base import (
     _service_connect,
     _services,
     literal_number,
+    provider_group,
 )
 
 # --- Amazon ECS ----------------------------------------------------------------------------------------------------
@@ -490,7 +491,7 @@ def termination_protection(ctx: Templates) -> Iterator[Finding]:
             continue
         if camel_keys(config.get("managedScaling")).get("status") != "ENABLED":
             yield provider, "managed termination protection is on and managed scaling is off; turn managed scaling on"
-        group = ctx.target(config.get("autoScalingGroupArn"), provider.stack)
+        group = provider_group(ctx, provider)
         if group is not None and group.props.get("NewInstancesProtectedFromScaleIn") not in (True, "true"):
             yield (
                 group,

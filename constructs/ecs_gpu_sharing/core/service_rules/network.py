@@ -21,7 +21,18 @@ from typing import Any
 
 from ..rule_family import PREFIX
 from ..shape import camel_keys
-from .base import ECS_API, Finding, Resource, ServiceRule, Templates, construct_path, efs_volumes, launch_data, listed
+from .base import (
+    ECS_API,
+    Finding,
+    Resource,
+    ServiceRule,
+    Templates,
+    construct_path,
+    efs_volumes,
+    launch_data,
+    listed,
+    provider_group,
+)
 
 HOSTS_REACH_ECS = f"{PREFIX}HostSubnetsReachEcs"
 EFS_REACHABLE = f"{PREFIX}EfsReachableFromTasks"
@@ -87,8 +98,7 @@ def _endpoints(ctx: Templates, subnet: Resource) -> set[str]:
 
 def hosts_reach_ecs(ctx: Templates) -> Iterator[Finding]:
     for provider in ctx.of_type("AWS::ECS::CapacityProvider"):
-        arn = (provider.props.get("AutoScalingGroupProvider") or {}).get("AutoScalingGroupArn")
-        group = ctx.target(arn, provider.stack)
+        group = provider_group(ctx, provider)
         if group is None:
             continue  # a group of the account: fleet egress reads its subnets
         subnets = group.props.get("VPCZoneIdentifier")
@@ -130,11 +140,7 @@ def _host_groups(ctx: Templates, service: Resource) -> set[Key] | None:
     if not strategy:
         return None
     for item in strategy:
-        provider = ctx.target(camel_keys(item).get("capacityProvider"), service.stack)
-        arn = camel_keys((provider.props if provider else {}).get("AutoScalingGroupProvider")).get(
-            "autoScalingGroupArn"
-        )
-        group = ctx.target(arn, provider.stack) if provider is not None else None
+        group = provider_group(ctx, ctx.target(camel_keys(item).get("capacityProvider"), service.stack))
         if group is None:
             return None
         data = launch_data(ctx, group)
