@@ -20,6 +20,7 @@ from ..core.fleet.service_spec import DEFAULT_STARTUP_SECONDS
 from ..core.mps import require_int
 from ..core.placement import BINPACK_CPU, BINPACK_MEMORY, LIBRARY_STRATEGY, RANDOM, SPREAD_INSTANCE, SPREAD_ZONE
 from ..core.quotas import MAX_TASKS_PER_SERVICE
+from ..core.shape import folded_keys
 from ..core.tokens import is_token
 from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan
@@ -150,7 +151,7 @@ class _StartupGrace:
         written = (
             stack.resolve(containers.container_definitions) if isinstance(containers, ecs.CfnTaskDefinition) else []
         )
-        checked = any(isinstance(c, dict) and c.get("healthCheck") for c in written or [])
+        checked = any(folded_keys(c).get("healthcheck") for c in written or [])  # as aws-ecs or an L1 writes it
         return DEFAULT_STARTUP_SECONDS if balanced or checked else None
 
 
