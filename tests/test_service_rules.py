@@ -3,6 +3,7 @@ breaks it, naming the resource; the table is complete and sourced; the plugin fa
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -252,6 +253,14 @@ def _warm_pool(user_data: Any, *, reuse: bool = False, provider: bool = True, li
     if library:
         template["Resources"]["Cp"]["Metadata"] = {sr.CAPACITY_METADATA: "l4"}
     return template
+
+
+def _user_data(user_data: Any, kind: str = "AWS::EC2::LaunchTemplate") -> dict[str, Any]:
+    """A launch template, launch configuration or instance whose user data is ``user_data`` as written."""
+    props: dict[str, Any] = {"LaunchTemplateData": {"UserData": user_data}}
+    if kind != "AWS::EC2::LaunchTemplate":
+        props = {"ImageId": "ami-1", "InstanceType": "m7i.large", "UserData": user_data}
+    return _stack(("Cluster", "AWS::ECS::Cluster", {}), ("Host", kind, props))
 
 
 def _efs(**config: Any) -> dict[str, Any]:
@@ -767,6 +776,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         _bucket_policy("arn:aws:iam::123456789012:role/model-runner"),
     ),
     sr.WARM_POOL_ON_ECS_CAPACITY: (_warm_pool("ECS_WARM_POOLS_CHECK=true"), _warm_pool("ECS_CLUSTER=models")),
+    sr.USER_DATA_SIZE: (_user_data({"Fn::Base64": "#" * 16_384}), _user_data({"Fn::Base64": "#" * 16_385})),
     sr.EFS_VOLUME_OPTIONS: (
         _stack(_task(Volumes=[_efs(TransitEncryption="ENABLED", AuthorizationConfig={"IAM": "ENABLED"})])),
         _stack(_task(Volumes=[_efs(AuthorizationConfig={"IAM": "ENABLED"})])),
@@ -2014,6 +2024,36 @@ def test_a_warm_pool_on_an_ecs_capacity_keeps_its_hosts_out_of_ecs_until_they_se
 ) -> None:
     found = check_service_rules({"s": template})
     messages = [v.message for v in found if v.rule_id == sr.WARM_POOL_ON_ECS_CAPACITY]
+    assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
+
+
+_SCRIPT = "#!/bin/bash\n" + "echo model-cache >> /etc/fstab\n" * 560  # 17,372 bytes
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        (_user_data({"Fn::Base64": _SCRIPT[:16_384]}, "AWS::AutoScaling::LaunchConfiguration"), None),
+        (_user_data({"Fn::Base64": _SCRIPT}, "AWS::AutoScaling::LaunchConfiguration"), "17,372 bytes"),
+        (_user_data({"Fn::Base64": _SCRIPT}, "AWS::EC2::Instance"), "17,372 bytes"),
+        (_user_data(base64.b64encode(_SCRIPT[:16_384].encode()).decode()), None),  # written encoded: its decoded size
+        (_user_data(base64.b64encode(_SCRIPT.encode()).decode()), "17,372 bytes"),
+        (_user_data({"Fn::Base64": "\u00e9" * 8_192}), None),  # bytes, not characters: two each in UTF-8
+        (_user_data({"Fn::Base64": "\u00e9" * 8_193}), "16,386 bytes"),
+        (  # a reference's text is not known here: counted as nothing, so a script at the limit with one passes
+            _user_data({"Fn::Base64": {"Fn::Join": ["", [_SCRIPT[:16_384], {"Ref": "Cluster"}]]}}),
+            None,
+        ),
+        (
+            _user_data({"Fn::Base64": {"Fn::Sub": [_SCRIPT + "${Name}", {"Name": {"Ref": "Cluster"}}]}}),
+            "references counted as empty",
+        ),
+        (_user_data({"Fn::Base64": {"Ref": "UserDataParameter"}}), None),  # chosen at deploy: not judged
+        (_user_data({"Fn::If": ["Big", {"Fn::Base64": _SCRIPT}, {"Ref": "AWS::NoValue"}]}), None),  # unreadable
+    ],
+)
+def test_user_data_is_at_most_what_ec2_launches(template: dict[str, Any], refused: str | None) -> None:
+    messages = [v.message for v in check_service_rules({"s": template}) if v.rule_id == sr.USER_DATA_SIZE]
     assert (refused is None and messages == []) or (refused is not None and refused in messages[0]), messages
 
 

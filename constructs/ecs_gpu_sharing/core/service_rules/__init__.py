@@ -24,6 +24,7 @@ from .autoscaling import (
     GROUP_SIZES,
     ROLL_BELOW_MAX_SIZE,
     ROLL_PAUSE_TIME,
+    USER_DATA_SIZE,
     WARM_POOL_ON_ECS_CAPACITY,
 )
 from .base import CAPACITY_METADATA, ECS_API, Check, Finding, Resource, ServiceRule, Template, Templates
@@ -575,6 +576,7 @@ __all__ = [
     "TASK_ROLE_TRUST",
     "TERMINATION_PROTECTION",
     "TRUST_POLICY_PRINCIPALS",
+    "USER_DATA_SIZE",
     "WARM_POOL_ON_ECS_CAPACITY",
     "Check",
     "Finding",

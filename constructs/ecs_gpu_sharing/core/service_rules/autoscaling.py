@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from ..capacity_facts import ecs_settings
 from ..rule_family import PREFIX
@@ -12,6 +15,7 @@ from .base import (
     CAPACITY_METADATA,
     PLACEHOLDER,
     Finding,
+    Resource,
     ServiceRule,
     Templates,
     literal_number,
@@ -26,7 +30,9 @@ GROUP_SIZES = f"{PREFIX}AutoScalingGroupSizes"
 ROLL_PAUSE_TIME = f"{PREFIX}RollingUpdatePauseTime"
 GROUP_ONE_LAUNCH_SOURCE = f"{PREFIX}AutoScalingGroupOneLaunchSource"
 WARM_POOL_ON_ECS_CAPACITY = f"{PREFIX}WarmPoolOnEcsCapacity"
+USER_DATA_SIZE = f"{PREFIX}UserDataSize"
 _WARM_POOLS_CHECK = "ECS_WARM_POOLS_CHECK"
+USER_DATA_BYTES = 16_384  # EC2's limit on user data, before base64
 
 
 def roll_below_max_size(ctx: Templates) -> Iterator[Finding]:
@@ -115,6 +121,47 @@ def warm_pool_on_ecs_capacity(ctx: Templates) -> Iterator[Finding]:
             )
 
 
+_USER_DATA_HOLDERS = ("AWS::EC2::LaunchTemplate", "AWS::AutoScaling::LaunchConfiguration", "AWS::EC2::Instance")
+
+
+def _written_user_data(holder: Resource) -> Any:
+    if holder.kind == "AWS::EC2::LaunchTemplate":
+        return camel_keys(holder.props.get("LaunchTemplateData")).get("userData")
+    return holder.props.get("UserData")
+
+
+def _least_user_data_bytes(ctx: Templates, written: Any, stack: str) -> tuple[int, bool] | None:
+    """The fewest bytes ``written`` (a template's UserData) can be once deployed, before base64, and whether a
+    reference (or a part not read here, such as a condition) was counted as empty; ``None`` where nothing of it is
+    written here (a parameter, a condition around it all)."""
+    if isinstance(written, str):  # written already encoded, as the property's type asks
+        try:
+            return len(base64.b64decode(written, validate=True)), False
+        except (binascii.Error, ValueError):
+            return None  # not base64 at all: CloudFormation's own validation says so
+    if not (isinstance(written, dict) and set(written) == {"Fn::Base64"}):
+        return None
+    text = ctx.text(written, stack)  # a reference, a parameter and the unreadable each as a placeholder
+    literal = PLACEHOLDER.sub("", text)
+    return len(literal.encode()), literal != text
+
+
+def user_data_size(ctx: Templates) -> Iterator[Finding]:
+    for kind in _USER_DATA_HOLDERS:
+        for holder in ctx.of_type(kind):
+            least = _least_user_data_bytes(ctx, _written_user_data(holder), holder.stack)
+            if least is None or least[0] <= USER_DATA_BYTES:
+                continue
+            counted = " (references counted as empty)" if least[1] else ""
+            yield (
+                holder,
+                f"its user data is at least {least[0]:,} bytes{counted}, over EC2's {USER_DATA_BYTES:,} before base64: "
+                'EC2 refuses every launch from it ("User data is limited to 16384 bytes"), so no host of it ever '
+                "starts and the tasks placed on its capacity wait; keep the script in S3 or an SSM document and fetch "
+                "it from a short user data",
+            )
+
+
 AUTOSCALING_RULES: tuple[ServiceRule, ...] = (
     ServiceRule(
         ROLL_BELOW_MAX_SIZE,
@@ -158,5 +205,14 @@ AUTOSCALING_RULES: tuple[ServiceRule, ...] = (
         f'warm pools with your Amazon ECS cluster, set the {_WARM_POOLS_CHECK} agent configuration variable to true"; '
         "a GpuCapacity's roll signal: core/host_boot.py",
         warm_pool_on_ecs_capacity,
+    ),
+    ServiceRule(
+        USER_DATA_SIZE,
+        "Amazon EC2",
+        f"a launch template's, launch configuration's or instance's user data is at most {USER_DATA_BYTES:,} bytes "
+        "before base64 (references counted as empty)",
+        "Amazon EC2 User Guide, 'Work with instance user data': \"User data is limited to 16 KB, in raw form, before "
+        'it is base64-encoded"; RunInstances answers "User data is limited to 16384 bytes"',
+        user_data_size,
     ),
 )
