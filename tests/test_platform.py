@@ -586,6 +586,8 @@ def _svc(key_lines: str, service: str = "a") -> str:
         ),
         (_svc('acknowledge = { "ecs-gpu-sharing:MutableImageTag" = " " }'), "needs a reason"),
         (_svc('tags = { "aws:x" = "y" }'), "service.a.tags.'aws:x': a tag is a name of 1..128 characters"),
+        (_svc('tags = { "cost-center" = "ml#42" }'), "service.a.tags.'cost-center': 'ml#42' has '#'"),
+        (_svc('tags = { "team (ml)" = "search" }'), "service.a.tags.'team (ml)': its name has '(', ')'"),
         (
             _svc('task_role_statements = [{ actions = ["s3:GetObject"], resources = ["*"] }]'),
             "service.a.task_role_statements[0].resources item '*' is malformed",
@@ -620,6 +622,34 @@ def test_many_services_sharing_a_balancer_without_routes_are_each_told_in_one_sh
 
 
 # --- a tag is not a digest (the library's own warning) ---------------------------------------------------------
+
+
+def test_tags_of_every_character_the_tagged_resources_take_parse() -> None:
+    """Letters, digits and spaces of any script, and _ . : / = + - @, as IAM's and ECS's tags take them."""
+    text = _svc('tags = { "équipe:nom" = "recherche sémantique", "owner@example.com" = "a_b.c:d/e=f+g-h@i 42" }')
+    assert _parse(text).services["a"].tags["équipe:nom"] == "recherche sémantique"
+
+
+def test_the_tag_characters_are_those_of_cloudformations_schemas_for_the_tagged_types() -> None:
+    """The fleet file's tags go on the service's IAM roles, task definition and service (and target group): the
+    character set the fleet check allows is the one each of those types' registry schema gives (cfn-lint ships them)."""
+    import json
+    from importlib import resources
+
+    from ecs_gpu_sharing.core.fleet.fleet_checks import TAG_PATTERN
+
+    schemas = resources.files("cfnlint") / "data" / "schemas"
+    index = json.loads((schemas / "providers" / "us-east-1.json").read_text())
+    for kind in (
+        "AWS::IAM::Role",
+        "AWS::ECS::Service",
+        "AWS::ECS::TaskDefinition",
+        "AWS::ElasticLoadBalancingV2::TargetGroup",
+    ):
+        tag = json.loads((schemas / "resources" / f"{index[kind]}.json").read_text())["definitions"]["Tag"]
+        for part in ("Key", "Value"):
+            pattern = tag["properties"][part]["pattern"]
+            assert TAG_PATTERN in pattern, (kind, part, pattern)
 
 
 def test_mutable_tags_are_told_from_digests_and_deploy_time_images() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -240,6 +241,19 @@ def _acknowledgments(problems: _Problems, where: str, kind: str, table: Mapping[
     return out
 
 
+# The characters of a tag's name and value on the resources the fleet file's tags go on (IAM roles, ECS task
+# definitions and services, target groups), as their CloudFormation registry schemas write it.
+TAG_PATTERN = r"[\p{L}\p{Z}\p{N}_.:/=+\-@]"
+_TAG_SIGNS = "_.:/=+-@"
+
+
+def _not_tag_characters(text: str) -> list[str]:
+    """The characters of ``text`` outside TAG_PATTERN (\\p{L}, \\p{Z}, \\p{N}: Unicode's letters, separators and
+    numbers), each once."""
+    bad = (c for c in text if c not in _TAG_SIGNS and unicodedata.category(c)[0] not in "LZN")
+    return list(dict.fromkeys(bad))
+
+
 def _tags(problems: _Problems, where: str, table: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for key, value in table.items():
@@ -247,6 +261,12 @@ def _tags(problems: _Problems, where: str, table: Mapping[str, Any]) -> dict[str
             problems.add(
                 f"{where}tags.{key!r}: a tag is a name of 1..128 characters (not starting aws:) and a string value "
                 f"of at most 256, got {value!r}"
+            )
+        elif _not_tag_characters(key) or _not_tag_characters(value):
+            shown = ", ".join(repr(c) for c in _not_tag_characters(key) or _not_tag_characters(value))
+            problems.add(
+                f"{where}tags.{key!r}: {'its name' if _not_tag_characters(key) else repr(value)} has {shown}; IAM "
+                "and ECS take letters, digits, spaces and _ . : / = + - @ in a tag's name and value"
             )
         else:
             out[key] = value

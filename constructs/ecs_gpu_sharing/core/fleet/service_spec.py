@@ -328,7 +328,9 @@ class ServiceSpec:
         pattern=ABSOLUTE_PATH,
         example="/tmp",
     )
-    tags: Mapping[str, str] = key(dict, False, "tags on the service's resources (strings)")
+    tags: Mapping[str, str] = key(
+        dict, False, "tags on the service's resources: letters, digits, spaces and _ . : / = + - @ in names and values"
+    )
     acknowledge: Mapping[str, str] = key(
         dict,
         False,
