@@ -369,9 +369,11 @@ def test_a_provider_name_ecs_refuses_at_deploy_is_refused_here(
 def test_refuses_an_imported_cluster() -> None:
     cluster = _cluster()
     imported = ecs.Cluster.from_cluster_attributes(cluster.stack, "Imported", cluster_name="x", vpc=cluster.vpc)
-    with pytest.raises(CapacityError, match=r"cluster must be an aws_ecs\.Cluster created in this app"):
+    with pytest.raises(CapacityError, match=r"cluster must be an aws_ecs\.Cluster created in this app") as error:
         GpuCapacity(cluster.stack, "Gpu", cluster=imported, instance_types=["g6.xlarge"])  # type: ignore[arg-type]
     assert cluster.stack.node.try_find_child("Gpu") is None
+    assert "got an imported cluster ('x')" in str(error.value), str(error.value)  # not jsii's proxy class
+    assert "the app that creates the cluster" in str(error.value)
 
 
 def test_a_new_ami_release_rolls_the_hosts_one_at_a_time_with_draining() -> None:

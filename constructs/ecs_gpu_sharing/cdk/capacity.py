@@ -102,9 +102,12 @@ class PlannedGpuCapacity:
                 "are keyed by name, so give this one another construct id or name="
             )
         if not isinstance(cluster, ecs.Cluster):
+            imported = _imported_cluster_name(cluster)
+            got = f"an imported cluster ({imported!r})" if imported is not None else type(cluster).__name__
             raise CapacityError(
                 f"{path}: cluster must be an aws_ecs.Cluster created in this app (the capacity provider is added "
-                f"to it), got {type(cluster).__name__}"
+                f"to it), got {got}; create the capacity in the app that creates the cluster, or create the "
+                "cluster here"
             )
         self._provider_name = provider_name
 
@@ -174,6 +177,16 @@ class PlannedGpuCapacity:
         return [
             ecs.CapacityProviderStrategy(capacity_provider=self.capacity_provider.capacity_provider_name, weight=weight)
         ]
+
+
+def _imported_cluster_name(cluster: object) -> str | None:
+    """The name of a cluster an app imports (``Cluster.from_cluster_attributes``, ``from_cluster_arn``: jsii gives
+    them as a proxy of ``ecs.ICluster``), or ``None`` for anything else."""
+    try:
+        name = cluster.cluster_name if not isinstance(cluster, str) else None  # type: ignore[attr-defined]
+    except Exception:  # a proxy whose getter fails is not a cluster to name
+        return None
+    return name if isinstance(name, str) else None
 
 
 def evidence_write_denial(stack: cdk.Stack) -> iam.PolicyStatement:
