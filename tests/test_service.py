@@ -406,7 +406,9 @@ def test_refuses_an_imported_task_definition() -> None:
         fleet.stack, "Imported", "arn:aws:ecs:us-east-1:1:task-definition/x:1"
     )
     with pytest.raises(
-        TaskDefinitionError, match="task_definition must be an EC2-compatible task definition of this app"
+        TaskDefinitionError,
+        match="task_definition must be an EC2-compatible task definition of this app .* got an imported "
+        r"aws_ecs\.ITaskDefinition;",  # not jsii's InterfaceDynamicProxy
     ):
         SharedGpuService(
             fleet.stack, "S", cluster=fleet.cluster, capacity=fleet.capacity, task_definition=imported, desired_count=1

@@ -22,7 +22,7 @@ from ..core.aws_text import DASHBOARD_NAME, REGION_MAX_LENGTH, STACK_NAME_MAX_LE
 from ..core.errors import ServiceError
 from ..core.telemetry import METRIC_PERIOD_SECONDS
 from .fleet_plan import FleetPlan
-from .refusals import require_kind
+from .refusals import kind_of, require_kind
 from .telemetry import NAMESPACE, STOP_METRICS
 
 MAX_DASHBOARD_WIDGETS = 500  # CloudWatch's limit per dashboard
@@ -167,7 +167,7 @@ class GpuFleetDashboard(Construct):
             return child
         raise ServiceError(
             f"{where} must be a service (an ECS service, an aws-ecs-patterns service or its .service, a "
-            f"SharedGpuService), got {type(given).__name__}"
+            f"SharedGpuService), got {kind_of(given)}"
         )
 
 

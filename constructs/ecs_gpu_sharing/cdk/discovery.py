@@ -45,6 +45,7 @@ from ..core.shape import (
 )
 from ..core.tokens import describe
 from ..core.written_fit import Counted, member_of
+from .refusals import kind_of
 from .rendered import rendered_properties, template_key
 
 
@@ -216,7 +217,7 @@ def _shape(
     """The task's shape, or why it cannot be read (as a reason for the outside-plan warning)."""
     td = service.task_definition
     if not isinstance(td, ecs.TaskDefinition):
-        return f"its task definition ({type(td).__name__}) is imported, so its containers cannot be read"
+        return f"its task definition ({kind_of(td)}) is imported, so its containers cannot be read"
     props = rendered_properties(td)
     containers = containers_from_cloudformation(props.get("containerDefinitions"), owner=owner)
     shares = dict(getattr(td, "mps_shares", ()))  # SharedGpuTaskDefinition writes its budgets as overrides

@@ -43,6 +43,7 @@ from ..core.tenancy import (
 from ..core.text import visible
 from .discovery import Discovered, PlannedCapacity, discover, stage_of, user_construct
 from .limits import WrittenTemplates
+from .refusals import kind_of
 from .rendered import rendered_properties, template_key
 
 PLAN_FILE = "gpu-fleet-plan"
@@ -110,7 +111,7 @@ class FleetPlan(Construct):
         where = node.path if node is not None else repr(given)
         raise ServiceError(
             f"{where}: FleetPlan.{method} takes a service: an ECS service, an aws-ecs-patterns service or its "
-            f".service, a SharedGpuService, or the task definition they run; got {type(given).__name__}"
+            f".service, a SharedGpuService, or the task definition they run; got {kind_of(given)}"
         )
 
     def name_service(self, service: IConstruct, name: str) -> None:

@@ -46,6 +46,15 @@ def check_options(
             )
 
 
+def kind_of(value: Any) -> str:
+    """What ``value`` is, for a refusal: its class, or for an object jsii gives as a proxy of an interface (a resource
+    imported with ``from_..._attributes``, ``from_..._arn``) "an imported" and the interface, such as
+    ``aws_ecs.ICluster``, where Python's own name of its class is jsii's ``InterfaceDynamicProxy``."""
+    interfaces = [getattr(d, "__jsii_type__", "") for d in getattr(value, "_delegates", None) or ()]
+    named = [t.removeprefix("aws-cdk-lib.") for t in interfaces if t.rpartition(".")[2][:1] == "I"]
+    return f"an imported {named[-1]}" if named else type(value).__name__
+
+
 def require_kind(
     name: str, value: Any, kind: type | str, label: str, *, owner: str, error: type[GpuSharingError]
 ) -> None:
@@ -56,7 +65,7 @@ def require_kind(
         return
     ok = isinstance(value, kind) if isinstance(kind, type) else hasattr(value, kind)
     if not ok:
-        raise error(f"{owner}: {name} must be an {label}, got {type(value).__name__} {value!r:.80}")
+        raise error(f"{owner}: {name} must be an {label}, got {kind_of(value)} {value!r:.80}")
 
 
 _DESERIALIZE_KEY = re.compile(r"Key '(\w+)': Unable to deserialize")

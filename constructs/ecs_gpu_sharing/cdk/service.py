@@ -26,7 +26,7 @@ from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan
 from .managed_capacity import GpuManagedInstancesCapacity
 from .options import SharedGpuManagedInstancesServiceOptions, SharedGpuServiceOptions
-from .refusals import check_options, passed_on
+from .refusals import check_options, kind_of, passed_on
 
 # Options of aws-ecs's service that the construct sets itself (the capacity's provider strategy, rollback on failure)
 # or that Managed Instances takes none of: refused when given, and left out of the typed options (cdk/options.py).
@@ -214,7 +214,7 @@ class SharedGpuService(_PlannedGpuService):
         if not isinstance(task_definition, ecs.TaskDefinition) or not task_definition.is_ec2_compatible:
             raise TaskDefinitionError(
                 f"{path}: task_definition must be an EC2-compatible task definition of this app "
-                f"(SharedGpuTaskDefinition), got {type(task_definition).__name__}; the plan reads its containers"
+                f"(SharedGpuTaskDefinition), got {kind_of(task_definition)}; the plan reads its containers"
             )
         if "placement_strategies" not in kwargs:
             kwargs["placement_strategies"] = placement_strategies(LIBRARY_STRATEGY)
@@ -380,7 +380,7 @@ class SharedGpuManagedInstancesService(_PlannedGpuService):
         if not isinstance(task_definition, ecs.TaskDefinition) or not task_definition.is_managed_instances_compatible:
             raise TaskDefinitionError(
                 f"{path}: task_definition must be a Managed Instances task definition of this app "
-                f"(SharedGpuManagedInstancesTaskDefinition), got {type(task_definition).__name__}"
+                f"(SharedGpuManagedInstancesTaskDefinition), got {kind_of(task_definition)}"
             )
         super().__init__(
             scope,
