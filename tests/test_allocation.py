@@ -51,17 +51,41 @@ def _ids(result: Any, level: str | None = None) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"residency_mib": -1}, "residency_mib must be a whole number of MiB >= 0"),
-        ({"peak_working_mib": True}, "peak_working_mib must be a whole number"),
+        ({"residency_mib": -1}, "AllocationNote: residency_mib must be from 0 to 1048576, got -1"),
+        ({"peak_working_mib": True}, r"peak_working_mib must be an integer, got True \(bool\)"),
+        ({"peak_working_mib": "2048"}, "peak_working_mib must be an integer, got '2048'"),
         ({"shared_failure": " "}, "shared_failure must say what happens"),
-        ({"compute_percent": 101}, "compute_percent must be 1..100"),
+        ({"shared_failure": 5}, "shared_failure must be a string, got 5"),
+        ({"compute_percent": 101}, "compute_percent must be from 1 to 100, got 101"),
+        ({"isolation_group": 5}, "isolation_group must be a string, got 5"),
+        ({"isolation_group": "tenant a"}, "isolation_group 'tenant a' is malformed; write it like 'tenant-a'"),
+        ({"isolate_host": []}, r"isolate_host must be true or false, got \[\]"),
         ({"isolate_host": True}, "isolate_host needs an isolation_group"),
+        ({"evidence": "measured"}, "evidence must be an Evidence, got 'measured'"),
     ],
 )
 def test_a_malformed_note_is_refused_where_it_is_made(kwargs: dict[str, Any], message: str) -> None:
     args: dict[str, Any] = {"residency_mib": 1, "peak_working_mib": 1, "shared_failure": "retries", **kwargs}
     with pytest.raises(GpuSharingError, match=message):
         AllocationNote(**args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"peak_mib": "9000"}, "Evidence: peak_mib must be an integer, got '9000'"),
+        ({"measured_on": "2026-11-01"}, "measured_on must be a date"),
+        ({"measured_on": datetime.datetime(2026, 11, 1)}, "measured_on must be a date"),
+        ({"source": "vibes"}, "source 'vibes' is malformed; write it like 'load-test'"),
+        ({"p99_mib": -1}, "p99_mib must be from 0 to 1048576, got -1"),
+        ({"image": "my-registry/embedder:1.4"}, "image 'my-registry/embedder:1.4' is malformed"),
+    ],
+)
+def test_malformed_evidence_is_refused_where_it_is_made(kwargs: dict[str, Any], message: str) -> None:
+    args: dict[str, Any] = {"peak_mib": 9000, "measured_on": datetime.date(2026, 11, 1), "source": "load-test"}
+    with pytest.raises(GpuSharingError, match=message):
+        Evidence(**{**args, **kwargs})
+    assert Evidence(**args).peak_mib == 9000
 
 
 # --- the rules ----------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from .errors import GpuSharingError
-from .file_key import NAME, inline_keys, key
+from .file_key import NAME, field_problem, inline_keys, key
 from .text import visible
 
 EVIDENCE_SOURCES = ("evaluate", "load-test", "profiling")
@@ -57,6 +57,17 @@ class Evidence:
         example="my-registry/embedder@sha256:<64 hex digits>",
         field_default=None,
     )
+
+    def __post_init__(self) -> None:
+        _refuse_malformed(self)
+
+
+def _refuse_malformed(spec: Evidence | AllocationNote) -> None:
+    """Refuses a note or evidence built in code whose field its fleet-file key would refuse (the type, range or
+    pattern declared on the field), naming the class and the field."""
+    problem = field_problem(spec)
+    if problem is not None:
+        raise GpuSharingError(f"{type(spec).__name__}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -105,19 +116,12 @@ class AllocationNote:
     evidence: Evidence | None = inline_keys(Evidence, field_default=None)  # its keys sit in the note's table
 
     def __post_init__(self) -> None:
-        for name in ("residency_mib", "peak_working_mib"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise GpuSharingError(f"AllocationNote: {name} must be a whole number of MiB >= 0, got {value!r}")
-        if not visible(self.shared_failure):
+        if isinstance(self.shared_failure, str) and not visible(self.shared_failure):
             raise GpuSharingError(
                 "AllocationNote: shared_failure must say what happens when the MPS server or the host restarts "
                 "(for example 'requests fail until the task restarts; clients retry')"
             )
-        if self.compute_percent is not None and not (
-            isinstance(self.compute_percent, int) and 1 <= self.compute_percent <= 100
-        ):
-            raise GpuSharingError(f"AllocationNote: compute_percent must be 1..100, got {self.compute_percent!r}")
+        _refuse_malformed(self)
         if self.isolate_host and not self.isolation_group:
             raise GpuSharingError("AllocationNote: isolate_host needs an isolation_group to keep apart")
 

@@ -14,6 +14,7 @@ leaf: the specs of ``core.fleet`` and ``core.allocation`` both import it.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -100,3 +101,63 @@ def keys_of(spec: type) -> tuple[Key, ...]:
             )
         )
     return tuple(out)
+
+
+TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    list: "a list",
+    dict: "a table",
+    bool: "true or false",
+    datetime.date: "a date (2026-11-30)",
+}
+
+
+def of_type(value: Any, key: Key) -> bool:
+    """Whether ``value`` is of ``key``'s type as a fleet file means it: TOML's booleans are not numbers, and a date is
+    not a date and time."""
+    return (
+        isinstance(value, key.value_type)
+        and not (isinstance(value, bool) and key.value_type is not bool)
+        and not (key.value_type is datetime.date and isinstance(value, datetime.datetime))
+    )
+
+
+def value_problem(key: Key, value: Any) -> str | None:
+    """What is wrong with ``value`` as ``key``'s value (its type, range or pattern), as the words that follow the key's
+    name in a message, or ``None``. The fleet file's tables and the specs built by hand (an ``AllocationNote`` in a
+    CDK app) are held to the same declaration."""
+    if not of_type(value, key):
+        return f" must be {TYPE_NAMES[key.value_type]}, got {value!r:.80} ({type(value).__name__})"
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and ((key.low is not None and value < key.low) or (key.high is not None and value > key.high))
+    ):
+        span = f"from {key.low} to {key.high}" if key.high is not None else f">= {key.low}"
+        why = f" ({key.high_why})" if key.high is not None and value > key.high and key.high_why else ""
+        return f" must be {span}{why}, got {value}"
+    if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
+        return f" {value!r} is malformed; write it like {key.example!r}"
+    return None
+
+
+def field_problem(spec: Any) -> str | None:
+    """The first of ``spec``'s fields (a dataclass built in code) whose value its key refuses, as "<field><what is
+    wrong>", or ``None``: a field may keep its own default, and an inline spec must be of its class."""
+    for f in dataclasses.fields(spec):
+        value = getattr(spec, f.name)
+        if _INLINE in f.metadata:
+            kind = f.metadata[_INLINE]
+            if value is not None and not isinstance(value, kind):
+                return f"{f.name} must be an {kind.__name__}, got {value!r:.80}"
+            continue
+        if _METADATA not in f.metadata:
+            continue
+        declared, _ = f.metadata[_METADATA]
+        if type(value) is type(f.default) and value == f.default:
+            continue  # the field's own default (None where it is optional, "" for no isolation group)
+        problem = value_problem(declared, value)
+        if problem is not None:
+            return f"{f.name}{problem}"
+    return None

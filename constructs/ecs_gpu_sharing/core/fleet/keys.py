@@ -22,14 +22,6 @@ table (what evaluate --write creates where there is no note). Declared once (on 
 ALLOCATION = keys_of(AllocationNote)
 SERVICE = keys_of(ServiceSpec)
 
-_TYPE_NAMES = {
-    str: "a string",
-    int: "an integer",
-    list: "a list",
-    dict: "a table",
-    bool: "true or false",
-    datetime.date: "a date (2026-11-30)",
-}
 _JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean", datetime.date: "string"}
 
 

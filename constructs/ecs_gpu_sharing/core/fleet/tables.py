@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import datetime
 import difflib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..errors import FleetSpecError
-from .keys import _TYPE_NAMES, Key
+from ..file_key import TYPE_NAMES, of_type, value_problem
+from .keys import Key
 from .values import NAME
 
 _Spec = TypeVar("_Spec")
@@ -59,16 +59,6 @@ class _Problems:
             raise FleetSpecError("\n".join(lines))
 
 
-def _of_type(value: Any, key: Key) -> bool:
-    """Whether ``value`` is of ``key``'s type as a fleet file means it: TOML's booleans are not numbers, and a date is
-    not a date and time."""
-    return (
-        isinstance(value, key.value_type)
-        and not (isinstance(value, bool) and key.value_type is not bool)
-        and not (key.value_type is datetime.date and isinstance(value, datetime.datetime))
-    )
-
-
 MISSING_CUTOFF = 0.6  # how alike an unknown key's name must be to a required key missing beside it to be guessed
 CLOSE_CUTOFF = 0.75  # ... and to any other key of the table
 
@@ -78,7 +68,7 @@ def _guess(name: str, table: Mapping[str, Any], keys: tuple[Key, ...]) -> str:
     where the names are alike (gpu_memory_mib for gpu_budget_mib: memory_mib is closer, but it is there); otherwise
     the closest name of the table's keys; nothing where none is close."""
     value = table[name]
-    missing = [k.name for k in keys if k.required and k.name not in table and _of_type(value, k)]
+    missing = [k.name for k in keys if k.required and k.name not in table and of_type(value, k)]
     found = difflib.get_close_matches(str(name), missing, n=1, cutoff=MISSING_CUTOFF)
     if found:
         return f"did you mean {found[0]} (missing here)? "
@@ -99,25 +89,12 @@ def _check_table(problems: _Problems, where: str, table: Mapping[str, Any], keys
     for key in keys:
         if key.name not in table:
             if key.required:
-                problems.add(f"missing key {where}{key.name} ({_TYPE_NAMES[key.value_type]}): {key.doc}")
+                problems.add(f"missing key {where}{key.name} ({TYPE_NAMES[key.value_type]}): {key.doc}")
             continue
         value: Any = table[key.name]
-        if not _of_type(value, key):
-            problems.add(
-                f"{where}{key.name} must be {_TYPE_NAMES[key.value_type]}, got {value!r} ({type(value).__name__})"
-            )
-            continue
-        if (
-            isinstance(value, int)
-            and not isinstance(value, bool)
-            and ((key.low is not None and value < key.low) or (key.high is not None and value > key.high))
-        ):
-            span = f"from {key.low} to {key.high}" if key.high is not None else f">= {key.low}"
-            why = f" ({key.high_why})" if key.high is not None and value > key.high and key.high_why else ""
-            problems.add(f"{where}{key.name} must be {span}{why}, got {value}")
-            continue
-        if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
-            problems.add(f"{where}{key.name} {value!r} is malformed; write it like {key.example!r}")
+        problem = value_problem(key, value)
+        if problem is not None:
+            problems.add(f"{where}{key.name}{problem}")
             continue
         if key.table is not None and isinstance(value, dict):
             value = _check_table(problems, f"{where}{key.name}.", value, key.table)
@@ -142,7 +119,7 @@ def _check_items(problems: _Problems, where: str, values: list[Any], key: Key) -
     """Whether every item of a list key has its type and pattern; adds a problem for the first that has not."""
     for value in values:
         if not isinstance(value, key.items or object) or isinstance(value, bool):
-            problems.add(f"{where} must hold only {_TYPE_NAMES[key.items or str]}s, got {value!r}")
+            problems.add(f"{where} must hold only {TYPE_NAMES[key.items or str]}s, got {value!r}")
             return False
         if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
             problems.add(f"{where} item {value!r} is malformed; write it like {key.example!r}")
