@@ -37,7 +37,7 @@ from ..core.rules import UNVERIFIED_INSTANCE_FAMILY, roll_in_service
 from ..core.telemetry import EVIDENCE_LOG_GROUP_PREFIX, STOPPED_TASKS_LOG_GROUP_PREFIX
 from .ami import GpuAmi
 from .fleet_plan import FleetPlan
-from .refusals import require_kind
+from .refusals import kind_of, require_kind, require_name
 
 UNVERIFIED_FAMILY_WARNING = UNVERIFIED_INSTANCE_FAMILY
 
@@ -59,6 +59,7 @@ class PlannedGpuCapacity:
     and how a service's capacity provider strategy reaches them."""
 
     kind: str
+    node: Any  # the construct's, in the classes that mix this in
     capacity_provider: Any  # an AsgCapacityProvider or a ManagedInstancesCapacityProvider
     _name: str
     _min_instances: int
@@ -93,9 +94,11 @@ class PlannedGpuCapacity:
                 f"{path}: max_instances {self._max_instances} is below min_instances {self._min_instances}; "
                 "raise max_instances or lower min_instances"
             )
-        self._name = id_ if name is None else name
-        if not isinstance(self._name, str) or not self._name:
-            raise CapacityError(f"{path}: name must be a non-empty string, got {name!r}")
+        self._name = id_ if name is None else require_name(name, owner=path, error=CapacityError)
+        if provider_name is not None and not isinstance(provider_name, str):
+            raise CapacityError(
+                f"{path}: capacity_provider_name must be a string, got {kind_of(provider_name)} {provider_name!r:.80}"
+            )
         if FleetPlan.of(scope).capacity_name_taken(self._name):
             raise CapacityError(
                 f"{path}: another GPU capacity of this app (or cdk.Stage) is already named {self._name!r}; plans "
@@ -173,7 +176,9 @@ class PlannedGpuCapacity:
 
     def capacity_provider_strategies(self, *, weight: int = 1) -> list[ecs.CapacityProviderStrategy]:
         """A strategy that runs a service's tasks on this capacity: pass it as ``capacity_provider_strategies`` to
-        an ECS service or an aws-ecs-patterns service, whose tasks the fleet plan then counts here."""
+        an ECS service or an aws-ecs-patterns service, whose tasks the fleet plan then counts here. ``weight`` is
+        ECS's, 0 to 1000 (botocore's ECS model, CapacityProviderStrategyItem)."""
+        weight = require_int("weight", weight, low=0, high=1000, owner=self.node.path, error=CapacityError)
         return [
             ecs.CapacityProviderStrategy(capacity_provider=self.capacity_provider.capacity_provider_name, weight=weight)
         ]
@@ -270,7 +275,7 @@ class GpuCapacity(PlannedGpuCapacity, Construct):
             "notification_topic", notification_topic, "topic_arn", "aws_sns.ITopic", owner=path, error=CapacityError
         )
         self.facts: HostFacts = host_facts(
-            list(instance_types) if not isinstance(instance_types, str) else instance_types,
+            instance_types,
             gpu_margin_mib=gpu_margin_mib,
             ecs_gpu_memory_mib=ecs_gpu_memory_mib,
             host_memory_reserve_mib=host_memory_reserve_mib,

@@ -59,12 +59,26 @@ class GpuFleetDashboard(Construct):
     ) -> None:
         super().__init__(scope, id_)
         require_kind(
+            "cluster",
+            cluster,
+            "cluster_name",
+            "aws_ecs.ICluster",
+            owner=self.node.path,
+            error=ServiceError,
+            required=True,
+        )
+        require_kind(
             "alarm_topic", alarm_topic, "topic_arn", "aws_sns.ITopic", owner=self.node.path, error=ServiceError
         )
-        if not 0 < alarm_ratio <= 1:
+        if isinstance(alarm_ratio, bool) or not isinstance(alarm_ratio, int | float) or not 0 < alarm_ratio <= 1:
             raise ServiceError(
-                f"{self.node.path}: alarm_ratio must be in (0, 1], got {alarm_ratio}; give the share of a budget at "
-                "which to alarm, such as 0.9"
+                f"{self.node.path}: alarm_ratio must be a number in (0, 1], got {alarm_ratio!r:.80}; give the share "
+                "of a budget at which to alarm, such as 0.9"
+            )
+        if not isinstance(services, Mapping):
+            raise ServiceError(
+                f"{self.node.path}: services must be a mapping of names to services, such as "
+                f"{{'embedder': embedder_service}}, got {kind_of(services)} {services!r:.80}"
             )
         if not services:
             raise ServiceError(

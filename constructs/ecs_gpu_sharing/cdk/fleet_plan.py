@@ -43,13 +43,30 @@ from ..core.tenancy import (
 from ..core.text import visible
 from .discovery import Discovered, PlannedCapacity, discover, stage_of, user_construct
 from .limits import WrittenTemplates
-from .refusals import kind_of
+from .refusals import kind_of, require_name
 from .rendered import rendered_properties, template_key
 
 PLAN_FILE = "gpu-fleet-plan"
 PRICES_CONTEXT = "ecs-gpu-sharing:prices"
 """CDK context: a prices file (``ecs-gpu-sharing prices refresh``) the plan files are costed with."""
 _ID = "EcsGpuSharingFleetPlan"
+
+
+def _construct_path(scope: Any, method: str) -> str:
+    """The path of the construct a plan method is given, or a refusal naming the method: a string or another object
+    is no construct to hold the entry."""
+    path = getattr(getattr(scope, "node", None), "path", None)
+    if not isinstance(path, str):
+        raise ServiceError(
+            f"FleetPlan.{method} takes a construct (a service, a capacity, a task definition or a construct holding "
+            f"them), got {kind_of(scope)} {scope!r:.80}"
+        )
+    return path
+
+
+def planned_tasks(option: str, tasks: Any, *, owner: str) -> int:
+    """A count to plan a service at (``plan_count``, a service's ``planned_count``): at most ECS's tasks per service."""
+    return require_int(option, tasks, low=0, high=MAX_TASKS_PER_SERVICE, owner=owner, error=ServiceError)
 
 
 class FleetPlan(Construct):
@@ -116,16 +133,15 @@ class FleetPlan(Construct):
 
     def name_service(self, service: IConstruct, name: str) -> None:
         """Names ``service`` (any handle ``_service_handle`` takes) in the plan."""
-        self._names[self._service_handle(service, "name_service")] = name
+        handle = self._service_handle(service, "name_service")
+        self._names[handle] = require_name(name, owner=handle.node.path, error=ServiceError)
 
     def plan_count(self, service: IConstruct, tasks: int) -> None:
         """Plans ``service`` (an ECS service, a pattern or its ``.service``, a ``SharedGpuService``, or the task
         definition they run) at ``tasks`` tasks, the count to use when its own count is a deploy-time value (a
         ``CfnParameter``, say)."""
         handle = self._service_handle(service, "plan_count")
-        self._counts[handle] = require_int(
-            "tasks", tasks, low=0, high=MAX_TASKS_PER_SERVICE, owner=handle.node.path, error=ServiceError
-        )
+        self._counts[handle] = planned_tasks("tasks", tasks, owner=handle.node.path)
 
     def set_allocation(self, service: IConstruct, allocation: AllocationNote) -> None:
         """Gives ``service`` (an ECS service, a pattern or its ``.service``, a ``SharedGpuService``, or the task
@@ -150,11 +166,13 @@ class FleetPlan(Construct):
         a pattern, an ``Ec2Service``), a capacity, or a construct holding several. The one way to acknowledge: the
         synth output no longer shows the warning (``cdk.Annotations``), and the plan files show the reason in its
         place. ``rule_id`` is a warning of the rule table (``core.rules.RULES``)."""
-        owner = scope.node.path
-        rule = RULES_BY_ID.get(rule_id)
+        owner = _construct_path(scope, "acknowledge")
+        rule = RULES_BY_ID.get(rule_id) if isinstance(rule_id, str) else None
         if rule is None or rule.level is not Level.WARNING:
             known = ", ".join(sorted(acknowledgeable("service") | acknowledgeable("capacity")))
-            raise ServiceError(f"{owner}: {rule_id!r} is not a warning that can be acknowledged; these can: {known}")
+            raise ServiceError(
+                f"{owner}: rule id {rule_id!r:.80} is not a warning that can be acknowledged; these can: {known}"
+            )
         if not visible(reason):
             raise ServiceError(f"{owner}: acknowledging {rule_id} needs a reason (a string with visible characters)")
         # A pattern's .service: its findings are reported on the pattern, so the acknowledgment goes there too.
@@ -203,8 +221,8 @@ class FleetPlan(Construct):
         allowance with its reason. The one way to permit it: the library's telemetry daemon is allowed its GPU device
         files, two read-only host paths and its writes to the evidence log group this way. Think twice for a model:
         a guard keeps a tenant within its share of a host other teams use."""
-        owner = getattr(getattr(scope, "node", None), "path", repr(scope))
-        if rule_id not in self.ALLOWABLE or not visible(reason):
+        owner = _construct_path(scope, "allow")
+        if not isinstance(rule_id, str) or rule_id not in self.ALLOWABLE or not visible(reason):
             raise ServiceError(
                 f"{owner}: allow takes a rule id of the allow-list ({', '.join(self.ALLOWABLE)}) and a reason with "
                 f"visible characters, got {rule_id!r} and {reason!r}; name the one rule it may break, and why"

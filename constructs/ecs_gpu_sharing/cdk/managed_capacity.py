@@ -98,7 +98,7 @@ class GpuManagedInstancesCapacity(PlannedGpuCapacity, Construct):
                 error=CapacityError,
             )
         self.facts: HostFacts = host_facts(
-            list(instance_types) if not isinstance(instance_types, str) else instance_types,
+            instance_types,
             gpu_margin_mib=gpu_margin_mib,
             ecs_gpu_memory_mib=ecs_gpu_memory_mib,
             owner=path,

@@ -56,16 +56,33 @@ def kind_of(value: Any) -> str:
 
 
 def require_kind(
-    name: str, value: Any, kind: type | str, label: str, *, owner: str, error: type[GpuSharingError]
+    name: str,
+    value: Any,
+    kind: type | str,
+    label: str,
+    *,
+    owner: str,
+    error: type[GpuSharingError],
+    required: bool = False,
 ) -> None:
     """Refuses, naming the construct and the option, a value that is not ``kind`` (a class, or for a jsii interface
-    the attribute every implementation has, such as ``topic_arn``); ``None`` is left to the option's default. Without
-    this, aws-cdk-lib's deserializer refuses it later, naming only its own class."""
+    the attribute every implementation has, such as ``topic_arn``); ``None`` is left to the option's default, or
+    refused where the option is ``required``. Without this, aws-cdk-lib's deserializer refuses it later, naming only
+    its own class, or the construct fails on it with Python's AttributeError."""
     if value is None:
+        if required:
+            raise error(f"{owner}: {name} must be an {label}, got None")
         return
     ok = isinstance(value, kind) if isinstance(kind, type) else hasattr(value, kind)
     if not ok:
         raise error(f"{owner}: {name} must be an {label}, got {kind_of(value)} {value!r:.80}")
+
+
+def require_name(name: Any, *, owner: str, error: type[GpuSharingError]) -> str:
+    """A capacity's or service's name in the fleet plan (``name=``): a non-empty string."""
+    if not isinstance(name, str) or not name:
+        raise error(f"{owner}: name must be a non-empty string, got {kind_of(name)} {name!r:.80}")
+    return name
 
 
 _DESERIALIZE_KEY = re.compile(r"Key '(\w+)': Unable to deserialize")

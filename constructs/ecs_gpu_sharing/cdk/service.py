@@ -23,10 +23,10 @@ from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.shape import folded_keys
 from ..core.tokens import is_token
 from .capacity import GpuCapacity
-from .fleet_plan import FleetPlan
+from .fleet_plan import FleetPlan, planned_tasks
 from .managed_capacity import GpuManagedInstancesCapacity
 from .options import SharedGpuManagedInstancesServiceOptions, SharedGpuServiceOptions
-from .refusals import check_options, kind_of, passed_on
+from .refusals import check_options, kind_of, passed_on, require_kind, require_name
 
 # Options of aws-ecs's service that the construct sets itself (the capacity's provider strategy, rollback on failure)
 # or that Managed Instances takes none of: refused when given, and left out of the typed options (cdk/options.py).
@@ -64,6 +64,13 @@ class _PlannedGpuService(Construct):
         known: type,
     ) -> None:
         path = f"{scope.node.path}/{id_}"
+        require_kind(
+            "cluster", cluster, "cluster_name", "aws_ecs.ICluster", owner=path, error=ServiceError, required=True
+        )
+        if name is not None:
+            require_name(name, owner=path, error=ServiceError)
+        if planned_count is not None:
+            planned_tasks("planned_count", planned_count, owner=path)
         count, low, high = _checked(
             path,
             cluster,

@@ -162,6 +162,9 @@ class GpuTelemetry(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         owner = f"{scope.node.path}/{id_}"
+        require_kind(
+            "cluster", cluster, "cluster_name", "aws_ecs.ICluster", owner=owner, error=ServiceError, required=True
+        )
         require_kind("image", image, ecs.ContainerImage, "aws_ecs.ContainerImage", owner=owner, error=ServiceError)
         require_kind(
             "log_retention",

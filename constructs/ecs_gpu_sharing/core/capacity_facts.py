@@ -105,7 +105,12 @@ def host_facts(
     GPU models. ``ecs_gpu_memory_mib`` is one GPU's memory as the capacity's own ECS cluster registers it
     (``totalMemoryInMiB``), in place of the table's figure.
     """
-    if isinstance(instance_types, str) or not instance_types:
+    if (
+        isinstance(instance_types, str)
+        or not isinstance(instance_types, Sequence)
+        or not instance_types
+        or not all(isinstance(name, str) for name in instance_types)
+    ):
         raise CapacityError(
             f"{owner}: instance_types must be a non-empty list of GPU instance types, got {instance_types!r}"
         )
