@@ -646,7 +646,7 @@ def test_a_dashboard_refuses_more_services_than_its_widgets_allow() -> None:
     cluster = ecs.Cluster(stack, "C", vpc=ec2.Vpc(stack, "V", max_azs=1, nat_gateways=0, subnet_configuration=[]))
     with pytest.raises(ValueError, match="more than a CloudWatch dashboard holds"):
         GpuFleetDashboard(stack, "D", cluster=cluster, services={f"s{i}": None for i in range(200)})  # type: ignore[misc]
-    with pytest.raises(ValueError, match="alarm_ratio must be in"):
+    with pytest.raises(ValueError, match=r"alarm_ratio must be a number in \(0, 1\]"):
         GpuFleetDashboard(stack, "E", cluster=cluster, services={}, alarm_ratio=1.5)
 
 

@@ -9,6 +9,7 @@ reads the evidence log group and the stopped-task log group instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -58,39 +59,7 @@ class GpuFleetDashboard(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id_)
-        require_kind(
-            "cluster",
-            cluster,
-            "cluster_name",
-            "aws_ecs.ICluster",
-            owner=self.node.path,
-            error=ServiceError,
-            required=True,
-        )
-        require_kind(
-            "alarm_topic", alarm_topic, "topic_arn", "aws_sns.ITopic", owner=self.node.path, error=ServiceError
-        )
-        if isinstance(alarm_ratio, bool) or not isinstance(alarm_ratio, int | float) or not 0 < alarm_ratio <= 1:
-            raise ServiceError(
-                f"{self.node.path}: alarm_ratio must be a number in (0, 1], got {alarm_ratio!r:.80}; give the share "
-                "of a budget at which to alarm, such as 0.9"
-            )
-        if not isinstance(services, Mapping):
-            raise ServiceError(
-                f"{self.node.path}: services must be a mapping of names to services, such as "
-                f"{{'embedder': embedder_service}}, got {kind_of(services)} {services!r:.80}"
-            )
-        if not services:
-            raise ServiceError(
-                f"{self.node.path}: services is empty; name the services to graph and alarm on, such as "
-                "{'embedder': embedder_service}"
-            )
-        if len(services) > MAX_SERVICES_PER_DASHBOARD:
-            raise ServiceError(
-                f"{self.node.path}: {len(services)} services need {3 * len(services) + 1} widgets, more than a "
-                f"CloudWatch dashboard holds ({MAX_DASHBOARD_WIDGETS}); give each dashboard at most "
-                f"{MAX_SERVICES_PER_DASHBOARD} services"
-            )
+        _check_inputs(self.node.path, cluster, services, alarm_ratio, alarm_topic)
         ecs_services = {name: self._ecs_service(name, given, cluster) for name, given in services.items()}
         plan = FleetPlan.of(self)
         self.node.add_validation(_PlannedBudgets(self, plan, services))
@@ -182,6 +151,42 @@ class GpuFleetDashboard(Construct):
         raise ServiceError(
             f"{where} must be a service (an ECS service, an aws-ecs-patterns service or its .service, a "
             f"SharedGpuService), got {kind_of(given)}"
+        )
+
+
+def _check_inputs(owner: str, cluster: Any, services: Any, alarm_ratio: Any, alarm_topic: Any) -> None:
+    """Refuses, naming the option, what the dashboard cannot graph: a cluster or topic of another kind, a ratio
+    outside (0, 1], no services, or more than a dashboard's widgets hold."""
+    require_kind(
+        "cluster",
+        cluster,
+        "cluster_name",
+        "aws_ecs.ICluster",
+        owner=owner,
+        error=ServiceError,
+        required=True,
+    )
+    require_kind("alarm_topic", alarm_topic, "topic_arn", "aws_sns.ITopic", owner=owner, error=ServiceError)
+    if isinstance(alarm_ratio, bool) or not isinstance(alarm_ratio, int | float) or not 0 < alarm_ratio <= 1:
+        raise ServiceError(
+            f"{owner}: alarm_ratio must be a number in (0, 1], got {alarm_ratio!r:.80}; give the share "
+            "of a budget at which to alarm, such as 0.9"
+        )
+    if not isinstance(services, Mapping):
+        raise ServiceError(
+            f"{owner}: services must be a mapping of names to services, such as "
+            f"{{'embedder': embedder_service}}, got {kind_of(services)} {services!r:.80}"
+        )
+    if not services:
+        raise ServiceError(
+            f"{owner}: services is empty; name the services to graph and alarm on, such as "
+            "{'embedder': embedder_service}"
+        )
+    if len(services) > MAX_SERVICES_PER_DASHBOARD:
+        raise ServiceError(
+            f"{owner}: {len(services)} services need {3 * len(services) + 1} widgets, more than a "
+            f"CloudWatch dashboard holds ({MAX_DASHBOARD_WIDGETS}); give each dashboard at most "
+            f"{MAX_SERVICES_PER_DASHBOARD} services"
         )
 
 
