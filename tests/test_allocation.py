@@ -58,7 +58,11 @@ def _ids(result: Any, level: str | None = None) -> list[tuple[str, str]]:
         ({"shared_failure": 5}, "shared_failure must be a string, got 5"),
         ({"compute_percent": 101}, "compute_percent must be from 1 to 100, got 101"),
         ({"isolation_group": 5}, "isolation_group must be a string, got 5"),
-        ({"isolation_group": "tenant a"}, "isolation_group 'tenant a' is malformed; write it like 'tenant-a'"),
+        (
+            {"isolation_group": "tenant a"},
+            "isolation_group 'tenant a' is malformed \\(a letter, then letters, digits and dashes, 40 at most\\); "
+            "write it like 'tenant-a'",
+        ),
         ({"isolate_host": []}, r"isolate_host must be true or false, got \[\]"),
         ({"isolate_host": True}, "isolate_host needs an isolation_group"),
         ({"evidence": "measured"}, "evidence must be an Evidence, got 'measured'"),

@@ -587,6 +587,10 @@ def _svc(key_lines: str, service: str = "a") -> str:
         (_svc('acknowledge = { "ecs-gpu-sharing:MutableImageTag" = " " }'), "needs a reason"),
         (_svc('tags = { "aws:x" = "y" }'), "service.a.tags.'aws:x': a tag is a name of 1..128 characters"),
         (_svc('tags = { "cost-center" = "ml#42" }'), "service.a.tags.'cost-center': 'ml#42' has '#'"),
+        (
+            BASE.replace('name = "t"', 'name = "ML_Team"'),
+            "name 'ML_Team' is malformed (a letter, then letters, digits and dashes, 40 at most); write it like",
+        ),
         (_svc('tags = { "team (ml)" = "search" }'), "service.a.tags.'team (ml)': its name has '(', ')'"),
         (
             _svc('task_role_statements = [{ actions = ["s3:GetObject"], resources = ["*"] }]'),

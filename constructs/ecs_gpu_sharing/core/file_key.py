@@ -22,6 +22,9 @@ from typing import Any
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,39}$", re.ASCII)
 """A name a fleet gives (a capacity, a service, an isolation group): a letter, then letters, digits and dashes."""
 
+PATTERN_WORDS = {NAME.pattern: "a letter, then letters, digits and dashes, 40 at most"}
+"""Patterns said in words where a malformed value is refused, beside the key's example."""
+
 _METADATA = "ecs-gpu-sharing:key"
 _INLINE = "ecs-gpu-sharing:inline-keys"
 
@@ -137,9 +140,16 @@ def value_problem(key: Key, value: Any) -> str | None:
         span = f"from {key.low} to {key.high}" if key.high is not None else f">= {key.low}"
         why = f" ({key.high_why})" if key.high is not None and value > key.high and key.high_why else ""
         return f" must be {span}{why}, got {value}"
-    if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
-        return f" {value!r} is malformed; write it like {key.example!r}"
-    return None
+    return pattern_problem(key, value)
+
+
+def pattern_problem(key: Key, value: Any) -> str | None:
+    """Where a string (a key's value, or an item of its list) does not match the key's pattern: the words that follow
+    the key's name, with the pattern in words where ``PATTERN_WORDS`` has them and the key's example."""
+    if key.pattern is None or not isinstance(value, str) or key.pattern.fullmatch(value):
+        return None
+    words = PATTERN_WORDS.get(key.pattern.pattern)
+    return f" {value!r:.80} is malformed{f' ({words})' if words else ''}; write it like {key.example!r}"
 
 
 def field_problem(spec: Any) -> str | None:

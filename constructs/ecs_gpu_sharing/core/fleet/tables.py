@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..errors import FleetSpecError
-from ..file_key import TYPE_NAMES, of_type, value_problem
+from ..file_key import TYPE_NAMES, of_type, pattern_problem, value_problem
 from .keys import Key
 from .values import NAME
 
@@ -121,8 +121,9 @@ def _check_items(problems: _Problems, where: str, values: list[Any], key: Key) -
         if not isinstance(value, key.items or object) or isinstance(value, bool):
             problems.add(f"{where} must hold only {TYPE_NAMES[key.items or str]}s, got {value!r}")
             return False
-        if key.pattern is not None and isinstance(value, str) and not key.pattern.fullmatch(value):
-            problems.add(f"{where} item {value!r} is malformed; write it like {key.example!r}")
+        problem = pattern_problem(key, value)
+        if problem is not None:
+            problems.add(f"{where} item{problem}")
             return False
     if key.pattern is not None and len(set(values)) != len(values):
         problems.add(f"{where} names an item twice: {values!r}")
