@@ -104,6 +104,20 @@ def test_unknown_type_names_the_type_and_the_refresh_command() -> None:
         catalog.lookup("g99.huge")
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"), [("p5.48xlarg", "p5.48xlarge"), ("g6.2xl", "g6.2xlarge"), ("G6E.XLARGE", "g6e.xlarge")]
+)
+def test_a_mistyped_gpu_type_is_told_the_nearest_one(typo: str, meant: str) -> None:
+    with pytest.raises(CatalogError, match=rf"{typo!r} is not in the GPU catalog.*did you mean {meant}\?"):
+        catalog.lookup(typo)
+
+
+def test_a_type_with_no_gpu_is_not_told_a_gpu_type_it_might_mean() -> None:
+    with pytest.raises(CatalogError) as error:
+        catalog.lookup("m5.large")
+    assert "did you mean" not in str(error.value)
+
+
 @pytest.mark.parametrize("instance_type", ["m5.large", "inf2.xlarge"])
 def test_types_without_a_gpu_are_refused(instance_type: str) -> None:
     with pytest.raises(CatalogError, match=rf"{instance_type!r} is not in the GPU catalog: it has no GPU"):

@@ -9,6 +9,7 @@ share them.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -171,6 +172,14 @@ def load() -> Mapping[str, GpuInstanceType]:
     return parse(data_path().read_text(encoding="utf-8"))
 
 
+def _nearest(instance_type: str, catalog: Mapping[str, GpuInstanceType]) -> list[str]:
+    """The catalogued type a mistyped one most likely means: the nearest size of its own GPU family (``p5.48xlarg``,
+    ``G6.2XL``). A family the catalog does not hold (``m5``) has no GPU, so no type of another family is offered."""
+    family = instance_type.lower().partition(".")[0]
+    same_family = [name for name in catalog if name.partition(".")[0] == family]
+    return difflib.get_close_matches(instance_type.lower(), same_family, n=1, cutoff=0.5)
+
+
 def lookup(instance_type: str) -> GpuInstanceType:
     """The catalog record of a GPU instance type; refuses unknown types and types with no GPU."""
     catalog = load()
@@ -178,9 +187,11 @@ def lookup(instance_type: str) -> GpuInstanceType:
         raise CatalogError(f"instance type must be a non-empty string, got {instance_type!r}")
     record = catalog.get(instance_type)
     if record is None:
+        near = _nearest(instance_type, catalog)
         raise CatalogError(
             f"instance type {instance_type!r} is not in the GPU catalog: it has no GPU or is unknown; "
-            f"use a GPU instance type such as g6.xlarge, or {REFRESH_HINT} if it is new"
+            + (f"did you mean {near[0]}? " if near else "")
+            + f"use a GPU instance type such as g6.xlarge, or {REFRESH_HINT} if it is new"
         )
     return record
 
