@@ -106,7 +106,7 @@ class PlannedGpuCapacity:
             )
         if not isinstance(cluster, ecs.Cluster):
             imported = _imported_cluster_name(cluster)
-            got = f"an imported cluster ({imported!r})" if imported is not None else type(cluster).__name__
+            got = f"an imported cluster ({imported!r})" if imported is not None else kind_of(cluster)
             raise CapacityError(
                 f"{path}: cluster must be an aws_ecs.Cluster created in this app (the capacity provider is added "
                 f"to it), got {got}; create the capacity in the app that creates the cluster, or create the "

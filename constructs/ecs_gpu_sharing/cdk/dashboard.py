@@ -23,7 +23,7 @@ from ..core.aws_text import DASHBOARD_NAME, REGION_MAX_LENGTH, STACK_NAME_MAX_LE
 from ..core.errors import ServiceError
 from ..core.telemetry import METRIC_PERIOD_SECONDS
 from .fleet_plan import FleetPlan
-from .refusals import kind_of, require_kind
+from .refusals import kind_of, require_cluster, require_kind
 from .telemetry import NAMESPACE, STOP_METRICS
 
 MAX_DASHBOARD_WIDGETS = 500  # CloudWatch's limit per dashboard
@@ -157,15 +157,7 @@ class GpuFleetDashboard(Construct):
 def _check_inputs(owner: str, cluster: Any, services: Any, alarm_ratio: Any, alarm_topic: Any) -> None:
     """Refuses, naming the option, what the dashboard cannot graph: a cluster or topic of another kind, a ratio
     outside (0, 1], no services, or more than a dashboard's widgets hold."""
-    require_kind(
-        "cluster",
-        cluster,
-        "cluster_name",
-        "aws_ecs.ICluster",
-        owner=owner,
-        error=ServiceError,
-        required=True,
-    )
+    require_cluster(cluster, owner=owner, error=ServiceError)
     require_kind("alarm_topic", alarm_topic, "topic_arn", "aws_sns.ITopic", owner=owner, error=ServiceError)
     if isinstance(alarm_ratio, bool) or not isinstance(alarm_ratio, int | float) or not 0 < alarm_ratio <= 1:
         raise ServiceError(

@@ -78,6 +78,11 @@ def require_kind(
         raise error(f"{owner}: {name} must be an {label}, got {kind_of(value)} {value!r:.80}")
 
 
+def require_cluster(cluster: Any, *, owner: str, error: type[GpuSharingError]) -> None:
+    """Refuses, naming the option, a ``cluster`` that is no ECS cluster (its name as a string, say, or None)."""
+    require_kind("cluster", cluster, "cluster_name", "aws_ecs.ICluster", owner=owner, error=error, required=True)
+
+
 def require_name(name: Any, *, owner: str, error: type[GpuSharingError]) -> str:
     """A capacity's or service's name in the fleet plan (``name=``): a non-empty string."""
     if not isinstance(name, str) or not name:

@@ -26,7 +26,7 @@ from .capacity import GpuCapacity
 from .fleet_plan import FleetPlan, planned_tasks
 from .managed_capacity import GpuManagedInstancesCapacity
 from .options import SharedGpuManagedInstancesServiceOptions, SharedGpuServiceOptions
-from .refusals import check_options, kind_of, passed_on, require_kind, require_name
+from .refusals import check_options, kind_of, passed_on, require_cluster, require_name
 
 # Options of aws-ecs's service that the construct sets itself (the capacity's provider strategy, rollback on failure)
 # or that Managed Instances takes none of: refused when given, and left out of the typed options (cdk/options.py).
@@ -64,9 +64,7 @@ class _PlannedGpuService(Construct):
         known: type,
     ) -> None:
         path = f"{scope.node.path}/{id_}"
-        require_kind(
-            "cluster", cluster, "cluster_name", "aws_ecs.ICluster", owner=path, error=ServiceError, required=True
-        )
+        require_cluster(cluster, owner=path, error=ServiceError)
         if name is not None:
             require_name(name, owner=path, error=ServiceError)
         if planned_count is not None:

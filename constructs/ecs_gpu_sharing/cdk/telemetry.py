@@ -72,7 +72,7 @@ from ..core.telemetry import (
     stopped_tasks_log_group,
 )
 from .fleet_plan import FleetPlan
-from .refusals import require_kind
+from .refusals import require_cluster, require_kind
 
 if TYPE_CHECKING:
     from .capacity import GpuCapacity
@@ -162,9 +162,7 @@ class GpuTelemetry(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         owner = f"{scope.node.path}/{id_}"
-        require_kind(
-            "cluster", cluster, "cluster_name", "aws_ecs.ICluster", owner=owner, error=ServiceError, required=True
-        )
+        require_cluster(cluster, owner=owner, error=ServiceError)
         require_kind("image", image, ecs.ContainerImage, "aws_ecs.ContainerImage", owner=owner, error=ServiceError)
         require_kind(
             "log_retention",
