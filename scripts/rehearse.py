@@ -355,7 +355,7 @@ def _operations(emulator: Emulator, spec: Any, fleet: Path, templates: dict[str,
         # name but nobody made here (references), and ECS's service-linked role, which a new account lacks (roles);
         # moto serves no EC2 quotas, so that check is "not checked". Any other section failing is a problem.
         text = result.stdout + result.stderr
-        failed = re.search(r"^preflight: failed: (.+)$", text, re.MULTILINE)
+        failed = re.search(r"^preflight: failed: ([^;\n]+)", text, re.MULTILINE)
         new_account = failed is not None and set(failed.group(1).split(", ")) <= {"references", "roles"}
         ok = "Traceback" not in text and (
             result.returncode == 0

@@ -990,7 +990,7 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
     assert f"{ami_release.DEFAULT_AMI_RELEASE}: us-east-1: FAILED: no public SSM parameter" in out
     # A new account, as moto's is: ECS's service-linked role is not there yet.
     assert "AWSServiceRoleForECS: missing" in out
-    assert out.strip().endswith("preflight: failed: roles, references, ami")
+    assert out.strip().endswith("preflight: failed: roles, references, ami; not checked: quotas")
 
 
 def test_cluster_status_checks_the_log_drivers_the_plan_assumes_a_host_registers() -> None:
@@ -1052,3 +1052,52 @@ def test_fleet_preflight_verifies_each_release_for_its_smallest_root_volume(
     _, (_lines, failed) = preflight._ami_report(spec, "us-east-1")
     assert not failed
     assert asked == [(ami_release.DEFAULT_AMI_RELEASE, 80)]
+
+
+@pytest.mark.parametrize(
+    ("environ", "profile", "expected"),
+    [
+        ({}, None, None),
+        ({}, "eu-west-1", "eu-west-1"),
+        ({"AWS_DEFAULT_REGION": "us-west-2"}, "eu-west-1", "us-west-2"),
+        ({"AWS_REGION": "ap-south-1"}, "eu-west-1", "ap-south-1"),  # as Lambda, CodeBuild and CI actions set it
+        ({"AWS_REGION": "ap-south-1", "AWS_DEFAULT_REGION": "us-west-2"}, None, "ap-south-1"),
+        ({"AMAZON_REGION": "ca-central-1", "AWS_DEFAULT_REGION": "us-west-2"}, None, "ca-central-1"),
+        ({"AWS_REGION": ""}, "eu-west-1", "eu-west-1"),
+    ],
+)
+def test_the_default_region_is_the_one_the_cdk_cli_deploys_to(
+    environ: dict[str, str], profile: str | None, expected: str | None
+) -> None:
+    assert aws.default_region(environ, profile) == expected
+
+
+def _no_aws_region(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in [n for n in os.environ if n.startswith(("AWS_", "AMAZON_"))]:
+        monkeypatch.delenv(name)
+    (tmp_path / "aws-config").write_text("")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-config"))
+
+
+def test_a_client_takes_aws_region_which_botocore_alone_does_not_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _no_aws_region(monkeypatch, tmp_path)
+    monkeypatch.setenv("AWS_REGION", "ap-south-1")
+    assert aws.client("ecs", None).meta.region_name == "ap-south-1"
+    assert aws.client("ecs", "eu-west-1").meta.region_name == "eu-west-1"  # --region comes first
+    monkeypatch.delenv("AWS_REGION")
+    with pytest.raises(aws.AwsOperationError, match="set AWS_REGION or AWS_DEFAULT_REGION"):
+        aws.client("ecs", None)
+
+
+def test_a_preflight_with_no_region_is_refused_before_any_check(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every check would go unanswered, so 'preflight: passed' would say nothing was wrong where nothing was read."""
+    _no_aws_region(monkeypatch, tmp_path)
+    assert main(["fleet", "preflight", str(_references_fleet(tmp_path))]) == 1
+    captured = capsys.readouterr()
+    assert "preflight: passed" not in captured.out and "== " not in captured.out
+    assert captured.err.startswith("error: no AWS region") and captured.err.count("\n") == 1

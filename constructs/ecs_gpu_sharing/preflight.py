@@ -123,21 +123,26 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
 
 
 def _fleet_preflight(args: argparse.Namespace) -> int:
-    """Every pre-deploy check; one that AWS will not answer (a permission the caller lacks) is said, not failed."""
+    """Every pre-deploy check; one that AWS will not answer (a permission the caller lacks) is said, not failed. With no
+    region at all every check would go unanswered and the preflight pass having read nothing: refused first."""
+    from .operations.aws import region_or_refuse
+
     spec = fleet.load(args.fleet)
-    region = args.region or spec.region
-    failed = []
+    region = region_or_refuse(args.region or spec.region)
+    failed, unchecked = [], []
     for name, report, _ in (*CHECKS, ("ami", _ami_report, "")):
         print(f"== {name}")
         try:
             _, (lines, problem) = report(spec, region)
         except AwsOperationError as error:
             print(f"not checked: {error}")
+            unchecked.append(name)
             continue
         print("\n".join(lines))
         if problem:
             failed.append(name)
-    print(f"preflight: {'failed: ' + ', '.join(failed) if failed else 'passed'}")
+    verdict = "failed: " + ", ".join(failed) if failed else "passed"
+    print(f"preflight: {verdict}" + (f"; not checked: {', '.join(unchecked)}" if unchecked else ""))
     return 1 if failed else 0
 
 

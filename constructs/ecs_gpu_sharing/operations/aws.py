@@ -6,7 +6,8 @@ Clients use botocore's standard retry mode, so throttling is retried with backof
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,23 +42,54 @@ def require_known_region(name: str, where: str = "") -> None:
         raise AwsOperationError(f"{prefix}unknown region {name!r}: use a region name such as us-east-1")
 
 
-def client(service: str, region: str | None) -> Any:
-    """A boto3 client with standard retries; refuses a region botocore does not know, and turns a broken AWS
-    configuration (a profile that does not exist, an unreadable config file, a malformed endpoint URL) into one
-    line."""
+REGION_VARIABLES = ("AWS_REGION", "AMAZON_REGION", "AWS_DEFAULT_REGION", "AMAZON_DEFAULT_REGION")
+NO_REGION = "no AWS region: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION (or a region in your AWS profile)"
+
+
+def default_region(environ: Mapping[str, str], profile_region: str | None) -> str | None:
+    """The region the CDK CLI deploys an environment-agnostic stack to, so that the checks read the region ``cdk
+    deploy`` writes to: the first of ``REGION_VARIABLES`` that is set, then the profile's region (aws-cdk-cli,
+    toolkit-lib's aws-auth/awscli-compatible.ts, ``region()``; it falls back to the instance's region and then
+    us-east-1, where these checks refuse instead). botocore reads only AWS_DEFAULT_REGION and the profile
+    (botocore/configprovider.py), so with AWS_REGION alone, as Lambda, CodeBuild and CI actions set it, it found no
+    region, and beside a profile's other region it read that one."""
+    for name in REGION_VARIABLES:
+        if environ.get(name):
+            return environ[name]
+    return profile_region
+
+
+def _configured() -> tuple[Any, str | None]:
+    """A boto3 session and its profile's region; a broken AWS configuration (a profile that does not exist, an
+    unreadable config file) is one line."""
     with aws_errors("reading your AWS configuration"):
         try:
             session = boto3.session.Session()
-            name = region or session.region_name
+            return session, session.region_name
         except OSError as error:
             raise AwsOperationError(
                 f"reading your AWS configuration: {error.filename or 'a config file'}: {error.strerror}; fix its "
                 "permissions or point AWS_CONFIG_FILE elsewhere"
             ) from None
+
+
+def region_or_refuse(region: str | None, configured: tuple[Any, str | None] | None = None) -> str:
+    """``region`` (an option's), else the default region (``default_region``; the configuration read here unless
+    ``configured`` holds it); refuses, in one line, where there is none."""
+    name = region or default_region(os.environ, (configured or _configured())[1])
     if not name:
-        raise AwsOperationError("no AWS region: pass --region, or set AWS_REGION (or a region in your AWS profile)")
+        raise AwsOperationError(NO_REGION)
+    return name
+
+
+def client(service: str, region: str | None) -> Any:
+    """A boto3 client with standard retries; refuses a region botocore does not know, and turns a broken AWS
+    configuration (a profile that does not exist, an unreadable config file, a malformed endpoint URL) into one
+    line."""
+    configured = _configured()
+    name = region_or_refuse(region, configured)
     require_known_region(name)
-    make: Any = session.client  # the stubs type each service by a literal name
+    make: Any = configured[0].client  # the stubs type each service by a literal name
     with aws_errors(f"creating the {service} client"):
         try:
             return make(service, region_name=name, config=RETRIES)

@@ -341,6 +341,8 @@ def main() -> int:  # pragma: no cover - runs on a GPU host; its parts are teste
         except Exception as error:
             log(json.dumps({"level": "error", "source": "Metadata", "message": str(error)[:1000]}))
             time.sleep(10)
+    # No region given: the agent puts AWS_REGION and AWS_DEFAULT_REGION in a task's containers since 1.104.0
+    # (amazon-ecs-agent #4946, agent/api/task/task.go ApplyRegionToContainer); the pinned AMIs carry 1.107 or later.
     ecs = boto3.client("ecs", config=config)
     instance, ec2_id = "", task_arn.rsplit("/", 1)[-1]
     try:
