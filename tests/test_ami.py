@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 
 from ecs_gpu_sharing import AmiError, GpuAmi
-from ecs_gpu_sharing.core import ami_release
+from ecs_gpu_sharing.core import ami_release, dates
 
 from conftest import new_app
 
@@ -40,6 +41,23 @@ def test_a_verified_release_is_accepted_and_still_checked() -> None:
         ami_release.check_release("20261001", verified=True)
     with pytest.raises(AmiError, match="in the future"):
         ami_release.check_release("20990101", verified=True)
+
+
+def test_a_release_dated_today_anywhere_is_not_in_the_future() -> None:
+    """A release built on a date that has begun east of the checking machine is not refused as in the future."""
+    ahead = dates.latest_today()
+    assert ami_release.check_release(ahead.strftime("%Y%m%d"), verified=True) == ahead.strftime("%Y%m%d")
+    with pytest.raises(AmiError, match="in the future"):
+        ami_release.check_release((ahead + datetime.timedelta(days=1)).strftime("%Y%m%d"), verified=True)
+
+
+@pytest.mark.parametrize(
+    ("utc", "latest"),
+    [("2026-12-05T09:59", "2026-12-05"), ("2026-12-05T10:00", "2026-12-06"), ("2026-12-31T23:00", "2027-01-01")],
+)
+def test_the_latest_today_is_utc_plus_14(utc: str, latest: str) -> None:
+    moment = datetime.datetime.fromisoformat(utc).replace(tzinfo=datetime.UTC)
+    assert dates.latest_today(moment) == datetime.date.fromisoformat(latest)
 
 
 def test_gpuami_refuses_an_unlisted_release_when_built() -> None:

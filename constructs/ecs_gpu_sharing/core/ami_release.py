@@ -15,6 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .dates import latest_today
 from .errors import AmiError
 
 AMI_RELEASE_FLOOR = "20261019"
@@ -94,7 +95,7 @@ def check_release(release: Any, *, verified: bool = False) -> str:
         date(int(release[:4]), int(release[4:6]), int(release[6:]))
     except ValueError:
         raise AmiError(f"{what} is not a real date: give the release date as 'YYYYMMDD'") from None
-    if release > date.today().strftime("%Y%m%d"):
+    if release > latest_today().strftime("%Y%m%d"):
         raise AmiError(
             f"{what} is in the future: no AMI is published for it yet; use a published release, such as "
             f"{DEFAULT_AMI_RELEASE} (ecs-gpu-sharing ami verify --release checks one)"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..allocation import AllocationNote, Evidence
+from ..dates import latest_today
 from ..escalation import TASK_ROLE_ESCALATION, escalations, refused_managed_policy, unread_managed_policy
 from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from ..planner import MANAGED_INSTANCES
@@ -263,7 +263,7 @@ def _check_service_values(
                 problems.add(f"{where}scale_on_metric.dimensions.{key} must be a non-empty string, got {value!r}")
     evidence, at = (note.evidence, f"{where}allocation.") if note is not None else (own_evidence, f"{where}evidence.")
     if evidence is not None:
-        if evidence.measured_on > datetime.date.today() + datetime.timedelta(days=1):
+        if evidence.measured_on > latest_today():
             problems.add(f"{at}measured_on {evidence.measured_on} is in the future; give the day it was measured")
         if evidence.p99_mib is not None and evidence.p99_mib > evidence.peak_mib:
             problems.add(f"{at}measured_p99_mib {evidence.p99_mib} is above measured_peak_mib {evidence.peak_mib}")
