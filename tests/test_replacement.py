@@ -294,3 +294,20 @@ def test_stacks_replacements_fails_security_groups_added_to_a_deployed_network_l
     report = json.loads(capsys.readouterr().out)
     assert code == 1
     assert [r["logical_id"] for r in report["update_refusals"]] == ["Res"]
+
+
+@pytest.mark.parametrize("command", ["replacements", "references", "quotas", "zones"])
+def test_the_stacks_commands_read_the_assembly_cdk_json_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """cdk synth writes where cdk.json's "output" says; a stacks command run beside it reads there, not a cdk.out
+    an older synth may have left."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": "python3 app.py", "output": "build/assembly"}))
+    (tmp_path / "cdk.out").mkdir()
+    (tmp_path / "cdk.out" / "manifest.json").write_text("{}")  # a stale assembly of another synth
+    assert main(["stacks", command, "--region", REGION]) == 1
+    assert "build/assembly has no manifest.json" in capsys.readouterr().err
+    (tmp_path / "cdk.json").write_text("{ not json")
+    assert main(["stacks", command, "--region", REGION]) == 1
+    assert "cdk.json" in capsys.readouterr().err

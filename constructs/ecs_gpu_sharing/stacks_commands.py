@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .core.errors import GpuSharingError
+
 
 def add_stacks_commands(commands: Any) -> None:
     stacks = commands.add_parser("stacks", help="any CDK app's synthesized stacks").add_subparsers(
@@ -39,10 +41,32 @@ def add_stacks_commands(commands: Any) -> None:
         ),
     ):
         command = stacks.add_parser(name, help=about)
-        command.add_argument("--cdk-out", default="cdk.out", help="the cloud assembly (cdk synth's output folder)")
+        command.add_argument(
+            "--cdk-out",
+            help="the cloud assembly (cdk synth's output folder): where ./cdk.json's output says, else cdk.out",
+        )
         command.add_argument("--region", help="for stacks whose environment names no region")
         command.add_argument("--json", action="store_true")
         command.set_defaults(func=func)
+
+
+def _assembly(given: str | None) -> Path:
+    """The cloud assembly a stacks command reads: ``--cdk-out``, else where the CDK CLI writes one beside this
+    folder's cdk.json (its ``output`` key; cdk.out without one), not a cdk.out an older synth may have left."""
+    if given:
+        return Path(given)
+    settings = Path("cdk.json")
+    if not settings.is_file():
+        return Path("cdk.out")
+    try:
+        output = json.loads(settings.read_text(encoding="utf-8")).get("output", "cdk.out")
+    except (ValueError, AttributeError, OSError) as error:
+        raise GpuSharingError(
+            f"cdk.json: cannot read it ({type(error).__name__}: {error}); fix it, or give --cdk-out"
+        ) from None
+    if not isinstance(output, str) or not output:
+        raise GpuSharingError(f"cdk.json: output must be a folder's path, got {output!r}; fix it, or give --cdk-out")
+    return Path(output)
 
 
 def _emit(args: argparse.Namespace, lines: list[str], data: Any, failed: bool) -> int:
@@ -55,7 +79,7 @@ def _stacks_zones(args: argparse.Namespace) -> int:
     from .operations import zones
     from .operations.aws import client
 
-    found = zones.check_assembly(client, Path(args.cdk_out), args.region)
+    found = zones.check_assembly(client, _assembly(args.cdk_out), args.region)
     judged = [z for z in found if not isinstance(z, str)]
     unread = [z for z in found if isinstance(z, str)]
     lines = [z.line() for z in judged] + [p for z in judged for p in (*z.problems, *z.warnings)] + unread
@@ -67,7 +91,7 @@ def _stacks_quotas(args: argparse.Namespace) -> int:
     from .operations import vcpu_quotas
     from .operations.aws import client
 
-    found, skipped = vcpu_quotas.check_assembly(client, Path(args.cdk_out), args.region)
+    found, skipped = vcpu_quotas.check_assembly(client, _assembly(args.cdk_out), args.region)
     lines = [q.line() for q in found] + [q.problem for q in found if q.problem] + skipped
     data = {"quotas": [q.to_json() for q in found], "not_counted": skipped}
     return _emit(args, lines or [_NO_GROUP], data, any(q.problem for q in found))
@@ -77,7 +101,7 @@ def _stacks_references(args: argparse.Namespace) -> int:
     from .operations import stack_references
     from .operations.aws import client
 
-    found = stack_references.check(client, Path(args.cdk_out), args.region)
+    found = stack_references.check(client, _assembly(args.cdk_out), args.region)
     data = stack_references.to_json(found)
     return _emit(args, stack_references.report(found), data, any(r.problem for r in found))
 
@@ -86,7 +110,7 @@ def _stacks_replacements(args: argparse.Namespace) -> int:
     from .operations import replacements
     from .operations.aws import client
 
-    result = replacements.check(client, Path(args.cdk_out), args.region)
+    result = replacements.check(client, _assembly(args.cdk_out), args.region)
     return _emit(args, replacements.report(result), replacements.to_json(result), bool(result.found))
 
 
