@@ -58,6 +58,9 @@ class Emulator:
         import rehearsal  # scripts/rehearsal/, beside this script
 
         rehearsal.install_adapters()
+        # AWS's managed policies, as AWS has them: without them moto answers every GetPolicy of one NoSuchEntity, and
+        # stacks references would fail every role that attaches one (moto's settings, iam_aws_managed_policies).
+        os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
         self.server.start()
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
@@ -207,14 +210,18 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
 
 def _stacks(emulator: Emulator, command: str, out: Path, log: Path, findings_ok: bool = False) -> list[str]:
     """``ecs-gpu-sharing stacks COMMAND`` on a cloud assembly, as a team runs it before a deploy: it must run and read
-    the emulator, and exit 0 (or 1, where ``findings_ok``: a secret or image the app names and nobody made here)."""
+    the emulator, and exit 0 (or 1, where ``findings_ok``: a secret or image the app names and nobody made here). An
+    AWS managed policy a role attaches is AWS's, not the account's: one missing is a problem in any account."""
     cli = [sys.executable, "-m", "ecs_gpu_sharing.cli", "stacks", command, "--cdk-out", str(out)]
     result = _run(emulator, *cli, "--region", EMULATOR_REGION, log=log, check=False)
     lines = (result.stdout + result.stderr).strip().splitlines()
     print(f"  stacks {command}: exit {result.returncode}: {lines[0][:150] if lines else ''}")
     ok = result.returncode == 0 or (findings_ok and result.returncode == 1)
     broken = not ok or "Traceback" in result.stdout + result.stderr
-    return [f"stacks {command} exited {result.returncode}: {' | '.join(lines[-3:])}"] if broken else []
+    missing = [f"AWS would refuse: {line}" for line in lines if ": no AWS managed policy " in line]
+    for line in missing:
+        print(f"  PROBLEM: {line}")
+    return [f"stacks {command} exited {result.returncode}: {' | '.join(lines[-3:])}"] * broken + missing
 
 
 def _deployed_checks(emulator: Emulator, out: Path, log: Path) -> list[str]:

@@ -867,6 +867,30 @@ def test_fleet_references_asks_for_the_customer_managed_key_that_encrypts_a_secr
     assert left == [("embedder", "models/hf-token")]  # the embedder names the same secret, and no key
 
 
+def test_fleet_references_finds_each_aws_managed_policy_a_task_role_attaches(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """IAM refuses a role whose managed policy does not exist ("Policy ... does not exist or is not attachable"), so the
+    stack fails to deploy; moto knows AWS's managed policies once told to load them, as AWS's own list."""
+    monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
+    text = _references_fleet(tmp_path).read_text()
+    text = text.replace(
+        'model_bucket = "team-weights"',
+        'model_bucket = "team-weights"\ntask_role_managed_policies = ["AmazonBedrockReadOnly", "AmazonBedrockReadOnlyy"]',
+    )
+    fleet_file = tmp_path / "policies.toml"
+    fleet_file.write_text(text)
+    with mock_aws():
+        assert main(["fleet", "references", str(fleet_file), "--region", "eu-west-1", "--json"]) == 1
+    found = {r["name"]: r["problem"] for r in json.loads(capsys.readouterr().out) if r["kind"] == "policy"}
+    assert found == {
+        "arn:aws:iam::aws:policy/AmazonBedrockReadOnly": None,
+        "arn:aws:iam::aws:policy/AmazonBedrockReadOnlyy": "no AWS managed policy AmazonBedrockReadOnlyy: IAM would "
+        "refuse the role and the stack would not deploy; check its name in the IAM console's list of AWS managed "
+        "policies",
+    }
+
+
 # --- fleet ebs -------------------------------------------------------------------------------------------------
 # moto keeps the default EBS key (ModifyEbsDefaultKmsKeyId) but does not serve GetEbsDefaultKmsKeyId: botocore's
 # Stubber answers that one read, checked against EC2's model; the key, its policy and its grants are moto's.

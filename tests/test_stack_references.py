@@ -161,3 +161,54 @@ def test_an_image_asset_the_deploy_publishes_first_is_not_looked_up(
     assert main(["stacks", "references", "--cdk-out", str(tmp_path / "cdk.out"), "--region", REGION]) == 1
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and "container model: log group /ecs/models: no log group" in out[0]  # the image is not there
+
+
+def _role(*arns: Any) -> dict[str, Any]:
+    return {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {}, "ManagedPolicyArns": list(arns)}}
+
+
+def _aws_policy(name: str) -> dict[str, Any]:
+    """An AWS managed policy's ARN as aws-iam writes it (ManagedPolicy.from_aws_managed_policy_name)."""
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{name}"]]}
+
+
+def test_the_aws_managed_policies_a_role_attaches_are_named_and_others_are_not() -> None:
+    made = {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": {}}}
+    template = _task(
+        {"Name": "m", "Image": "ghcr.io/x/y:1"},
+        extra={
+            "Role": _role(
+                _aws_policy("AmazonBedrockReadOnly"),
+                "arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy",
+                {"Ref": "Made"},  # one the templates make
+                f"arn:aws:iam::{ACCOUNT}:policy/team-policy",  # a customer's: not AWS's list
+            ),
+            "Made": made,
+        },
+    )
+    assert [n for n in _names(template) if n[0] == "policy"] == [
+        ("policy", "arn:aws:iam::aws:policy/AmazonBedrockReadOnly", None),
+        ("policy", "arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy", None),
+    ]
+    # The partition not known, the ARN that reads it is not looked up; one written whole is.
+    assert _names(template, {"AWS::Region": REGION}) == [
+        ("policy", "arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy", None)
+    ]
+
+
+def test_stacks_references_fails_an_aws_managed_policy_that_does_not_exist(
+    tmp_path: Path, fake_credentials: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")  # moto's copy of AWS's managed policies
+    template = {
+        "Resources": {"Role": _role(_aws_policy("AmazonBedrockReadOnly"), _aws_policy("AmazonBedrockReadOnlyy"))}
+    }
+    cdk_out = write_assembly(tmp_path, {"models": template})
+    with mock_aws():
+        assert main(["stacks", "references", "--cdk-out", str(cdk_out), "--region", REGION]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "models/Role: policy arn:aws:iam::aws:policy/AmazonBedrockReadOnly: found",
+        "models/Role: policy arn:aws:iam::aws:policy/AmazonBedrockReadOnlyy: no AWS managed policy "
+        "AmazonBedrockReadOnlyy: IAM would refuse the role and the stack would not deploy; check its name in the IAM "
+        "console's list of AWS managed policies",
+    ]

@@ -13,3 +13,11 @@ def known_regions() -> tuple[str, ...]:
     """Every region botocore's endpoint data knows, sorted."""
     endpoints = botocore.loaders.create_loader().load_data("endpoints")
     return tuple(sorted({region for partition in endpoints["partitions"] for region in partition["regions"]}))
+
+
+@functools.cache
+def partition_of(region: str) -> str:
+    """The partition a region is in (aws, aws-cn, aws-us-gov, ...), as an ARN writes it; aws for one botocore does not
+    know."""
+    endpoints = botocore.loaders.create_loader().load_data("endpoints")
+    return next((p["partition"] for p in endpoints["partitions"] if region in p["regions"]), "aws")

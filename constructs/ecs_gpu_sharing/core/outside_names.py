@@ -1,6 +1,7 @@
 """What a CDK app's task definitions name outside their templates: private ECR images, Secrets Manager secrets and
-SSM parameters given as secrets, and the log groups the awslogs driver writes to. Pure Python: templates in, names
-out; ``stacks references`` looks each one up in the account.
+SSM parameters given as secrets, and the log groups the awslogs driver writes to; and the AWS managed policies its
+roles attach (IAM refuses a role whose managed policy does not exist, and the stack fails to deploy). Pure Python:
+templates in, names out; ``stacks references`` looks each one up in the account.
 
 Each is needed when a task starts, not when the stack deploys: a missing secret or image stops the task
 (``ResourceInitializationError``, ``CannotPullContainerError``), and the awslogs driver refuses to start a container
@@ -12,6 +13,7 @@ cannot be read before deploy (a parameter, a condition).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +26,7 @@ from .shape import camel_keys
 @dataclass(frozen=True)
 class OutsideName:
     owner: str  # the container that names it: "<construct path> container <name>"
-    kind: str  # image, secret, parameter, log group
+    kind: str  # image, secret, parameter, log group, policy (an AWS managed policy a role attaches)
     name: str
     region: str | None  # where to look it up, where the name says (an ARN's, an image's, awslogs-region)
 
@@ -67,7 +69,17 @@ def outside_names(
         known = pseudo.get(task.stack, {})
         for c in _containers(task):
             out += [n for n in _named_by(ctx, task, c, known, every_made) if not _published(n, published)]
+    for role in ctx.of_type("AWS::IAM::Role"):
+        known = pseudo.get(role.stack, {})
+        arns = role.props.get("ManagedPolicyArns")
+        for value in arns if isinstance(arns, list) else []:
+            arn = _text(ctx, value, role.stack, known)
+            if arn and _AWS_MANAGED.fullmatch(arn):
+                out.append(OutsideName(construct_path(role), "policy", arn, None))
     return out
+
+
+_AWS_MANAGED = re.compile(r"arn:[a-z-]+:iam::aws:policy/\S+")  # AWS's own: a customer's names the account
 
 
 def _published(named: OutsideName, published: Collection[str]) -> bool:

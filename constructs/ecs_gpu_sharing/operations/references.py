@@ -17,13 +17,14 @@ from typing import Any
 import botocore.exceptions
 
 from ..core.fleet import FleetSpec, ecr_image
+from ..regions import partition_of
 from .aws import aws_errors, customer_key
 
 
 @dataclass(frozen=True)
 class Reference:
     service: str
-    kind: str  # secret, parameter, image, bucket
+    kind: str  # secret, parameter, image, bucket, policy (an AWS managed policy, by ARN)
     name: str
     problem: str | None
 
@@ -31,9 +32,12 @@ class Reference:
         return {"service": self.service, "kind": self.kind, "name": self.name, "problem": self.problem}
 
 
-def _named(spec: FleetSpec) -> Iterator[tuple[str, str, str]]:
-    """(service, kind, name) for each secret, parameter, private ECR image and bucket the fleet names."""
+def _named(spec: FleetSpec, partition: str) -> Iterator[tuple[str, str, str]]:
+    """(service, kind, name) for each secret, parameter, private ECR image, bucket and AWS managed policy the fleet
+    names (the policies by ARN in ``partition``, as the app's roles attach them)."""
     for service in spec.services.values():
+        for policy in service.task_role_managed_policies:
+            yield service.name, "policy", aws_managed_policy_arn(partition, policy)
         for ref in service.secrets.values():
             kind, _, name = ref.partition(":")
             yield service.name, "parameter" if kind == "ssm" else "secret", name
@@ -116,14 +120,34 @@ def _bucket(clients: Callable[[str, str | None], Any], region: str | None, name:
     return None, _customer_key(clients, region, default.get("KMSMasterKeyID"))
 
 
-LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket": _bucket}
+def _policy(clients: Callable[[str, str | None], Any], region: str | None, arn: str) -> Found:
+    client = clients("iam", region)
+    try:
+        client.get_policy(PolicyArn=arn)
+    except client.exceptions.NoSuchEntityException:
+        name = arn.rpartition("/")[2]
+        return (
+            f"no AWS managed policy {name}: IAM would refuse the role and the stack would not deploy; check its name "
+            "in the IAM console's list of AWS managed policies",
+            None,
+        )
+    return None, None
+
+
+def aws_managed_policy_arn(partition: str, name: str) -> str:
+    """An AWS managed policy's ARN, as aws-iam's ``ManagedPolicy.from_aws_managed_policy_name`` writes it."""
+    return f"arn:{partition}:iam::aws:policy/{name}"
+
+
+LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket": _bucket, "policy": _policy}
 
 
 def check(clients: Callable[[str, str | None], Any], region: str | None, spec: FleetSpec) -> list[Reference]:
     """Each reference, looked up once (by kind and name), with what is wrong with it."""
     seen: dict[tuple[str, str], Found] = {}
     out = []
-    for service, kind, name in _named(spec):
+    partition = partition_of(clients("sts", region).meta.region_name)
+    for service, kind, name in _named(spec, partition):
         if (kind, name) not in seen:
             with aws_errors(f"looking up {kind} {name}"):
                 seen[(kind, name)] = LOOKUPS[kind](clients, region, name)
