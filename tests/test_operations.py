@@ -891,6 +891,32 @@ def test_fleet_references_finds_each_aws_managed_policy_a_task_role_attaches(
     }
 
 
+@mock_aws
+def test_fleet_references_finds_a_balancers_certificate_that_is_missing_or_not_issued(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ELB creates no HTTPS listener without an issued certificate of its region: CertificateNotFound for one that is
+    not there (aws/aws-cdk#6081, also while it waits for validation), UnsupportedCertificate for one not issued."""
+    acm = boto3.client("acm", region_name="us-east-1")
+    pending = acm.request_certificate(DomainName="models.example.com", ValidationMethod="DNS")["CertificateArn"]
+    missing = pending.rsplit("/", 1)[0] + "/0a1b2c3d-1111-2222-3333-444455556666"
+    text = _references_fleet(tmp_path).read_text()
+    fleet_file = tmp_path / "tls.toml"
+    balancers = (
+        f'[load_balancer.api]\ncertificate_arn = "{pending}"\n[load_balancer.web]\ncertificate_arn = "{missing}"\n'
+    )
+    text = text.replace("[service.llm]", balancers + "[service.llm]")
+    text = text.replace(
+        'model_bucket = "team-weights"', 'model_bucket = "team-weights"\nload_balancer = "api"\nport = 8000'
+    )
+    text = text.replace("[service.embedder]\n", '[service.embedder]\nload_balancer = "web"\nport = 8001\n')
+    fleet_file.write_text(text)
+    assert main(["fleet", "references", str(fleet_file), "--region", "us-east-1"]) == 1
+    out = capsys.readouterr().out
+    assert f"load_balancer.api: certificate {pending}: its status is PENDING_VALIDATION, not ISSUED: ELB" in out
+    assert f"load_balancer.web: certificate {missing}: no ACM certificate {missing}: ELB" in out
+
+
 # --- fleet ebs -------------------------------------------------------------------------------------------------
 # moto keeps the default EBS key (ModifyEbsDefaultKmsKeyId) but does not serve GetEbsDefaultKmsKeyId: botocore's
 # Stubber answers that one read, checked against EC2's model; the key, its policy and its grants are moto's.

@@ -212,3 +212,36 @@ def test_stacks_references_fails_an_aws_managed_policy_that_does_not_exist(
         "AmazonBedrockReadOnlyy: IAM would refuse the role and the stack would not deploy; check its name in the IAM "
         "console's list of AWS managed policies",
     ]
+
+
+def _listener(*arns: Any) -> dict[str, Any]:
+    certificates = [{"CertificateArn": a} for a in arns]
+    return {"Type": "AWS::ElasticLoadBalancingV2::Listener", "Properties": {"Port": 443, "Certificates": certificates}}
+
+
+def test_a_listeners_certificates_are_named_where_the_templates_do_not_make_them() -> None:
+    cert = f"arn:aws:acm:eu-west-1:{ACCOUNT}:certificate/0a1b2c3d-1111-2222-3333-444455556666"
+    extra = {
+        "Listener": _listener(cert, {"Ref": "Made"}),
+        "More": {
+            "Type": "AWS::ElasticLoadBalancingV2::ListenerCertificate",
+            "Properties": {"ListenerArn": {"Ref": "Listener"}, "Certificates": [{"CertificateArn": cert}]},
+        },
+        "Made": {"Type": "AWS::CertificateManager::Certificate", "Properties": {"DomainName": "models.example.com"}},
+    }
+    named = [n for n in _names(_task({"Name": "m", "Image": "ghcr.io/x/y:1"}, extra=extra)) if n[0] == "certificate"]
+    assert named == [("certificate", cert, "eu-west-1"), ("certificate", cert, "eu-west-1")]
+
+
+@mock_aws
+def test_stacks_references_fails_a_listener_certificate_that_is_not_issued(
+    tmp_path: Path, fake_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    acm = boto3.client("acm", region_name=REGION)
+    pending = acm.request_certificate(DomainName="models.example.com", ValidationMethod="DNS")["CertificateArn"]
+    cdk_out = write_assembly(tmp_path, {"models": {"Resources": {"Listener": _listener(pending)}}})
+    assert main(["stacks", "references", "--cdk-out", str(cdk_out), "--region", REGION]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"models/Listener: certificate {pending}: its status is PENDING_VALIDATION, not ISSUED: ELB would create no "
+        "listener with it and the stack would not deploy; finish its validation (or import it again) first"
+    ]

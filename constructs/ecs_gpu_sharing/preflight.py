@@ -21,8 +21,8 @@ def _references_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[
     from .operations.aws import client
 
     results = references.check(client, region, spec)
-    lines = [f"service.{r.service}: {r.kind} {r.name}: {r.problem or 'found'}" for r in results]
-    lines = lines or ["the fleet names no secret, parameter, private ECR image or bucket"]
+    lines = [f"{r.where}: {r.kind} {r.name}: {r.problem or 'found'}" for r in results]
+    lines = lines or ["the fleet names no secret, parameter, private ECR image, bucket, managed policy or certificate"]
     return results, (lines, any(r.problem for r in results))
 
 

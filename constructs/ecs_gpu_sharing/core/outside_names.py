@@ -1,6 +1,7 @@
 """What a CDK app's task definitions name outside their templates: private ECR images, Secrets Manager secrets and
 SSM parameters given as secrets, and the log groups the awslogs driver writes to; and the AWS managed policies its
-roles attach (IAM refuses a role whose managed policy does not exist, and the stack fails to deploy). Pure Python:
+roles attach (IAM refuses a role whose managed policy does not exist, and the stack fails to deploy) and the ACM
+certificates its listeners take (ELB creates no listener without one that is there and issued). Pure Python:
 templates in, names out; ``stacks references`` looks each one up in the account.
 
 Each is needed when a task starts, not when the stack deploys: a missing secret or image stops the task
@@ -26,7 +27,7 @@ from .shape import camel_keys
 @dataclass(frozen=True)
 class OutsideName:
     owner: str  # the container that names it: "<construct path> container <name>"
-    kind: str  # image, secret, parameter, log group, policy (an AWS managed policy a role attaches)
+    kind: str  # image, secret, parameter, log group, policy (an AWS managed policy a role attaches), certificate
     name: str
     region: str | None  # where to look it up, where the name says (an ARN's, an image's, awslogs-region)
 
@@ -76,6 +77,15 @@ def outside_names(
             arn = _text(ctx, value, role.stack, known)
             if arn and _AWS_MANAGED.fullmatch(arn):
                 out.append(OutsideName(construct_path(role), "policy", arn, None))
+    for kind in ("AWS::ElasticLoadBalancingV2::Listener", "AWS::ElasticLoadBalancingV2::ListenerCertificate"):
+        for listener in ctx.of_type(kind):
+            certificates = listener.props.get("Certificates")
+            for entry in certificates if isinstance(certificates, list) else []:
+                arn = _text(
+                    ctx, camel_keys(entry).get("certificateArn"), listener.stack, pseudo.get(listener.stack, {})
+                )
+                if arn and arn.startswith("arn:") and arn.split(":")[2] == "acm":
+                    out.append(OutsideName(construct_path(listener), "certificate", arn, arn.split(":")[3]))
     return out
 
 

@@ -23,13 +23,20 @@ from .aws import aws_errors, customer_key
 
 @dataclass(frozen=True)
 class Reference:
-    service: str
-    kind: str  # secret, parameter, image, bucket, policy (an AWS managed policy, by ARN)
+    service: str  # the service that names it ("" for a load balancer's)
+    kind: str  # secret, parameter, image, bucket, policy (an AWS managed policy, by ARN), certificate
     name: str
     problem: str | None
+    load_balancer: str = ""  # the load balancer that names it (a certificate)
+
+    @property
+    def where(self) -> str:
+        """The fleet file's table that names it."""
+        return f"load_balancer.{self.load_balancer}" if self.load_balancer else f"service.{self.service}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"service": self.service, "kind": self.kind, "name": self.name, "problem": self.problem}
+        out = {"service": self.service, "kind": self.kind, "name": self.name, "problem": self.problem}
+        return {**out, "load_balancer": self.load_balancer} if self.load_balancer else out
 
 
 def _named(spec: FleetSpec, partition: str) -> Iterator[tuple[str, str, str]]:
@@ -134,12 +141,37 @@ def _policy(clients: Callable[[str, str | None], Any], region: str | None, arn: 
     return None, None
 
 
+def _certificate(clients: Callable[[str, str | None], Any], region: str | None, arn: str) -> Found:
+    """An HTTPS or TLS listener's certificate: ELB takes one that is there and issued (CreateListener answers
+    CertificateNotFound for one that is not there, also while it waits for validation, aws/aws-cdk#6081, and
+    UnsupportedCertificate for one not issued)."""
+    client = clients("acm", arn.split(":")[3] or region)
+    try:
+        status = client.describe_certificate(CertificateArn=arn)["Certificate"].get("Status")
+    except client.exceptions.ResourceNotFoundException:
+        return f"no ACM certificate {arn}: ELB would create no listener with it and the stack would not deploy", None
+    if status != "ISSUED":
+        return (
+            f"its status is {status}, not ISSUED: ELB would create no listener with it and the stack would not "
+            "deploy; finish its validation (or import it again) first",
+            None,
+        )
+    return None, None
+
+
 def aws_managed_policy_arn(partition: str, name: str) -> str:
     """An AWS managed policy's ARN, as aws-iam's ``ManagedPolicy.from_aws_managed_policy_name`` writes it."""
     return f"arn:{partition}:iam::aws:policy/{name}"
 
 
-LOOKUPS = {"secret": _secret, "parameter": _parameter, "image": _image, "bucket": _bucket, "policy": _policy}
+LOOKUPS = {
+    "secret": _secret,
+    "parameter": _parameter,
+    "image": _image,
+    "bucket": _bucket,
+    "policy": _policy,
+    "certificate": _certificate,
+}
 
 
 def check(clients: Callable[[str, str | None], Any], region: str | None, spec: FleetSpec) -> list[Reference]:
@@ -160,4 +192,11 @@ def check(clients: Callable[[str, str | None], Any], region: str | None, spec: F
                 f'(the {role}): set kms_key_arn = "{key}" on service.{service}'
             )
         out.append(Reference(service, kind, name, problem))
+    for balancer in spec.load_balancers.values():
+        if balancer.certificate_arn:
+            arn = balancer.certificate_arn
+            if ("certificate", arn) not in seen:
+                with aws_errors(f"looking up certificate {arn}"):
+                    seen[("certificate", arn)] = _certificate(clients, region, arn)
+            out.append(Reference("", "certificate", arn, seen[("certificate", arn)][0], balancer.name))
     return out

@@ -66,7 +66,10 @@ def check(clients: Clients, cdk_out: Path, region: str | None) -> list[Reference
 
 def report(found: list[Reference]) -> list[str]:
     lines = [f"{r.service}: {r.kind} {r.name}: {r.problem or 'found'}" for r in found]
-    return lines or ["the stacks name no private ECR image, secret, parameter or log group outside themselves"]
+    return lines or [
+        "the stacks name no private ECR image, secret, parameter, log group, AWS managed policy or certificate outside "
+        "themselves"
+    ]
 
 
 def to_json(found: list[Reference]) -> list[dict[str, Any]]:
