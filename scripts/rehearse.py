@@ -221,7 +221,8 @@ def _stacks(emulator: Emulator, command: str, out: Path, log: Path, findings_ok:
     missing = [f"AWS would refuse: {line}" for line in lines if ": no AWS managed policy " in line]
     for line in missing:
         print(f"  PROBLEM: {line}")
-    return [f"stacks {command} exited {result.returncode}: {' | '.join(lines[-3:])}"] * broken + missing
+    exited = [f"stacks {command} exited {result.returncode}: {' | '.join(lines[-3:])}"] if broken else []
+    return exited + missing
 
 
 def _deployed_checks(emulator: Emulator, out: Path, log: Path) -> list[str]:

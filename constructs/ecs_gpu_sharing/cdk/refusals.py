@@ -64,6 +64,7 @@ def require_kind(
     owner: str,
     error: type[GpuSharingError],
     required: bool = False,
+    hint: str = "",
 ) -> None:
     """Refuses, naming the construct and the option, a value that is not ``kind`` (a class, or for a jsii interface
     the attribute every implementation has, such as ``topic_arn``); ``None`` is left to the option's default, or
@@ -71,16 +72,20 @@ def require_kind(
     its own class, or the construct fails on it with Python's AttributeError."""
     if value is None:
         if required:
-            raise error(f"{owner}: {name} must be an {label}, got None")
+            raise error(f"{owner}: {name} must be an {label}, got None" + (f"; {hint}" if hint else ""))
         return
     ok = isinstance(value, kind) if isinstance(kind, type) else hasattr(value, kind)
     if not ok:
-        raise error(f"{owner}: {name} must be an {label}, got {kind_of(value)} {value!r:.80}")
+        shown = f"{owner}: {name} must be an {label}, got {kind_of(value)} {value!r:.80}"
+        raise error(shown + (f"; {hint}" if hint else ""))
 
 
 def require_cluster(cluster: Any, *, owner: str, error: type[GpuSharingError]) -> None:
     """Refuses, naming the option, a ``cluster`` that is no ECS cluster (its name as a string, say, or None)."""
-    require_kind("cluster", cluster, "cluster_name", "aws_ecs.ICluster", owner=owner, error=error, required=True)
+    hint = "give the cluster itself (an ecs.Cluster, or Cluster.from_cluster_attributes), not its name"
+    require_kind(
+        "cluster", cluster, "cluster_name", "aws_ecs.ICluster", owner=owner, error=error, required=True, hint=hint
+    )
 
 
 def require_name(name: Any, *, owner: str, error: type[GpuSharingError]) -> str:

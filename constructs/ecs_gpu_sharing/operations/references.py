@@ -149,7 +149,11 @@ def _certificate(clients: Callable[[str, str | None], Any], region: str | None, 
     try:
         status = client.describe_certificate(CertificateArn=arn)["Certificate"].get("Status")
     except client.exceptions.ResourceNotFoundException:
-        return f"no ACM certificate {arn}: ELB would create no listener with it and the stack would not deploy", None
+        return (
+            f"no ACM certificate {arn}: ELB would create no listener with it and the stack would not deploy; check the "
+            "ARN and its region, or request or import the certificate in ACM there",
+            None,
+        )
     if status != "ISSUED":
         return (
             f"its status is {status}, not ISSUED: ELB would create no listener with it and the stack would not "
