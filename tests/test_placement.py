@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import placement as P
+from ecs_gpu_sharing.core import placement_strategies as S
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.constraints import zone_rebalancing
 from ecs_gpu_sharing.core.fleet import load
@@ -41,7 +42,7 @@ L4 = capacity_input("l4", host_facts(["g6.2xlarge"]))  # 1 GPU
 
 
 def svc(name: str, tasks: int, budget: int, cap: str = "l4x4", **kw: Any) -> ServiceInput:
-    return ServiceInput(name, cap, TaskShape(256, 1024, (budget,)), tasks, placement=P.LIBRARY_STRATEGY, **kw)
+    return ServiceInput(name, cap, TaskShape(256, 1024, (budget,)), tasks, placement=S.LIBRARY_STRATEGY, **kw)
 
 
 def test_worst_fit_gpu_choice_needs_one_more_host_than_the_packing() -> None:
@@ -122,7 +123,7 @@ def test_the_order_headroom_is_a_share_rounded_up_to_ecss_instances_a_cluster() 
 
 def test_a_strategy_that_scatters_warns_and_keeps_more_instances() -> None:
     small = [ServiceInput(f"s{i}", "l4", TaskShape(256, 1024, (2000,)), 6, placement=()) for i in range(4)]
-    packing = [replace(s, placement=P.LIBRARY_STRATEGY) for s in small]
+    packing = [replace(s, placement=S.LIBRARY_STRATEGY) for s in small]
     scattering = assess([L4], small)  # no strategy: ECS's default spreads over instances
     packed = assess([L4], packing)
     assert {f.subject for f in scattering.findings if f.rule_id == PLACEMENT_SCATTERS} == {s.name for s in small}
@@ -137,17 +138,17 @@ def test_a_strategy_that_scatters_warns_and_keeps_more_instances() -> None:
 @pytest.mark.parametrize(
     ("strategy", "scatters"),
     [
-        (P.LIBRARY_STRATEGY, False),
-        ((P.BINPACK_MEMORY,), False),
-        ((P.SPREAD_ZONE, P.BINPACK_CPU), False),
+        (S.LIBRARY_STRATEGY, False),
+        ((S.BINPACK_MEMORY,), False),
+        ((S.SPREAD_ZONE, S.BINPACK_CPU), False),
         ((), True),
-        ((P.SPREAD_ZONE, P.SPREAD_INSTANCE), True),
-        ((P.RANDOM,), True),
-        ((P.SPREAD_ZONE,), True),
+        ((S.SPREAD_ZONE, S.SPREAD_INSTANCE), True),
+        ((S.RANDOM,), True),
+        ((S.SPREAD_ZONE,), True),
     ],
 )
 def test_which_strategies_scatter(strategy: tuple[str, ...], scatters: bool) -> None:
-    assert P.scatters(strategy) is scatters
+    assert S.scatters(strategy) is scatters
 
 
 def test_spread_over_zones_balances_a_service_over_two_zones() -> None:
@@ -455,7 +456,7 @@ def _generated_outcomes() -> list[object]:
                 out += [free, P.replay(fleet.capacity, fleet.services, rule, order, max(1, free.peak - 3))]
         out.append(P._blocked(fleet.capacity, fleet.services, max(1, free.peak - 2)))
     # Tiny tasks run out of MPS clients (48 a GPU) before GPU memory, CPU or memory, among larger ones.
-    tiny = ServiceInput("tiny", "l4x4", TaskShape(64, 256, (100,)), 700, placement=P.LIBRARY_STRATEGY, max_percent=150)
+    tiny = ServiceInput("tiny", "l4x4", TaskShape(64, 256, (100,)), 700, placement=S.LIBRARY_STRATEGY, max_percent=150)
     mixed = [tiny, svc("mid", 40, 3000), replace(svc("big", 12, 15000), placement=())]
     for rule in P.GPU_RULES:
         for order in P.ORDERS:
@@ -488,8 +489,8 @@ def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: py
     fast = _generated_outcomes()
 
     def ranked(self: P._Replay, rough: list[P._Host], s: ServiceInput, need: P._Need) -> P._Host | None:
-        strategy = s.placement or P.ECS_DEFAULT_STRATEGY
-        cut = strategy.index(P.RANDOM) if P.RANDOM in strategy else len(strategy)
+        strategy = s.placement or S.ECS_DEFAULT_STRATEGY
+        cut = strategy.index(S.RANDOM) if S.RANDOM in strategy else len(strategy)
         key = self._any_key(strategy[:cut], s.name, self.zone_tasks[s.name])
         if cut < len(strategy):
             fitting = [h for h in rough if self._fits(h, need)]
@@ -569,7 +570,7 @@ def test_stopping_every_task_leaves_every_host_as_launched() -> None:
     services = [
         replace(svc("tiny", 60, 100), shape=TaskShape(64, 256, (100, 50))),
         svc("mid", 9, 7000),
-        ServiceInput("whole", "l4x4", TaskShape(512, 2048, whole_gpus=2), 3, placement=P.LIBRARY_STRATEGY),
+        ServiceInput("whole", "l4x4", TaskShape(512, 2048, whole_gpus=2), 3, placement=S.LIBRARY_STRATEGY),
         ServiceInput("cpu", "l4x4", TaskShape(1024, 4096), 5, placement=()),
         ServiceInput("vpc", "l4x4", TaskShape(256, 1024, (2000,), network_interfaces=1), 4, placement=()),
     ]
@@ -600,14 +601,14 @@ def test_strategies_read_from_cloudformation() -> None:
         {"Type": "random"},
         {"Type": "binpack", "Field": "CPU"},
     ]
-    assert P.from_cloudformation(written) == (
-        P.SPREAD_ZONE,
-        P.BINPACK_MEMORY,
-        P.SPREAD_INSTANCE,
-        P.RANDOM,
-        P.BINPACK_CPU,
+    assert S.from_cloudformation(written) == (
+        S.SPREAD_ZONE,
+        S.BINPACK_MEMORY,
+        S.SPREAD_INSTANCE,
+        S.RANDOM,
+        S.BINPACK_CPU,
     )
-    assert P.from_cloudformation(None) == ()
+    assert S.from_cloudformation(None) == ()
 
 
 # --- the fleet file and the templates -------------------------------------------------------------------------------
@@ -634,7 +635,7 @@ def _fleet(tmp_path: Path, text: str) -> Any:
 
 def test_the_fleet_file_names_a_preset_and_the_plan_carries_it(tmp_path: Path) -> None:
     default = _fleet(tmp_path, FLEET)
-    assert default.services["a"].placement_strategy == P.LIBRARY_STRATEGY
+    assert default.services["a"].placement_strategy == S.LIBRARY_STRATEGY
     _, services = from_fleet(_fleet(tmp_path, FLEET + 'placement = "ecs-default"\n'))
     assert services[0].placement == ()
     with pytest.raises(FleetSpecError, match=r"service\.a\.placement"):
@@ -700,15 +701,15 @@ def test_the_strategies_can_be_overridden() -> None:
 @pytest.mark.parametrize(
     ("value", "strategy", "max_percent", "rebalances"),
     [
-        (None, P.LIBRARY_STRATEGY, 200, True),  # ECS's default on a new service whose first strategy spreads by zone
+        (None, S.LIBRARY_STRATEGY, 200, True),  # ECS's default on a new service whose first strategy spreads by zone
         (None, (), 200, True),  # no strategy: ECS's default balances zones
-        (None, (P.BINPACK_MEMORY,), 200, False),  # not spread over zones first: ECS cannot rebalance it
-        (None, (P.SPREAD_INSTANCE, P.SPREAD_ZONE), 200, False),
-        (None, P.LIBRARY_STRATEGY, 100, False),  # a maximum of 100%: no room to start a task before one stops
-        ("DISABLED", P.LIBRARY_STRATEGY, 200, False),
-        ("ENABLED", P.LIBRARY_STRATEGY, 200, True),
-        ("enabled", (P.BINPACK_MEMORY,), 200, True),  # asked for: ECS refuses or runs it, either way not replayed
-        ({"Ref": "Param"}, P.LIBRARY_STRATEGY, 200, True),  # not known at synth: taken as on
+        (None, (S.BINPACK_MEMORY,), 200, False),  # not spread over zones first: ECS cannot rebalance it
+        (None, (S.SPREAD_INSTANCE, S.SPREAD_ZONE), 200, False),
+        (None, S.LIBRARY_STRATEGY, 100, False),  # a maximum of 100%: no room to start a task before one stops
+        ("DISABLED", S.LIBRARY_STRATEGY, 200, False),
+        ("ENABLED", S.LIBRARY_STRATEGY, 200, True),
+        ("enabled", (S.BINPACK_MEMORY,), 200, True),  # asked for: ECS refuses or runs it, either way not replayed
+        ({"Ref": "Param"}, S.LIBRARY_STRATEGY, 200, True),  # not known at synth: taken as on
     ],
 )
 def test_when_ecs_rebalances_a_service_over_zones(
@@ -720,9 +721,9 @@ def test_when_ecs_rebalances_a_service_over_zones(
 def test_a_service_held_to_zones_by_a_constraint_is_not_rebalanced_unless_asked() -> None:
     """A memberOf expression on the zone attribute is one of the limits (aws-cdk's Ec2Service refuses ENABLED with it)."""
     zoned = ("attribute:ecs.availability-zone in [us-east-1a]",)
-    assert not zone_rebalancing(None, P.LIBRARY_STRATEGY, 200, zoned)
-    assert zone_rebalancing(None, P.LIBRARY_STRATEGY, 200, ("attribute:ecs.instance-type == g6.xlarge",))
-    assert zone_rebalancing("ENABLED", P.LIBRARY_STRATEGY, 200, zoned)
+    assert not zone_rebalancing(None, S.LIBRARY_STRATEGY, 200, zoned)
+    assert zone_rebalancing(None, S.LIBRARY_STRATEGY, 200, ("attribute:ecs.instance-type == g6.xlarge",))
+    assert zone_rebalancing("ENABLED", S.LIBRARY_STRATEGY, 200, zoned)
 
 
 def test_zone_rebalancing_the_replay_does_not_model_warns_on_a_gpu_capacity() -> None:
@@ -749,8 +750,8 @@ def test_zone_rebalancing_the_replay_does_not_model_warns_on_a_gpu_capacity() ->
 def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left() -> None:
     """Binpack by memory prefers the host with the least memory left. Here that host's one GPU has memory to spare
     but no MPS client left (48 tasks of 100 MiB), so the next task goes to the other host, not to a new one."""
-    tiny = ServiceInput("tiny", "l4", TaskShape(64, 256, (100,)), 48, placement=(P.BINPACK_MEMORY,))
-    other = ServiceInput("other", "l4", TaskShape(64, 256, (1000,)), 1, placement=(P.BINPACK_MEMORY,))
+    tiny = ServiceInput("tiny", "l4", TaskShape(64, 256, (100,)), 48, placement=(S.BINPACK_MEMORY,))
+    other = ServiceInput("other", "l4", TaskShape(64, 256, (1000,)), 1, placement=(S.BINPACK_MEMORY,))
     run = P._Replay(replace(L4, min_instances=2), [tiny, other], "first-fit", random.Random(0), 1 << 30)
     assert all(run.place(tiny) for _ in range(48))
     (full,) = [h for h in run.hosts if h.tasks]
@@ -765,8 +766,8 @@ def test_the_fit_is_its_plain_definition_while_tasks_come_and_go() -> None:
     two containers) among larger ones, on hosts of four GPUs, every host's fit for every service, and its most room,
     must be what reading its GPUs afresh gives."""
     services = [
-        replace(svc("one", 400, 100), placement=(P.BINPACK_MEMORY,)),
-        replace(svc("two", 300, 0), shape=TaskShape(64, 256, (150, 60)), placement=(P.BINPACK_MEMORY,)),
+        replace(svc("one", 400, 100), placement=(S.BINPACK_MEMORY,)),
+        replace(svc("two", 300, 0), shape=TaskShape(64, 256, (150, 60)), placement=(S.BINPACK_MEMORY,)),
         svc("mid", 40, 3000),
         svc("big", 20, 15000),
     ]
@@ -833,10 +834,10 @@ def test_the_common_strategies_keys_order_hosts_as_the_general_ones() -> None:
         for _ in range(s.tasks):
             assert run.place(s)
     assert len({h.count.get("b", 0) for h in run.hosts}) > 1  # a spread over instances: tasks by service are kept
-    for parts in (P.LIBRARY_STRATEGY, P.ECS_DEFAULT_STRATEGY):
+    for parts in (S.LIBRARY_STRATEGY, S.ECS_DEFAULT_STRATEGY):
         for s in services:
             fast = P._Replay._keys(parts, s.name, run.zone_tasks[s.name], run.hosts)
             general = list(map(P._Replay._any_key(parts, s.name, run.zone_tasks[s.name]), run.hosts))
             for i, j in itertools.product(range(len(run.hosts)), repeat=2):
                 assert (fast[i] < fast[j], fast[i] == fast[j]) == (general[i] < general[j], general[i] == general[j])
-    assert len(set(P._Replay._keys(P.LIBRARY_STRATEGY, "a", run.zone_tasks["a"], run.hosts))) > 1
+    assert len(set(P._Replay._keys(S.LIBRARY_STRATEGY, "a", run.zone_tasks["a"], run.hosts))) > 1

@@ -21,7 +21,7 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
-from ..core import placement
+from ..core import placement_strategies
 from ..core.allocation import AllocationNote, Evidence
 from ..core.capacity_facts import HostFacts
 from ..core.constraints import instance_types_required, planned_member_of, zone_rebalancing
@@ -554,7 +554,7 @@ def _counted(
         proxy_memory,
         tasks,
         percent,
-        placement.from_cloudformation(props.get("placementStrategies")),
+        placement_strategies.from_cloudformation(props.get("placementStrategies")),
         _distinct_instance(props),
         _member_of(service, props),
     )

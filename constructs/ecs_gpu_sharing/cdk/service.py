@@ -18,7 +18,14 @@ from ..core.allocation import AllocationNote
 from ..core.errors import ServiceError, TaskDefinitionError
 from ..core.fleet.service_spec import DEFAULT_STARTUP_SECONDS
 from ..core.mps import require_int
-from ..core.placement import BINPACK_CPU, BINPACK_MEMORY, LIBRARY_STRATEGY, RANDOM, SPREAD_INSTANCE, SPREAD_ZONE
+from ..core.placement_strategies import (
+    BINPACK_CPU,
+    BINPACK_MEMORY,
+    LIBRARY_STRATEGY,
+    RANDOM,
+    SPREAD_INSTANCE,
+    SPREAD_ZONE,
+)
 from ..core.quotas import MAX_TASKS_PER_SERVICE
 from ..core.shape import folded_keys
 from ..core.tokens import is_token

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from .mps import MPS_HOSTS_EXPRESSION
-from .placement import SPREAD_ZONE, ZONE_ATTRIBUTE
+from .placement_strategies import SPREAD_ZONE, ZONE_ATTRIBUTE
 
 ISOLATION_JOIN = " and "
 

@@ -32,53 +32,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import quotas
 from .mps import MAX_CLIENTS_PER_GPU
-from .shape import camel_keys
+from .placement_strategies import (
+    BINPACK_CPU,
+    BINPACK_MEMORY,
+    ECS_DEFAULT_STRATEGY,
+    LIBRARY_STRATEGY,
+    RANDOM,
+    SPREAD_INSTANCE,
+    SPREAD_ZONE,
+)
 
 if TYPE_CHECKING:  # the planner's inputs carry this module's strategies, so it imports this module
     from .planner import CapacityInput, CapacityPlan, ServiceInput
-
-ZONE_ATTRIBUTE = "attribute:ecs.availability-zone"
-SPREAD_ZONE = f"spread({ZONE_ATTRIBUTE})"
-SPREAD_INSTANCE = "spread(instanceId)"
-BINPACK_MEMORY = "binpack(memory)"
-BINPACK_CPU = "binpack(cpu)"
-RANDOM = "random"
-
-LIBRARY_STRATEGY: tuple[str, ...] = (SPREAD_ZONE, BINPACK_MEMORY)
-"""What the library sets on every shared-GPU service unless told otherwise: AWS's own example of spreading for
-availability and packing for density ("Example Amazon ECS task placement strategies")."""
-
-ECS_DEFAULT_STRATEGY: tuple[str, ...] = (SPREAD_ZONE, SPREAD_INSTANCE)
-"""What ECS does for a service with no strategy (CreateService: the service scheduler's default logic)."""
-
-PRESETS: dict[str, tuple[str, ...]] = {
-    "spread-zones-binpack-memory": LIBRARY_STRATEGY,
-    "binpack-memory": (BINPACK_MEMORY,),
-    "spread-zones-binpack-cpu": (SPREAD_ZONE, BINPACK_CPU),
-    "spread-instances": (SPREAD_ZONE, SPREAD_INSTANCE),
-    "ecs-default": (),
-    "random": (RANDOM,),
-}
-"""The fleet file's ``placement`` names; ``ecs-default`` sets no strategy (ECS spreads over zones, then instances)."""
-DEFAULT_PRESET = "spread-zones-binpack-memory"
-
-
-def from_cloudformation(strategies: object) -> tuple[str, ...]:
-    """A service's resolved ``PlacementStrategies`` (camel- or Pascal-case keys) as the model's parts, in order."""
-    out = []
-    for item in strategies if isinstance(strategies, list) else []:
-        entry = camel_keys(item)
-        kind, on = str(entry.get("type", "")), str(entry.get("field", ""))
-        if kind == "random":
-            out.append(RANDOM)
-        elif kind == "spread" and on.lower() in ("instanceid", "host"):
-            out.append(SPREAD_INSTANCE)
-        elif kind == "binpack":
-            out.append(BINPACK_CPU if on.lower() == "cpu" else BINPACK_MEMORY)
-        else:
-            out.append(f"{kind}({on})")
-    return tuple(out)
-
 
 ZONES = 2  # zones replayed where a capacity's subnets cannot be read (`plan` on a fleet file with a vpc_id)
 GPU_RULES = ("first-fit", "best-fit", "worst-fit")  # docs/placement.md measures the figures that follow
@@ -97,19 +62,6 @@ SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its 
 def with_headroom(needed: int) -> int:
     """The need and ORDER_HEADROOM_PERCENT of it, rounded up, up to ECS's instances a cluster."""
     return max(needed, min(-(-needed * (100 + ORDER_HEADROOM_PERCENT) // 100), quotas.INSTANCES_PER_CLUSTER.number))
-
-
-def strategy_label(strategy: Sequence[str]) -> str:
-    """How a plan shows a strategy: its parts in order, or ECS's default when it has none."""
-    return ", ".join(strategy) if strategy else "none (ECS default: " + ", ".join(ECS_DEFAULT_STRATEGY) + ")"
-
-
-def scatters(strategy: Sequence[str]) -> bool:
-    """Whether a strategy leaves tasks spread over more instances than they need: its last word, after the zones are
-    balanced, is not a binpack (ECS's default spreads over instances; random places anywhere)."""
-    effective = tuple(strategy) or ECS_DEFAULT_STRATEGY
-    packing = [part for part in effective if part != SPREAD_ZONE]
-    return not packing or not packing[0].startswith("binpack(")
 
 
 @dataclass(eq=False, slots=True)

@@ -16,7 +16,8 @@ from .allocation import AllocationNote, Evidence
 from .capacity_facts import AMI_LOG_DRIVERS, RESERVED_HOST_PORTS, HostFacts
 from .fleet import FleetSpec
 from .fleet.model import VPC_ZONES
-from .placement import LIBRARY_STRATEGY, ZONES
+from .placement import ZONES
+from .placement_strategies import LIBRARY_STRATEGY
 from .planner import EC2, ECS_DEFAULT_MAX_PERCENT, CapacityInput, ServiceInput
 from .shape import TaskShape
 from .telemetry import DAEMON_CPU_UNITS, DAEMON_MEMORY_MIB, DAEMON_NAME

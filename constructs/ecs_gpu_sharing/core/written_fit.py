@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import placement
+from . import placement_strategies
 from .capacity_facts import (
     HARDENED_SETTINGS,
     ecs_settings,
@@ -234,7 +234,7 @@ def _service_differences(props: Mapping[str, Any], task: Resource, seen: Counted
     connects = camel_keys(props.get("ServiceConnectConfiguration")).get("enabled") in (True, "true")
     if connects != seen.service_connect:
         out.append(f"Service Connect {_on(seen.service_connect)} counted, {_on(connects)} written")
-    strategies = placement.from_cloudformation(props.get("PlacementStrategies"))
+    strategies = placement_strategies.from_cloudformation(props.get("PlacementStrategies"))
     if strategies != seen.placement:
         out.append(f"placement strategies {_show(seen.placement)} counted, {_show(strategies)} written")
     distinct = any(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..allocation import AllocationNote, Evidence
 from ..file_key import key
 from ..mps import MpsShare
-from ..placement import DEFAULT_PRESET, PRESETS
+from ..placement_strategies import DEFAULT_PRESET, PRESETS
 from ..quotas import MAX_TASKS_PER_SERVICE
 from ..shape import (
     HEALTH_CHECK_RANGES,

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from ..allocation import AllocationNote, Evidence
 from ..capacity_facts import RESERVED_HOST_PORTS
-from ..placement import LIBRARY_STRATEGY, ZONES
+from ..placement import ZONES
+from ..placement_strategies import LIBRARY_STRATEGY
 from ..shape import TaskShape
 
 EC2 = "ec2"

@@ -11,7 +11,7 @@ from .. import quotas
 from ..allocation import digest_of
 from ..errors import GpuSharingError
 from ..mps import MAX_CLIENTS_PER_GPU
-from ..placement import DEFAULT_PRESET, scatters, strategy_label
+from ..placement_strategies import DEFAULT_PRESET, scatters, strategy_label
 from ..planner import MANAGED_INSTANCES, ServiceInput, tasks_on_a_host
 from ..rule_family import Level
 from ..task_rules import TASK_RULES, TaskRule
