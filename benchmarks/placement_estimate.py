@@ -55,7 +55,8 @@ def _estimates(case: Case, sizes: list[int]) -> list[tuple[int, int, float]]:
         for size in sizes:
             placement.REPLAYED_TASKS = size
             started = time.perf_counter()
-            found = placement._scaled(cap, mine, sum(s.tasks for s in mine), packed)
+            total = sum(s.tasks for s in mine)
+            found = placement._scaled(cap, mine, total, packed, placement._scaled_replays(cap, mine, total))
             out.append((found.needed, found.expected_after_rollout, time.perf_counter() - started))
     finally:
         placement.ESTIMATE_HEADROOM, placement.REPLAYED_TASKS = headroom, replayed

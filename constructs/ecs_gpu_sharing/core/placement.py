@@ -463,16 +463,51 @@ def place_capacity(
     cap: CapacityInput,
     services: Iterable[ServiceInput],
     packed: tuple[CapacityPlan, CapacityPlan] | None = None,
+    replays: CapacityPlacement | None = None,
 ) -> CapacityPlacement:
     """Replays ECS over the capacity's services: with no instance limit (how many ECS needs), and at the given
     ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan of
     the capacity for the surge and for the steady fleet, when the caller has them (a large fleet's estimate scales
-    them)."""
+    them). ``replays``: ``replayed``'s answer, when the caller ran it beside its plans (``rules.assess``)."""
     mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
     total = sum(s.tasks for s in mine)
-    if total > WHOLE_TASKS:
-        return _scaled(cap, mine, total, packed)
-    return _replayed(cap, mine, total)
+    found = replayed(cap, mine) if replays is None else replays
+    return _scaled(cap, mine, total, packed, found) if total > WHOLE_TASKS else found
+
+
+def replayed(cap: CapacityInput, services: Iterable[ServiceInput]) -> CapacityPlacement:
+    """What ``place_capacity`` finds before it reads a plan: the replays of the whole fleet, or past WHOLE_TASKS those
+    of the fleet scaled down to REPLAYED_TASKS (each service in proportion) with no instance limit."""
+    mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
+    total = sum(s.tasks for s in mine)
+    return _replayed(cap, mine, total) if total <= WHOLE_TASKS else _scaled_replays(cap, mine, total)
+
+
+def replay_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, CapacityPlacement]:
+    """``replayed`` for each capacity whose every task fits its hosts (a task that fits none would launch a host at each
+    try): what ``rules.assess`` runs beside its plans. A capacity whose replays raise is left out; the caller replays
+    it again, where the error is reported."""
+    from .task_rules import task_problems  # here: the task rules read the planner's inputs, which import this module
+
+    out = {}
+    for cap in caps:
+        mine = [s for s in services if s.capacity == cap.name and s.tasks]
+        if any(task_problems(s, cap) for s in mine):
+            continue
+        try:
+            out[cap.name] = replayed(cap, mine)
+        except Exception:  # reported where the caller replays it again
+            continue
+    return out
+
+
+def _scaled_replays(cap: CapacityInput, services: Sequence[ServiceInput], total: int) -> CapacityPlacement:
+    """The replays the whole fleet would run (the same median, the same worst) on it scaled down, with no limit."""
+    return _replayed(replace(cap, max_instances=None, min_instances=0), _small(services, total), total)
+
+
+def _small(services: Sequence[ServiceInput], total: int) -> list[ServiceInput]:
+    return [replace(s, tasks=max(1, round(s.tasks * REPLAYED_TASKS / total))) for s in services]
 
 
 def _replayed(cap: CapacityInput, mine: Sequence[ServiceInput], total: int) -> CapacityPlacement:
@@ -498,15 +533,14 @@ def _scaled(
     services: Sequence[ServiceInput],
     total: int,
     packed: tuple[CapacityPlan, CapacityPlan] | None,
+    found: CapacityPlacement,
 ) -> CapacityPlacement:
-    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks, their ratios applied to the full packing. Both
-    packings in a ratio are the planner's without the host-level LP: they stand in for a fleet's size in hosts, the
-    same packer on both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds (docs/planning.md)."""
+    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks (``found``), their ratios applied to the full
+    packing. Both packings in a ratio are the planner's without the host-level LP: they stand in for a fleet's size in
+    hosts, the same packer on both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds."""
     from .planner import plan  # here: the planner's inputs import this module's strategies
 
-    small = [replace(s, tasks=max(1, round(s.tasks * REPLAYED_TASKS / total))) for s in services]
-    free = replace(cap, max_instances=None, min_instances=0)
-    found = _replayed(free, small, total)  # the replays the whole fleet would run: the same median, the same worst
+    small, free = _small(services, total), replace(cap, max_instances=None, min_instances=0)
 
     def packing(fleet: Sequence[ServiceInput], surge: bool, scaled: bool) -> CapacityPlan:
         # Only the instance counts are read here: the scaled fleet's plans stop at their lower bound on the hosts.

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from .. import quotas
+from ..beside import Beside
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
-from ..placement import CapacityPlacement, place_capacity
+from ..placement import CapacityPlacement, place_capacity, replay_capacities
 from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, packing, plan
 from ..rule_family import Level, Source
 from ..shape import TASK_MIXES_GPU_OPTIONS
@@ -119,6 +121,9 @@ class Assessment:
         return [f for f in self.findings if f.about == what and f.subject == subject]
 
 
+BESIDE_TASKS = 50  # tasks on EC2 capacities from which ECS's placement is replayed beside the plans (docs/planning.md)
+
+
 def assess(
     capacities: Iterable[CapacityInput],
     services: Iterable[ServiceInput],
@@ -131,12 +136,17 @@ def assess(
     every rule of :data:`RULES`."""
     caps = {c.name: c for c in sorted(capacities, key=lambda c: c.name)}
     svcs = sorted(services, key=lambda s: s.name)
-    steady = plan(caps.values(), svcs)
-    # The surge is planned without the bound: the answer says how many instances a deployment needs.
-    free = [replace(c, max_instances=None) for c in caps.values()]
-    surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True, host_lp=False))
-    if _surge_read(caps, svcs, surge):
-        surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
+    ec2 = [c for c in caps.values() if c.kind != MANAGED_INSTANCES]
+    tasks = sum(s.tasks for s in svcs if s.capacity in {c.name for c in ec2})
+    # ECS's placement is replayed in a second process while the plans are made, where that pays (``beside``).
+    with Beside(partial(replay_capacities, ec2, svcs), worth=tasks >= BESIDE_TASKS) as replaying:
+        steady = plan(caps.values(), svcs)
+        # The surge is planned without the bound: the answer says how many instances a deployment needs.
+        free = [replace(c, max_instances=None) for c in caps.values()]
+        surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True, host_lp=False))
+        if _surge_read(caps, svcs, surge):
+            surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
+        replays = replaying.result() if replaying.started else {}
     findings = []
     placement: dict[str, CapacityPlacement] = {}
     for cap in caps.values():
@@ -144,7 +154,7 @@ def assess(
             continue  # AWS places there; a capacity whose tasks do not fit already fails
         try:
             packed = (surge.capacity(cap.name), steady.capacity(cap.name))
-            placement[cap.name] = place_capacity(cap, svcs, packed)
+            placement[cap.name] = place_capacity(cap, svcs, packed, replays.get(cap.name))
         except Exception as error:  # the model's bug is reported as a finding, never a crash
             findings.append(
                 Finding(

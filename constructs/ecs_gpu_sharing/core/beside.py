@@ -1,0 +1,143 @@
+"""Work run in a second process beside the caller's own, where that can pay. Pure Python, standard library only.
+
+``plan`` on a large fleet spends about half its time replaying ECS's placement and half planning, and neither needs
+the other's answer (``rules.assess``). On a machine of two cores or more the replays run in a forked child while the
+plans run here, and the child's answer comes back through a pipe, pickled. The answer is the same either way: the
+work is deterministic (the replays are seeded) and the child runs the same function on a copy of the same memory.
+
+A fork is taken only where it is safe and can pay; otherwise the work runs here, when its answer is asked for:
+
+- ``os.fork`` exists (not on Windows), and this process runs one thread, as Python and (on Linux) the kernel count
+  them. Forking a process of several threads copies only the caller's, with any lock another held (Python's
+  documentation of ``os.fork``; Python 3.12 warns of it). A CDK
+  app synthesizing runs a thread that reads the jsii kernel's standard error, so a synth never forks: only the CLI.
+- The process may run on two cores or more (``os.sched_getaffinity``, else ``os.cpu_count``).
+- The caller says the work is large enough (a fork and its pipe cost about a millisecond).
+
+The child never returns into the caller's code: it writes its answer and leaves with ``os._exit``, so no ``atexit``
+hook, no buffered output and no ``finally`` of the caller runs twice. If the work raises, the child dies, or its answer
+cannot be read, the work runs here instead: a fork can make the answer sooner, never different.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Generic, TypeVar, cast
+
+T = TypeVar("T")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on macOS or Windows
+        return os.cpu_count() or 1
+
+
+def threads() -> int:
+    """The threads this process runs: on Linux the kernel's count, which also sees the threads of native libraries
+    that Python does not know of (a BLAS's pool, once numpy has run); elsewhere Python's."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return threading.active_count()
+
+
+def can_fork() -> bool:
+    """Whether a fork is safe and can run beside this process (the module's list)."""
+    return hasattr(os, "fork") and threading.active_count() == 1 and threads() == 1 and cores() >= 2
+
+
+class Beside(Generic[T]):
+    """``work`` started in a forked child on entering (``with Beside(work, worth=...) as pending``), where ``worth``
+    and ``can_fork`` allow; ``result()`` its answer, read from the child, or computed here where no child ran or its
+    answer was lost. Leaving the block reaps the child, killing it first where its answer was never asked for."""
+
+    def __init__(self, work: Callable[[], T], *, worth: bool) -> None:
+        self.work = work
+        self.worth = worth
+        self.pid = 0
+        self.read_end = -1
+        self.forked = False  # whether the answer came from a child (for tests and benchmarks)
+
+    @property
+    def started(self) -> bool:
+        """Whether a child was forked for the work (its answer not yet read)."""
+        return self.pid != 0
+
+    def __enter__(self) -> Beside[T]:
+        if not (self.worth and can_fork()):
+            return self
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()  # a child never flushes (os._exit), but buffered output must not be copied into it either
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(read_end)
+            _child(self.work, write_end)
+        os.close(write_end)
+        self.pid, self.read_end = pid, read_end
+        return self
+
+    def result(self) -> T:
+        if self.pid:
+            answer = self._read()
+            if answer is not None:
+                self.forked = True
+                return cast(T, answer[0])
+        return self.work()
+
+    def _read(self) -> tuple[object] | None:
+        chunks = []
+        with os.fdopen(self.read_end, "rb") as pipe:
+            self.read_end = -1
+            while chunk := pipe.read(1 << 16):
+                chunks.append(chunk)
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            return None
+        try:
+            answer = pickle.loads(b"".join(chunks))
+        except Exception:  # an answer that cannot be read is computed here instead
+            return None
+        return answer if isinstance(answer, tuple) and len(answer) == 1 else None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self.read_end >= 0:
+            os.close(self.read_end)
+            self.read_end = -1
+        if self.pid:  # the caller failed before asking: the child's work is not wanted
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+def _child(work: Callable[[], object], write_end: int) -> None:
+    """Runs in the forked child: the answer pickled to ``write_end``, then leaves at once. Where the work raises (or
+    its answer does not pickle, or an interrupt comes), it leaves with status 1 and writes nothing: the caller runs the
+    work itself, so an exception is raised there as it would have been without a fork, with its traceback."""
+    code = 0
+    try:
+        data = pickle.dumps((work(),))
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(data)
+    except BaseException:  # whatever went wrong, the caller runs the work again
+        code = 1
+    finally:
+        os._exit(code)

@@ -1,0 +1,151 @@
+"""Work beside the caller's (core.beside): a fork gives the same answer sooner, or the work runs here; never another.
+
+A pytest worker runs threads (xdist's), where the module never forks, so each fork is tried in a fresh interpreter of
+one thread (``_fresh``), with the cores it may use set to two (CI's machines have two; a machine of one would not fork).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from ecs_gpu_sharing.core import beside
+from ecs_gpu_sharing.core.beside import Beside
+
+PRELUDE = """
+import os, sys
+from ecs_gpu_sharing.core import beside
+from ecs_gpu_sharing.core.beside import Beside
+beside.cores = lambda: 2
+parent = os.getpid()
+"""
+
+
+def _fresh(code: str) -> str:
+    """``code`` run after PRELUDE in a new interpreter: its standard output (the test fails on its error)."""
+    done = subprocess.run(
+        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_fork_gives_the_works_answer_from_another_process() -> None:
+    assert _fresh("print(beside.threads(), beside.can_fork())") == "1 True"  # a fresh interpreter: one thread
+    out = _fresh("""
+        with Beside(lambda: (os.getpid(), [1, 2, 3]), worth=True) as pending:
+            started = pending.started
+            pid, answer = pending.result()
+        print(started, pending.forked, pid != parent, answer)
+    """)
+    assert out == "True True True [1, 2, 3]"
+
+
+def test_no_fork_where_it_is_not_worth_it_or_not_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not asked (``worth``), one core, or a second thread (a CDK app's jsii reader, a BLAS pool): the work runs here,
+    when asked."""
+    here = os.getpid()
+    monkeypatch.setattr(beside, "cores", lambda: 2)
+    monkeypatch.setattr(beside, "threads", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    with Beside(os.getpid, worth=False) as pending:
+        assert not pending.started
+        assert pending.result() == here and not pending.forked
+    monkeypatch.setattr(beside, "cores", lambda: 1)
+    assert not beside.can_fork()
+    monkeypatch.setattr(beside, "cores", lambda: 2)
+    monkeypatch.setattr(beside, "threads", lambda: 2)  # a native library's thread, which Python does not count
+    assert not beside.can_fork()
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    with Beside(os.getpid, worth=True) as pending:
+        assert not pending.started and pending.result() == here
+
+
+def test_a_child_that_fails_leaves_the_work_to_the_caller() -> None:
+    """Work that raises in the child, or whose answer does not pickle, runs again here: the caller gets the answer, or
+    the exception as it would have raised it without a fork."""
+    out = _fresh("""
+        def only_here():
+            if os.getpid() != parent:
+                raise RuntimeError("in the child")
+            return "here"
+        with Beside(only_here, worth=True) as pending:
+            print(pending.started, pending.result(), pending.forked)
+        with Beside(lambda: (lambda: 1), worth=True) as pending:  # a lambda does not pickle
+            print(pending.result()(), pending.forked)
+        def always():
+            raise ValueError(f"raised in {'the caller' if os.getpid() == parent else 'the child'}")
+        try:
+            with Beside(always, worth=True) as pending:
+                pending.result()
+        except ValueError as error:
+            print(error)
+    """)
+    assert out.splitlines() == ["True here False", "1 False", "raised in the caller"]
+
+
+def test_a_caller_that_fails_first_leaves_no_child_behind() -> None:
+    """The caller's own work raises before it asks for the answer: the child is killed and reaped, at once."""
+    out = _fresh("""
+        import time
+        started = time.monotonic()
+        try:
+            with Beside(lambda: time.sleep(60), worth=True) as pending:
+                child = pending.pid
+                raise KeyError("the caller's plan failed")
+        except KeyError:
+            pass
+        try:
+            os.waitpid(child, os.WNOHANG)
+            print("a child is left")
+        except ChildProcessError:
+            print("no child", time.monotonic() - started < 30)
+    """)
+    assert out == "no child True"
+
+
+def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
+    """A fleet of a capacity replayed whole and one replayed scaled down (past WHOLE_TASKS), assessed with the replays
+        in a second process and without: the same assessment, field for field; with, the replays ran in the child (without,
+    ``place_capacity`` replays each capacity itself)."""
+    out = _fresh("""
+        import tempfile
+        from dataclasses import replace
+        from ecs_gpu_sharing.core import rules
+        from ecs_gpu_sharing.core.capacity_facts import host_facts
+        from ecs_gpu_sharing.core.plan_inputs import capacity_input
+        from ecs_gpu_sharing.core.planner import ServiceInput
+        from ecs_gpu_sharing.core.placement_strategies import LIBRARY_STRATEGY
+        from ecs_gpu_sharing.core.shape import TaskShape
+
+        caps = [
+            capacity_input("quad", host_facts(["g6.12xlarge"])),
+            replace(capacity_input("one", host_facts(["g6.2xlarge"])), max_instances=30),
+        ]
+        def svc(name, cap, tasks, budget):
+            return ServiceInput(name, cap, TaskShape(512, 2048, (budget,)), tasks, placement=LIBRARY_STRATEGY)
+        services = [svc("a", "quad", 2500, 6000), svc("b", "quad", 1500, 3000), svc("c", "one", 90, 5000)]
+        replay = rules.replay_capacities
+        def recorded(*args):
+            found = replay(*args)
+            with open(record, "a") as out:
+                out.write(f"{os.getpid()}\\n")
+            return found
+        record = tempfile.mktemp()
+        rules.replay_capacities = recorded
+        forked = rules.assess(caps, services)
+        beside.can_fork = lambda: False
+        alone = rules.assess(caps, services)
+        ran = [int(line) for line in open(record)]
+        print(forked == alone, forked.placement["quad"].scaled_from, len(ran) == 1 and ran[0] != parent)
+        beside.can_fork = lambda: True  # and the child's answer is the one used: a marked one shows in the plan
+        rules.replay_capacities = lambda *args: {k: replace(v, replays=-1) for k, v in replay(*args).items()}
+        marked = rules.assess(caps, services)
+        print(sorted(p.replays for p in marked.placement.values()), sorted(p.replays for p in alone.placement.values()))
+    """)
+    assert out.splitlines() == ["True 4000 True", "[-1, -1] [9, 11]"]
