@@ -149,3 +149,20 @@ def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
         print(sorted(p.replays for p in marked.placement.values()), sorted(p.replays for p in alone.placement.values()))
     """)
     assert out.splitlines() == ["True 4000 True", "[-1, -1] [9, 11]"]
+
+
+def test_a_fork_the_system_refuses_leaves_the_work_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process limit (EAGAIN) or no file descriptor left: no child, the work runs here, nothing leaks."""
+    monkeypatch.setattr(beside, "can_fork", lambda: True)
+
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    before = len(os.listdir("/proc/self/fd"))
+    with Beside(lambda: "here", worth=True) as pending:
+        assert not pending.started and pending.result() == "here"
+    assert len(os.listdir("/proc/self/fd")) == before
+    monkeypatch.setattr(os, "pipe", lambda: refused())
+    with Beside(lambda: "here too", worth=True) as pending:
+        assert not pending.started and pending.result() == "here too"

@@ -80,10 +80,18 @@ class Beside(Generic[T]):
     def __enter__(self) -> Beside[T]:
         if not (self.worth and can_fork()):
             return self
-        read_end, write_end = os.pipe()
         sys.stdout.flush()  # a child never flushes (os._exit), but buffered output must not be copied into it either
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:  # out of file descriptors: the work runs here
+            return self
+        try:
+            pid = os.fork()
+        except OSError:  # a limit on processes (EAGAIN), or memory: the work runs here
+            os.close(read_end)
+            os.close(write_end)
+            return self
         if pid == 0:  # the child
             os.close(read_end)
             _child(self.work, write_end)
