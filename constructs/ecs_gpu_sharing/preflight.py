@@ -75,9 +75,20 @@ def _ami_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], R
     return results, (lines or ["no EC2 capacity: no AMI to check"], not all(r.ok for r in results))
 
 
+def _account_checked(spec: fleet.FleetSpec, region: str | None, *, always: bool = False) -> None:
+    """Refuses a fleet whose ``account`` is not the credentials' (``same_account_or_refuse``): every check would read
+    another account than the one cdk deploy writes to. A fleet without one deploys to the credentials' account, whose
+    identity is read only with ``always`` (to refuse missing or expired credentials before any check)."""
+    from .operations.aws import client, same_account_or_refuse
+
+    if spec.account or always:
+        same_account_or_refuse(client, region, {f"fleet {spec.name}": spec.account} if spec.account else {})
+
+
 def _fleet_check(args: argparse.Namespace, report: Any) -> int:
     """One pre-deploy check of ``fleet``: its lines, or its results as JSON; exit 1 on a problem."""
     spec = fleet.load(args.fleet)
+    _account_checked(spec, args.region or spec.region)
     results, (lines, failed) = report(spec, args.region or spec.region)
     print(json.dumps([r.to_json() for r in results], indent=2) if args.json else "\n".join(lines))
     return 1 if failed else 0
@@ -123,14 +134,18 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
 
 
 def _fleet_preflight(args: argparse.Namespace) -> int:
-    """Every pre-deploy check; one that AWS will not answer (a permission the caller lacks) is said, not failed. With no
-    region at all every check would go unanswered and the preflight pass having read nothing: refused first."""
+    """Every pre-deploy check; one that AWS will not answer (a permission the caller lacks) is said, not failed. Where
+    every check would go unanswered, or read another account than cdk deploy writes to, the preflight would pass
+    having read nothing of it: with no region, with no credentials (or expired ones), or with credentials of another
+    account than the fleet's, it is refused first; and one whose every check went unanswered fails."""
     from .operations.aws import region_or_refuse
 
     spec = fleet.load(args.fleet)
     region = region_or_refuse(args.region or spec.region)
+    _account_checked(spec, region, always=True)  # the credentials' account, read with no permission needed
     failed, unchecked = [], []
-    for name, report, _ in (*CHECKS, ("ami", _ami_report, "")):
+    checks = (*CHECKS, ("ami", _ami_report, ""))
+    for name, report, _ in checks:
         print(f"== {name}")
         try:
             _, (lines, problem) = report(spec, region)
@@ -141,6 +156,8 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
         print("\n".join(lines))
         if problem:
             failed.append(name)
+    if len(unchecked) == len(checks):
+        failed.append("nothing was checked")
     verdict = "failed: " + ", ".join(failed) if failed else "passed"
     print(f"preflight: {verdict}" + (f"; not checked: {', '.join(unchecked)}" if unchecked else ""))
     return 1 if failed else 0

@@ -69,6 +69,21 @@ def _assembly(given: str | None) -> Path:
     return Path(output)
 
 
+def _checked_assembly(args: argparse.Namespace) -> Path:
+    """The assembly (``_assembly``), refused where an environment-bound stack deploys to another account than the
+    credentials' (``operations.aws.same_account_or_refuse``): the check would read another account than cdk deploy
+    writes to. Environment-agnostic stacks deploy to the credentials' account; with none bound, nothing is read."""
+    from .operations.assembly import assembly_stacks
+    from .operations.aws import client, same_account_or_refuse
+
+    path = _assembly(args.cdk_out)
+    stacks = assembly_stacks(path)
+    targets = {f"stack {s.name}": s.account for s in stacks if s.account}
+    if targets:
+        same_account_or_refuse(client, args.region or next((s.region for s in stacks if s.region), None), targets)
+    return path
+
+
 def _emit(args: argparse.Namespace, lines: list[str], data: Any, failed: bool) -> int:
     """A stacks command's answer: its JSON with ``--json``, else its lines; exit 1 where it found a problem."""
     print(json.dumps(data, indent=2) if args.json else "\n".join(lines))
@@ -79,7 +94,7 @@ def _stacks_zones(args: argparse.Namespace) -> int:
     from .operations import zones
     from .operations.aws import client
 
-    found = zones.check_assembly(client, _assembly(args.cdk_out), args.region)
+    found = zones.check_assembly(client, _checked_assembly(args), args.region)
     judged = [z for z in found if not isinstance(z, str)]
     unread = [z for z in found if isinstance(z, str)]
     lines = [z.line() for z in judged] + [p for z in judged for p in (*z.problems, *z.warnings)] + unread
@@ -91,7 +106,7 @@ def _stacks_quotas(args: argparse.Namespace) -> int:
     from .operations import vcpu_quotas
     from .operations.aws import client
 
-    found, skipped = vcpu_quotas.check_assembly(client, _assembly(args.cdk_out), args.region)
+    found, skipped = vcpu_quotas.check_assembly(client, _checked_assembly(args), args.region)
     lines = [q.line() for q in found] + [q.problem for q in found if q.problem] + skipped
     data = {"quotas": [q.to_json() for q in found], "not_counted": skipped}
     return _emit(args, lines or [_NO_GROUP], data, any(q.problem for q in found))
@@ -101,7 +116,7 @@ def _stacks_references(args: argparse.Namespace) -> int:
     from .operations import stack_references
     from .operations.aws import client
 
-    found = stack_references.check(client, _assembly(args.cdk_out), args.region)
+    found = stack_references.check(client, _checked_assembly(args), args.region)
     data = stack_references.to_json(found)
     return _emit(args, stack_references.report(found), data, any(r.problem for r in found))
 
@@ -110,7 +125,7 @@ def _stacks_replacements(args: argparse.Namespace) -> int:
     from .operations import replacements
     from .operations.aws import client
 
-    result = replacements.check(client, _assembly(args.cdk_out), args.region)
+    result = replacements.check(client, _checked_assembly(args), args.region)
     return _emit(args, replacements.report(result), replacements.to_json(result), bool(result.found))
 
 

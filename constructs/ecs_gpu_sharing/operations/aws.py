@@ -99,6 +99,30 @@ def client(service: str, region: str | None) -> Any:
             ) from None
 
 
+def caller_account(clients: Clients, region: str | None) -> str:
+    """The account of the credentials the checks run with (sts GetCallerIdentity, which needs no permission: where it
+    fails, every check after it would)."""
+    with aws_errors("reading the credentials' account (sts GetCallerIdentity)"):
+        return str(clients("sts", region).get_caller_identity()["Account"])
+
+
+def same_account_or_refuse(clients: Clients, region: str | None, targets: Mapping[str, str]) -> str:
+    """The credentials' account (``caller_account``), refused in one line where ``targets`` (what is checked -> the
+    account it deploys to: a fleet file's ``account``, an environment-bound stack's) name another. The checks would
+    read the credentials' account, not the one ``cdk deploy`` writes to, and the CDK CLI refuses to deploy there
+    with them (aws-cdk-cli, toolkit-lib's aws-auth/sdk-provider.ts, ``fmtObtainCredentialsError``: "Need to perform
+    AWS calls for account X, but the current credentials are for Y")."""
+    actual = caller_account(clients, region)
+    others = {what: account for what, account in targets.items() if account != actual}
+    if others:
+        named = "; ".join(f"{what} deploys to account {account}" for what, account in sorted(others.items()))
+        raise AwsOperationError(
+            f"the credentials are for account {actual}, but {named}: the checks would read account {actual}, and "
+            "cdk deploy refuses these credentials there; run with credentials for that account (AWS_PROFILE)"
+        )
+    return actual
+
+
 @contextmanager
 def aws_errors(doing: str) -> Iterator[None]:
     """Turns botocore's failures inside the block into one readable ``AwsOperationError`` line."""
