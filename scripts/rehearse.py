@@ -140,6 +140,9 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
     problems: list[str] = []
     log = work / "rehearsal.log"
     spec = fleet_file.load(fleet)
+    elsewhere = [line for f in (fleet, update) if f for line in _fleet_elsewhere(fleet_file.load(f), f)]
+    if elsewhere:
+        return elsewhere  # before the synth, whose lookups for another account would write a cdk.context.json here
     steps = ["deploy"] + (["update"] if update else [])
     templates: dict[str, Any] = {}
     placed: dict[str, str] = {}  # ECS service logical id -> its stack, after the first deploy
@@ -279,8 +282,21 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
     return problems
 
 
+def _fleet_elsewhere(spec: Any, path: Path) -> list[str]:
+    """A fleet file bound to another account or region than the emulator's: every stack of it is (``account`` and
+    ``region`` bind them all), and its deploy would be refused (the CDK CLI: the credentials are the emulator's)."""
+    if spec.account in (None, EMULATOR_ACCOUNT) and spec.region in (None, EMULATOR_REGION):
+        return []
+    return [
+        f"fleet {path.name} targets aws://{spec.account or EMULATOR_ACCOUNT}/{spec.region or EMULATOR_REGION}; the "
+        f"rehearsal's emulator is aws://{EMULATOR_ACCOUNT}/{EMULATOR_REGION}, where it bootstraps and checks: leave "
+        "out the fleet file's account and region (or give those) to rehearse it"
+    ]
+
+
 def _outside_the_emulator(out: Path) -> list[str]:
-    """Stacks the emulator cannot rehearse: it is one account in one region, where the bootstrap and every check run."""
+    """Stacks the emulator cannot rehearse: it is one account in one region, where the bootstrap and every check run
+    (a stack of another account's assets would be published to a registry the emulator does not have)."""
     from ecs_gpu_sharing.operations.assembly import assembly_stacks
 
     return [

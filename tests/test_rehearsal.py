@@ -18,7 +18,9 @@ import tempfile
 import threading
 from typing import Any
 
-from conftest import REPO
+import pytest
+
+from conftest import REPO, load_script
 
 EMULATOR = """
 import json, os, socket, sys, urllib.request
@@ -345,6 +347,30 @@ def test_make_destroy_deletes_services_then_unprotects_the_hosts_then_the_rest()
         lambda c: run(c, code=1 if "unprotect" in c else 0, said="AccessDenied"), ["m-cluster"], "m", [], None
     )
     assert denied == "cluster unprotect exited 1: AccessDenied" and len(ran) == 1
+
+
+def test_a_fleet_bound_to_another_account_is_refused_before_its_synth(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fleet file's account and region bind every stack: one of another account than the emulator's was seeded into
+    a registry the emulator does not have, and the rehearsal stopped on a traceback, after a synth whose lookups wrote
+    a cdk.context.json into the checkout. It is refused before the synth (the CDK CLI would refuse its deploy: the
+    credentials are the emulator's account's); the edited fleet of an update is held to the same."""
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))  # rehearse imports destroy and rehearsal from beside it
+    rehearse = load_script(REPO / "scripts" / "rehearse.py")
+    monkeypatch.setattr(rehearse, "_synth", lambda *args, **kw: pytest.fail("synthesized a fleet of another account"))
+    text = (
+        'name = "acct"\n{env}[capacity.gpu]\ninstance_types = ["g6.2xlarge"]\n[service.m]\ncapacity = "gpu"\n'
+        'image = "r/m:1"\ndesired_count = 1\ncpu_units = 256\nmemory_mib = 512\ngpu_budget_mib = 1024\n'
+    )
+    other, here = tmp_path / "other.toml", tmp_path / "here.toml"
+    other.write_text(text.format(env='account = "111111111111"\nregion = "us-east-1"\n'))
+    here.write_text(text.format(env=""))
+    (problem,) = rehearse.rehearse(object(), other, None, tmp_path, False)
+    assert problem.startswith("fleet other.toml targets aws://111111111111/us-east-1; the rehearsal's emulator is")
+    assert problem.endswith("leave out the fleet file's account and region (or give those) to rehearse it")
+    (problem,) = rehearse.rehearse(object(), here, other, tmp_path, False)
+    assert problem.startswith("fleet other.toml targets aws://111111111111/us-east-1")
 
 
 def test_an_app_whose_stacks_target_another_environment_is_refused_in_one_line_each(tmp_path: Any) -> None:
