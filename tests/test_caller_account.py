@@ -123,3 +123,31 @@ def test_a_stack_bound_to_the_credentials_account_or_to_none_is_checked(
         out = _assembly(tmp_path / str(i), environment)
         assert main(["stacks", "zones", "--cdk-out", str(out)]) == 0
         assert capsys.readouterr().out.strip() == "the stacks have no Auto Scaling group of GPU instances"
+
+
+@pytest.mark.parametrize("command", [["cluster", "status"], ["evaluate"]])
+@mock_aws
+def test_a_live_cluster_read_for_a_fleet_of_another_account_is_refused(
+    command: list[str], fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cluster status and evaluate read a live cluster beside a fleet file: one of another account's cluster is not
+    in the credentials' (or is another one of the same name), so it is refused, naming both."""
+    assert main([*command, "--cluster", "models", "--fleet", str(_fleet(tmp_path, "111111111111"))]) == 1
+    assert "but fleet acct deploys to account 111111111111" in capsys.readouterr().err
+
+
+@mock_aws
+def test_a_live_cluster_is_read_in_the_fleets_region_where_no_region_is_given(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet file's region is where its stacks deployed the cluster: read there, as the fleet checks read it, not
+    in the configuration's (us-east-1 here); --region still comes first."""
+    import boto3
+
+    boto3.client("ecs", region_name="eu-west-1").create_cluster(clusterName="models")
+    path = _fleet(tmp_path, MOTO_ACCOUNT)
+    path.write_text(path.read_text().replace('region = "us-east-1"', 'region = "eu-west-1"'))
+    main(["cluster", "status", "--cluster", "models", "--fleet", str(path)])
+    assert "cluster models: 0 instances" in capsys.readouterr().out
+    assert main(["cluster", "status", "--cluster", "models", "--fleet", str(path), "--region", "us-east-1"]) == 1
+    assert "models" in capsys.readouterr().err

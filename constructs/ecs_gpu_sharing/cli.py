@@ -141,11 +141,25 @@ def _ami_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_fleet(args: argparse.Namespace) -> fleet.FleetSpec | None:
+    """The ``--fleet`` file of a command that reads a live cluster, if given. Its ``region`` stands where no --region
+    is given, as for the fleet checks (its stacks, and so its cluster, are there), and a fleet of another account
+    than the credentials' is refused: the cluster read would be another account's."""
+    if not args.fleet:
+        return None
+    from .operations.aws import client, fleet_account_or_refuse
+
+    spec = fleet.load(args.fleet)
+    args.region = args.region or spec.region
+    fleet_account_or_refuse(client, args.region, spec.name, spec.account)
+    return spec
+
+
 def _cluster_status(args: argparse.Namespace) -> int:
     from .operations import cluster_status
     from .operations.aws import client
 
-    spec = fleet.load(args.fleet) if args.fleet else None
+    spec = _with_fleet(args)
     ec2 = client("ec2", args.region) if spec is not None else None  # names the hosts' AMIs, for drift
     result = cluster_status.status(client("ecs", args.region), args.cluster, spec, ec2)
     if args.json:
@@ -190,21 +204,15 @@ def _plan_prices(args: argparse.Namespace, spec: fleet.FleetSpec) -> Any:
     return cost.load_prices(path) if path else None
 
 
-def _evaluate_subjects(args: argparse.Namespace, ecs: Any) -> tuple[Any, dict[str, Any], dict[str, str], str]:
+def _evaluate_subjects(
+    args: argparse.Namespace, ecs: Any, spec: fleet.FleetSpec | None
+) -> tuple[Any, dict[str, Any], dict[str, str], str]:
     """The fleet spec (or None), what is judged, name -> ECS service name, and a word on the source."""
     from .core import right_size
     from .operations import evaluate
     from .operations.aws import client
 
-    if args.fleet and args.plan:
-        raise GpuSharingError("evaluate: give --fleet or --plan, not both (or neither, to judge task definitions)")
-    if args.write and not args.fleet:
-        raise GpuSharingError(
-            "evaluate --write edits a fleet file: give --fleet; a construct app changes its budgets in code "
-            "(MpsShare), with the suggestions this command prints"
-        )
-    if args.fleet:
-        spec = fleet.load(args.fleet)
+    if spec is not None:
         names = evaluate.service_names(ecs, args.cluster)
         subjects = right_size.fleet_subjects(spec)
         return spec, subjects, {n: names[n] for n in subjects if n in names}, f"fleet file {args.fleet}"
@@ -227,8 +235,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     seconds = evaluate.window_seconds(args.since)
     if not 0 <= args.margin_percent <= 100:
         raise GpuSharingError(f"--margin-percent {args.margin_percent}: give a percentage from 0 to 100")
+    if args.fleet and args.plan:
+        raise GpuSharingError("evaluate: give --fleet or --plan, not both (or neither, to judge task definitions)")
+    if args.write and not args.fleet:
+        raise GpuSharingError(
+            "evaluate --write edits a fleet file: give --fleet; a construct app changes its budgets in code "
+            "(MpsShare), with the suggestions this command prints"
+        )
+    given = _with_fleet(args)
     ecs = client("ecs", args.region)
-    spec, subjects, names, source = _evaluate_subjects(args, ecs)
+    spec, subjects, names, source = _evaluate_subjects(args, ecs, given)
     if args.write:
         check_output_path(str(args.fleet), what="fleet file", option="--write")
     fleet_text = Path(args.fleet).read_text(encoding="utf-8") if args.write else ""
@@ -384,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--margin-percent", type=int, default=10, help="suggested budget = measured peak + this (default 10)"
     )
     judging.add_argument("--write", action="store_true", help="write the suggested budgets and evidence to --fleet")
-    judging.add_argument("--region")
+    judging.add_argument("--region", help="the cluster's region (default: --fleet's, else your AWS configuration's)")
     judging.add_argument("--json", action="store_true")
     judging.set_defaults(func=_evaluate)
 
@@ -427,7 +443,7 @@ def _add_cluster_commands(commands: Any) -> None:
     cstatus = cluster.add_parser("status", help="GPU hosts, GPUs and services of a cluster (AWS calls)")
     cstatus.add_argument("--cluster", required=True)
     cstatus.add_argument("--fleet", help="compare with this fleet file's plan")
-    cstatus.add_argument("--region")
+    cstatus.add_argument("--region", help="the cluster's region (default: --fleet's, else your AWS configuration's)")
     cstatus.add_argument("--json", action="store_true")
     cstatus.set_defaults(func=_cluster_status)
     unprotect = cluster.add_parser(

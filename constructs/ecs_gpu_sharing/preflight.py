@@ -76,13 +76,11 @@ def _ami_report(spec: fleet.FleetSpec, region: str | None) -> tuple[list[Any], R
 
 
 def _account_checked(spec: fleet.FleetSpec, region: str | None, *, always: bool = False) -> None:
-    """Refuses a fleet whose ``account`` is not the credentials' (``same_account_or_refuse``): every check would read
-    another account than the one cdk deploy writes to. A fleet without one deploys to the credentials' account, whose
-    identity is read only with ``always`` (to refuse missing or expired credentials before any check)."""
-    from .operations.aws import client, same_account_or_refuse
+    """Refuses a fleet whose ``account`` is not the credentials' (``operations.aws.fleet_account_or_refuse``): every
+    check would read another account than the one cdk deploy writes to."""
+    from .operations.aws import client, fleet_account_or_refuse
 
-    if spec.account or always:
-        same_account_or_refuse(client, region, {f"fleet {spec.name}": spec.account} if spec.account else {})
+    fleet_account_or_refuse(client, region, spec.name, spec.account, always=always)
 
 
 def _fleet_check(args: argparse.Namespace, report: Any) -> int:

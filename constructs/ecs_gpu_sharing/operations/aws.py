@@ -123,6 +123,16 @@ def same_account_or_refuse(clients: Clients, region: str | None, targets: Mappin
     return actual
 
 
+def fleet_account_or_refuse(
+    clients: Clients, region: str | None, name: str, account: str | None, *, always: bool = False
+) -> None:
+    """``same_account_or_refuse`` for the fleet file ``name`` whose ``account`` (if any) binds its stacks. A fleet
+    without one deploys to the credentials' account, whose identity is read only with ``always`` (to refuse missing
+    or expired credentials before any check)."""
+    if account or always:
+        same_account_or_refuse(clients, region, {f"fleet {name}": account} if account else {})
+
+
 @contextmanager
 def aws_errors(doing: str) -> Iterator[None]:
     """Turns botocore's failures inside the block into one readable ``AwsOperationError`` line."""
