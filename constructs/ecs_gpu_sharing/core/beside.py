@@ -9,8 +9,8 @@ A fork is taken only where it is safe and can pay; otherwise the work runs here,
 
 - ``os.fork`` exists (not on Windows), and this process runs one thread, as Python and (on Linux) the kernel count
   them. Forking a process of several threads copies only the caller's, with any lock another held (Python's
-  documentation of ``os.fork``; Python 3.12 warns of it). A CDK
-  app synthesizing runs a thread that reads the jsii kernel's standard error, so a synth never forks: only the CLI.
+  documentation of ``os.fork``; Python 3.12 warns of it). A CDK app synthesizing runs a thread that reads the jsii
+  kernel's standard error, so a synth never forks: the CLI does.
 - The process may run on two cores or more (``os.sched_getaffinity``, else ``os.cpu_count``).
 - The caller says the work is large enough (a fork and its pipe cost about a millisecond).
 
