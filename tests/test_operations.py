@@ -1020,6 +1020,7 @@ def test_fleet_preflight_runs_every_check_and_says_which_failed(
     assert [line for line in out.splitlines() if line.startswith("== ")] == [
         "== zones",
         "== egress",
+        "== namespace",
         "== quotas",
         "== limits",
         "== roles",

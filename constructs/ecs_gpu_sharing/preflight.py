@@ -1,6 +1,7 @@
 """The CLI's pre-deploy checks of a fleet file against an account: ``fleet zones``, ``fleet quotas``,
-``fleet limits``, ``fleet egress``, ``fleet roles``, ``fleet ebs``, ``fleet references``, ``fleet capacities``,
-``fleet balancers`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs it first)."""
+``fleet limits``, ``fleet egress``, ``fleet namespace``, ``fleet roles``, ``fleet ebs``, ``fleet references``,
+``fleet capacities``, ``fleet balancers`` and ``fleet preflight`` (all of them and the AMI pin; ``make deploy`` runs
+it first)."""
 
 from __future__ import annotations
 
@@ -99,6 +100,11 @@ CHECKS: tuple[tuple[str, Any, str], ...] = (
         _lined("egress", "the fleet makes its own VPC, with NAT gateways"),
         "whether the GPU hosts in an existing VPC's private subnets can reach ECS (a NAT route or the endpoints)",
     ),
+    (
+        "namespace",
+        _lined("namespace_zone", "no Service Connect namespace in an existing VPC"),
+        "whether a fleet in an existing VPC can make its Service Connect namespace there (no hosted zone of its name)",
+    ),
     ("quotas", _quotas_report, "whether the account's On-Demand vCPU quotas hold the fleet's hosts at their most"),
     (
         "limits",
@@ -163,8 +169,8 @@ def _fleet_preflight(args: argparse.Namespace) -> int:
 
 def add_fleet_checks(fleet_commands: Any) -> None:
     preflight = (
-        "zones, egress, quotas, limits, roles, ebs, references, capacities, balancers and the AMI pin, before a "
-        "deploy; make deploy runs it"
+        "zones, egress, namespace, quotas, limits, roles, ebs, references, capacities, balancers and the AMI pin, "
+        "before a deploy; make deploy runs it"
     )
     for name, report, about in (*CHECKS, ("preflight", None, preflight)):
         command = fleet_commands.add_parser(name, help=f"{about} (AWS calls)")

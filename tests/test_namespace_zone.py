@@ -1,0 +1,131 @@
+"""``fleet namespace``: a fleet in an existing VPC makes its Service Connect namespace there only where no private hosted
+zone of that name is associated with the VPC (Route 53 refuses the one Cloud Map would make: ConflictingDomainExists).
+moto serves the VPC and its zones; botocore's Stubber serves the case moto cannot build, a namespace the fleet's own
+deployed cluster stack made (moto's CloudFormation has no model of it, and moto's namespace zone is not the VPC's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from ecs_gpu_sharing.cli import main
+from ecs_gpu_sharing.core import fleet
+from ecs_gpu_sharing.operations import namespace_zone
+
+ACCOUNT = "123456789012"  # moto's
+
+
+def _fleet(tmp_path: Path, vpc_id: str | None, namespace: str | None = "models.internal") -> Path:
+    lines = ['name = "ns"']
+    if vpc_id:
+        lines += [f'vpc_id = "{vpc_id}"', f'account = "{ACCOUNT}"', 'region = "us-east-1"']
+    if namespace:
+        lines.append(f'service_connect_namespace = "{namespace}"')
+    lines += [
+        '[capacity.gpu]\ninstance_types = ["g6.2xlarge"]',
+        '[service.m]\ncapacity = "gpu"\nimage = "r/m:1"\ndesired_count = 1\ncpu_units = 256\nmemory_mib = 512',
+        "gpu_budget_mib = 1024\nport = 8080",
+    ]
+    path = tmp_path / "fleet.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _vpc_with_zone(name: str) -> tuple[str, str]:
+    """A VPC, and a private hosted zone ``name`` associated with it (another team's): their ids."""
+    vpc = boto3.client("ec2", region_name="us-east-1").create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    zone = boto3.client("route53", region_name="us-east-1").create_hosted_zone(
+        Name=name,
+        CallerReference=name,
+        VPC={"VPCRegion": "us-east-1", "VPCId": vpc},
+        HostedZoneConfig={"PrivateZone": True},
+    )["HostedZone"]["Id"]
+    return vpc, zone.rsplit("/", 1)[-1]
+
+
+@mock_aws
+def test_a_namespace_whose_name_a_zone_of_the_vpc_has_is_refused(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The zone's name in another case, with Route 53's trailing dot: the same DNS name."""
+    vpc, zone = _vpc_with_zone("Models.Internal.")
+    assert main(["fleet", "namespace", str(_fleet(tmp_path, vpc))]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"service_connect_namespace models.internal: taken in {vpc}\n")
+    assert f"already has a private hosted zone of that name ({zone}): Route 53 refuses" in out
+    assert "(ConflictingDomainExists), and the cluster stack would roll back" in out
+    assert main(["fleet", "namespace", str(_fleet(tmp_path, vpc)), "--json"]) == 1
+    (found,) = json.loads(capsys.readouterr().out)
+    assert found["conflicting_zones"] == [zone] and found["own_zone"] is None
+
+
+@mock_aws
+def test_a_namespace_no_zone_of_the_vpc_has_is_free(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vpc, _ = _vpc_with_zone("internal")  # another name: no conflict (models.internal is not internal)
+    assert main(["fleet", "namespace", str(_fleet(tmp_path, vpc))]) == 0
+    assert capsys.readouterr().out.strip() == f"service_connect_namespace models.internal: free in {vpc}"
+
+
+@pytest.mark.parametrize(("vpc", "namespace"), [(None, "models.internal"), ("vpc-0123456789abcdef0", None)])
+@mock_aws
+def test_a_fleet_that_makes_its_vpc_or_has_no_namespace_has_nothing_to_check(
+    vpc: str | None, namespace: str | None, fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["fleet", "namespace", str(_fleet(tmp_path, vpc, namespace))]) == 0
+    assert capsys.readouterr().out.strip() == "no Service Connect namespace in an existing VPC"
+
+
+def _stubbed(service: str) -> Any:
+    return boto3.client(service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+
+
+def test_the_namespace_the_fleets_own_cluster_stack_made_is_kept(tmp_path: Path) -> None:
+    """An update: the VPC holds the zone of the namespace the cluster stack made (ns-own, zone Z0WN), kept; a second
+    zone of the same name, another's, is still a conflict."""
+    spec = fleet.load(_fleet(tmp_path, "vpc-0123456789abcdef0"))
+    route53, cfn, sd = _stubbed("route53"), _stubbed("cloudformation"), _stubbed("servicediscovery")
+    clients = {"route53": route53, "cloudformation": cfn, "servicediscovery": sd}
+    cloud_map, team = {"OwningService": "servicediscovery.amazonaws.com"}, {"OwningAccount": ACCOUNT}
+    zones = [
+        {"HostedZoneId": "Z0WN", "Name": "models.internal.", "Owner": cloud_map},
+        {"HostedZoneId": "Z0THER", "Name": "other.", "Owner": team},
+    ]
+    stack = spec.stack_name("cluster")
+    resources = {
+        "StackResourceSummaries": [
+            {
+                "LogicalResourceId": "ClusterDefaultServiceDiscoveryNamespace",
+                "PhysicalResourceId": "ns-own",
+                "ResourceType": "AWS::ServiceDiscovery::PrivateDnsNamespace",
+                "LastUpdatedTimestamp": "2026-12-01T00:00:00Z",
+                "ResourceStatus": "CREATE_COMPLETE",
+            }
+        ]
+    }
+    namespaces = {
+        "Namespaces": [
+            {"Id": "ns-other", "Name": "models.internal", "Properties": {"DnsProperties": {"HostedZoneId": "Z9"}}},
+            {"Id": "ns-own", "Name": "models.internal", "Properties": {"DnsProperties": {"HostedZoneId": "Z0WN"}}},
+        ]
+    }
+    by_vpc = {"VPCId": "vpc-0123456789abcdef0", "VPCRegion": "us-east-1"}
+    with Stubber(route53) as r, Stubber(cfn) as c, Stubber(sd) as s:
+        for extra in ([], [{"HostedZoneId": "Z2", "Name": "models.internal.", "Owner": team}]):
+            r.add_response(
+                "list_hosted_zones_by_vpc", {"HostedZoneSummaries": zones + extra, "MaxItems": "100"}, by_vpc
+            )
+            c.add_response("list_stack_resources", resources, {"StackName": stack})
+            s.add_response("list_namespaces", namespaces, None)
+        (kept,) = namespace_zone.check(lambda service, region: clients[service], "us-east-1", spec)
+        (taken,) = namespace_zone.check(lambda service, region: clients[service], "us-east-1", spec)
+    assert kept.problem is None and kept.own_zone == "Z0WN"
+    assert kept.line().endswith("free in vpc-0123456789abcdef0 (the fleet's own, zone Z0WN, is kept)")
+    assert taken.conflicts == ("Z2",) and "(Z2)" in (taken.problem or "")
