@@ -230,9 +230,13 @@ def _stacks(emulator: Emulator, command: str, out: Path, log: Path, findings_ok:
 
 def _deployed_checks(emulator: Emulator, out: Path, log: Path) -> list[str]:
     """The account checks of the stacks commands on what was deployed: the zones of the GPU groups' subnets offer
-    their types, and what the tasks name outside the templates is looked up (``stacks quotas`` is not run: moto
-    serves no EC2 quotas)."""
-    return _stacks(emulator, "zones", out, log) + _stacks(emulator, "references", out, log, findings_ok=True)
+    their types, what the tasks name outside the templates is looked up, and a namespace in an existing VPC has a
+    free name (``stacks quotas`` is not run: moto serves no EC2 quotas)."""
+    return (
+        _stacks(emulator, "zones", out, log)
+        + _stacks(emulator, "references", out, log, findings_ok=True)
+        + _stacks(emulator, "namespaces", out, log)
+    )
 
 
 def _service_rules(templates: dict[str, Any]) -> list[str]:

@@ -18,6 +18,8 @@ from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
 from ecs_gpu_sharing.operations import namespace_zone
 
+from conftest import write_assembly
+
 ACCOUNT = "123456789012"  # moto's
 
 
@@ -127,5 +129,86 @@ def test_the_namespace_the_fleets_own_cluster_stack_made_is_kept(tmp_path: Path)
         (kept,) = namespace_zone.check(lambda service, region: clients[service], "us-east-1", spec)
         (taken,) = namespace_zone.check(lambda service, region: clients[service], "us-east-1", spec)
     assert kept.problem is None and kept.own_zone == "Z0WN"
-    assert kept.line().endswith("free in vpc-0123456789abcdef0 (the fleet's own, zone Z0WN, is kept)")
+    assert kept.line().endswith("free in vpc-0123456789abcdef0 (the one its stack made, zone Z0WN, is kept)")
     assert taken.conflicts == ("Z2",) and "(Z2)" in (taken.problem or "")
+
+
+NET = {  # another stack of the app: a VPC it makes, exported
+    "Resources": {"Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.2.0.0/16"}}},
+    "Outputs": {"VpcId": {"Value": {"Ref": "Vpc"}, "Export": {"Name": "net-vpc"}}},
+}
+
+
+def _assembly(tmp_path: Path, resources: dict[str, Any]) -> Path:
+    out = write_assembly(tmp_path / "cdk.out", {"Models": {"Resources": resources}, "Net": NET})
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["artifacts"]["Models"]["environment"] = f"aws://{ACCOUNT}/us-east-1"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+def _namespace(vpc: Any, name: Any = "models.internal") -> dict[str, Any]:
+    return {"Type": namespace_zone.PRIVATE_DNS_NAMESPACE, "Properties": {"Name": name, "Vpc": vpc}}
+
+
+@mock_aws
+def test_stacks_namespaces_reads_each_namespace_of_cdk_out_in_a_looked_up_vpc(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A looked-up VPC (its id written literally) is checked; a VPC of the app's templates, in the namespace's own or
+    read from another stack's output, is new (or the one it was made in) and is not; one another app exports is
+    known only at deploy, and said so."""
+    vpc, zone = _vpc_with_zone("models.internal")
+    (tmp_path / "cdk.out").mkdir()
+    out = _assembly(
+        tmp_path,
+        {
+            "Looked": _namespace(vpc),
+            "Made": _namespace({"Ref": "Vpc"}, "made.internal"),
+            "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.1.0.0/16"}},
+            "Imported": _namespace({"Fn::ImportValue": "shared-vpc"}, "imported.internal"),
+            "AcrossStacks": _namespace({"Fn::ImportValue": "net-vpc"}, "across.internal"),
+        },
+    )
+    assert main(["stacks", "namespaces", "--cdk-out", str(out)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"Models/Looked: namespace models.internal: taken in {vpc}"
+    assert f"({zone}): Route 53 refuses" in lines[1]
+    assert lines[2:] == ["Models/Imported: not checked: its name or VPC is known only at deploy"]
+
+
+@mock_aws
+def test_stacks_namespaces_with_none_in_an_existing_vpc_passes(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cdk.out").mkdir()
+    resources = {"Ns": _namespace({"Ref": "Vpc"}), "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {}}}
+    assert main(["stacks", "namespaces", "--cdk-out", str(_assembly(tmp_path, resources))]) == 0
+    assert capsys.readouterr().out.strip() == "the stacks make no private DNS namespace in an existing VPC"
+
+
+def test_a_nested_stacks_deployed_namespace_is_found_through_its_parent() -> None:
+    cfn = _stubbed("cloudformation")
+    parent_arn = "arn:aws:cloudformation:us-east-1:123456789012:stack/Models-Net-1/abc"
+
+    def summary(logical: str, physical: str, kind: str) -> dict[str, Any]:
+        return {
+            "LogicalResourceId": logical,
+            "PhysicalResourceId": physical,
+            "ResourceType": kind,
+            "LastUpdatedTimestamp": "2026-12-01T00:00:00Z",
+            "ResourceStatus": "CREATE_COMPLETE",
+        }
+
+    with Stubber(cfn) as stub:
+        stub.add_response(
+            "list_stack_resources",
+            {"StackResourceSummaries": [summary("Net", parent_arn, "AWS::CloudFormation::Stack")]},
+            {"StackName": "Models"},
+        )
+        stub.add_response(
+            "list_stack_resources",
+            {"StackResourceSummaries": [summary("Ns", "ns-nested", namespace_zone.PRIVATE_DNS_NAMESPACE)]},
+            {"StackName": parent_arn},
+        )
+        assert namespace_zone._deployed_ids(cfn, "Models/Net") == {"ns-nested"}

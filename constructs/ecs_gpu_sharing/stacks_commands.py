@@ -1,5 +1,5 @@
 """The CLI's ``stacks`` commands: any CDK app's synthesized stacks (``cdk.out``) against an account before a deploy:
-``stacks replacements``, ``stacks references``, ``stacks quotas`` and ``stacks zones``."""
+``stacks replacements``, ``stacks references``, ``stacks quotas``, ``stacks zones`` and ``stacks namespaces``."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def add_stacks_commands(commands: Any) -> None:
             "zones",
             "whether the zones of each GPU Auto Scaling group's subnets in cdk.out offer its types (AWS calls)",
             _stacks_zones,
+        ),
+        (
+            "namespaces",
+            "whether each Cloud Map private DNS namespace cdk.out makes in an existing VPC has a name no hosted zone "
+            "of that VPC has, which Route 53 refuses (AWS calls)",
+            _stacks_namespaces,
         ),
     ):
         command = stacks.add_parser(name, help=about)
@@ -100,6 +106,19 @@ def _stacks_zones(args: argparse.Namespace) -> int:
     lines = [z.line() for z in judged] + [p for z in judged for p in (*z.problems, *z.warnings)] + unread
     data = {"groups": [z.to_json() for z in judged], "not_checked": unread}
     return _emit(args, lines or [_NO_GROUP], data, any(z.problems for z in judged))
+
+
+def _stacks_namespaces(args: argparse.Namespace) -> int:
+    from .operations import namespace_zone
+    from .operations.aws import client
+
+    found = namespace_zone.check_assembly(client, _checked_assembly(args), args.region)
+    judged = [n for n in found if not isinstance(n, str)]
+    unread = [n for n in found if isinstance(n, str)]
+    lines = [n.line() for n in judged] + [n.problem for n in judged if n.problem] + unread
+    data = {"namespaces": [n.to_json() for n in judged], "not_checked": unread}
+    none = "the stacks make no private DNS namespace in an existing VPC"
+    return _emit(args, lines or [none], data, any(n.problem for n in judged))
 
 
 def _stacks_quotas(args: argparse.Namespace) -> int:

@@ -14,12 +14,17 @@ the fleet's own cluster stack already made is not a conflict: an update keeps it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..core.fleet import FleetSpec
+from ..core.service_rules.base import Templates, construct_path
+from .assembly import assembly_stacks, with_nested_stacks
 from .aws import Clients, aws_errors
 from .deployed import physical_ids
+
+PRIVATE_DNS_NAMESPACE = "AWS::ServiceDiscovery::PrivateDnsNamespace"
 
 
 @dataclass(frozen=True)
@@ -28,13 +33,14 @@ class NamespaceZone:
     vpc_id: str
     conflicts: tuple[str, ...]  # hosted zones of the namespace's name associated with the VPC, the fleet's own left out
     own_zone: str | None = None  # the zone of the namespace the fleet's cluster stack made, if deployed
+    label: str = "service_connect_namespace"  # what names it: the fleet file's key, or the namespace's construct path
 
     @property
     def problem(self) -> str | None:
         if not self.conflicts:
             return None
         return (
-            f"service_connect_namespace {self.namespace}: the VPC {self.vpc_id} already has a private hosted zone of "
+            f"{self.label} {self.namespace}: the VPC {self.vpc_id} already has a private hosted zone of "
             f"that name ({', '.join(self.conflicts)}): Route 53 refuses the one Cloud Map would make for the namespace "
             "(ConflictingDomainExists), and the cluster stack would roll back; choose a namespace name no zone of the "
             "VPC has"
@@ -42,9 +48,9 @@ class NamespaceZone:
 
     def line(self) -> str:
         if self.conflicts:
-            return f"service_connect_namespace {self.namespace}: taken in {self.vpc_id}"
-        kept = f" (the fleet's own, zone {self.own_zone}, is kept)" if self.own_zone else ""
-        return f"service_connect_namespace {self.namespace}: free in {self.vpc_id}{kept}"
+            return f"{self.label} {self.namespace}: taken in {self.vpc_id}"
+        kept = f" (the one its stack made, zone {self.own_zone}, is kept)" if self.own_zone else ""
+        return f"{self.label} {self.namespace}: free in {self.vpc_id}{kept}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,29 +72,67 @@ def _dns_name(value: str) -> str:
 
 
 def check(clients: Clients, region: str | None, spec: FleetSpec) -> list[NamespaceZone]:
-    """The namespace of a fleet in an existing VPC, with the zones of its name already associated with that VPC
-    (``ListHostedZonesByVPC``), less the one of the namespace the fleet's deployed cluster stack holds (its physical
-    id, matched to its zone by ``ListNamespaces``). Nothing for a fleet without ``vpc_id`` or without a namespace."""
+    """``fleet namespace``: the namespace of a fleet in an existing VPC (``in_vpc``); nothing for a fleet without
+    ``vpc_id`` or without a namespace."""
     if not spec.vpc_id or not spec.service_connect_namespace:
         return []
+    return [in_vpc(clients, region, spec.service_connect_namespace, spec.vpc_id, spec.stack_name("cluster"))]
+
+
+def in_vpc(clients: Clients, region: str | None, namespace: str, vpc_id: str, stack: str) -> NamespaceZone:
+    """``namespace`` in the VPC, with the private hosted zones of its name already associated with the VPC
+    (``ListHostedZonesByVPC``), less the one of the namespace of that name the deployed ``stack`` holds (its physical
+    id, matched to its zone by ``ListNamespaces``), which an update keeps. ``stack``: a stack's name, or a nested
+    stack's path (``<parent>/<its logical id>``...)."""
     route53 = clients("route53", region)
     where = route53.meta.region_name if region is None else region
-    name = _dns_name(spec.service_connect_namespace)
-    with aws_errors(f"{where}: listing the private hosted zones of {spec.vpc_id}"):
-        same = _zones_named(route53, spec.vpc_id, where, name)
+    name = _dns_name(namespace)
+    with aws_errors(f"{where}: listing the private hosted zones of {vpc_id}"):
+        same = _zones_named(route53, vpc_id, where, name)
     if not same:
-        return [NamespaceZone(spec.service_connect_namespace, spec.vpc_id, ())]
-    stack = spec.stack_name("cluster")
+        return NamespaceZone(namespace, vpc_id, ())
     cloudformation = clients("cloudformation", region)
     with aws_errors(f"{where}: reading the deployed stack {stack}"):
-        deployed = set((physical_ids(cloudformation, stack) or {}).values())
+        deployed = _deployed_ids(cloudformation, stack)
     own = None
     if deployed:
         servicediscovery = clients("servicediscovery", region)
         with aws_errors(f"{where}: listing the Cloud Map namespaces"):
             own = _own_zone(servicediscovery, deployed, name)
     conflicts = tuple(sorted(z for z in same if z != own))
-    return [NamespaceZone(spec.service_connect_namespace, spec.vpc_id, conflicts, own if own in same else None)]
+    return NamespaceZone(namespace, vpc_id, conflicts, own if own in same else None)
+
+
+def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[NamespaceZone | str]:
+    """``stacks namespaces``: each private DNS namespace of a CDK app's ``cdk.out`` in a VPC it names by id (a looked
+    up VPC: ``ec2.Vpc.from_lookup`` writes its id), in its stack's region (else ``region``); a line for each whose
+    name or VPC cannot be read before deploy. One in a VPC the app's templates make has no zone before it."""
+    stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
+    where = {s.name: s.region or region for s in stacks}
+    ctx = Templates(templates)
+    out: list[NamespaceZone | str] = []
+    for resource in sorted(ctx.of_type(PRIVATE_DNS_NAMESPACE), key=lambda r: (r.stack, r.logical_id)):
+        name, vpc = resource.props.get("Name"), resource.props.get("Vpc")
+        made = ctx.target(vpc, resource.stack)
+        if made is not None and made.kind == "AWS::EC2::VPC":
+            continue  # a VPC of the app's templates (here, or read from another stack): new, or its namespace's own
+        if not isinstance(name, str) or not isinstance(vpc, str):
+            out.append(f"{construct_path(resource)}: not checked: its name or VPC is known only at deploy")
+            continue
+        found = in_vpc(clients, where.get(resource.stack), name, vpc, resource.stack)
+        out.append(replace(found, label=f"{construct_path(resource)}: namespace"))
+    return out
+
+
+def _deployed_ids(cloudformation: Any, stack: str) -> set[str]:
+    """The physical ids of a deployed stack's resources, a nested stack's (``<parent>/<logical id>``) found through
+    its parent's; empty where it is not deployed."""
+    top, *nested = stack.split("/")
+    ids = physical_ids(cloudformation, top) or {}
+    for logical_id in nested:
+        arn = ids.get(logical_id)
+        ids = (physical_ids(cloudformation, arn) or {}) if arn else {}
+    return set(ids.values())
 
 
 def _zones_named(route53: Any, vpc_id: str, region: str, name: str) -> list[str]:
