@@ -230,12 +230,12 @@ def _stacks(emulator: Emulator, command: str, out: Path, log: Path, findings_ok:
 
 def _deployed_checks(emulator: Emulator, out: Path, log: Path) -> list[str]:
     """The account checks of the stacks commands on what was deployed: the zones of the GPU groups' subnets offer
-    their types, what the tasks name outside the templates is looked up, and a namespace in an existing VPC has a
-    free name (``stacks quotas`` is not run: moto serves no EC2 quotas)."""
+    their types, what the tasks name outside the templates is looked up, and the names the stacks create are their
+    own (``stacks quotas`` is not run: moto serves no EC2 quotas)."""
     return (
         _stacks(emulator, "zones", out, log)
         + _stacks(emulator, "references", out, log, findings_ok=True)
-        + _stacks(emulator, "namespaces", out, log)
+        + _stacks(emulator, "names", out, log)
     )
 
 

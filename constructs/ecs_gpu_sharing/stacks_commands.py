@@ -1,5 +1,5 @@
 """The CLI's ``stacks`` commands: any CDK app's synthesized stacks (``cdk.out``) against an account before a deploy:
-``stacks replacements``, ``stacks references``, ``stacks quotas``, ``stacks zones`` and ``stacks namespaces``."""
+``stacks replacements``, ``stacks references``, ``stacks quotas``, ``stacks zones`` and ``stacks names``."""
 
 from __future__ import annotations
 
@@ -40,10 +40,10 @@ def add_stacks_commands(commands: Any) -> None:
             _stacks_zones,
         ),
         (
-            "namespaces",
-            "whether each Cloud Map private DNS namespace cdk.out makes in an existing VPC has a name no hosted zone "
-            "of that VPC has, which Route 53 refuses (AWS calls)",
-            _stacks_namespaces,
+            "names",
+            "whether a name cdk.out would create is taken in the account already, which CloudFormation refuses: a "
+            "log group's (one kept from an earlier deploy), a Cloud Map namespace's in a looked-up VPC (AWS calls)",
+            _stacks_names,
         ),
     ):
         command = stacks.add_parser(name, help=about)
@@ -108,16 +108,16 @@ def _stacks_zones(args: argparse.Namespace) -> int:
     return _emit(args, lines or [_NO_GROUP], data, any(z.problems for z in judged))
 
 
-def _stacks_namespaces(args: argparse.Namespace) -> int:
-    from .operations import namespace_zone
+def _stacks_names(args: argparse.Namespace) -> int:
+    from .operations import names_taken
     from .operations.aws import client
 
-    found = namespace_zone.check_assembly(client, _checked_assembly(args), args.region)
+    found = names_taken.check_assembly(client, _checked_assembly(args), args.region)
     judged = [n for n in found if not isinstance(n, str)]
     unread = [n for n in found if isinstance(n, str)]
-    lines = [n.line() for n in judged] + [n.problem for n in judged if n.problem] + unread
-    data = {"namespaces": [n.to_json() for n in judged], "not_checked": unread}
-    none = "the stacks make no private DNS namespace in an existing VPC"
+    lines = [n.line() for n in judged] + [p for n in judged if (p := n.problem)] + unread
+    data = {"names": [n.to_json() for n in judged], "not_checked": unread}
+    none = "the stacks name no log group and no namespace in an existing VPC before deploy"
     return _emit(args, lines or [none], data, any(n.problem for n in judged))
 
 

@@ -122,3 +122,27 @@ def _named_by(
         where = _text(ctx, options.get("awslogs-region"), task.stack, pseudo) or region
         if group and group not in made:
             yield OutsideName(owner, "log group", group, where)
+
+
+@dataclass(frozen=True)
+class MadeName:
+    owner: str  # the construct path of the resource that makes it
+    stack: str  # its stack (a nested one's path: ``<parent>/<logical id>``)
+    logical_id: str
+    name: str
+
+
+def log_groups_named(
+    templates: Mapping[str, Mapping[str, Any]], pseudo: Mapping[str, Mapping[str, str]]
+) -> list[MadeName]:
+    """The log groups the templates make under a name known before deploy (a literal, pseudo parameters filled in):
+    CloudFormation refuses to make one whose name the account has already, as one kept from an earlier deploy is (CDK
+    keeps a log group when its stack is deleted: ``RemovalPolicy.RETAIN``, aws-logs ``LogGroupProps.removalPolicy``).
+    A name built from a resource of the templates (a cluster's generated name) is new with it, and not listed."""
+    ctx = Templates(templates)
+    out = []
+    for group in sorted(ctx.of_type("AWS::Logs::LogGroup"), key=lambda r: (r.stack, r.logical_id)):
+        name = _text(ctx, group.props.get("LogGroupName"), group.stack, pseudo.get(group.stack, {}))
+        if name is not None:
+            out.append(MadeName(construct_path(group), group.stack, group.logical_id, name))
+    return out

@@ -93,7 +93,7 @@ def in_vpc(clients: Clients, region: str | None, namespace: str, vpc_id: str, st
         return NamespaceZone(namespace, vpc_id, ())
     cloudformation = clients("cloudformation", region)
     with aws_errors(f"{where}: reading the deployed stack {stack}"):
-        deployed = _deployed_ids(cloudformation, stack)
+        deployed = set(deployed_ids(cloudformation, stack).values())
     own = None
     if deployed:
         servicediscovery = clients("servicediscovery", region)
@@ -104,7 +104,7 @@ def in_vpc(clients: Clients, region: str | None, namespace: str, vpc_id: str, st
 
 
 def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[NamespaceZone | str]:
-    """``stacks namespaces``: each private DNS namespace of a CDK app's ``cdk.out`` in a VPC it names by id (a looked
+    """For ``stacks names``: each private DNS namespace of a CDK app's ``cdk.out`` in a VPC it names by id (a looked
     up VPC: ``ec2.Vpc.from_lookup`` writes its id), in its stack's region (else ``region``); a line for each whose
     name or VPC cannot be read before deploy. One in a VPC the app's templates make has no zone before it."""
     stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
@@ -124,15 +124,15 @@ def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[
     return out
 
 
-def _deployed_ids(cloudformation: Any, stack: str) -> set[str]:
-    """The physical ids of a deployed stack's resources, a nested stack's (``<parent>/<logical id>``) found through
-    its parent's; empty where it is not deployed."""
+def deployed_ids(cloudformation: Any, stack: str) -> dict[str, str]:
+    """Logical id -> physical id of a deployed stack's resources, a nested stack's (``<parent>/<logical id>``) found
+    through its parent's; empty where it is not deployed."""
     top, *nested = stack.split("/")
     ids = physical_ids(cloudformation, top) or {}
     for logical_id in nested:
         arn = ids.get(logical_id)
         ids = (physical_ids(cloudformation, arn) or {}) if arn else {}
-    return set(ids.values())
+    return ids
 
 
 def _zones_named(route53: Any, vpc_id: str, region: str, name: str) -> list[str]:

@@ -27,7 +27,7 @@ def _log_group(clients: Clients, region: str | None, name: str) -> Found:
     )
 
 
-def _pseudo(clients: Clients, region: str | None) -> dict[str, str]:
+def pseudo_parameters(clients: Clients, region: str | None) -> dict[str, str]:
     """The pseudo parameters an environment-agnostic stack reads, as this caller's deploy would fill them."""
     sts = clients("sts", region)
     identity = sts.get_caller_identity()  # needs no permission: what fails here fails every lookup after it
@@ -43,7 +43,7 @@ def check(clients: Clients, cdk_out: Path, region: str | None) -> list[Reference
     """Each name, looked up once (by kind, region and name), with what is wrong with it."""
     stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
     with aws_errors("reading the caller's account (sts GetCallerIdentity)"):
-        caller = _pseudo(clients, region)
+        caller = pseudo_parameters(clients, region)
     pseudo = {s.name: {**caller, **({"AWS::Region": s.region} if s.region else {})} for s in stacks}
     published = set()  # the image assets cdk deploy publishes first, their placeholders filled as for their stack
     for artifact, images in published_images(cdk_out).items():

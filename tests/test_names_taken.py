@@ -1,7 +1,10 @@
-"""``fleet namespace``: a fleet in an existing VPC makes its Service Connect namespace there only where no private hosted
+"""Names the stacks would create that the account has already, which CloudFormation refuses. ``fleet namespace`` (and
+``stacks names``): a fleet in an existing VPC makes its Service Connect namespace there only where no private hosted
 zone of that name is associated with the VPC (Route 53 refuses the one Cloud Map would make: ConflictingDomainExists).
-moto serves the VPC and its zones; botocore's Stubber serves the case moto cannot build, a namespace the fleet's own
-deployed cluster stack made (moto's CloudFormation has no model of it, and moto's namespace zone is not the VPC's)."""
+``stacks names``: a log group named before deploy that the account has (one kept from an earlier deploy). moto serves
+the VPC, its zones and the log groups; botocore's Stubber serves the case moto cannot build, a namespace the fleet's
+own deployed cluster stack made (moto's CloudFormation has no model of it, and moto's namespace zone is not the
+VPC's)."""
 
 from __future__ import annotations
 
@@ -152,7 +155,7 @@ def _namespace(vpc: Any, name: Any = "models.internal") -> dict[str, Any]:
 
 
 @mock_aws
-def test_stacks_namespaces_reads_each_namespace_of_cdk_out_in_a_looked_up_vpc(
+def test_stacks_names_reads_each_namespace_of_cdk_out_in_a_looked_up_vpc(
     fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A looked-up VPC (its id written literally) is checked; a VPC of the app's templates, in the namespace's own or
@@ -170,7 +173,7 @@ def test_stacks_namespaces_reads_each_namespace_of_cdk_out_in_a_looked_up_vpc(
             "AcrossStacks": _namespace({"Fn::ImportValue": "net-vpc"}, "across.internal"),
         },
     )
-    assert main(["stacks", "namespaces", "--cdk-out", str(out)]) == 1
+    assert main(["stacks", "names", "--cdk-out", str(out)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"Models/Looked: namespace models.internal: taken in {vpc}"
     assert f"({zone}): Route 53 refuses" in lines[1]
@@ -178,13 +181,16 @@ def test_stacks_namespaces_reads_each_namespace_of_cdk_out_in_a_looked_up_vpc(
 
 
 @mock_aws
-def test_stacks_namespaces_with_none_in_an_existing_vpc_passes(
+def test_stacks_names_with_no_namespace_in_an_existing_vpc_and_no_named_log_group_passes(
     fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "cdk.out").mkdir()
     resources = {"Ns": _namespace({"Ref": "Vpc"}), "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {}}}
-    assert main(["stacks", "namespaces", "--cdk-out", str(_assembly(tmp_path, resources))]) == 0
-    assert capsys.readouterr().out.strip() == "the stacks make no private DNS namespace in an existing VPC"
+    assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, resources))]) == 0
+    assert (
+        capsys.readouterr().out.strip()
+        == "the stacks name no log group and no namespace in an existing VPC before deploy"
+    )
 
 
 def test_a_nested_stacks_deployed_namespace_is_found_through_its_parent() -> None:
@@ -211,4 +217,46 @@ def test_a_nested_stacks_deployed_namespace_is_found_through_its_parent() -> Non
             {"StackResourceSummaries": [summary("Ns", "ns-nested", namespace_zone.PRIVATE_DNS_NAMESPACE)]},
             {"StackName": parent_arn},
         )
-        assert namespace_zone._deployed_ids(cfn, "Models/Net") == {"ns-nested"}
+        assert namespace_zone.deployed_ids(cfn, "Models/Net") == {"Ns": "ns-nested"}
+
+
+def _log_group(name: Any) -> dict[str, Any]:
+    return {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": name}}
+
+
+@mock_aws
+def test_a_log_group_kept_from_an_earlier_deploy_is_a_name_taken(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Named literally or with pseudo parameters (filled as the deploy will), the account's log group of that name is
+    refused; one named after a resource of the templates (a generated cluster name) is new with it and not read."""
+    boto3.client("logs", region_name="us-east-1").create_log_group(logGroupName="/models/us-east-1/evidence")
+    (tmp_path / "cdk.out").mkdir()
+    resources = {
+        "Kept": _log_group({"Fn::Sub": "/models/${AWS::Region}/evidence"}),
+        "Free": _log_group("/models/other"),
+        "Generated": _log_group({"Fn::Join": ["", ["/x/", {"Ref": "Cluster"}]]}),
+        "Cluster": {"Type": "AWS::ECS::Cluster", "Properties": {}},
+    }
+    assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, resources))]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [
+        "Models/Free: log group /models/other: free in us-east-1",
+        "Models/Kept: log group /models/us-east-1/evidence: taken in us-east-1",
+    ]
+    assert lines[2].startswith("Models/Kept: the log group '/models/us-east-1/evidence' exists in us-east-1 outside")
+    assert "CloudFormation would refuse to create it and roll the stack back" in lines[2] and len(lines) == 3
+
+
+@mock_aws
+def test_a_log_group_the_deployed_stack_holds_is_its_own(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An update: the deployed stack made the log group under the same logical id (moto's CloudFormation makes it)."""
+    template = {"Resources": {"Kept": _log_group("/models/evidence")}}
+    boto3.client("cloudformation", region_name="us-east-1").create_stack(
+        StackName="Models", TemplateBody=json.dumps(template)
+    )
+    (tmp_path / "cdk.out").mkdir()
+    assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, template["Resources"]))]) == 0
+    assert capsys.readouterr().out.strip() == "Models/Kept: log group /models/evidence: free in us-east-1"
