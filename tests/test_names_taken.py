@@ -228,24 +228,32 @@ def _log_group(name: Any) -> dict[str, Any]:
 def test_a_log_group_kept_from_an_earlier_deploy_is_a_name_taken(
     fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Named literally or with pseudo parameters (filled as the deploy will), the account's log group of that name is
-    refused; one named after a resource of the templates (a generated cluster name) is new with it and not read."""
-    boto3.client("logs", region_name="us-east-1").create_log_group(logGroupName="/models/us-east-1/evidence")
+    """Named literally, with pseudo parameters (filled as the deploy will) or after a cluster named in code, the
+    account's log group of that name is refused; one named after a resource of the templates whose name CloudFormation
+    makes (a generated cluster name) is new with it and not read."""
+    logs = boto3.client("logs", region_name="us-east-1")
+    logs.create_log_group(logGroupName="/models/us-east-1/evidence")
+    logs.create_log_group(logGroupName="/ecs-gpu-sharing/evidence/models")
     (tmp_path / "cdk.out").mkdir()
     resources = {
         "Kept": _log_group({"Fn::Sub": "/models/${AWS::Region}/evidence"}),
         "Free": _log_group("/models/other"),
         "Generated": _log_group({"Fn::Join": ["", ["/x/", {"Ref": "Cluster"}]]}),
         "Cluster": {"Type": "AWS::ECS::Cluster", "Properties": {}},
+        # GpuTelemetry's evidence log group of a cluster named in code: aws-ecs writes its name as a Ref
+        "Evidence": _log_group({"Fn::Join": ["", ["/ecs-gpu-sharing/evidence/", {"Ref": "NamedCluster"}]]}),
+        "NamedCluster": {"Type": "AWS::ECS::Cluster", "Properties": {"ClusterName": "models"}},
     }
     assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, resources))]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == [
+    assert lines[:3] == [
+        "Models/Evidence: log group /ecs-gpu-sharing/evidence/models: taken in us-east-1",
         "Models/Free: log group /models/other: free in us-east-1",
         "Models/Kept: log group /models/us-east-1/evidence: taken in us-east-1",
     ]
-    assert lines[2].startswith("Models/Kept: the log group '/models/us-east-1/evidence' exists in us-east-1 outside")
-    assert "CloudFormation would refuse to create it and roll the stack back" in lines[2] and len(lines) == 3
+    assert lines[3].startswith("Models/Evidence: the log group '/ecs-gpu-sharing/evidence/models' exists in us-east-1")
+    assert lines[4].startswith("Models/Kept: the log group '/models/us-east-1/evidence' exists in us-east-1 outside")
+    assert "CloudFormation would refuse to create it and roll the stack back" in lines[4] and len(lines) == 5
 
 
 @mock_aws
@@ -259,4 +267,7 @@ def test_a_log_group_the_deployed_stack_holds_is_its_own(
     )
     (tmp_path / "cdk.out").mkdir()
     assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, template["Resources"]))]) == 0
-    assert capsys.readouterr().out.strip() == "Models/Kept: log group /models/evidence: free in us-east-1"
+    assert (
+        capsys.readouterr().out.strip()
+        == "Models/Kept: log group /models/evidence: the deployed stack's own in us-east-1"
+    )

@@ -142,7 +142,22 @@ def log_groups_named(
     ctx = Templates(templates)
     out = []
     for group in sorted(ctx.of_type("AWS::Logs::LogGroup"), key=lambda r: (r.stack, r.logical_id)):
-        name = _text(ctx, group.props.get("LogGroupName"), group.stack, pseudo.get(group.stack, {}))
-        if name is not None:
-            out.append(MadeName(construct_path(group), group.stack, group.logical_id, name))
+        text = _REFERENCE.sub(lambda m: _named(ctx, m), ctx.text(group.props.get("LogGroupName"), group.stack))
+        for key, filled in pseudo.get(group.stack, {}).items():
+            text = text.replace("${" + key + "}", filled)
+        if "${" not in text:
+            out.append(MadeName(construct_path(group), group.stack, group.logical_id, text))
     return out
+
+
+_REFERENCE = re.compile(r"\$\{([^}.]+/[^}./]+)\}")  # Templates.text's ${stack/logical id} (no attribute)
+_NAMED_BY = {"AWS::ECS::Cluster": "ClusterName", "AWS::Logs::LogGroup": "LogGroupName"}  # Ref returns this name
+
+
+def _named(ctx: Templates, match: re.Match[str]) -> str:
+    """A reference to a resource whose ``Ref`` is its name, where the template gives that name (a cluster named in
+    code: aws-ecs's ``cluster_name`` is still written as a ``Ref``), else the reference as it was."""
+    stack, _, logical_id = match.group(1).rpartition("/")
+    resource = ctx.resource(stack, logical_id)
+    name = resource.props.get(_NAMED_BY.get(resource.kind, "")) if resource is not None else None
+    return name if isinstance(name, str) else match.group(0)

@@ -32,6 +32,7 @@ class LogGroupTaken:
     name: str
     region: str
     taken: bool  # the account has a log group of this name that the deployed stack does not hold
+    own: bool = False  # the deployed stack holds it under the same logical id: an update keeps it
 
     @property
     def problem(self) -> str | None:
@@ -45,7 +46,8 @@ class LogGroupTaken:
         )
 
     def line(self) -> str:
-        return f"{self.owner}: log group {self.name}: {'taken' if self.taken else 'free'} in {self.region}"
+        state = "taken" if self.taken else "the deployed stack's own" if self.own else "free"
+        return f"{self.owner}: log group {self.name}: {state} in {self.region}"
 
     def to_json(self) -> dict[str, Any]:
         return {"log_group": self.owner, "name": self.name, "region": self.region, "problem": self.problem}
@@ -79,5 +81,5 @@ def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[
             cloudformation = clients("cloudformation", where.get(made.stack))
             with aws_errors(f"{name}: reading the deployed stack {made.stack}"):
                 own = deployed_ids(cloudformation, made.stack).get(made.logical_id) == made.name
-        out.append(LogGroupTaken(made.owner, made.name, name, exists and not own))
+        out.append(LogGroupTaken(made.owner, made.name, name, exists and not own, own))
     return out
