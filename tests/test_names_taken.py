@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
-from ecs_gpu_sharing.operations import namespace_zone
+from ecs_gpu_sharing.operations import deployed, namespace_zone
 
 from conftest import write_assembly
 
@@ -217,7 +217,7 @@ def test_a_nested_stacks_deployed_namespace_is_found_through_its_parent() -> Non
             {"StackResourceSummaries": [summary("Ns", "ns-nested", namespace_zone.PRIVATE_DNS_NAMESPACE)]},
             {"StackName": parent_arn},
         )
-        assert namespace_zone.deployed_ids(cfn, "Models/Net") == {"Ns": "ns-nested"}
+        assert deployed.deployed_ids(cfn, "Models/Net") == {"Ns": "ns-nested"}
 
 
 def _log_group(name: Any) -> dict[str, Any]:

@@ -29,6 +29,17 @@ def physical_ids(cloudformation: Any, stack: str) -> dict[str, str] | None:
         raise
 
 
+def deployed_ids(cloudformation: Any, stack: str) -> dict[str, str]:
+    """Logical id -> physical id of a deployed stack's resources, a nested stack's (``<parent>/<logical id>``) found
+    through its parent's; empty where it is not deployed."""
+    top, *nested = stack.split("/")
+    ids = physical_ids(cloudformation, top) or {}
+    for logical_id in nested:
+        arn = ids.get(logical_id)
+        ids = (physical_ids(cloudformation, arn) or {}) if arn else {}
+    return ids
+
+
 def deployed_template(cloudformation: Any, stack: str) -> tuple[dict[str, Any], dict[str, str]] | None:
     """The deployed stack's template and its physical ids by logical id; ``None`` for a stack not deployed."""
     body = template_of(cloudformation, stack)

@@ -21,7 +21,8 @@ from typing import Any
 from ..core.outside_names import log_groups_named
 from .assembly import assembly_stacks, with_nested_stacks
 from .aws import Clients, aws_errors
-from .namespace_zone import NamespaceZone, deployed_ids
+from .deployed import deployed_ids
+from .namespace_zone import NamespaceZone
 from .namespace_zone import check_assembly as namespaces_in_vpcs
 from .stack_references import pseudo_parameters
 

@@ -22,7 +22,7 @@ from ..core.fleet import FleetSpec
 from ..core.service_rules.base import Templates, construct_path
 from .assembly import assembly_stacks, with_nested_stacks
 from .aws import Clients, aws_errors
-from .deployed import physical_ids
+from .deployed import deployed_ids
 
 PRIVATE_DNS_NAMESPACE = "AWS::ServiceDiscovery::PrivateDnsNamespace"
 
@@ -122,17 +122,6 @@ def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[
         found = in_vpc(clients, where.get(resource.stack), name, vpc, resource.stack)
         out.append(replace(found, label=f"{construct_path(resource)}: namespace"))
     return out
-
-
-def deployed_ids(cloudformation: Any, stack: str) -> dict[str, str]:
-    """Logical id -> physical id of a deployed stack's resources, a nested stack's (``<parent>/<logical id>``) found
-    through its parent's; empty where it is not deployed."""
-    top, *nested = stack.split("/")
-    ids = physical_ids(cloudformation, top) or {}
-    for logical_id in nested:
-        arn = ids.get(logical_id)
-        ids = (physical_ids(cloudformation, arn) or {}) if arn else {}
-    return ids
 
 
 def _zones_named(route53: Any, vpc_id: str, region: str, name: str) -> list[str]:
