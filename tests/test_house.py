@@ -42,9 +42,10 @@ def _called_name(call: ast.Call) -> str:
     return ""
 
 
-def input_builders(path: Path) -> list[str]:
-    """Where ``path`` constructs a planner input itself (line: call)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def input_builders(path: Path, source: str | None = None) -> list[str]:
+    """Where ``path`` constructs a planner input itself (line: call); ``source``: its text, for a module not written
+    there (a test's: the repository's files are read by other tests at the same time)."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source)
     return [
         f"{path.relative_to(REPO)}:{node.lineno}: {_called_name(node)}"
         for node in ast.walk(tree)
@@ -58,13 +59,10 @@ def test_planner_inputs_are_built_only_by_the_one_builder() -> None:
     assert input_builders(BUILDER), "the builder itself constructs them"
 
 
-def test_the_walk_finds_a_planner_input_built_elsewhere(tmp_path: Path) -> None:
+def test_the_walk_finds_a_planner_input_built_elsewhere() -> None:
     stray = REPO / "benchmarks" / "_stray_builder_for_test.py"
-    stray.write_text("from ecs_gpu_sharing.core.planner import ServiceInput\nx = ServiceInput('a', 'b', None, 1)\n")
-    try:
-        assert input_builders(stray) == ["benchmarks/_stray_builder_for_test.py:2: ServiceInput"]
-    finally:
-        stray.unlink()
+    source = "from ecs_gpu_sharing.core.planner import ServiceInput\nx = ServiceInput('a', 'b', None, 1)\n"
+    assert input_builders(stray, source) == ["benchmarks/_stray_builder_for_test.py:2: ServiceInput"]
 
 
 def _imports(path: Path) -> list[str]:
@@ -211,12 +209,13 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _library_imports(path: Path, *, top_level_only: bool = False) -> set[str]:
+def _library_imports(path: Path, *, top_level_only: bool = False, source: str | None = None) -> set[str]:
     """The library modules ``path`` imports, relative imports resolved (``top_level_only``: not inside a function or
-    an ``if TYPE_CHECKING`` block, which run later or never)."""
+    an ``if TYPE_CHECKING`` block, which run later or never). ``source``: the text of a module at ``path`` that is not
+    written there (a test's, which must not put a file into the package other tests read at the same time)."""
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source)
     nodes: list[ast.AST] = []
     if top_level_only:
         stack: list[ast.AST] = list(tree.body)
@@ -278,22 +277,20 @@ def test_no_library_module_imports_itself_back_at_load_time() -> None:
     assert not cycles, cycles[:5]
 
 
-def test_the_layer_walk_sees_a_relative_import_across_layers(tmp_path: Path) -> None:
-    stray = PACKAGE / "core" / "_stray_layer_for_test.py"
-    stray.write_text("from ..operations import evaluate\n")
-    try:
-        assert "ecs_gpu_sharing.operations.evaluate" in _library_imports(stray)
-    finally:
-        stray.unlink()
+def test_the_layer_walk_sees_a_relative_import_across_layers() -> None:
+    stray = PACKAGE / "core" / "_stray_layer_for_test.py"  # not written: other tests read the package meanwhile
+    assert "ecs_gpu_sharing.operations.evaluate" in _library_imports(stray, source="from ..operations import evaluate")
 
 
-def _rule_id_literals() -> dict[str, list[str]]:
-    """Where each rule id of the table is written as a whole string constant in the library, the app and stacks."""
+def _rule_id_literals(extra: dict[Path, str] | None = None) -> dict[str, list[str]]:
+    """Where each rule id of the table is written as a whole string constant in the library, the app and stacks
+    (``extra``: modules not written, by the path they would have, and their text)."""
     ids = {rule.rule_id for rule in RULES}
     files = [*PACKAGE.rglob("*.py"), *(REPO / "stacks").glob("*.py"), REPO / "app.py"]
+    texts = {path: path.read_text(encoding="utf-8") for path in files} | (extra or {})
     found: dict[str, list[str]] = {}
-    for path in files:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, text in texts.items():
+        for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Constant) and node.value in ids:
                 found.setdefault(node.value, []).append(f"{path.relative_to(REPO)}:{node.lineno}")
     return found
@@ -306,12 +303,8 @@ def test_no_rule_id_is_written_twice() -> None:
 
 
 def test_the_literal_walk_finds_a_second_spelling() -> None:
-    stray = PACKAGE / "core" / "_stray_rule_id_for_test.py"
-    stray.write_text('X = "ecs-gpu-sharing:TaskExceedsGpuMemory"\n')
-    try:
-        assert len(_rule_id_literals()["ecs-gpu-sharing:TaskExceedsGpuMemory"]) == 2
-    finally:
-        stray.unlink()
+    stray = {PACKAGE / "core" / "_stray_rule_id_for_test.py": 'X = "ecs-gpu-sharing:TaskExceedsGpuMemory"\n'}
+    assert len(_rule_id_literals(stray)["ecs-gpu-sharing:TaskExceedsGpuMemory"]) == 2
 
 
 def test_one_helper_reads_cloudformation_properties() -> None:
