@@ -189,7 +189,7 @@ def test_stacks_names_with_no_namespace_in_an_existing_vpc_and_no_named_log_grou
     assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, resources))]) == 0
     assert (
         capsys.readouterr().out.strip()
-        == "the stacks name no log group and no namespace in an existing VPC before deploy"
+        == "the stacks name no log group, role or instance profile, and no namespace in an existing VPC, before deploy"
     )
 
 
@@ -271,3 +271,30 @@ def test_a_log_group_the_deployed_stack_holds_is_its_own(
         capsys.readouterr().out.strip()
         == "Models/Kept: log group /models/evidence: the deployed stack's own in us-east-1"
     )
+
+
+@mock_aws
+def test_a_role_or_instance_profile_of_a_name_the_account_has_is_a_name_taken(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """IAM's names are the account's in every region: a role of the name (made by hand, or by the same app in another
+    region) is taken; an instance profile of a free name is not; one the deployed stack made is its own."""
+    trust = {"Version": "2012-10-17", "Statement": []}
+    boto3.client("iam").create_role(RoleName="team-models-task", AssumeRolePolicyDocument=json.dumps(trust))
+    role = {"Type": "AWS::IAM::Role", "Properties": {"RoleName": "team-models-task", "AssumeRolePolicyDocument": trust}}
+    own = {"Type": "AWS::IAM::Role", "Properties": {"RoleName": "team-models-own", "AssumeRolePolicyDocument": trust}}
+    profile = {"Type": "AWS::IAM::InstanceProfile", "Properties": {"InstanceProfileName": "team-hosts", "Roles": []}}
+    boto3.client("cloudformation", region_name="us-east-1").create_stack(
+        StackName="Models", TemplateBody=json.dumps({"Resources": {"Own": own}})
+    )
+    (tmp_path / "cdk.out").mkdir()
+    resources = {"Task": role, "Own": own, "Hosts": profile}
+    assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, resources))]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        "Models/Own: role team-models-own: the deployed stack's own in us-east-1",
+        "Models/Task: role team-models-task: taken in us-east-1",
+        "Models/Hosts: instance profile team-hosts: free in us-east-1",
+    ]
+    assert lines[3].startswith("Models/Task: the role 'team-models-task' exists in us-east-1 outside the stack (IAM's")
+    assert len(lines) == 4

@@ -129,29 +129,38 @@ class MadeName:
     owner: str  # the construct path of the resource that makes it
     stack: str  # its stack (a nested one's path: ``<parent>/<logical id>``)
     logical_id: str
+    kind: str  # its CloudFormation type
     name: str
 
 
-def log_groups_named(
-    templates: Mapping[str, Mapping[str, Any]], pseudo: Mapping[str, Mapping[str, str]]
-) -> list[MadeName]:
-    """The log groups the templates make under a name known before deploy (a literal, pseudo parameters filled in):
-    CloudFormation refuses to make one whose name the account has already, as one kept from an earlier deploy is (CDK
-    keeps a log group when its stack is deleted: ``RemovalPolicy.RETAIN``, aws-logs ``LogGroupProps.removalPolicy``).
-    A name built from a resource of the templates (a cluster's generated name) is new with it, and not listed."""
+NAME_PROPERTIES = {  # a type that takes a name of the template's -> the property (its ``Ref`` returns that name)
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::InstanceProfile": "InstanceProfileName",
+}
+
+
+def names_made(templates: Mapping[str, Mapping[str, Any]], pseudo: Mapping[str, Mapping[str, str]]) -> list[MadeName]:
+    """The log groups, roles and instance profiles the templates make under a name known before deploy (written,
+    pseudo parameters filled in, or read through a resource named in the template): CloudFormation refuses to make one
+    whose name the account has already. A log group kept from an earlier deploy is the common case (CDK keeps a log
+    group when its stack is deleted: ``RemovalPolicy.RETAIN``, aws-logs ``LogGroupProps.removalPolicy``); IAM's names
+    are the account's in every region, so a role the same app made in another region has the name too. A name built
+    from a resource whose name CloudFormation makes (a cluster's generated name) is new with it, and not listed."""
     ctx = Templates(templates)
     out = []
-    for group in sorted(ctx.of_type("AWS::Logs::LogGroup"), key=lambda r: (r.stack, r.logical_id)):
-        text = _REFERENCE.sub(lambda m: _named(ctx, m), ctx.text(group.props.get("LogGroupName"), group.stack))
-        for key, filled in pseudo.get(group.stack, {}).items():
-            text = text.replace("${" + key + "}", filled)
-        if "${" not in text:
-            out.append(MadeName(construct_path(group), group.stack, group.logical_id, text))
+    for kind, key in NAME_PROPERTIES.items():
+        for made in sorted(ctx.of_type(kind), key=lambda r: (r.stack, r.logical_id)):
+            text = _REFERENCE.sub(lambda m: _named(ctx, m), ctx.text(made.props.get(key), made.stack))
+            for name, filled in pseudo.get(made.stack, {}).items():
+                text = text.replace("${" + name + "}", filled)
+            if "${" not in text:
+                out.append(MadeName(construct_path(made), made.stack, made.logical_id, kind, text))
     return out
 
 
 _REFERENCE = re.compile(r"\$\{([^}.]+/[^}./]+)\}")  # Templates.text's ${stack/logical id} (no attribute)
-_NAMED_BY = {"AWS::ECS::Cluster": "ClusterName", "AWS::Logs::LogGroup": "LogGroupName"}  # Ref returns this name
+_NAMED_BY = {"AWS::ECS::Cluster": "ClusterName", **NAME_PROPERTIES}  # a type whose Ref returns this property
 
 
 def _named(ctx: Templates, match: re.Match[str]) -> str:
@@ -159,5 +168,5 @@ def _named(ctx: Templates, match: re.Match[str]) -> str:
     code: aws-ecs's ``cluster_name`` is still written as a ``Ref``), else the reference as it was."""
     stack, _, logical_id = match.group(1).rpartition("/")
     resource = ctx.resource(stack, logical_id)
-    name = resource.props.get(_NAMED_BY.get(resource.kind, "")) if resource is not None else None
-    return name if isinstance(name, str) else match.group(0)
+    named = resource.props.get(_NAMED_BY.get(resource.kind, "")) if resource is not None else None
+    return named if isinstance(named, str) else match.group(0)
