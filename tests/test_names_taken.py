@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from ecs_gpu_sharing.cli import main
 from ecs_gpu_sharing.core import fleet
-from ecs_gpu_sharing.operations import deployed, namespace_zone
+from ecs_gpu_sharing.operations import deployed, names_taken, namespace_zone
 
 from conftest import write_assembly
 
@@ -189,7 +189,7 @@ def test_stacks_names_with_no_namespace_in_an_existing_vpc_and_no_named_log_grou
     assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, resources))]) == 0
     assert (
         capsys.readouterr().out.strip()
-        == "the stacks name no log group, role or instance profile, and no namespace in an existing VPC, before deploy"
+        == "the stacks name nothing before deploy that could be taken (no named resource it reads, no namespace)"
     )
 
 
@@ -298,3 +298,42 @@ def test_a_role_or_instance_profile_of_a_name_the_account_has_is_a_name_taken(
     ]
     assert lines[3].startswith("Models/Task: the role 'team-models-task' exists in us-east-1 outside the stack (IAM's")
     assert len(lines) == 4
+
+
+@mock_aws
+def test_a_bucket_repository_or_secret_of_a_name_taken_is_refused(
+    fake_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bucket of the name (this account's), a repository kept from an earlier deploy, a secret deleted but inside
+    its recovery window: each is taken; a repository of a free name is not."""
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="team-model-weights")
+    boto3.client("ecr", region_name="us-east-1").create_repository(repositoryName="team/llm")
+    secrets = boto3.client("secretsmanager", region_name="us-east-1")
+    secrets.create_secret(Name="team/hf-token", SecretString="x")
+    secrets.delete_secret(SecretId="team/hf-token", RecoveryWindowInDays=7)
+    (tmp_path / "cdk.out").mkdir()
+    resources = {
+        "Weights": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "team-model-weights"}},
+        "Llm": {"Type": "AWS::ECR::Repository", "Properties": {"RepositoryName": "team/llm"}},
+        "Embedder": {"Type": "AWS::ECR::Repository", "Properties": {"RepositoryName": "team/embedder"}},
+        "Token": {"Type": "AWS::SecretsManager::Secret", "Properties": {"Name": "team/hf-token"}},
+    }
+    assert main(["stacks", "names", "--cdk-out", str(_assembly(tmp_path, resources))]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == [
+        "Models/Weights: bucket team-model-weights: taken in us-east-1",
+        "Models/Embedder: repository team/embedder: free in us-east-1",
+        "Models/Llm: repository team/llm: taken in us-east-1",
+        "Models/Token: secret team/hf-token: taken in us-east-1",
+    ]
+    assert "a secret deleted keeps its name until its recovery window ends" in lines[-1] and len(lines) == 7
+
+
+def test_a_bucket_name_another_account_holds_is_taken() -> None:
+    """S3 answers HeadBucket 403 for a bucket of another account: its name is taken for every account."""
+    s3 = _stubbed("s3")
+    with Stubber(s3) as stub:
+        stub.add_client_error("head_bucket", "403", "Forbidden", 403, expected_params={"Bucket": "shared-name"})
+        stub.add_client_error("head_bucket", "404", "Not Found", 404, expected_params={"Bucket": "free-name"})
+        assert names_taken._exists(s3, "AWS::S3::Bucket", "shared-name") is True
+        assert names_taken._exists(s3, "AWS::S3::Bucket", "free-name") is False

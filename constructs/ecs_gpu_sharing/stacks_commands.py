@@ -41,9 +41,9 @@ def add_stacks_commands(commands: Any) -> None:
         ),
         (
             "names",
-            "whether a name cdk.out would create is taken in the account already, which CloudFormation refuses: a "
-            "log group's (one kept from an earlier deploy), a role's or instance profile's, a Cloud Map namespace's "
-            "in a looked-up VPC (AWS calls)",
+            "whether a name cdk.out would create is taken already, which CloudFormation refuses: a log group's, "
+            "bucket's or repository's kept from an earlier deploy, a role's, a deleted secret's, a Cloud Map "
+            "namespace's in a looked-up VPC (AWS calls)",
             _stacks_names,
         ),
     ):
@@ -118,7 +118,7 @@ def _stacks_names(args: argparse.Namespace) -> int:
     unread = [n for n in found if isinstance(n, str)]
     lines = [n.line() for n in judged] + [p for n in judged if (p := n.problem)] + unread
     data = {"names": [n.to_json() for n in judged], "not_checked": unread}
-    none = "the stacks name no log group, role or instance profile, and no namespace in an existing VPC, before deploy"
+    none = "the stacks name nothing before deploy that could be taken (no named resource it reads, no namespace)"
     return _emit(args, lines or [none], data, any(n.problem for n in judged))
 
 

@@ -133,20 +133,26 @@ class MadeName:
     name: str
 
 
-NAME_PROPERTIES = {  # a type that takes a name of the template's -> the property (its ``Ref`` returns that name)
+NAME_PROPERTIES = {  # a type that takes a name of the template's -> the property that gives it
     "AWS::Logs::LogGroup": "LogGroupName",
     "AWS::IAM::Role": "RoleName",
     "AWS::IAM::InstanceProfile": "InstanceProfileName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::ECR::Repository": "RepositoryName",
+    "AWS::SecretsManager::Secret": "Name",
 }
+REF_IS_NAME = {"AWS::ECS::Cluster": "ClusterName", **NAME_PROPERTIES}  # a type whose Ref returns that name ...
+del REF_IS_NAME["AWS::SecretsManager::Secret"]  # ... (a secret's Ref is its ARN)
 
 
 def names_made(templates: Mapping[str, Mapping[str, Any]], pseudo: Mapping[str, Mapping[str, str]]) -> list[MadeName]:
-    """The log groups, roles and instance profiles the templates make under a name known before deploy (written,
-    pseudo parameters filled in, or read through a resource named in the template): CloudFormation refuses to make one
-    whose name the account has already. A log group kept from an earlier deploy is the common case (CDK keeps a log
-    group when its stack is deleted: ``RemovalPolicy.RETAIN``, aws-logs ``LogGroupProps.removalPolicy``); IAM's names
-    are the account's in every region, so a role the same app made in another region has the name too. A name built
-    from a resource whose name CloudFormation makes (a cluster's generated name) is new with it, and not listed."""
+    """The resources of ``NAME_PROPERTIES`` the templates make under a name known before deploy (written, pseudo
+    parameters filled in, or read through a resource named in the template): CloudFormation refuses to make one whose
+    name is taken already. A log group kept from an earlier deploy is the common case (CDK keeps a log group when its
+    stack is deleted: ``RemovalPolicy.RETAIN``, aws-logs ``LogGroupProps.removalPolicy``; buckets and repositories
+    too); IAM's names are the account's in every region, a bucket's every account's, and a secret deleted keeps its
+    name for its recovery window. A name built from a resource whose name CloudFormation makes (a cluster's generated
+    name) is new with it, and not listed."""
     ctx = Templates(templates)
     out = []
     for kind, key in NAME_PROPERTIES.items():
@@ -160,7 +166,6 @@ def names_made(templates: Mapping[str, Mapping[str, Any]], pseudo: Mapping[str, 
 
 
 _REFERENCE = re.compile(r"\$\{([^}.]+/[^}./]+)\}")  # Templates.text's ${stack/logical id} (no attribute)
-_NAMED_BY = {"AWS::ECS::Cluster": "ClusterName", **NAME_PROPERTIES}  # a type whose Ref returns this property
 
 
 def _named(ctx: Templates, match: re.Match[str]) -> str:
@@ -168,5 +173,5 @@ def _named(ctx: Templates, match: re.Match[str]) -> str:
     code: aws-ecs's ``cluster_name`` is still written as a ``Ref``), else the reference as it was."""
     stack, _, logical_id = match.group(1).rpartition("/")
     resource = ctx.resource(stack, logical_id)
-    named = resource.props.get(_NAMED_BY.get(resource.kind, "")) if resource is not None else None
+    named = resource.props.get(REF_IS_NAME.get(resource.kind, "")) if resource is not None else None
     return named if isinstance(named, str) else match.group(0)

@@ -3,11 +3,12 @@ which CloudFormation refuses, rolling the stack back:
 
 - a Cloud Map private DNS namespace in a looked-up VPC whose name a private hosted zone of that VPC has
   (``namespace_zone``: Route 53 refuses the zone Cloud Map makes for it);
-- a log group, role or instance profile of a name known before deploy that the account has: a log group kept from an
-  earlier deploy of the same app is the common case, since CDK keeps log groups when their stack is deleted; IAM's
-  names are the account's in every region (``core.outside_names.names_made``). CloudFormation makes a resource of a
-  given name only where none of that name exists ("Resource of type 'AWS::Logs::LogGroup' with identifier '...'
-  already exists").
+- a log group, role, instance profile, bucket, ECR repository or secret of a name known before deploy that is taken:
+  a log group kept from an earlier deploy of the same app is the common case, since CDK keeps log groups (and buckets
+  and repositories) when their stack is deleted; IAM's names are the account's in every region, a bucket's every
+  account's, and a deleted secret's kept for its recovery window (``core.outside_names.names_made``). CloudFormation
+  makes a resource of a given name only where none of that name exists ("Resource of type 'AWS::Logs::LogGroup' with
+  identifier '...' already exists", handler error code AlreadyExists).
 
 A name the deployed stack holds already (its physical id under the same logical id) is the stack's own: an update
 keeps it.
@@ -34,6 +35,20 @@ KINDS = {  # a type of core.outside_names.NAME_PROPERTIES -> its word, and why a
     ),
     "AWS::IAM::Role": ("role", " (IAM's names are the account's, in every region)"),
     "AWS::IAM::InstanceProfile": ("instance profile", " (IAM's names are the account's, in every region)"),
+    "AWS::S3::Bucket": ("bucket", " (a bucket's name is every account's: this one or another holds it)"),
+    "AWS::ECR::Repository": ("repository", " (CDK keeps repositories when their stack goes)"),
+    "AWS::SecretsManager::Secret": (
+        "secret",
+        " (a secret deleted keeps its name until its recovery window ends: up to 30 days)",
+    ),
+}
+CLIENT = {  # the service each kind is looked up in
+    "AWS::Logs::LogGroup": "logs",
+    "AWS::IAM::Role": "iam",
+    "AWS::IAM::InstanceProfile": "iam",
+    "AWS::S3::Bucket": "s3",
+    "AWS::ECR::Repository": "ecr",
+    "AWS::SecretsManager::Secret": "secretsmanager",
 }
 
 
@@ -86,7 +101,7 @@ def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[
     for made in names_made(templates, pseudo):
         at = where.get(made.stack)
         word = KINDS[made.kind][0]
-        lookup = clients("logs" if made.kind == "AWS::Logs::LogGroup" else "iam", at)
+        lookup = clients(CLIENT[made.kind], at)
         shown = clients("cloudformation", at).meta.region_name
         with aws_errors(f"{shown}: looking up the {word} {made.name}"):
             exists = _exists(lookup, made.kind, made.name)
@@ -108,14 +123,31 @@ def _names_given(templates: dict[str, Any]) -> bool:
 
 
 def _exists(client: Any, kind: str, name: str) -> bool:
+    """Whether ``name`` is taken for ``kind``: the lookup finds it (a bucket: another account's answers 403; a secret:
+    one scheduled for deletion is found too, and its name cannot be used until it is gone)."""
     if kind == "AWS::Logs::LogGroup":
         groups = client.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
         return any(g["logGroupName"] == name for g in groups)
+    if kind == "AWS::S3::Bucket":
+        try:
+            client.head_bucket(Bucket=name)
+        except client.exceptions.ClientError as error:
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status == 404:
+                return False
+            if status == 403:
+                return True  # the name is another account's
+            raise
+        return True
+    calls: dict[str, tuple[str, dict[str, Any], str]] = {
+        "AWS::IAM::Role": ("get_role", {"RoleName": name}, "NoSuchEntityException"),
+        "AWS::IAM::InstanceProfile": ("get_instance_profile", {"InstanceProfileName": name}, "NoSuchEntityException"),
+        "AWS::ECR::Repository": ("describe_repositories", {"repositoryNames": [name]}, "RepositoryNotFoundException"),
+        "AWS::SecretsManager::Secret": ("describe_secret", {"SecretId": name}, "ResourceNotFoundException"),
+    }
+    method, arguments, missing = calls[kind]
     try:
-        if kind == "AWS::IAM::Role":
-            client.get_role(RoleName=name)
-        else:
-            client.get_instance_profile(InstanceProfileName=name)
-    except client.exceptions.NoSuchEntityException:
+        getattr(client, method)(**arguments)
+    except getattr(client.exceptions, missing):
         return False
     return True
