@@ -10,6 +10,9 @@ whose log group does not exist unless ``awslogs-create-group`` is ``true`` (Dock
 ``awslogs-create-group``: "the log driver returns an error by default if the log group does not exist"). A name the
 templates make themselves (a resource of theirs, or a log group one of them names) is not looked up, nor one that
 cannot be read before deploy (a parameter, a condition).
+
+The other way round, ``names_made``: the names the templates give resources they make, which must not be taken
+already (``stacks names`` looks each one up).
 """
 
 from __future__ import annotations
@@ -141,8 +144,10 @@ NAME_PROPERTIES = {  # a type that takes a name of the template's -> the propert
     "AWS::ECR::Repository": "RepositoryName",
     "AWS::SecretsManager::Secret": "Name",
 }
-REF_IS_NAME = {"AWS::ECS::Cluster": "ClusterName", **NAME_PROPERTIES}  # a type whose Ref returns that name ...
-del REF_IS_NAME["AWS::SecretsManager::Secret"]  # ... (a secret's Ref is its ARN)
+REF_IS_NAME = {  # a type whose Ref returns the name that property gives (a secret's Ref is its ARN)
+    "AWS::ECS::Cluster": "ClusterName",
+    **{kind: key for kind, key in NAME_PROPERTIES.items() if kind != "AWS::SecretsManager::Secret"},
+}
 
 
 def names_made(templates: Mapping[str, Mapping[str, Any]], pseudo: Mapping[str, Mapping[str, str]]) -> list[MadeName]:
