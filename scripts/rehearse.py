@@ -140,7 +140,8 @@ def rehearse(emulator: Emulator, fleet: Path, update: Path | None, work: Path, v
     problems: list[str] = []
     log = work / "rehearsal.log"
     spec = fleet_file.load(fleet)
-    elsewhere = [line for f in (fleet, update) if f for line in _fleet_elsewhere(fleet_file.load(f), f)]
+    edited = fleet_file.load(update) if update else None
+    elsewhere = _fleet_elsewhere(spec, fleet) + (_fleet_elsewhere(edited, update) if edited and update else [])
     if elsewhere:
         return elsewhere  # before the synth, whose lookups for another account would write a cdk.context.json here
     steps = ["deploy"] + (["update"] if update else [])
@@ -286,30 +287,31 @@ def rehearse_app(emulator: Emulator, app: Path, work: Path, verbose: bool) -> li
     return problems
 
 
-def _fleet_elsewhere(spec: Any, path: Path) -> list[str]:
-    """A fleet file bound to another account or region than the emulator's: every stack of it is (``account`` and
-    ``region`` bind them all), and its deploy would be refused (the CDK CLI: the credentials are the emulator's)."""
-    if spec.account in (None, EMULATOR_ACCOUNT) and spec.region in (None, EMULATOR_REGION):
+def _elsewhere(what: str, account: str | None, region: str | None, remedy: str) -> list[str]:
+    """``what`` bound to another account or region than the emulator's (one line), or nothing: the emulator is one
+    account in one region, where the bootstrap and every check run."""
+    if account in (None, EMULATOR_ACCOUNT) and region in (None, EMULATOR_REGION):
         return []
     return [
-        f"fleet {path.name} targets aws://{spec.account or EMULATOR_ACCOUNT}/{spec.region or EMULATOR_REGION}; the "
-        f"rehearsal's emulator is aws://{EMULATOR_ACCOUNT}/{EMULATOR_REGION}, where it bootstraps and checks: leave "
-        "out the fleet file's account and region (or give those) to rehearse it"
+        f"{what} targets aws://{account or EMULATOR_ACCOUNT}/{region or EMULATOR_REGION}; the rehearsal's emulator is "
+        f"aws://{EMULATOR_ACCOUNT}/{EMULATOR_REGION}, where it bootstraps and checks: {remedy} to rehearse it"
     ]
+
+
+def _fleet_elsewhere(spec: Any, path: Path) -> list[str]:
+    """A fleet file bound to another account or region: every stack of it is (``account`` and ``region`` bind them
+    all), and its deploy would be refused (the CDK CLI: the credentials are the emulator's)."""
+    remedy = "leave out the fleet file's account and region (or give those)"
+    return _elsewhere(f"fleet {path.name}", spec.account, spec.region, remedy)
 
 
 def _outside_the_emulator(out: Path) -> list[str]:
-    """Stacks the emulator cannot rehearse: it is one account in one region, where the bootstrap and every check run
-    (a stack of another account's assets would be published to a registry the emulator does not have)."""
+    """Stacks the emulator cannot rehearse (a stack of another account's assets would be published to a registry the
+    emulator does not have)."""
     from ecs_gpu_sharing.operations.assembly import assembly_stacks
 
-    return [
-        f"stack {stack.name} targets aws://{stack.account or EMULATOR_ACCOUNT}/{stack.region or EMULATOR_REGION}; the "
-        f"rehearsal's emulator is aws://{EMULATOR_ACCOUNT}/{EMULATOR_REGION}, where it bootstraps and checks: give "
-        "the stack that environment (or none) to rehearse it"
-        for stack in assembly_stacks(out)
-        if stack.account not in (None, EMULATOR_ACCOUNT) or stack.region not in (None, EMULATOR_REGION)
-    ]
+    remedy = "give the stack that environment (or none)"
+    return [line for s in assembly_stacks(out) for line in _elsewhere(f"stack {s.name}", s.account, s.region, remedy)]
 
 
 def _leftovers(emulator: Emulator) -> str:

@@ -26,7 +26,7 @@ from .aws import Clients, aws_errors
 from .deployed import deployed_ids
 from .namespace_zone import NamespaceZone
 from .namespace_zone import check_assembly as namespaces_in_vpcs
-from .stack_references import pseudo_parameters
+from .stack_references import stack_pseudo_parameters
 
 KINDS = {  # a type of core.outside_names.NAME_PROPERTIES -> its word, and why a name of it is found taken
     "AWS::Logs::LogGroup": (
@@ -87,28 +87,25 @@ class NameTaken:
 
 
 def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[NamespaceZone | NameTaken | str]:
-    """Every namespace in a looked-up VPC (``namespace_zone.check_assembly``) and every log group, role and instance
-    profile named before deploy (``core.outside_names.names_made``), each against the account, in its stack's region
-    (else ``region``)."""
+    """Every namespace in a looked-up VPC (``namespace_zone.check_assembly``) and every resource of
+    ``core.outside_names.NAME_PROPERTIES`` named before deploy (``names_made``), each against the account, in its
+    stack's region (else ``region``)."""
     out: list[NamespaceZone | NameTaken | str] = list(namespaces_in_vpcs(clients, cdk_out, region))
     stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
     if not _names_given(templates):
         return out  # nothing to read: the caller's account is not asked for
-    with aws_errors("reading the caller's account (sts GetCallerIdentity)"):
-        caller = pseudo_parameters(clients, region)
+    _, pseudo = stack_pseudo_parameters(clients, stacks, region)
     where = {s.name: s.region or region for s in stacks}
-    pseudo = {s.name: {**caller, **({"AWS::Region": s.region} if s.region else {})} for s in stacks}
     for made in names_made(templates, pseudo):
         at = where.get(made.stack)
-        word = KINDS[made.kind][0]
-        lookup = clients(CLIENT[made.kind], at)
-        shown = clients("cloudformation", at).meta.region_name
-        with aws_errors(f"{shown}: looking up the {word} {made.name}"):
-            exists = _exists(lookup, made.kind, made.name)
+        cloudformation = clients("cloudformation", at)
+        shown = cloudformation.meta.region_name  # the stack's region (IAM's and S3's clients are the partition's)
+        with aws_errors(f"{shown}: looking up the {KINDS[made.kind][0]} {made.name}"):
+            exists = _exists(clients(CLIENT[made.kind], at), made.kind, made.name)
         own = False
         if exists:
             with aws_errors(f"{shown}: reading the deployed stack {made.stack}"):
-                own = deployed_ids(clients("cloudformation", at), made.stack).get(made.logical_id) == made.name
+                own = deployed_ids(cloudformation, made.stack).get(made.logical_id) == made.name
         out.append(NameTaken(made.owner, made.kind, made.name, shown, exists and not own, own))
     return out
 

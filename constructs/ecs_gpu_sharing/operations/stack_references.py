@@ -5,11 +5,12 @@ construct road's included, where ``fleet references`` reads a fleet file."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.outside_names import outside_names
-from .assembly import assembly_stacks, published_images, with_nested_stacks
+from .assembly import AssemblyStack, assembly_stacks, published_images, with_nested_stacks
 from .aws import Clients, aws_errors
 from .references import LOOKUPS, Found, Reference
 
@@ -39,12 +40,20 @@ def pseudo_parameters(clients: Clients, region: str | None) -> dict[str, str]:
     return found
 
 
+def stack_pseudo_parameters(
+    clients: Clients, stacks: Sequence[AssemblyStack], region: str | None
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The caller's pseudo parameters (``pseudo_parameters``), and each stack's: the caller's, with the stack's own
+    region where its environment names one."""
+    with aws_errors("reading the caller's account (sts GetCallerIdentity)"):
+        caller = pseudo_parameters(clients, region)
+    return caller, {s.name: {**caller, **({"AWS::Region": s.region} if s.region else {})} for s in stacks}
+
+
 def check(clients: Clients, cdk_out: Path, region: str | None) -> list[Reference]:
     """Each name, looked up once (by kind, region and name), with what is wrong with it."""
     stacks, templates = with_nested_stacks(assembly_stacks(cdk_out))
-    with aws_errors("reading the caller's account (sts GetCallerIdentity)"):
-        caller = pseudo_parameters(clients, region)
-    pseudo = {s.name: {**caller, **({"AWS::Region": s.region} if s.region else {})} for s in stacks}
+    caller, pseudo = stack_pseudo_parameters(clients, stacks, region)
     published = set()  # the image assets cdk deploy publishes first, their placeholders filled as for their stack
     for artifact, images in published_images(cdk_out).items():
         filled = pseudo.get(next((s.name for s in stacks if s.artifact == artifact), ""), caller)
