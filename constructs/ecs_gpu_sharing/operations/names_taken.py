@@ -120,8 +120,11 @@ def _names_given(templates: dict[str, Any]) -> bool:
 
 
 def _exists(client: Any, kind: str, name: str) -> bool:
-    """Whether ``name`` is taken for ``kind``: the lookup finds it (a bucket: another account's answers 403; a secret:
-    one scheduled for deletion is found too, and its name cannot be used until it is gone)."""
+    """Whether ``name`` is taken for ``kind``: the lookup finds it. A bucket: S3 answers HeadBucket 404 for a name no
+    account holds and 403 for one it may not read, another account's among them (Amazon S3 API Reference,
+    HeadBucket). A secret: one scheduled for deletion is found too, and CreateSecret refuses its name until its
+    recovery window (7 to 30 days) ends (Secrets Manager API Reference, CreateSecret, InvalidRequestException: "The
+    secret is scheduled for deletion"; DeleteSecret)."""
     if kind == "AWS::Logs::LogGroup":
         groups = client.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
         return any(g["logGroupName"] == name for g in groups)
