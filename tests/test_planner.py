@@ -1037,6 +1037,71 @@ def test_the_exact_gpu_fill_finds_the_fullest_subset(pairs: list[tuple[int, int]
     assert filled == max(reachable)
 
 
+def _exact_fill_item_by_item(items: list, room: int, taken: dict[int, int]) -> dict[int, int]:
+    """The exact fill as it was written before it read sizes: each item its own bounded item of the bitset."""
+    from ecs_gpu_sharing.core.cutting_stock import binary_pieces
+
+    positions = [i for i, it in enumerate(items) if it.size <= room and it.left - taken.get(i, 0) > 0]
+    if not positions:
+        return {}
+    step = math.gcd(*[items[i].size for i in positions])
+    cap, reach, history = room // step, 1, []
+    for i in positions:
+        for k in binary_pieces(min(items[i].left - taken.get(i, 0), room // items[i].size)):
+            history.append((reach, i, k))
+            reach = (reach | (reach << (items[i].size // step * k))) & ((1 << (cap + 1)) - 1)
+        if reach >> cap:
+            break
+    target, chosen = reach.bit_length() - 1, {}
+    for before, i, k in reversed(history):
+        if not (before >> target) & 1:
+            chosen[i] = chosen.get(i, 0) + k
+            target -= k * (items[i].size // step)
+    return chosen
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=14),
+    st.integers(1, 40),
+)
+def test_the_exact_fill_by_sizes_chooses_what_the_items_one_by_one_chose(
+    pairs: list[tuple[int, int, int]], room_units: int
+) -> None:
+    """The exact fill reads the tasks left of each size (many services share a budget), not each service: the same
+    tasks chosen, of the same services, as the bitset over each service alone; with some of the GPU's tasks taken."""
+    from ecs_gpu_sharing.core.planner.gpus import Item, Sizes, _exact_fill
+
+    items = sorted(
+        (Item(f"s{i}", size * 256, 1, 0, 0, left) for i, (size, left, _) in enumerate(pairs)),
+        key=lambda it: (-it.size, it.name),
+    )
+    taken = {i: min(t, it.left) for i, (it, (_, _, t)) in enumerate(zip(items, pairs, strict=True)) if min(t, it.left)}
+    room = room_units * 256
+    expected = _exact_fill_item_by_item(items, room, taken)
+    assert _exact_fill(items, room, taken) == expected
+    assert _exact_fill(items, room, taken, sizes=Sizes(items)) == expected
+
+
+def test_the_sizes_a_packing_keeps_are_its_items_tasks_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pack_gpus`` keeps each size's tasks left as it takes tasks and drops spent items: each fill is handed what
+    counting the items again gives."""
+    from ecs_gpu_sharing.core.planner import gpus
+
+    items = [gpus.Item(f"s{i}", (1 + i % 5) * 1024, 1, 0, 0, 1 + i % 3 * 20) for i in range(60)]
+    seen = []
+
+    def checked(items: list, first: int, cap: CapacityInput, sizes: gpus.Sizes | None) -> dict[int, int]:
+        assert sizes is not None
+        fresh = gpus.Sizes(items)
+        seen.append((sizes.left, sizes.members, sizes.order) == (fresh.left, fresh.members, fresh.order))
+        return gpus._fill_exact(items, first, cap, sizes)
+
+    way = gpus.pack_gpus(items, L4, checked)
+    assert sum(load.used_gpu_memory_mib * n for load, _, _, n in way) == sum(it.size * it.left for it in items)
+    assert len(seen) > 10 and all(seen)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

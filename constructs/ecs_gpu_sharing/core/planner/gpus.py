@@ -102,36 +102,78 @@ def _greedy_fill(
     return used
 
 
-def _exact_fill(items: list[Item], room: int, taken: dict[int, int], start: int = 0) -> dict[int, int] | None:
+class Sizes:
+    """The tasks left of each GPU budget among a fill's items (largest first), kept as tasks are taken: the exact fill
+    reads sizes, not items. A fleet of a thousand services shares a few dozen budgets (they come in 256 MiB steps)."""
+
+    def __init__(self, items: list[Item]) -> None:
+        self.order: list[int] = []  # the sizes, largest first, negated (for bisect)
+        self.members: dict[int, list[int]] = {}  # size -> its items' indices, in order
+        self.left: dict[int, int] = {}  # size -> its items' tasks left
+        for i, it in enumerate(items):
+            if it.size not in self.members:
+                self.order.append(-it.size)
+                self.members[it.size] = []
+                self.left[it.size] = 0
+            self.members[it.size].append(i)
+            self.left[it.size] += it.left
+
+    def fitting(self, room: int) -> list[int]:
+        """The sizes of ``room`` or less, largest first."""
+        return [-neg for neg in self.order[bisect_left(self.order, -room) :]]
+
+    def took(self, items: list[Item], contents: dict[int, int], repeat: int) -> None:
+        for i, k in contents.items():
+            self.left[items[i].size] -= k * repeat
+
+
+def _exact_fill(
+    items: list[Item], room: int, taken: dict[int, int], start: int = 0, sizes: Sizes | None = None
+) -> dict[int, int] | None:
     """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset). Items
-    before ``start`` have no task left."""
-    at = _fitting(items, room, start)
-    positions = [i for i in range(at, len(items)) if items[i].left]
-    for i, k in taken.items():  # a few: the GPU's first tasks
-        if i >= at and items[i].left <= k:
-            positions.remove(i)
-    if not positions:
+    before ``start`` have no task left. ``sizes``: the items' ``Sizes``, kept by the caller (made here otherwise).
+
+    The bitset reads only sizes, so the items of one size are one bounded item of their tasks together, and the tasks
+    chosen of a size are taken from its first items first. That is the choice the items one by one would make:
+    walking back, a piece of one size is taken while the target needs more tasks of that size than the pieces before
+    it hold, so the tasks chosen of it are the fewest that reach the target, from the first pieces on; and the sums
+    reachable are the same."""
+    del start  # the items before it have no task left: their sizes count none of them
+    sizes = sizes or Sizes(items)
+    held: dict[int, int] = {}  # tasks of each size the GPU already has (taken from its sizes' tasks left)
+    for i, k in taken.items():
+        held[items[i].size] = held.get(items[i].size, 0) + k
+    runs = [(size, free) for size in sizes.fitting(room) if (free := sizes.left[size] - held.get(size, 0)) > 0]
+    if not runs:
         return {}
-    step = math.gcd(*[items[i].size for i in positions])
+    step = math.gcd(*[size for size, _ in runs])
     cap = room // step
     mask = (1 << (cap + 1)) - 1
     reach = 1
-    history: list[tuple[int, int, int]] = []  # (reach before, item index, copies) per binary chunk
-    for i in positions:
-        it = items[i]
-        avail = min(it.left - taken.get(i, 0), room // it.size)
-        weight = it.size // step
-        for k in cutting_stock.binary_pieces(avail):
-            history.append((reach, i, k))
+    history: list[tuple[int, int, int]] = []  # (reach before, run index, copies) per binary chunk
+    for r, (size, free) in enumerate(runs):
+        weight = size // step
+        for k in cutting_stock.binary_pieces(min(free, room // size)):
+            history.append((reach, r, k))
             reach = (reach | (reach << (weight * k))) & mask
         if reach >> cap:
             break  # the room filled exactly: no later task changes what is chosen (it was reachable before them)
     target = reach.bit_length() - 1
-    chosen: dict[int, int] = {}
-    for before, i, k in reversed(history):
+    per_run: dict[int, int] = {}
+    for before, r, k in reversed(history):
         if not (before >> target) & 1:
-            chosen[i] = chosen.get(i, 0) + k
-            target -= k * (items[i].size // step)
+            per_run[r] = per_run.get(r, 0) + k
+            target -= k * (runs[r][0] // step)
+    chosen: dict[int, int] = {}
+    for r in sorted(per_run, reverse=True):
+        want, shares = per_run[r], []
+        for i in sizes.members[runs[r][0]]:
+            if want <= 0:
+                break
+            if (free := items[i].left - taken.get(i, 0)) > 0:
+                shares.append((i, min(free, want)))
+                want -= shares[-1][1]
+        chosen.update(reversed(shares))
     return chosen
 
 
@@ -143,7 +185,7 @@ def _limits_hold(items: list[Item], contents: dict[int, int], cap: CapacityInput
     )
 
 
-def _fill_greedy(items: list[Item], first: int, cap: CapacityInput) -> dict[int, int]:
+def _fill_greedy(items: list[Item], first: int, cap: CapacityInput, sizes: Sizes | None = None) -> dict[int, int]:
     """First-fit decreasing within the GPU: the largest remaining tasks that still fit, in order. Each fill starts a
     GPU with a task of ``first``, the first item with tasks left."""
     it = items[first]
@@ -160,7 +202,9 @@ def _fill_greedy(items: list[Item], first: int, cap: CapacityInput) -> dict[int,
     return contents
 
 
-def _fill_exact(items: list[Item], first: int, cap: CapacityInput, partner: bool = False) -> dict[int, int]:
+def _fill_exact(
+    items: list[Item], first: int, cap: CapacityInput, sizes: Sizes | None = None, partner: bool = False
+) -> dict[int, int]:
     """The GPU's memory filled as fully as the remaining tasks allow (after one largest partner, if asked);
     the greedy fill when that breaks a client, CPU or memory limit, or fills less."""
     contents = {first: 1}
@@ -171,7 +215,7 @@ def _fill_exact(items: list[Item], first: int, cap: CapacityInput, partner: bool
                 contents[i] = contents.get(i, 0) + 1
                 room -= items[i].size
                 break
-    for i, k in (_exact_fill(items, room, contents, first) or {}).items():
+    for i, k in (_exact_fill(items, room, contents, first, sizes) or {}).items():
         contents[i] = contents.get(i, 0) + k
     greedy = _fill_greedy(items, first, cap)
     used = sum(items[i].size * k for i, k in contents.items())
@@ -180,27 +224,27 @@ def _fill_exact(items: list[Item], first: int, cap: CapacityInput, partner: bool
     return greedy
 
 
-def _fill_paired(items: list[Item], first: int, cap: CapacityInput) -> dict[int, int]:
+def _fill_paired(items: list[Item], first: int, cap: CapacityInput, sizes: Sizes | None = None) -> dict[int, int]:
     """A task larger than half a GPU takes its largest partner first; smaller ones fill exactly."""
     big = items[first].size * 2 > cap.usable_gpu_memory_mib
-    return _fill_exact(items, first, cap, partner=big)
+    return _fill_exact(items, first, cap, sizes, partner=big)
 
 
 # Each GPU-filling strategy packs well on some workloads and less well on others; the plan keeps the best.
-FILLS: tuple[Callable[[list[Item], int, CapacityInput], dict[int, int]], ...] = (
+Fill = Callable[[list[Item], int, CapacityInput, Sizes | None], dict[int, int]]  # (items, first item, capacity, sizes)
+FILLS: tuple[Fill, ...] = (
     _fill_exact,
     _fill_greedy,
     _fill_paired,
 )
 
 
-def pack_gpus(
-    items: list[Item], cap: CapacityInput, fill: Callable[[list[Item], int, CapacityInput], dict[int, int]]
-) -> Way:
+def pack_gpus(items: list[Item], cap: CapacityInput, fill: Fill) -> Way:
     """Stage 1: MPS tasks onto GPUs, as (GPU contents, CPU units, memory, how many such GPUs)."""
     groups = []
     items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
     first = spent = 0
+    sizes = Sizes(items)
     while first < len(items):
         if items[first].left == 0:
             first += 1
@@ -210,8 +254,11 @@ def pack_gpus(
             # those left, all a fill reads, is the same).
             items = [it for it in items if it.left]
             first = spent = 0
-        contents = fill(items, first, cap)
-        groups.append(_take(items, contents, min(items[i].left // k for i, k in contents.items())))
+            sizes = Sizes(items)
+        contents = fill(items, first, cap, sizes)
+        repeat = min(items[i].left // k for i, k in contents.items())
+        sizes.took(items, contents, repeat)
+        groups.append(_take(items, contents, repeat))
         spent += sum(1 for i in contents if items[i].left == 0)
     return groups
 
