@@ -480,9 +480,8 @@ def memory_fraction_of_whole_gpu(ctx: Context) -> Iterator[tuple[str, str]]:
 )
 def host_port_twice(ctx: Context) -> Iterator[tuple[str, str]]:
     said: set[str] = set()
-    for when, services, on in _hosts_planned(ctx):
-        mapped = {s.name: s.shape.host_ports for s in services}
-        for (port, protocol), held in _port_holders(on, mapped):
+    for when, mapping, on in _hosts_planned(ctx, lambda s: bool(s.shape.host_ports)):
+        for (port, protocol), held in _port_holders(on, mapping):
             total = sum(n for _, n in held)
             shown = ", ".join(name if n == 1 else f"{name} x{n}" for name, n in held)
             for name in [name for name, _ in held if name not in said]:
@@ -495,24 +494,28 @@ def host_port_twice(ctx: Context) -> Iterator[tuple[str, str]]:
                 )
 
 
-def _hosts_planned(ctx: Context) -> Iterator[tuple[str, list[ServiceInput], dict[str, int]]]:
-    """Each host group of the steady plan, then of its deployment surge: when, the services of its capacity, and each
-    one's tasks on one of its hosts."""
+def _hosts_planned(
+    ctx: Context, keep: Callable[[ServiceInput], bool]
+) -> Iterator[tuple[str, dict[str, ServiceInput], dict[str, int]]]:
+    """Each host group of the steady plan, then of its deployment surge, on the capacities where a service that
+    ``keep`` holds of runs: when, those services by name, and each service's tasks on one of its hosts. A fleet of
+    thousands of host groups with no such service is not read."""
     for when, p in (("at its largest counts", ctx.steady), ("at a deployment's surge", ctx.surge)):
         for c in p.capacities:
-            services = [s for s in p.services if s.capacity == c.capacity.name]
-            for on in tasks_on_a_host(c, p.services):
-                yield when, services, on
+            kept = {s.name: s for s in p.services if s.capacity == c.capacity.name and keep(s)}
+            if kept:
+                for on in tasks_on_a_host(c, p.services):
+                    yield when, kept, on
 
 
 def _port_holders(
-    on: dict[str, int], mapped: dict[str, tuple[tuple[int, str], ...]]
+    on: dict[str, int], mapping: dict[str, ServiceInput]
 ) -> list[tuple[tuple[int, str], list[tuple[str, int]]]]:
     """The static host ports that more than one task of one host maps, each with (service, its tasks there)."""
     holders: dict[tuple[int, str], list[tuple[str, int]]] = {}
-    for name, n in sorted(on.items()):
-        for port in mapped.get(name, ()):
-            holders.setdefault(port, []).append((name, n))
+    for name in sorted(mapping):
+        for port in mapping[name].shape.host_ports if name in on else ():
+            holders.setdefault(port, []).append((name, on[name]))
     return [(port, held) for port, held in sorted(holders.items()) if sum(n for _, n in held) > 1]
 
 
@@ -525,8 +528,7 @@ def _port_holders(
 )
 def distinct_instance_packed(ctx: Context) -> Iterator[tuple[str, str]]:
     said: set[str] = set()
-    for when, services, on in _hosts_planned(ctx):
-        distinct = {s.name for s in services if s.distinct_instance}
+    for when, distinct, on in _hosts_planned(ctx, lambda s: s.distinct_instance):
         for name, n in sorted(on.items()):
             if name in distinct and n > 1 and name not in said:
                 said.add(name)
