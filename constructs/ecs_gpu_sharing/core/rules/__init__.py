@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 
 from .. import quotas
 from ..beside import Beside
@@ -75,6 +75,7 @@ RULES_BY_ID = {rule.rule_id: rule for rule in RULES}
 _OWNED_BY = {"service": ("service", "container", "task definition"), "capacity": ("capacity",)}
 
 
+@cache  # read for each service of a fleet file; the rules are fixed
 def acknowledgeable(kind: str) -> frozenset[str]:
     """Warning ids a service (its containers and task definition included) or a capacity may acknowledge."""
     return frozenset(r.rule_id for r in RULES if r.level is Level.WARNING and r.about in _OWNED_BY[kind])
