@@ -144,7 +144,7 @@ def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
         ran = [int(line) for line in open(record)]
         print(forked == alone, forked.placement["quad"].scaled_from, len(ran) == 1 and ran[0] != parent)
         beside.can_fork = lambda: True  # and the child's answer is the one used: a marked one shows in the plan
-        rules.replay_capacities = lambda *args: {k: replace(v, replays=-1) for k, v in replay(*args).items()}
+        rules.replay_capacities = lambda *args: {k: replace(v, found=replace(v.found, replays=-1)) for k, v in replay(*args).items()}
         marked = rules.assess(caps, services)
         print(sorted(p.replays for p in marked.placement.values()), sorted(p.replays for p in alone.placement.values()))
     """)

@@ -459,11 +459,21 @@ def _runs(tasks: int, gpus: int) -> list[tuple[str, str, int]]:
     return [(r, o, k) for r in rules for o in orders for k in range(SHUFFLES if o == "shuffled" else 1)]
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """``replayed``'s answer: the replays, and where they ran on the fleet scaled down, the scaled fleet's instances as
+    packed for the surge and for the steady fleet (what ``_scaled``'s ratios divide by). Neither reads a plan of the
+    whole fleet, so ``rules.assess`` has both made beside its plans."""
+
+    found: CapacityPlacement
+    small: tuple[int, int] = (0, 0)
+
+
 def place_capacity(
     cap: CapacityInput,
     services: Iterable[ServiceInput],
     packed: tuple[CapacityPlan, CapacityPlan] | None = None,
-    replays: CapacityPlacement | None = None,
+    replays: Replayed | None = None,
 ) -> CapacityPlacement:
     """Replays ECS over the capacity's services: with no instance limit (how many ECS needs), and at the given
     ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan of
@@ -472,18 +482,28 @@ def place_capacity(
     mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
     total = sum(s.tasks for s in mine)
     found = replayed(cap, mine) if replays is None else replays
-    return _scaled(cap, mine, total, packed, found) if total > WHOLE_TASKS else found
+    return _scaled(cap, mine, total, packed, found) if total > WHOLE_TASKS else found.found
 
 
-def replayed(cap: CapacityInput, services: Iterable[ServiceInput]) -> CapacityPlacement:
+def replayed(cap: CapacityInput, services: Iterable[ServiceInput]) -> Replayed:
     """What ``place_capacity`` finds before it reads a plan: the replays of the whole fleet, or past WHOLE_TASKS those
-    of the fleet scaled down to REPLAYED_TASKS (each service in proportion) with no instance limit."""
+    of the fleet scaled down to REPLAYED_TASKS (each service in proportion) with no instance limit (the same median,
+    the same worst), and that fleet's instances packed."""
+    from .planner import plan  # here: the planner's inputs import this module's strategies
+
     mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
     total = sum(s.tasks for s in mine)
-    return _replayed(cap, mine, total) if total <= WHOLE_TASKS else _scaled_replays(cap, mine, total)
+    if total <= WHOLE_TASKS:
+        return Replayed(_replayed(cap, mine, total))
+    small, free = _small(mine, total), replace(cap, max_instances=None, min_instances=0)
+    # Only the instance counts are read: the scaled fleet's plans stop at their lower bound on the hosts.
+    surge, steady = (
+        plan([free], small, surge=k, host_lp=False, count_only=True).capacity(cap.name) for k in (True, False)
+    )
+    return Replayed(_replayed(free, small, total), (surge.instance_count, steady.instance_count))
 
 
-def replay_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, CapacityPlacement]:
+def replay_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, Replayed]:
     """``replayed`` for each capacity whose every task fits its hosts (a task that fits none would launch a host at each
     try): what ``rules.assess`` runs beside its plans. A capacity whose replays raise is left out; the caller replays
     it again, where the error is reported."""
@@ -499,11 +519,6 @@ def replay_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceI
         except Exception:  # reported where the caller replays it again
             continue
     return out
-
-
-def _scaled_replays(cap: CapacityInput, services: Sequence[ServiceInput], total: int) -> CapacityPlacement:
-    """The replays the whole fleet would run (the same median, the same worst) on it scaled down, with no limit."""
-    return _replayed(replace(cap, max_instances=None, min_instances=0), _small(services, total), total)
 
 
 def _small(services: Sequence[ServiceInput], total: int) -> list[ServiceInput]:
@@ -533,27 +548,20 @@ def _scaled(
     services: Sequence[ServiceInput],
     total: int,
     packed: tuple[CapacityPlan, CapacityPlan] | None,
-    found: CapacityPlacement,
+    replays: Replayed,
 ) -> CapacityPlacement:
-    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks (``found``), their ratios applied to the full
-    packing. Both packings in a ratio are the planner's without the host-level LP: they stand in for a fleet's size in
-    hosts, the same packer on both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds."""
+    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks (``replayed``), their ratios applied to the
+    full packing. Both packings in a ratio are the planner's without the host-level LP: they stand in for a fleet's
+    size in hosts, the same packer on both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds."""
     from .planner import plan  # here: the planner's inputs import this module's strategies
 
-    small, free = _small(services, total), replace(cap, max_instances=None, min_instances=0)
-
-    def packing(fleet: Sequence[ServiceInput], surge: bool, scaled: bool) -> CapacityPlan:
-        # Only the instance counts are read here: the scaled fleet's plans stop at their lower bound on the hosts.
-        return plan([free], list(fleet), surge=surge, host_lp=not scaled, count_only=scaled).capacity(cap.name)
-
-    full_surge, full_steady = packed or (packing(services, True, False), packing(services, False, False))
-    small_surge, small_steady = packing(small, True, True), packing(small, False, True)
-    needed = math.ceil(
-        full_surge.instances_without_lp * found.needed * (1 + ESTIMATE_HEADROOM) / max(small_surge.instance_count, 1)
+    free = replace(cap, max_instances=None, min_instances=0)
+    full_surge, full_steady = packed or tuple(
+        plan([free], list(services), surge=k).capacity(cap.name) for k in (True, False)
     )
-    after = math.ceil(
-        full_steady.instances_without_lp * found.expected_after_rollout / max(small_steady.instance_count, 1)
-    )
+    found, (small_surge, small_steady) = replays.found, replays.small
+    needed = math.ceil(full_surge.instances_without_lp * found.needed * (1 + ESTIMATE_HEADROOM) / max(small_surge, 1))
+    after = math.ceil(full_steady.instances_without_lp * found.expected_after_rollout / max(small_steady, 1))
     needed = max(needed, full_surge.instance_count, cap.min_instances)
     # Blocked only where the steady fleet fills the limit: the full fleet is placed below the need (0.3 s at 20,000).
     limit = cap.max_instances if cap.max_instances is not None and cap.max_instances < needed else None
