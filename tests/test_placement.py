@@ -841,3 +841,38 @@ def test_the_common_strategies_keys_order_hosts_as_the_general_ones() -> None:
             for i, j in itertools.product(range(len(run.hosts)), repeat=2):
                 assert (fast[i] < fast[j], fast[i] == fast[j]) == (general[i] < general[j], general[i] == general[j])
     assert len(set(P._Replay._keys(S.LIBRARY_STRATEGY, "a", run.zone_tasks["a"], run.hosts))) > 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(1, 9), st.sampled_from(["library", "ecs", "spread-instance"])),
+        min_size=2,
+        max_size=10,
+    ),
+    st.sampled_from(P.GPU_RULES),
+    st.sampled_from(P.ORDERS),
+)
+def test_a_replay_keeps_its_rough_filter_across_services_of_one_shape_with_the_same_outcome(
+    drawn: list[tuple[int, int, str]], rule: str, order: str
+) -> None:
+    """The hosts that pass the rough filter are kept while the next task has the same figures, of whichever service
+    (many services share a shape); a replay that reads them again before every task places every task alike."""
+    shapes = [TaskShape(256, 1024, (6000,)), TaskShape(1024, 4096, (6000,)), TaskShape(256, 1024, (3000,))]
+    strategies = {"library": S.LIBRARY_STRATEGY, "ecs": S.ECS_DEFAULT_STRATEGY, "spread-instance": (S.SPREAD_INSTANCE,)}
+    services = [
+        ServiceInput(f"s{i}", "l4x4", shapes[shape], tasks, placement=strategies[kind])
+        for i, (shape, tasks, kind) in enumerate(drawn)
+    ]
+
+    def placed(read_again: bool) -> list[tuple[Any, ...]]:
+        rng = random.Random(3)
+        run = P._Replay(L4X4, services, rule, rng, 1 << 30)
+        for s in P._arrivals([(s, s.tasks) for s in services], order, rng):
+            if read_again:
+                run.rough_for = None
+            run.place(s)
+        P._rollout(run, services, order, rng)
+        return [(h.zone, h.cpu, h.mem, tuple(h.room), tuple(h.clients), h.tasks) for h in run.hosts]
+
+    assert placed(read_again=False) == placed(read_again=True)

@@ -130,8 +130,8 @@ class _Replay:
         self.hosts: list[_Host] = []
         self.zone_hosts = [0] * cap.zones  # hosts launched in each zone
         self.open: list[_Host] = []  # hosts that may still take the smallest task
-        self.rough: list[_Host] = []  # those of them that pass place's rough filter for rough_need
-        self.rough_need: _Need | None = None
+        self.rough: list[_Host] = []  # those of them that pass place's rough filter for the figures rough_for
+        self.rough_for: tuple[int, int, int, int] | None = None  # CPU, memory, interfaces, GPU budget
         self.live: dict[str, deque[tuple[_Host, tuple[int, ...]]]] = {s.name: deque() for s in services}  # host, GPUs
         self.needs = {s.name: _Need.of(s) for s in services}
         # What _take keeps only where a check reads it: tasks by service (a spread over instances), by group (apart).
@@ -288,14 +288,15 @@ class _Replay:
     def place(self, s: ServiceInput) -> bool:
         """One task of ``s``, as ECS would place it; a new instance when none has room and the limit allows.
 
-        The open hosts that pass the rough filter (CPU, memory, interfaces, the roomiest GPU) are kept for the need
-        they were read for: until a task stops, the next task of the same need changes them only by the host it was
-        given (and a host launched for it), so they are mended there, not read again (orders of whole services; the
-        interleave reads them for each task whose need differs from the last one's)."""
+        The open hosts that pass the rough filter (CPU, memory, interfaces, the roomiest GPU) are kept for the figures
+        they were read for: until a task stops, the next task of the same figures (of the same service, or of another
+        of its shape: a model run as a service a tenant) changes them only by the host it was given (and a host
+        launched for it), so they are mended there, not read again (orders of whole services; the interleave reads
+        them for each task whose figures differ from the last one's)."""
         name = s.name
         need = self.needs[name]
         cpu, mem, eni, size = need.cpu, need.mem, need.eni, need.size
-        if need is self.rough_need:
+        if (cpu, mem, eni, size) == self.rough_for:  # the last task's figures: often a service of the same shape
             rough = self.rough
         else:
             rough = [
@@ -303,7 +304,7 @@ class _Replay:
                 for h in self.open
                 if h.cpu >= cpu and h.mem >= mem and h.eni >= eni and h.largest_room >= size  # no call for most
             ]
-            self.rough, self.rough_need = rough, need
+            self.rough, self.rough_for = rough, (cpu, mem, eni, size)
         host = self._choose(rough, s, need)
         if host is None:
             if len(self.hosts) >= self.limit:
@@ -362,7 +363,7 @@ class _Replay:
     def stop(self, s: ServiceInput, newest: bool = False) -> None:
         """Stops the oldest task of ``s`` (a rollout replaces the oldest first), or its newest."""
         host, gpus = self.live[s.name].pop() if newest else self.live[s.name].popleft()
-        self.rough_need = None  # a host gains room: the kept rough filter no longer holds
+        self.rough_for = None  # a host gains room: the kept rough filter no longer holds
         self._take(host, s, gpus, -1)
         if host not in self.open:
             self.open.append(host)
@@ -374,7 +375,7 @@ class _Replay:
             self.zone_hosts[host.zone] -= 1
             if host in self.open:
                 self.open.remove(host)
-        self.rough_need = None
+        self.rough_for = None
 
 
 def _arrivals(requests: list[tuple[ServiceInput, int]], order: str, rng: random.Random) -> list[ServiceInput]:
