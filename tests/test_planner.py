@@ -9,7 +9,7 @@ import json
 import math
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -803,9 +803,10 @@ def test_a_large_memory_bound_fleet_is_planned_by_ffd_alone_and_fits() -> None:
     )
 
 
-def _ffd_plans() -> list[object]:
+def _ffd_plans(copies: int = 1) -> list[object]:
     """FFD's hosts, in every order, on generated fleets of one, four and eight GPUs a host, with whole-GPU tasks, and
-    with tasks without a GPU added (they land on hosts already open). Each fill's size must be its hosts'."""
+    with tasks without a GPU added (they land on hosts already open), each service run as ``copies`` alike ones. Each
+    fill's size must be its hosts'."""
     from ecs_gpu_sharing.core.planner.hosts import plan_size
 
     with benchmarks_on_path():
@@ -814,7 +815,7 @@ def _ffd_plans() -> list[object]:
 
     out = []
     for seed in (3, 5, 6, 13, 17, 24):
-        fleet = fleet_generator.generate(seed, 3000)
+        fleet = fleet_generator.copies(fleet_generator.generate(seed, 3000), copies)
         cpu_only = [
             service_input(
                 f"cpu{i}",
@@ -907,6 +908,58 @@ def test_ffd_gives_a_run_of_alike_hosts_their_tasks_at_once_exactly_as_host_by_h
     assert all(given.get(per, 0) > 100 for per in per_hosts), given  # the fleets do have such runs
     monkeypatch.setattr(ffd._FirstFit, step, lambda self, at, s, group, n: (0, at))  # host by host
     assert _ffd_plans() == at_once
+
+
+def test_ffd_starts_a_service_where_the_last_of_its_shape_stopped_exactly_as_from_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """FFD's scans for a service start where they stopped for the last service of the same needs and isolation group
+    (every GPU and host before was full for it, and they only fill). The plan must be the one scanning from the first
+    GPU and host gives, on the generated fleets with each service run as four alike ones, and with those alike ones
+    in two isolation groups by turns (a GPU of one group is no room for the other's)."""
+    from ecs_gpu_sharing.core.planner import ffd
+
+    with benchmarks_on_path():
+        import fleet_generator
+
+    def plans() -> list[object]:
+        out = _ffd_plans(copies=4)
+        for seed in (3, 5, 6):
+            fleet = fleet_generator.copies(fleet_generator.generate(seed, 3000), 4)
+            note = {g: AllocationNote(1, 1, shared_failure="-", isolation_group=g) for g in ("a", "b")}
+            pairs = [
+                (dataclasses.replace(s, allocation=note["ab"[i % 2]]), s.tasks) for i, s in enumerate(fleet.services)
+            ]
+            for order in ("gpu", "cpu", "memory", "dominant", "sum"):
+                out.append([(h.count, h.gpus, h.cpu, h.mem) for h in ffd.ffd_hosts(fleet.capacity, [pairs], order)])
+        return out
+
+    resumed = []
+
+    class Kept(dict):  # type: ignore[type-arg]
+        def get(self, key: object, default: object = None) -> object:
+            found = super().get(key, default)
+            resumed.append(found != default)
+            return found
+
+    class Forgotten(dict):  # type: ignore[type-arg]
+        def __setitem__(self, key: object, value: object) -> None:
+            pass
+
+    init = ffd._FirstFit.__init__
+
+    def with_resume(kind: type) -> Callable[..., None]:
+        def made(self: ffd._FirstFit, capacity: CapacityInput) -> None:
+            init(self, capacity)
+            self.resume = kind()
+
+        return made
+
+    monkeypatch.setattr(ffd._FirstFit, "__init__", with_resume(Kept))
+    started_there = plans()
+    assert sum(resumed) > 1000  # the fleets do have services of one shape in a row
+    monkeypatch.setattr(ffd._FirstFit, "__init__", with_resume(Forgotten))
+    assert plans() == started_there
 
 
 @contextlib.contextmanager

@@ -85,6 +85,13 @@ def _smallest_to_come(services: list[ServiceInput]) -> list[tuple[int, int, int,
 class _FirstFit(FirstFitHosts):
     """First-fit decreasing's placements, task by task, over the open hosts and GPUs: the scans read in chunks."""
 
+    def __init__(self, capacity: CapacityInput) -> None:
+        super().__init__(capacity)
+        # Where place_mps's two scans (open GPUs, hosts with an idle GPU) stopped for the last service of each shape:
+        # every GPU and host before them was full for it, and GPUs and hosts only fill, so a later service of the same
+        # needs and isolation group starts there (a model run as a service a tenant: rows of services of one shape).
+        self.resume: dict[tuple[int, int, int, int, int, str | None], tuple[int, int]] = {}
+
     def place_whole(self, s: ServiceInput, n: int, group: str | None) -> None:
         h = 0
         while n:
@@ -131,7 +138,8 @@ class _FirstFit(FirstFitHosts):
         size, clients, name = s.task_gpu_budget_mib, s.clients, s.name
         need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
         per = self.capacity.gpus_per_instance
-        at = scan = 0
+        shape = (size, clients, need_cpu, need_mem, need_eni, group)
+        at, scan = self.resume.get(shape, (0, 0))
         end = len(open_mps)
         bounds, spans = self.chunk_bounds, self.span_bounds
         span_shift = 2 * CHUNK_SHIFT
@@ -209,6 +217,7 @@ class _FirstFit(FirstFitHosts):
             n -= given
             end = len(open_mps)
             at = end if given else end - 1  # a run of hosts given their tasks, or the one GPU opened
+        self.resume[shape] = (at, scan)
 
     def next_idle(self, scan: int, s: ServiceInput) -> int:
         """The first position from ``scan`` in idle_hosts whose host has an idle GPU and room for a task of ``s``
