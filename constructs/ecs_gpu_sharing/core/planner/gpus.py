@@ -128,17 +128,16 @@ class Sizes:
 
 
 def _exact_fill(
-    items: list[Item], room: int, taken: dict[int, int], start: int = 0, sizes: Sizes | None = None
+    items: list[Item], room: int, taken: dict[int, int], sizes: Sizes | None = None
 ) -> dict[int, int] | None:
-    """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset). Items
-    before ``start`` have no task left. ``sizes``: the items' ``Sizes``, kept by the caller (made here otherwise).
+    """The subset of remaining tasks that fills ``room`` of GPU memory best (bounded subset-sum on a bitset), beside
+    the GPU's tasks ``taken``. ``sizes``: the items' ``Sizes``, kept by the caller (made here otherwise).
 
     The bitset reads only sizes, so the items of one size are one bounded item of their tasks together, and the tasks
     chosen of a size are taken from its first items first. That is the choice the items one by one would make:
     walking back, a piece of one size is taken while the target needs more tasks of that size than the pieces before
     it hold, so the tasks chosen of it are the fewest that reach the target, from the first pieces on; and the sums
     reachable are the same."""
-    del start  # the items before it have no task left: their sizes count none of them
     sizes = sizes or Sizes(items)
     held: dict[int, int] = {}  # tasks of each size the GPU already has (taken from its sizes' tasks left)
     for i, k in taken.items():
@@ -187,7 +186,7 @@ def _limits_hold(items: list[Item], contents: dict[int, int], cap: CapacityInput
 
 def _fill_greedy(items: list[Item], first: int, cap: CapacityInput, sizes: Sizes | None = None) -> dict[int, int]:
     """First-fit decreasing within the GPU: the largest remaining tasks that still fit, in order. Each fill starts a
-    GPU with a task of ``first``, the first item with tasks left."""
+    GPU with a task of ``first``, the first item with tasks left (``sizes``: unread here; every fill is handed it)."""
     it = items[first]
     contents = {first: 1}
     _greedy_fill(
@@ -215,7 +214,7 @@ def _fill_exact(
                 contents[i] = contents.get(i, 0) + 1
                 room -= items[i].size
                 break
-    for i, k in (_exact_fill(items, room, contents, first, sizes) or {}).items():
+    for i, k in (_exact_fill(items, room, contents, sizes) or {}).items():
         contents[i] = contents.get(i, 0) + k
     greedy = _fill_greedy(items, first, cap)
     used = sum(items[i].size * k for i, k in contents.items())
