@@ -331,3 +331,28 @@ def test_errors_are_never_folded() -> None:
         *(f"warning [ecs-gpu-sharing:Y]: service s{i}: a guess" for i in range(3)),
         "warning [ecs-gpu-sharing:Y]: the same on 5 more services (the plan JSON lists each)",
     ]
+
+
+def test_a_command_runs_with_the_collector_less_often_and_leaves_the_process_as_it_was(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plan makes millions of small objects and almost no cycles: the command raises the collector's thresholds
+    while it runs, and gives the caller's back after, when it succeeds and when it fails."""
+    import gc
+
+    from ecs_gpu_sharing import cli
+
+    seen = []
+    plan = cli._plan
+
+    def watched(args: object) -> int:
+        seen.append(gc.get_threshold())
+        return plan(args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "_plan", watched)
+    before = gc.get_threshold()
+    assert main(["plan", EXAMPLE]) == 0
+    assert main(["plan", "no-such-fleet.toml"]) == 1
+    assert seen == [cli.GC_THRESHOLD] * 2 and seen[0] != before
+    assert gc.get_threshold() == before
+    capsys.readouterr()
