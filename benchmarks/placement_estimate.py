@@ -56,7 +56,9 @@ def _estimates(case: Case, sizes: list[int]) -> list[tuple[int, int, float]]:
             placement.REPLAYED_TASKS = size
             started = time.perf_counter()
             total = sum(s.tasks for s in mine)
-            found = placement._scaled(cap, mine, total, packed, placement.replayed(cap, mine))
+            found = placement._scaled(
+                cap, mine, total, packed, placement.replayed(cap, mine), placement.scaled_instances(cap, mine)
+            )
             out.append((found.needed, found.expected_after_rollout, time.perf_counter() - started))
     finally:
         placement.ESTIMATE_HEADROOM, placement.REPLAYED_TASKS = headroom, replayed

@@ -111,8 +111,9 @@ def test_a_caller_that_fails_first_leaves_no_child_behind() -> None:
 
 def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
     """A fleet of a capacity replayed whole and one replayed scaled down (past WHOLE_TASKS), assessed with the replays
-        in a second process and without: the same assessment, field for field; with, the replays ran in the child (without,
-    ``place_capacity`` replays each capacity itself)."""
+    and the scaled fleet's packing each in a process of its own and without: the same assessment, field for field;
+    with, each ran in a child (without, ``place_capacity`` works each capacity's out itself), and each child's answer
+    is the one used."""
     out = _fresh("""
         import tempfile
         from dataclasses import replace
@@ -130,25 +131,29 @@ def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
         def svc(name, cap, tasks, budget):
             return ServiceInput(name, cap, TaskShape(512, 2048, (budget,)), tasks, placement=LIBRARY_STRATEGY)
         services = [svc("a", "quad", 2500, 6000), svc("b", "quad", 1500, 3000), svc("c", "one", 90, 5000)]
-        replay = rules.replay_capacities
-        def recorded(*args):
-            found = replay(*args)
-            with open(record, "a") as out:
-                out.write(f"{os.getpid()}\\n")
-            return found
+        replay, scale = rules.replay_capacities, rules.scale_capacities
+        def recorded(work, name):
+            def run(*args):
+                found = work(*args)
+                with open(record, "a") as out:
+                    out.write(f"{name} {os.getpid()}\\n")
+                return found
+            return run
         record = tempfile.mktemp()
-        rules.replay_capacities = recorded
+        rules.replay_capacities, rules.scale_capacities = recorded(replay, "replays"), recorded(scale, "scaled")
         forked = rules.assess(caps, services)
         beside.can_fork = lambda: False
         alone = rules.assess(caps, services)
-        ran = [int(line) for line in open(record)]
-        print(forked == alone, forked.placement["quad"].scaled_from, len(ran) == 1 and ran[0] != parent)
-        beside.can_fork = lambda: True  # and the child's answer is the one used: a marked one shows in the plan
-        rules.replay_capacities = lambda *args: {k: replace(v, found=replace(v.found, replays=-1)) for k, v in replay(*args).items()}
+        ran = sorted(line.split() for line in open(record))
+        print(forked == alone, forked.placement["quad"].scaled_from, [name for name, pid in ran if int(pid) != parent])
+        beside.can_fork = lambda: True  # and each child's answer is the one used: a marked one shows in the plan
+        rules.replay_capacities = lambda *args: {k: replace(v, replays=-1) for k, v in replay(*args).items()}
+        rules.scale_capacities = lambda *args: {k: (1, 1) for k in scale(*args)}  # the full fleet over one host
         marked = rules.assess(caps, services)
         print(sorted(p.replays for p in marked.placement.values()), sorted(p.replays for p in alone.placement.values()))
+        print(marked.placement["quad"].needed > 10 * alone.placement["quad"].needed, marked.placement["one"] == replace(alone.placement["one"], replays=-1))
     """)
-    assert out.splitlines() == ["True 4000 True", "[-1, -1] [9, 11]"]
+    assert out.splitlines() == ["True 4000 ['replays', 'scaled']", "[-1, -1] [9, 11]", "True True"]
 
 
 def test_a_fork_the_system_refuses_leaves_the_work_here(monkeypatch: pytest.MonkeyPatch) -> None:

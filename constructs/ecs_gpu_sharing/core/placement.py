@@ -460,66 +460,47 @@ def _runs(tasks: int, gpus: int) -> list[tuple[str, str, int]]:
     return [(r, o, k) for r in rules for o in orders for k in range(SHUFFLES if o == "shuffled" else 1)]
 
 
-@dataclass(frozen=True)
-class Replayed:
-    """``replayed``'s answer: the replays, and where they ran on the fleet scaled down, the scaled fleet's instances as
-    packed for the surge and for the steady fleet (what ``_scaled``'s ratios divide by). Neither reads a plan of the
-    whole fleet, so ``rules.assess`` has both made beside its plans."""
-
-    found: CapacityPlacement
-    small: tuple[int, int] = (0, 0)
-
-
 def place_capacity(
     cap: CapacityInput,
     services: Iterable[ServiceInput],
     packed: tuple[CapacityPlan, CapacityPlan] | None = None,
-    replays: Replayed | None = None,
+    replays: CapacityPlacement | None = None,
+    scaled: tuple[int, int] | None = None,
 ) -> CapacityPlacement:
     """Replays ECS over the capacity's services: with no instance limit (how many ECS needs), and at the given
     ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan of
     the capacity for the surge and for the steady fleet, when the caller has them (a large fleet's estimate scales
-    them). ``replays``: ``replayed``'s answer, when the caller ran it beside its plans (``rules.assess``)."""
+    them). ``replays`` and ``scaled``: ``replayed``'s and ``scaled_instances``'s answers, when the caller made them
+    beside its plans (``rules.assess``)."""
     mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
     total = sum(s.tasks for s in mine)
     found = replayed(cap, mine) if replays is None else replays
-    return _scaled(cap, mine, total, packed, found) if total > WHOLE_TASKS else found.found
+    if total <= WHOLE_TASKS:
+        return found
+    return _scaled(cap, mine, total, packed, found, scaled_instances(cap, mine) if scaled is None else scaled)
 
 
-def replayed(cap: CapacityInput, services: Iterable[ServiceInput]) -> Replayed:
+def replayed(cap: CapacityInput, services: Iterable[ServiceInput]) -> CapacityPlacement:
     """What ``place_capacity`` finds before it reads a plan: the replays of the whole fleet, or past WHOLE_TASKS those
     of the fleet scaled down to REPLAYED_TASKS (each service in proportion) with no instance limit (the same median,
-    the same worst), and that fleet's instances packed."""
-    from .planner import plan  # here: the planner's inputs import this module's strategies
-
+    the same worst)."""
     mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
     total = sum(s.tasks for s in mine)
     if total <= WHOLE_TASKS:
-        return Replayed(_replayed(cap, mine, total))
-    small, free = _small(mine, total), replace(cap, max_instances=None, min_instances=0)
-    # Only the instance counts are read: the scaled fleet's plans stop at their lower bound on the hosts.
-    surge, steady = (
-        plan([free], small, surge=k, host_lp=False, count_only=True).capacity(cap.name) for k in (True, False)
-    )
-    return Replayed(_replayed(free, small, total), (surge.instance_count, steady.instance_count))
+        return _replayed(cap, mine, total)
+    return _replayed(replace(cap, max_instances=None, min_instances=0), _small(mine, total), total)
 
 
-def replay_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, Replayed]:
-    """``replayed`` for each capacity whose every task fits its hosts (a task that fits none would launch a host at each
-    try): what ``rules.assess`` runs beside its plans. A capacity whose replays raise is left out; the caller replays
-    it again, where the error is reported."""
-    from .task_rules import task_problems  # here: the task rules read the planner's inputs, which import this module
+def scaled_instances(cap: CapacityInput, services: Iterable[ServiceInput]) -> tuple[int, int]:
+    """The instances of the fleet ``replayed`` scales down past WHOLE_TASKS, packed for the surge and for the steady
+    fleet: what ``_scaled``'s ratios divide by. Only the counts are read, so the plans stop at their lower bound on
+    the hosts."""
+    from .planner import plan  # here: the planner's inputs import this module's strategies
 
-    out = {}
-    for cap in caps:
-        mine = [s for s in services if s.capacity == cap.name and s.tasks]
-        if any(task_problems(s, cap) for s in mine):
-            continue
-        try:
-            out[cap.name] = replayed(cap, mine)
-        except Exception:  # reported where the caller replays it again
-            continue
-    return out
+    mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
+    small, free = _small(mine, sum(s.tasks for s in mine)), replace(cap, max_instances=None, min_instances=0)
+    surge, steady = (plan([free], small, surge=k, host_lp=False, count_only=True) for k in (True, False))
+    return surge.capacity(cap.name).instance_count, steady.capacity(cap.name).instance_count
 
 
 def _small(services: Sequence[ServiceInput], total: int) -> list[ServiceInput]:
@@ -549,18 +530,20 @@ def _scaled(
     services: Sequence[ServiceInput],
     total: int,
     packed: tuple[CapacityPlan, CapacityPlan] | None,
-    replays: Replayed,
+    found: CapacityPlacement,
+    small: tuple[int, int],
 ) -> CapacityPlacement:
-    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks (``replayed``), their ratios applied to the
-    full packing. Both packings in a ratio are the planner's without the host-level LP: they stand in for a fleet's
-    size in hosts, the same packer on both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds."""
+    """The replays on the fleet scaled down to ``REPLAYED_TASKS`` tasks (``found``), their ratios applied to the full
+    packing: the full fleet's instances over the scaled fleet's (``small``: ``scaled_instances``). Both packings in a
+    ratio are the planner's without the host-level LP: they stand in for a fleet's size in hosts, the same packer on
+    both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds."""
     from .planner import plan  # here: the planner's inputs import this module's strategies
 
     free = replace(cap, max_instances=None, min_instances=0)
     full_surge, full_steady = packed or tuple(
         plan([free], list(services), surge=k).capacity(cap.name) for k in (True, False)
     )
-    found, (small_surge, small_steady) = replays.found, replays.small
+    small_surge, small_steady = small
     needed = math.ceil(full_surge.instances_without_lp * found.needed * (1 + ESTIMATE_HEADROOM) / max(small_surge, 1))
     after = math.ceil(full_steady.instances_without_lp * found.expected_after_rollout / max(small_steady, 1))
     needed = max(needed, full_surge.instance_count, cap.min_instances)

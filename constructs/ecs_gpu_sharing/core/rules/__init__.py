@@ -10,19 +10,20 @@ CLI prints them. Every finding carries its rule's id, errors included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
+from typing import TypeVar
 
 from .. import quotas
 from ..beside import Beside
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
-from ..placement import CapacityPlacement, place_capacity, replay_capacities
+from ..placement import WHOLE_TASKS, CapacityPlacement, place_capacity, replayed, scaled_instances
 from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, packing, plan
 from ..rule_family import Level, Source
 from ..shape import TASK_MIXES_GPU_OPTIONS
-from ..task_rules import TASK_RULES
+from ..task_rules import TASK_RULES, task_problems
 from .model import (
     BUDGET_BELOW_NEED,
     CLIENT_LIMIT_WARNING,
@@ -122,6 +123,37 @@ class Assessment:
         return [f for f in self.findings if f.about == what and f.subject == subject]
 
 
+_T = TypeVar("_T")
+
+
+def replay_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, CapacityPlacement]:
+    """``placement.replayed`` for each capacity whose every task fits its hosts (a task that fits none would launch a
+    host at each try): what ``assess`` runs beside its plans. A capacity whose replays raise is left out; it is
+    replayed again after the plans, where the error is reported."""
+    return _each_placeable(caps, services, replayed, 0)
+
+
+def scale_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, tuple[int, int]]:
+    """``placement.scaled_instances`` for each capacity of more than WHOLE_TASKS tasks, each fitting its hosts: what
+    ``assess`` runs beside its plans and the replays. A capacity whose packing raises is left out."""
+    return _each_placeable(caps, services, scaled_instances, WHOLE_TASKS + 1)
+
+
+def _each_placeable(
+    caps: Iterable[CapacityInput], services: Sequence[ServiceInput], work: Callable[..., _T], least: int
+) -> dict[str, _T]:
+    out = {}
+    for cap in caps:
+        mine = [s for s in services if s.capacity == cap.name and s.tasks]
+        if sum(s.tasks for s in mine) < least or any(task_problems(s, cap) for s in mine):
+            continue
+        try:
+            out[cap.name] = work(cap, mine)
+        except Exception:  # reported where it is worked out again
+            continue
+    return out
+
+
 BESIDE_TASKS = 50  # tasks on EC2 capacities from which ECS's placement is replayed beside the plans (docs/planning.md)
 
 
@@ -139,8 +171,13 @@ def assess(
     svcs = sorted(services, key=lambda s: s.name)
     ec2 = [c for c in caps.values() if c.kind != MANAGED_INSTANCES]
     tasks = sum(s.tasks for s in svcs if s.capacity in {c.name for c in ec2})
-    # ECS's placement is replayed in a second process while the plans are made, where that pays (``beside``).
-    with Beside(partial(replay_capacities, ec2, svcs), worth=tasks >= BESIDE_TASKS) as replaying:
+    # ECS's placement is replayed in a second process while the plans are made, and the scaled fleet packed in a
+    # third, where that pays (``beside``): the three take about as long on some fleets, and on others one of them most
+    # of the time, and the system shares whatever cores there are among them.
+    with (
+        Beside(partial(replay_capacities, ec2, svcs), worth=tasks >= BESIDE_TASKS) as replaying,
+        Beside(partial(scale_capacities, ec2, svcs), worth=tasks > WHOLE_TASKS) as scaling,
+    ):
         steady = plan(caps.values(), svcs)
         # The surge is planned without the bound: the answer says how many instances a deployment needs.
         free = [replace(c, max_instances=None) for c in caps.values()]
@@ -148,6 +185,7 @@ def assess(
         if _surge_read(caps, svcs, surge):
             surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
         replays = replaying.result() if replaying.started else {}
+        scaled = scaling.result() if scaling.started else {}
     findings = []
     placement: dict[str, CapacityPlacement] = {}
     for cap in caps.values():
@@ -155,7 +193,7 @@ def assess(
             continue  # AWS places there; a capacity whose tasks do not fit already fails
         try:
             packed = (surge.capacity(cap.name), steady.capacity(cap.name))
-            placement[cap.name] = place_capacity(cap, svcs, packed, replays.get(cap.name))
+            placement[cap.name] = place_capacity(cap, svcs, packed, replays.get(cap.name), scaled.get(cap.name))
         except Exception as error:  # the model's bug is reported as a finding, never a crash
             findings.append(
                 Finding(
