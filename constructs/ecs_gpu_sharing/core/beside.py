@@ -1,9 +1,10 @@
 """Work run in a second process beside the caller's own, where that can pay. Pure Python, standard library only.
 
-``plan`` on a large fleet spends about half its time replaying ECS's placement and half planning, and neither needs
-the other's answer (``rules.assess``). On a machine of two cores or more the replays run in a forked child while the
-plans run here, and the child's answer comes back through a pipe, pickled. The answer is the same either way: the
-work is deterministic (the replays are seeded) and the child runs the same function on a copy of the same memory.
+``plan`` on a large fleet spends its time replaying ECS's placement, packing the fleet scaled down for those replays'
+ratios, and planning, and none needs another's answer (``rules.assess``). On a machine of two cores or more the
+replays and the scaled packing each run in a forked child while the plans run here, and each child's answer comes back
+through a pipe, pickled. The answer is the same either way: the work is deterministic (the replays are seeded) and a
+child runs the same function on a copy of the same memory.
 
 A fork is taken only where it is safe and can pay; otherwise the work runs here, when its answer is asked for:
 
