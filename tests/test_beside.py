@@ -171,3 +171,36 @@ def test_a_fork_the_system_refuses_leaves_the_work_here(monkeypatch: pytest.Monk
     monkeypatch.setattr(os, "pipe", lambda: refused())
     with Beside(lambda: "here too", worth=True) as pending:
         assert not pending.started and pending.result() == "here too"
+
+
+@pytest.mark.parametrize(
+    ("counts", "worth"), [((2000, 2000), [True, False]), ((3001, 10), [True, True]), ((20, 20), [False, False])]
+)
+def test_assess_asks_for_a_child_only_where_its_work_is_worth_one(
+    monkeypatch: pytest.MonkeyPatch, counts: tuple[int, int], worth: list[bool]
+) -> None:
+    """The replays are worth a child from BESIDE_TASKS tasks on EC2 capacities; the scaled fleet's packing only where
+    one capacity has more than WHOLE_TASKS (two capacities of 2,000 have none to pack)."""
+    from ecs_gpu_sharing.core import rules
+    from ecs_gpu_sharing.core.capacity_facts import host_facts
+    from ecs_gpu_sharing.core.placement_strategies import LIBRARY_STRATEGY
+    from ecs_gpu_sharing.core.plan_inputs import capacity_input
+    from ecs_gpu_sharing.core.planner import ServiceInput
+    from ecs_gpu_sharing.core.shape import TaskShape
+
+    asked: list[bool] = []
+
+    class Recorded(Beside):  # type: ignore[type-arg]
+        def __init__(self, work: object, *, worth: bool) -> None:
+            asked.append(worth)
+            super().__init__(work, worth=worth)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(beside, "can_fork", lambda: False)
+    monkeypatch.setattr(rules, "Beside", Recorded)
+    caps = [capacity_input(name, host_facts(["g6.12xlarge"])) for name in ("a", "b")]
+    services = [
+        ServiceInput(f"s-{cap.name}", cap.name, TaskShape(256, 1024, (2000,)), n, placement=LIBRARY_STRATEGY)
+        for cap, n in zip(caps, counts, strict=True)
+    ]
+    rules.assess(caps, services)
+    assert asked == worth

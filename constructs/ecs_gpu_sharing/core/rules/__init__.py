@@ -170,13 +170,13 @@ def assess(
     caps = {c.name: c for c in sorted(capacities, key=lambda c: c.name)}
     svcs = sorted(services, key=lambda s: s.name)
     ec2 = [c for c in caps.values() if c.kind != MANAGED_INSTANCES]
-    tasks = sum(s.tasks for s in svcs if s.capacity in {c.name for c in ec2})
+    on_ec2 = [sum(s.tasks for s in svcs if s.capacity == c.name) for c in ec2]
     # ECS's placement is replayed in a second process while the plans are made, and the scaled fleet packed in a
     # third, where that pays (``beside``): the three take about as long on some fleets, and on others one of them most
     # of the time, and the system shares whatever cores there are among them.
     with (
-        Beside(partial(replay_capacities, ec2, svcs), worth=tasks >= BESIDE_TASKS) as replaying,
-        Beside(partial(scale_capacities, ec2, svcs), worth=tasks > WHOLE_TASKS) as scaling,
+        Beside(partial(replay_capacities, ec2, svcs), worth=sum(on_ec2) >= BESIDE_TASKS) as replaying,
+        Beside(partial(scale_capacities, ec2, svcs), worth=max(on_ec2, default=0) > WHOLE_TASKS) as scaling,
     ):
         steady = plan(caps.values(), svcs)
         # The surge is planned without the bound: the answer says how many instances a deployment needs.
