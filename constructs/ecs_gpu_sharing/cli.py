@@ -498,7 +498,7 @@ GC_THRESHOLD = (100_000, 50, 100)  # young objects allocated between collections
 @contextlib.contextmanager
 def _fewer_collections() -> Iterator[None]:
     """The collector run less often while a command runs. Planning a large fleet makes millions of small objects and
-    almost no cycles, and at CPython's default (a young collection every 700 allocations) the collections took 6-7%
+    almost no cycles, and at CPython's default (a young collection every 700 allocations) the collections took 5-7%
     of ``plan`` on fleets of 1,000 services (docs/planning.md); mypy raises its thresholds for the same reason. The
     process's own settings come back after (the commands also run inside tests and other programs)."""
     before = gc.get_threshold()
