@@ -32,7 +32,7 @@ def _plan_capacity(
     lp_bound = 0
     partition_hosts = 0  # the partitions' own host bounds added up: no host holds two partitions
     without_lp = 0
-    for partition in _partitions(fitting):
+    for partition in _partitions(fitting, capacity.gpus_per_instance):
         hosts, bound, host_bound, fast = _pack_partition(capacity, partition, host_lp, count_only)
         best.extend(hosts)
         lp_bound += bound
@@ -69,14 +69,21 @@ def _plan_capacity(
     )
 
 
-def _partitions(fitting: list[tuple[ServiceInput, int]]) -> list[list[list[tuple[ServiceInput, int]]]]:
+def _partitions(
+    fitting: list[tuple[ServiceInput, int]], gpus_per_instance: int
+) -> list[list[list[tuple[ServiceInput, int]]]]:
     """The tasks as host partitions (no host holds two), each a list of isolation groups (no GPU holds two): a
-    host-isolated group is a partition of its own; the other groups share hosts, on GPUs of their own."""
+    host-isolated group is a partition of its own; the other groups share hosts, on GPUs of their own. On hosts of one
+    GPU, where every task takes a GPU, each group is a partition of its own too: its GPU is its host's only one, so no
+    host holds two groups, and the plan's bound is the groups' own bounds added up, where over them all it is only
+    their CPU, memory and GPUs summed (a task without a GPU may ride on any group's host: there they share)."""
     by_group: dict[str, list[tuple[ServiceInput, int]]] = {}
     for s, n in fitting:
         by_group.setdefault(s.isolation_group, []).append((s, n))
     alone = [[g] for name, g in sorted(by_group.items()) if any(s.isolate_host for s, _ in g)]
     shared = [g for name, g in sorted(by_group.items()) if not any(s.isolate_host for s, _ in g)]
+    if gpus_per_instance == 1 and all(s.clients or s.whole_gpus for g in shared for s, _ in g):
+        return alone + [[g] for g in shared]
     return alone + ([shared] if shared else [])
 
 
