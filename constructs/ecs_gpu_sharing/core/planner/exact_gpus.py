@@ -1,6 +1,8 @@
 """The exact GPU stage: where a plan on hosts of several GPUs stays above its bound after every other strategy, and
 its GPUs, not its hosts' CPU or memory, are what fill the hosts, each isolation group's MPS tasks packed on the fewest
-GPUs the arc-flow LP's rounding finds (``core.arc_flow``), and the hosts packed again from those GPUs.
+GPUs the arc-flow LP's rounding finds (``core.arc_flow``), and the hosts packed again from those GPUs. Where a group
+still has more GPUs than its bound, HiGHS's MILP over memory and MPS clients together looks for a packing on as many
+GPUs as the bound (``core.gpu_milp``, small groups only): the arc-flow model leaves the clients out.
 
 On one GPU a host the host-level LP's patterns are already GPUs with the host's CPU and memory, so this is for hosts of
 four and eight GPUs, where one GPU over a multiple of eight is one host more (docs/planning.md)."""
@@ -10,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .gpus import Item, Way, lp_solution, pack_gpus_lp
+from .gpus import Item, Way, lp_solution, milp_solution, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, pack_hosts, plan_size
 from .model import CapacityInput
 
@@ -56,6 +58,9 @@ def exact_gpus(
                 bound = max(bound, exact.bound)
                 packed = pack_gpus_lp(stage.items, capacity, exact) if exact.patterns else None
                 way = packed if packed is not None else way
+            filled = milp_solution(stage.items, capacity, bound) if _count(way) > bound else None
+            packed = pack_gpus_lp(stage.items, capacity, filled) if filled is not None else None
+            way = packed if packed is not None and _count(packed) < _count(way) else way
         chosen.append(way)
         bounds += bound
     gpu_bound = max(gpu_bound, bounds)

@@ -7,7 +7,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .. import arc_flow, cutting_stock
+from .. import arc_flow, cutting_stock, gpu_milp
 from ..mps import MAX_CLIENTS_PER_GPU
 from .model import CapacityInput, GpuLoad
 
@@ -282,16 +282,28 @@ def lp_solution(
     """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together);
     ``many`` and ``needless``: as cutting_stock.solve has them. ``exact``: the arc-flow LP's instead
     (``arc_flow.solve``: a model exact over GPU memory, its bound and its flow as patterns)."""
-    demand: dict[tuple[int, int], int] = {}
-    for it in items:
-        demand[(it.size, it.clients)] = demand.get((it.size, it.clients), 0) + it.left
-    keys = sorted(demand)
-    sizes, clients, counts = [s for s, _ in keys], [c for _, c in keys], [demand[k] for k in keys]
+    sizes, clients, counts = _keyed(items)
     if exact:
         return arc_flow.solve(sizes, clients, counts, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU)
     return cutting_stock.solve(
         sizes, clients, counts, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU, many=many, needless=needless
     )
+
+
+def milp_solution(items: list[Item], cap: CapacityInput, gpus: int) -> cutting_stock.Solution | None:
+    """The MPS tasks on ``gpus`` GPUs by HiGHS's MILP over memory and clients together (``gpu_milp.fill``), services of
+    one size and client count taken together; None where it is not built or finds no packing."""
+    sizes, clients, counts = _keyed(items)
+    return gpu_milp.fill(sizes, clients, counts, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU, gpus)
+
+
+def _keyed(items: list[Item]) -> tuple[list[int], list[int], list[int]]:
+    """The tasks left by (size, clients), in that order: the sizes, their clients and their counts."""
+    demand: dict[tuple[int, int], int] = {}
+    for it in items:
+        demand[(it.size, it.clients)] = demand.get((it.size, it.clients), 0) + it.left
+    keys = sorted(demand)
+    return [s for s, _ in keys], [c for _, c in keys], [demand[k] for k in keys]
 
 
 def pack_gpus_lp(items: list[Item], cap: CapacityInput, solution: cutting_stock.Solution) -> Way | None:
