@@ -162,8 +162,8 @@ def test_zero_desired_count_plans_nothing() -> None:
 def test_on_one_gpu_hosts_isolation_groups_are_bounded_each_on_its_own_hosts() -> None:
     """A host of one GPU holds one isolation group's GPU tasks, so where every task takes a GPU the groups never share
     a host and the plan's bound is their own bounds summed. Two groups of three tasks of 3,000 CPU units (two a host):
-    four hosts, where the CPU summed over both says three. A task without a GPU may ride on any group's host: there
-    the groups share a partition, and that task takes no host of its own."""
+    four hosts, where the CPU summed over both says three, and four GPUs, where their memory says two. A task without a
+    GPU may ride on any group's host: there the groups share a partition, and that task takes no host of its own."""
 
     def grouped(name: str, group: str, count: int, cap: str = "l4") -> ServiceInput:
         note = AllocationNote(1, 1, shared_failure="-", isolation_group=group)
@@ -171,6 +171,7 @@ def test_on_one_gpu_hosts_isolation_groups_are_bounded_each_on_its_own_hosts() -
 
     apart = plan([L4], [grouped("x", "gx", 3), grouped("y", "gy", 3)]).capacity("l4")
     assert (apart.instance_count, apart.instance_lower_bound, apart.optimal) == (4, 4, True)
+    assert apart.gpu_lower_bound == 4  # each of those hosts uses its one GPU
     riding = plan([L4], [grouped("x", "gx", 3), grouped("y", "gy", 3), svc("z", 1, cpu=128)]).capacity("l4")
     assert riding.instance_count == 4 and riding.instance_lower_bound <= 4
     shared = plan([L40S], [grouped("x", "gx", 3, "l40s"), grouped("y", "gy", 3, "l40s")])  # four GPUs: one host

@@ -56,6 +56,8 @@ def _plan_capacity(
         )
     gpu_lb, host_lb = lower_bounds(capacity, fitting, lp_bound)
     host_lb = max(host_lb, partition_hosts)
+    if capacity.gpus_per_instance == 1 and all(s.clients or s.whole_gpus for s, _ in fitting):
+        gpu_lb = max(gpu_lb, host_lb)  # every host in use holds a task of its one GPU
     whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
     return CapacityPlan(
         capacity=capacity,
