@@ -32,12 +32,16 @@ def test_gpus_filled_to_their_clients_and_within_their_memory() -> None:
     _holds(solution, sizes, clients, demand)
 
 
-def test_no_packing_where_none_exists_or_the_model_is_too_large() -> None:
+def test_no_packing_where_none_exists_the_clients_cannot_bind_or_the_model_is_too_large() -> None:
     assert gpu_milp.fill([15000], [1], [3], 22307, 48, 1) is None  # 45,000 MiB on one GPU
     assert gpu_milp.fill([256], [1], [49], 22307, 48, 1) is None  # 49 clients on one GPU
     assert gpu_milp.fill([256], [1], [10], 22307, 48, 0) is None
-    many = list(range(256, 256 * 41, 256))  # 40 sizes on 51 GPUs: past MILP_CELLS, not built
-    assert gpu_milp.fill(many, [1] * 40, [1] * 40, 22307, 48, 51) is None
+    assert gpu_milp.fill([4096], [1], [5], 22307, 48, 1) is None  # 5 clients, 0.9 GPUs of memory: clients do not bind
+    assert gpu_milp.fill([4096], [5], [5], 22307, 48, 1) is not None  # 25 clients: they may
+    many = list(range(256, 256 * 21, 256))  # 20 sizes, a task of 40 clients each: a GPU a task
+    within = gpu_milp.MILP_CELLS // 20
+    assert gpu_milp.fill(many, [40] * 20, [1] * 20, 22307, 48, within + 1) is None  # past MILP_CELLS
+    assert gpu_milp.fill(many, [40] * 20, [1] * 20, 22307, 48, within) is not None
 
 
 def test_the_plan_holds_a_fleet_of_small_tasks_on_the_gpus_their_clients_need(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,8 +6,9 @@ memory, a packing on as few GPUs as the clients allow may need every GPU filled 
 memory at once, which neither model's rounding finds (``shaped_fleets.py clients`` seed 943 at 1,000 tasks: 2,304
 clients, 48 GPUs' worth, on eight L4s a host; the planner had 49 GPUs, seven hosts). This asks whether ``gpus`` GPUs
 hold the tasks: a count of each (size, clients) on each GPU, each GPU within its memory and its clients, each count
-met. Only where the model is small (MILP_CELLS GPUs times sizes), within MILP_NODES branch-and-bound nodes: counted,
-not timed, so the plan is the same on every machine (docs/planning.md)."""
+met. Only where the clients can bind (they need at least CLIENTS_BIND of the GPUs the memory needs, as for the
+host-level LP's knapsacks) and the model is small (MILP_CELLS GPUs times sizes), within MILP_NODES branch-and-bound
+nodes: counted, not timed, so the plan is the same on every machine (docs/planning.md)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from collections import Counter
 
 from .cutting_stock import Solution
 
-MILP_CELLS = 2_000  # GPUs times sizes above which the model is not built
-MILP_NODES = 500  # branch-and-bound nodes HiGHS may spend looking for a packing
+MILP_CELLS = 1_000  # GPUs times sizes above which the model is not built
+MILP_NODES = 50  # branch-and-bound nodes HiGHS may spend looking for a packing
 
 
 def fill(
@@ -24,10 +25,15 @@ def fill(
 ) -> Solution | None:
     """``demand`` tasks of each of ``sizes`` (MiB) and ``clients`` on ``gpus`` GPUs of ``capacity`` MiB and
     ``max_clients`` clients: the GPUs' contents as patterns (copies of each size) with how many GPUs hold each, and
-    ``gpus`` as the bound; None where the model is too large, or HiGHS finds no packing within its nodes (there may
-    still be one)."""
+    ``gpus`` as the bound; None where the clients cannot bind, the model is too large, or HiGHS finds no packing
+    within its nodes (there may still be one)."""
+    from .host_lp.model import CLIENTS_BIND
+
     if gpus <= 0 or not sizes or gpus * len(sizes) > MILP_CELLS:
         return None
+    memory = sum(s * d for s, d in zip(sizes, demand, strict=True)) / capacity
+    if sum(c * d for c, d in zip(clients, demand, strict=True)) / max_clients < CLIENTS_BIND * memory:
+        return None  # the clients cannot bind: the arc-flow model is exact over what can
     import highspy
     import numpy as np
 
