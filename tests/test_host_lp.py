@@ -103,6 +103,16 @@ _MIXED = [
     host_lp.Item("f", "g2", 20000, 1, 0, 512, 2000, 0, 50),
 ]
 _MIXED_HOST = host_lp.HostSpec(4, 22000, 49152, 184000, 7)
+# The same host, and items whose MPS clients fill a GPU before its memory does (six to sixteen clients a task, in two
+# isolation groups and the common one)
+_CLIENT_BOUND = [
+    host_lp.Item("s", "g1", 1024, 8, 0, 256, 512, 0, 50),
+    host_lp.Item("t", "g1", 2048, 6, 0, 256, 512, 0, 50),
+    host_lp.Item("u", "g2", 512, 12, 0, 128, 256, 0, 50),
+    host_lp.Item("v", "", 256, 16, 0, 128, 256, 0, 50),
+    host_lp.Item("w", "", 6000, 7, 0, 512, 1024, 1, 50),
+    host_lp.Item("x", "g2", 3000, 9, 0, 256, 512, 0, 50),
+]
 
 
 @settings(max_examples=200, deadline=None)
@@ -114,19 +124,31 @@ _MIXED_HOST = host_lp.HostSpec(4, 22000, 49152, 184000, 7)
 def test_a_builders_fill_places_what_adding_each_item_in_turn_places(
     order: list[int], most: list[int], before: list[tuple[int, int]]
 ) -> None:
-    """``fill`` passes over an item whose task the CPU or memory left cannot take without calling ``add``: the hosts it
-    builds are those of ``add`` called for every item, on hosts empty, part full and full."""
+    """``fill`` passes over an item whose task the CPU or memory left, or no GPU by its room, clients and group, cannot
+    take without calling ``add``: the hosts it builds are those of ``add`` called for every item, on hosts empty, part
+    full and full, with GPUs filled by memory and by MPS clients."""
     from ecs_gpu_sharing.core.host_lp.patterns import _Builder
 
-    filled, added = _Builder(_MIXED, _MIXED_HOST), _Builder(_MIXED, _MIXED_HOST)
-    for i, k in before:
-        filled.add(i, k)
-        added.add(i, k)
-    filled.fill(order, most)
-    for i in order:
-        added.add(i, most[i] - added.counts[i])
-    assert filled.pattern() == added.pattern()
-    assert (filled.cpu, filled.mem, filled.enis) == (added.cpu, added.mem, added.enis)
+    for items in (_MIXED, _CLIENT_BOUND):
+        filled, added = _Builder(items, _MIXED_HOST), _Builder(items, _MIXED_HOST)
+        for i, k in before:
+            filled.add(i, k)
+            added.add(i, k)
+        filled.fill(order, most)
+        for i in order:
+            added.add(i, most[i] - added.counts[i])
+        assert filled.pattern() == added.pattern()
+        assert (filled.cpu, filled.mem, filled.enis) == (added.cpu, added.mem, added.enis)
+
+
+def test_a_builders_fill_takes_a_task_into_the_last_clients_of_a_gpu_and_none_past_them() -> None:
+    """Five tasks of eight clients leave a GPU eight: the sixth fits exactly, a seventh nowhere (memory to spare)."""
+    from ecs_gpu_sharing.core.host_lp.patterns import _Builder
+
+    b = _Builder(_CLIENT_BOUND, host_lp.HostSpec(1, 22000, 49152, 184000, 7))
+    b.add(0, 5)
+    b.fill([0], [7] + [0] * 5)
+    assert b.counts[0] == 6 and b.clients == [0]
 
 
 def _best_fit_by_sorting(b: Any, i: int, most: int, only: int | None) -> None:
