@@ -203,3 +203,29 @@ def test_a_fleet_of_more_sizes_than_the_staged_plan_prices_is_proved_optimal_by_
     monkeypatch.setattr(packing, "_many_sizes_bound", lambda *args: 0)
     result = plan([fleet.capacity], fleet.services)
     assert (result.instances, result.instance_lower_bound) == (1017, 1003)
+
+
+def test_the_lp_for_the_bound_is_not_begun_where_a_packing_in_hand_fills_no_more_gpus_than_the_bound_hosts_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The GPU LP over many sizes is asked for its bound only where that bound could lift the hosts' above ``known``;
+    its value never passes the GPUs a packing fills, so where the staged packing fills no more than ``known`` hosts'
+    GPUs it is not solved. Forty sizes on four-GPU hosts, a staged way of three GPUs: one known host (four GPUs)
+    spares it, none does not; a way of four GPUs is spared by one host too."""
+    from ecs_gpu_sharing.core.capacity_facts import host_facts
+    from ecs_gpu_sharing.core.plan_inputs import capacity_input
+    from ecs_gpu_sharing.core.planner import GpuLoad, ServiceInput, packing
+    from ecs_gpu_sharing.core.planner.exact_gpus import Stage, Staged
+    from ecs_gpu_sharing.core.planner.gpus import Item
+    from ecs_gpu_sharing.core.shape import TaskShape
+
+    capacity = capacity_input("l40s", host_facts(["g6e.12xlarge"]))
+    group = [(ServiceInput(f"s{i}", "l40s", TaskShape(128, 256, (256 * i,)), 1), 1) for i in range(1, 41)]
+    items = [Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n) for s, n in group]
+    staged = Staged([Stage(items, 0, [[(GpuLoad(), 0, 0, 3)]])], [], {})
+    solved = []
+    monkeypatch.setattr(packing, "lp_solution", lambda *args, **kw: solved.append(kw["needless"]))
+    assert packing._many_sizes_bound(capacity, [group], 1, staged) == 0 and solved == []
+    assert packing._many_sizes_bound(capacity, [group], 0, staged) == 0 and solved == [0]
+    full = Staged([Stage(items, 0, [[(GpuLoad(), 0, 0, 4)]])], [], {})  # four GPUs: what one host holds, no more
+    assert packing._many_sizes_bound(capacity, [group], 1, full) == 0 and solved == [0]

@@ -44,7 +44,7 @@ def exact_gpus(
     arc-flow LP's. Runs only where the GPUs could lower the hosts: more than one GPU a host, and the fewest GPUs any
     way used would fill more hosts than ``host_bound``. Groups already at the LP's bound keep their last way."""
     gpus = capacity.gpus_per_instance
-    fewest = sum(min(_count(way) for way in stage.ways) for stage in staged.stages)
+    fewest = sum(min(way_gpus(way) for way in stage.ways) for stage in staged.stages)
     fewest += sum(len(u.gpus) * u.count for u in staged.others)
     if gpus == 1 or not staged.stages or math.ceil(fewest / gpus) <= host_bound:
         return best, gpu_bound
@@ -52,15 +52,15 @@ def exact_gpus(
     bounds = 0  # the groups' bounds on their MPS GPUs, as the bound the caller has is (both hold; the larger is kept)
     for stage in staged.stages:
         way, bound = stage.ways[-1], stage.lp_bound
-        if min(_count(w) for w in stage.ways) > stage.lp_bound:
+        if min(way_gpus(w) for w in stage.ways) > stage.lp_bound:
             exact = lp_solution(stage.items, capacity, exact=True)
             if exact is not None:
                 bound = max(bound, exact.bound)
                 packed = pack_gpus_lp(stage.items, capacity, exact) if exact.patterns else None
                 way = packed if packed is not None else way
-            filled = milp_solution(stage.items, capacity, bound) if _count(way) > bound else None
+            filled = milp_solution(stage.items, capacity, bound) if way_gpus(way) > bound else None
             packed = pack_gpus_lp(stage.items, capacity, filled) if filled is not None else None
-            way = packed if packed is not None and _count(packed) < _count(way) else way
+            way = packed if packed is not None and way_gpus(packed) < way_gpus(way) else way
         chosen.append(way)
         bounds += bound
     gpu_bound = max(gpu_bound, bounds)
@@ -81,5 +81,6 @@ def gpu_units(ways: list[Way], enis: dict[str, int]) -> list[Unit]:
     ]
 
 
-def _count(way: Way) -> int:
+def way_gpus(way: Way) -> int:
+    """The GPUs a GPU stage's way fills."""
     return sum(count for _, _, _, count in way)
