@@ -337,3 +337,26 @@ def test_a_bucket_name_another_account_holds_is_taken() -> None:
         stub.add_client_error("head_bucket", "404", "Not Found", 404, expected_params={"Bucket": "free-name"})
         assert names_taken._exists(s3, "AWS::S3::Bucket", "shared-name") is True
         assert names_taken._exists(s3, "AWS::S3::Bucket", "free-name") is False
+
+
+def test_every_type_named_before_deploy_has_its_word_and_a_service_whose_model_has_its_lookup() -> None:
+    """``stacks names`` looks up each type of ``core.outside_names.NAME_PROPERTIES``: a type added there without its
+    entry in ``names_taken.KINDS`` would fail at run time, and one looked up in a service whose API has no such call
+    would fail in a real account (botocore's own service models)."""
+    import botocore.session
+
+    from ecs_gpu_sharing.core.outside_names import NAME_PROPERTIES
+
+    assert set(names_taken.KINDS) == set(NAME_PROPERTIES)
+    lookups = {
+        "AWS::Logs::LogGroup": "DescribeLogGroups",
+        "AWS::IAM::Role": "GetRole",
+        "AWS::IAM::InstanceProfile": "GetInstanceProfile",
+        "AWS::S3::Bucket": "HeadBucket",
+        "AWS::ECR::Repository": "DescribeRepositories",
+        "AWS::SecretsManager::Secret": "DescribeSecret",
+    }
+    session = botocore.session.get_session()
+    for kind, entry in names_taken.KINDS.items():
+        assert entry.word and entry.why.startswith(" (")
+        assert lookups[kind] in session.get_service_model(entry.service).operation_names, kind

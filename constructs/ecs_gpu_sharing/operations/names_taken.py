@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.outside_names import NAME_PROPERTIES, names_made
 from .assembly import assembly_stacks, with_nested_stacks
@@ -28,27 +28,24 @@ from .namespace_zone import NamespaceZone
 from .namespace_zone import check_assembly as namespaces_in_vpcs
 from .stack_references import stack_pseudo_parameters
 
-KINDS = {  # a type of core.outside_names.NAME_PROPERTIES -> its word, and why a name of it is found taken
-    "AWS::Logs::LogGroup": (
-        "log group",
-        " (one kept from an earlier deploy: CDK keeps log groups when their stack goes)",
+
+class Kind(NamedTuple):
+    word: str  # what the lines call it
+    why: str  # why a name of it is found taken
+    service: str  # the AWS service it is looked up in
+
+
+KINDS = {  # each type of core.outside_names.NAME_PROPERTIES
+    "AWS::Logs::LogGroup": Kind(
+        "log group", " (one kept from an earlier deploy: CDK keeps log groups when their stack goes)", "logs"
     ),
-    "AWS::IAM::Role": ("role", " (IAM's names are the account's, in every region)"),
-    "AWS::IAM::InstanceProfile": ("instance profile", " (IAM's names are the account's, in every region)"),
-    "AWS::S3::Bucket": ("bucket", " (a bucket's name is every account's: this one or another holds it)"),
-    "AWS::ECR::Repository": ("repository", " (CDK keeps repositories when their stack goes)"),
-    "AWS::SecretsManager::Secret": (
-        "secret",
-        " (a secret deleted keeps its name until its recovery window ends: up to 30 days)",
+    "AWS::IAM::Role": Kind("role", " (IAM's names are the account's, in every region)", "iam"),
+    "AWS::IAM::InstanceProfile": Kind("instance profile", " (IAM's names are the account's, in every region)", "iam"),
+    "AWS::S3::Bucket": Kind("bucket", " (a bucket's name is every account's: this one or another holds it)", "s3"),
+    "AWS::ECR::Repository": Kind("repository", " (CDK keeps repositories when their stack goes)", "ecr"),
+    "AWS::SecretsManager::Secret": Kind(
+        "secret", " (a secret deleted keeps its name until its recovery window ends: up to 30 days)", "secretsmanager"
     ),
-}
-CLIENT = {  # the service each kind is looked up in
-    "AWS::Logs::LogGroup": "logs",
-    "AWS::IAM::Role": "iam",
-    "AWS::IAM::InstanceProfile": "iam",
-    "AWS::S3::Bucket": "s3",
-    "AWS::ECR::Repository": "ecr",
-    "AWS::SecretsManager::Secret": "secretsmanager",
 }
 
 
@@ -65,7 +62,7 @@ class NameTaken:
     def problem(self) -> str | None:
         if not self.taken:
             return None
-        word, why = KINDS[self.kind]
+        word, why, _ = KINDS[self.kind]
         return (
             f"{self.owner}: the {word} {self.name!r} exists in {self.region} outside the stack{why}: CloudFormation "
             f"would refuse to create it and roll the stack back; delete it if it is not needed, or give the {word} "
@@ -74,12 +71,12 @@ class NameTaken:
 
     def line(self) -> str:
         state = "taken" if self.taken else "the deployed stack's own" if self.own else "free"
-        return f"{self.owner}: {KINDS[self.kind][0]} {self.name}: {state} in {self.region}"
+        return f"{self.owner}: {KINDS[self.kind].word} {self.name}: {state} in {self.region}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "resource": self.owner,
-            "kind": KINDS[self.kind][0],
+            "kind": KINDS[self.kind].word,
             "name": self.name,
             "region": self.region,
             "problem": self.problem,
@@ -100,8 +97,8 @@ def check_assembly(clients: Clients, cdk_out: Path, region: str | None) -> list[
         at = where.get(made.stack)
         cloudformation = clients("cloudformation", at)
         shown = cloudformation.meta.region_name  # the stack's region (IAM's and S3's clients are the partition's)
-        with aws_errors(f"{shown}: looking up the {KINDS[made.kind][0]} {made.name}"):
-            exists = _exists(clients(CLIENT[made.kind], at), made.kind, made.name)
+        with aws_errors(f"{shown}: looking up the {KINDS[made.kind].word} {made.name}"):
+            exists = _exists(clients(KINDS[made.kind].service, at), made.kind, made.name)
         own = False
         if exists:
             with aws_errors(f"{shown}: reading the deployed stack {made.stack}"):
