@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .cutting_stock import Solution
+from .host_lp.model import CLIENTS_BIND
 
 MILP_CELLS = 1_000  # GPUs times sizes above which the model is not built
 MILP_NODES = 50  # branch-and-bound nodes HiGHS may spend looking for a packing
@@ -27,8 +28,6 @@ def fill(
     ``max_clients`` clients: the GPUs' contents as patterns (copies of each size) with how many GPUs hold each, and
     ``gpus`` as the bound; None where the clients cannot bind, the model is too large, or HiGHS finds no packing
     within its nodes (there may still be one)."""
-    from .host_lp.model import CLIENTS_BIND
-
     if gpus <= 0 or not sizes or gpus * len(sizes) > MILP_CELLS:
         return None
     memory = sum(s * d for s, d in zip(sizes, demand, strict=True)) / capacity
