@@ -146,9 +146,38 @@ def test_the_array_knapsack_is_the_pure_one(items: list[tuple[int, int, float]],
     """Past PURE_SIZES sizes the pricing knapsack runs a piece's pass as one array operation: the same value and the
     same pattern as the pure-Python passes, ties and values of no worth included."""
     sizes, caps, values = ([item[k] for item in items] for k in range(3))
-    assert cutting_stock.bounded_knapsack(sizes, caps, values, room) == cutting_stock._knapsack(
+    assert cutting_stock.bounded_knapsack(sizes, caps, values, room, reduce=False) == cutting_stock._knapsack(
         sizes, caps, values, room
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.floats(-0.2, 1.0)), min_size=1, max_size=14),
+    st.integers(1, 160),
+)
+def test_copies_cut_by_the_lp_bound_leave_the_knapsack_its_best(items: list[tuple[int, int, float]], room: int) -> None:
+    """Each item's copies cut to those whose LP bound still reaches the greedy's knapsack (``most_copies``): the same
+    best value as the pure-Python passes over every copy, on a pattern that fits and is worth it."""
+    sizes, caps, values = ([item[k] for item in items] for k in range(3))
+    value, pattern = cutting_stock.bounded_knapsack(sizes, caps, values, room)
+    best, _ = cutting_stock._knapsack(sizes, caps, values, room)
+    assert value == pytest.approx(best, rel=1e-9, abs=1e-9)
+    assert all(0 <= k <= c for k, c in zip(pattern, caps, strict=True))
+    assert sum(k * s for k, s in zip(pattern, sizes, strict=True)) <= room
+    assert sum(k * v for k, v in zip(pattern, values, strict=True)) == pytest.approx(value, rel=1e-9, abs=1e-9)
+
+
+def test_copies_that_cannot_reach_the_greedys_worth_are_not_offered() -> None:
+    """Items of size 10 worth 1.0, 0.5 and 0.95 a copy, and one of no worth. On a room of 100 the greedy fills it with
+    the first (10.0); a copy of either other leaves 90 to the LP, worth 9.0 at most, so 9.5 and 9.95 cannot reach it:
+    none is offered; the item of no worth keeps its cap (its pieces are dropped anyway). On 95 the greedy has 9.0; a
+    copy of the second leaves 85 (8.5 at most): 9.0 reaches it, two (1.0 + 7.5) do not; the third keeps the nine copies
+    the room takes (8.55 + 0.5). Where every item is worth the same a unit, each keeps the copies the room takes."""
+    sizes, values = [10, 10, 10, 7], [1.0, 0.5, 0.95, -1.0]
+    assert cutting_stock.most_copies(sizes, [10, 10, 10, 4], values, 100) == [10, 0, 0, 4]
+    assert cutting_stock.most_copies(sizes, [10, 10, 10, 4], values, 95) == [9, 1, 9, 4]
+    assert cutting_stock.most_copies([10, 20], [10, 10], [1.0, 2.0], 100) == [10, 5]
 
 
 def test_many_sizes_are_priced_on_request_and_give_a_bound_no_packing_beats() -> None:

@@ -94,12 +94,60 @@ def best_pieces(pieces: list[tuple[int, int, int, float]], room: int) -> tuple[f
     return value, chosen
 
 
-def bounded_knapsack(sizes: list[int], caps: list[int], values: list[float], room: int) -> tuple[float, list[int]]:
-    """The most value within ``room`` of up to ``caps`` copies of each item, and the copies: each item split in
-    pieces of 1, 2, 4, ... copies (binary splitting), less those that change nothing (no worth, or larger than the
-    room), then ``best_pieces``. Over the same pieces this is ``_knapsack``'s value and pattern (a hypothesis test),
-    for many sizes, where the pure-Python passes cost a tenth of a second a knapsack; the host-level LP's knapsacks
-    call it too."""
+def most_copies(sizes: list[int], caps: list[int], values: list[float], room: int) -> list[int]:
+    """The copies of each item a best knapsack within ``room`` may hold (Dembo and Hammer's reduction): the greedy by
+    value over size gives a knapsack worth ``low``, and a knapsack holding k copies of an item is worth at most k
+    copies' value plus the LP bound over the room they leave (every item's copies fractional, by value over size;
+    concave in k). So copies past the last k whose bound reaches ``low`` are in no best knapsack, and are not offered.
+    Items of no worth or of no size keep their caps, those larger than the room too (the pieces drop them); the rest
+    are cut to the copies the room takes at most. In the host-level LP's greedy the LP's duals leave most items far
+    from the best worth over size: about three pieces in four are cut (docs/planning.md)."""
+    import numpy as np
+
+    live = [i for i, (s, c, v) in enumerate(zip(sizes, caps, values, strict=True)) if v > 0 and c > 0 and 0 < s <= room]
+    out = list(caps)
+    if not live or any(values[i] > 0 and caps[i] > 0 and sizes[i] == 0 for i in range(len(sizes))):
+        return out
+    order = sorted(live, key=lambda i: (-values[i] / sizes[i], i))
+    low, left = 0.0, room
+    for i in order:
+        take = min(caps[i], left // sizes[i])
+        low += take * values[i]
+        left -= take * sizes[i]
+    size = np.array([sizes[i] for i in order], dtype=float)
+    value = np.array([values[i] for i in order])
+    most = np.array([min(caps[i], room // sizes[i]) for i in order], dtype=float)
+    weights = np.concatenate(([0.0], np.cumsum(size * most)))
+    worths = np.concatenate(([0.0], np.cumsum(value * most)))
+
+    def reaches(k: np.ndarray) -> np.ndarray:
+        reached: np.ndarray = k * value + np.interp(room - k * size, weights, worths) >= low - 1e-9 * max(1.0, low)
+        return reached
+
+    # The largest k from 0 (always reaching: the LP bound passes every knapsack) to ``most`` that reaches, by halves.
+    below = np.where(reaches(most), most, 0.0)
+    above = most.copy()
+    while (open_ := above - below > 1).any():
+        mid = np.floor((below + above) / 2)
+        up = reaches(mid)
+        below = np.where(open_ & up, mid, below)
+        above = np.where(open_ & ~up, mid, above)
+    for i, k in zip(order, below.tolist(), strict=True):
+        out[i] = int(k)
+    return out
+
+
+def bounded_knapsack(
+    sizes: list[int], caps: list[int], values: list[float], room: int, *, reduce: bool = True
+) -> tuple[float, list[int]]:
+    """The most value within ``room`` of up to ``caps`` copies of each item, and the copies: with ``reduce``, each
+    item's copies first cut to those a best knapsack may hold (``most_copies``); each item split in pieces of 1, 2, 4,
+    ... copies (binary splitting), less those that change nothing (no worth, or larger than the room), then
+    ``best_pieces``. Without ``reduce``, over the same pieces this is ``_knapsack``'s value and pattern; with it, its
+    value and a pattern worth it (hypothesis tests), for many sizes, where the pure-Python passes cost a tenth of a
+    second a knapsack; the host-level LP's knapsacks call it too."""
+    if reduce:
+        caps = most_copies(sizes, caps, values, room)
     pieces: list[tuple[int, int, int, float]] = []
     for i, (size, cap) in enumerate(zip(sizes, caps, strict=True)):
         pieces.extend(
