@@ -94,14 +94,23 @@ def best_pieces(pieces: list[tuple[int, int, int, float]], room: int) -> tuple[f
     return value, chosen
 
 
-def most_copies(sizes: list[int], caps: list[int], values: list[float], room: int) -> list[int]:
+def most_copies(
+    sizes: list[int],
+    caps: list[int],
+    values: list[float],
+    room: int,
+    clients: list[int] | None = None,
+    max_clients: int = 0,
+) -> list[int]:
     """The copies of each item a best knapsack within ``room`` may hold (Dembo and Hammer's reduction): the greedy by
     value over size gives a knapsack worth ``low``, and a knapsack holding k copies of an item is worth at most k
     copies' value plus the LP bound over the room they leave (every item's copies fractional, by value over size;
     concave in k). So copies past the last k whose bound reaches ``low`` are in no best knapsack, and are not offered.
     Items of no worth or of no size keep their caps, those larger than the room too (the pieces drop them); the rest
-    are cut to the copies the room takes at most. In the host-level LP's greedy the LP's duals leave most items far
-    from the best worth over size: about three pieces in four are cut (docs/planning.md)."""
+    are cut to the copies the room takes at most. With ``clients``, each copy also takes that many of ``max_clients``:
+    the greedy keeps to them too, and the bound, over the room alone, still holds. In the host-level LP's greedy the
+    LP's duals leave most items far from the best worth over size: about three pieces in four are cut
+    (docs/planning.md)."""
     import numpy as np
 
     live = [i for i, (s, c, v) in enumerate(zip(sizes, caps, values, strict=True)) if v > 0 and c > 0 and 0 < s <= room]
@@ -109,9 +118,12 @@ def most_copies(sizes: list[int], caps: list[int], values: list[float], room: in
     if not live or any(values[i] > 0 and caps[i] > 0 and sizes[i] == 0 for i in range(len(sizes))):
         return out
     order = sorted(live, key=lambda i: (-values[i] / sizes[i], i))
-    low, left = 0.0, room
+    low, left, free = 0.0, room, max_clients
     for i in order:
         take = min(caps[i], left // sizes[i])
+        if clients is not None and clients[i]:
+            take = min(take, free // clients[i])
+            free -= take * clients[i]
         low += take * values[i]
         left -= take * sizes[i]
     size = np.array([sizes[i] for i in order], dtype=float)
@@ -166,10 +178,12 @@ def knapsack_with_clients(
     sizes: list[int], clients: list[int], caps: list[int], values: list[float], room: int, max_clients: int
 ) -> tuple[float, list[int]]:
     """``bounded_knapsack`` with a second room: each copy also takes ``clients`` of ``max_clients`` (a GPU's MPS
-    clients). The same binary splitting; each piece's pass is one array operation over a table of clients by room,
+    clients), each item's copies first cut to those a best knapsack may hold (``most_copies``, its greedy within the
+    clients too). The same binary splitting; each piece's pass is one array operation over a table of clients by room,
     from the largest of both down, so a piece is taken once. The most value, and the copies of each item."""
     import numpy as np
 
+    caps = most_copies(sizes, caps, values, room, clients, max_clients)
     pieces: list[tuple[int, int, int, int, float]] = []
     for i, (size, client, cap) in enumerate(zip(sizes, clients, caps, strict=True)):
         pieces.extend(
