@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -258,3 +259,20 @@ def test_the_lp_for_the_bound_is_not_begun_where_a_packing_in_hand_fills_no_more
     assert packing._many_sizes_bound(capacity, [group], 0, staged) == 0 and solved == [0]
     full = Staged([Stage(items, 0, [[(GpuLoad(), 0, 0, 4)]])], [], {})  # four GPUs: what one host holds, no more
     assert packing._many_sizes_bound(capacity, [group], 1, full) == 0 and solved == [0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 24), st.integers(0, 60), st.randoms(use_true_random=False))
+def test_the_cover_lp_on_numpy_is_the_lists_to_the_bit(sizes: int, extra: int, rng: random.Random) -> None:
+    """Past ARRAY_CELLS cells the cover LP's simplex pivots a numpy table: the same pivots, the same arithmetic, so
+    the same primal and dual solutions to the bit as the lists (degenerate ties included: counts of a few values)."""
+    demand = [rng.randint(1, 40) for _ in range(sizes)]
+    columns = [[rng.randint(1, 6) if k == i else 0 for k in range(sizes)] for i in range(sizes)]
+    columns += [[rng.choice((0, 0, 0, 1, 2, 3)) for _ in range(sizes)] for _ in range(extra)]
+    columns = [c for c in columns if any(c)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cutting_stock, "ARRAY_CELLS", 10**9)
+        by_lists = cutting_stock._cover_lp_simplex(columns, demand)
+        patch.setattr(cutting_stock, "ARRAY_CELLS", 0)
+        by_arrays = cutting_stock._cover_lp_simplex(columns, demand)
+    assert by_arrays == by_lists
