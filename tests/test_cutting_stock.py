@@ -169,6 +169,21 @@ def test_copies_cut_by_the_lp_bound_leave_the_knapsack_its_best(items: list[tupl
     assert sum(k * v for k, v in zip(pattern, values, strict=True)) == pytest.approx(value, rel=1e-9, abs=1e-9)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.floats(-0.2, 1.0)), min_size=1, max_size=14),
+    st.integers(1, 160),
+)
+def test_every_copy_weighed_or_halved_cuts_the_same(items: list[tuple[int, int, float]], room: int) -> None:
+    """``most_copies`` weighs every copy of every item at once up to EVERY_COPY copies, and halves each item's range
+    past them: the same cut either way (the bound is concave in the copies)."""
+    sizes, caps, values = ([item[k] for item in items] for k in range(3))
+    every = cutting_stock.most_copies(sizes, caps, values, room)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cutting_stock, "EVERY_COPY", 0)
+        assert cutting_stock.most_copies(sizes, caps, values, room) == every
+
+
 def test_copies_that_cannot_reach_the_greedys_worth_are_not_offered() -> None:
     """Items of size 10 worth 1.0, 0.5 and 0.95 a copy, and one of no worth. On a room of 100 the greedy fills it with
     the first (10.0); a copy of either other leaves 90 to the LP, worth 9.0 at most, so 9.5 and 9.95 cannot reach it:

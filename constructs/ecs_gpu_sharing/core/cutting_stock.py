@@ -16,7 +16,7 @@ them (one model kept between rounds past 32).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ MAX_UNITS = 4096  # GPU memory in units of the sizes' gcd above which the knapsa
 MAX_SIZES = 32  # distinct task sizes above which the dense simplex is too slow in Python; the LP is skipped
 PURE_SIZES = 24  # distinct task sizes above which the LP is solved by HiGHS, not the pure-Python simplex
 MAX_ROUNDS = 80  # column generation rounds; the bound stays valid when it stops early
+EVERY_COPY = 20_000  # copies in all past which most_copies halves each item's range, not weighing every k
 ARRAY_CELLS = 2000  # cells of the cover LP's dense table past which its simplex runs on numpy (the same results)
 MANY_SIZES = 400  # distinct task sizes at most where the caller asks for many (the planner: for the bound alone)
 ROUNDS_PER_SIZE = 3  # column generation rounds a size, past MAX_SIZES
@@ -117,11 +118,17 @@ def most_copies(
     (docs/planning.md)."""
     import numpy as np
 
-    live = [i for i, (s, c, v) in enumerate(zip(sizes, caps, values, strict=True)) if v > 0 and c > 0 and 0 < s <= room]
     out = list(caps)
-    if not live or any(values[i] > 0 and caps[i] > 0 and sizes[i] == 0 for i in range(len(sizes))):
+    live = []
+    for i, (s, c, v) in enumerate(zip(sizes, caps, values, strict=True)):
+        if v > 0 and c > 0:
+            if s == 0:
+                return out
+            if s <= room:
+                live.append(i)
+    if not live:
         return out
-    order = sorted(live, key=lambda i: (-values[i] / sizes[i], i))
+    order = sorted(live, key=lambda i: -values[i] / sizes[i])  # a stable sort: ties by index
     low, left, free = 0.0, room, max_clients
     for i in order:
         take = min(caps[i], left // sizes[i])
@@ -132,15 +139,32 @@ def most_copies(
         left -= take * sizes[i]
     size = np.array([sizes[i] for i in order], dtype=float)
     value = np.array([values[i] for i in order])
-    most = np.array([min(caps[i], room // sizes[i]) for i in order], dtype=float)
+    copies = [min(caps[i], room // sizes[i]) for i in order]
+    most = np.array(copies, dtype=float)
     weights = np.concatenate(([0.0], np.cumsum(size * most)))
     worths = np.concatenate(([0.0], np.cumsum(value * most)))
+    least = low - 1e-9 * max(1.0, low)
+    if sum(copies) <= EVERY_COPY:
+        # Every k of every item at once, the largest that reaches kept (a few array calls where halving took a dozen
+        # rounds of them): k runs from 0 to ``most`` per item, laid end to end.
+        runs = np.array(copies) + 1
+        starts = np.cumsum(runs) - runs
+        item = np.repeat(np.arange(len(copies)), runs)
+        k = np.arange(int(runs.sum())) - starts[item]
+        reached = k * value[item] + np.interp(room - k * size[item], weights, worths) >= least
+        below = np.maximum.reduceat(np.where(reached, k, 0), starts)
+    else:
+        below = _halved(most, lambda k: k * value + np.interp(room - k * size, weights, worths) >= least)
+    for i, k in zip(order, below.tolist(), strict=True):
+        out[i] = int(k)
+    return out
 
-    def reaches(k: np.ndarray) -> np.ndarray:
-        reached: np.ndarray = k * value + np.interp(room - k * size, weights, worths) >= low - 1e-9 * max(1.0, low)
-        return reached
 
-    # The largest k from 0 (always reaching: the LP bound passes every knapsack) to ``most`` that reaches, by halves.
+def _halved(most: Any, reaches: Callable[[Any], Any]) -> Any:
+    """Per item, the largest k from 0 (which always reaches: the LP bound passes every knapsack) to ``most`` that
+    ``reaches``, by halves (it reaches up to a k and not past it: the bound is concave in k)."""
+    import numpy as np
+
     below = np.where(reaches(most), most, 0.0)
     above = most.copy()
     while (open_ := above - below > 1).any():
@@ -148,9 +172,7 @@ def most_copies(
         up = reaches(mid)
         below = np.where(open_ & up, mid, below)
         above = np.where(open_ & ~up, mid, above)
-    for i, k in zip(order, below.tolist(), strict=True):
-        out[i] = int(k)
-    return out
+    return below
 
 
 def bounded_knapsack(
