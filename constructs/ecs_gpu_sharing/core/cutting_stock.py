@@ -111,11 +111,11 @@ def most_copies(
     value over size gives a knapsack worth ``low``, and a knapsack holding k copies of an item is worth at most k
     copies' value plus the LP bound over the room they leave (every item's copies fractional, by value over size;
     concave in k). So copies past the last k whose bound reaches ``low`` are in no best knapsack, and are not offered.
-    Items of no worth or of no size keep their caps, those larger than the room too (the pieces drop them); the rest
-    are cut to the copies the room takes at most. With ``clients``, each copy also takes that many of ``max_clients``:
-    the greedy keeps to them too, and the bound, over the room alone, still holds. In the host-level LP's greedy the
-    LP's duals leave most items far from the best worth over size: about three pieces in four are cut
-    (docs/planning.md)."""
+    Items of no worth keep their caps, those larger than the room too (the pieces drop them), and where an item of
+    worth takes no room (its copies free) no copy is cut; the rest are cut to the copies the room takes at most.
+    With ``clients``, each copy also takes that many of ``max_clients``: the greedy keeps to them too, and the bound,
+    over the room alone, still holds. In the host-level LP's greedy the LP's duals leave most items far from the best
+    worth over size: about three pieces in four are cut (docs/planning.md)."""
     import numpy as np
 
     out = list(caps)
