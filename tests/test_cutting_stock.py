@@ -291,3 +291,19 @@ def test_the_cover_lp_on_numpy_is_the_lists_to_the_bit(sizes: int, extra: int, r
         patch.setattr(cutting_stock, "ARRAY_CELLS", 0)
         by_arrays = cutting_stock._cover_lp_simplex(columns, demand)
     assert by_arrays == by_lists
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 60), st.integers(1, 6), st.integers(0, 40)), min_size=1, max_size=10),
+    st.integers(1, 400),
+    st.integers(1, 48),
+)
+def test_the_clients_bind_where_the_most_clients_a_gpus_memory_holds_pass_its_limit(
+    items: list[tuple[int, int, int]], units: int, max_clients: int
+) -> None:
+    """``clients_bind`` is the knapsack that puts the most clients in a GPU's memory, asked whether it passes the
+    limit: the same answer, by the least memory that holds one client more than the limit."""
+    weights, clients, caps = ([item[k] for item in items] for k in range(3))
+    most, _ = cutting_stock._knapsack(weights, caps, [float(c) for c in clients], units)
+    assert cutting_stock.clients_bind(weights, clients, caps, units, max_clients) == (most > max_clients + 1e-9)
