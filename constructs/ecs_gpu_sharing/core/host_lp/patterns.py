@@ -164,7 +164,8 @@ def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> li
     """Items with a positive price, by price over their weight, one order per way of weighing the host's resources:
     each resource alone, all summed, each by how much of it the fleet needs, and the largest share."""
     live = [i for i, d in enumerate(duals) if d > 1e-9]
-    return [sorted(live, key=lambda i: (-duals[i] / weight[i], i)) for weight in _fixed(items, host).weights]
+    # Stable sorts of ``live`` (ascending): ties keep the index order, as a key of (price over weight, index) would
+    return [sorted(live, key=lambda i: -duals[i] / weight[i]) for weight in _fixed(items, host).weights]
 
 
 def largest_first(items: Sequence[Item]) -> tuple[int, ...]:
@@ -191,7 +192,7 @@ def _variants(
     dominant share of the host (largest first), each laid out afresh. An exact pricing's pattern and its neighbours
     are often all worth more than a host; adding them together saves rounds."""
     dominant = _fixed(items, host).dominant
-    order = sorted((i for i, d in enumerate(duals) if d > 1e-9), key=lambda i: (-duals[i] / dominant[i], i))
+    order = sorted((i for i, d in enumerate(duals) if d > 1e-9), key=lambda i: -duals[i] / dominant[i])  # stable
     held = [i for i in largest_first(items) if p.counts[i]]
     found = []
     for out in (i for i, a in enumerate(p.counts) if a):
@@ -288,10 +289,10 @@ def _candidates(
     fixed = _fixed(items, host)
     use = fixed.use
     weight = [sum(p * u for p, u in zip(prices, row, strict=True)) for row in use]
-    priced = sorted(live, key=lambda i: (-duals[i] / max(weight[i], 1e-12), i))
+    priced = sorted(live, key=lambda i: -duals[i] / max(weight[i], 1e-12))  # stable: ties by index
     found = [_build(items, host, order, caps) for order in [*_orders(items, host, duals), priced]]
     b = _Builder(items, host)
-    for i in sorted(live, key=lambda i: (-(counts[i] - math.floor(counts[i] + 1e-9)), i)):
+    for i in sorted(live, key=lambda i: -(counts[i] - math.floor(counts[i] + 1e-9))):  # stable: ties by index
         if counts[i] >= 1 - 1e-9:
             b.add(i, min(caps[i], math.floor(counts[i] + 1e-9)))
     b.fill(priced, caps)
@@ -320,8 +321,9 @@ def _candidates(
             clients=[fixed.clients[i] for i in chosen] if row == 0 and fixed.clients else None,
         )
         b = _Builder(items, host)
+        largest = sorted(range(len(chosen)), key=lambda j: -sizes[j])  # stable: ties by index, as chosen ascends
         for g in range(copies):
-            for j in sorted(range(len(chosen)), key=lambda j: (-sizes[j], chosen[j])):
+            for j in largest:
                 i = chosen[j]
                 if contents[j]:
                     b.add(i, min(contents[j], caps[i] - b.counts[i]), only=g if row == 0 else None)
