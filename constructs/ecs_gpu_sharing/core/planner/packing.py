@@ -56,7 +56,7 @@ def _plan_capacity(
         )
     gpu_lb, host_lb = lower_bounds(capacity, fitting, lp_bound)
     host_lb = max(host_lb, partition_hosts)
-    if capacity.gpus_per_instance == 1 and all(s.clients or s.whole_gpus for s, _ in fitting):
+    if _one_gpu_each(capacity.gpus_per_instance, fitting):
         gpu_lb = max(gpu_lb, host_lb)  # every host in use holds a task of its one GPU
     whole_gpu = sum(max(s.whole_gpus, 1 if s.clients else 0) * n for s, n in fitting)
     return CapacityPlan(
@@ -84,9 +84,15 @@ def _partitions(
         by_group.setdefault(s.isolation_group, []).append((s, n))
     alone = [[g] for name, g in sorted(by_group.items()) if any(s.isolate_host for s, _ in g)]
     shared = [g for name, g in sorted(by_group.items()) if not any(s.isolate_host for s, _ in g)]
-    if gpus_per_instance == 1 and all(s.clients or s.whole_gpus for g in shared for s, _ in g):
+    if _one_gpu_each(gpus_per_instance, [pair for g in shared for pair in g]):
         return alone + [[g] for g in shared]
     return alone + ([shared] if shared else [])
+
+
+def _one_gpu_each(gpus_per_instance: int, pairs: Sequence[tuple[ServiceInput, int]]) -> bool:
+    """Whether each host holds one GPU and every task takes a GPU: then a host in use holds a task on its only GPU,
+    and of one isolation group."""
+    return gpus_per_instance == 1 and all(s.shape.uses_gpu for s, _ in pairs)
 
 
 def _pack_partition(
