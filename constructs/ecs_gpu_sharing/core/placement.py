@@ -472,7 +472,7 @@ def place_capacity(
     the capacity for the surge and for the steady fleet, when the caller has them (a large fleet's estimate scales
     them). ``replays`` and ``scaled``: ``replayed``'s and ``scaled_instances``'s answers, when the caller made them
     beside its plans (``rules.assess``)."""
-    mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
+    mine = _running(cap, services)
     total = sum(s.tasks for s in mine)
     found = replayed(cap, mine) if replays is None else replays
     if total <= WHOLE_TASKS:
@@ -484,11 +484,11 @@ def replayed(cap: CapacityInput, services: Iterable[ServiceInput]) -> CapacityPl
     """What ``place_capacity`` finds before it reads a plan: the replays of the whole fleet, or past WHOLE_TASKS those
     of the fleet scaled down to REPLAYED_TASKS (each service in proportion) with no instance limit (the same median,
     the same worst)."""
-    mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
+    mine = _running(cap, services)
     total = sum(s.tasks for s in mine)
     if total <= WHOLE_TASKS:
         return _replayed(cap, mine, total)
-    return _replayed(replace(cap, max_instances=None, min_instances=0), _small(mine, total), total)
+    return _replayed(_unbounded(cap), _small(mine, total), total)
 
 
 def scaled_instances(cap: CapacityInput, services: Iterable[ServiceInput]) -> tuple[int, int]:
@@ -497,10 +497,20 @@ def scaled_instances(cap: CapacityInput, services: Iterable[ServiceInput]) -> tu
     the hosts."""
     from .planner import plan  # here: the planner's inputs import this module's strategies
 
-    mine = sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
-    small, free = _small(mine, sum(s.tasks for s in mine)), replace(cap, max_instances=None, min_instances=0)
+    mine = _running(cap, services)
+    small, free = _small(mine, sum(s.tasks for s in mine)), _unbounded(cap)
     surge, steady = (plan([free], small, surge=k, host_lp=False, count_only=True) for k in (True, False))
     return surge.capacity(cap.name).instance_count, steady.capacity(cap.name).instance_count
+
+
+def _running(cap: CapacityInput, services: Iterable[ServiceInput]) -> list[ServiceInput]:
+    """The capacity's services that run tasks, by name (the order every replay of them takes)."""
+    return sorted((s for s in services if s.capacity == cap.name and s.tasks), key=lambda s: s.name)
+
+
+def _unbounded(cap: CapacityInput) -> CapacityInput:
+    """The capacity without its instance limits: how many instances ECS would need, unbounded, from none."""
+    return replace(cap, max_instances=None, min_instances=0)
 
 
 def _small(services: Sequence[ServiceInput], total: int) -> list[ServiceInput]:
@@ -539,7 +549,7 @@ def _scaled(
     both sides keeps the ratio fair, and the LP on a scaled fleet cost seconds."""
     from .planner import plan  # here: the planner's inputs import this module's strategies
 
-    free = replace(cap, max_instances=None, min_instances=0)
+    free = _unbounded(cap)
     full_surge, full_steady = packed or tuple(
         plan([free], list(services), surge=k).capacity(cap.name) for k in (True, False)
     )
