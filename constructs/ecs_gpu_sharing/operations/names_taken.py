@@ -62,7 +62,7 @@ class NameTaken:
     def problem(self) -> str | None:
         if not self.taken:
             return None
-        word, why, _ = KINDS[self.kind]
+        word, why = KINDS[self.kind].word, KINDS[self.kind].why
         return (
             f"{self.owner}: the {word} {self.name!r} exists in {self.region} outside the stack{why}: CloudFormation "
             f"would refuse to create it and roll the stack back; delete it if it is not needed, or give the {word} "
