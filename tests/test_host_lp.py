@@ -1325,10 +1325,14 @@ def test_the_pricings_past_the_milp_lower_the_plan_where_it_stops_short(monkeypa
     the plan is 1,365 instances, its bound; without it, 1,415. Without the greedy's passes over the other items (as this
     was written for), with the split search alone 1,407, with neither 1,412; with those passes the split search alone
     is 1,415 too. The layout MILP, pricing where all of them find nothing, brings it to 1,365 without the
-    decomposition too; the rest is measured without it."""
+    decomposition too; the rest is measured without it. The LP's part alone: the GPUs balanced onto the hosts they
+    fill (``planner.balanced``) find 1,365 after each of these LPs."""
+    from ecs_gpu_sharing.core.planner import exact_gpus
+
     fleet = fleet_generator.generate(37, 10_000)
     result = plan([fleet.capacity], fleet.services)
     assert (result.instances, result.capacities[0].instance_lower_bound) == (1365, 1365)
+    monkeypatch.setattr(exact_gpus, "pack_hosts_balanced", lambda *args: None)
     monkeypatch.setattr(host_lp, "PER_GPU_WORK", 0)
     assert plan([fleet.capacity], fleet.services).instances == 1365
     monkeypatch.setattr(host_lp.highs, "LAYOUT_CALLS", 0)
@@ -1978,11 +1982,13 @@ def test_column_generation_goes_on_past_a_full_master_once_it_is_purged(monkeypa
     """Where the master reaches MAX_COLUMNS, the first column generation drops the patterns out of its basis and goes
     on (the roundings' stop as before). Tuning seed 35 at 1,000 tasks (eight L40S a host, 31 services) with room for
     40 patterns past each service's own: 32 hosts, its bound; where a full master stops column generation, 36. The
-    LP's part alone: the staged plan spreading its GPUs evenly over the hosts finds 32 without the LP."""
+    LP's part alone: the staged plan spreading its GPUs evenly over the hosts finds 32 without the LP, and so do the
+    GPUs balanced onto the hosts they fill after it (``planner.balanced``)."""
     from ecs_gpu_sharing.core.host_lp import highs
-    from ecs_gpu_sharing.core.planner import packing
+    from ecs_gpu_sharing.core.planner import exact_gpus, packing
 
     monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)
+    monkeypatch.setattr(exact_gpus, "pack_hosts_balanced", lambda *args: None)
     fleet = fleet_generator.generate(35, 1000)
     columns = len(fleet.services) + 40
     monkeypatch.setattr(host_lp, "MAX_COLUMNS", columns)

@@ -125,9 +125,10 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     assert len(at_round) == 131
     monkeypatch.undo()
     assert plan([fleet.capacity], fleet.services).instances == 391  # its GPUs spread evenly over the hosts
-    from ecs_gpu_sharing.core.planner import packing
+    from ecs_gpu_sharing.core.planner import exact_gpus, packing
 
-    monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)  # the LP's part alone: 393 ...
+    monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)  # the LP's part alone, the GPUs neither
+    monkeypatch.setattr(exact_gpus, "pack_hosts_balanced", lambda *args: None)  # spread nor balanced: 393 ...
     assert plan([fleet.capacity], fleet.services).instances == 393
     monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)  # ... and 396 without the greedy's passes over the other items
     assert plan([fleet.capacity], fleet.services).instances == 396

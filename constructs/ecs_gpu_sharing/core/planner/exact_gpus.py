@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .balanced import pack_hosts_balanced
 from .gpus import Item, Way, lp_solution, milp_solution, pack_gpus_lp
-from .hosts import Host, Unit, eni_room, pack_hosts, plan_size
+from .hosts import Host, Unit, eni_room, pack_hosts, plan_size, units_floor
 from .model import CapacityInput
 
 
@@ -40,14 +41,29 @@ class Staged:
 def exact_gpus(
     capacity: CapacityInput, staged: Staged, best: list[Host], gpu_bound: int, host_bound: int
 ) -> tuple[list[Host], int]:
-    """``best``, or the hosts packed from the exact GPU stage where they are fewer; and the GPU bound with the
-    arc-flow LP's. Runs only where the GPUs could lower the hosts: more than one GPU a host, and the fewest GPUs any
-    way used would fill more hosts than ``host_bound``. Groups already at the LP's bound keep their last way."""
+    """``best``, or the hosts packed from the GPU stage where they are fewer; and the GPU bound with the arc-flow LP's.
+    On hosts of more than one GPU only. Where the fewest GPUs any way used would fill more hosts than ``host_bound``,
+    each group above its LP bound is packed by the arc-flow model's GPUs (groups at it keep their last way); where they
+    fit the bound's hosts, each group's way of fewest GPUs is taken as it is. Then the hosts (``_hosts``)."""
     gpus = capacity.gpus_per_instance
+    if gpus == 1 or not staged.stages:
+        return best, gpu_bound
     fewest = sum(min(way_gpus(way) for way in stage.ways) for stage in staged.stages)
     fewest += sum(len(u.gpus) * u.count for u in staged.others)
-    if gpus == 1 or not staged.stages or math.ceil(fewest / gpus) <= host_bound:
-        return best, gpu_bound
+    if math.ceil(fewest / gpus) <= host_bound:
+        chosen = [min(stage.ways, key=way_gpus) for stage in staged.stages]  # the GPUs in hand fit the bound's hosts
+    else:
+        chosen, gpu_bound = _exact_ways(capacity, staged, gpu_bound)
+    units = gpu_units(chosen, staged.enis)
+    if any(u.enis > eni_room(capacity) for u in units):
+        return best, gpu_bound  # a GPU with more awsvpc tasks than a host has interfaces for
+    hosts = _hosts(units + staged.others, capacity, host_bound)
+    return (hosts if plan_size(hosts) < plan_size(best) else best), gpu_bound
+
+
+def _exact_ways(capacity: CapacityInput, staged: Staged, gpu_bound: int) -> tuple[list[Way], int]:
+    """Each group's way: the arc-flow model's (or the MILP's, on as many GPUs as the bound) where its ways are above
+    the LP's bound, else its last; and the GPU bound with the groups' bounds summed."""
     chosen: list[Way] = []
     bounds = 0  # the groups' bounds on their MPS GPUs, as the bound the caller has is (both hold; the larger is kept)
     for stage in staged.stages:
@@ -63,12 +79,18 @@ def exact_gpus(
             way = packed if packed is not None and way_gpus(packed) < way_gpus(way) else way
         chosen.append(way)
         bounds += bound
-    gpu_bound = max(gpu_bound, bounds)
-    units = gpu_units(chosen, staged.enis)
-    if any(u.enis > eni_room(capacity) for u in units):
-        return best, gpu_bound  # a GPU with more awsvpc tasks than a host has interfaces for
-    hosts = pack_hosts(units + staged.others, capacity)
-    return (hosts if plan_size(hosts) < plan_size(best) else best), gpu_bound
+    return chosen, max(gpu_bound, bounds)
+
+
+def _hosts(units: list[Unit], capacity: CapacityInput, host_bound: int) -> list[Host]:
+    """The hosts of ``units``: first fit, and where their GPU slots set the floor (their CPU, memory and interfaces
+    would fill no more hosts, nor does ``host_bound`` say more) and first fit needs more hosts than that, the hosts they
+    fill balanced and repaired (``balanced``), kept where it finds them."""
+    hosts = pack_hosts(units, capacity)
+    filled, floor = units_floor(units, capacity)
+    if filled == max(floor, host_bound) < plan_size(hosts)[0]:
+        hosts = pack_hosts_balanced(units, capacity, filled) or hosts
+    return hosts
 
 
 def gpu_units(ways: list[Way], enis: dict[str, int]) -> list[Unit]:

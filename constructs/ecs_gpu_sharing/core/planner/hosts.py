@@ -203,14 +203,23 @@ def pack_hosts_even(units: Sequence[Unit], cap: CapacityInput, count: int) -> li
             at = int(np.argmin(np.where(fits, load @ weight, np.inf)))
             load[at] += need
             held[at].append(unit)
-    groups: dict[tuple[object, ...], Host] = {}
+    singles = []
     for on_host in held:
         host = Host(1, [])
         for unit in on_host:
             _add(host, unit, 1)
+        singles.append(host)
+    return grouped(singles)
+
+
+def grouped(singles: Sequence[Host]) -> list[Host]:
+    """Hosts of one copy each as groups of identical hosts (empty ones left out): hosts alike but for their GPUs'
+    order are one group."""
+    groups: dict[tuple[object, ...], Host] = {}
+    for host in singles:
         if not host.gpus and not host.without_gpu:
             continue
-        host.gpus.sort(key=lambda g: (g.whole, g.tasks))  # hosts alike but for their GPUs' order are one group
+        host.gpus.sort(key=lambda g: (g.whole, g.tasks))
         key = (tuple(host.gpus), tuple(sorted(host.without_gpu.items())))
         if key in groups:
             groups[key].count += 1

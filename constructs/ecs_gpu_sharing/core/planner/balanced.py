@@ -1,0 +1,144 @@
+"""Stage 2 onto a set number of hosts, balanced and then repaired by moves and swaps.
+
+Where a plan's GPUs fill its bound's hosts exactly and each service binds its own resource, every host must take a
+full host's GPUs and stay within its CPU and memory: first fit (``hosts.pack_hosts``) stacks the CPU-heaviest GPUs
+on the first hosts and needs more, and a greedy spread (``hosts.pack_hosts_even``) can still leave a copy that fits
+nowhere. Held-out 7036 at 1,000 tasks (eight L40S a host) has 358 GPUs after the exact GPU stage, 45 hosts' worth,
+and 44.1 hosts' worth of CPU: first fit put them on 52 hosts, the spread on 47.
+
+Here every copy of a unit (a GPU's contents, a whole-GPU task, a task without a GPU), the largest share of a host
+first, goes to the host with a free GPU slot whose load overlaps its needs least (the spread's dot product, each
+need as a share of a host), the hosts' CPU, memory and interfaces not yet kept to. Then, while a host is over one of
+them, the move of a copy to another host's free slots, or the swap of a copy with one on another host, that lowers
+the hosts' summed excess the most (over their CPU, memory and interfaces, each as a share of a host), from the host
+furthest over first; it stops where no move or swap lowers the excess (a local optimum), or past BALANCE_WORK. A local
+search: it finds a packing or says it found none, never that none exists. Each step weighs the copies of one host
+against every other copy at once, on numpy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .hosts import UNLIMITED, Host, Unit, _add, eni_room, grouped
+from .model import CapacityInput
+
+BALANCE_WORK = 30_000_000  # pairs of copies (one on the host repaired, one anywhere) the repair may weigh in all
+BALANCE_COPIES = 10_000  # copies at most: the start places them one numpy pass over the hosts each
+
+
+def pack_hosts_balanced(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Host] | None:
+    """``units`` on ``count`` hosts, each within its GPU slots, CPU, memory and network interfaces; None where the
+    search found no such packing (the module's docstring), or where the copies pass BALANCE_COPIES."""
+    import numpy as np
+
+    copies = sum(u.count for u in units)
+    if count <= 0 or not copies or copies > BALANCE_COPIES:
+        return None
+    room = np.array([cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)], dtype=float)
+    scale = np.where(room >= UNLIMITED, 0.0, 1.0 / room)  # interfaces not known: they take no share
+    kind = [k for k, u in enumerate(units) for _ in range(u.count)]
+    slots = np.array([len(units[k].gpus) for k in kind])
+    need = np.array([[units[k].cpu, units[k].mem, units[k].enis] for k in kind], dtype=float) * scale
+    gpus = cap.gpus_per_instance
+    start = _spread(need, slots, gpus, count)
+    if start is None:
+        return None
+    where = _repaired(need, slots, gpus, start, count)
+    if where is None:
+        return None
+    singles = [Host(1, []) for _ in range(count)]
+    for c, b in enumerate(where.tolist()):
+        _add(singles[b], units[kind[c]], 1)
+    for host in singles:  # the shares' sums in floating point: each host checked in whole units too
+        if (
+            len(host.gpus) > gpus
+            or host.cpu > cap.host_cpu_units
+            or host.mem > cap.host_memory_mib
+            or host.enis > eni_room(cap)
+        ):
+            return None
+    return grouped(singles)
+
+
+def _spread(need: Any, slots: Any, gpus: int, count: int) -> Any:
+    """Each copy (the largest share first) on the host with a free slot whose load overlaps its needs least: the host
+    of each copy, or None where a copy finds no free slot."""
+    import numpy as np
+
+    load = np.zeros((count, need.shape[1]))
+    used = np.zeros(count, dtype=int)
+    where = np.full(len(slots), -1)
+    order = sorted(range(len(slots)), key=lambda c: (-float(need[c].max()), -int(slots[c]), c))
+    for c in order:
+        free = used + slots[c] <= gpus
+        if not free.any():
+            return None
+        b = int(np.argmin(np.where(free, load @ need[c], np.inf)))
+        where[c] = b
+        load[b] += need[c]
+        used[b] += slots[c]
+    return where
+
+
+def _over(load: Any) -> Any:
+    """Each host's excess over its CPU, memory and interfaces (``load`` in shares of a host, hosts on the last axis but
+    one), summed."""
+    import numpy as np
+
+    return np.maximum(load - 1.0, 0.0).sum(axis=-1)
+
+
+def _repaired(need: Any, slots: Any, gpus: int, where: Any, count: int) -> Any:
+    """``where`` moved and swapped until no host is over its CPU, memory or interfaces (the module's docstring); None
+    where no move or swap lowers the excess, or past BALANCE_WORK."""
+    import numpy as np
+
+    load = np.zeros((count, need.shape[1]))
+    np.add.at(load, where, need)
+    used = np.bincount(where, weights=slots, minlength=count).astype(int)
+    work = 0
+    while (excess := _over(load)).max() > 1e-12:
+        for a in np.argsort(-excess, kind="stable")[: int((excess > 1e-12).sum())].tolist():
+            mine = np.flatnonzero(where == a)
+            rest = np.flatnonzero(where != a)
+            work += len(mine) * (len(rest) + count)
+            if work > BALANCE_WORK:
+                return None
+            gain = excess[a] + excess  # each other host's excess and this one's, before
+            # moves: copy i of host a to host b
+            moved = _over(load[None, :, :] + need[mine][:, None, :]) + _over(load[a] - need[mine])[:, None] - gain
+            moved[:, a] = np.inf
+            moved[used[None, :] + slots[mine][:, None] > gpus] = np.inf
+            # swaps: copy i of host a with copy j on its host, where[j]
+            hosts = where[rest]
+            here = load[a][None, None, :] - need[mine][:, None, :] + need[rest][None, :, :]
+            there = load[hosts][None, :, :] - need[rest][None, :, :] + need[mine][:, None, :]
+            swapped = _over(here) + _over(there) - gain[hosts][None, :]
+            fits_here = used[a] - slots[mine][:, None] + slots[rest][None, :] <= gpus
+            fits_there = used[hosts][None, :] - slots[rest][None, :] + slots[mine][:, None] <= gpus
+            swapped[~(fits_here & fits_there)] = np.inf
+            m = np.unravel_index(int(np.argmin(moved)), moved.shape)
+            s = np.unravel_index(int(np.argmin(swapped)), swapped.shape) if rest.size else None
+            best_swap = swapped[s] if s is not None else np.inf
+            if min(moved[m], best_swap) >= -1e-12:
+                continue  # nothing lowers the excess from this host: the next one over
+            if s is None or moved[m] <= best_swap:
+                c, b = int(mine[m[0]]), int(m[1])
+                load[a] -= need[c]
+                load[b] += need[c]
+                used[a] -= slots[c]
+                used[b] += slots[c]
+                where[c] = b
+            else:
+                c, d = int(mine[s[0]]), int(rest[s[1]])
+                b = int(where[d])
+                load[a] += need[d] - need[c]
+                load[b] += need[c] - need[d]
+                used[a] += slots[d] - slots[c]
+                used[b] += slots[c] - slots[d]
+                where[c], where[d] = b, a
+            break
+        else:
+            return None  # a local optimum with a host still over
+    return where
