@@ -1,8 +1,10 @@
-"""The exact GPU stage: where a plan on hosts of several GPUs stays above its bound after every other strategy, and
-its GPUs, not its hosts' CPU or memory, are what fill the hosts, each isolation group's MPS tasks packed on the fewest
-GPUs the arc-flow LP's rounding finds (``core.arc_flow``), and the hosts packed again from those GPUs. Where a group
-still has more GPUs than its bound, HiGHS's MILP over memory and MPS clients together looks for a packing on as many
-GPUs as the bound (``core.gpu_milp``, small groups only): the arc-flow model leaves the clients out.
+"""The exact GPU stage: where a plan on hosts of several GPUs stays above its bound after every other strategy, each
+isolation group's MPS tasks packed on the fewest GPUs the arc-flow LP's rounding finds (``core.arc_flow``), and the
+hosts packed again from those GPUs. Where a group still has more GPUs than its bound, HiGHS's MILP over memory and MPS
+clients together looks for a packing on as many GPUs as the bound (``core.gpu_milp``, small groups only): the arc-flow
+model leaves the clients out. Where the GPUs in hand already fill no more hosts than the bound, they are taken as they
+are. Either way, where the GPUs' slots set the floor and first fit needs more hosts, they are balanced onto the hosts
+they fill and repaired (``balanced``).
 
 On one GPU a host the host-level LP's patterns are already GPUs with the host's CPU and memory, so this is for hosts of
 four and eight GPUs, where one GPU over a multiple of eight is one host more (docs/planning.md)."""
