@@ -116,3 +116,28 @@ def test_a_fleet_whose_gpus_fill_its_bound_is_planned_on_it(seed: int, hosts: in
     fleet = fleet_generator.generate(seed, 1000)
     planned = plan([fleet.capacity], fleet.services)
     assert (planned.instances, planned.instance_lower_bound) == (hosts, hosts)
+
+
+def test_where_the_exact_gpu_stage_meets_the_bound_the_host_level_lp_is_spared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact GPU stage runs before the host-level LP: held-out 7036 at 1,000 tasks is planned on its bound of 45
+    without the LP. Held-out 2015 (eight H100s a host, host memory binding: 55 over 54) is not brought to its bound
+    by the stage, and the LP runs."""
+    from ecs_gpu_sharing.core import host_lp
+
+    with benchmarks_on_path():
+        import fleet_generator
+
+    solved: list[int] = []
+    solve = host_lp.solve
+
+    def counted(items: list[host_lp.Item], *args: object, **kwargs: object) -> host_lp.Solution:
+        solved.append(len(items))
+        return solve(items, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(host_lp, "solve", counted)
+    fleet = fleet_generator.generate(7036, 1000)
+    assert plan([fleet.capacity], fleet.services).instances == 45
+    assert not solved
+    fleet = fleet_generator.generate(2015, 1000)
+    planned = plan([fleet.capacity], fleet.services)
+    assert planned.instances > planned.instance_lower_bound and solved

@@ -72,7 +72,7 @@ def test_past_the_exact_lp_two_parts_then_one_lp_from_their_plan(monkeypatch: py
 
 
 def test_within_the_exact_lp_the_services_are_one_lp(monkeypatch: pytest.MonkeyPatch) -> None:
-    fleet = _fleet(7036, 1_000)  # 1,000 tasks: the LP with HiGHS's MILP pricings, whatever its services
+    fleet = _fleet(2015, 1_000)  # 1,000 tasks: the LP with HiGHS's MILP pricings, whatever its services
     sizes = _solved_sizes(monkeypatch)
     monkeypatch.setattr(packing, "SPLIT_SERVICES", 5)
     plan([fleet.capacity], fleet.services)
