@@ -17,10 +17,10 @@ from conftest import benchmarks_on_path
 L40S = capacity_input("l40s", host_facts(["g6e.12xlarge"]))  # four GPUs a host
 
 
-def _gpus(name: str, cpu: float, mem: float, count: int, slots: int = 1) -> Unit:
-    """``count`` units of ``slots`` GPUs each holding one task of ``name``, taking ``cpu`` and ``mem`` of a host."""
+def _gpus(name: str, cpu: float, mem: float, count: int) -> Unit:
+    """``count`` GPUs each holding one task of ``name``, taking ``cpu`` and ``mem`` of a host."""
     load = GpuLoad(((name, 1),), 1000, 1)
-    return Unit([load] * slots, int(cpu * L40S.host_cpu_units), int(mem * L40S.host_memory_mib), count)
+    return Unit([load], int(cpu * L40S.host_cpu_units), int(mem * L40S.host_memory_mib), count)
 
 
 def _placed(hosts: list[Host], cap: CapacityInput) -> dict[str, int]:
@@ -69,6 +69,31 @@ def test_too_few_slots_or_too_much_cpu_is_none() -> None:
 def test_past_its_copies_it_steps_aside(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(balanced, "BALANCE_COPIES", 7)
     assert balanced.pack_hosts_balanced(_swapped_units(), L40S, 2) is None
+
+
+def test_the_exact_gpu_stage_balances_only_where_the_gpu_slots_set_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repair is asked where the GPUs' slots set the floor and first fit needs more hosts; not where the CPU sets
+    it (four GPUs, one host's slots, with 1.9 hosts of CPU), nor where the bound is above the hosts the GPUs fill: it
+    stalled on every such fleet tried (docs/planning.md)."""
+    from ecs_gpu_sharing.core.planner import exact_gpus
+
+    asked: list[int] = []
+    repair = balanced.pack_hosts_balanced
+
+    def counted(units: list[Unit], cap: CapacityInput, count: int) -> list[Host] | None:
+        asked.append(count)
+        return repair(units, cap, count)
+
+    monkeypatch.setattr(exact_gpus, "pack_hosts_balanced", counted)
+    hosts = exact_gpus._hosts(_swapped_units(), L40S, 2)
+    assert asked == [2] and plan_size(hosts) == (2, 8)
+    asked.clear()
+    exact_gpus._hosts(_swapped_units(), L40S, 3)  # a bound above the two hosts the GPUs fill
+    assert not asked
+    cpu_bound = [_gpus("a", 0.60, 0.05, 2), _gpus("b", 0.35, 0.05, 2)]  # 1.9 hosts of CPU on four GPUs: one host
+    assert units_floor(cpu_bound, L40S) == (1, 2)
+    exact_gpus._hosts(cpu_bound, L40S, 0)
+    assert not asked
 
 
 _UNIT = st.tuples(
