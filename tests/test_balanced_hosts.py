@@ -138,9 +138,12 @@ def test_a_fleet_whose_gpus_fill_its_bound_is_planned_on_it(seed: int, hosts: in
     with benchmarks_on_path():
         import fleet_generator
 
+    from test_planner import _assert_valid
+
     fleet = fleet_generator.generate(seed, 1000)
     planned = plan([fleet.capacity], fleet.services)
     assert (planned.instances, planned.instance_lower_bound) == (hosts, hosts)
+    _assert_valid(planned, fleet.services)
 
 
 def test_where_the_exact_gpu_stage_meets_the_bound_the_host_level_lp_is_spared(monkeypatch: pytest.MonkeyPatch) -> None:
