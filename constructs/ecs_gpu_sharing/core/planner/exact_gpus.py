@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .balanced import pack_hosts_balanced
 from .gpus import Item, Way, lp_solution, milp_solution, pack_gpus_lp
-from .hosts import Host, Unit, eni_room, pack_hosts, plan_size, units_floor
+from .hosts import Host, Unit, eni_room, pack_hosts, plan_size, slots_floor
 from .model import CapacityInput
 
 
@@ -85,13 +85,13 @@ def _exact_ways(capacity: CapacityInput, staged: Staged, gpu_bound: int) -> tupl
 
 
 def _hosts(units: list[Unit], capacity: CapacityInput, host_bound: int) -> list[Host]:
-    """The hosts of ``units``: first fit, and where their GPU slots set the floor (their CPU, memory and interfaces
-    would fill no more hosts, nor does ``host_bound`` say more) and first fit needs more hosts than that, the hosts they
-    fill balanced and repaired (``balanced``), kept where it finds them."""
+    """The hosts of ``units``: first fit, and where their GPU slots set the floor (``slots_floor``, with
+    ``host_bound``) and first fit needs more hosts than that, the hosts they fill balanced and repaired (``balanced``),
+    kept where it finds them."""
     hosts = pack_hosts(units, capacity)
-    filled, floor = units_floor(units, capacity)
-    if filled == max(floor, host_bound) < plan_size(hosts)[0]:
-        hosts = pack_hosts_balanced(units, capacity, filled) or hosts
+    floor = slots_floor(units, capacity, host_bound)
+    if 0 < floor < plan_size(hosts)[0]:
+        hosts = pack_hosts_balanced(units, capacity, floor) or hosts
     return hosts
 
 

@@ -173,6 +173,15 @@ def units_floor(units: Sequence[Unit], cap: CapacityInput) -> tuple[int, int]:
     return floors[0], max(floors)
 
 
+def slots_floor(units: Sequence[Unit], cap: CapacityInput, known: int = 0) -> int:
+    """The hosts ``units``' GPU slots fill, where those set the floor: their CPU, memory and interfaces fill no more
+    hosts, nor does the bound ``known`` say more; else 0. Where the slots set it, stage 2 packs onto that many hosts
+    (``pack_hosts_even``, ``balanced.pack_hosts_balanced``); where CPU or memory did, those found no plan on every fleet
+    measured (docs/planning.md)."""
+    filled, floor = units_floor(units, cap)
+    return filled if filled == max(floor, known) else 0
+
+
 def pack_hosts_even(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Host] | None:
     """Stage 2 onto ``count`` hosts, or None where a copy fits none of them. Each copy of a unit, the largest share of
     a host first, goes to the host it fits where the dot product of the host's load and the copy's needs (each as a

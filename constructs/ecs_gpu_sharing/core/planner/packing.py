@@ -12,7 +12,7 @@ from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units, way_gpus
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
-from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, pack_hosts_even, plan_size, units_floor
+from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, pack_hosts_even, plan_size, slots_floor
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
 
@@ -444,8 +444,8 @@ def _pack_staged(
         hosts = pack_hosts(gpus + others, capacity)
         # The GPUs spread evenly over the hosts they fill, where first fit needs more (hosts.pack_hosts_even); not
         # from the LP's ways, which a plan read only for its count does not have (its count must be the same).
-        filled, floor = units_floor(gpus + others, capacity)
-        if i < len(FILLS) and filled == floor < plan_size(hosts)[0]:
+        floor = slots_floor(gpus + others, capacity)
+        if i < len(FILLS) and 0 < floor < plan_size(hosts)[0]:
             hosts = min(hosts, pack_hosts_even(gpus + others, capacity, floor) or hosts, key=plan_size)
         if best is None or plan_size(hosts) < plan_size(best):
             best = hosts
