@@ -8,9 +8,9 @@ rest is packed by the ordinary fills. The pricing step is a knapsack over GPU me
 common divisor, in Python (past 24 sizes, a pass of the knapsack at a time on numpy), and over MPS's 48 clients too
 where a GPU's memory holds more (``clients_bind``: small tasks with sidecars); when that makes the knapsack
 too large (budgets in single MiB), or there are more than 32 distinct sizes, this step is skipped and the bound is
-L2's, unless the caller asks for many sizes (the planner, for the bound alone, where the host-level LP would run). The
-LP itself is a dense simplex up to 24 sizes (its table on numpy past ARRAY_CELLS, the same results) and HiGHS past
-them (one model kept between rounds past 32).
+L2's, unless the caller asks for many sizes (the planner's staged plan, started from its fills' GPUs, where the
+planner runs its LPs). The LP itself is a dense simplex up to 24 sizes (its table on numpy past ARRAY_CELLS, the same
+results) and HiGHS past them (one model kept between rounds past 32).
 """
 
 from __future__ import annotations
@@ -397,13 +397,16 @@ def solve(
     *,
     many: bool = False,
     needless: float = 0.0,
+    start: Sequence[Sequence[int]] = (),
 ) -> Solution | None:
     """Column generation over GPU contents for tasks of ``sizes`` (MiB) and ``clients``, ``demand`` of each, on GPUs of
     ``capacity`` MiB and ``max_clients``; ``None`` when the knapsack would be too large, or there are more than
     MAX_SIZES sizes. ``many``: up to MANY_SIZES sizes, with ROUNDS_PER_SIZE rounds a size (column generation adds one
     pattern a round, and over a hundred sizes 80 rounds left the bound far below the LP's value). ``needless``: a bound
     of at most this many GPUs is of no use to the caller; ``None`` as soon as the master's value, which no bound
-    passes, falls to it."""
+    passes, falls to it. ``start``: patterns (copies of each size) for the master beside one size a pattern, such as
+    the GPUs of a packing in hand: the same LP, so the same bound, in fewer rounds (held-out 1007 at 100,000 tasks on
+    eight L40S a host, 115 sizes: 23 solves, not 252)."""
     if not sizes:
         return Solution(0, [])
     if len(sizes) > (MANY_SIZES if many else MAX_SIZES):
@@ -436,6 +439,9 @@ def solve(
         column = [0] * len(sizes)
         column[i] = max(cap, 1)
         columns.append(column)
+    for pattern in start:
+        if list(pattern) not in columns:
+            columns.append(list(pattern))
     cover = _Cover(columns, demand) if len(sizes) > MAX_SIZES else None
     x, y = cover.solve() if cover is not None else _cover_lp(columns, demand)
     best_value = 1.0
