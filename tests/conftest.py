@@ -107,3 +107,12 @@ def load_script(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def staged_gpu_lp_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staged plan without its GPU LP over groups of many sizes (``packing._pack_staged``'s ``many``), as the
+    surge's plan has it: for tests that show what another strategy wins where that LP would win it first."""
+    from ecs_gpu_sharing.core.planner import packing
+
+    staged = packing._pack_staged
+    monkeypatch.setattr(packing, "_pack_staged", lambda c, g, enough=0, many=True: staged(c, g, enough, False))

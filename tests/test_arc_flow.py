@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing.core import arc_flow
 from ecs_gpu_sharing.core.planner import plan
 
-from conftest import benchmarks_on_path
+from conftest import benchmarks_on_path, staged_gpu_lp_off
 
 with benchmarks_on_path():
     import fleet_generator
@@ -110,6 +110,8 @@ def test_a_fleet_one_gpu_above_its_bound_on_eight_gpu_hosts_is_planned_at_it() -
 
 
 def test_without_the_arc_flow_model_that_fleet_is_a_host_above(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the staged plan's GPU LP over its many sizes, which finds the 30 hosts first."""
+    staged_gpu_lp_off(monkeypatch)
     monkeypatch.setattr(arc_flow, "MAX_ARCS", 0)
     fleet = fleet_generator.generate(6004, 1000)
     result = plan([fleet.capacity], fleet.services)
@@ -120,9 +122,11 @@ def test_an_lp_highs_does_not_solve_gives_no_bound_and_the_plan_goes_on_without_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Where HiGHS stops short of the LP's optimum (a limit, a numerical failure), its value is no bound and its flow
-    no plan: ``solve`` says it has none, and 6004 is planned as without the model (31 hosts, 241 GPUs)."""
+    no plan: ``solve`` says it has none, and 6004 is planned as without the model (31 hosts, 241 GPUs; without the
+    staged plan's GPU LP, which finds 30 first, as HiGHS here solves no LP)."""
     import highspy
 
+    staged_gpu_lp_off(monkeypatch)
     monkeypatch.setattr(highspy.Highs, "getModelStatus", lambda self: highspy.HighsModelStatus.kIterationLimit)
     assert arc_flow.solve([256, 512], [1, 1], [3, 3], 22307, 48) is None
     fleet = fleet_generator.generate(6004, 1000)

@@ -85,14 +85,16 @@ def test_the_exact_gpu_stage_balances_only_where_the_gpu_slots_set_the_floor(mon
         return repair(units, cap, count)
 
     monkeypatch.setattr(exact_gpus, "pack_hosts_balanced", counted)
-    hosts = exact_gpus._hosts(_swapped_units(), L40S, 2)
-    assert asked == [2] and plan_size(hosts) == (2, 8)
+    hosts, repaired = exact_gpus._hosts(_swapped_units(), L40S, 2)
+    assert asked == [2] and repaired and plan_size(hosts) == (2, 8)
     asked.clear()
-    exact_gpus._hosts(_swapped_units(), L40S, 3)  # a bound above the two hosts the GPUs fill
+    hosts, repaired = exact_gpus._hosts(_swapped_units(), L40S, 2, repair=False)  # the repair already spent
+    assert not asked and not repaired and plan_size(hosts) == (3, 8)
+    assert exact_gpus._hosts(_swapped_units(), L40S, 3)[1] is False  # a bound above the two hosts the GPUs fill
     assert not asked
     cpu_bound = [_gpus("a", 0.60, 0.05, 2), _gpus("b", 0.35, 0.05, 2)]  # 1.9 hosts of CPU on four GPUs: one host
     assert units_floor(cpu_bound, L40S) == (1, 2)
-    exact_gpus._hosts(cpu_bound, L40S, 0)
+    assert exact_gpus._hosts(cpu_bound, L40S, 0)[1] is False
     assert not asked
 
 
@@ -169,3 +171,38 @@ def test_where_the_exact_gpu_stage_meets_the_bound_the_host_level_lp_is_spared(m
     fleet = fleet_generator.generate(2015, 1000)
     planned = plan([fleet.capacity], fleet.services)
     assert planned.instances > planned.instance_lower_bound and solved
+
+
+def test_where_the_fewest_gpus_pack_above_the_bound_the_stage_tries_the_other_ways_and_repairs_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tuning seed 39 at 10,000 tasks (eight L40S a host, CPU at its bound of 532 hosts): the staged plan's GPU LP
+    packs its GPU tasks on 4,241 GPUs, 531 hosts' worth, so the slots do not set the floor and first fit needs 621
+    hosts; the exact fill's 4,250 GPUs fill the bound's 532 hosts, and balanced, they are on them. Held-out 7019
+    (four L40S a host) has three ways that fit its bound and none the repair brings to it: the repair, up to 2.5 s,
+    is tried on the first of them alone."""
+    from ecs_gpu_sharing.core.planner import exact_gpus
+
+    with benchmarks_on_path():
+        import fleet_generator
+
+    from test_planner import _assert_valid
+
+    tried: list[tuple[int, bool, int]] = []  # each way's GPUs, whether the repair was asked, the hosts
+    hosts_of = exact_gpus._hosts
+
+    def recorded(units: list[Unit], cap: CapacityInput, bound: int, repair: bool = True) -> tuple[list[Host], bool]:
+        hosts, repaired = hosts_of(units, cap, bound, repair)
+        tried.append((sum(len(u.gpus) * u.count for u in units), repaired, plan_size(hosts)[0]))
+        return hosts, repaired
+
+    monkeypatch.setattr(exact_gpus, "_hosts", recorded)
+    fleet = fleet_generator.generate(39, 10_000)
+    planned = plan([fleet.capacity], fleet.services)
+    assert (planned.instances, planned.instance_lower_bound) == (532, 532)
+    assert tried == [(4241, False, 621), (4250, True, 532)]
+    _assert_valid(planned, fleet.services)
+    tried.clear()
+    fleet = fleet_generator.generate(7019, 10_000)
+    plan([fleet.capacity], fleet.services)
+    assert len(tried) == 3 and [repaired for _, repaired, _ in tried] == [True, False, False]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ecs_gpu_sharing.core import cutting_stock
 from ecs_gpu_sharing.core.planner import plan
 
-from conftest import benchmarks_on_path
+from conftest import benchmarks_on_path, staged_gpu_lp_off
 
 with benchmarks_on_path():
     import plan_benchmark
@@ -217,6 +217,71 @@ def test_many_sizes_are_priced_on_request_and_give_a_bound_no_packing_beats() ->
     assert cutting_stock.solve(sizes, [1] * 60, demand, 80384, 48, many=True, needless=len(gpus)) is None
 
 
+def test_started_from_packings_in_hand_the_lp_gives_the_same_bound_in_fewer_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``start``: GPUs a packing already filled, as the master's first patterns beside one size a pattern. The LP's
+    optimum is the same, so its bound is; from better patterns it needs fewer rounds (the 60 sizes above, started
+    from a first-fit decreasing packing's GPUs)."""
+    sizes = [256 * (3 * i + 7) for i in range(60)]
+    demand = [2 + i for i in range(60)]
+    gpus: list[list[int]] = []  # each GPU's room left, then its copies of each size
+    for i in sorted((i for i in range(60) for _ in range(demand[i])), key=lambda i: -sizes[i]):
+        at = next((g for g in gpus if g[0] >= sizes[i]), None)
+        if at is None:
+            at = [80384] + [0] * 60
+            gpus.append(at)
+        at[0] -= sizes[i]
+        at[1 + i] += 1
+    start = sorted({tuple(g[1:]) for g in gpus})
+    solves = []
+    solve = cutting_stock._Cover.solve
+
+    def counted(self: cutting_stock._Cover) -> tuple[list[float], list[float]]:
+        solves.append(1)
+        return solve(self)
+
+    monkeypatch.setattr(cutting_stock._Cover, "solve", counted)
+    cold = cutting_stock.solve(sizes, [1] * 60, demand, 80384, 48, many=True)
+    cold_rounds = len(solves)
+    solves.clear()
+    warm = cutting_stock.solve(sizes, [1] * 60, demand, 80384, 48, many=True, start=start)
+    assert cold is not None and warm is not None
+    assert warm.bound == cold.bound <= len(gpus)
+    assert len(solves) < cold_rounds
+
+
+def test_the_staged_plan_runs_the_lp_over_many_sizes_from_its_fills_where_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past MAX_SIZES sizes the staged plan asks the GPU LP for its bound and its rounding (a way more) where the
+    planner runs its LPs, started from the fills' GPUs; a plan without them (the surge's, ``many=False``) does not."""
+    from ecs_gpu_sharing.core.capacity_facts import host_facts
+    from ecs_gpu_sharing.core.plan_inputs import capacity_input
+    from ecs_gpu_sharing.core.planner import ServiceInput, packing
+    from ecs_gpu_sharing.core.planner.gpus import FILLS
+    from ecs_gpu_sharing.core.shape import TaskShape
+
+    capacity = capacity_input("l40s", host_facts(["g6e.12xlarge"]))
+    group = [(ServiceInput(f"s{i}", "l40s", TaskShape(128, 256, (256 * i,)), 1), 3) for i in range(20, 60)]
+    asked: list[dict[str, object]] = []
+    lp = packing.lp_solution
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        asked.append({**kwargs, "start": list(kwargs.get("start", ()))})  # type: ignore[call-overload]
+        return lp(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packing, "lp_solution", recorded)
+    _, bound, staged = packing._pack_staged(capacity, [group])
+    (stage,) = staged.stages
+    assert len(asked) == 1 and asked[0]["many"] and asked[0]["start"] == stage.ways[: len(FILLS)]
+    assert bound == stage.lp_bound > 0 and len(stage.ways) == len(FILLS) + 1
+    assert min(sum(n for *_, n in way) for way in stage.ways) >= bound
+    asked.clear()
+    _, bound, staged = packing._pack_staged(capacity, [group], many=False)
+    assert not asked and bound == staged.stages[0].lp_bound == 0 and len(staged.stages[0].ways) == len(FILLS)
+
+
 def test_the_cover_lp_kept_between_rounds_solves_as_one_built_afresh() -> None:
     """``_Cover`` adds a column a round to one HiGHS model: after each addition its value must be the value of the
     cover LP built afresh over the same columns."""
@@ -236,13 +301,16 @@ def test_a_fleet_of_more_sizes_than_the_staged_plan_prices_is_proved_optimal_by_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Tuning seed 33 at 10,000 tasks (four L40S a host, 180 services, GPU memory binding, 100 and more sizes): the
-    plan is 1,017 instances. The GPU LP over its many sizes, run for its bound alone, proves it optimal; without it
-    the bound is Martello and Toth's, 1,003."""
+    plan is 1,017 instances. The GPU LP over its many sizes proves it optimal: in the staged plan, or, where that
+    did not run it (the surge's plan), for its bound alone; without either the bound is Martello and Toth's, 1,003."""
     with benchmarks_on_path():
         import fleet_generator
     from ecs_gpu_sharing.core.planner import packing
 
     fleet = fleet_generator.generate(33, 10_000)
+    result = plan([fleet.capacity], fleet.services)
+    assert result.instances == result.instance_lower_bound == 1017
+    staged_gpu_lp_off(monkeypatch)
     result = plan([fleet.capacity], fleet.services)
     assert result.instances == result.instance_lower_bound == 1017
     monkeypatch.setattr(packing, "_many_sizes_bound", lambda *args: 0)

@@ -12,7 +12,7 @@ from ecs_gpu_sharing.core import host_lp
 from ecs_gpu_sharing.core.host_lp import model
 from ecs_gpu_sharing.core.planner import lp_problem, plan
 
-from conftest import benchmarks_on_path
+from conftest import benchmarks_on_path, staged_gpu_lp_off
 
 with benchmarks_on_path():
     import fleet_generator
@@ -124,9 +124,11 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     )
     assert len(at_round) == 131
     monkeypatch.undo()
-    assert plan([fleet.capacity], fleet.services).instances == 391  # its GPUs spread evenly over the hosts
     from ecs_gpu_sharing.core.planner import exact_gpus, packing
 
+    assert plan([fleet.capacity], fleet.services).instances == 387  # the staged plan's GPU LP over its many sizes
+    staged_gpu_lp_off(monkeypatch)
+    assert plan([fleet.capacity], fleet.services).instances == 391  # without: its GPUs spread evenly over the hosts
     monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)  # the LP's part alone, the GPUs neither
     monkeypatch.setattr(exact_gpus, "pack_hosts_balanced", lambda *args: None)  # spread nor balanced: 393 ...
     assert plan([fleet.capacity], fleet.services).instances == 393

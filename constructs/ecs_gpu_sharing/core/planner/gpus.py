@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from .. import arc_flow, cutting_stock, gpu_milp
@@ -277,17 +277,46 @@ def _take(items: list[Item], contents: dict[int, int], repeat: int) -> tuple[Gpu
 
 
 def lp_solution(
-    items: list[Item], cap: CapacityInput, many: bool = False, needless: float = 0.0, exact: bool = False
+    items: list[Item],
+    cap: CapacityInput,
+    many: bool = False,
+    needless: float = 0.0,
+    exact: bool = False,
+    start: Sequence[Way] = (),
 ) -> cutting_stock.Solution | None:
     """The cutting-stock LP over the MPS tasks' sizes (services of one size and client count taken together);
     ``many`` and ``needless``: as cutting_stock.solve has them. ``exact``: the arc-flow LP's instead
-    (``arc_flow.solve``: a model exact over GPU memory, its bound and its flow as patterns)."""
+    (``arc_flow.solve``: a model exact over GPU memory, its bound and its flow as patterns). ``start``: ways these
+    items were already packed, whose GPUs are the master's first patterns (``way_patterns``)."""
     sizes, clients, counts = _keyed(items)
     if exact:
         return arc_flow.solve(sizes, clients, counts, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU)
+    first = sorted({p for way in start for p in way_patterns(items, way)})
     return cutting_stock.solve(
-        sizes, clients, counts, cap.usable_gpu_memory_mib, MAX_CLIENTS_PER_GPU, many=many, needless=needless
+        sizes,
+        clients,
+        counts,
+        cap.usable_gpu_memory_mib,
+        MAX_CLIENTS_PER_GPU,
+        many=many,
+        needless=needless,
+        start=first,
     )
+
+
+def way_patterns(items: list[Item], way: Way) -> set[tuple[int, ...]]:
+    """The distinct GPUs of ``way`` as the cutting-stock LP's patterns: each the tasks it holds of each of the items'
+    keys (size and clients, ``_keyed``'s order)."""
+    keys = sorted({(it.size, it.clients) for it in items})
+    at = {k: i for i, k in enumerate(keys)}
+    of = {it.name: at[(it.size, it.clients)] for it in items}
+    patterns = set()
+    for load, _, _, _ in way:
+        pattern = [0] * len(keys)
+        for name, k in load.tasks:
+            pattern[of[name]] += k
+        patterns.add(tuple(pattern))
+    return patterns
 
 
 def milp_solution(items: list[Item], cap: CapacityInput, gpus: int) -> cutting_stock.Solution | None:

@@ -106,7 +106,7 @@ def _pack_partition(
     have without the host-level LP (what ``host_lp=False`` gives). ``count_only``: see ``plan``."""
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
-    best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0)
+    best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0, host_lp)
     alike, kinds = merged(groups)  # the LP's items: alike services as one
     tasks, services = sum(n for _, n in flat), sum(len(group) for group in alike)
     runs = host_lp and host_lp_runs(tasks, services, plan_size(best)[0], host_bound)
@@ -142,14 +142,15 @@ def _pack_partition(
 def _many_sizes_bound(
     capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], known: int, staged: Staged
 ) -> int:
-    """The GPU cutting-stock LP's bound on the MPS tasks' GPUs, over groups of more task sizes than the staged plan runs
-    it for (cutting_stock.MAX_SIZES); 0 where no group has more, or where it cannot lift the bound on the hosts above
-    ``known``: column generation stops once its value, which its bound never passes, says so (where host CPU or
-    memory binds, within a few rounds), and is not begun where a group's ``staged`` packing already fills no more
-    GPUs than that (the LP's value is never above a packing's GPUs; held-out 1014 and 1017 of the generated benchmark
-    at 10,000 tasks: 0.36 and 0.30 s of column generation that said nothing). Only its bound is used, not its
-    patterns: the planner asks for it where a plan is above its bound and the host-level LP would run, where it can
-    prove the plan optimal (the LP is then skipped) or spare the LP a search for its bound (docs/planning.md)."""
+    """The GPU cutting-stock LP's bound on the MPS tasks' GPUs, where a group of more task sizes than
+    cutting_stock.MAX_SIZES has none from the staged plan (which packs no GPU stage where host CPU or memory binds far
+    past the GPUs, ``staged_may_win``); 0 where every such group has one, or where it cannot lift the bound on the
+    hosts above ``known``: column generation stops once its value, which its bound never passes, says so (where host
+    CPU or memory binds, within a few rounds), and is not begun where a group's ``staged`` packing already fills no
+    more GPUs than that (the LP's value is never above a packing's GPUs; held-out 1014 and 1017 of the generated
+    benchmark at 10,000 tasks: 0.36 and 0.30 s of column generation that said nothing). Only its bound is used, not
+    its patterns: the planner asks for it where a plan is above its bound and the host-level LP would run, where it
+    can prove the plan optimal (the LP is then skipped) or spare the LP a search for its bound (docs/planning.md)."""
     parts = [
         [
             Item(s.name, s.task_gpu_budget_mib, s.clients, s.cpu_units, s.memory_mib, n)
@@ -158,15 +159,23 @@ def _many_sizes_bound(
         ]
         for group in groups
     ]
-    if all(len({(it.size, it.clients) for it in items}) <= cutting_stock.MAX_SIZES for items in parts):
-        return 0
+    bounded = {frozenset(it.name for it in st.items): st.lp_bound for st in staged.stages if st.lp_bound}
+    if all(
+        len({(it.size, it.clients) for it in items}) <= cutting_stock.MAX_SIZES
+        or frozenset(it.name for it in items) in bounded
+        for items in parts
+    ):
+        return 0  # every group of many sizes has the staged plan's LP bound, which the caller has
     whole = sum(s.whole_gpus * n for group in groups for s, n in group if s.whole_gpus)
     needless = known * capacity.gpus_per_instance - whole  # GPUs of a bound no higher than known, for one group
     # The GPUs a group's staged packing fills: the LP's value, and so its bound, is never above them
     filled = {frozenset(it.name for it in st.items): min(map(way_gpus, st.ways)) for st in staged.stages if st.ways}
     total = 0
     for items in parts:
-        if filled.get(frozenset(it.name for it in items), needless + 1) <= needless:
+        if (names := frozenset(it.name for it in items)) in bounded:
+            total += bounded[names]
+            continue
+        if filled.get(names, needless + 1) <= needless:
             continue  # a packing in hand fills no more GPUs than known's hosts: no bound from the LP can lift them
         solution = lp_solution(items, capacity, many=True, needless=needless) if items else None
         total += solution.bound if solution is not None else 0
@@ -395,13 +404,15 @@ def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int
 
 
 def _pack_staged(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], enough: int = 0
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], enough: int = 0, many: bool = True
 ) -> tuple[list[Host], int, Staged]:
     """The staged packings (GPUs filled, then hosts) and first-fit decreasing over GPUs and hosts: the plan with the
     fewest hosts; the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run); and the GPU
     stage's ways, for the exact GPU stage (``exact_gpus``). ``enough``:
     hosts at which the first-fit decreasing orders stop (0: never), for a caller that reads only the instance count;
-    a plan at a lower bound on the hosts cannot have fewer, though another might have fewer busy GPUs."""
+    a plan at a lower bound on the hosts cannot have fewer, though another might have fewer busy GPUs. ``many``: the
+    GPU LP over groups of more than MAX_SIZES sizes too (the planner's ``host_lp``: a plan that only stands in for the
+    fleet's size, as the surge's, is spared it)."""
     stages: list[Stage] = []  # each group's MPS tasks, the LP's bound on their GPUs, and its ways of filling them
     others: list[Unit] = []
     bound = 0
@@ -426,9 +437,17 @@ def _pack_staged(
             continue
         # A caller that reads only the count (ECS's placement on a scaled-down fleet) is spared the LP where HiGHS
         # would solve it: importing it and numpy is 0.06 s of a command that should take under 0.5 s.
-        spared = enough and len({(it.size, it.clients) for it in items}) > cutting_stock.PURE_SIZES
-        solution = None if spared else lp_solution(items, capacity)
+        keys = len({(it.size, it.clients) for it in items})
         packed = [pack_gpus(items, capacity, fill) for fill in FILLS]
+        # Past MAX_SIZES sizes the LP starts from the fills' GPUs, and converges in a few dozen rounds where from one
+        # size a pattern it took hundreds (held-out 1007 at 100,000 tasks on 8 L40S a host, 115 sizes: 23 solves in
+        # 0.06 s, not 252 in 0.32 s)
+        if (enough and keys > cutting_stock.PURE_SIZES) or (not many and keys > cutting_stock.MAX_SIZES):
+            solution = None
+        elif keys > cutting_stock.MAX_SIZES:
+            solution = lp_solution(items, capacity, many=True, start=packed)
+        else:
+            solution = lp_solution(items, capacity)
         if solution is not None and solution.patterns:
             bound += solution.bound
             guided = pack_gpus_lp(items, capacity, solution)
