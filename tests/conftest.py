@@ -115,4 +115,4 @@ def staged_gpu_lp_off(monkeypatch: pytest.MonkeyPatch) -> None:
     from ecs_gpu_sharing.core.planner import packing
 
     staged = packing._pack_staged
-    monkeypatch.setattr(packing, "_pack_staged", lambda c, g, enough=0, many=True: staged(c, g, enough, False))
+    monkeypatch.setattr(packing, "_pack_staged", lambda c, g, enough=0, many=True, known=0: staged(c, g, enough, False))

@@ -255,15 +255,19 @@ def test_the_staged_plan_runs_the_lp_over_many_sizes_from_its_fills_where_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Past MAX_SIZES sizes the staged plan asks the GPU LP for its bound and its rounding (a way more) where the
-    planner runs its LPs, started from the fills' GPUs; a plan without them (the surge's, ``many=False``) does not."""
+    planner runs its LPs, started from the fills' GPUs, once the fills' plans are above the bound it is given; not
+    where they meet it, nor in a plan without LPs (the surge's, ``many=False``), nor where a fill is on the GPUs'
+    floor already."""
     from ecs_gpu_sharing.core.capacity_facts import host_facts
     from ecs_gpu_sharing.core.plan_inputs import capacity_input
     from ecs_gpu_sharing.core.planner import ServiceInput, packing
-    from ecs_gpu_sharing.core.planner.gpus import FILLS
+    from ecs_gpu_sharing.core.planner.gpus import FILLS, gpu_floor
+    from ecs_gpu_sharing.core.planner.hosts import plan_size
     from ecs_gpu_sharing.core.shape import TaskShape
 
     capacity = capacity_input("l40s", host_facts(["g6e.12xlarge"]))
-    group = [(ServiceInput(f"s{i}", "l40s", TaskShape(128, 256, (256 * i,)), 1), 3) for i in range(20, 60)]
+    # 50 sizes from 10,240 to 22,784 MiB, two tasks each: the fills put them on 40 GPUs or more, the LP's way on 38
+    group = [(ServiceInput(f"s{i}", "l40s", TaskShape(128, 256, (256 * i,)), 1), 2) for i in range(40, 90)]
     asked: list[dict[str, object]] = []
     lp = packing.lp_solution
 
@@ -275,11 +279,21 @@ def test_the_staged_plan_runs_the_lp_over_many_sizes_from_its_fills_where_asked(
     _, bound, staged = packing._pack_staged(capacity, [group])
     (stage,) = staged.stages
     assert len(asked) == 1 and asked[0]["many"] and asked[0]["start"] == stage.ways[: len(FILLS)]
-    assert bound == stage.lp_bound > 0 and len(stage.ways) == len(FILLS) + 1
-    assert min(sum(n for *_, n in way) for way in stage.ways) >= bound
+    gpus = [sum(n for *_, n in way) for way in stage.ways]
+    assert bound == stage.lp_bound == 38 and len(gpus) == len(FILLS) + 1
+    assert gpus[-1] == 38 < min(gpus[:-1])
     asked.clear()
+    hosts, bound, staged = packing._pack_staged(capacity, [group], known=10)  # the fills' 10 hosts meet it: no LP
+    assert not asked and plan_size(hosts)[0] == 10 and bound == staged.stages[0].lp_bound == 0
     _, bound, staged = packing._pack_staged(capacity, [group], many=False)
     assert not asked and bound == staged.stages[0].lp_bound == 0 and len(staged.stages[0].ways) == len(FILLS)
+    # One task of each of 40 sizes (256 to 10,240 MiB): the fills put them on 5 GPUs, the floor (``gpu_floor``), and
+    # no LP packs fewer: it is not asked, and the floor is the stage's bound.
+    floored = [(ServiceInput(f"s{i}", "l40s", TaskShape(128, 256, (256 * i,)), 1), 1) for i in range(1, 41)]
+    _, bound, staged = packing._pack_staged(capacity, [floored])
+    (stage,) = staged.stages
+    assert not asked and bound == stage.lp_bound == gpu_floor(stage.items, capacity) == 5
+    assert [sum(n for *_, n in way) for way in stage.ways] == [5] * len(FILLS)
 
 
 def test_the_cover_lp_kept_between_rounds_solves_as_one_built_afresh() -> None:

@@ -23,7 +23,7 @@ from .model import CapacityInput
 @dataclass(frozen=True)
 class Stage:
     """One isolation group's GPU stage: its MPS tasks, the cutting-stock LP's bound on their GPUs (0 where it was not
-    run), and the ways the staged plan filled them."""
+    run; the GPUs' floor where a fill met it and the LP was not needed), and the ways the staged plan filled them."""
 
     items: list[Item]
     lp_bound: int

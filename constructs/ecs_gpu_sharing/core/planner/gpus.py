@@ -304,6 +304,16 @@ def lp_solution(
     )
 
 
+def gpu_floor(items: list[Item], cap: CapacityInput) -> int:
+    """A lower bound on the GPUs ``items``' tasks fill: Martello and Toth's L2 over their GPU memory, or their MPS
+    clients over a GPU's, whichever is more."""
+    sizes: dict[int, int] = {}
+    for it in items:
+        sizes[it.size] = sizes.get(it.size, 0) + it.left
+    clients = sum(it.clients * it.left for it in items)
+    return max(bin_lower_bound(sizes, cap.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU))
+
+
 def way_patterns(items: list[Item], way: Way) -> set[tuple[int, ...]]:
     """The distinct GPUs of ``way`` as the cutting-stock LP's patterns: each the tasks it holds of each of the items'
     keys (size and clients, ``_keyed``'s order)."""

@@ -11,7 +11,7 @@ from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units, way_gpus
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
-from .gpus import FILLS, Item, lp_solution, pack_gpus, pack_gpus_lp
+from .gpus import FILLS, Item, Way, gpu_floor, lp_solution, pack_gpus, pack_gpus_lp
 from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, pack_hosts_even, plan_size, slots_floor
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
@@ -106,7 +106,7 @@ def _pack_partition(
     have without the host-level LP (what ``host_lp=False`` gives). ``count_only``: see ``plan``."""
     flat = [pair for group in groups for pair in group]
     host_bound = lower_bounds(capacity, flat)[1]
-    best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0, host_lp)
+    best, gpu_bound, staged = _pack_staged(capacity, groups, host_bound if count_only else 0, host_lp, host_bound)
     alike, kinds = merged(groups)  # the LP's items: alike services as one
     tasks, services = sum(n for _, n in flat), sum(len(group) for group in alike)
     runs = host_lp and host_lp_runs(tasks, services, plan_size(best)[0], host_bound)
@@ -404,7 +404,11 @@ def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int
 
 
 def _pack_staged(
-    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], enough: int = 0, many: bool = True
+    capacity: CapacityInput,
+    groups: list[list[tuple[ServiceInput, int]]],
+    enough: int = 0,
+    many: bool = True,
+    known: int = 0,
 ) -> tuple[list[Host], int, Staged]:
     """The staged packings (GPUs filled, then hosts) and first-fit decreasing over GPUs and hosts: the plan with the
     fewest hosts; the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run); and the GPU
@@ -412,8 +416,10 @@ def _pack_staged(
     hosts at which the first-fit decreasing orders stop (0: never), for a caller that reads only the instance count;
     a plan at a lower bound on the hosts cannot have fewer, though another might have fewer busy GPUs. ``many``: the
     GPU LP over groups of more than MAX_SIZES sizes too (the planner's ``host_lp``: a plan that only stands in for the
-    fleet's size, as the surge's, is spared it)."""
+    fleet's size, as the surge's, is spared it), once the fills' plans are known and only where they are above
+    ``known``, a lower bound on the hosts."""
     stages: list[Stage] = []  # each group's MPS tasks, the LP's bound on their GPUs, and its ways of filling them
+    deferred: list[int] = []  # the stages of more than MAX_SIZES sizes whose LP waits for the fills' plans
     others: list[Unit] = []
     bound = 0
     enis = {s.name: s.network_interfaces for group in groups for s, _ in group}
@@ -439,35 +445,47 @@ def _pack_staged(
         # would solve it: importing it and numpy is 0.06 s of a command that should take under 0.5 s.
         keys = len({(it.size, it.clients) for it in items})
         packed = [pack_gpus(items, capacity, fill) for fill in FILLS]
-        # Past MAX_SIZES sizes the LP starts from the fills' GPUs, and converges in a few dozen rounds where from one
-        # size a pattern it took hundreds (held-out 1007 at 100,000 tasks on 8 L40S a host, 115 sizes: 23 solves in
-        # 0.06 s, not 252 in 0.32 s)
+        solution, lp_bound = None, 0
         if (enough and keys > cutting_stock.PURE_SIZES) or (not many and keys > cutting_stock.MAX_SIZES):
-            solution = None
+            pass
+        elif keys > cutting_stock.MAX_SIZES and min(map(way_gpus, packed)) <= (floor := gpu_floor(items, capacity)):
+            lp_bound = floor  # a fill on the GPUs' floor: no LP packs fewer, and the floor is the bound
         elif keys > cutting_stock.MAX_SIZES:
-            solution = lp_solution(items, capacity, many=True, start=packed)
+            deferred.append(len(stages))  # the LP over many sizes waits for the fills' plans (below)
         else:
             solution = lp_solution(items, capacity)
         if solution is not None and solution.patterns:
-            bound += solution.bound
+            lp_bound = solution.bound
             guided = pack_gpus_lp(items, capacity, solution)
             if guided is not None:
                 packed.append(guided)
-        stages.append(Stage(items, solution.bound if solution is not None and solution.patterns else 0, packed))
+        bound += lp_bound
+        stages.append(Stage(items, lp_bound, packed))
     best: list[Host] | None = None
-    # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
-    for i in range(max((len(stage.ways) for stage in stages), default=1) if staged else 0):
-        gpus = gpu_units([stage.ways[min(i, len(stage.ways) - 1)] for stage in stages], enis)
+
+    def pack(ways: list[Way], spread: bool) -> None:
+        """The hosts of each group's way in ``ways``, kept where they beat ``best``."""
+        nonlocal best
+        gpus = gpu_units(ways, enis)
         if any(u.enis > room for u in gpus):
-            continue  # a GPU filled with more awsvpc tasks than a host has interfaces for: FFD places them
+            return  # a GPU filled with more awsvpc tasks than a host has interfaces for: FFD places them
         hosts = pack_hosts(gpus + others, capacity)
         # The GPUs spread evenly over the hosts they fill, where first fit needs more (hosts.pack_hosts_even); not
         # from the LP's ways, which a plan read only for its count does not have (its count must be the same).
         floor = slots_floor(gpus + others, capacity)
-        if i < len(FILLS) and 0 < floor < plan_size(hosts)[0]:
+        if spread and 0 < floor < plan_size(hosts)[0]:
             hosts = min(hosts, pack_hosts_even(gpus + others, capacity, floor) or hosts, key=plan_size)
         if best is None or plan_size(hosts) < plan_size(best):
             best = hosts
+
+    # Strategy i packs every group with its i-th way (its last, where it has fewer), then the hosts.
+    for i in range(max((len(stage.ways) for stage in stages), default=1) if staged else 0):
+        pack([stage.ways[min(i, len(stage.ways) - 1)] for stage in stages], i < len(FILLS))
+    if deferred and (best is None or plan_size(best)[0] > known):  # past MAX_SIZES sizes, the LP (_many_sizes_ways)
+        added, rounded = _many_sizes_ways(capacity, stages, deferred)
+        bound += added
+        if rounded:
+            pack([stage.ways[-1] for stage in stages], False)
     # Tasks first-fit onto GPUs and hosts together: better where host CPU or memory binds. It builds hosts one by
     # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
     # and answers in time where GPU memory binds, as for a million small tasks).
@@ -483,6 +501,25 @@ def _pack_staged(
     while (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None:
         best = fewer
     return best, bound, Staged(stages, others, enis)
+
+
+def _many_sizes_ways(capacity: CapacityInput, stages: list[Stage], deferred: list[int]) -> tuple[int, bool]:
+    """The GPU LP over each ``deferred`` stage's many sizes, started from its ways' GPUs: its bound and its rounding,
+    as the stage's last way, put in ``stages``; the bounds summed, and whether any stage has a rounding. The staged
+    plan asks for it where the fills' plans are above the bound on the hosts, not where they meet it (shaped `many`
+    900 and 904 at 1,000 tasks: 0.3 s of LP that found nothing). Started from the fills' GPUs it converges in a few
+    dozen rounds where from one size a pattern it took hundreds (held-out 1007 at 100,000 tasks on eight L40S a host,
+    115 sizes: 23 solves in 0.06 s, not 252 in 0.32 s)."""
+    added, guided_any = 0, False
+    for k in deferred:
+        stage = stages[k]
+        solution = lp_solution(stage.items, capacity, many=True, start=stage.ways)
+        if solution is not None and solution.patterns:
+            added += solution.bound
+            guided = pack_gpus_lp(stage.items, capacity, solution)
+            guided_any = guided_any or guided is not None
+            stages[k] = Stage(stage.items, solution.bound, stage.ways + ([guided] if guided is not None else []))
+    return added, guided_any
 
 
 def _enis_may_bind(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> bool:
