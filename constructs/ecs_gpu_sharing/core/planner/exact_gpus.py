@@ -2,9 +2,9 @@
 isolation group's MPS tasks packed on the fewest GPUs the arc-flow LP's rounding finds (``core.arc_flow``), and the
 hosts packed again from those GPUs. Where a group still has more GPUs than its bound, HiGHS's MILP over memory and MPS
 clients together looks for a packing on as many GPUs as the bound (``core.gpu_milp``, small groups only): the arc-flow
-model leaves the clients out. Where the GPUs in hand already fill no more hosts than the bound, they are taken as they
-are. Either way, where the GPUs' slots set the floor and first fit needs more hosts, they are balanced onto the hosts
-they fill and repaired (``balanced``).
+model leaves the clients out. Where the GPUs in hand already fill no more hosts than the bound, the staged plan's
+ways that do are taken as they are, fewest GPUs first. Either way, where the GPUs' slots set the floor and first fit
+needs more hosts, they are balanced onto the hosts they fill and repaired (``balanced``), on one way at most.
 
 On one GPU a host the host-level LP's patterns are already GPUs with the host's CPU and memory, so this is for hosts of
 four and eight GPUs, where one GPU over a multiple of eight is one host more (docs/planning.md)."""
@@ -46,7 +46,9 @@ def exact_gpus(
     """``best``, or the hosts packed from the GPU stage where they are fewer; and the GPU bound with the arc-flow LP's.
     On hosts of more than one GPU only. Where the fewest GPUs any way used would fill more hosts than ``host_bound``,
     each group above its LP bound is packed by the arc-flow model's GPUs (groups at it keep their last way); where they
-    fit the bound's hosts, each group's way of fewest GPUs is taken as it is. Then the hosts (``_hosts``)."""
+    fit the bound's hosts, each group's way of fewest GPUs, then each of the staged plan's strategies that fits too,
+    fewest GPUs first, until one meets the bound. Then the hosts (``_hosts``), the repair on the first way that asks
+    for it alone."""
     gpus = capacity.gpus_per_instance
     if gpus == 1 or not staged.stages:
         return best, gpu_bound

@@ -411,8 +411,8 @@ def _pack_staged(
     known: int = 0,
 ) -> tuple[list[Host], int, Staged]:
     """The staged packings (GPUs filled, then hosts) and first-fit decreasing over GPUs and hosts: the plan with the
-    fewest hosts; the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run); and the GPU
-    stage's ways, for the exact GPU stage (``exact_gpus``). ``enough``:
+    fewest hosts; the GPU cutting-stock LP's bound on the MPS tasks' GPUs (0 where it was not run; a group's
+    ``gpu_floor`` where a fill met it); and the GPU stage's ways, for the exact GPU stage (``exact_gpus``). ``enough``:
     hosts at which the first-fit decreasing orders stop (0: never), for a caller that reads only the instance count;
     a plan at a lower bound on the hosts cannot have fewer, though another might have fewer busy GPUs. ``many``: the
     GPU LP over groups of more than MAX_SIZES sizes too (the planner's ``host_lp``: a plan that only stands in for the
