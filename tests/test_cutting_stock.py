@@ -296,6 +296,20 @@ def test_the_staged_plan_runs_the_lp_over_many_sizes_from_its_fills_where_asked(
     assert [sum(n for *_, n in way) for way in stage.ways] == [5] * len(FILLS)
 
 
+def test_a_plan_from_the_gpu_lps_way_over_many_sizes_is_valid_and_on_its_bound() -> None:
+    """Tuning seed 16 at 10,000 tasks (eight H100s a host, GPU memory binding, over a hundred sizes): the staged plan's
+    GPU LP rounds to a way the hosts take on the bound's 387, every task placed once within every limit."""
+    with benchmarks_on_path():
+        import fleet_generator
+
+    from test_planner import _assert_valid
+
+    fleet = fleet_generator.generate(16, 10_000)
+    result = plan([fleet.capacity], fleet.services)
+    assert result.instances == result.instance_lower_bound == 387
+    _assert_valid(result, fleet.services)
+
+
 def test_the_cover_lp_kept_between_rounds_solves_as_one_built_afresh() -> None:
     """``_Cover`` adds a column a round to one HiGHS model: after each addition its value must be the value of the
     cover LP built afresh over the same columns."""
