@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -308,6 +309,55 @@ def test_a_plan_from_the_gpu_lps_way_over_many_sizes_is_valid_and_on_its_bound()
     result = plan([fleet.capacity], fleet.services)
     assert result.instances == result.instance_lower_bound == 387
     _assert_valid(result, fleet.services)
+
+
+def test_groups_of_many_sizes_kept_apart_get_the_lp_and_the_plan_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three isolation groups of 40 services each (budgets from a fifth to seven tenths of an L40S, 5-30 tasks), on
+    four L40S a host: the fills' plan is above its bound, so the GPU LP runs over each group of more than MAX_SIZES
+    sizes (two of the three; the third draws 32 or fewer and has its LP with the fills), its rounding each one's last
+    way, and the plan is valid and on its bound."""
+    import random
+
+    from test_planner import _assert_valid
+
+    from ecs_gpu_sharing.core.capacity_facts import host_facts
+    from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
+    from ecs_gpu_sharing.core.planner import packing
+    from ecs_gpu_sharing.core.planner.model import AllocationNote
+    from ecs_gpu_sharing.core.shape import TaskShape
+
+    rng = random.Random(1)
+    capacity = capacity_input("c", host_facts(["g6e.12xlarge"]))
+    low, high = capacity.usable_gpu_memory_mib // 5 // 256, capacity.usable_gpu_memory_mib * 7 // 10 // 256
+    services = [
+        service_input(
+            f"s{g}{i:02d}",
+            "c",
+            TaskShape(256, 1024, (256 * rng.randint(low, high),)),
+            rng.randint(5, 30),
+            count_source="test",
+            allocation=AllocationNote(
+                residency_mib=100, peak_working_mib=100, shared_failure="tasks restart", isolation_group=f"g{g}"
+            ),
+        )
+        for g in range(3)
+        for i in range(40)
+    ]
+    asked: list[tuple[int, int, bool]] = []  # the stages, the groups of many sizes, whether any LP rounded
+    sizes: list[int] = []  # each other stage's sizes
+    ways = packing._many_sizes_ways
+
+    def recorded(cap: Any, stages: list[Any], deferred: list[int]) -> tuple[int, bool]:
+        found = ways(cap, stages, deferred)
+        asked.append((len(stages), len(deferred), found[1]))
+        sizes.extend(len({it.size for it in st.items}) for k, st in enumerate(stages) if k not in deferred)
+        return found
+
+    monkeypatch.setattr(packing, "_many_sizes_ways", recorded)
+    result = plan([capacity], services)
+    assert asked == [(3, 2, True)] and len(sizes) == 1 and sizes[0] <= cutting_stock.MAX_SIZES
+    assert result.instances == result.instance_lower_bound
+    _assert_valid(result, services)
 
 
 def test_the_cover_lp_kept_between_rounds_solves_as_one_built_afresh() -> None:
