@@ -304,14 +304,18 @@ def lp_solution(
     )
 
 
+def mps_floor(sizes: dict[int, int], clients: int, cap: CapacityInput) -> int:
+    """A lower bound on the GPUs MPS tasks fill: Martello and Toth's L2 over their GPU memory (``sizes``: budget ->
+    tasks), or their ``clients`` over a GPU's MPS clients, whichever is more."""
+    return max(bin_lower_bound(sizes, cap.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU))
+
+
 def gpu_floor(items: list[Item], cap: CapacityInput) -> int:
-    """A lower bound on the GPUs ``items``' tasks fill: Martello and Toth's L2 over their GPU memory, or their MPS
-    clients over a GPU's, whichever is more."""
+    """``mps_floor`` of the tasks ``items`` have left."""
     sizes: dict[int, int] = {}
     for it in items:
         sizes[it.size] = sizes.get(it.size, 0) + it.left
-    clients = sum(it.clients * it.left for it in items)
-    return max(bin_lower_bound(sizes, cap.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU))
+    return mps_floor(sizes, sum(it.clients * it.left for it in items), cap)
 
 
 def way_patterns(items: list[Item], way: Way) -> set[tuple[int, ...]]:

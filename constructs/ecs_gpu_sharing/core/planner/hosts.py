@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from ..shape import TaskShape
-from .gpus import bin_lower_bound
+from .gpus import bin_lower_bound, mps_floor
 from .model import CapacityInput, GpuLoad, ServiceInput, Tasks
 
 UNLIMITED = 1 << 62
@@ -284,9 +284,7 @@ def lower_bounds(
     for s, n in mps:
         sizes[s.task_gpu_budget_mib] = sizes.get(s.task_gpu_budget_mib, 0) + n
     clients = sum(s.clients * n for s, n in mps)
-    gpu_lb = whole + max(
-        bin_lower_bound(sizes, capacity.usable_gpu_memory_mib), math.ceil(clients / MAX_CLIENTS_PER_GPU), lp_bound
-    )
+    gpu_lb = whole + max(mps_floor(sizes, clients, capacity), lp_bound)
     # Each host is a bin of CPU units and a bin of memory: Martello and Toth's L2 on each (it counts the tasks too
     # large to share a host with each other, which a sum over hosts does not).
     cpu_sizes: dict[int, int] = {}

@@ -454,13 +454,8 @@ def _pack_staged(
             deferred.append(len(stages))  # the LP over many sizes waits for the fills' plans (below)
         else:
             solution = lp_solution(items, capacity)
-        if solution is not None and solution.patterns:
-            lp_bound = solution.bound
-            guided = pack_gpus_lp(items, capacity, solution)
-            if guided is not None:
-                packed.append(guided)
-        bound += lp_bound
-        stages.append(Stage(items, lp_bound, packed))
+        stages.append(_stage(items, capacity, solution, packed, lp_bound))
+        bound += stages[-1].lp_bound
     best: list[Host] | None = None
 
     def pack(ways: list[Way], spread: bool) -> None:
@@ -510,16 +505,26 @@ def _many_sizes_ways(capacity: CapacityInput, stages: list[Stage], deferred: lis
     900 and 904 at 1,000 tasks: 0.3 s of LP that found nothing). Started from the fills' GPUs it converges in a few
     dozen rounds where from one size a pattern it took hundreds (held-out 1007 at 100,000 tasks on eight L40S a host,
     115 sizes: 23 solves in 0.06 s, not 252 in 0.32 s)."""
-    added, guided_any = 0, False
+    added, rounded = 0, False
     for k in deferred:
         stage = stages[k]
-        solution = lp_solution(stage.items, capacity, many=True, start=stage.ways)
-        if solution is not None and solution.patterns:
-            added += solution.bound
-            guided = pack_gpus_lp(stage.items, capacity, solution)
-            guided_any = guided_any or guided is not None
-            stages[k] = Stage(stage.items, solution.bound, stage.ways + ([guided] if guided is not None else []))
-    return added, guided_any
+        stages[k] = _stage(
+            stage.items, capacity, lp_solution(stage.items, capacity, many=True, start=stage.ways), stage.ways
+        )
+        added += stages[k].lp_bound
+        rounded = rounded or len(stages[k].ways) > len(stage.ways)
+    return added, rounded
+
+
+def _stage(
+    items: list[Item], capacity: CapacityInput, solution: cutting_stock.Solution | None, ways: list[Way], bound: int = 0
+) -> Stage:
+    """A group's stage from its ``ways``: where the GPU LP's ``solution`` has patterns, with its bound and its rounding
+    (``pack_gpus_lp``) as the last way; else with ``bound``."""
+    if solution is None or not solution.patterns:
+        return Stage(items, bound, ways)
+    rounding = pack_gpus_lp(items, capacity, solution)
+    return Stage(items, solution.bound, ways + ([rounding] if rounding is not None else []))
 
 
 def _enis_may_bind(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> bool:
