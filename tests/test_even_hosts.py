@@ -64,3 +64,30 @@ def test_a_held_out_fleet_whose_gpus_fill_its_bound_is_planned_on_it() -> None:
     result = plan([fleet.capacity], fleet.services)
     _assert_valid(result, fleet.services)
     assert (result.instances, result.instance_lower_bound) == (30, 30)
+
+
+def test_a_way_whose_floor_cannot_beat_the_best_plan_is_not_packed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuning seed 5 at 1,000 tasks (eight GPUs a host, 21 services): the first fill's GPUs are packed on their floor,
+    and the other fills' GPUs fill no fewer hosts, so first fit onto hosts runs once, not four times; the plan is the
+    one packing every way gives. Fails where a way is packed whatever its floor, or where one that could win is not
+    (the plan would change)."""
+    import ecs_gpu_sharing.core.planner.packing as packing
+
+    with benchmarks_on_path():
+        import fleet_generator
+
+    fleet = fleet_generator.generate(5, 1000)
+    calls = []
+
+    def counted(*args: object, **kwargs: object) -> list[stage2.Host]:
+        calls.append(1)
+        return pack_hosts(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packing, "pack_hosts", counted)
+    skipped = plan([fleet.capacity], fleet.services)
+    assert len(calls) == 1
+    calls.clear()
+    monkeypatch.setattr(packing, "units_floor", lambda units, cap: (0, 0))  # no floor: every way is packed
+    every = plan([fleet.capacity], fleet.services)
+    assert len(calls) == 4
+    assert [c.instances for c in skipped.capacities] == [c.instances for c in every.capacities]

@@ -12,7 +12,17 @@ from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units, way_gpus
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, Way, gpu_floor, lp_solution, pack_gpus, pack_gpus_lp
-from .hosts import Host, Unit, eni_room, lower_bounds, pack_hosts, pack_hosts_even, plan_size, slots_floor
+from .hosts import (
+    Host,
+    Unit,
+    eni_room,
+    lower_bounds,
+    pack_hosts,
+    pack_hosts_even,
+    plan_size,
+    slots_floor,
+    units_floor,
+)
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
 
@@ -464,12 +474,16 @@ def _pack_staged(
         gpus = gpu_units(ways, enis)
         if any(u.enis > room for u in gpus):
             return  # a GPU filled with more awsvpc tasks than a host has interfaces for: FFD places them
-        hosts = pack_hosts(gpus + others, capacity)
+        units = gpus + others
+        busy = sum(len(u.gpus) * u.count for u in units)
+        if best is not None and (units_floor(units, capacity)[1], busy) >= plan_size(best):
+            return  # no packing of these GPUs beats best: its hosts are at least their floor, its busy GPUs these
+        hosts = pack_hosts(units, capacity)
         # The GPUs spread evenly over the hosts they fill, where first fit needs more (hosts.pack_hosts_even); not
         # from the LP's ways, which a plan read only for its count does not have (its count must be the same).
-        floor = slots_floor(gpus + others, capacity)
+        floor = slots_floor(units, capacity)
         if spread and 0 < floor < plan_size(hosts)[0]:
-            hosts = min(hosts, pack_hosts_even(gpus + others, capacity, floor) or hosts, key=plan_size)
+            hosts = min(hosts, pack_hosts_even(units, capacity, floor) or hosts, key=plan_size)
         if best is None or plan_size(hosts) < plan_size(best):
             best = hosts
 
