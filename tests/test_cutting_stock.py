@@ -68,6 +68,35 @@ def test_where_a_gpus_memory_holds_more_clients_than_it_has_the_pricing_weighs_b
     assert plain is not None and plain.bound == math.ceil((5120 * 40 + 768 * 50) / (units * 256))
 
 
+def test_the_pricing_weighs_the_clients_only_where_the_best_over_memory_breaks_their_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each round prices memory alone first; its best is worth at least any within the clients too, so where it keeps
+    to them it is the round's pattern, and the knapsack over both runs only where it breaks them. The bound is still
+    the LP's over every contents within both limits (each enumerated). Fails where every round builds the table over
+    both (as many of those as pricings), where none does (the bound falls to the memory's), or where a pattern over
+    memory alone is taken past the limit."""
+    calls = {"memory": 0, "both": 0}
+    memory_alone, both = cutting_stock.bounded_knapsack, cutting_stock.knapsack_with_clients
+
+    def counted(key: str, knapsack: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            calls[key] += 1
+            return knapsack(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(cutting_stock, "bounded_knapsack", counted("memory", memory_alone))
+    monkeypatch.setattr(cutting_stock, "knapsack_with_clients", counted("both", both))
+    sizes, clients, demand, capacity = [256, 5120, 768, 1024], [1, 1, 1, 2], [120, 40, 50, 30], 22307
+    units = capacity // 256
+    x, _ = cutting_stock._cover_lp_highs(_every_contents([s // 256 for s in sizes], clients, demand, units), demand)
+    solution = cutting_stock.solve(sizes, clients, demand, capacity, 48)
+    assert solution is not None and solution.bound == math.ceil(sum(x) - 1e-6)
+    assert calls["memory"] > calls["both"] >= 1
+    assert all(sum(k * c for k, c in zip(p, clients, strict=True)) <= 48 for p, _ in solution.patterns)
+
+
 def test_past_its_work_the_pricing_weighs_memory_alone_and_its_bound_still_holds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -6,11 +6,12 @@ over GPU contents ("patterns") gives a lower bound on the GPUs any placement nee
 pattern violates bounds the optimum, by weak duality), and its solution, rounded down, gives most of a plan; the
 rest is packed by the ordinary fills. The pricing step is a knapsack over GPU memory in units of the sizes' greatest
 common divisor, in Python (past 24 sizes, a pass of the knapsack at a time on numpy), and over MPS's 48 clients too
-where a GPU's memory holds more (``clients_bind``: small tasks with sidecars); when that makes the knapsack
-too large (budgets in single MiB), or there are more than 32 distinct sizes, this step is skipped and the bound is
-L2's, unless the caller asks for many sizes (the planner's staged plan, started from its fills' GPUs, where the
-planner runs its LPs). The LP itself is a dense simplex up to 24 sizes (its table on numpy past ARRAY_CELLS, the same
-results) and HiGHS past them (one model kept between rounds past 32).
+where a GPU's memory holds more (``clients_bind``: small tasks with sidecars) and the best over memory alone passes
+them (that best is worth at least any within them, so where it keeps to them it is the best of both); when that
+makes the knapsack too large (budgets in single MiB), or there are more than 32 distinct sizes, this step is skipped
+and the bound is L2's, unless the caller asks for many sizes (the planner's staged plan, started from its fills'
+GPUs, where the planner runs its LPs). The LP itself is a dense simplex up to 24 sizes (its table on numpy past
+ARRAY_CELLS, the same results) and HiGHS past them (one model kept between rounds past 32).
 """
 
 from __future__ import annotations
@@ -429,10 +430,15 @@ def solve(
 
     def price(values: list[float]) -> tuple[float, list[int]]:
         nonlocal work
-        if both and work >= cost:
-            work -= cost
-            return knapsack_with_clients(weights, clients, caps, values, units, max_clients)
-        return knapsack(weights, caps, values, units)
+        if not (both and work >= cost):
+            return knapsack(weights, caps, values, units)
+        # The knapsack over memory alone first: its best is worth at least any within the clients too, so where it
+        # keeps to them it is a best of both, and the table of clients by memory is not built.
+        value, pattern = bounded_knapsack(weights, caps, values, units)
+        if sum(k * c for k, c in zip(pattern, clients, strict=True)) <= max_clients:
+            return value, pattern
+        work -= cost
+        return knapsack_with_clients(weights, clients, caps, values, units, max_clients)
 
     columns = []
     for i, cap in enumerate(caps):
