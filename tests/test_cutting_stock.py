@@ -340,11 +340,39 @@ def test_a_plan_from_the_gpu_lps_way_over_many_sizes_is_valid_and_on_its_bound()
     _assert_valid(result, fleet.services)
 
 
+def test_the_lps_rounding_leaves_its_rest_to_each_fill_and_keeps_those_of_fewer_gpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Shaped `many` 908 at 1,000 tasks (eight L40S a host, 213 services, 160 sizes): the GPU LP's value, 319.7, is
+    spread over many patterns of less than one GPU each, so rounded down they leave most tasks. The exact fill puts the
+    rest on 321 GPUs in all, another fill on 320: both are ways, and the hosts take the second on the bound's 40.
+    Fails where the rest goes to the exact fill alone (41 hosts; the same rounding that found 40 or 41 as column
+    generation's path moved), or where a fill's rest of no fewer GPUs is kept as one more way to pack."""
+    from ecs_gpu_sharing.core.planner import packing
+
+    with benchmarks_on_path():
+        import shaped_fleets
+
+    roundings = packing.lp_roundings
+    gpus: list[list[int]] = []
+
+    def recorded(*args: Any) -> Any:
+        ways = roundings(*args)
+        gpus.append([sum(n for *_, n in way) for way in ways])
+        return ways
+
+    monkeypatch.setattr(packing, "lp_roundings", recorded)
+    capacity, services, _ = shaped_fleets.fleet("many", 908, 1000)
+    result = plan([capacity], services)
+    assert gpus == [[321, 320]]
+    assert result.instances == result.instance_lower_bound == 40
+
+
 def test_groups_of_many_sizes_kept_apart_get_the_lp_and_the_plan_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three isolation groups of 40 services each (budgets from a fifth to seven tenths of an L40S, 5-30 tasks), on
     four L40S a host: the fills' plan is above its bound, so the GPU LP runs over each group of more than MAX_SIZES
-    sizes (two of the three; the third draws 32 or fewer and has its LP with the fills), its rounding each one's last
-    way, and the plan is valid and on its bound."""
+    sizes (two of the three; the third draws 32 or fewer and has its LP with the fills), its roundings each one's last
+    ways, and the plan is valid and on its bound."""
     import random
 
     from test_planner import _assert_valid
@@ -376,9 +404,9 @@ def test_groups_of_many_sizes_kept_apart_get_the_lp_and_the_plan_is_valid(monkey
     sizes: list[int] = []  # each other stage's sizes
     ways = packing._many_sizes_ways
 
-    def recorded(cap: Any, stages: list[Any], deferred: list[int]) -> tuple[int, bool]:
+    def recorded(cap: Any, stages: list[Any], deferred: list[int]) -> tuple[int, list[list[Any]]]:
         found = ways(cap, stages, deferred)
-        asked.append((len(stages), len(deferred), found[1]))
+        asked.append((len(stages), len(deferred), all(bool(found[1][k]) for k in deferred)))
         sizes.extend(len({it.size for it in st.items}) for k, st in enumerate(stages) if k not in deferred)
         return found
 

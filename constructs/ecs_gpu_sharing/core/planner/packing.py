@@ -11,7 +11,7 @@ from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units, way_gpus
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
-from .gpus import FILLS, Item, Way, gpu_floor, lp_solution, pack_gpus, pack_gpus_lp
+from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus
 from .hosts import (
     Host,
     Unit,
@@ -491,10 +491,16 @@ def _pack_staged(
     for i in range(max((len(stage.ways) for stage in stages), default=1) if staged else 0):
         pack([stage.ways[min(i, len(stage.ways) - 1)] for stage in stages], i < len(FILLS))
     if deferred and (best is None or plan_size(best)[0] > known):  # past MAX_SIZES sizes, the LP (_many_sizes_ways)
-        added, rounded = _many_sizes_ways(capacity, stages, deferred)
+        added, fresh = _many_sizes_ways(capacity, stages, deferred)
         bound += added
-        if rounded:
-            pack([stage.ways[-1] for stage in stages], False)
+        for j in range(max(map(len, fresh))):  # each group its j-th new way (its last, where it has fewer)
+            pack(
+                [
+                    new[min(j, len(new) - 1)] if new else stage.ways[-1]
+                    for stage, new in zip(stages, fresh, strict=True)
+                ],
+                False,
+            )
     # Tasks first-fit onto GPUs and hosts together: better where host CPU or memory binds. It builds hosts one by
     # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
     # and answers in time where GPU memory binds, as for a million small tasks).
@@ -512,33 +518,33 @@ def _pack_staged(
     return best, bound, Staged(stages, others, enis)
 
 
-def _many_sizes_ways(capacity: CapacityInput, stages: list[Stage], deferred: list[int]) -> tuple[int, bool]:
-    """The GPU LP over each ``deferred`` stage's many sizes, started from its ways' GPUs: its bound and its rounding,
-    as the stage's last way, put in ``stages``; the bounds summed, and whether any stage has a rounding. The staged
+def _many_sizes_ways(capacity: CapacityInput, stages: list[Stage], deferred: list[int]) -> tuple[int, list[list[Way]]]:
+    """The GPU LP over each ``deferred`` stage's many sizes, started from its ways' GPUs: its bound and its roundings,
+    as the stage's last ways, put in ``stages``; the bounds summed, and each stage's new ways. The staged
     plan asks for it where the fills' plans are above the bound on the hosts, not where they meet it (shaped `many`
     900 and 904 at 1,000 tasks: 0.3 s of LP that found nothing). Started from the fills' GPUs it converges in a few
     dozen rounds where from one size a pattern it took hundreds (held-out 1007 at 100,000 tasks on eight L40S a host,
     115 sizes: 23 solves in 0.06 s, not 252 in 0.32 s)."""
-    added, rounded = 0, False
+    added = 0
+    fresh: list[list[Way]] = [[] for _ in stages]
     for k in deferred:
         stage = stages[k]
         stages[k] = _stage(
             stage.items, capacity, lp_solution(stage.items, capacity, many=True, start=stage.ways), stage.ways
         )
         added += stages[k].lp_bound
-        rounded = rounded or len(stages[k].ways) > len(stage.ways)
-    return added, rounded
+        fresh[k] = stages[k].ways[len(stage.ways) :]
+    return added, fresh
 
 
 def _stage(
     items: list[Item], capacity: CapacityInput, solution: cutting_stock.Solution | None, ways: list[Way], bound: int = 0
 ) -> Stage:
-    """A group's stage from its ``ways``: where the GPU LP's ``solution`` has patterns, with its bound and its rounding
-    (``pack_gpus_lp``) as the last way; else with ``bound``."""
+    """A group's stage from its ``ways``: where the GPU LP's ``solution`` has patterns, with its bound and its roundings
+    (``lp_roundings``) as the last ways; else with ``bound``."""
     if solution is None or not solution.patterns:
         return Stage(items, bound, ways)
-    rounding = pack_gpus_lp(items, capacity, solution)
-    return Stage(items, solution.bound, ways + ([rounding] if rounding is not None else []))
+    return Stage(items, solution.bound, ways + lp_roundings(items, capacity, solution))
 
 
 def _enis_may_bind(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> bool:
