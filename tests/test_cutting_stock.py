@@ -404,9 +404,9 @@ def test_groups_of_many_sizes_kept_apart_get_the_lp_and_the_plan_is_valid(monkey
     sizes: list[int] = []  # each other stage's sizes
     ways = packing._many_sizes_ways
 
-    def recorded(cap: Any, stages: list[Any], deferred: list[int]) -> tuple[int, list[list[Any]]]:
+    def recorded(cap: Any, stages: list[Any], deferred: list[int]) -> tuple[int, list[list[Any]], bool]:
         found = ways(cap, stages, deferred)
-        asked.append((len(stages), len(deferred), all(bool(found[1][k]) for k in deferred)))
+        asked.append((len(stages), len(deferred), found[2]))
         sizes.extend(len({it.size for it in st.items}) for k, st in enumerate(stages) if k not in deferred)
         return found
 

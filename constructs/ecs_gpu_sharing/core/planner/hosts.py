@@ -273,6 +273,14 @@ def plan_size(hosts: list[Host]) -> tuple[int, int]:
     return sum(h.count for h in hosts), sum(h.count * len(h.gpus) for h in hosts)
 
 
+def may_beat(units: Sequence[Unit], cap: CapacityInput, best: list[Host] | None) -> bool:
+    """Whether some packing of ``units`` onto hosts may be smaller than ``best`` (``plan_size``): it takes no fewer
+    hosts than their floor (``units_floor``), and its busy GPUs are theirs."""
+    if best is None:
+        return True
+    return (units_floor(units, cap)[1], sum(len(u.gpus) * u.count for u in units)) < plan_size(best)
+
+
 def lower_bounds(
     capacity: CapacityInput, tasks: Sequence[tuple[ServiceInput, int]], lp_bound: int = 0
 ) -> tuple[int, int]:

@@ -12,17 +12,7 @@ from .alike import Kinds, merged, named_back
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units, way_gpus
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus
-from .hosts import (
-    Host,
-    Unit,
-    eni_room,
-    lower_bounds,
-    pack_hosts,
-    pack_hosts_even,
-    plan_size,
-    slots_floor,
-    units_floor,
-)
+from .hosts import Host, Unit, eni_room, lower_bounds, may_beat, pack_hosts, pack_hosts_even, plan_size, slots_floor
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
 
@@ -475,9 +465,8 @@ def _pack_staged(
         if any(u.enis > room for u in gpus):
             return  # a GPU filled with more awsvpc tasks than a host has interfaces for: FFD places them
         units = gpus + others
-        busy = sum(len(u.gpus) * u.count for u in units)
-        if best is not None and (units_floor(units, capacity)[1], busy) >= plan_size(best):
-            return  # no packing of these GPUs beats best: its hosts are at least their floor, its busy GPUs these
+        if not may_beat(units, capacity, best):
+            return  # no packing of these GPUs beats best
         hosts = pack_hosts(units, capacity)
         # The GPUs spread evenly over the hosts they fill, where first fit needs more (hosts.pack_hosts_even); not
         # from the LP's ways, which a plan read only for its count does not have (its count must be the same).
@@ -491,16 +480,10 @@ def _pack_staged(
     for i in range(max((len(stage.ways) for stage in stages), default=1) if staged else 0):
         pack([stage.ways[min(i, len(stage.ways) - 1)] for stage in stages], i < len(FILLS))
     if deferred and (best is None or plan_size(best)[0] > known):  # past MAX_SIZES sizes, the LP (_many_sizes_ways)
-        added, fresh = _many_sizes_ways(capacity, stages, deferred)
+        added, fresh, rounded = _many_sizes_ways(capacity, stages, deferred)
         bound += added
-        for j in range(max(map(len, fresh))):  # each group its j-th new way (its last, where it has fewer)
-            pack(
-                [
-                    new[min(j, len(new) - 1)] if new else stage.ways[-1]
-                    for stage, new in zip(stages, fresh, strict=True)
-                ],
-                False,
-            )
+        for j in range(max(map(len, fresh)) if rounded else 0):  # each group its j-th new way (its last, where fewer)
+            pack([ways[min(j, len(ways) - 1)] for ways in fresh], False)
     # Tasks first-fit onto GPUs and hosts together: better where host CPU or memory binds. It builds hosts one by
     # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
     # and answers in time where GPU memory binds, as for a million small tasks).
@@ -518,23 +501,27 @@ def _pack_staged(
     return best, bound, Staged(stages, others, enis)
 
 
-def _many_sizes_ways(capacity: CapacityInput, stages: list[Stage], deferred: list[int]) -> tuple[int, list[list[Way]]]:
+def _many_sizes_ways(
+    capacity: CapacityInput, stages: list[Stage], deferred: list[int]
+) -> tuple[int, list[list[Way]], bool]:
     """The GPU LP over each ``deferred`` stage's many sizes, started from its ways' GPUs: its bound and its roundings,
-    as the stage's last ways, put in ``stages``; the bounds summed, and each stage's new ways. The staged
+    as the stage's last ways, put in ``stages``; the bounds summed, each stage's new ways (its last where it has
+    none), and whether any stage has new ones. The staged
     plan asks for it where the fills' plans are above the bound on the hosts, not where they meet it (shaped `many`
     900 and 904 at 1,000 tasks: 0.3 s of LP that found nothing). Started from the fills' GPUs it converges in a few
     dozen rounds where from one size a pattern it took hundreds (held-out 1007 at 100,000 tasks on eight L40S a host,
     115 sizes: 23 solves in 0.06 s, not 252 in 0.32 s)."""
-    added = 0
-    fresh: list[list[Way]] = [[] for _ in stages]
+    added, rounded = 0, False
+    fresh = [stage.ways[-1:] for stage in stages]
     for k in deferred:
         stage = stages[k]
         stages[k] = _stage(
             stage.items, capacity, lp_solution(stage.items, capacity, many=True, start=stage.ways), stage.ways
         )
         added += stages[k].lp_bound
-        fresh[k] = stages[k].ways[len(stage.ways) :]
-    return added, fresh
+        if len(stages[k].ways) > len(stage.ways):
+            fresh[k], rounded = stages[k].ways[len(stage.ways) :], True
+    return added, fresh, rounded
 
 
 def _stage(
