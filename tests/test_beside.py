@@ -111,9 +111,9 @@ def test_a_caller_that_fails_first_leaves_no_child_behind() -> None:
 
 def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
     """A fleet of a capacity replayed whole and one replayed scaled down (past WHOLE_TASKS), assessed with the replays
-    and the scaled fleet's packing each in a process of its own and without: the same assessment, field for field;
-    with, each ran in a child (without, ``place_capacity`` works each capacity's out itself), and each child's answer
-    is the one used."""
+    (in two halves) and the scaled fleet's packing each in a process of its own and without: the same assessment,
+    field for field; with, each ran in a child (without, ``place_capacity`` works each capacity's out itself), and each
+    child's answer is the one used (the replays' most instances marked a hundred times over, in both halves)."""
     out = _fresh("""
         import tempfile
         from dataclasses import replace
@@ -147,13 +147,25 @@ def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
         ran = sorted(line.split() for line in open(record))
         print(forked == alone, forked.placement["quad"].scaled_from, [name for name, pid in ran if int(pid) != parent])
         beside.can_fork = lambda: True  # and each child's answer is the one used: a marked one shows in the plan
-        rules.replay_capacities = lambda *args: {k: replace(v, replays=-1) for k, v in replay(*args).items()}
+        def marked_replays(*args):
+            return {k: [replace(o, peak=100 * o.peak) for o in v] for k, v in replay(*args).items()}
+        rules.replay_capacities = marked_replays
         rules.scale_capacities = lambda *args: {k: (1, 1) for k in scale(*args)}  # the full fleet over one host
         marked = rules.assess(caps, services)
         print(sorted(p.replays for p in marked.placement.values()), sorted(p.replays for p in alone.placement.values()))
-        print(marked.placement["quad"].needed > 10 * alone.placement["quad"].needed, marked.placement["one"] == replace(alone.placement["one"], replays=-1))
+        print([marked.placement[k].needed > 10 * alone.placement[k].needed for k in ("quad", "one")])
     """)
-    assert out.splitlines() == ["True 4000 ['replays', 'scaled']", "[-1, -1] [9, 11]", "True True"]
+    assert out.splitlines() == ["True 4000 ['replays', 'replays', 'scaled']", "[9, 11] [9, 11]", "[True, True]"]
+
+
+def test_a_child_yields_the_core_to_its_caller() -> None:
+    """The child runs CHILD_NICENESS steps below its caller (the caller's plans are what it waits for): where both
+    want a core, the caller's work comes first, and the child has whatever is left."""
+    out = _fresh("""
+        with Beside(lambda: os.nice(0), worth=True) as pending:
+            print(pending.result() - os.nice(0), pending.forked)
+    """)
+    assert out == f"{beside.CHILD_NICENESS} True"
 
 
 def test_a_fork_the_system_refuses_leaves_the_work_here(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,13 +186,14 @@ def test_a_fork_the_system_refuses_leaves_the_work_here(monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize(
-    ("counts", "worth"), [((2000, 2000), [True, False]), ((3001, 10), [True, True]), ((20, 20), [False, False])]
+    ("counts", "worth"),
+    [((2000, 2000), [True, True, False]), ((3001, 10), [True, True, True]), ((20, 20), [False, False, False])],
 )
 def test_assess_asks_for_a_child_only_where_its_work_is_worth_one(
     monkeypatch: pytest.MonkeyPatch, counts: tuple[int, int], worth: list[bool]
 ) -> None:
-    """The replays are worth a child from BESIDE_TASKS tasks on EC2 capacities; the scaled fleet's packing only where
-    one capacity has more than WHOLE_TASKS (two capacities of 2,000 have none to pack)."""
+    """The replays are worth their two children (a half each) from BESIDE_TASKS tasks on EC2 capacities; the scaled
+    fleet's packing only where one capacity has more than WHOLE_TASKS (two capacities of 2,000 have none to pack)."""
     from ecs_gpu_sharing.core import rules
     from ecs_gpu_sharing.core.capacity_facts import host_facts
     from ecs_gpu_sharing.core.placement_strategies import LIBRARY_STRATEGY

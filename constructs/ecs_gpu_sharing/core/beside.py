@@ -1,10 +1,11 @@
 """Work run in a second process beside the caller's own, where that can pay. Pure Python, standard library only.
 
 ``plan`` on a large fleet spends its time replaying ECS's placement, packing the fleet scaled down for those replays'
-ratios, and planning, and none needs another's answer (``rules.assess``). On a machine of two cores or more the
-replays and the scaled packing each run in a forked child while the plans run here, and each child's answer comes back
-through a pipe, pickled. The answer is the same either way: the work is deterministic (the replays are seeded) and a
-child runs the same function on a copy of the same memory.
+ratios, and planning, and none needs another's answer (``rules.assess``). On a machine of two cores or more each half
+of the replays and the scaled packing run in forked children while the plans run here, and each child's answer comes
+back through a pipe, pickled. The answer is the same either way: the work is deterministic (the replays are seeded) and
+a child runs the same function on a copy of the same memory. A child runs CHILD_NICENESS steps below its caller, so
+where they want more cores than there are, the caller's plans, which the answer waits for anyway, go first.
 
 A fork is taken only where it is safe and can pay; otherwise the work runs here, when its answer is asked for:
 
@@ -33,6 +34,7 @@ from types import TracebackType
 from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
+CHILD_NICENESS = 10  # a child yields a core to the caller, whose plans it waits for anyway, where both want it
 
 
 def cores() -> int:
@@ -143,6 +145,8 @@ def _child(work: Callable[[], object], write_end: int) -> None:
     work itself, so an exception is raised there as it would have been without a fork, with its traceback."""
     code = 0
     try:
+        with contextlib.suppress(OSError):
+            os.nice(CHILD_NICENESS)
         data = pickle.dumps((work(),))
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(data)

@@ -466,31 +466,46 @@ def place_capacity(
     cap: CapacityInput,
     services: Iterable[ServiceInput],
     packed: tuple[CapacityPlan, CapacityPlan] | None = None,
-    replays: CapacityPlacement | None = None,
+    replays: Sequence[Outcome] | None = None,
     scaled: tuple[int, int] | None = None,
 ) -> CapacityPlacement:
     """Replays ECS over the capacity's services: with no instance limit (how many ECS needs), and at the given
     ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan of
     the capacity for the surge and for the steady fleet, when the caller has them (a large fleet's estimate scales
-    them). ``replays`` and ``scaled``: ``replayed``'s and ``scaled_instances``'s answers, when the caller made them
-    beside its plans (``rules.assess``)."""
+    them). ``replays``: the replays without an instance limit (``free_replays``, every part), and ``scaled``:
+    ``scaled_instances``'s answer, when the caller made them beside its plans (``rules.assess``)."""
     mine = _running(cap, services)
     total = sum(s.tasks for s in mine)
-    found = replayed(cap, mine) if replays is None else replays
+    found = replayed(cap, mine, replays)
     if total <= WHOLE_TASKS:
         return found
     return _scaled(cap, mine, total, packed, found, scaled_instances(cap, mine) if scaled is None else scaled)
 
 
-def replayed(cap: CapacityInput, services: Iterable[ServiceInput]) -> CapacityPlacement:
+def replayed(
+    cap: CapacityInput, services: Iterable[ServiceInput], free: Sequence[Outcome] | None = None
+) -> CapacityPlacement:
     """What ``place_capacity`` finds before it reads a plan: the replays of the whole fleet, or past WHOLE_TASKS those
     of the fleet scaled down to REPLAYED_TASKS (each service in proportion) with no instance limit (the same median,
-    the same worst)."""
+    the same worst). ``free``: the replays without an instance limit (``free_replays``), where the caller has them."""
     mine = _running(cap, services)
     total = sum(s.tasks for s in mine)
-    if total <= WHOLE_TASKS:
-        return _replayed(cap, mine, total)
-    return _replayed(_unbounded(cap), _small(mine, total), total)
+    return _replayed(*_played(cap, mine, total), total, free)
+
+
+def free_replays(cap: CapacityInput, services: Iterable[ServiceInput], part: int = 0, parts: int = 1) -> list[Outcome]:
+    """``replayed``'s replays without an instance limit, of every ``parts``-th of its runs (``_runs``' order) from
+    ``part``: ``rules.assess`` runs the halves in two processes beside its plans. Whatever their order, ``replayed``
+    reads the same from them (their most instances, and the median of what each keeps)."""
+    mine = _running(cap, services)
+    total = sum(s.tasks for s in mine)
+    played, fleet = _played(cap, mine, total)
+    return [replay(played, fleet, r, o, 1 << 30, k) for r, o, k in _runs(total, cap.gpus_per_instance)[part::parts]]
+
+
+def _played(cap: CapacityInput, mine: list[ServiceInput], total: int) -> tuple[CapacityInput, list[ServiceInput]]:
+    """The capacity and services ``replayed`` replays: as they are, or past WHOLE_TASKS scaled down, unbounded."""
+    return (cap, mine) if total <= WHOLE_TASKS else (_unbounded(cap), _small(mine, total))
 
 
 def scaled_instances(cap: CapacityInput, services: Iterable[ServiceInput]) -> tuple[int, int]:
@@ -519,9 +534,12 @@ def _small(services: Sequence[ServiceInput], total: int) -> list[ServiceInput]:
     return [replace(s, tasks=max(1, round(s.tasks * REPLAYED_TASKS / total))) for s in services]
 
 
-def _replayed(cap: CapacityInput, mine: Sequence[ServiceInput], total: int) -> CapacityPlacement:
+def _replayed(
+    cap: CapacityInput, mine: Sequence[ServiceInput], total: int, free: Sequence[Outcome] | None = None
+) -> CapacityPlacement:
     runs = _runs(total, cap.gpus_per_instance)
-    free = [replay(cap, mine, rule, order, 1 << 30, sample) for rule, order, sample in runs]
+    if free is None:
+        free = [replay(cap, mine, rule, order, 1 << 30, sample) for rule, order, sample in runs]
     needed = max((o.peak for o in free), default=0)
     limit = cap.max_instances if mine else None  # at or above the need, a replay at it is the free one, not rerun:
     limited = [replay(cap, mine, r, o, limit, k) for r, o, k in runs] if limit is not None and limit < needed else []

@@ -19,7 +19,7 @@ from .. import quotas
 from ..beside import Beside
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
-from ..placement import WHOLE_TASKS, CapacityPlacement, place_capacity, replayed, scaled_instances
+from ..placement import WHOLE_TASKS, CapacityPlacement, Outcome, free_replays, place_capacity, scaled_instances
 from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, packing, plan
 from ..rule_family import Level, Source
 from ..shape import TASK_MIXES_GPU_OPTIONS
@@ -126,11 +126,13 @@ class Assessment:
 _T = TypeVar("_T")
 
 
-def replay_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, CapacityPlacement]:
-    """``placement.replayed`` for each capacity whose every task fits its hosts (a task that fits none would launch a
-    host at each try): what ``assess`` runs beside its plans. A capacity whose replays raise is left out; it is
-    replayed again after the plans, where the error is reported."""
-    return _each_placeable(caps, services, replayed, 0)
+def replay_capacities(
+    caps: Iterable[CapacityInput], services: Sequence[ServiceInput], part: int = 0, parts: int = 1
+) -> dict[str, list[Outcome]]:
+    """``placement.free_replays`` (its ``part`` of ``parts``) for each capacity whose every task fits its hosts (a task
+    that fits none would launch a host at each try): what ``assess`` runs beside its plans. A capacity whose replays
+    raise is left out; it is replayed again after the plans, where the error is reported."""
+    return _each_placeable(caps, services, partial(free_replays, part=part, parts=parts), 0)
 
 
 def scale_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, tuple[int, int]]:
@@ -154,6 +156,15 @@ def _each_placeable(
     return out
 
 
+def _joined(halves: list[dict[str, list[Outcome]]]) -> dict[str, list[Outcome]]:
+    """Both halves' replays, for each capacity both have; none where a half did not run beside the plans (each
+    capacity is then replayed after them)."""
+    if len(halves) < 2:
+        return {}
+    first, second = halves
+    return {name: first[name] + second[name] for name in first if name in second}
+
+
 BESIDE_TASKS = 50  # tasks on EC2 capacities from which ECS's placement is replayed beside the plans (docs/planning.md)
 
 
@@ -171,11 +182,14 @@ def assess(
     svcs = sorted(services, key=lambda s: s.name)
     ec2 = [c for c in caps.values() if c.kind != MANAGED_INSTANCES]
     on_ec2 = [sum(s.tasks for s in svcs if s.capacity == c.name) for c in ec2]
-    # ECS's placement is replayed in a second process while the plans are made, and the scaled fleet packed in a
-    # third, where that pays (``beside``): the three take about as long on some fleets, and on others one of them most
-    # of the time, and the system shares whatever cores there are among them.
+    # ECS's placement is replayed in two more processes (half the replays each) while the plans are made, and the
+    # scaled fleet packed in a fourth, where that pays (``beside``): the plans and the replays take about as long on
+    # some fleets, and on others one of them most of the time; in halves, the system shares whatever cores there are
+    # among them where one process of all the replays finished last (docs/planning.md).
+    replaying = sum(on_ec2) >= BESIDE_TASKS
     with (
-        Beside(partial(replay_capacities, ec2, svcs), worth=sum(on_ec2) >= BESIDE_TASKS) as replaying,
+        Beside(partial(replay_capacities, ec2, svcs, 0, 2), worth=replaying) as first,
+        Beside(partial(replay_capacities, ec2, svcs, 1, 2), worth=replaying) as second,
         Beside(partial(scale_capacities, ec2, svcs), worth=max(on_ec2, default=0) > WHOLE_TASKS) as scaling,
     ):
         steady = plan(caps.values(), svcs)
@@ -184,7 +198,7 @@ def assess(
         surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True, host_lp=False))
         if _surge_read(caps, svcs, surge):
             surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
-        replays = replaying.result() if replaying.started else {}
+        replays = _joined([half.result() for half in (first, second) if half.started])
         scaled = scaling.result() if scaling.started else {}
     findings = []
     placement: dict[str, CapacityPlacement] = {}
