@@ -491,7 +491,7 @@ def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: py
     def ranked(self: P._Replay, rough: list[P._Host], s: ServiceInput, need: P._Need) -> P._Host | None:
         strategy = s.placement or S.ECS_DEFAULT_STRATEGY
         cut = strategy.index(S.RANDOM) if S.RANDOM in strategy else len(strategy)
-        key = self._any_key(strategy[:cut], s.name, self.zone_tasks[s.name])
+        key = S.host_key(strategy[:cut], s.name, self.zone_tasks[s.name])
         if cut < len(strategy):
             fitting = [h for h in rough if self._fits(h, need)]
             if not fitting:
@@ -836,11 +836,11 @@ def test_the_common_strategies_keys_order_hosts_as_the_general_ones() -> None:
     assert len({h.count.get("b", 0) for h in run.hosts}) > 1  # a spread over instances: tasks by service are kept
     for parts in (S.LIBRARY_STRATEGY, S.ECS_DEFAULT_STRATEGY):
         for s in services:
-            fast = P._Replay._keys(parts, s.name, run.zone_tasks[s.name], run.hosts)
-            general = list(map(P._Replay._any_key(parts, s.name, run.zone_tasks[s.name]), run.hosts))
+            fast = S.host_keys(parts, s.name, run.zone_tasks[s.name], run.hosts)
+            general = list(map(S.host_key(parts, s.name, run.zone_tasks[s.name]), run.hosts))
             for i, j in itertools.product(range(len(run.hosts)), repeat=2):
                 assert (fast[i] < fast[j], fast[i] == fast[j]) == (general[i] < general[j], general[i] == general[j])
-    assert len(set(P._Replay._keys(S.LIBRARY_STRATEGY, "a", run.zone_tasks["a"], run.hosts))) > 1
+    assert len(set(S.host_keys(S.LIBRARY_STRATEGY, "a", run.zone_tasks["a"], run.hosts))) > 1
 
 
 @settings(max_examples=40, deadline=None)

@@ -26,21 +26,13 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import quotas
 from .mps import MAX_CLIENTS_PER_GPU
-from .placement_strategies import (
-    BINPACK_CPU,
-    BINPACK_MEMORY,
-    ECS_DEFAULT_STRATEGY,
-    LIBRARY_STRATEGY,
-    RANDOM,
-    SPREAD_INSTANCE,
-    SPREAD_ZONE,
-)
+from .placement_strategies import ECS_DEFAULT_STRATEGY, RANDOM, SPREAD_INSTANCE, host_key, host_keys
 
 if TYPE_CHECKING:  # the planner's inputs carry this module's strategies, so it imports this module
     from .planner import CapacityInput, CapacityPlan, ServiceInput
@@ -219,38 +211,6 @@ class _Replay:
             return any(r >= need.size and c >= need.clients for r, c in zip(host.room, host.clients, strict=True))
         return True
 
-    @staticmethod
-    def _keys(parts: tuple[str, ...], name: str, per_zone: list[int], hosts: list[_Host]) -> list[Any]:
-        """Each host's key under the strategies before any random one, in an order whose least wins. The two common
-        cases (the library's strategy and ECS's default) are one int a host, the zone's count above bit 32 and the
-        host's figure below it (MiB of a host and tasks on it are far below 2**32): they order as the tuples _any_key
-        builds, and a replay spends much of its time here (docs/planning.md)."""
-        if parts == LIBRARY_STRATEGY:
-            return [per_zone[h.zone] << 32 | h.mem for h in hosts]
-        if parts == ECS_DEFAULT_STRATEGY:
-            return [per_zone[h.zone] << 32 | h.count.get(name, 0) for h in hosts]
-        return list(map(_Replay._any_key(parts, name, per_zone), hosts))
-
-    @staticmethod
-    def _any_key(parts: tuple[str, ...], name: str, per_zone: list[int]) -> Callable[[_Host], tuple[int, ...]]:
-        """A host's key under any strategies (those without a random one)."""
-
-        def key(h: _Host) -> tuple[int, ...]:
-            out = []
-            for part in parts:
-                if part == SPREAD_ZONE:
-                    out.append(per_zone[h.zone])
-                elif part == SPREAD_INSTANCE:
-                    out.append(h.count.get(name, 0))
-                elif part == BINPACK_MEMORY:
-                    out.append(h.mem)
-                elif part == BINPACK_CPU:
-                    out.append(h.cpu)
-                # a spread over another attribute (an instance type, say) has one value on a capacity: no effect
-            return tuple(out)
-
-        return key
-
     def _choose(self, rough: list[_Host], s: ServiceInput, need: _Need) -> _Host | None:
         """The host the strategies pick among those that fit, or ``None``. Each strategy breaks the previous one's ties,
         so the pick is the least of a key per host, in the strategies' order; hosts are checked in that order, and
@@ -261,7 +221,7 @@ class _Replay:
             fitting = [h for h in rough if self._fits(h, need)]
             if not fitting:
                 return None
-            key = self._any_key(strategy[:cut], s.name, per_zone)
+            key = host_key(strategy[:cut], s.name, per_zone)
             low = min(key(h) for h in fitting)
             return self.rng.choice([h for h in fitting if key(h) == low])
         # Ties go to the first fitting host from a seeded starting point. The least usually fits (the rough filter
@@ -270,7 +230,7 @@ class _Replay:
         if n < 2:
             return rough[0] if n and self._fits(rough[0], need) else None
         start = self.rng.randrange(n)
-        keys = self._keys(strategy, s.name, per_zone, rough)
+        keys = host_keys(strategy, s.name, per_zone, rough)
         low = min(keys)
         try:  # the least key's first host from the starting point on, else from the first
             first = rough[keys.index(low, start)]

@@ -8,7 +8,8 @@ Amazon ECS API Reference, CreateService (with no strategy the service scheduler 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from .shape import camel_keys
 
@@ -66,3 +67,45 @@ def scatters(strategy: Sequence[str]) -> bool:
     effective = tuple(strategy) or ECS_DEFAULT_STRATEGY
     packing = [part for part in effective if part != SPREAD_ZONE]
     return not packing or not packing[0].startswith("binpack(")
+
+
+class Placed(Protocol):
+    """What a strategy reads of a host in a replay (``placement._Host``)."""
+
+    zone: int
+    cpu: int
+    mem: int
+    count: dict[str, int]
+
+
+def host_keys(parts: tuple[str, ...], name: str, per_zone: list[int], hosts: Sequence[Placed]) -> list[Any]:
+    """Each host's key under the strategies ``parts`` (those before any random one), for a task of service ``name``
+    (``per_zone``: its tasks in each zone), in an order whose least wins. The two common cases (the library's strategy
+    and ECS's default) are one int a host, the zone's count above bit 32 and the host's figure below it (MiB of a host
+    and tasks on it are far below 2**32): they order as the tuples ``host_key`` builds, and a replay spends much of its
+    time here (docs/planning.md)."""
+    if parts == LIBRARY_STRATEGY:
+        return [per_zone[h.zone] << 32 | h.mem for h in hosts]
+    if parts == ECS_DEFAULT_STRATEGY:
+        return [per_zone[h.zone] << 32 | h.count.get(name, 0) for h in hosts]
+    return list(map(host_key(parts, name, per_zone), hosts))
+
+
+def host_key(parts: tuple[str, ...], name: str, per_zone: list[int]) -> Callable[[Placed], tuple[int, ...]]:
+    """A host's key under any strategies (those without a random one)."""
+
+    def key(h: Placed) -> tuple[int, ...]:
+        out = []
+        for part in parts:
+            if part == SPREAD_ZONE:
+                out.append(per_zone[h.zone])
+            elif part == SPREAD_INSTANCE:
+                out.append(h.count.get(name, 0))
+            elif part == BINPACK_MEMORY:
+                out.append(h.mem)
+            elif part == BINPACK_CPU:
+                out.append(h.cpu)
+            # a spread over another attribute (an instance type, say) has one value on a capacity: no effect
+        return tuple(out)
+
+    return key
