@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from .balanced import pack_hosts_balanced
-from .gpus import Item, Way, lp_solution, milp_solution, pack_gpus_lp
+from .gpus import Item, Way, lp_solution, milp_solution, pack_gpus_lp, way_gpus
 from .hosts import Host, Unit, eni_room, pack_hosts, plan_size, slots_floor
 from .model import CapacityInput
 
@@ -122,8 +122,3 @@ def gpu_units(ways: list[Way], enis: dict[str, int]) -> list[Unit]:
         for way in ways
         for load, cpu, mem, count in way
     ]
-
-
-def way_gpus(way: Way) -> int:
-    """The GPUs a GPU stage's way fills."""
-    return sum(count for _, _, _, count in way)

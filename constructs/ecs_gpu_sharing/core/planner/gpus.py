@@ -371,13 +371,15 @@ def lp_roundings(items: list[Item], cap: CapacityInput, solution: cutting_stock.
     first = groups + pack_gpus(rest, cap, _fill_exact)
     ways = [first]
     for fill in FILLS:
-        if fill is not _fill_exact and (way := groups + pack_gpus(rest, cap, fill)) and _gpus(way) < _gpus(first):
+        way = groups + pack_gpus(rest, cap, fill) if fill is not _fill_exact else first
+        if way_gpus(way) < way_gpus(first):
             ways.append(way)
     return ways
 
 
-def _gpus(way: Way) -> int:
-    return sum(count for *_, count in way)
+def way_gpus(way: Way) -> int:
+    """The GPUs a GPU stage's way fills."""
+    return sum(count for _, _, _, count in way)
 
 
 def _rounded_down(

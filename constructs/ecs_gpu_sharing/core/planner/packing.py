@@ -9,9 +9,9 @@ from ..errors import PlanError
 from ..host_lp.model import shares
 from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
-from .exact_gpus import Stage, Staged, exact_gpus, gpu_units, way_gpus
+from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
-from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus
+from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus, way_gpus
 from .hosts import Host, Unit, eni_room, lower_bounds, may_beat, pack_hosts, pack_hosts_even, plan_size, slots_floor
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
