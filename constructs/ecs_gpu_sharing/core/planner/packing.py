@@ -506,11 +506,10 @@ def _many_sizes_ways(
 ) -> tuple[int, list[list[Way]], bool]:
     """The GPU LP over each ``deferred`` stage's many sizes, started from its ways' GPUs: its bound and its roundings,
     as the stage's last ways, put in ``stages``; the bounds summed, each stage's new ways (its last where it has
-    none), and whether any stage has new ones. The staged
-    plan asks for it where the fills' plans are above the bound on the hosts, not where they meet it (shaped `many`
-    900 and 904 at 1,000 tasks: 0.3 s of LP that found nothing). Started from the fills' GPUs it converges in a few
-    dozen rounds where from one size a pattern it took hundreds (held-out 1007 at 100,000 tasks on eight L40S a host,
-    115 sizes: 23 solves in 0.06 s, not 252 in 0.32 s)."""
+    none), and whether any stage has new ones. The staged plan asks for it where the fills' plans are above the bound
+    on the hosts, not where they meet it (shaped `many` 900 and 904 at 1,000 tasks: 0.3 s of LP that found nothing).
+    Started from the fills' GPUs it converges in a few dozen rounds where from one size a pattern it took hundreds
+    (held-out 1007 at 100,000 tasks on eight L40S a host, 115 sizes: 23 solves in 0.06 s, not 252 in 0.32 s)."""
     added, rounded = 0, False
     fresh = [stage.ways[-1:] for stage in stages]
     for k in deferred:
