@@ -263,6 +263,32 @@ def test_json_text_is_json_dumps_character_for_character(doc: Any, indent: int) 
     assert json_text(doc, indent) == json.dumps(doc, indent=indent)
 
 
+@pytest.mark.parametrize("name", ["wide.toml", "three-models.toml", "platform.toml", "managed-instances.toml"])
+def test_json_text_writes_a_plan_document_from_its_parts_as_from_their_dicts(name: str) -> None:
+    """A plan document's parts are written from the parts themselves (``json_names``), not from dicts made of them
+    first: the text of their ``to_json()`` dicts at each indent, with prices and without. Where a part holds a value
+    json_text leaves to the json module (a price of NaN), the whole is json's text of the dicts."""
+    import datetime
+    import math
+    from dataclasses import replace
+
+    from ecs_gpu_sharing.core import cost, fleet, plan_inputs, plan_report
+    from ecs_gpu_sharing.core.rules import assess
+
+    from conftest import REPO
+
+    result = assess(*plan_inputs.from_fleet(fleet.load(REPO / "tests" / "fleets" / name)))
+    types = {c.instance_type for c in plan_report.document(result).capacities}
+    prices = cost.Prices("us-east-1", datetime.date(2026, 12, 1), "USD", {t: 1.25 for t in types}, "test")
+    for doc in (plan_report.document(result), plan_report.document(result, prices)):
+        for indent in (1, 2):
+            assert json_text(doc, indent) == json.dumps(doc.to_json(), indent=indent)
+    assert doc.summary.cost is not None
+    odd = replace(doc, summary=replace(doc.summary, cost=replace(doc.summary.cost, per_hour=math.nan)))
+    assert "NaN" in json_text(odd, 2)
+    assert json_text(odd, 2) == json.dumps(odd.to_json(), indent=2)
+
+
 def test_json_text_writes_a_plan_as_json_dumps_does(capsys: pytest.CaptureFixture[str]) -> None:
     """The whole ``plan --json`` output of a fleet file, and a value json cannot write, refused in its words."""
     from conftest import REPO

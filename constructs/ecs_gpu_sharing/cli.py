@@ -58,7 +58,7 @@ def _plan(args: argparse.Namespace) -> int:
     if svg is not None:
         write_atomic(svg, plan_report.to_svg(doc))
     if args.json:
-        print(json_text(doc.to_json(), indent=2))
+        print(json_text(doc, indent=2))
     else:
         print(plan_report.to_table(result))
         print("\n".join(cost.cost_lines(doc)))
@@ -77,7 +77,7 @@ def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
     if svg is not None:
         write_atomic(svg, plan_report.to_svg(doc))
     lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
-    print(json_text(doc.to_json(), indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
+    print(json_text(doc, indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
     return 0 if doc.summary.fits else 1
 
 

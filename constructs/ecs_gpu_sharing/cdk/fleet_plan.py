@@ -410,7 +410,7 @@ class FleetPlan(Construct):
         )
         lines = cost.cost_lines(doc)
         outdir.mkdir(parents=True, exist_ok=True)
-        write_atomic(outdir / f"{PLAN_FILE}.json", json_text(doc.to_json(), indent=1) + "\n")
+        write_atomic(outdir / f"{PLAN_FILE}.json", json_text(doc, indent=1) + "\n")
         markdown = plan_report.to_markdown(result, cost_lines=cost.cost_lines(doc, hint=False))
         markdown += plan_report.allow_list_markdown(judged.allowed, not_judged)
         write_atomic(outdir / f"{PLAN_FILE}.md", markdown)

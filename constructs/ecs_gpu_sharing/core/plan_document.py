@@ -43,11 +43,16 @@ def _field(meaning: str, *, low: int | None = None, optional: bool = False, empt
 class _Part:
     """What every part of the document does: write itself as JSON."""
 
-    def to_json(self) -> dict[str, Any]:
-        names = _NAMES.get(type(self))
+    @classmethod
+    def json_names(cls) -> tuple[str, ...]:
+        """The part's fields, in order: what it is written as (``to_json``, and ``files.json_text`` from the part)."""
+        names = _NAMES.get(cls)
         if names is None:  # read once a part: dataclasses.fields builds its tuple on each call (thousands a plan)
-            names = _NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
-        return {name: _json(getattr(self, name)) for name in names}
+            names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        return names
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: _json(getattr(self, name)) for name in self.json_names()}
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}  # each part's field names, in order
