@@ -356,3 +356,61 @@ def test_a_command_runs_with_the_collector_less_often_and_leaves_the_process_as_
     assert seen == [cli.GC_THRESHOLD] * 2 and seen[0] != before
     assert gc.get_threshold() == before
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("given", [{}, {"OPENBLAS_NUM_THREADS": "3"}, {"OMP_NUM_THREADS": "2"}])
+def test_a_command_runs_with_one_blas_thread_unless_the_caller_chose_and_leaves_the_environment_as_it_was(
+    given: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """numpy's OpenBLAS starts threads when it loads, which take CPU from the plan's other processes; the plan's
+    products are of a few numbers. The command asks for one thread where the caller named no count, and gives the
+    environment back after, when it succeeds and when it fails."""
+    import os
+
+    from ecs_gpu_sharing import cli
+
+    for name in cli.BLAS_THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    before = {name: os.environ.get(name) for name in cli.BLAS_THREAD_VARIABLES}
+    seen = []
+    plan = cli._plan
+
+    def watched(args: object) -> int:
+        seen.append({name: os.environ.get(name) for name in cli.BLAS_THREAD_VARIABLES})
+        return plan(args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "_plan", watched)
+    assert main(["plan", EXAMPLE]) == 0
+    assert main(["plan", "no-such-fleet.toml"]) == 1
+    expected = {**before, "OPENBLAS_NUM_THREADS": "1"} if not given else before
+    assert seen == [expected] * 2
+    assert {name: os.environ.get(name) for name in cli.BLAS_THREAD_VARIABLES} == before
+    capsys.readouterr()
+
+
+def test_numpy_loaded_by_a_command_runs_no_thread_of_its_own() -> None:
+    """In a fresh interpreter, as the console script runs: numpy loaded while a command runs (the planner loads it on
+    first use) starts no BLAS thread, so the process stays one thread and can fork its next replays (``beside``)."""
+    import subprocess
+    import sys
+
+    from ecs_gpu_sharing import cli
+
+    script = (
+        "import os\n"
+        f"for name in {cli.BLAS_THREAD_VARIABLES!r}:\n"
+        "    os.environ.pop(name, None)\n"
+        "from ecs_gpu_sharing import cli\n"
+        "from ecs_gpu_sharing.core.beside import threads\n"
+        "plan = cli._plan\n"
+        "def loading(args):\n"
+        "    import numpy\n"
+        "    return plan(args)\n"
+        "cli._plan = loading\n"
+        f"code = cli.main(['plan', {EXAMPLE!r}])\n"
+        "print(code, threads())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split()[-2:] == ["0", "1"], done.stderr[-2000:]

@@ -509,6 +509,29 @@ def _fewer_collections() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
+# The variables OpenBLAS reads for its thread count when it loads (OpenBLAS's README, "Setting the number of threads
+# using environment variables"); numpy's wheels bundle a pthreads build of it on Linux and Windows.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OPENBLAS_DEFAULT_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """OpenBLAS asked for one thread while a command runs, where the caller named no count. When numpy loads (the
+    planner loads it on first use) its OpenBLAS starts a thread for each core but the first, and they spin waiting
+    for work: on two cores 0.05-0.06 s of CPU taken from the replays and the scaled packing beside the plans, whose
+    products are of a few hundred numbers, one thread's work (docs/planning.md). A process of one thread can also fork
+    for its next plan (``beside.can_fork``: ``evaluate --write`` plans twice). The count is read when numpy loads, so
+    a numpy loaded before keeps its threads; the caller's environment comes back after."""
+    if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:2] == ["plan", "diff"]:  # `plan diff OLD NEW`; plan a fleet file named diff as ./diff
@@ -516,7 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         args = build_parser().parse_args(arguments)
     try:
-        with _fewer_collections():
+        with _fewer_collections(), _one_blas_thread():
             code = int(args.func(args))
         sys.stdout.flush()
         return code
