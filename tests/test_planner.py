@@ -1000,6 +1000,43 @@ def test_ffd_skipping_chunks_of_open_gpus_changes_no_placement() -> None:
     for shift in (1, 60):  # chunks of two; every GPU read
         with _chunks_of(ffd, shift):
             assert _ffd_plans() == with_chunks, shift
+    with pytest.MonkeyPatch.context() as patch:  # each chunk's hosts kept at every scan that finds nothing
+        patch.setattr(ffd, "HOSTS_AFTER_MISSES", 1)
+        assert _ffd_plans() == with_chunks
+        with _chunks_of(ffd, 1):
+            assert _ffd_plans() == with_chunks
+
+
+def test_ffd_skips_a_chunk_whose_hosts_cannot_take_a_task_where_its_bounds_alone_would_not() -> None:
+    """Many services of a few tasks on eight GPUs a host (tuning seed 29, each service as seven alike ones): a chunk's
+    most GPU memory, host memory and CPU, each over the chunk, often pass a task that no GPU there takes (the GPUs
+    with memory left are on hosts whose CPU or memory is spent), and first-fit read such chunks for each service.
+    Its hosts' figures, kept once a chunk was read in vain often, rule them out unread, and the plan is the one a scan
+    of every GPU gives."""
+    with benchmarks_on_path():
+        import fleet_generator
+    from ecs_gpu_sharing.core.planner import ffd
+
+    fleet = fleet_generator.copies(fleet_generator.generate(29, 2000, "g6.48xlarge"), 7)
+    pairs = [(s, max(1, s.tasks // 7)) for s in fleet.services]
+    unread = []
+    scan = ffd._FirstFit.first_in_chunk
+
+    def counted(self: ffd._FirstFit, at: int, s: ServiceInput, group: str | None) -> int:
+        hosts = self.chunk_hosts.get(at >> ffd.CHUNK_SHIFT)
+        found = scan(self, at, s, group)
+        unread.append(hosts is not None and found < 0 and self.chunk_hosts.get(at >> ffd.CHUNK_SHIFT) is hosts)
+        return found
+
+    def placed() -> list[object]:
+        return [(h.count, h.gpus, h.cpu, h.mem) for h in ffd.ffd_hosts(fleet.capacity, [pairs], "gpu")]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ffd._FirstFit, "first_in_chunk", counted)
+        kept = placed()
+    assert sum(unread) >= len(unread) // 4 > 10
+    with _chunks_of(ffd, 60):
+        assert placed() == kept
 
 
 @settings(max_examples=150, deadline=None)
@@ -1032,6 +1069,9 @@ def test_ffd_chunks_change_no_placement_where_room_is_met_exactly(
 
     with _chunks_of(ffd, 1):
         in_chunks = placed()
+        with pytest.MonkeyPatch.context() as patch:  # each chunk's hosts kept at every scan that finds nothing
+            patch.setattr(ffd, "HOSTS_AFTER_MISSES", 1)
+            assert placed() == in_chunks
     assert placed() == in_chunks  # chunks of 32
     with _chunks_of(ffd, 60):
         assert placed() == in_chunks

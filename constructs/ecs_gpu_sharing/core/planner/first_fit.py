@@ -50,6 +50,10 @@ class FirstFitHosts:
         self.chunk_bounds: dict[int, tuple[int, int, int]] = {}
         self.host_bounds: dict[int, tuple[int, int]] = {}  # the same for idle_hosts: host memory and CPU
         self.span_bounds: dict[int, tuple[int, int, int]] = {}  # per CHUNK chunks of open GPUs: their bounds' most
+        # Per chunk of open GPUs read in vain often (ffd._FirstFit.first_in_chunk): per host, the most GPU memory left
+        # on its GPUs in the chunk, its memory and its CPU, when last read; and the reads in vain since.
+        self.chunk_hosts: dict[int, list[tuple[int, int, int]]] = {}
+        self.chunk_misses: dict[int, int] = {}
 
     def new_host(self) -> int:
         cap, h = self.capacity, len(self.cpu_left)
