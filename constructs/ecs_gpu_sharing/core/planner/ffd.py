@@ -333,10 +333,10 @@ class _FirstFit(FirstFitHosts):
         if misses >= HOSTS_AFTER_MISSES:  # read in vain often: its hosts' figures kept (read again, they only shrink)
             most: dict[int, int] = {}  # per host, the most GPU memory left on its GPUs in the chunk
             for i in range(at, at + CHUNK):
-                h, room = open_mps[i] // per, gpus[open_mps[i]].room
-                if room > most.get(h, -1):
-                    most[h] = room
-            self.chunk_hosts[chunk] = [(room, mem_left[h], cpu_left[h]) for h, room in most.items()]
+                h, left = open_mps[i] // per, gpus[open_mps[i]].room
+                if left > most.get(h, -1):
+                    most[h] = left
+            self.chunk_hosts[chunk] = [(left, mem_left[h], cpu_left[h]) for h, left in most.items()]
         return -1
 
     def first_idle_in_chunk(self, at: int, s: ServiceInput) -> int:
