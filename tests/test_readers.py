@@ -279,6 +279,9 @@ def test_json_text_writes_a_plan_document_from_its_parts_as_from_their_dicts(nam
 
     result = assess(*plan_inputs.from_fleet(fleet.load(REPO / "tests" / "fleets" / name)))
     types = {c.instance_type for c in plan_report.document(result).capacities}
+    for capacity in plan_report.document(result).capacities:  # GPUs alike in a capacity are one part, written once
+        gpus = [gpu for group in capacity.instances for gpu in group.gpus]
+        assert len({id(gpu) for gpu in gpus}) == len(set(gpus))
     prices = cost.Prices("us-east-1", datetime.date(2026, 12, 1), "USD", {t: 1.25 for t in types}, "test")
     for doc in (plan_report.document(result), plan_report.document(result, prices)):
         for indent in (1, 2):
@@ -287,6 +290,27 @@ def test_json_text_writes_a_plan_document_from_its_parts_as_from_their_dicts(nam
     odd = replace(doc, summary=replace(doc.summary, cost=replace(doc.summary.cost, per_hour=math.nan)))
     assert "NaN" in json_text(odd, 2)
     assert json_text(odd, 2) == json.dumps(odd.to_json(), indent=2)
+
+
+def test_json_text_writes_a_part_met_again_as_it_wrote_it_at_that_indent() -> None:
+    """A part met again (the same object: a plan's GPUs alike are one part) is written from the text kept for it at
+    that indent, and afresh at another: the same text as json.dumps of the dicts, wherever the part stands."""
+    from ecs_gpu_sharing.core import plan_document as pd
+
+    one = pd.GpuTasks(service="llm", tasks=2, task_gpu_budget_mib=20480, containers=1)
+    gpu = pd.Gpu(tasks=(one, one), used_gpu_memory_mib=40960, whole=False)
+    other = pd.Gpu(tasks=(one,), used_gpu_memory_mib=20480, whole=False)
+    doc = {"gpus": [gpu, other, gpu], "deeper": [[gpu, one], {"gpu": gpu, "empty": pd.Gpu(tasks=(), used_gpu_memory_mib=0, whole=True)}], "one": one}
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, pd.Gpu | pd.GpuTasks):
+            return value.to_json()
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return [plain(v) for v in value] if isinstance(value, list) else value
+
+    for indent in (1, 2):
+        assert json_text(doc, indent) == json.dumps(plain(doc), indent=indent)
 
 
 def test_json_text_writes_a_plan_as_json_dumps_does(capsys: pytest.CaptureFixture[str]) -> None:

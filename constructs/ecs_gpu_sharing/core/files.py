@@ -181,6 +181,10 @@ def json_text(doc: Any, indent: int) -> str:
     step = " " * indent
     encode = json.encoder.encode_basestring_ascii
     parts: dict[type, Any] = {}  # per type met: its part reader, or None
+    # A part's text at an indent, by the part's identity: the parts are frozen and the document holds them all while
+    # it is written, so an id stands for one part here. A plan's hosts repeat the same GPUs (``plan_report`` makes one
+    # part of GPUs alike): 234 parts for 2,696 GPUs on held-out 1007 at 100,000 tasks on eight H100s a host.
+    written: dict[tuple[int, str], str] = {}
 
     def scalar(value: Any) -> str:  # the json module's checks, in its order
         if isinstance(value, str):
@@ -202,11 +206,18 @@ def json_text(doc: Any, indent: int) -> str:
         reader = parts.get(kind, parts)  # the dict itself: the type not met yet
         if reader is parts:
             reader = parts[kind] = _part_reader(kind)
-        if reader is not None:  # a part: written as the object of its attributes
-            names, read = reader
-            pairs: Any = zip(names, read(value), strict=True) if names else None
+        if reader is not None:  # a part: written as the object of its attributes, once at each indent
+            key = (id(value), at)
+            text = written.get(key)
+            if text is None:
+                start = len(out)
+                names, read = reader
+                pairs(zip(names, read(value), strict=True) if names else None, at)
+                text = written[key] = "".join(out[start:])
+                del out[start:]
+            add(text)
         elif isinstance(value, dict):
-            pairs = value.items() if value else None
+            pairs(value.items() if value else None, at)
         elif isinstance(value, (list, tuple)):
             if not value:
                 add("[]")
@@ -221,13 +232,14 @@ def json_text(doc: Any, indent: int) -> str:
             return
         else:
             add(scalar(value))
-            return
-        if pairs is None:
+
+    def pairs(items: Any, at: str) -> None:  # an object's keys and values, or None for an empty one
+        if items is None:
             add("{}")
             return
         inner = at + step
         first = "{\n" + inner
-        for key, item in pairs:
+        for key, item in items:
             if not isinstance(key, str):
                 raise _Unusual
             kind = type(item)  # a name or a whole number (most of a plan) is written here, not by a call

@@ -18,8 +18,9 @@ from .allocation import Evidence, headroom
 from .cost import Prices, add_cost, cost_lines
 from .markdown import table
 from .placement import ESTIMATE_HEADROOM, ORDER_HEADROOM_PERCENT, REPLAYED_TASKS, with_headroom
-from .planner import MANAGED_INSTANCES, CapacityPlan, ServiceInput, interfaces_used
+from .planner import MANAGED_INSTANCES, CapacityPlan, GpuLoad, ServiceInput, interfaces_used
 from .rules import Assessment, Finding, Level, finding_line
+from .shape import TaskShape
 
 
 def _allocation(s: ServiceInput) -> pd.Allocation | None:
@@ -149,6 +150,7 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
     cap = c.capacity
     placed = assessment.placement.get(cap.name)
     shapes = {s.name: s.shape for s in assessment.steady.services}
+    alike: dict[tuple[object, ...], pd.Gpu] = {}
     return pd.Capacity(
         name=cap.name,
         kind=cap.kind,
@@ -176,22 +178,7 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
         instances=tuple(
             pd.InstanceGroup(
                 count=group.count,
-                gpus=tuple(
-                    pd.Gpu(
-                        tasks=tuple(
-                            pd.GpuTasks(
-                                service=name,
-                                tasks=n,
-                                task_gpu_budget_mib=shapes[name].task_gpu_budget_mib,
-                                containers=shapes[name].clients,
-                            )
-                            for name, n in gpu.tasks
-                        ),
-                        used_gpu_memory_mib=gpu.used_gpu_memory_mib,
-                        whole=gpu.whole,
-                    )
-                    for gpu in group.gpus
-                ),
+                gpus=tuple(_gpu(gpu, shapes, alike) for gpu in group.gpus),
                 cpu_units_used=group.cpu_units_used,
                 memory_mib_used=group.memory_mib_used,
                 tasks_without_gpu=tuple(pd.HostTasks(service=name, tasks=n) for name, n in group.tasks_without_gpu),
@@ -199,6 +186,29 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
             for group in c.instances
         ),
     )
+
+
+def _gpu(gpu: GpuLoad, shapes: dict[str, TaskShape], alike: dict[tuple[object, ...], pd.Gpu]) -> pd.Gpu:
+    """The part of one GPU, made once for the GPUs alike in a capacity (``alike``, by what the part says): a plan's
+    hosts repeat a few GPUs' contents (held-out 1007 at 100,000 tasks on eight H100s a host: 234 of 2,696 GPUs), and the
+    parts are frozen, so the same part stands for each; ``files.json_text`` writes it once."""
+    key = (gpu.tasks, gpu.used_gpu_memory_mib, gpu.whole)
+    part = alike.get(key)
+    if part is None:
+        part = alike[key] = pd.Gpu(
+            tasks=tuple(
+                pd.GpuTasks(
+                    service=name,
+                    tasks=n,
+                    task_gpu_budget_mib=shapes[name].task_gpu_budget_mib,
+                    containers=shapes[name].clients,
+                )
+                for name, n in gpu.tasks
+            ),
+            used_gpu_memory_mib=gpu.used_gpu_memory_mib,
+            whole=gpu.whole,
+        )
+    return part
 
 
 def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
