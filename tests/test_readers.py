@@ -282,6 +282,8 @@ def test_json_text_writes_a_plan_document_from_its_parts_as_from_their_dicts(nam
     for capacity in plan_report.document(result).capacities:  # GPUs alike in a capacity are one part, written once
         gpus = [gpu for group in capacity.instances for gpu in group.gpus]
         assert len({id(gpu) for gpu in gpus}) == len(set(gpus))
+        tasks = [t for gpu in gpus for t in gpu.tasks]  # and a service's tasks alike on them
+        assert len({id(t) for t in tasks}) == len(set(tasks))
     prices = cost.Prices("us-east-1", datetime.date(2026, 12, 1), "USD", {t: 1.25 for t in types}, "test")
     for doc in (plan_report.document(result), plan_report.document(result, prices)):
         for indent in (1, 2):
@@ -300,7 +302,11 @@ def test_json_text_writes_a_part_met_again_as_it_wrote_it_at_that_indent() -> No
     one = pd.GpuTasks(service="llm", tasks=2, task_gpu_budget_mib=20480, containers=1)
     gpu = pd.Gpu(tasks=(one, one), used_gpu_memory_mib=40960, whole=False)
     other = pd.Gpu(tasks=(one,), used_gpu_memory_mib=20480, whole=False)
-    doc = {"gpus": [gpu, other, gpu], "deeper": [[gpu, one], {"gpu": gpu, "empty": pd.Gpu(tasks=(), used_gpu_memory_mib=0, whole=True)}], "one": one}
+    doc = {
+        "gpus": [gpu, other, gpu],
+        "deeper": [[gpu, one], {"gpu": gpu, "empty": pd.Gpu(tasks=(), used_gpu_memory_mib=0, whole=True)}],
+        "one": one,
+    }
 
     def plain(value: Any) -> Any:
         if isinstance(value, pd.Gpu | pd.GpuTasks):

@@ -11,6 +11,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from html import escape
+from typing import Any
 
 from . import plan_document as pd
 from . import text
@@ -150,7 +151,7 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
     cap = c.capacity
     placed = assessment.placement.get(cap.name)
     shapes = {s.name: s.shape for s in assessment.steady.services}
-    alike: dict[tuple[object, ...], pd.Gpu] = {}
+    alike: dict[object, Any] = {}  # the parts of GPUs and of their tasks, made once (_gpu)
     return pd.Capacity(
         name=cap.name,
         kind=cap.kind,
@@ -188,25 +189,28 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
     )
 
 
-def _gpu(gpu: GpuLoad, shapes: dict[str, TaskShape], alike: dict[tuple[object, ...], pd.Gpu]) -> pd.Gpu:
-    """The part of one GPU, made once for the GPUs alike in a capacity (``alike``, by what the part says): a plan's
-    hosts repeat a few GPUs' contents (held-out 1007 at 100,000 tasks on eight H100s a host: 234 of 2,696 GPUs), and the
-    parts are frozen, so the same part stands for each; ``files.json_text`` writes it once."""
+def _gpu(gpu: GpuLoad, shapes: dict[str, TaskShape], alike: dict[object, Any]) -> pd.Gpu:
+    """The part of one GPU, made once for the GPUs alike in a capacity (``alike``, by what the part says), and each of
+    its services' tasks the same way: a plan's hosts repeat a few GPUs' contents (held-out 1007 at 100,000 tasks on
+    eight H100s a host: 234 of 2,696 GPUs), and the parts are frozen, so the same part stands for each;
+    ``files.json_text`` writes it once."""
     key = (gpu.tasks, gpu.used_gpu_memory_mib, gpu.whole)
     part = alike.get(key)
     if part is None:
         part = alike[key] = pd.Gpu(
-            tasks=tuple(
-                pd.GpuTasks(
-                    service=name,
-                    tasks=n,
-                    task_gpu_budget_mib=shapes[name].task_gpu_budget_mib,
-                    containers=shapes[name].clients,
-                )
-                for name, n in gpu.tasks
-            ),
+            tasks=tuple(_gpu_tasks(name, n, shapes, alike) for name, n in gpu.tasks),
             used_gpu_memory_mib=gpu.used_gpu_memory_mib,
             whole=gpu.whole,
+        )
+    return part
+
+
+def _gpu_tasks(name: str, n: int, shapes: dict[str, TaskShape], alike: dict[object, Any]) -> pd.GpuTasks:
+    part = alike.get((name, n))  # a pair: a GPU's key above is a triple
+    if part is None:
+        shape = shapes[name]
+        part = alike[(name, n)] = pd.GpuTasks(
+            service=name, tasks=n, task_gpu_budget_mib=shape.task_gpu_budget_mib, containers=shape.clients
         )
     return part
 
