@@ -109,11 +109,58 @@ def test_a_caller_that_fails_first_leaves_no_child_behind() -> None:
     assert out == "no child True"
 
 
+def test_claims_hand_each_number_to_one_process_of_those_that_ask() -> None:
+    """Three children and their caller take numbers of one Claims as fast as each can: every number is taken once,
+    by one of them, and more than one process took some (each child sleeps a little after a number)."""
+    out = _fresh("""
+        import time
+        from ecs_gpu_sharing.core.beside import Claims
+        def taking(claims):
+            taken = []
+            while (n := claims.take()) is not None:
+                taken.append(n)
+                time.sleep(0.002)
+            return os.getpid(), taken
+        with Claims(300) as claims:
+            print(claims.shared)
+            pending = [Beside(lambda: taking(claims), worth=True) for _ in range(3)]
+            for p in pending:
+                p.__enter__()
+            mine = taking(claims)
+            parts = [mine] + [p.result() for p in pending]
+        numbers = sorted(n for _, taken in parts for n in taken)
+        print(numbers == list(range(300)), all(p.forked for p in pending), sum(1 for _, t in parts if t) >= 2)
+    """)
+    assert out.splitlines() == ["True", "True True True"]
+
+
+def test_claims_past_one_write_are_counted_here_and_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More numbers than one write to a pipe takes, or no pipe to be had: a counter in this process, not shared (the
+    caller forks nothing), which hands out each number once; none once closed. None of none."""
+    with beside.Claims(beside.PIPE_BUF // beside.CLAIM_BYTES) as claims:
+        assert claims.shared
+        assert [claims.take() for _ in range(3)] == [0, 1, 2]
+    assert claims.take() is None
+    big = beside.Claims(beside.PIPE_BUF // beside.CLAIM_BYTES + 1)
+    assert not big.shared
+    assert [big.take() for _ in range(big.count)] == list(range(big.count)) and big.take() is None
+
+    def refused() -> tuple[int, int]:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(os, "pipe", refused)
+    with beside.Claims(5) as claims:
+        assert not claims.shared and [claims.take() for _ in range(6)] == [0, 1, 2, 3, 4, None]
+    assert beside.Claims(0).take() is None
+
+
 def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
     """A fleet of a capacity replayed whole and one replayed scaled down (past WHOLE_TASKS), assessed with the replays
-    (in two halves) and the scaled fleet's packing each in a process of its own and without: the same assessment,
-    field for field; with, each ran in a child (without, ``place_capacity`` works each capacity's out itself), and each
-    child's answer is the one used (the replays' most instances marked a hundred times over, in both halves)."""
+    (taken by two children, by the child of the scaled fleet's packing once that is done, and by the process after its
+    plans) and without a fork: the same assessment, field for field; with, each child ran (without, the process works
+    every replay out itself), and each child's answer is the one used (the replays' most instances marked a hundred
+    times over wherever they ran). A child that dies with a replay it took leaves its capacity to be replayed after
+    the plans: the same assessment again."""
     out = _fresh("""
         import tempfile
         from dataclasses import replace
@@ -131,7 +178,7 @@ def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
         def svc(name, cap, tasks, budget):
             return ServiceInput(name, cap, TaskShape(512, 2048, (budget,)), tasks, placement=LIBRARY_STRATEGY)
         services = [svc("a", "quad", 2500, 6000), svc("b", "quad", 1500, 3000), svc("c", "one", 90, 5000)]
-        replay, scale = rules.replay_capacities, rules.scale_capacities
+        replay, scale = rules.replay_claimed, rules.scale_capacities
         def recorded(work, name):
             def run(*args):
                 found = work(*args)
@@ -140,7 +187,7 @@ def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
                 return found
             return run
         record = tempfile.mktemp()
-        rules.replay_capacities, rules.scale_capacities = recorded(replay, "replays"), recorded(scale, "scaled")
+        rules.replay_claimed, rules.scale_capacities = recorded(replay, "replays"), recorded(scale, "scaled")
         forked = rules.assess(caps, services)
         beside.can_fork = lambda: False
         alone = rules.assess(caps, services)
@@ -148,14 +195,29 @@ def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:
         print(forked == alone, forked.placement["quad"].scaled_from, [name for name, pid in ran if int(pid) != parent])
         beside.can_fork = lambda: True  # and each child's answer is the one used: a marked one shows in the plan
         def marked_replays(*args):
-            return {k: [replace(o, peak=100 * o.peak) for o in v] for k, v in replay(*args).items()}
-        rules.replay_capacities = marked_replays
+            found, failed = replay(*args)
+            return {k: {n: replace(o, peak=100 * o.peak) for n, o in v.items()} for k, v in found.items()}, failed
+        rules.replay_claimed = marked_replays
         rules.scale_capacities = lambda *args: {k: (1, 1) for k in scale(*args)}  # the full fleet over one host
         marked = rules.assess(caps, services)
         print(sorted(p.replays for p in marked.placement.values()), sorted(p.replays for p in alone.placement.values()))
         print([marked.placement[k].needed > 10 * alone.placement[k].needed for k in ("quad", "one")])
+        rules.scale_capacities = scale
+        def dying(caps, services, jobs, claims):  # a child takes a replay and dies with it
+            if os.getpid() != parent:
+                with open(record, "a") as out:
+                    out.write(f"lost {jobs[claims.take()]}\\n")
+                os._exit(1)
+            return replay(caps, services, jobs, claims)
+        rules.replay_claimed = dying
+        print(rules.assess(caps, services) == alone, sum(1 for line in open(record) if line.startswith("lost")))
     """)
-    assert out.splitlines() == ["True 4000 ['replays', 'replays', 'scaled']", "[9, 11] [9, 11]", "[True, True]"]
+    assert out.splitlines() == [
+        "True 4000 ['replays', 'replays', 'replays', 'scaled']",
+        "[9, 11] [9, 11]",
+        "[True, True]",
+        "True 3",
+    ]
 
 
 def test_a_child_yields_the_core_to_its_caller() -> None:
@@ -192,8 +254,9 @@ def test_a_fork_the_system_refuses_leaves_the_work_here(monkeypatch: pytest.Monk
 def test_assess_asks_for_a_child_only_where_its_work_is_worth_one(
     monkeypatch: pytest.MonkeyPatch, counts: tuple[int, int], worth: list[bool]
 ) -> None:
-    """The replays are worth their two children (a half each) from BESIDE_TASKS tasks on EC2 capacities; the scaled
-    fleet's packing only where one capacity has more than WHOLE_TASKS (two capacities of 2,000 have none to pack)."""
+    """The replays are worth their two children from BESIDE_TASKS tasks on EC2 capacities; the scaled fleet's packing
+    (then the replays left) only where one capacity has more than WHOLE_TASKS (two capacities of 2,000 have none to
+    pack)."""
     from ecs_gpu_sharing.core import rules
     from ecs_gpu_sharing.core.capacity_facts import host_facts
     from ecs_gpu_sharing.core.placement_strategies import LIBRARY_STRATEGY

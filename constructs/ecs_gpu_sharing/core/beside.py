@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import sys
 import threading
@@ -137,6 +138,67 @@ class Beside(Generic[T]):
                 os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
             self.pid = 0
+
+
+CLAIM_BYTES = 4  # one number of a Claims, as it waits in the pipe
+PIPE_BUF: int = getattr(
+    select, "PIPE_BUF", 512
+)  # the most one write to a pipe is sure to take: 4,096 on Linux, POSIX's
+# least where the platform does not say (Windows)
+
+
+class Claims:
+    """The numbers 0 to ``count`` - 1, each taken once (``take``) by whichever process asks first: this one, or a
+    child forked after the numbers were made (``Beside``). Work split so is balanced as it runs, where halves fixed
+    beforehand leave a core idle while the longer half ends.
+
+    The numbers wait in a pipe, CLAIM_BYTES each, written in one write before any fork and then closed for writing:
+    a read of CLAIM_BYTES takes one number for one process (the kernel reads a pipe for one reader at a time), and an
+    empty pipe reads as its end, so ``take`` never blocks. Where they do not fit one write (PIPE_BUF) or no pipe can
+    be made, a counter in this process hands them out and ``shared`` is False: a child forked then would take every
+    number itself, so the caller forks none. A number taken by a child that dies is taken by no one: the caller
+    checks that every number's work came back (``rules.assess`` replays a capacity again where one did not)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.counted = 0  # the numbers handed out by the counter, where there is no pipe
+        self.read_end = -1
+        if count and count * CLAIM_BYTES <= PIPE_BUF:
+            try:
+                read_end, write_end = os.pipe()
+            except OSError:  # out of file descriptors: the counter
+                return
+            try:
+                os.write(write_end, b"".join(n.to_bytes(CLAIM_BYTES, "little") for n in range(count)))
+            finally:
+                os.close(write_end)
+            self.read_end = read_end
+
+    @property
+    def shared(self) -> bool:
+        """Whether forked children may take numbers too (through the pipe)."""
+        return self.read_end >= 0
+
+    def take(self) -> int | None:
+        """A number no process has taken, or None when all are taken."""
+        if self.read_end < 0:
+            if self.counted >= self.count:
+                return None
+            self.counted += 1
+            return self.counted - 1
+        data = os.read(self.read_end, CLAIM_BYTES)
+        return int.from_bytes(data, "little") if data else None
+
+    def __enter__(self) -> Claims:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self.read_end >= 0:
+            os.close(self.read_end)
+            self.read_end = -1
+            self.counted = self.count  # nothing more to take
 
 
 def _child(work: Callable[[], object], write_end: int) -> None:

@@ -432,7 +432,7 @@ def place_capacity(
     """Replays ECS over the capacity's services: with no instance limit (how many ECS needs), and at the given
     ``max_instances`` (what waits there, and which service's own deployment cannot start). ``packed``: the plan of
     the capacity for the surge and for the steady fleet, when the caller has them (a large fleet's estimate scales
-    them). ``replays``: the replays without an instance limit (``free_replays``, every part), and ``scaled``:
+    them). ``replays``: the replays without an instance limit (``FreeReplays``, in their order), and ``scaled``:
     ``scaled_instances``'s answer, when the caller made them beside its plans (``rules.assess``)."""
     mine = _running(cap, services)
     total = sum(s.tasks for s in mine)
@@ -447,20 +447,31 @@ def replayed(
 ) -> CapacityPlacement:
     """What ``place_capacity`` finds before it reads a plan: the replays of the whole fleet, or past WHOLE_TASKS those
     of the fleet scaled down to REPLAYED_TASKS (each service in proportion) with no instance limit (the same median,
-    the same worst). ``free``: the replays without an instance limit (``free_replays``), where the caller has them."""
+    the same worst). ``free``: the replays without an instance limit (``FreeReplays``), where the caller has them."""
     mine = _running(cap, services)
     total = sum(s.tasks for s in mine)
     return _replayed(*_played(cap, mine, total), total, free)
 
 
-def free_replays(cap: CapacityInput, services: Iterable[ServiceInput], part: int = 0, parts: int = 1) -> list[Outcome]:
-    """``replayed``'s replays without an instance limit, of every ``parts``-th of its runs (``_runs``' order) from
-    ``part``: ``rules.assess`` runs the halves in two processes beside its plans. Whatever their order, ``replayed``
-    reads the same from them (their most instances, and the median of what each keeps)."""
-    mine = _running(cap, services)
-    total = sum(s.tasks for s in mine)
-    played, fleet = _played(cap, mine, total)
-    return [replay(played, fleet, r, o, 1 << 30, k) for r, o, k in _runs(total, cap.gpus_per_instance)[part::parts]]
+def free_replay_count(cap: CapacityInput, services: Iterable[ServiceInput]) -> int:
+    """How many replays without an instance limit ``replayed`` makes of the capacity (``FreeReplays``)."""
+    return len(_runs(sum(s.tasks for s in _running(cap, services)), cap.gpus_per_instance))
+
+
+class FreeReplays:
+    """``replayed``'s replays without an instance limit, one at a time by its number in ``_runs``' order:
+    ``rules.assess`` hands them to the processes beside its plans as each is free (``beside.Claims``). Made once a
+    process, as the replays share the fleet they play (scaled down past WHOLE_TASKS)."""
+
+    def __init__(self, cap: CapacityInput, services: Iterable[ServiceInput]) -> None:
+        mine = _running(cap, services)
+        total = sum(s.tasks for s in mine)
+        self.played, self.fleet = _played(cap, mine, total)
+        self.runs = _runs(total, cap.gpus_per_instance)
+
+    def __call__(self, number: int) -> Outcome:
+        rule, order, sample = self.runs[number]
+        return replay(self.played, self.fleet, rule, order, 1 << 30, sample)
 
 
 def _played(cap: CapacityInput, mine: list[ServiceInput], total: int) -> tuple[CapacityInput, list[ServiceInput]]:

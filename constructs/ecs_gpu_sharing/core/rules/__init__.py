@@ -10,16 +10,23 @@ CLI prints them. Every finding carries its rule's id, errors included.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
-from typing import TypeVar
 
 from .. import quotas
-from ..beside import Beside
+from ..beside import Beside, Claims
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
-from ..placement import WHOLE_TASKS, CapacityPlacement, Outcome, free_replays, place_capacity, scaled_instances
+from ..placement import (
+    WHOLE_TASKS,
+    CapacityPlacement,
+    FreeReplays,
+    Outcome,
+    free_replay_count,
+    place_capacity,
+    scaled_instances,
+)
 from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, packing, plan
 from ..rule_family import Level, Source
 from ..shape import TASK_MIXES_GPU_OPTIONS
@@ -123,46 +130,85 @@ class Assessment:
         return [f for f in self.findings if f.about == what and f.subject == subject]
 
 
-_T = TypeVar("_T")
+Job = tuple[str, int]  # a capacity's name and the number of one of its replays without a limit (FreeReplays)
 
 
-def replay_capacities(
-    caps: Iterable[CapacityInput], services: Sequence[ServiceInput], part: int = 0, parts: int = 1
-) -> dict[str, list[Outcome]]:
-    """``placement.free_replays`` (its ``part`` of ``parts``) for each capacity whose every task fits its hosts (a task
-    that fits none would launch a host at each try): what ``assess`` runs beside its plans. A capacity whose replays
-    raise is left out; it is replayed again after the plans, where the error is reported."""
-    return _each_placeable(caps, services, partial(free_replays, part=part, parts=parts), 0)
+def replay_jobs(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> list[Job]:
+    """The replays ``assess`` makes beside its plans: each of every capacity whose every task fits its hosts (a task
+    that fits none would launch a host at each try). A capacity left out is replayed after the plans, where its
+    problems are reported."""
+    jobs: list[Job] = []
+    for cap in caps:
+        mine = [s for s in services if s.capacity == cap.name and s.tasks]
+        if mine and not any(task_problems(s, cap) for s in mine):
+            jobs.extend((cap.name, number) for number in range(free_replay_count(cap, mine)))
+    return jobs
+
+
+Replays = tuple[dict[str, dict[int, Outcome]], set[str]]  # outcomes by capacity and number; capacities that raised
+
+
+def replay_claimed(
+    caps: Iterable[CapacityInput], services: Sequence[ServiceInput], jobs: Sequence[Job], claims: Claims
+) -> Replays:
+    """The ``jobs`` this process takes from ``claims``, replayed, until none is left: their outcomes by capacity and
+    number, and the capacities whose replays raised (each replayed again after the plans, where the error shows)."""
+    by_name = {c.name: c for c in caps}
+    made: dict[str, FreeReplays] = {}
+    found: dict[str, dict[int, Outcome]] = {}
+    failed: set[str] = set()
+    while (claim := claims.take()) is not None:
+        name, number = jobs[claim]
+        if name in failed:
+            continue
+        try:
+            if name not in made:
+                made[name] = FreeReplays(by_name[name], services)
+            found.setdefault(name, {})[number] = made[name](number)
+        except Exception:  # reported where it is worked out again
+            failed.add(name)
+    return found, failed
+
+
+def _joined(jobs: Sequence[Job], parts: Iterable[Replays]) -> dict[str, list[Outcome]]:
+    """Each capacity's replays in their order, from every process's part, where all came back: none for a capacity
+    whose replay raised or whose replay was taken by a child that died (it is replayed after the plans)."""
+    found: dict[str, dict[int, Outcome]] = {}
+    failed: set[str] = set()
+    for outcomes, raised in parts:
+        failed |= raised
+        for name, numbered in outcomes.items():
+            found.setdefault(name, {}).update(numbered)
+    wanted: dict[str, int] = {}
+    for name, _ in jobs:
+        wanted[name] = wanted.get(name, 0) + 1
+    return {
+        name: [numbered[n] for n in range(wanted[name])]
+        for name, numbered in found.items()
+        if name not in failed and len(numbered) == wanted.get(name)
+    }
 
 
 def scale_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceInput]) -> dict[str, tuple[int, int]]:
     """``placement.scaled_instances`` for each capacity of more than WHOLE_TASKS tasks, each fitting its hosts: what
     ``assess`` runs beside its plans and the replays. A capacity whose packing raises is left out."""
-    return _each_placeable(caps, services, scaled_instances, WHOLE_TASKS + 1)
-
-
-def _each_placeable(
-    caps: Iterable[CapacityInput], services: Sequence[ServiceInput], work: Callable[..., _T], least: int
-) -> dict[str, _T]:
     out = {}
     for cap in caps:
         mine = [s for s in services if s.capacity == cap.name and s.tasks]
-        if sum(s.tasks for s in mine) < least or any(task_problems(s, cap) for s in mine):
+        if sum(s.tasks for s in mine) <= WHOLE_TASKS or any(task_problems(s, cap) for s in mine):
             continue
         try:
-            out[cap.name] = work(cap, mine)
+            out[cap.name] = scaled_instances(cap, mine)
         except Exception:  # reported where it is worked out again
             continue
     return out
 
 
-def _joined(halves: list[dict[str, list[Outcome]]]) -> dict[str, list[Outcome]]:
-    """Both halves' replays, for each capacity both have; none where a half did not run beside the plans (each
-    capacity is then replayed after them)."""
-    if len(halves) < 2:
-        return {}
-    first, second = halves
-    return {name: first[name] + second[name] for name in first if name in second}
+def _scaled_then_replayed(
+    caps: Sequence[CapacityInput], services: Sequence[ServiceInput], jobs: Sequence[Job], claims: Claims
+) -> tuple[dict[str, tuple[int, int]], Replays]:
+    """The scaled fleets' packings, then the replays left to take (the third process beside the plans)."""
+    return scale_capacities(caps, services), replay_claimed(caps, services, jobs, claims)
 
 
 BESIDE_TASKS = 50  # tasks on EC2 capacities from which ECS's placement is replayed beside the plans (docs/planning.md)
@@ -182,24 +228,35 @@ def assess(
     svcs = sorted(services, key=lambda s: s.name)
     ec2 = [c for c in caps.values() if c.kind != MANAGED_INSTANCES]
     on_ec2 = [sum(s.tasks for s in svcs if s.capacity == c.name) for c in ec2]
-    # ECS's placement is replayed in two more processes (half the replays each) while the plans are made, and the
-    # scaled fleet packed in a fourth, where that pays (``beside``): the plans and the replays take about as long on
-    # some fleets, and on others one of them most of the time; in halves, the system shares whatever cores there are
-    # among them where one process of all the replays finished last (docs/planning.md).
-    replaying = sum(on_ec2) >= BESIDE_TASKS
-    with (
-        Beside(partial(replay_capacities, ec2, svcs, 0, 2), worth=replaying) as first,
-        Beside(partial(replay_capacities, ec2, svcs, 1, 2), worth=replaying) as second,
-        Beside(partial(scale_capacities, ec2, svcs), worth=max(on_ec2, default=0) > WHOLE_TASKS) as scaling,
-    ):
-        steady = plan(caps.values(), svcs)
-        # The surge is planned without the bound: the answer says how many instances a deployment needs.
-        free = [replace(c, max_instances=None) for c in caps.values()]
-        surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True, host_lp=False))
-        if _surge_read(caps, svcs, surge):
-            surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
-        replays = _joined([half.result() for half in (first, second) if half.started])
-        scaled = scaling.result() if scaling.started else {}
+    # ECS's placement is replayed in two more processes while the plans are made, and the scaled fleet packed in a
+    # fourth, where that pays (``beside``): the plans and the replays take about as long on some fleets, and on others
+    # one of them most of the time. Each process takes the next replay as it is free (``Claims``), the scaled
+    # packing's once that is done, and this one those left after its plans, so none waits on another's fixed share
+    # with a core idle (docs/planning.md).
+    jobs = replay_jobs(ec2, svcs) if sum(on_ec2) >= BESIDE_TASKS else []
+    with Claims(len(jobs)) as claims:
+        replaying = bool(jobs) and claims.shared
+        with (
+            Beside(partial(replay_claimed, ec2, svcs, jobs, claims), worth=replaying) as first,
+            Beside(partial(replay_claimed, ec2, svcs, jobs, claims), worth=replaying) as second,
+            Beside(
+                partial(_scaled_then_replayed, ec2, svcs, jobs, claims),
+                worth=replaying and max(on_ec2, default=0) > WHOLE_TASKS,
+            ) as scaling,
+        ):
+            steady = plan(caps.values(), svcs)
+            # The surge is planned without the bound: the answer says how many instances a deployment needs.
+            free = [replace(c, max_instances=None) for c in caps.values()]
+            surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True, host_lp=False))
+            if _surge_read(caps, svcs, surge):
+                surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
+            parts = [replay_claimed(ec2, svcs, jobs, claims) if jobs else ({}, set())]
+            parts += [half.result() for half in (first, second) if half.started]
+            scaled: dict[str, tuple[int, int]] = {}
+            if scaling.started:
+                scaled, part = scaling.result()
+                parts.append(part)
+            replays = _joined(jobs, parts)
     findings = []
     placement: dict[str, CapacityPlacement] = {}
     for cap in caps.values():
