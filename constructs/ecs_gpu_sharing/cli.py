@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .core import catalog, cost, fleet, plan_diff, plan_document, plan_inputs, plan_report, text
+from .core import catalog, cost, fleet, plan_diff, plan_document, plan_inputs, plan_report, plan_svg, text
 from .core.errors import GpuSharingError, PlanError
 from .core.files import check_output_path, json_text, read_json, write_atomic
 from .core.rules import assess
@@ -56,7 +56,7 @@ def _plan(args: argparse.Namespace) -> int:
     result = assess(*plan_inputs.from_fleet(spec))  # the builder the synth-time plan uses
     doc = plan_report.document(result, _plan_prices(args, spec))
     if svg is not None:
-        write_atomic(svg, plan_report.to_svg(doc))
+        write_atomic(svg, plan_svg.to_svg(doc))
     if args.json:
         print(json_text(doc, indent=2))
     else:
@@ -75,7 +75,7 @@ def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
     if args.prices:
         doc = cost.add_cost(doc, cost.load_prices(args.prices))
     if svg is not None:
-        write_atomic(svg, plan_report.to_svg(doc))
+        write_atomic(svg, plan_svg.to_svg(doc))
     lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
     print(json_text(doc, indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
     return 0 if doc.summary.fits else 1

@@ -6,17 +6,14 @@ note.
 
 from __future__ import annotations
 
-import colorsys
-import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 
 from . import plan_document as pd
 from . import text
 from .allocation import Evidence, headroom
-from .cost import Prices, add_cost, cost_lines
+from .cost import Prices, add_cost
 from .markdown import table
 from .placement import ESTIMATE_HEADROOM, ORDER_HEADROOM_PERCENT, REPLAYED_TASKS, with_headroom
 from .planner import MANAGED_INSTANCES, CapacityPlan, GpuLoad, ServiceInput, interfaces_used
@@ -224,17 +221,13 @@ def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
         line += f" packed, {placed.needed} as ECS places it"
         if (margin := with_headroom(placed.needed)) > placed.needed:
             line += f" ({margin} with {ORDER_HEADROOM_PERCENT}% headroom for orders not replayed)"
-        line += f"; {_count(placed.expected_after_rollout, 'instance')} expected after rollouts"
+        line += f"; {text.count(placed.expected_after_rollout, 'instance')} expected after rollouts"
         if placed.scaled_from:
             line += (
                 f" (estimated from replays of the fleet scaled from {placed.scaled_from:,} tasks to {REPLAYED_TASKS:,},"
                 f" {ESTIMATE_HEADROOM:.0%} headroom added to the need)"
             )
     return line
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def capacity_line(c: CapacityPlan) -> str:
@@ -244,7 +237,7 @@ def capacity_line(c: CapacityPlan) -> str:
     share = f" ({100 * c.used_gpu_memory_mib // usable}%)" if usable else ""
     density = f"{c.whole_gpu_gpus / c.gpus_used:.1f}x" if c.gpus_used else "-"
     return (
-        f"{cap.name} ({cap.instance_type}): {_count(c.instance_count, 'instance')}"
+        f"{cap.name} ({cap.instance_type}): {text.count(c.instance_count, 'instance')}"
         f"{' (optimal)' if c.optimal else f', lower bound {c.instance_lower_bound}'}, "
         f"{c.gpus_used} of {gpus} GPUs used, "
         f"{c.used_gpu_memory_mib} of {usable} MiB usable GPU memory{share}; {c.whole_gpu_gpus} whole GPUs "
@@ -276,7 +269,7 @@ def interfaces_line(c: CapacityPlan, services: Sequence[ServiceInput]) -> str | 
     return (
         f"{c.capacity.name}: at most {limit} awsvpc tasks a host (each takes one of the host's {limit + 1} network "
         f"interfaces{fewest}, less the host's own; ENI trunking is not assumed): {at} of "
-        f"{_count(c.instance_count, 'instance')} at it"
+        f"{text.count(c.instance_count, 'instance')} at it"
     )
 
 
@@ -304,8 +297,8 @@ def summary_lines(assessment: Assessment) -> list[str]:
     warned, accepted = len(assessment.warnings), sum(1 for f in assessment.findings if f.acknowledged is not None)
     if warned or accepted:
         lines.append(
-            f"GPU fleet plan: the fit plan's own {_count(warned, 'warning')} and {accepted} acknowledged (each on its "
-            "construct in the synth output, beside the task definitions' own warnings; all in gpu-fleet-plan.md)"
+            f"GPU fleet plan: the fit plan's own {text.count(warned, 'warning')} and {accepted} acknowledged (each on "
+            "its construct in the synth output, beside the task definitions' own warnings; all in gpu-fleet-plan.md)"
         )
     return lines
 
@@ -353,7 +346,7 @@ def to_table(assessment: Assessment) -> str:
     rows.extend(line for c in plan.capacities if (line := interfaces_line(c, plan.services)))
     rows.extend(f"{name}: {sizing_line(assessment, name, n)}" for name, n in sorted(assessment.max_instances.items()))
     rows.append(
-        f"total: {_count(plan.instances, 'instance')} (lower bound {plan.instance_lower_bound}), {plan.gpus} GPUs "
+        f"total: {text.count(plan.instances, 'instance')} (lower bound {plan.instance_lower_bound}), {plan.gpus} GPUs "
         f"(lower bound {plan.gpu_lower_bound}), "
         f"{plan.whole_gpu_gpus} with a whole GPU per task; fits: {'yes' if plan.fits else 'no'}"
     )
@@ -445,124 +438,14 @@ def to_markdown(
     return "\n".join(out) + "\n"
 
 
-def colour_of(name: str) -> str:
-    """A service's colour, from its name alone: the same in every version of a fleet and every drawing, so two
-    screenshots of a plan can be compared (the bars also carry the name). Written as hex: some SVG converters draw
-    ``hsl()`` black."""
-    digest = hashlib.sha256(name.encode()).digest()
-    hue = int.from_bytes(digest[:2], "big") / 65536
-    lightness = 0.42 + (digest[2] % 3) * 0.08  # three lightnesses, so two close hues still differ
-    r, g, b = colorsys.hls_to_rgb(hue, lightness, 0.6)
-    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
-
-
-def _colours(names: list[str]) -> dict[str, str]:
-    return {name: colour_of(name) for name in names}
-
-
-def _share_bar(x: int, y: int, width: int, used: int, total: int, label: str) -> list[str]:
-    filled = width * min(used, total) / total if total else 0
-    return [
-        f'<rect x="{x}" y="{y}" width="{width}" height="6" fill="#eeeeee" stroke="#999999"/>',
-        f'<rect x="{x}" y="{y}" width="{filled:.1f}" height="6" fill="#555555"><title>{escape(label)}</title></rect>',
-    ]
-
-
-def to_svg(plan: pd.PlanDocument) -> str:
-    """A plan document (``document``, a loaded ``gpu-fleet-plan.json`` included) drawn: each group of identical hosts'
-    GPUs as bars, filled by their tasks in proportion to GPU memory, with two thin bars for the CPU and memory one
-    host's tasks take (where those bind, free GPU memory is no waste); per capacity its instances, maximum and the
-    deployment surge's need; a caption with the totals and the cost (or how to get prices)."""
-    bar_w, bar_h, gap, label_w = 360, 18, 6, 190
-    services = {s.name: s for s in plan.services}
-    colour = _colours(list(services))
-    rows: list[str] = []
-    y = 10
-    for cap in plan.capacities:
-        usable = cap.usable_gpu_memory_mib
-        most = cap.max_instances
-        rows.append(
-            f'<text x="4" y="{y + 12}" font-weight="bold">{escape(cap.name)} ({escape(cap.instance_type)}): '
-            f"{_count(cap.instance_count, 'instance')}, max {most if most is not None else 'none'}, "
-            f"deployment surge needs {cap.surge_instances}"
-            + (f", {cap.ecs_placement_instances} as ECS places it" if cap.ecs_placement_instances is not None else "")
-            + "</text>"
-        )
-        y += bar_h + gap
-        first = 0
-        for group in cap.instances:
-            count = group.count
-            label = str(first) if count == 1 else f"{first}-{first + count - 1}"
-            first += count
-            plural = "hosts" if count > 1 else "host"
-            for g, gpu in enumerate(group.gpus):
-                rows.append(f'<text x="14" y="{y + 13}">{plural} {label} GPU {g}</text>')
-                rows.append(
-                    f'<rect x="{label_w}" y="{y}" width="{bar_w}" height="{bar_h}" fill="#eeeeee" stroke="#999999"/>'
-                )
-                x = float(label_w)
-                for t in gpu.tasks:
-                    name, budget = t.service, t.task_gpu_budget_mib
-                    for _ in range(t.tasks):
-                        w = bar_w if gpu.whole else bar_w * budget / usable
-                        title = escape(f"{name}: {budget} MiB{_allocation_tip(services.get(name))}")
-                        rows.append(
-                            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" '
-                            f'fill="{colour.get(name, "#888888")}" stroke="#ffffff"><title>{title}</title></rect>'
-                        )
-                        fits = int((w - 4) / 6)  # characters that fit the bar at 10 px
-                        if fits >= 3:
-                            shown = name if len(name) <= fits else name[: fits - 1] + "…"
-                            rows.append(
-                                f'<text x="{x + 2:.1f}" y="{y + 13}" font-size="10" fill="#ffffff">'
-                                f"{escape(shown)}</text>"
-                            )
-                        x += w
-                rows.append(
-                    f'<text x="{label_w + bar_w + 8}" y="{y + 13}">{gpu.used_gpu_memory_mib} / {usable} MiB</text>'
-                )
-                y += bar_h + gap
-            used_cpu, used_mem = group.cpu_units_used, group.memory_mib_used
-            cpu = f"CPU {used_cpu} / {cap.host_cpu_units} units"
-            memory = f"memory {used_mem} / {cap.host_memory_mib} MiB"
-            half = bar_w // 2 - 4
-            rows.append(f'<text x="14" y="{y + 6}" font-size="10">{plural} {label}: CPU, memory</text>')
-            rows += _share_bar(label_w, y, half, used_cpu, cap.host_cpu_units, cpu)
-            rows += _share_bar(label_w + bar_w // 2 + 4, y, half, used_mem, cap.host_memory_mib, memory)
-            rows.append(
-                f'<text x="{label_w + bar_w + 8}" y="{y + 6}" font-size="10">{escape(cpu)}; {escape(memory)}</text>'
-            )
-            y += 6 + 2 * gap
-        y += gap
-    for name, fill in colour.items():  # the legend
-        rows.append(f'<rect x="14" y="{y}" width="{bar_h}" height="{bar_h}" fill="{fill}"/>')
-        rows.append(f'<text x="{14 + bar_h + 6}" y="{y + 13}">{escape(name)}</text>')
-        y += bar_h + gap
-    summary = plan.summary
-    lines = [
-        f"{_count(summary.instances, 'instance')} (lower bound {summary.instance_lower_bound}), {summary.gpus} GPUs; "
-        f"fits: {'yes' if summary.fits else 'no'}. A proof that a placement exists, not where ECS puts tasks.",
-        cost_lines(plan, hint=False)[0],
-    ]
-    for line in lines:
-        rows.append(f'<text x="4" y="{y + 13}">{escape(line)}</text>')
-        y += bar_h + gap
-    # Wide enough for the longest caption line (about 6.6 px a character at 12 px sans-serif).
-    width = max(label_w + bar_w + 330, *(int(len(line) * 6.6) + 10 for line in lines))
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 10}" '
-        'font-family="sans-serif" font-size="12">\n<title>GPU fleet plan</title>\n' + "\n".join(rows) + "\n</svg>\n"
-    )
-
-
 def doc_summary(plan: pd.PlanDocument) -> list[str]:
     """A plan document in a few lines: per capacity its instances, GPUs, maximum and surge; the totals; the
     findings."""
     lines = []
     for cap in plan.capacities:
         lines.append(
-            f"{cap.name} ({cap.instance_type}): {_count(cap.instance_count, 'instance')}, "
-            f"{_count(cap.gpus_used, 'GPU')} used, max {cap.max_instances}, deployment surge needs "
+            f"{cap.name} ({cap.instance_type}): {text.count(cap.instance_count, 'instance')}, "
+            f"{text.count(cap.gpus_used, 'GPU')} used, max {cap.max_instances}, deployment surge needs "
             f"{cap.surge_instances}"
             + (
                 f" packed, {cap.ecs_placement_instances} as ECS places it, {cap.expected_instances} expected "
@@ -573,19 +456,11 @@ def doc_summary(plan: pd.PlanDocument) -> list[str]:
         )
     summary = plan.summary
     lines.append(
-        f"total: {_count(summary.instances, 'instance')} (lower bound {summary.instance_lower_bound}), "
+        f"total: {text.count(summary.instances, 'instance')} (lower bound {summary.instance_lower_bound}), "
         f"{summary.gpus} GPUs; fits: {'yes' if summary.fits else 'no'}"
     )
     lines.extend(finding_rows(plan.findings))
     return lines
-
-
-def _allocation_tip(service: pd.Service | None) -> str:
-    note = service.allocation if service is not None else None
-    if note is None:
-        return ""
-    measured = f", measured peak {note.evidence.peak_mib} MiB" if note.evidence else ", not measured (a guess)"
-    return f"; needs {note.need_mib} MiB, headroom {note.headroom_mib} MiB{measured}"
 
 
 def allow_list_markdown(allowances: Sequence[tuple[str, str, str]], not_judged: Sequence[tuple[str, str]]) -> str:

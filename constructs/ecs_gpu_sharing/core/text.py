@@ -57,3 +57,8 @@ def few(names: Sequence[str], most: int = 3) -> str:
     fleet of hundreds holds stays one readable line."""
     shown = ", ".join(names[:most])
     return f"{shown} and {len(names) - most} more" if len(names) > most else shown
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` of ``noun``, in the plural unless one: "1 instance", "3 GPUs"."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
