@@ -202,6 +202,54 @@ def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
     assert run.stdout.strip() == "{" and "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
 
 
+_LEAVING = """
+import atexit, sys, threading, time
+class Kept:
+    def __del__(self):
+        sys.stderr.write("torn down\\n")
+kept = Kept()  # freed as the interpreter is torn down, and only then
+if "atexit" in sys.argv:
+    atexit.register(lambda: sys.stderr.write("at exit\\n"))
+if "thread" in sys.argv:
+    threading.Thread(target=lambda: (time.sleep(0.3), sys.stderr.write("thread done\\n"))).start()
+from ecs_gpu_sharing.cli import run
+run(sys.argv[1:3])
+"""
+
+
+@pytest.mark.parametrize(
+    ("fleet_name", "waiting", "code", "said"),
+    [
+        ("three-models.toml", "", 0, []),
+        ("three-models.toml", "atexit", 0, ["at exit", "torn down"]),
+        ("three-models.toml", "thread", 0, ["thread done", "torn down"]),
+        ("no-such-fleet.toml", "", 1, []),
+    ],
+)
+def test_the_command_leaves_without_tearing_the_interpreter_down_unless_something_waits(
+    fleet_name: str, waiting: str, code: int, said: list[str]
+) -> None:
+    """The ``ecs-gpu-sharing`` command (``cli.run``) prints what ``main`` prints and exits with its status, then leaves
+    without freeing its objects (an object freed only by the teardown says nothing); where an exit function is
+    registered or a thread runs, the process leaves as Python's exit does, and they run."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    fleet_path = REPO / "tests" / "fleets" / fleet_name
+    done = subprocess.run(
+        [sys.executable, "-c", _LEAVING, "plan", str(fleet_path), waiting], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == code, done.stderr
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("error:")]
+    assert lines == said
+    if code == 0:
+        assert "gpu" in done.stdout and done.stdout.endswith("\n")
+    else:
+        assert "error:" in done.stderr and fleet_name in done.stderr
+
+
 def test_plan_shows_draws_and_costs_a_plan_json_a_construct_app_wrote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
