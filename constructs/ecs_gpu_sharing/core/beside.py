@@ -130,9 +130,7 @@ class Beside(Generic[T]):
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        if self.read_end >= 0:
-            os.close(self.read_end)
-            self.read_end = -1
+        self.read_end = _closed(self.read_end)
         if self.pid:  # the caller failed before asking: the child's work is not wanted
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
@@ -195,10 +193,15 @@ class Claims:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        if self.read_end >= 0:
-            os.close(self.read_end)
-            self.read_end = -1
-            self.counted = self.count  # nothing more to take
+        self.read_end = _closed(self.read_end)
+        self.counted = self.count  # nothing more to take
+
+
+def _closed(descriptor: int) -> int:
+    """``descriptor`` closed where it is open (not -1); -1, to keep in its place."""
+    if descriptor >= 0:
+        os.close(descriptor)
+    return -1
 
 
 def _child(work: Callable[[], object], write_end: int) -> None:
