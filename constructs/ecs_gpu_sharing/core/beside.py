@@ -138,11 +138,10 @@ class Beside(Generic[T]):
             self.pid = 0
 
 
-CLAIM_BYTES = 4  # one number of a Claims, as it waits in the pipe
-PIPE_BUF: int = getattr(
-    select, "PIPE_BUF", 512
-)  # the most one write to a pipe is sure to take: 4,096 on Linux, POSIX's
-# least where the platform does not say (Windows)
+CLAIM_BYTES = 2  # one number of a Claims, as it waits in the pipe: 2,048 fit one write on Linux, 256 on macOS
+# The most one write to a pipe is sure to take: 4,096 bytes on Linux, 512 on macOS; POSIX's least where the platform
+# does not say (Windows, which has no fork).
+PIPE_BUF: int = getattr(select, "PIPE_BUF", 512)
 
 
 class Claims:
