@@ -134,16 +134,22 @@ def test_claims_hand_each_number_to_one_process_of_those_that_ask() -> None:
     assert out.splitlines() == ["True", "True True True"]
 
 
-def test_claims_past_one_write_are_counted_here_and_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
-    """More numbers than one write to a pipe takes, or no pipe to be had: a counter in this process, not shared (the
-    caller forks nothing), which hands out each number once; none once closed. None of none."""
-    with beside.Claims(beside.PIPE_BUF // beside.CLAIM_BYTES) as claims:
+def test_claims_the_pipe_cannot_hold_are_counted_here_and_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More numbers than a pipe's buffer takes (64 KiB on Linux: the write does not wait for a reader), more than two
+    bytes count, or no pipe to be had: a counter in this process, not shared (the caller forks nothing), which hands
+    out each number once; none once closed. None of none. Every replay of a fleet of ECS's most capacity providers a
+    cluster holds (20), each replayed the most ways (33), fits."""
+    from ecs_gpu_sharing.core import placement, quotas
+
+    most = quotas.CAPACITY_PROVIDERS_PER_CLUSTER.number * max(len(placement._runs(10, g)) for g in (1, 4, 8))
+    with beside.Claims(most) as claims:
         assert claims.shared
         assert [claims.take() for _ in range(3)] == [0, 1, 2]
     assert claims.take() is None
-    big = beside.Claims(beside.PIPE_BUF // beside.CLAIM_BYTES + 1)
-    assert not big.shared
-    assert [big.take() for _ in range(big.count)] == list(range(big.count)) and big.take() is None
+    for count in (40_000, 1 << 16):
+        big = beside.Claims(count)
+        assert not big.shared
+        assert [big.take() for _ in range(big.count)] == list(range(big.count)) and big.take() is None
 
     def refused() -> tuple[int, int]:
         raise OSError(24, "Too many open files")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import select
 import signal
 import sys
 import threading
@@ -138,10 +137,7 @@ class Beside(Generic[T]):
             self.pid = 0
 
 
-CLAIM_BYTES = 2  # one number of a Claims, as it waits in the pipe: 2,048 fit one write on Linux, 256 on macOS
-# The most one write to a pipe is sure to take: 4,096 bytes on Linux, 512 on macOS; POSIX's least where the platform
-# does not say (Windows, which has no fork).
-PIPE_BUF: int = getattr(select, "PIPE_BUF", 512)
+CLAIM_BYTES = 2  # one number of a Claims, as it waits in the pipe (a pipe's buffer holds 64 KiB on Linux)
 
 
 class Claims:
@@ -149,27 +145,36 @@ class Claims:
     child forked after the numbers were made (``Beside``). Work split so is balanced as it runs, where halves fixed
     beforehand leave a core idle while the longer half ends.
 
-    The numbers wait in a pipe, CLAIM_BYTES each, written in one write before any fork and then closed for writing:
-    a read of CLAIM_BYTES takes one number for one process (the kernel reads a pipe for one reader at a time), and an
-    empty pipe reads as its end, so ``take`` never blocks. Where they do not fit one write (PIPE_BUF) or no pipe can
-    be made, a counter in this process hands them out and ``shared`` is False: a child forked then would take every
-    number itself, so the caller forks none. A number taken by a child that dies is taken by no one: the caller
-    checks that every number's work came back (``rules.assess`` replays a capacity again where one did not)."""
+    The numbers wait in a pipe, CLAIM_BYTES each, written before any fork and then closed for writing: a read of
+    CLAIM_BYTES takes one number for one process (the kernel reads a pipe for one reader at a time), and an empty pipe
+    reads as its end, so ``take`` never blocks. Where the pipe's buffer does not take them all (the write does not
+    wait: no one reads yet) or no pipe can be made, a counter in this process hands them out and ``shared`` is False:
+    a child forked then would take every number itself, so the caller forks none. A number taken by a child that dies
+    is taken by no one: the caller checks that every number's work came back (``rules.assess`` replays a capacity
+    again where one did not)."""
 
     def __init__(self, count: int) -> None:
         self.count = count
         self.counted = 0  # the numbers handed out by the counter, where there is no pipe
         self.read_end = -1
-        if count and count * CLAIM_BYTES <= PIPE_BUF:
-            try:
-                read_end, write_end = os.pipe()
-            except OSError:  # out of file descriptors: the counter
-                return
-            try:
-                os.write(write_end, b"".join(n.to_bytes(CLAIM_BYTES, "little") for n in range(count)))
-            finally:
-                os.close(write_end)
+        if not 0 < count < 1 << (8 * CLAIM_BYTES):
+            return
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:  # out of file descriptors: the counter
+            return
+        numbers = b"".join(n.to_bytes(CLAIM_BYTES, "little") for n in range(count))
+        try:
+            os.set_blocking(write_end, False)  # a pipe's buffer that cannot take them all says so, not waits
+            written = os.write(write_end, numbers)
+        except OSError:  # BlockingIOError among them
+            written = 0
+        finally:
+            os.close(write_end)
+        if written == len(numbers):
             self.read_end = read_end
+        else:
+            os.close(read_end)
 
     @property
     def shared(self) -> bool:
