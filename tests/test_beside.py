@@ -136,8 +136,8 @@ def test_claims_hand_each_number_to_one_process_of_those_that_ask() -> None:
 
 def test_claims_the_pipe_cannot_hold_are_counted_here_and_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
     """More numbers than a pipe's buffer takes (64 KiB on Linux: the write does not wait for a reader), more than two
-    bytes count, or no pipe to be had: a counter in this process, not shared (the caller forks nothing), which hands
-    out each number once; none once closed. None of none. Every replay of a fleet of ECS's most capacity providers a
+    bytes count, no pipe to be had, or no fork: a counter in this process, not shared (the caller forks nothing),
+    which hands out each number once; none once closed. None of none. Every replay of a fleet of ECS's most capacity providers a
     cluster holds (20), each replayed the most ways (33), fits."""
     from ecs_gpu_sharing.core import placement, quotas
 
@@ -158,6 +158,9 @@ def test_claims_the_pipe_cannot_hold_are_counted_here_and_not_shared(monkeypatch
     with beside.Claims(5) as claims:
         assert not claims.shared and [claims.take() for _ in range(6)] == [0, 1, 2, 3, 4, None]
     assert beside.Claims(0).take() is None
+    monkeypatch.undo()
+    monkeypatch.delattr(os, "fork")  # as on Windows: no child to share them with
+    assert beside.Claims(3).shared is False and beside.Claims(3).take() == 0
 
 
 def test_assess_replays_beside_its_plans_with_the_same_answer() -> None:

@@ -157,8 +157,8 @@ class Claims:
         self.count = count
         self.counted = 0  # the numbers handed out by the counter, where there is no pipe
         self.read_end = -1
-        if not 0 < count < 1 << (8 * CLAIM_BYTES):
-            return
+        if not (hasattr(os, "fork") and 0 < count < 1 << (8 * CLAIM_BYTES)):
+            return  # no child can share them (Windows, which has no fork, has no os.set_blocking for a pipe either)
         try:
             read_end, write_end = os.pipe()
         except OSError:  # out of file descriptors: the counter
