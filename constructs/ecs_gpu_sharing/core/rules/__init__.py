@@ -139,10 +139,17 @@ def replay_jobs(caps: Iterable[CapacityInput], services: Sequence[ServiceInput])
     problems are reported."""
     jobs: list[Job] = []
     for cap in caps:
-        mine = [s for s in services if s.capacity == cap.name and s.tasks]
-        if mine and not any(task_problems(s, cap) for s in mine):
+        mine = _placeable(cap, services)
+        if mine:
             jobs.extend((cap.name, number) for number in range(free_replay_count(cap, mine)))
     return jobs
+
+
+def _placeable(cap: CapacityInput, services: Sequence[ServiceInput]) -> list[ServiceInput]:
+    """The capacity's services that run tasks, where each task fits its hosts; none where one does not (it would
+    launch a host at each try of a replay): what ``assess`` works out beside its plans."""
+    mine = [s for s in services if s.capacity == cap.name and s.tasks]
+    return [] if any(task_problems(s, cap) for s in mine) else mine
 
 
 Replays = tuple[dict[str, dict[int, Outcome]], set[str]]  # outcomes by capacity and number; capacities that raised
@@ -194,8 +201,8 @@ def scale_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceIn
     ``assess`` runs beside its plans and the replays. A capacity whose packing raises is left out."""
     out = {}
     for cap in caps:
-        mine = [s for s in services if s.capacity == cap.name and s.tasks]
-        if sum(s.tasks for s in mine) <= WHOLE_TASKS or any(task_problems(s, cap) for s in mine):
+        mine = _placeable(cap, services)
+        if sum(s.tasks for s in mine) <= WHOLE_TASKS:
             continue
         try:
             out[cap.name] = scaled_instances(cap, mine)
