@@ -7,7 +7,8 @@ below the LP's value (held-out 3026: 2,161 against 2,506.5, while HiGHS's MILP p
 0.15 s). Where the value is more than POLISH_GAP above the bound, this goes on with the MILP as the pricing, over
 every item, at Wentges's smoothed duals, within ``polish_calls`` calls (each about 0.2 s there), until the bound
 meets the value or no pattern is worth more than a host at the master's duals. Each MILP's dual
-bound joins Farley's, so the bound holds however far it gets (docs/planning.md)."""
+bound joins Farley's, so the bound holds however far it gets; where it ends short of the value, the pricing at the
+master's last duals is searched PROOF_SEARCH times further for the bound (docs/planning.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .model import (
     POLISH_GAP,
     POLISH_HOST_WORK,
     POLISH_WORK,
+    PROOF_SEARCH,
     SMOOTHING,
     HostSpec,
     Item,
@@ -78,4 +80,10 @@ def polished(
             centre = None  # the smoothed duals found nothing: the master's own next
             continue
         value, duals, x = master.solve()
+    if math.ceil(farley - 1e-6) < math.ceil(value - 1e-6):
+        # Ended short of a proof (its calls spent, or a search at the master's duals that found no pattern worth a host
+        # but stopped at its node limit): that pricing searched further, for the bound only. At the master's duals
+        # the duals' value is the master's, so Farley's bound there is its value over the most a pattern is worth.
+        _, most = milp.solve(duals, caps, EXACT_NODES * PROOF_SEARCH)
+        farley = max(farley, value / max(most, 1.0))
     return value, x, farley
