@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import hosts as stage2
 from ecs_gpu_sharing.core.planner import plan
-from ecs_gpu_sharing.core.planner.hosts import Unit, pack_hosts, pack_hosts_even, plan_size, units_floor
-from ecs_gpu_sharing.core.planner.model import GpuLoad
+from ecs_gpu_sharing.core.planner.hosts import (
+    UNLIMITED,
+    Unit,
+    eni_room,
+    pack_hosts,
+    pack_hosts_even,
+    plan_size,
+    units_floor,
+)
+from ecs_gpu_sharing.core.planner.model import CapacityInput, GpuLoad
 
 from conftest import benchmarks_on_path
 
@@ -91,3 +103,60 @@ def test_a_way_whose_floor_cannot_beat_the_best_plan_is_not_packed(monkeypatch: 
     every = plan([fleet.capacity], fleet.services)
     assert len(calls) == 4
     assert [c.instances for c in skipped.capacities] == [c.instances for c in every.capacities]
+
+
+def _even_by_rows(units: list[Unit], cap: CapacityInput, count: int) -> list[list[Unit]] | None:
+    """The spread as first written, each host's fit checked over one row of an array (``pack_hosts_even`` checks a
+    resource at a time): the units on each host, in the order placed."""
+    import numpy as np
+
+    room = np.array([cap.gpus_per_instance, cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)], dtype=float)
+    scale = np.where(room >= UNLIMITED, 0.0, 1.0 / room)
+
+    def needs(u: Unit) -> Any:
+        return np.array([len(u.gpus), u.cpu, u.mem, u.enis], dtype=float)
+
+    load = np.zeros((count, 4))
+    held: list[list[Unit]] = [[] for _ in range(count)]
+    for unit in sorted(units, key=lambda u: (float((needs(u) * scale).max()), u.cpu + u.mem), reverse=True):
+        need = needs(unit)
+        weight = need * scale * scale
+        for _ in range(unit.count):
+            fits = np.all(load + need <= room, axis=1)
+            if not fits.any():
+                return None
+            at = int(np.argmin(np.where(fits, load @ weight, np.inf)))
+            load[at] += need
+            held[at].append(unit)
+    return held
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 4), st.integers(0, 49_152), st.integers(0, 380_000), st.integers(1, 5)), min_size=1
+    ),
+    st.integers(1, 10),
+)
+def test_the_spread_checks_a_resource_at_a_time_and_places_as_the_rows_did(
+    drawn: list[tuple[int, int, int, int]], count: int
+) -> None:
+    """Whether a copy fits a host is checked a resource at a time (numpy's ``all`` over a last axis of four was most of
+    each copy's step): the same comparisons, so the same hosts, held to the spread as first written."""
+    units = [
+        Unit([GpuLoad(((f"s{j}", 1),), 1000, 1)] * gpus, cpu, mem, copies)
+        for j, (gpus, cpu, mem, copies) in enumerate(drawn)
+    ]
+    expected = _even_by_rows(units, L40S, count)
+    found = pack_hosts_even(units, L40S, count)
+    assert (found is None) == (expected is None)
+    if found is not None and expected is not None:
+        want = stage2.grouped([_host_of(on) for on in expected])
+        assert [(h.count, h.gpus, h.without_gpu) for h in found] == [(h.count, h.gpus, h.without_gpu) for h in want]
+
+
+def _host_of(units: list[Unit]) -> stage2.Host:
+    host = stage2.Host(1, [])
+    for unit in units:
+        stage2._add(host, unit, 1)
+    return host
