@@ -1641,24 +1641,29 @@ def _lp_optimum(items: list[host_lp.Item], host: host_lp.HostSpec) -> float:
     return float(h.getInfo().objective_function_value)
 
 
+def _polish_start(drawn: list[_DRAWN]) -> tuple[list[host_lp.Item], Any, list[int], Any]:
+    """A drawn one-GPU problem for the polish: its items, the master of each item alone, the demand, and how a priced
+    pattern goes into the master (``_add_priced``)."""
+    from functools import partial
+
+    from hypothesis import assume
+
+    items, _, _ = _drawn_problem(drawn)
+    assume(all(host_lp.per_host(it, _ONE_GPU_HOST) > 0 for it in items))
+    master = host_lp._first_master(items, _ONE_GPU_HOST)
+    return items, master, [it.demand for it in items], partial(host_lp._add_priced, master, items, _ONE_GPU_HOST)
+
+
 @settings(max_examples=200, deadline=None)
 @given(_drawn_services(4, 5))
 def test_polishing_converges_to_the_lp_and_its_bound_never_passes_it(drawn: list[_DRAWN]) -> None:
     """From the master of each item alone, the MILP's column generation takes its bound to the LP's optimum (the
     patterns enumerated) rounded up, never past it: it fails where the bound is taken at duals the MILP did not
     price, where the smoothed duals' failure ends it, or where its patterns do not reach the master."""
-    from functools import partial
-
-    from hypothesis import assume
-
     from ecs_gpu_sharing.core.host_lp.polish import polished
 
-    items, _, _ = _drawn_problem(drawn)
+    items, master, demand, add = _polish_start(drawn)
     host = _ONE_GPU_HOST
-    assume(all(host_lp.per_host(it, host) > 0 for it in items))
-    master = host_lp._first_master(items, host)
-    demand = [it.demand for it in items]
-    add = partial(host_lp._add_priced, master, items, host)
     value, x, farley = polished(master, items, host, demand, 0.0, add, 10_000)
     best = _lp_optimum(items, host)
     assert farley <= best + 1e-6 <= value + 2e-6  # a bound on the LP, and the master no better than the LP
@@ -1686,18 +1691,10 @@ def test_a_polish_that_ends_short_of_its_value_searches_its_bound_further(drawn:
     (each pattern enumerated), and never past the LP's optimum. One call, of a root node only, leaves the bound
     where the last call's weak search put it (fresh seed 16074 at 10,000 tasks: 4,063 where 4,129 holds); it fails
     without the last search, or where that search is taken at other duals."""
-    from functools import partial
-
-    from hypothesis import assume
-
     from ecs_gpu_sharing.core.host_lp import polish
 
-    items, _, _ = _drawn_problem(drawn)
+    items, master, demand, add = _polish_start(drawn)
     host = _ONE_GPU_HOST
-    assume(all(host_lp.per_host(it, host) > 0 for it in items))
-    master = host_lp._first_master(items, host)
-    demand = [it.demand for it in items]
-    add = partial(host_lp._add_priced, master, items, host)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(polish, "FINAL_SEARCH", 0)  # each call of the polish: HiGHS's root node alone
         value, _, farley = polish.polished(master, items, host, demand, 0.0, add, 1)
