@@ -979,8 +979,8 @@ def test_where_every_pricing_finds_nothing_the_search_for_the_bound_prices(monke
     found: list[bool] = []  # each search: whether its pattern is worth more than a host
     final = host_lp._ExactPricing.final
 
-    def recorded(self: host_lp._ExactPricing, duals: list[float], caps: list[int]) -> object:
-        pattern, bound = final(self, duals, caps)
+    def recorded(self: host_lp._ExactPricing, duals: list[float], caps: list[int], nodes: int | None = None) -> object:
+        pattern, bound = final(self, duals, caps, nodes)
         found.append(pattern is not None and host_lp._worth(duals, pattern) > 1 + 1e-7)
         return pattern, bound
 
@@ -1688,7 +1688,8 @@ def _most_worth(items: list[host_lp.Item], host: host_lp.HostSpec, duals: list[f
 def test_a_polish_that_ends_short_of_its_value_searches_its_bound_further(drawn: list[_DRAWN]) -> None:
     """A polish whose calls run out before its bound meets its value searches once more, at the master's last duals,
     PROOF_SEARCH times EXACT_NODES: its bound is then at least the LP's value there over the most a pattern is worth
-    (each pattern enumerated), and never past the LP's optimum. One call, of a root node only, leaves the bound
+    (each pattern enumerated), and never past the LP's optimum. One call given no nodes (HiGHS stops before it
+    bounds anything) leaves the bound
     where the last call's weak search put it (fresh seed 16074 at 10,000 tasks: 4,063 where 4,129 holds); it fails
     without the last search, or where that search is taken at other duals."""
     from ecs_gpu_sharing.core.host_lp import polish
@@ -1696,12 +1697,38 @@ def test_a_polish_that_ends_short_of_its_value_searches_its_bound_further(drawn:
     items, master, demand, add = _polish_start(drawn)
     host = _ONE_GPU_HOST
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(polish, "FINAL_SEARCH", 0)  # each call of the polish: HiGHS's root node alone
+        patch.setattr(polish, "FINAL_SEARCH", 0)  # each call of the polish given no nodes: it proves nothing
         value, _, farley = polish.polished(master, items, host, demand, 0.0, add, 1)
     _, duals, _ = master.solve()
     assert value == pytest.approx(master.solve()[0])
     assert farley >= value / max(_most_worth(items, host, duals), 1.0) - 1e-6
     assert farley <= _lp_optimum(items, host) + 1e-6
+
+
+@settings(max_examples=200, deadline=None)
+@given(_drawn_services(6, 8), st.sampled_from([0, 1]))
+def test_the_last_search_for_the_bound_proves_what_a_pricings_search_leaves_open(drawn: list[_DRAWN], gap: int) -> None:
+    """Where column generation stops short, the most a pattern is worth at its last duals (``_ExactPricing.most``,
+    Farley's divisor) is searched PROOF_SEARCH times EXACT_NODES, as the polish's last pricing is: on drawn one-GPU
+    problems, the pricings' own searches given no nodes (HiGHS stops before it bounds anything) and no one-GPU search,
+    it is the best worth (every pattern enumerated) within HiGHS's gap, never below it. It fails where that search is
+    no longer than a pricing's."""
+    from hypothesis import assume
+
+    from ecs_gpu_sharing.core.host_lp import highs
+
+    items, duals, caps = _drawn_problem(drawn)
+    host = _ONE_GPU_HOST
+    assume(all(host_lp.per_host(it, host) > 0 for it in items))
+    caps = [min(c, host_lp.per_host(it, host)) for c, it in zip(caps, items, strict=True)]
+    best = _most_worth([dataclasses.replace(it, demand=c) for it, c in zip(items, caps, strict=True)], host, duals)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(host_lp, "FINAL_SEARCH", 0)
+        patch.setattr(host_lp, "ONE_GPU_WORK", 0)
+        exact = host_lp._ExactPricing(items, host, calls=1 + gap)
+        most = exact.most(duals, caps)
+    assert exact.search is None and isinstance(exact.milp, highs._Exact)
+    assert best - 1e-6 <= most <= best * (1 + 1e-4) + 1e-6
 
 
 @settings(max_examples=150, deadline=None)
