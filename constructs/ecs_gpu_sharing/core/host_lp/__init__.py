@@ -390,10 +390,9 @@ class _ExactPricing:
         return pattern, None
 
     def most(self, duals: Sequence[float], caps: Sequence[int]) -> float:
-        """The most any pattern is worth at ``duals``, for Farley's bound where column generation stopped short:
-        ``final``'s bound, HiGHS searching PROOF_SEARCH times a pricing's nodes, as at the polish's end (a search
-        stopped at its node limit proves only its dual bound: fresh seed 15050 at 10,000 tasks, 3,456 over 3,455, is
-        proved optimal with it)."""
+        """The most any pattern is worth at ``duals`` (Farley's divisor where column generation stopped short):
+        ``final``'s bound, HiGHS searching PROOF_SEARCH times a pricing's nodes, as the polish's end does (a search
+        stopped at its node limit proves only its dual bound: 15050 at 10,000 tasks is proved optimal so)."""
         return self.final(duals, caps, EXACT_NODES * PROOF_SEARCH)[1]
 
     def final(
