@@ -22,10 +22,12 @@ EXACT_NODES = 50  # branch-and-bound nodes of one exact pricing
 LAYOUT_CALLS = 10  # on a host of several GPUs, where every other pricing found nothing: MILPs over each item's tasks
 # on each GPU (``highs._Layout``), in one column generation where HiGHS's MILPs price ...
 LAYOUT_ITEMS = 15  # ... over this many of the most promising items at most
-FINAL_SEARCH = 10  # times EXACT_NODES: the last exact pricing's nodes, for the bound where the LP stopped short
-PROOF_SEARCH = 100  # times EXACT_NODES: where the polish ends with its bound short of its value, one search at the
-# master's last duals, for the bound (its calls search FINAL_SEARCH: on fresh seed 16074 at 10,000 tasks that search
-# stopped at 1.043 hosts, where 5,000 nodes prove 1.005 in 0.7 s)
+FINAL_SEARCH = (
+    10  # times EXACT_NODES: the nodes of the searches for the bound that price (FINAL_PRICINGS, the polish's)
+)
+PROOF_SEARCH = 100  # times EXACT_NODES: where column generation or its polish stops with its bound short of its value,
+# one search at the master's last duals, for the bound alone (a search of FINAL_SEARCH on fresh seed 16074 at 10,000
+# tasks stopped at 1.043 hosts, where 5,000 nodes prove 1.005 in 0.7 s)
 FINAL_PRICINGS = 6  # where every pricing finds nothing, that last exact pricing prices (its pattern added), at most
 EXACT_ITEMS = 40  # items one exact pricing weighs at most (the most promising at the duals priced)
 EXACT_WORK = 1500  # exact pricings in the first column generation, times the services priced (a MILP's cost grows
