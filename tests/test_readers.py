@@ -319,6 +319,48 @@ def test_json_text_writes_a_part_met_again_as_it_wrote_it_at_that_indent() -> No
         assert json_text(doc, indent) == json.dumps(plain(doc), indent=indent)
 
 
+def test_texts_kept_beforehand_are_what_a_plan_documents_text_takes_for_its_hosts() -> None:
+    """The ``plan`` command writes a plan's hosts while ECS's placement is replayed (``assess``'s ``meanwhile``,
+    ``keep_texts`` at ``INSTANCES_DEPTH``), and the document's text takes each host group's from there: marked kept
+    texts show in the document where its hosts stand, once per group, and unmarked ones give json.dumps's text. A
+    part's kept text is another object's no more once that part is gone (the part is held with it)."""
+    from ecs_gpu_sharing.core import fleet, plan_document, plan_inputs, plan_report
+    from ecs_gpu_sharing.core.files import WrittenParts, keep_texts
+    from ecs_gpu_sharing.core.rules import assess
+
+    from conftest import REPO
+
+    seen: list[object] = []
+    hosts: dict[str, tuple[plan_document.InstanceGroup, ...]] = {}
+    written = WrittenParts()
+
+    def meanwhile(steady: object) -> None:
+        seen.append(steady)
+        hosts.update(plan_report.instance_groups(steady))  # type: ignore[arg-type]
+        for groups in hosts.values():
+            keep_texts(groups, 2, plan_report.INSTANCES_DEPTH, written)
+
+    result = assess(*plan_inputs.from_fleet(fleet.load(REPO / "tests" / "fleets" / "wide.toml")), meanwhile=meanwhile)
+    assert seen == [result.steady] and seen[0] is result.steady
+    doc = plan_report.document(result, instances=hosts)
+    assert doc == plan_report.document(result)
+    groups = [g for c in doc.capacities for g in c.instances]
+    assert groups and all(any(g is h for h in hosts[c.name]) for c in doc.capacities for g in c.instances)
+    marked = WrittenParts()  # the texts kept, host groups' marked (before the document's own are kept beside them)
+    marked.texts = {
+        2: {
+            key: (part, '"kept"' if isinstance(part, plan_document.InstanceGroup) else text)
+            for key, (part, text) in written.texts[2].items()
+        }
+    }
+    assert json_text(doc, 2, written=written) == json.dumps(doc.to_json(), indent=2)
+    assert json_text(doc, 2, written=marked).count('"kept"') == len(groups)
+    assert json_text(doc, 1, written=marked) == json.dumps(doc.to_json(), indent=1)  # another indent: its own texts
+    gone = WrittenParts()
+    gone.texts = {2: {(id(part), at): (object(), '"kept"') for (_, at), (part, _) in written.texts[2].items()}}
+    assert '"kept"' not in json_text(doc, 2, written=gone)
+
+
 def test_json_text_writes_a_plan_as_json_dumps_does(capsys: pytest.CaptureFixture[str]) -> None:
     """The whole ``plan --json`` output of a fleet file, and a value json cannot write, refused in its words."""
     from conftest import REPO

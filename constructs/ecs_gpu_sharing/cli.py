@@ -17,7 +17,8 @@ from typing import Any, NoReturn
 
 from .core import catalog, cost, fleet, plan_diff, plan_document, plan_inputs, plan_report, plan_svg, text
 from .core.errors import GpuSharingError, PlanError
-from .core.files import check_output_path, json_text, read_json, write_atomic
+from .core.files import WrittenParts, check_output_path, json_text, keep_texts, read_json, write_atomic
+from .core.planner import Plan
 from .core.rules import assess
 from .preflight import add_fleet_checks
 from .stacks_commands import add_stacks_commands
@@ -45,6 +46,9 @@ def _catalog_show(args: argparse.Namespace) -> int:
     return 0
 
 
+JSON_INDENT = 2  # plan --json's
+
+
 def _plan(args: argparse.Namespace) -> int:
     inputs = (args.fleet, getattr(args, "prices", None))
     svg = check_output_path(args.svg, what="SVG", option="--svg", inputs=inputs) if args.svg else None
@@ -55,12 +59,22 @@ def _plan(args: argparse.Namespace) -> int:
         from .regions import known_regions  # botocore's endpoint data: no call, no credentials
 
         fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
-    result = assess(*plan_inputs.from_fleet(spec))  # the builder the synth-time plan uses
-    doc = plan_report.document(result, _plan_prices(args, spec))
+    # With --json the plan's hosts, most of the document, are made and written while ECS's placement is replayed
+    # beside the plans (``assess``'s meanwhile), and the document takes them from there (docs/planning.md).
+    hosts: dict[str, tuple[plan_document.InstanceGroup, ...]] = {}
+    written = WrittenParts()
+
+    def meanwhile(steady: Plan) -> None:
+        hosts.update(plan_report.instance_groups(steady))
+        for groups in hosts.values():
+            keep_texts(groups, JSON_INDENT, plan_report.INSTANCES_DEPTH, written)
+
+    result = assess(*plan_inputs.from_fleet(spec), meanwhile=meanwhile if args.json else None)  # as a synth plans
+    doc = plan_report.document(result, _plan_prices(args, spec), instances=hosts)
     if svg is not None:
         write_atomic(svg, plan_svg.to_svg(doc))
     if args.json:
-        print(json_text(doc, indent=2))
+        print(json_text(doc, indent=JSON_INDENT, written=written))
     else:
         print(plan_report.to_table(result))
         print("\n".join(cost.cost_lines(doc)))
@@ -79,7 +93,7 @@ def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
     if svg is not None:
         write_atomic(svg, plan_svg.to_svg(doc))
     lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
-    print(json_text(doc, indent=2) if args.json else "\n".join(text.terminal(line) for line in lines))
+    print(json_text(doc, indent=JSON_INDENT) if args.json else "\n".join(text.terminal(line) for line in lines))
     return 0 if doc.summary.fits else 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import operator
@@ -167,7 +168,17 @@ def _part_object(value: Any) -> dict[str, Any]:
     return {name: getattr(value, name) for name in names}
 
 
-def json_text(doc: Any, indent: int) -> str:
+class WrittenParts:
+    """Parts' JSON texts kept from one ``json_text`` call for the next: per indent step, by the part's identity and the
+    indent it stands at; each part held with its text, so its id stays its own. The ``plan`` command writes a plan's
+    hosts while ECS's placement is still being replayed beside it, and the document's text takes them from here
+    (``cli``)."""
+
+    def __init__(self) -> None:
+        self.texts: dict[int, dict[tuple[int, str], tuple[Any, str]]] = {}
+
+
+def json_text(doc: Any, indent: int, *, written: WrittenParts | None = None) -> str:
     """``json.dumps(doc, indent=indent)``, character for character, in less than half its time on a plan document.
 
     With an indent the json module's encoder is its pure-Python one, a generator per level; a plan of 100,000 tasks
@@ -175,16 +186,33 @@ def json_text(doc: Any, indent: int) -> str:
     are escaped by the module's own C function; a key that is not a string, or a value of a type it does not handle
     here, hands the whole document to ``json.dumps``. A value whose class names its attributes (``json_names``: the
     plan document's parts) is written as the object of those attributes, as the dict its ``to_json`` makes would be,
-    from the value itself: making those dicts first took as long as writing them (docs/planning.md)."""
+    from the value itself: making those dicts first took as long as writing them (docs/planning.md). ``written``: the
+    parts' texts kept from earlier calls (``keep_texts``), and kept from this one."""
+    try:
+        return _text(doc, indent, written or WrittenParts(), 0)
+    except (_Unusual, RecursionError):  # a cycle: json.dumps says so in its own words
+        return json.dumps(doc, indent=indent, default=_part_object)
+
+
+def keep_texts(value: Any, indent: int, depth: int, written: WrittenParts) -> None:
+    """The texts of the parts in ``value``, as ``json_text`` writes them where ``value`` is nested ``depth`` levels deep
+    in a document, kept in ``written`` for that document's text. Where the json module would write the document
+    instead, the texts kept so far stand (each is whole) and the rest is left to it."""
+    with contextlib.suppress(_Unusual, RecursionError):
+        _text(value, indent, written, depth)
+
+
+def _text(doc: Any, indent: int, written: WrittenParts, depth: int) -> str:
+    """``json_text``'s writing, ``depth`` levels deep; raises _Unusual where the json module must write ``doc``."""
     out: list[str] = []
     add = out.append
     step = " " * indent
     encode = json.encoder.encode_basestring_ascii
     parts: dict[type, Any] = {}  # per type met: its part reader, or None
-    # A part's text at an indent, by the part's identity: the parts are frozen and the document holds them all while
-    # it is written, so an id stands for one part here. A plan's hosts repeat the same GPUs (``plan_report`` makes one
-    # part of GPUs alike): 234 parts for 2,696 GPUs on held-out 1007 at 100,000 tasks on eight H100s a host.
-    written: dict[tuple[int, str], str] = {}
+    # A part's text at an indent, by the part's identity, the part held beside it: the parts are frozen, so an id
+    # stands for one part while it is held. A plan's hosts repeat the same GPUs (``plan_report`` makes one part of GPUs
+    # alike): 234 parts for 2,696 GPUs on held-out 1007 at 100,000 tasks on eight H100s a host.
+    texts = written.texts.setdefault(indent, {})
 
     def scalar(value: Any) -> str:  # the json module's checks, in its order
         if isinstance(value, str):
@@ -208,12 +236,15 @@ def json_text(doc: Any, indent: int) -> str:
             reader = parts[kind] = _part_reader(kind)
         if reader is not None:  # a part: written as the object of its attributes, once at each indent
             key = (id(value), at)
-            text = written.get(key)
-            if text is None:
+            kept = texts.get(key)
+            if kept is not None and kept[0] is value:
+                text = kept[1]
+            else:
                 start = len(out)
                 names, read = reader
                 pairs(zip(names, read(value), strict=True) if names else None, at)
-                text = written[key] = "".join(out[start:])
+                text = "".join(out[start:])
+                texts[key] = (value, text)
                 del out[start:]
             add(text)
         elif isinstance(value, dict):
@@ -253,8 +284,5 @@ def json_text(doc: Any, indent: int) -> str:
             first = ",\n" + inner
         add("\n" + at + "}")
 
-    try:
-        walk(doc, "")
-    except (_Unusual, RecursionError):  # a cycle: json.dumps says so in its own words
-        return json.dumps(doc, indent=indent, default=_part_object)
+    walk(doc, step * depth)
     return "".join(out)

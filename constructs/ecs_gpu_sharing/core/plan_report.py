@@ -16,7 +16,7 @@ from .allocation import Evidence, headroom
 from .cost import Prices, add_cost
 from .markdown import table
 from .placement import ESTIMATE_HEADROOM, ORDER_HEADROOM_PERCENT, REPLAYED_TASKS, with_headroom
-from .planner import MANAGED_INSTANCES, CapacityPlan, GpuLoad, ServiceInput, interfaces_used
+from .planner import MANAGED_INSTANCES, CapacityPlan, GpuLoad, Plan, ServiceInput, interfaces_used
 from .rules import Assessment, Finding, Level, finding_line
 from .shape import TaskShape
 
@@ -85,14 +85,20 @@ def document(
     allowances: Sequence[tuple[str, str, str]] = (),
     not_judged: Sequence[tuple[str, str]] = (),
     deployed_as: Mapping[str, pd.DeployedAs] | None = None,
+    instances: Mapping[str, tuple[pd.InstanceGroup, ...]] | None = None,
 ) -> pd.PlanDocument:
     """The plan document (``core.plan_document``): the same for ``ecs-gpu-sharing plan --json`` and
     ``cdk.out/gpu-fleet-plan.json``; with ``prices``, what it costs (``core.cost``), else how to get prices. A synth
-    adds the allow-list's allowances (resource, rule id, reason) and what it could not judge (resource, reason)."""
+    adds the allow-list's allowances (resource, rule id, reason) and what it could not judge (resource, reason).
+    ``instances``: each capacity's hosts as ``instance_groups`` made them of this assessment's steady plan."""
     plan = assessment.steady
     deployed_as = deployed_as or {}
+    shapes = {s.name: s.shape for s in plan.services}
+    made = instances or {}
     planned = pd.PlanDocument(
-        capacities=tuple(_capacity(c, assessment) for c in plan.capacities),
+        capacities=tuple(
+            _capacity(c, assessment, made.get(c.capacity.name) or _instance_groups(c, shapes)) for c in plan.capacities
+        ),
         services=tuple(
             pd.Service(
                 name=s.name,
@@ -144,11 +150,34 @@ def document(
     return add_cost(planned, prices)
 
 
-def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
+INSTANCES_DEPTH = 3  # the levels a capacity's ``instances`` are nested at in the document: it, capacities, a capacity
+
+
+def instance_groups(plan: Plan) -> dict[str, tuple[pd.InstanceGroup, ...]]:
+    """Each capacity's hosts in ``plan`` as the document's parts (``instances``), by capacity name: the plan's bulk,
+    which needs nothing but the plan, so the ``plan`` command makes and writes them while ECS's placement is replayed
+    (``cli``)."""
+    shapes = {s.name: s.shape for s in plan.services}
+    return {c.capacity.name: _instance_groups(c, shapes) for c in plan.capacities}
+
+
+def _instance_groups(c: CapacityPlan, shapes: dict[str, TaskShape]) -> tuple[pd.InstanceGroup, ...]:
+    alike: dict[object, Any] = {}  # the parts of GPUs and of their tasks, made once (_gpu)
+    return tuple(
+        pd.InstanceGroup(
+            count=group.count,
+            gpus=tuple(_gpu(gpu, shapes, alike) for gpu in group.gpus),
+            cpu_units_used=group.cpu_units_used,
+            memory_mib_used=group.memory_mib_used,
+            tasks_without_gpu=tuple(pd.HostTasks(service=name, tasks=n) for name, n in group.tasks_without_gpu),
+        )
+        for group in c.instances
+    )
+
+
+def _capacity(c: CapacityPlan, assessment: Assessment, instances: tuple[pd.InstanceGroup, ...]) -> pd.Capacity:
     cap = c.capacity
     placed = assessment.placement.get(cap.name)
-    shapes = {s.name: s.shape for s in assessment.steady.services}
-    alike: dict[object, Any] = {}  # the parts of GPUs and of their tasks, made once (_gpu)
     return pd.Capacity(
         name=cap.name,
         kind=cap.kind,
@@ -173,16 +202,7 @@ def _capacity(c: CapacityPlan, assessment: Assessment) -> pd.Capacity:
         instance_lower_bound=c.instance_lower_bound,
         gpu_lower_bound=c.gpu_lower_bound,
         optimal=c.optimal,
-        instances=tuple(
-            pd.InstanceGroup(
-                count=group.count,
-                gpus=tuple(_gpu(gpu, shapes, alike) for gpu in group.gpus),
-                cpu_units_used=group.cpu_units_used,
-                memory_mib_used=group.memory_mib_used,
-                tasks_without_gpu=tuple(pd.HostTasks(service=name, tasks=n) for name, n in group.tasks_without_gpu),
-            )
-            for group in c.instances
-        ),
+        instances=instances,
     )
 
 

@@ -10,7 +10,7 @@ CLI prints them. Every finding carries its rule's id, errors included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 
@@ -228,9 +228,12 @@ def assess(
     outside: Iterable[OutsideService] = (),
     clashes: Iterable[NameClash] = (),
     shape_errors: Iterable[tuple[str, str]] = (),
+    meanwhile: Callable[[Plan], object] | None = None,
 ) -> Assessment:
     """Plans ``services`` on ``capacities`` (at their largest counts, and at a deployment's surge) and runs
-    every rule of :data:`RULES`."""
+    every rule of :data:`RULES`. ``meanwhile``: called with the steady plan once this process has planned and taken
+    its share of the replays, before it waits for the processes beside it: work that needs the plan alone, done while
+    they finish (the ``plan`` command writes the plan's hosts there)."""
     caps = {c.name: c for c in sorted(capacities, key=lambda c: c.name)}
     svcs = sorted(services, key=lambda s: s.name)
     ec2 = [c for c in caps.values() if c.kind != MANAGED_INSTANCES]
@@ -258,6 +261,8 @@ def assess(
             if _surge_read(caps, svcs, surge):
                 surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
             parts = [replay_claimed(ec2, svcs, jobs, claims) if jobs else ({}, set())]
+            if meanwhile is not None:
+                meanwhile(steady)
             parts += [half.result() for half in (first, second) if half.started]
             scaled: dict[str, tuple[int, int]] = {}
             if scaling.started:
