@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .core import catalog, cost, fleet, plan_diff, plan_document, plan_inputs, plan_report, plan_svg, text
+from .core import catalog, cost, fleet, plan_document, plan_inputs, plan_report, text
 from .core.errors import GpuSharingError, PlanError
 from .core.files import WrittenParts, check_output_path, json_text, keep_texts, read_json, write_atomic
 from .core.planner import Plan
@@ -72,7 +72,7 @@ def _plan(args: argparse.Namespace) -> int:
     result = assess(*plan_inputs.from_fleet(spec), meanwhile=meanwhile if args.json else None)  # as a synth plans
     doc = plan_report.document(result, _plan_prices(args, spec), instances=hosts)
     if svg is not None:
-        write_atomic(svg, plan_svg.to_svg(doc))
+        _write_svg(svg, doc)
     if args.json:
         print(json_text(doc, indent=JSON_INDENT, written=written))
     else:
@@ -91,10 +91,16 @@ def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
     if args.prices:
         doc = cost.add_cost(doc, cost.load_prices(args.prices))
     if svg is not None:
-        write_atomic(svg, plan_svg.to_svg(doc))
+        _write_svg(svg, doc)
     lines = [*plan_report.doc_summary(doc), *cost.cost_lines(doc)]
     print(json_text(doc, indent=JSON_INDENT) if args.json else "\n".join(text.terminal(line) for line in lines))
     return 0 if doc.summary.fits else 1
+
+
+def _write_svg(path: Path, doc: plan_document.PlanDocument) -> None:
+    from .core import plan_svg  # only with --svg: its hashing and HTML escaping are imports the plan need not wait for
+
+    write_atomic(path, plan_svg.to_svg(doc))
 
 
 def _read_plan(path: str, option: str = "") -> plan_document.PlanDocument:
@@ -107,6 +113,8 @@ def _read_plan(path: str, option: str = "") -> plan_document.PlanDocument:
 
 
 def _plan_diff(args: argparse.Namespace) -> int:
+    from .core import plan_diff
+
     docs = [_read_plan(path) for path in (args.old, args.new)]
     result = plan_diff.diff(docs[0], docs[1], old_source=args.old, new_source=args.new)
     print(
@@ -246,7 +254,7 @@ def _evaluate_subjects(
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .core import fleet_edit, right_size
+    from .core import fleet_edit, plan_diff, right_size
     from .operations import evaluate
     from .operations.aws import client
 
