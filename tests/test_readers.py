@@ -321,27 +321,26 @@ def test_json_text_writes_a_part_met_again_as_it_wrote_it_at_that_indent() -> No
 
 def test_texts_kept_beforehand_are_what_a_plan_documents_text_takes_for_its_hosts() -> None:
     """The ``plan`` command writes a plan's hosts while ECS's placement is replayed (``assess``'s ``meanwhile``,
-    ``keep_texts`` at ``INSTANCES_DEPTH``), and the document's text takes each host group's from there: marked kept
+    ``plan_report.HostsAhead``), and the document's text takes each host group's from there: marked kept
     texts show in the document where its hosts stand, once per group, and unmarked ones give json.dumps's text. A
     part's kept text is another object's no more once that part is gone (the part is held with it)."""
     from ecs_gpu_sharing.core import fleet, plan_document, plan_inputs, plan_report
-    from ecs_gpu_sharing.core.files import WrittenParts, keep_texts
+    from ecs_gpu_sharing.core.files import WrittenParts
+    from ecs_gpu_sharing.core.planner import Plan
     from ecs_gpu_sharing.core.rules import assess
 
     from conftest import REPO
 
-    seen: list[object] = []
-    hosts: dict[str, tuple[plan_document.InstanceGroup, ...]] = {}
-    written = WrittenParts()
+    seen: list[Plan] = []
+    ahead = plan_report.HostsAhead(2)
 
-    def meanwhile(steady: object) -> None:
+    def meanwhile(steady: Plan) -> None:
         seen.append(steady)
-        hosts.update(plan_report.instance_groups(steady))  # type: ignore[arg-type]
-        for groups in hosts.values():
-            keep_texts(groups, 2, plan_report.INSTANCES_DEPTH, written)
+        ahead(steady)
 
     result = assess(*plan_inputs.from_fleet(fleet.load(REPO / "tests" / "fleets" / "wide.toml")), meanwhile=meanwhile)
-    assert seen == [result.steady] and seen[0] is result.steady
+    assert len(seen) == 1 and seen[0] is result.steady
+    hosts, written = ahead.hosts, ahead.written
     doc = plan_report.document(result, instances=hosts)
     assert doc == plan_report.document(result)
     groups = [g for c in doc.capacities for g in c.instances]

@@ -17,8 +17,7 @@ from typing import Any, NoReturn
 
 from .core import catalog, cost, fleet, plan_document, plan_inputs, plan_report, text
 from .core.errors import GpuSharingError, PlanError
-from .core.files import WrittenParts, check_output_path, json_text, keep_texts, read_json, write_atomic
-from .core.planner import Plan
+from .core.files import check_output_path, json_text, read_json, write_atomic
 from .core.rules import assess
 from .preflight import add_fleet_checks
 from .stacks_commands import add_stacks_commands
@@ -61,20 +60,13 @@ def _plan(args: argparse.Namespace) -> int:
         fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
     # With --json the plan's hosts, most of the document, are made and written while ECS's placement is replayed
     # beside the plans (``assess``'s meanwhile), and the document takes them from there (docs/planning.md).
-    hosts: dict[str, tuple[plan_document.InstanceGroup, ...]] = {}
-    written = WrittenParts()
-
-    def meanwhile(steady: Plan) -> None:
-        hosts.update(plan_report.instance_groups(steady))
-        for groups in hosts.values():
-            keep_texts(groups, JSON_INDENT, plan_report.INSTANCES_DEPTH, written)
-
-    result = assess(*plan_inputs.from_fleet(spec), meanwhile=meanwhile if args.json else None)  # as a synth plans
-    doc = plan_report.document(result, _plan_prices(args, spec), instances=hosts)
+    ahead = plan_report.HostsAhead(JSON_INDENT)
+    result = assess(*plan_inputs.from_fleet(spec), meanwhile=ahead if args.json else None)  # as a synth plans
+    doc = plan_report.document(result, _plan_prices(args, spec), instances=ahead.hosts)
     if svg is not None:
         _write_svg(svg, doc)
     if args.json:
-        print(json_text(doc, indent=JSON_INDENT, written=written))
+        print(json_text(doc, indent=JSON_INDENT, written=ahead.written))
     else:
         print(plan_report.to_table(result))
         print("\n".join(cost.cost_lines(doc)))

@@ -14,6 +14,7 @@ from . import plan_document as pd
 from . import text
 from .allocation import Evidence, headroom
 from .cost import Prices, add_cost
+from .files import WrittenParts, keep_texts
 from .markdown import table
 from .placement import ESTIMATE_HEADROOM, ORDER_HEADROOM_PERCENT, REPLAYED_TASKS, with_headroom
 from .planner import MANAGED_INSTANCES, CapacityPlan, GpuLoad, Plan, ServiceInput, interfaces_used
@@ -90,7 +91,7 @@ def document(
     """The plan document (``core.plan_document``): the same for ``ecs-gpu-sharing plan --json`` and
     ``cdk.out/gpu-fleet-plan.json``; with ``prices``, what it costs (``core.cost``), else how to get prices. A synth
     adds the allow-list's allowances (resource, rule id, reason) and what it could not judge (resource, reason).
-    ``instances``: each capacity's hosts as ``instance_groups`` made them of this assessment's steady plan."""
+    ``instances``: each capacity's hosts as ``HostsAhead`` made them of this assessment's steady plan."""
     plan = assessment.steady
     deployed_as = deployed_as or {}
     shapes = {s.name: s.shape for s in plan.services}
@@ -153,12 +154,22 @@ def document(
 INSTANCES_DEPTH = 3  # the levels a capacity's ``instances`` are nested at in the document: it, capacities, a capacity
 
 
-def instance_groups(plan: Plan) -> dict[str, tuple[pd.InstanceGroup, ...]]:
-    """Each capacity's hosts in ``plan`` as the document's parts (``instances``), by capacity name: the plan's bulk,
-    which needs nothing but the plan, so the ``plan`` command makes and writes them while ECS's placement is replayed
-    (``cli``)."""
-    shapes = {s.name: s.shape for s in plan.services}
-    return {c.capacity.name: _instance_groups(c, shapes) for c in plan.capacities}
+class HostsAhead:
+    """A plan's hosts made as the document's parts (``hosts``, by capacity name, for ``document``'s ``instances``) and
+    their JSON text written at ``indent`` (``written``, for ``files.json_text``), called with the steady plan before the
+    document is made: the plan's bulk needs nothing but the plan, so the ``plan`` command has them made while ECS's
+    placement is still replayed beside it (``assess``'s ``meanwhile``)."""
+
+    def __init__(self, indent: int) -> None:
+        self.indent = indent
+        self.hosts: dict[str, tuple[pd.InstanceGroup, ...]] = {}
+        self.written = WrittenParts()
+
+    def __call__(self, steady: Plan) -> None:
+        shapes = {s.name: s.shape for s in steady.services}
+        for c in steady.capacities:
+            self.hosts[c.capacity.name] = groups = _instance_groups(c, shapes)
+            keep_texts(groups, self.indent, INSTANCES_DEPTH, self.written)
 
 
 def _instance_groups(c: CapacityPlan, shapes: dict[str, TaskShape]) -> tuple[pd.InstanceGroup, ...]:
