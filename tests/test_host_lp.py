@@ -1643,7 +1643,7 @@ def _lp_optimum(items: list[host_lp.Item], host: host_lp.HostSpec) -> float:
 
 def _polish_start(drawn: list[_DRAWN]) -> tuple[list[host_lp.Item], Any, list[int], Any]:
     """A drawn one-GPU problem for the polish: its items, the master of each item alone, the demand, and how a priced
-    pattern goes into the master (``_add_priced``)."""
+    pattern goes into the master (``_Master.add_priced``)."""
     from functools import partial
 
     from hypothesis import assume
@@ -1651,7 +1651,7 @@ def _polish_start(drawn: list[_DRAWN]) -> tuple[list[host_lp.Item], Any, list[in
     items, _, _ = _drawn_problem(drawn)
     assume(all(host_lp.per_host(it, _ONE_GPU_HOST) > 0 for it in items))
     master = host_lp._first_master(items, _ONE_GPU_HOST)
-    return items, master, [it.demand for it in items], partial(host_lp._add_priced, master, items, _ONE_GPU_HOST)
+    return items, master, [it.demand for it in items], partial(master.add_priced, items, _ONE_GPU_HOST)
 
 
 @settings(max_examples=200, deadline=None)
@@ -1787,7 +1787,7 @@ def test_the_polish_takes_each_milps_improving_solutions_and_needs_fewer_calls(
         monkeypatch.setattr(highs._Exact, "improved", kept)
         calls = 0
         master = host_lp._first_master(items, host)
-        add = partial(host_lp._add_priced, master, items, host)
+        add = partial(master.add_priced, items, host)
         value, _, farley = polished(master, items, host, [it.demand for it in items], 0.0, add, 10_000)
         runs.append((round(value, 6), round(farley, 6), calls))
     (value, farley, with_them), (value_alone, farley_alone, alone) = runs

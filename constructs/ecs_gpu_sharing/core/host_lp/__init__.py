@@ -73,7 +73,7 @@ from .model import (
     per_host,
 )
 from .one_gpu import OneGpu, Searched, split_search
-from .patterns import _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _variants, _worth
+from .patterns import _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _worth
 from .per_gpu import PER_GPU_WORK, PerGpu
 from .polish import polish_calls, polished
 
@@ -145,7 +145,7 @@ def _generate(
             if bound is not None:
                 most = min(most, bound)  # over every item: a bound on every pattern
             if _pays(found, duals):
-                added = _add_priced(master, items, host, found, at, duals, caps, exact.runners) or added
+                added = master.add_priced(items, host, found, at, duals, caps, exact.runners) or added
         covered = sum(d * n for d, n in zip(at, left, strict=True))
         if bounds and covered / max(most, 1.0) > farley - 1e-9:
             farley, centre = covered / max(most, 1.0), at
@@ -193,24 +193,7 @@ def _final_pricing(
     found, bound = exact.final(duals, caps)
     if found is None or _worth(duals, found) <= 1 + 1e-7:
         return False, bound
-    return _add_priced(master, items, host, found, duals, duals, caps), bound
-
-
-def _add_priced(
-    master: _Master,
-    items: Sequence[Item],
-    host: HostSpec,
-    found: Pattern,
-    at: Sequence[float],
-    duals: Sequence[float],
-    caps: Sequence[int],
-    runners: Sequence[Pattern] = (),
-) -> bool:
-    """An exact pricing's pattern (found at ``at``) into the master, with its neighbours (``_variants``) and the
-    ``runners`` that are worth more than a host at the master's ``duals``: whether the pattern was new."""
-    added = master.add(found)
-    master.add_worth_a_host(duals, [*_variants(items, host, found, at, caps), *runners])
-    return added
+    return master.add_priced(items, host, found, duals, duals, caps), bound
 
 
 class _ExactPricing:
@@ -505,9 +488,7 @@ def solve(
     value, x, farley = _generate(master, items, host, demand, MAX_ROUNDS, exact_calls, known=known, searches=True)
     calls = polish_calls(host, len(items), value, max(farley, known)) if exact_calls else 0
     if calls:
-        value, x, farley = polished(
-            master, items, host, demand, farley, partial(_add_priced, master, items, host), calls
-        )
+        value, x, farley = polished(master, items, host, demand, farley, partial(master.add_priced, items, host), calls)
     bound = math.ceil(farley - 1e-6)
     if beat and math.ceil(value - 1e-6) >= beat:
         return Solution(bound, value, [], list(demand))

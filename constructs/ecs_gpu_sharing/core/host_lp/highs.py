@@ -21,7 +21,7 @@ from .model import (
     interfaces,
     per_host,
 )
-from .patterns import _build, _Builder, _candidates, _worth, largest_first
+from .patterns import _build, _Builder, _candidates, _variants, _worth, largest_first
 
 _BANNER_SHOWN = False
 
@@ -357,6 +357,22 @@ class _Master:
         for p in patterns:
             if _worth(duals, p) > 1 + 1e-7:
                 added |= self.add(p)
+        return added
+
+    def add_priced(
+        self,
+        items: Sequence[Item],
+        host: HostSpec,
+        found: Pattern,
+        at: Sequence[float],
+        duals: Sequence[float],
+        caps: Sequence[int],
+        runners: Sequence[Pattern] = (),
+    ) -> bool:
+        """An exact pricing's pattern (found at ``at``), with its neighbours (``_variants``) and the ``runners`` that
+        are worth more than a host at the master's ``duals``: whether the pattern was new."""
+        added = self.add(found)
+        self.add_worth_a_host(duals, [*_variants(items, host, found, at, caps), *runners])
         return added
 
     def room(self, purge: bool = False) -> bool:
