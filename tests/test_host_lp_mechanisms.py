@@ -43,8 +43,9 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     while each BOUND_EVERY rounds lower the master's value by TAIL_OFF hosts (here to LONGEST_ROUNDS; with a bar of
     one host, the tail-off rule stops it before), to LONGEST_ROUNDS at most, and to no more than LONGEST_WORK over its
     143 services (a round's cost grows with them; 131 rounds where that is 130; ``model.longest_rounds``).
-    The plan: 393 instances; 396 without the greedy's passes over the other items (``_other_items``), 398 without the
-    greedy's climb either, 410 with LONGEST_ROUNDS at MAX_ROUNDS. Where the greedy finds nothing, the MILP prices before
+    The plan: 393 instances; 397 without the greedy's passes over the other items (``_other_items``; 396 where each
+    dive fixed one host, before DIVE_WIDE), 398 without the greedy's climb either, 410 with LONGEST_ROUNDS at
+    MAX_ROUNDS. Where the greedy finds nothing, the MILP prices before
     MAX_ROUNDS, not after (there the split search prices alone, as it does after the MILP,
     test_a_host_of_several_gpus_is_priced_gpu_by_gpu). Column generation as this was written for, without the passes
     over the other items: with them it falls faster and stops before LONGEST_ROUNDS (at round 150)."""
@@ -132,8 +133,8 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     monkeypatch.setattr(packing, "pack_hosts_even", lambda *args: None)  # the LP's part alone, the GPUs neither
     monkeypatch.setattr(exact_gpus, "pack_hosts_balanced", lambda *args: None)  # spread nor balanced: 393 ...
     assert plan([fleet.capacity], fleet.services).instances == 393
-    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)  # ... and 396 without the greedy's passes over the other items
-    assert plan([fleet.capacity], fleet.services).instances == 396
+    monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)  # ... and 397 without the greedy's passes over the other items
+    assert plan([fleet.capacity], fleet.services).instances == 397
     monkeypatch.setattr(host_lp, "CLIMB", 0)
     assert plan([fleet.capacity], fleet.services).instances == 398
     monkeypatch.setattr(host_lp, "CLIMB", 2)

@@ -41,6 +41,8 @@ from .model import (
     DIVE_FIX,
     DIVE_KEEP,
     DIVE_ROUNDS,
+    DIVE_SPAN,
+    DIVE_WIDE,
     DIVES,
     EXACT_ITEMS,
     EXACT_NODES,
@@ -509,12 +511,14 @@ def _rounded(
     """The LP's solution ``x`` rounded: each pattern as many times as the LP uses it whole, and the LP solved again
     over what is left (new patterns priced for it: RESOLVE_ROUNDS rounds, DIVE_ROUNDS once it has dived); where it
     uses no pattern whole, a dive (a host of the pattern the LP uses most, and of every other it uses DIVE_FIX of,
-    fixed) and the LP again; ROUNDING_PASSES + DIVES solves at most. Every DIVE_KEEP dives the rounding so far is
-    kept, its rest for the caller's packings. A dive may beat the packings on the rest, and costs an LP solve and
-    DIVE_ROUNDS pricing rounds; so, given ``finish``, the dives stop where a kept rounding needs no more than
-    ``least`` (a lower bound: it is optimal), or where the hosts taken plus the LP's value over the rest, rounded up,
-    already reach the best kept. That value is the master's, not a proved bound, so the second stop is a judgement:
-    a dive's rounding seldom ends below its LP."""
+    fixed; where the LP's value over what is left is DIVE_WIDE hosts or more, a host of each of the patterns it uses
+    most, value // DIVE_SPAN of them: a dive costs the same however many it fixes) and the LP again;
+    ROUNDING_PASSES + DIVES solves at most. Every DIVE_KEEP dives the rounding so far is kept, its rest for the
+    caller's packings. A dive may beat the packings on the rest, and costs an LP solve and DIVE_ROUNDS pricing
+    rounds; so, given ``finish``, the dives stop where a kept rounding needs no more than ``least`` (a lower bound:
+    it is optimal), or where the hosts taken plus the LP's value over the rest, rounded up, already reach the best
+    kept. That value is the master's, not a proved bound, so the second stop is a judgement: a dive's rounding
+    seldom ends below its LP."""
     left = [it.demand for it in items]
     hosts: list[tuple[Pattern, int]] = []
     kept: list[tuple[list[tuple[Pattern, int]], list[int]]] = []  # roundings the planner finishes, before dives
@@ -534,7 +538,8 @@ def _rounded(
                     if best <= least:
                         break  # a rounding kept is optimal: no dive can do better
             dives += 1
-            x = [1.0 if j == order[0] or x[j] >= DIVE_FIX else 0.0 for j in range(len(x))]
+            top = set(order[: max(int(value // DIVE_SPAN), 1) if value >= DIVE_WIDE else 1])
+            x = [1.0 if j in top or x[j] >= DIVE_FIX else 0.0 for j in range(len(x))]
         taken = False
         for j in order:
             copies = math.floor(x[j] + 1e-9)
