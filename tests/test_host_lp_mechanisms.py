@@ -45,10 +45,10 @@ def test_past_max_rounds_the_greedy_alone_prices_while_the_value_falls(monkeypat
     143 services (a round's cost grows with them; 131 rounds where that is 130; ``model.longest_rounds``).
     The plan: 393 instances; 397 without the greedy's passes over the other items (``_other_items``; 396 where each
     dive fixed one host, before DIVE_WIDE), 398 without the greedy's climb either, 410 with LONGEST_ROUNDS at
-    MAX_ROUNDS. Where the greedy finds nothing, the MILP prices before
-    MAX_ROUNDS, not after (there the split search prices alone, as it does after the MILP,
-    test_a_host_of_several_gpus_is_priced_gpu_by_gpu). Column generation as this was written for, without the passes
-    over the other items: with them it falls faster and stops before LONGEST_ROUNDS (at round 150)."""
+    MAX_ROUNDS. Where the greedy finds nothing, the MILP prices before MAX_ROUNDS, not after (there the split search
+    prices alone, as it does after the MILP, test_a_host_of_several_gpus_is_priced_gpu_by_gpu). Column generation as
+    this was written for, without the passes over the other items: with them it falls faster and stops before
+    LONGEST_ROUNDS (at round 150)."""
     from ecs_gpu_sharing.core.host_lp import highs
 
     monkeypatch.setattr(host_lp, "OTHER_ITEMS", 0)
