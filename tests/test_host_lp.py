@@ -21,7 +21,7 @@ from ecs_gpu_sharing.core.host_lp.patterns import _build
 from ecs_gpu_sharing.core.host_lp.per_gpu import PerGpu, _combine, column
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, lp_problem, plan
 from ecs_gpu_sharing.core.planner.ffd import ffd_hosts, ffd_orders
-from ecs_gpu_sharing.core.planner.packing import _as_pattern
+from ecs_gpu_sharing.core.planner.lp_view import as_pattern
 
 from conftest import FIVE_LLMS, benchmarks_on_path
 
@@ -311,7 +311,7 @@ def test_the_lp_starts_from_the_plan_in_hand() -> None:
     items, host = lp_problem(fleet.capacity, pairs)
     start = ffd_hosts(fleet.capacity, [pairs], ffd_orders(fleet.capacity, [pairs])[0])
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
-    patterns = [_as_pattern(h, index, items) for h in start]
+    patterns = [as_pattern(h, index, items) for h in start]
     assert [sum(p.counts[i] * h.count for p, h in zip(patterns, start, strict=True)) for i in range(len(items))] == [
         n for _, n in pairs
     ]

@@ -9,7 +9,7 @@ import pytest
 
 from ecs_gpu_sharing.core import host_lp
 from ecs_gpu_sharing.core.allocation import AllocationNote
-from ecs_gpu_sharing.core.planner import packing, plan
+from ecs_gpu_sharing.core.planner import lp_problem, packing, plan
 from ecs_gpu_sharing.core.planner.ffd import normalized
 
 from conftest import benchmarks_on_path
@@ -36,7 +36,7 @@ def _solved_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_the_services_are_dealt_into_parts_of_the_fleets_mix(monkeypatch: pytest.MonkeyPatch) -> None:
     fleet = _fleet(49, 40_000)  # 439 services on one L40S a host, each binding its own resource
-    items, spec = packing.lp_problem(fleet.capacity, [(s, s.tasks) for s in fleet.services])
+    items, spec = lp_problem(fleet.capacity, [(s, s.tasks) for s in fleet.services])
     monkeypatch.setattr(packing, "SPLIT_SERVICES", 100)
     parts = packing._parts(items, spec)
     assert [len(p) for p in parts] == [88, 88, 88, 88, 87]

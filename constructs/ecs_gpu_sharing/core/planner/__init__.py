@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from .ffd import FFD_ALWAYS_TASKS
 from .gpus import bin_lower_bound
+from .lp_view import lp_problem
 from .model import (
     EC2,
     ECS_DEFAULT_DESIRED_COUNT,
@@ -41,7 +42,7 @@ from .model import (
     planned_max_percent,
     tasks_on_a_host,
 )
-from .packing import HOST_LP_GAP, HOST_LP_SERVICES, HOST_LP_TASKS, host_lp_exact, host_lp_runs, lp_problem, plan
+from .packing import HOST_LP_GAP, HOST_LP_SERVICES, HOST_LP_TASKS, host_lp_exact, host_lp_runs, plan
 from .search import SEARCH_STEPS, SEARCH_TASKS
 
 __all__ = [

@@ -13,6 +13,7 @@ from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus, way_gpus
 from .hosts import Host, Unit, eni_room, lower_bounds, may_beat, pack_hosts, pack_hosts_even, plan_size, slots_floor
+from .lp_view import as_pattern, lp_host, lp_problem
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
 
@@ -247,7 +248,7 @@ def _pack_host_lp(
     items, spec = lp_problem(capacity, pairs)
     index = {s.name: i for i, (s, _) in enumerate(pairs)}
     index.update((name, index[rep]) for rep, members in kinds.items() for name, _ in members)
-    start = [_as_pattern(h, index, items) for h in best]
+    start = [as_pattern(h, index, items) for h in best]
     finished: dict[tuple[int, ...], list[Host]] = {}
 
     def finish(rest_counts: Sequence[int]) -> list[Host]:
@@ -273,7 +274,7 @@ def _pack_host_lp(
         if len(items) > WHOLE_AFTER_PARTS * SPLIT_SERVICES:
             return named_back(parted, kinds), 0  # the parts' bounds are not the fleet's
         if plan_size(parted) < plan_size(best):  # the LP over every item starts from the parts' plan, and must beat it
-            best, start = parted, [_as_pattern(h, index, items) for h in parted]
+            best, start = parted, [as_pattern(h, index, items) for h in parted]
     solution = host_lp.solve(
         items,
         spec,
@@ -284,7 +285,7 @@ def _pack_host_lp(
         finish=lambda _, rest_counts: plan_size(finish(rest_counts))[0],
     )
     planned = [
-        [_lp_host(p, k, pairs) for p, k in patterns] + finish(rest_counts)
+        [lp_host(p, k, pairs) for p, k in patterns] + finish(rest_counts)
         for patterns, rest_counts in ([(solution.hosts, solution.rest), *solution.others] if solution.hosts else [])
     ]
     if parted is not None:
@@ -307,7 +308,7 @@ def _parts_planned(
     rest = [0] * len(items)
     for part in _parts(items, spec):
         solution = host_lp.solve([items[i] for i in part], spec, exact_calls=0)
-        hosts += [_lp_host(p, k, [pairs[i] for i in part]) for p, k in solution.hosts]
+        hosts += [lp_host(p, k, [pairs[i] for i in part]) for p, k in solution.hosts]
         for i, n in zip(part, solution.rest, strict=True):
             rest[i] = n
     return hosts + finish(rest)
@@ -327,80 +328,6 @@ def _parts(items: Sequence[host_lp.Item], spec: host_lp.HostSpec) -> list[list[i
     order = sorted(range(len(items)), key=key)
     count = -(-len(items) // SPLIT_SERVICES)
     return [order[j::count] for j in range(count)]
-
-
-def lp_problem(
-    capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]]
-) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
-    """The host-level LP's view of ``pairs`` (service, tasks to place) on ``capacity``."""
-    items = [
-        host_lp.Item(
-            name=s.name,
-            group=s.isolation_group,
-            size=s.task_gpu_budget_mib if s.clients and not s.whole_gpus else 0,
-            clients=s.clients,
-            whole=s.whole_gpus,
-            cpu=s.cpu_units,
-            mem=s.memory_mib,
-            enis=s.network_interfaces,
-            demand=n,
-        )
-        for s, n in pairs
-    ]
-    spec = host_lp.HostSpec(
-        capacity.gpus_per_instance,
-        capacity.usable_gpu_memory_mib,
-        capacity.host_cpu_units,
-        capacity.host_memory_mib,
-        eni_room(capacity),
-    )
-    return items, spec
-
-
-def _as_pattern(host: Host, index: dict[str, int], items: Sequence[host_lp.Item]) -> host_lp.Pattern:
-    """One of the planner's hosts as the LP's pattern (a whole-GPU task is on each of its GPUs, counted once)."""
-    counts = [0] * len(items)
-    gpus = []
-    for load in host.gpus:
-        tasks = tuple(sorted((index[name], k) for name, k in load.tasks))
-        if tasks:
-            gpus.append((tasks, load.whole))
-        for i, k in tasks:
-            counts[i] += k
-    for i, it in enumerate(items):
-        if it.whole:
-            counts[i] //= it.whole
-    no_gpu = tuple(sorted((index[name], k) for name, k in host.without_gpu.items()))
-    for i, k in no_gpu:
-        counts[i] += k
-    return host_lp.Pattern(tuple(counts), tuple(gpus), no_gpu)
-
-
-def _lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int]]) -> Host:
-    """One of the LP's patterns as ``count`` identical hosts."""
-    services = [s for s, _ in pairs]
-    gpus = []
-    for tasks, whole in p.gpus:
-        named = tuple(sorted((services[i].name, k) for i, k in tasks))
-        if whole:
-            gpus.append(GpuLoad(tasks=named, whole=True))
-        else:
-            gpus.append(
-                GpuLoad(
-                    tasks=named,
-                    used_gpu_memory_mib=sum(services[i].task_gpu_budget_mib * k for i, k in tasks),
-                    clients=sum(services[i].clients * k for i, k in tasks),
-                )
-            )
-    held = [(services[i], a) for i, a in enumerate(p.counts) if a]  # a host holds a few of a fleet's services
-    return Host(
-        count,
-        gpus,
-        cpu=sum(s.cpu_units * a for s, a in held),
-        mem=sum(s.memory_mib * a for s, a in held),
-        without_gpu={services[i].name: k for i, k in p.no_gpu},
-        enis=sum(s.network_interfaces * a for s, a in held),
-    )
 
 
 def _pack_staged(

@@ -1,0 +1,84 @@
+"""The host-level LP's view of a capacity's services (its items and host) and of the planner's hosts (its patterns),
+and its patterns as the planner's hosts again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import host_lp
+from .hosts import Host, eni_room
+from .model import CapacityInput, GpuLoad, ServiceInput
+
+
+def lp_problem(
+    capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]]
+) -> tuple[list[host_lp.Item], host_lp.HostSpec]:
+    """The host-level LP's view of ``pairs`` (service, tasks to place) on ``capacity``."""
+    items = [
+        host_lp.Item(
+            name=s.name,
+            group=s.isolation_group,
+            size=s.task_gpu_budget_mib if s.clients and not s.whole_gpus else 0,
+            clients=s.clients,
+            whole=s.whole_gpus,
+            cpu=s.cpu_units,
+            mem=s.memory_mib,
+            enis=s.network_interfaces,
+            demand=n,
+        )
+        for s, n in pairs
+    ]
+    spec = host_lp.HostSpec(
+        capacity.gpus_per_instance,
+        capacity.usable_gpu_memory_mib,
+        capacity.host_cpu_units,
+        capacity.host_memory_mib,
+        eni_room(capacity),
+    )
+    return items, spec
+
+
+def as_pattern(host: Host, index: dict[str, int], items: Sequence[host_lp.Item]) -> host_lp.Pattern:
+    """One of the planner's hosts as the LP's pattern (a whole-GPU task is on each of its GPUs, counted once)."""
+    counts = [0] * len(items)
+    gpus = []
+    for load in host.gpus:
+        tasks = tuple(sorted((index[name], k) for name, k in load.tasks))
+        if tasks:
+            gpus.append((tasks, load.whole))
+        for i, k in tasks:
+            counts[i] += k
+    for i, it in enumerate(items):
+        if it.whole:
+            counts[i] //= it.whole
+    no_gpu = tuple(sorted((index[name], k) for name, k in host.without_gpu.items()))
+    for i, k in no_gpu:
+        counts[i] += k
+    return host_lp.Pattern(tuple(counts), tuple(gpus), no_gpu)
+
+
+def lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int]]) -> Host:
+    """One of the LP's patterns as ``count`` identical hosts."""
+    services = [s for s, _ in pairs]
+    gpus = []
+    for tasks, whole in p.gpus:
+        named = tuple(sorted((services[i].name, k) for i, k in tasks))
+        if whole:
+            gpus.append(GpuLoad(tasks=named, whole=True))
+        else:
+            gpus.append(
+                GpuLoad(
+                    tasks=named,
+                    used_gpu_memory_mib=sum(services[i].task_gpu_budget_mib * k for i, k in tasks),
+                    clients=sum(services[i].clients * k for i, k in tasks),
+                )
+            )
+    held = [(services[i], a) for i, a in enumerate(p.counts) if a]  # a host holds a few of a fleet's services
+    return Host(
+        count,
+        gpus,
+        cpu=sum(s.cpu_units * a for s, a in held),
+        mem=sum(s.memory_mib * a for s, a in held),
+        without_gpu={services[i].name: k for i, k in p.no_gpu},
+        enis=sum(s.network_interfaces * a for s, a in held),
+    )
