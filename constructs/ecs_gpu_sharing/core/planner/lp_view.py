@@ -57,28 +57,36 @@ def as_pattern(host: Host, index: dict[str, int], items: Sequence[host_lp.Item])
     return host_lp.Pattern(tuple(counts), tuple(gpus), no_gpu)
 
 
-def lp_host(p: host_lp.Pattern, count: int, pairs: list[tuple[ServiceInput, int]]) -> Host:
-    """One of the LP's patterns as ``count`` identical hosts."""
-    services = [s for s, _ in pairs]
-    gpus = []
-    for tasks, whole in p.gpus:
-        named = tuple(sorted((services[i].name, k) for i, k in tasks))
-        if whole:
-            gpus.append(GpuLoad(tasks=named, whole=True))
-        else:
-            gpus.append(
-                GpuLoad(
-                    tasks=named,
-                    used_gpu_memory_mib=sum(services[i].task_gpu_budget_mib * k for i, k in tasks),
-                    clients=sum(services[i].clients * k for i, k in tasks),
+def lp_hosts(patterns: Sequence[tuple[host_lp.Pattern, int]], pairs: Sequence[tuple[ServiceInput, int]]) -> list[Host]:
+    """The LP's patterns, each as its count of identical hosts. Each service's figures are read once, not once a
+    pattern: a dealt plan (``dealt``) is a pattern a host, 1,452 of them on held-out 1008 at 100,000 tasks."""
+    names = [s.name for s, _ in pairs]
+    budget = [s.task_gpu_budget_mib for s, _ in pairs]
+    clients = [s.clients for s, _ in pairs]
+    cpu = [s.cpu_units for s, _ in pairs]
+    mem = [s.memory_mib for s, _ in pairs]
+    enis = [s.network_interfaces for s, _ in pairs]
+    hosts = []
+    for p, count in patterns:
+        gpus = []
+        for tasks, whole in p.gpus:
+            named = tuple(sorted((names[i], k) for i, k in tasks))
+            if whole:
+                gpus.append(GpuLoad(tasks=named, whole=True))
+            else:
+                used = sum(budget[i] * k for i, k in tasks)
+                gpus.append(
+                    GpuLoad(tasks=named, used_gpu_memory_mib=used, clients=sum(clients[i] * k for i, k in tasks))
                 )
+        held = p.held  # a host holds a few of a fleet's services
+        hosts.append(
+            Host(
+                count,
+                gpus,
+                cpu=sum(cpu[i] * a for i, a in held),
+                mem=sum(mem[i] * a for i, a in held),
+                without_gpu={names[i]: k for i, k in p.no_gpu},
+                enis=sum(enis[i] * a for i, a in held),
             )
-    held = [(services[i], a) for i, a in enumerate(p.counts) if a]  # a host holds a few of a fleet's services
-    return Host(
-        count,
-        gpus,
-        cpu=sum(s.cpu_units * a for s, a in held),
-        mem=sum(s.memory_mib * a for s, a in held),
-        without_gpu={services[i].name: k for i, k in p.no_gpu},
-        enis=sum(s.network_interfaces * a for s, a in held),
-    )
+        )
+    return hosts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 
 from .. import cutting_stock, host_lp
@@ -9,11 +10,12 @@ from ..errors import PlanError
 from ..host_lp.model import shares
 from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
+from .dealt import dealt
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus, way_gpus
 from .hosts import Host, Unit, eni_room, lower_bounds, may_beat, pack_hosts, pack_hosts_even, plan_size, slots_floor
-from .lp_view import as_pattern, lp_host, lp_problem
+from .lp_view import as_pattern, lp_hosts, lp_problem
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
 
@@ -126,6 +128,11 @@ def _pack_partition(
     stage_bound, host_bound = host_bound, max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
     if exact is not best and plan_size(exact)[0] <= host_bound:
         return _searched(capacity, groups, exact, host_bound), gpu_bound, host_bound, plan_size(without)[0]
+    if not host_lp_exact(tasks, services):  # past its exact limits the LP runs only where the tasks dealt do not fit
+        best = min(best, _dealt(capacity, alike, kinds, host_bound) or best, key=plan_size)  # within its gap
+        if not host_lp_runs(tasks, services, plan_size(best)[0], host_bound):
+            best = min(best, exact, key=plan_size)
+            return _searched(capacity, groups, best, host_bound), gpu_bound, host_bound, plan_size(without)[0]
     planned, lp_bound = _pack_host_lp(capacity, alike, kinds, best, host_bound, host_lp_exact(tasks, services))
     host_bound = max(host_bound, lp_bound)
     if planned is not None and plan_size(planned) < plan_size(best):
@@ -285,7 +292,7 @@ def _pack_host_lp(
         finish=lambda _, rest_counts: plan_size(finish(rest_counts))[0],
     )
     planned = [
-        [lp_host(p, k, pairs) for p, k in patterns] + finish(rest_counts)
+        lp_hosts(patterns, pairs) + finish(rest_counts)
         for patterns, rest_counts in ([(solution.hosts, solution.rest), *solution.others] if solution.hosts else [])
     ]
     if parted is not None:
@@ -293,6 +300,17 @@ def _pack_host_lp(
     if not planned:
         return None, solution.bound
     return named_back(min(planned, key=plan_size), kinds), solution.bound
+
+
+def _dealt(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], kinds: Kinds, bound: int
+) -> list[Host] | None:
+    """The tasks of ``groups`` (alike services as one) dealt over the hosts HOST_LP_GAP above ``bound`` allows
+    (``dealt``), as the planner's hosts; None where they could not be dealt."""
+    pairs = [(s, n) for group in groups for s, n in group if n]
+    items, spec = lp_problem(capacity, pairs)
+    patterns = dealt(items, spec, math.floor(HOST_LP_GAP * bound))
+    return None if patterns is None else named_back(lp_hosts(patterns, pairs), kinds)
 
 
 def _parts_planned(
@@ -308,7 +326,7 @@ def _parts_planned(
     rest = [0] * len(items)
     for part in _parts(items, spec):
         solution = host_lp.solve([items[i] for i in part], spec, exact_calls=0)
-        hosts += [lp_host(p, k, [pairs[i] for i in part]) for p, k in solution.hosts]
+        hosts += lp_hosts(solution.hosts, [pairs[i] for i in part])
         for i, n in zip(part, solution.rest, strict=True):
             rest[i] = n
     return hosts + finish(rest)

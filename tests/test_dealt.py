@@ -1,0 +1,103 @@
+"""Tasks dealt over hosts in the fleet's mix (``planner/dealt.py``): every task once, every host one that holds its
+pattern, and past the host-level LP's exact limits a plan within its gap where the staged plan is far above it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from ecs_gpu_sharing.core import host_lp
+from ecs_gpu_sharing.core.allocation import AllocationNote
+from ecs_gpu_sharing.core.planner import HOST_LP_GAP, lp_problem, packing, plan
+from ecs_gpu_sharing.core.planner.dealt import dealt
+
+from conftest import benchmarks_on_path
+
+with benchmarks_on_path():
+    import fleet_generator
+
+
+def _varied(seed: int, tasks: int):  # type: ignore[no-untyped-def]
+    """A generated fleet, and the same with awsvpc tasks, isolation groups (one on hosts of its own) and interfaces
+    that bind."""
+    fleet = fleet_generator.generate(seed, tasks)
+    varied = [
+        dataclasses.replace(
+            s,
+            shape=dataclasses.replace(s.shape, network_interfaces=i % 2),
+            allocation=AllocationNote(1, 1, shared_failure="-", isolation_group=f"g{i % 3}", isolate_host=False)
+            if i % 3
+            else None,
+        )
+        for i, s in enumerate(fleet.services)
+    ]
+    awsvpc = dataclasses.replace(fleet.capacity, task_network_interfaces=12)
+    return [(fleet.capacity, fleet.services), (awsvpc, varied)]
+
+
+@pytest.mark.parametrize("seed", range(6))  # one, four and eight GPUs a host; whole-GPU tasks among them
+def test_every_task_is_dealt_once_onto_hosts_that_hold_their_patterns(seed: int) -> None:
+    from test_host_lp import _holds
+
+    for capacity, services in _varied(seed, 1000):
+        items, spec = lp_problem(capacity, [(s, s.tasks) for s in services])
+        for hosts in (1, len(items), 10 * len(items)):  # fewer hosts than the tasks need, about as many, more
+            patterns = dealt(items, spec, hosts)
+            assert patterns is not None
+            assert all(k > 0 and _holds(p, items, spec) for p, k in patterns)
+            for i, it in enumerate(items):
+                assert sum(p.counts[i] * k for p, k in patterns) == it.demand, (seed, it.name)
+
+
+def test_a_task_no_host_takes_is_not_dealt() -> None:
+    items = [host_lp.Item("big", "", 0, 0, 0, 5, 1, 0, 3)]  # 5 CPU units on a host of 4
+    assert dealt(items, host_lp.HostSpec(1, 22000, 4, 1000, 7), 3) is None
+
+
+def test_past_the_exact_lp_a_dealt_plan_within_the_gap_spares_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held-out 1008 at 100,000 tasks (eight L4s a host, 154 services, each binding its own resource): 1,787 hosts over
+    a bound of 1,433 without the host-level LP. Dealt over the 1,461 hosts HOST_LP_GAP allows, 1,452 (1.3% above),
+    where the LP takes seconds for 1,433; with the tasks not dealt, the LP runs. What the plan says it would have
+    without the LP (``instances_without_lp``, 1,780) and the plan without it (1,787) are as they were: the dealt plan
+    is the LP's stand-in, not one of the other strategies."""
+    fleet = fleet_generator.generate(1008, 100_000, "g6.48xlarge")
+
+    def refused(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the host-level LP ran")
+
+    monkeypatch.setattr(packing.host_lp, "solve", refused)
+    c = plan([fleet.capacity], fleet.services).capacities[0]
+    assert (c.instance_count, c.instance_lower_bound, c.instances_without_lp) == (1452, 1433, 1780)
+    assert c.instance_count <= math.floor(HOST_LP_GAP * c.instance_lower_bound)
+    assert plan([fleet.capacity], fleet.services, host_lp=False).instances == 1787
+    monkeypatch.setattr(packing, "dealt", lambda *args: None)
+    with pytest.raises(AssertionError, match="the host-level LP ran"):
+        plan([fleet.capacity], fleet.services)
+
+
+def test_within_the_exact_lp_nothing_is_dealt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1,000 tasks the LP runs wherever the plan is above its bound (held-out 1008 there: 58 services on eight L4s a host, above its
+    bound without the LP), and nothing is dealt."""
+
+    def refused(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("dealt")
+
+    monkeypatch.setattr(packing, "dealt", refused)
+    fleet = fleet_generator.generate(1008, 1000, "g6.48xlarge")
+    without = plan([fleet.capacity], fleet.services, host_lp=False)
+    assert without.instances > without.instance_lower_bound  # so the LP runs
+    plan([fleet.capacity], fleet.services)
+
+
+def test_a_dealt_plan_of_alike_services_gives_each_its_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held-out 1008 at 100,000 tasks with each service run as three alike ones (462 services, the LP's 154 items):
+    dealt as 154 items and given back to the 462 services (``alike.named_back``), a valid plan, not the LP's."""
+    from test_planner import _assert_valid
+
+    monkeypatch.setattr(packing.host_lp, "solve", lambda *args, **kwargs: pytest.fail("the host-level LP ran"))
+    fleet = fleet_generator.copies(fleet_generator.generate(1008, 100_000, "g6.48xlarge"), 3)
+    result = plan([fleet.capacity], fleet.services)
+    _assert_valid(result, fleet.services)
+    assert (result.instances, result.instance_lower_bound) == (1452, 1433)
