@@ -3,6 +3,7 @@ pattern, and past the host-level LP's exact limits a plan within its gap where t
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 
@@ -70,6 +71,17 @@ def test_past_dealt_hosts_a_scaled_fleets_hosts_are_copied() -> None:
     one_by_one = one_by_one_dealt(items, spec, 1461)
     assert one_by_one is not None and len(set(one_by_one)) == len(one_by_one) == 1452
     assert sum(k for _, k in patterns) == 1453
+
+
+def test_where_the_copies_need_more_hosts_than_given_every_host_is_dealt_one_by_one() -> None:
+    """Held-out 1008 at 100,000 tasks over 1,300 hosts, fewer than its bound of 1,433: the copies cannot fit, the LP
+    will run, and it starts from a host a layout, each host dealt one by one."""
+    fleet = fleet_generator.generate(1008, 100_000, "g6.48xlarge")
+    items, spec = lp_problem(fleet.capacity, [(s, s.tasks) for s in fleet.services])
+    every = one_by_one_dealt(items, spec, 1300)
+    assert every is not None
+    assert dict(dealt(items, spec, 1300) or []) == collections.Counter(every)
+    assert len(set(every)) > 1000
 
 
 def test_a_task_no_host_takes_is_not_dealt() -> None:
