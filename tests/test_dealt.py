@@ -110,6 +110,16 @@ def test_past_the_exact_lp_a_dealt_plan_within_the_gap_spares_the_lp(monkeypatch
         plan([fleet.capacity], fleet.services)
 
 
+def test_past_the_exact_lp_the_gpu_stages_plan_within_the_gap_spares_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuning seed 26 at 40,000 tasks on eight H100s a host: the exact GPU stage packs 1,232 hosts over a bound of 1,231,
+    the tasks dealt 1,303, outside the gap. The stage's plan is within it, so the LP does not run (it took 44 s for the
+    same 1,232)."""
+    fleet = fleet_generator.generate(26, 40_000, "p5.48xlarge")
+    monkeypatch.setattr(packing.host_lp, "solve", lambda *args, **kwargs: pytest.fail("the host-level LP ran"))
+    c = plan([fleet.capacity], fleet.services).capacities[0]
+    assert (c.instance_count, c.instance_lower_bound) == (1232, 1231)
+
+
 def test_within_the_exact_lp_nothing_is_dealt(monkeypatch: pytest.MonkeyPatch) -> None:
     """At 1,000 tasks the LP runs wherever the plan is above its bound (held-out 1008 there: 58 services on eight L4s a host, above its
     bound without the LP), and nothing is dealt."""

@@ -128,9 +128,12 @@ def _pack_partition(
     stage_bound, host_bound = host_bound, max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
     if exact is not best and plan_size(exact)[0] <= host_bound:
         return _searched(capacity, groups, exact, host_bound), gpu_bound, host_bound, plan_size(without)[0]
-    if not host_lp_exact(tasks, services):  # past its exact limits the LP runs only where the tasks dealt do not fit
-        best = min(best, _dealt(capacity, alike, kinds, host_bound) or best, key=plan_size)  # within its gap
-        if not host_lp_runs(tasks, services, plan_size(best)[0], host_bound):
+    if not host_lp_exact(tasks, services):
+        # Past its exact limits the LP runs only where no plan in hand is within its gap: the tasks dealt, the GPU
+        # stage's (tuning seed 26 at 40,000 tasks on eight H100s a host: 1,232 hosts over 1,231 from the stage, 44 s
+        # with the LP for the same 1,232). It starts from the better of the staged and dealt plans, as before.
+        best = min(best, _dealt(capacity, alike, kinds, host_bound) or best, key=plan_size)
+        if not host_lp_runs(tasks, services, min(plan_size(best), plan_size(exact))[0], host_bound):
             best = min(best, exact, key=plan_size)
             return _searched(capacity, groups, best, host_bound), gpu_bound, host_bound, plan_size(without)[0]
     planned, lp_bound = _pack_host_lp(capacity, alike, kinds, best, host_bound, host_lp_exact(tasks, services))
