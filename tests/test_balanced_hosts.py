@@ -310,3 +310,30 @@ def test_the_repair_a_resource_at_a_time_moves_and_swaps_as_the_rows_did(
     assert (found is None) == (expected is None)
     if found is not None:
         assert found.tolist() == expected.tolist()
+
+
+def _many_units() -> list[Unit]:
+    """The swapped units' mix times 1,001 (8,008 GPUs), and one GPU of a fourth kind: 8,009 GPUs, 2,003 hosts of four
+    GPU slots; a copy of the mix (eight GPUs) takes 1.9 hosts' CPU, so two hosts hold it only as the swaps find."""
+    mix = [_gpus("a", 0.30, 0.05, 3003), _gpus("b", 0.35, 0.05, 2002), _gpus("c", 0.10, 0.05, 3003)]
+    return [*mix, _gpus("d", 0.2, 0.2, 1)]
+
+
+def test_many_copies_a_scaled_fleet_balanced_and_its_hosts_copied() -> None:
+    """8,009 GPUs onto the 2,003 hosts their slots need: their copies over SCALED_COPIES are 4, and the copies each unit
+    leaves modulo 4 (3, 2, 3 and 1: 9) are within 2% of all. Those 9 are packed apart on 3 hosts; a quarter of each
+    unit's copies (2,000 GPUs) is balanced onto (2,003 - 3) // 4 = 500 hosts, each taken four times: every copy placed
+    once, on 2,003 hosts, none over its CPU or memory. Onto fewer hosts than the GPU slots need, no packing."""
+    units = _many_units()
+    packed = balanced.pack_hosts_scaled(units, L40S, 2003)
+    assert packed is not None
+    assert _placed(packed, L40S) == {"a": 3003, "b": 2002, "c": 3003, "d": 1}
+    assert plan_size(packed) == (2003, 8009)
+    assert sum(h.count for h in packed if h.count % 4 == 0) == 2000
+    assert balanced.pack_hosts_scaled(units, L40S, 2002) is None
+
+
+def test_few_copies_are_balanced_as_they_are() -> None:
+    """Fewer copies than twice SCALED_COPIES: no scaling, the balanced search itself."""
+    units = _swapped_units()
+    assert balanced.pack_hosts_scaled(units, L40S, 2) == balanced.pack_hosts_balanced(units, L40S, 2)

@@ -11,7 +11,7 @@ import pytest
 
 from ecs_gpu_sharing.core import host_lp
 from ecs_gpu_sharing.core.allocation import AllocationNote
-from ecs_gpu_sharing.core.planner import HOST_LP_GAP, lp_problem, packing, plan
+from ecs_gpu_sharing.core.planner import HOST_LP_GAP, exact_gpus, lp_problem, packing, plan
 from ecs_gpu_sharing.core.planner.dealt import dealt
 from ecs_gpu_sharing.core.planner.dealt import one_by_one as one_by_one_dealt
 
@@ -89,22 +89,28 @@ def test_a_task_no_host_takes_is_not_dealt() -> None:
     assert dealt(items, host_lp.HostSpec(1, 22000, 4, 1000, 7), 3) is None
 
 
-def test_past_the_exact_lp_a_dealt_plan_within_the_gap_spares_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_exact_lp_a_plan_within_the_gap_spares_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
     """Held-out 1008 at 100,000 tasks (eight L4s a host, 154 services, each binding its own resource): 1,787 hosts over
-    a bound of 1,433 without the host-level LP. Dealt over the 1,461 hosts HOST_LP_GAP allows, 1,453 (1.4% above),
-    where the LP takes seconds for 1,433; with the tasks not dealt, the LP runs. What the plan says it would have
-    without the LP (``instances_without_lp``, 1,780) and the plan without it (1,787) are as they were: the dealt plan
-    is the LP's stand-in, not one of the other strategies."""
+    a bound of 1,433 without the host-level LP, which takes seconds for 1,433. The GPU stage's GPUs balanced onto the
+    fewest of the counts from the bound to the 1,461 hosts HOST_LP_GAP allows (``exact_gpus.SCALED_STEPS``): 1,439
+    (0.4% above), and nothing dealt. Without that, the tasks dealt: 1,453 (1.4% above). Without either, the LP runs.
+    What the plan says it would have without the LP (``instances_without_lp``, 1,780) and the plan without it (1,787)
+    are as they were: these plans are the LP's stand-ins, not among the other strategies."""
     fleet = fleet_generator.generate(1008, 100_000, "g6.48xlarge")
 
     def refused(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the host-level LP ran")
 
     monkeypatch.setattr(packing.host_lp, "solve", refused)
+    calls: list[int] = []
+    monkeypatch.setattr(packing, "dealt", lambda *args: calls.append(args[2]) or dealt(*args))
     c = plan([fleet.capacity], fleet.services).capacities[0]
-    assert (c.instance_count, c.instance_lower_bound, c.instances_without_lp) == (1453, 1433, 1780)
-    assert c.instance_count <= math.floor(HOST_LP_GAP * c.instance_lower_bound)
+    assert (c.instance_count, c.instance_lower_bound, c.instances_without_lp) == (1439, 1433, 1780)
+    assert calls == []
     assert plan([fleet.capacity], fleet.services, host_lp=False).instances == 1787
+    monkeypatch.setattr(exact_gpus, "pack_hosts_scaled", lambda *args: None)
+    c = plan([fleet.capacity], fleet.services).capacities[0]
+    assert (c.instance_count, calls) == (1453, [math.floor(HOST_LP_GAP * 1433)])
     monkeypatch.setattr(packing, "dealt", lambda *args: None)
     with pytest.raises(AssertionError, match="the host-level LP ran"):
         plan([fleet.capacity], fleet.services)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .balanced import pack_hosts_balanced
+from .balanced import pack_hosts_balanced, pack_hosts_scaled
 from .gpus import Item, Way, lp_solution, milp_solution, pack_gpus_lp, way_gpus
 from .hosts import Host, Unit, eni_room, pack_hosts, plan_size, slots_floor
 from .model import CapacityInput
+
+SCALED_STEPS = 4  # past the LP's exact limits, the host counts the GPUs are balanced onto, from the bound to the gap
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,16 @@ class Staged:
 
 
 def exact_gpus(
-    capacity: CapacityInput, staged: Staged, best: list[Host], gpu_bound: int, host_bound: int
+    capacity: CapacityInput, staged: Staged, best: list[Host], gpu_bound: int, host_bound: int, gap: int = 0
 ) -> tuple[list[Host], int]:
     """``best``, or the hosts packed from the GPU stage where they are fewer; and the GPU bound with the arc-flow LP's.
     On hosts of more than one GPU only. Where the fewest GPUs any way used would fill more hosts than ``host_bound``,
     each group above its LP bound is packed by the arc-flow model's GPUs (groups at it keep their last way); where they
     fit the bound's hosts, each group's way of fewest GPUs, then each of the staged plan's strategies that fits too,
     fewest GPUs first, until one meets the bound. Then the hosts (``_hosts``), the repair on the first way that asks
-    for it alone."""
+    for it alone. ``gap``: past the host-level LP's exact limits, the most hosts a plan may have and spare the LP
+    (``packing.host_lp_runs``); where the hosts are more, the first way's GPUs balanced (``pack_hosts_scaled``) onto
+    SCALED_STEPS counts from the bound to it, the fewest first, the first that the search packs kept."""
     gpus = capacity.gpus_per_instance
     if gpus == 1 or not staged.stages:
         return best, gpu_bound
@@ -79,6 +83,16 @@ def exact_gpus(
             best = hosts
         if plan_size(best)[0] <= host_bound:
             break
+    units = gpu_units(tried[0], staged.enis)
+    if plan_size(best)[0] > gap > 0 and all(u.enis <= eni_room(capacity) for u in units):
+        steps = sorted(
+            {host_bound + math.ceil(k * (gap - host_bound) / SCALED_STEPS) for k in range(1, SCALED_STEPS + 1)}
+        )
+        for count in steps:  # the fewest hosts first: the search packs onto as many as it is given
+            scaled = pack_hosts_scaled(units + staged.others, capacity, count)
+            if scaled is not None:
+                best = min(best, scaled, key=plan_size)
+                break
     return best, gpu_bound
 
 

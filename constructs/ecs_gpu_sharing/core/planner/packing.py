@@ -124,15 +124,18 @@ def _pack_partition(
     # The exact GPU stage first: where its hosts meet the bound, no LP can do better, and the LP is spared (held-out
     # 1004 and 1034 at 10,000 tasks: 2.4 and 2.2 s a plan, now 0.4 s, the same hosts). Elsewhere the LP runs from the
     # plan it would have had, and the stage's hosts are weighed against the LP's after it.
-    exact, gpu_bound = exact_gpus(capacity, staged, best, gpu_bound, host_bound)
+    gap = 0 if host_lp_exact(tasks, services) else math.floor(HOST_LP_GAP * host_bound)  # (host_lp_runs)
+    exact, gpu_bound = exact_gpus(capacity, staged, best, gpu_bound, host_bound, gap)
     stage_bound, host_bound = host_bound, max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
     if exact is not best and plan_size(exact)[0] <= host_bound:
         return _searched(capacity, groups, exact, host_bound), gpu_bound, host_bound, plan_size(without)[0]
-    if not host_lp_exact(tasks, services):
-        # Past its exact limits the LP runs only where no plan in hand is within its gap: the tasks dealt, the GPU
-        # stage's (tuning seed 26 at 40,000 tasks on eight H100s a host: 1,232 hosts over 1,231 from the stage, 44 s
-        # with the LP for the same 1,232). It starts from the better of the staged and dealt plans, as before.
-        best = min(best, _dealt(capacity, alike, kinds, host_bound) or best, key=plan_size)
+    if gap:
+        # Past its exact limits the LP runs only where no plan in hand is within its gap: the GPU stage's (its GPUs
+        # balanced onto the gap's hosts: tuning seed 26 at 40,000 tasks on eight H100s a host, 1,232 hosts over 1,231,
+        # 44 s with the LP for the same 1,232), or else the tasks dealt. It starts from the better of the staged and
+        # dealt plans, as before.
+        if host_lp_runs(tasks, services, plan_size(exact)[0], host_bound):
+            best = min(best, _dealt(capacity, alike, kinds, host_bound) or best, key=plan_size)
         if not host_lp_runs(tasks, services, min(plan_size(best), plan_size(exact))[0], host_bound):
             best = min(best, exact, key=plan_size)
             return _searched(capacity, groups, best, host_bound), gpu_bound, host_bound, plan_size(without)[0]
