@@ -321,7 +321,7 @@ def _many_units() -> list[Unit]:
 
 def test_many_copies_a_scaled_fleet_balanced_and_its_hosts_copied() -> None:
     """8,009 GPUs onto the 2,003 hosts their slots need: their copies over SCALED_COPIES are 4, and the copies each unit
-    leaves modulo 4 (3, 2, 3 and 1: 9) are within 2% of all. Those 9 are packed apart on 3 hosts; a quarter of each
+    leaves modulo 4 (3, 2, 3 and 1: 9) are within SCALED_REST of all. Those 9 are packed apart on 3 hosts; a quarter of each
     unit's copies (2,000 GPUs) is balanced onto (2,003 - 3) // 4 = 500 hosts, each taken four times: every copy placed
     once, on 2,003 hosts, none over its CPU or memory. Onto fewer hosts than the GPU slots need, no packing."""
     units = _many_units()
