@@ -67,13 +67,14 @@ def pack_hosts_balanced(units: Sequence[Unit], cap: CapacityInput, count: int) -
 
 def pack_hosts_scaled(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Host] | None:
     """``units`` on ``count`` hosts or fewer where they are many (past the host-level LP's exact limits): with ``c``
-    their copies over SCALED_COPIES (lowered until the copies each unit's count leaves modulo ``c`` are SCALED_REST of
-    all or fewer), those leftover copies first fit (``pack_hosts``), or balanced onto fewer hosts where the search finds
-    them, from their GPU slots' floor up; then a ``c``-th of each unit's copies balanced onto a ``c``-th of the hosts
-    left, each of those hosts taken ``c`` times. A host's share of each unit is the same however many hosts there are,
-    and the search weighs every copy against every other, so a ``c``-th of the copies is searched in a ``c``-squared-th
-    of the time (tuning seed 1 at 100,000 tasks, eight L4s a host: 19,201 GPUs balanced onto 2,449 hosts in 0.56 s, or
-    in 0.04 s as nine times 2,047 and the 778 left over apart). None where a search finds no packing."""
+    their copies over SCALED_COPIES (lowered until the copies each unit's count leaves modulo ``c`` are SCALED_REST
+    of all or fewer), those leftover copies first fit (``pack_hosts``), or balanced onto fewer hosts where the search
+    finds them (their GPU slots' floor first, then halving up to first fit's hosts); then a ``c``-th of each unit's
+    copies balanced onto a ``c``-th of the hosts left, each of those hosts taken ``c`` times. A host's share of each
+    unit is the same however many hosts there are, and the search weighs every copy against every other, so a
+    ``c``-th of the copies is searched in a ``c``-squared-th of the time (tuning seed 1 at 100,000 tasks, eight L4s a
+    host: 19,201 GPUs balanced onto 2,449 hosts in 0.56 s, or in 0.04 s as nine times 2,047 and the 778 left over
+    apart). None where a search finds no packing."""
     copies = sum(u.count for u in units)
     c = max(copies // SCALED_COPIES, 1)
     while c > 1 and sum(u.count % c for u in units) > SCALED_REST * copies:
@@ -82,12 +83,15 @@ def pack_hosts_scaled(units: Sequence[Unit], cap: CapacityInput, count: int) -> 
         return pack_hosts_balanced(units, cap, count)
     rest = [dataclasses.replace(u, count=u.count % c) for u in units if u.count % c]
     rest_hosts = pack_hosts(rest, cap) if rest else []
-    floor = math.ceil(sum(len(u.gpus) * u.count for u in rest) / cap.gpus_per_instance)
-    for fewer in range(max(floor, 1), plan_size(rest_hosts)[0]):
+    low, high = math.ceil(sum(len(u.gpus) * u.count for u in rest) / cap.gpus_per_instance), plan_size(rest_hosts)[0]
+    fewer = low  # the floor first (most often packed), then halving up to first fit's hosts
+    while low < high:
+        fewer = min(fewer, (low + high) // 2)
         balanced = pack_hosts_balanced(rest, cap, fewer)
-        if balanced is not None:
-            rest_hosts = balanced
-            break
+        if balanced is None:
+            low, fewer = fewer + 1, high
+        else:
+            rest_hosts, high = balanced, plan_size(balanced)[0]
     scaled = [dataclasses.replace(u, count=u.count // c) for u in units if u.count >= c]
     hosts = pack_hosts_balanced(scaled, cap, (count - plan_size(rest_hosts)[0]) // c)
     if hosts is None:
