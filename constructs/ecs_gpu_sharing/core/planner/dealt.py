@@ -26,9 +26,7 @@ from ..host_lp import HostSpec, Item, Pattern
 from ..host_lp.model import shares
 from ..host_lp.patterns import _Builder
 
-DEALT_HOSTS = (
-    128  # hosts dealt one by one at most, before the rest are copies (chosen on tuning seeds: docs/planning.md)
-)
+DEALT_HOSTS = 128  # hosts dealt one by one at most, before the rest are copies (tuned: docs/planning.md)
 DEALT_TAIL = 0.02  # of the hosts copied, this share of the last dealt (at least one) are dealt again one by one
 DEALT_REST = 0.02  # the tasks the quotients leave (each service's tasks modulo the copies) this share of all at most
 

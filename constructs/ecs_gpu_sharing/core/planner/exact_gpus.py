@@ -83,17 +83,21 @@ def exact_gpus(
             best = hosts
         if plan_size(best)[0] <= host_bound:
             break
-    units = gpu_units(tried[0], staged.enis)
-    if plan_size(best)[0] > gap > 0 and all(u.enis <= eni_room(capacity) for u in units):
-        steps = sorted(
-            {host_bound + math.ceil(k * (gap - host_bound) / SCALED_STEPS) for k in range(1, SCALED_STEPS + 1)}
-        )
-        for count in steps:  # the fewest hosts first: the search packs onto as many as it is given
-            scaled = pack_hosts_scaled(units + staged.others, capacity, count)
-            if scaled is not None:
-                best = min(best, scaled, key=plan_size)
-                break
+    if plan_size(best)[0] > gap > 0:
+        best = _balanced_within(gpu_units(tried[0], staged.enis) + staged.others, capacity, best, host_bound, gap)
     return best, gpu_bound
+
+
+def _balanced_within(units: list[Unit], capacity: CapacityInput, best: list[Host], bound: int, gap: int) -> list[Host]:
+    """``units`` balanced (``pack_hosts_scaled``) onto SCALED_STEPS host counts from ``bound`` to ``gap``, the fewest
+    first (the search packs onto as many hosts as it is given), the first packed kept where it beats ``best``."""
+    if any(u.enis > eni_room(capacity) for u in units):
+        return best  # a GPU with more awsvpc tasks than a host has interfaces for
+    for count in sorted({bound + math.ceil(k * (gap - bound) / SCALED_STEPS) for k in range(1, SCALED_STEPS + 1)}):
+        scaled = pack_hosts_scaled(units, capacity, count)
+        if scaled is not None:
+            return min(best, scaled, key=plan_size)
+    return best
 
 
 def _exact_ways(capacity: CapacityInput, staged: Staged, gpu_bound: int) -> tuple[list[Way], int]:
