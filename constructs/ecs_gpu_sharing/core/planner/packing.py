@@ -239,8 +239,8 @@ def host_lp_runs(tasks: int, services: int, hosts: int, bound: int) -> bool:
     seed 1008 of the generated benchmark at 100,000 tasks, each service binding its own resource, 1,788 hosts over a
     bound of 1,433 without the LP, 1,454 with the greedy's pricings alone and 1,434 with the rest (its fleet file);
     held-out 1046 (one GPU a host), 29,283 over 25,546 with the greedy's pricings alone, 27,739 over 27,604 with the
-    search too (docs/planning.md). Past both the tasks are dealt first (``dealt``), and a dealt plan within the gap
-    spares the LP: 1008's is 1,452 hosts."""
+    search too (docs/planning.md). Past both, the exact GPU stage's GPUs are balanced onto the gap's hosts first
+    (``exact_gpus``), else the tasks dealt (``dealt``): a plan within the gap spares the LP (1008's: 1,438 hosts)."""
     return hosts > bound and (host_lp_exact(tasks, services) or hosts > HOST_LP_GAP * bound)
 
 
