@@ -155,3 +155,14 @@ def test_a_dealt_plan_of_alike_services_gives_each_its_tasks(monkeypatch: pytest
     result = plan([fleet.capacity], fleet.services)
     _assert_valid(result, fleet.services)
     assert (result.instances, result.instance_lower_bound) == (1453, 1433)
+
+
+def test_a_scaled_fleet_is_copied_as_many_times_as_its_leftovers_allow() -> None:
+    """``hosts.scale``: the most copies asked for where the counts leave little modulo them; fewer where they leave
+    more than the share allowed (30 tasks, 2% of them 0.6: 8 leaves 6, 7 leaves 9, 6 leaves 12, 5 leaves none); one at
+    least."""
+    from ecs_gpu_sharing.core.planner.hosts import scale
+
+    assert scale([3003, 2002, 3003, 1], 4, 0.05) == 4
+    assert scale([10, 10, 10], 8, 0.02) == 5
+    assert scale([10, 10, 10], 0, 0.02) == scale([7], 3, 0.0) == 1

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .hosts import UNLIMITED, Host, Unit, _add, eni_room, grouped, pack_hosts, plan_size
+from .hosts import UNLIMITED, Host, Unit, _add, eni_room, grouped, pack_hosts, plan_size, scale
 from .model import CapacityInput
 
 BALANCE_WORK = 30_000_000  # pairs of copies (one on the host repaired, one anywhere) the repair may weigh in all
@@ -75,10 +75,7 @@ def pack_hosts_scaled(units: Sequence[Unit], cap: CapacityInput, count: int) -> 
     ``c``-th of the copies is searched in a ``c``-squared-th of the time (tuning seed 1 at 100,000 tasks, eight L4s a
     host: 19,201 GPUs balanced onto 2,449 hosts in 0.56 s, or in 0.04 s as nine times 2,047 and the 778 left over
     apart). None where a search finds no packing."""
-    copies = sum(u.count for u in units)
-    c = max(copies // SCALED_COPIES, 1)
-    while c > 1 and sum(u.count % c for u in units) > SCALED_REST * copies:
-        c -= 1  # the copies left over are packed apart, in a mix unlike the fleet's
+    c = scale([u.count for u in units], sum(u.count for u in units) // SCALED_COPIES, SCALED_REST)
     if c == 1:
         return pack_hosts_balanced(units, cap, count)
     rest = [dataclasses.replace(u, count=u.count % c) for u in units if u.count % c]

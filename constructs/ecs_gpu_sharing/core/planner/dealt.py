@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from ..host_lp import HostSpec, Item, Pattern
 from ..host_lp.model import shares
 from ..host_lp.patterns import _Builder
+from .hosts import scale
 
 DEALT_HOSTS = 128  # hosts dealt one by one at most, before the rest are copies (tuned: docs/planning.md)
 DEALT_TAIL = 0.02  # of the hosts copied, this share of the last dealt (at least one) are dealt again one by one
@@ -34,17 +35,16 @@ DEALT_REST = 0.02  # the tasks the quotients leave (each service's tasks modulo 
 def dealt(items: Sequence[Item], host: HostSpec, hosts: int) -> list[tuple[Pattern, int]] | None:
     """Every task of ``items`` (their ``demand``) on hosts of ``host``, dealt over ``hosts`` of them and more where
     tasks are left (``one_by_one``). Past DEALT_HOSTS, each item's tasks over ``copies = hosts // DEALT_HOSTS`` (the
-    quotient) are dealt over ``hosts // copies`` hosts, and each of those hosts is taken ``copies`` times, but for the
-    last DEALT_TAIL of them (the last dealt are the emptiest: they hold what the others left); the tasks those and the
-    quotient leave are dealt one by one over the hosts left. Where the copies need more than ``hosts``, every host is
-    dealt one by one instead: the host-level LP then runs, started from the plan's hosts as its first patterns, and a
-    host a layout gives it more to start from (tuning seeds 6, 8, 9 and 13 at 100,000 tasks on eight L4s a host: 42
-    hosts fewer from the LP than started from the copies). The patterns, each with the hosts that have it, in the order
-    first dealt; None where a host takes no task (an empty host takes any one task that fits a host, so only for tasks
-    that do not)."""
-    copies, tasks = max(hosts // DEALT_HOSTS, 1), sum(it.demand for it in items)
-    while copies > 1 and sum(it.demand % copies for it in items) > DEALT_REST * tasks:
-        copies -= 1  # what the quotients leave is dealt one by one, in a mix unlike the fleet's
+    quotient; ``copies`` lowered until the tasks it leaves are DEALT_REST of all or fewer: ``hosts.scale``) are dealt
+    over ``hosts // copies`` hosts, and each of those hosts is taken ``copies`` times, but for the last DEALT_TAIL of
+    them (the last dealt are the emptiest: they hold what the others left); the tasks those and the quotient leave
+    are dealt one by one over the hosts left. Where the copies need more than ``hosts``, every host is dealt one by
+    one instead: the host-level LP then runs, started from the plan's hosts as its first patterns, and a host a
+    layout gives it more to start from (tuning seeds 6, 8, 9 and 13 at 100,000 tasks on eight L4s a host: 42 hosts
+    fewer from the LP than started from the copies). The patterns, each with the hosts that have it, in the order
+    first dealt; None where a host takes no task (an empty host takes any one task that fits a host, so only for
+    tasks that do not)."""
+    copies = scale([it.demand for it in items], hosts // DEALT_HOSTS, DEALT_REST)
     kept: list[Pattern] = []
     if copies > 1:
         scaled = one_by_one(

@@ -274,6 +274,16 @@ def _shifted(
     return kept
 
 
+def scale(counts: Sequence[int], most: int, rest: float) -> int:
+    """How many times over a fleet scaled down is copied (``dealt``'s tasks over its hosts, ``pack_hosts_scaled``'s
+    GPUs): ``most``, lowered until what the counts leave modulo it, packed apart in a mix unlike the fleet's, is
+    ``rest`` of all of them or less; at least 1."""
+    total, times = sum(counts), max(most, 1)
+    while times > 1 and sum(n % times for n in counts) > rest * total:
+        times -= 1
+    return times
+
+
 def plan_size(hosts: list[Host]) -> tuple[int, int]:
     """Instances, then busy GPUs: what a better plan has fewer of."""
     return sum(h.count for h in hosts), sum(h.count * len(h.gpus) for h in hosts)

@@ -59,7 +59,7 @@ def as_pattern(host: Host, index: dict[str, int], items: Sequence[host_lp.Item])
 
 def lp_hosts(patterns: Sequence[tuple[host_lp.Pattern, int]], pairs: Sequence[tuple[ServiceInput, int]]) -> list[Host]:
     """The LP's patterns, each as its count of identical hosts. Each service's figures are read once, not once a
-    pattern: a dealt plan (``dealt``) is a pattern a host, 1,452 of them on held-out 1008 at 100,000 tasks."""
+    pattern: where every host is dealt one by one (``dealt``, where the LP then runs), each is a pattern of its own."""
     names = [s.name for s, _ in pairs]
     budget = [s.task_gpu_budget_mib for s, _ in pairs]
     clients = [s.clients for s, _ in pairs]
