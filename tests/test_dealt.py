@@ -53,6 +53,47 @@ def test_every_task_is_dealt_once_onto_hosts_that_hold_their_patterns(seed: int)
                 assert sum(p.counts[i] * k for p, k in patterns) == it.demand, (seed, it.name)
 
 
+def _dealt_plainly(items, host, hosts):  # type: ignore[no-untyped-def]
+    """``one_by_one`` as a plain loop over every item for every host: the dealing's definition, which the arrays of
+    ``one_by_one`` must deal as."""
+    from ecs_gpu_sharing.core.host_lp.model import shares
+    from ecs_gpu_sharing.core.host_lp.patterns import _Builder
+
+    left = [it.demand for it in items]
+    share = [shares(it, host) for it in items]
+    by_gpu = sorted((i for i in range(len(items)) if left[i]), key=lambda i: (-share[i][0], i))
+    by_most = sorted(by_gpu, key=lambda i: (-max(share[i]), i))
+    carried = [0.0] * len(items)
+    out = []
+    while sum(left):
+        hosts_left = max(hosts - len(out), 1)
+        b = _Builder(items, host)
+        for i in by_gpu:
+            carried[i] += left[i] / hosts_left
+            take = min(int(carried[i]), left[i])
+            if take:
+                b.add(i, take)
+                carried[i] -= b.counts[i]
+        b.fill(by_most, left)
+        if not any(b.counts):
+            return None
+        left = [n - k for n, k in zip(left, b.counts, strict=True)]
+        by_gpu = [i for i in by_gpu if left[i]]
+        by_most = [i for i in by_most if left[i]]
+        out.append(b.pattern())
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_dealing_deals_as_a_plain_loop_over_every_item_would(seed: int) -> None:
+    """Whole-GPU tasks, isolation groups, interfaces that bind and tasks without a GPU among them; over fewer hosts
+    than the tasks need, about as many and more."""
+    for capacity, services in _varied(seed, 1000):
+        items, spec = lp_problem(capacity, [(s, s.tasks) for s in services])
+        for hosts in (1, len(items), 10 * len(items)):
+            assert one_by_one_dealt(items, spec, hosts) == _dealt_plainly(items, spec, hosts), (seed, hosts)
+
+
 def test_past_dealt_hosts_a_scaled_fleets_hosts_are_copied() -> None:
     """Held-out 1008 at 100,000 tasks over 1,461 hosts: a fleet of an eleventh of each service's tasks dealt over 132
     hosts, each but its last three copied eleven times, and the rest dealt one by one. Every task once, onto hosts that
