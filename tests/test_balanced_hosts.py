@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -337,3 +338,39 @@ def test_few_copies_are_balanced_as_they_are() -> None:
     """Fewer copies than twice SCALED_COPIES: no scaling, the balanced search itself."""
     units = _swapped_units()
     assert balanced.pack_hosts_scaled(units, L40S, 2) == balanced.pack_hosts_balanced(units, L40S, 2)
+
+
+def _many_kinds() -> list[Unit]:
+    """3,003 kinds of GPU of 3 or 4 copies each, by turns (10,510 GPUs: 2,628 hosts' GPU slots, four a host), a third taking
+    0.26 of a host's CPU, a third 0.31 and a third 0.10 (a host of four is within its CPU only in some mixes: two of
+    0.31 and one of 0.26 need the fourth to be 0.10), each with a memory of its own: no quotient copies the fleet
+    (every count modulo 2 to 5 leaves more than SCALED_REST of the copies), and the copies are more than
+    BALANCE_COPIES."""
+    cpus = (0.26, 0.31, 0.10)
+    return [_gpus(f"k{k}", cpus[k % 3], 0.05 + (k % 17) / 100, 3 + k % 2) for k in range(3003)]
+
+
+def test_many_kinds_of_few_copies_are_balanced_in_parts_of_the_fleets_mix() -> None:
+    """Where no quotient scales the fleet, its copies are dealt into parts of SCALED_COPIES or more (five), each of the
+    fleet's mix, each balanced onto its share of the hosts: every copy placed once on 2,640 hosts (its slots' floor,
+    2,628, and 12 more; first fit needs hundreds more), none over its CPU or memory. Balanced at once, the copies are
+    past BALANCE_COPIES: there was no packing. Below the slots' floor, none."""
+    units = _many_kinds()
+    assert balanced.pack_hosts_balanced(units, L40S, 2640) is None
+    assert plan_size(pack_hosts(units, L40S))[0] > 2640 + 100
+    packed = balanced.pack_hosts_scaled(units, L40S, 2640)
+    assert packed is not None
+    assert _placed(packed, L40S) == {f"k{k}": 3 + k % 2 for k in range(3003)}
+    assert plan_size(packed) == (2640, 10510)
+    assert balanced.pack_hosts_scaled(units, L40S, 2627) is None
+
+
+def test_a_quotients_fleet_past_balance_copies_is_balanced_in_parts_too() -> None:
+    """The same kinds, twice the copies: the quotient 2 leaves none, and its fleet (10,510 copies) is still past
+    BALANCE_COPIES, so it is balanced in parts, each of its hosts taken twice: 5,280 hosts, every copy once."""
+    units = [dataclasses.replace(u, count=2 * u.count) for u in _many_kinds()]
+    packed = balanced.pack_hosts_scaled(units, L40S, 5280)
+    assert packed is not None
+    assert _placed(packed, L40S) == {f"k{k}": 2 * (3 + k % 2) for k in range(3003)}
+    assert plan_size(packed) == (5280, 21020)
+    assert all(h.count % 2 == 0 for h in packed)
