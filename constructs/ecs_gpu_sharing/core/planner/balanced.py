@@ -18,11 +18,22 @@ against every other copy at once, on numpy."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from .hosts import UNLIMITED, Host, Unit, _add, eni_room, grouped, pack_hosts, plan_size, scale
+from .hosts import (
+    UNLIMITED,
+    Host,
+    Unit,
+    _add,
+    eni_room,
+    grouped,
+    largest_share,
+    pack_hosts,
+    plan_size,
+    scale,
+    units_floor,
+)
 from .model import CapacityInput
 
 BALANCE_WORK = 30_000_000  # pairs of copies (one on the host repaired, one anywhere) the repair may weigh in all
@@ -81,7 +92,7 @@ def pack_hosts_scaled(units: Sequence[Unit], cap: CapacityInput, count: int) -> 
         return _in_parts(units, cap, count)
     rest = [dataclasses.replace(u, count=u.count % c) for u in units if u.count % c]
     rest_hosts = pack_hosts(rest, cap) if rest else []
-    low, high = math.ceil(sum(len(u.gpus) * u.count for u in rest) / cap.gpus_per_instance), plan_size(rest_hosts)[0]
+    low, high = units_floor(rest, cap)[0], plan_size(rest_hosts)[0]
     fewer = low  # the floor first (most often packed), then halving up to first fit's hosts
     while low < high:
         fewer = min(fewer, (low + high) // 2)
@@ -111,18 +122,15 @@ def _in_parts(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Hos
     parts = 1 if copies <= BALANCE_COPIES else copies // SCALED_COPIES
     if parts == 1:
         return pack_hosts_balanced(units, cap, count)
-    share = [
-        max(u.cpu / cap.host_cpu_units, u.mem / cap.host_memory_mib, len(u.gpus) / cap.gpus_per_instance) for u in units
-    ]
     dealt: list[dict[int, int]] = [{} for _ in range(parts)]
     turn = 0
-    for k in sorted(range(len(units)), key=lambda k: (-share[k], k)):
+    for k in sorted(range(len(units)), key=lambda k: (-largest_share(units[k], cap), k)):
         for _ in range(units[k].count):
             dealt[turn][k] = dealt[turn].get(k, 0) + 1
             turn = (turn + 1) % parts
     # Each part its GPU slots' floor of hosts, and the hosts left shared out evenly, the first parts one more
     fleets = [[dataclasses.replace(units[k], count=n) for k, n in sorted(part.items())] for part in dealt]
-    floors = [math.ceil(sum(len(u.gpus) * u.count for u in fleet) / cap.gpus_per_instance) for fleet in fleets]
+    floors = [units_floor(fleet, cap)[0] for fleet in fleets]
     spare = count - sum(floors)
     if spare < 0:
         return None

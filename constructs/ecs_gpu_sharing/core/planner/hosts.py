@@ -67,14 +67,23 @@ def _add(host: Host, unit: Unit, k: int) -> None:
         host.without_gpu[name] = host.without_gpu.get(name, 0) + n * k
 
 
+def largest_share(u: Unit, cap: CapacityInput) -> float:
+    """The largest share of a host one copy of ``u`` takes: of its GPU slots, CPU, memory or network interfaces."""
+    return max(
+        len(u.gpus) / cap.gpus_per_instance,
+        u.cpu / cap.host_cpu_units,
+        u.mem / cap.host_memory_mib,
+        u.enis / eni_room(cap),
+    )
+
+
 def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
     """Stage 2: first-fit decreasing onto hosts, in groups of identical hosts."""
     hosts: list[Host] = []
     g = cap.gpus_per_instance
 
     def weight(u: Unit) -> tuple[float, int]:
-        share = max(len(u.gpus) / g, u.cpu / cap.host_cpu_units, u.mem / cap.host_memory_mib, u.enis / eni_room(cap))
-        return (share, u.cpu + u.mem)
+        return (largest_share(u, cap), u.cpu + u.mem)
 
     slots, cpu_cap, mem_cap, eni_cap = g, cap.host_cpu_units, cap.host_memory_mib, eni_room(cap)
     # Per chunk of CHUNK groups (by position): what its groups had left when last read (GPU slots, CPU, memory,
