@@ -454,17 +454,40 @@ def _fill_rest(
 ) -> tuple[list[tuple[Pattern, int]], list[int]]:
     """The rounding's hosts with the room their patterns leave filled from the rest (``_topped``), one host at a time
     while a host of a pattern takes more, before the rest goes to the planner's packings on hosts of their own; and
-    what is left then."""
+    what is left then. A host is laid out afresh only where some task left fits what its pattern leaves (``_room_for``):
+    the rounding's hosts are mostly full, and on ``shaped_fleets.py many`` 907 at 10,000 tasks 6,337 of 6,341 layouts
+    took nothing, a tenth of the plan's time (docs/planning.md)."""
     rest = list(left)
+    wanted = [i for i, n in enumerate(rest) if n]
     out: list[tuple[Pattern, int]] = []
     for p, k in hosts:
-        while k > 0 and any(rest):
+        while k > 0 and wanted and _room_for(items, host, p, wanted):
             filled = _topped(items, host, p, [a + n for a, n in zip(p.counts, rest, strict=True)])
             if filled.counts == p.counts:
                 break
             out.append((filled, 1))
             rest = [n - (b - a) for n, a, b in zip(rest, p.counts, filled.counts, strict=True)]
+            wanted = [i for i, n in enumerate(rest) if n]
             k -= 1
         if k > 0:
             out.append((p, k))
     return out, rest
+
+
+def _room_for(items: Sequence[Item], host: HostSpec, p: Pattern, wanted: Sequence[int]) -> bool:
+    """Whether a task of some item of ``wanted`` fits what ``p`` leaves of the host: its CPU, memory and interfaces,
+    and its GPUs' memory summed (an MPS task's budget, or a whole-GPU task's GPUs). Where none does, the builder's fill
+    adds nothing to ``p`` laid out afresh (``_topped``), whose room is the same CPU, memory and interfaces and no more
+    memory on any GPU: so the test is exact, never a host that would have taken more passed over."""
+    cpu, mem, enis, gpu = host.cpu, host.mem, host.enis, host.gpus * host.usable
+    for i, k in p.held:
+        it = items[i]
+        cpu -= k * it.cpu
+        mem -= k * it.mem
+        enis -= k * it.enis
+        gpu -= k * (it.whole * host.usable if it.whole else it.size)
+    for i in wanted:
+        it = items[i]
+        if it.cpu <= cpu and it.mem <= mem and it.enis <= enis and (it.whole * host.usable or it.size) <= gpu:
+            return True
+    return False
