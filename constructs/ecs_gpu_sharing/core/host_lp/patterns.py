@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ..cutting_stock import bounded_knapsack, knapsack_with_clients
 from ..mps import MAX_CLIENTS_PER_GPU
@@ -137,6 +138,12 @@ class _Fixed:
         self.dominant = [max(max(s), 1e-12) for s in shares_of]  # also the order _variants refills in
         self.weights.append(self.dominant)
         self.clients = _clients(items, host)
+        import numpy as np  # the LP's: HiGHS has imported it
+
+        # The same figures as arrays, for the greedy's sorts and sums over every item at once (``_orders``,
+        # ``_candidates``): each element's arithmetic as the lists', in the same order, so the same floats
+        self.use_columns = [np.array([u[r] for u in self.use]) for r in range(5)]
+        self.weight_arrays = [np.array(w) for w in self.weights]
 
 
 def _clients(items: Sequence[Item], host: HostSpec) -> list[int] | None:
@@ -163,9 +170,15 @@ def _fixed(items: Sequence[Item], host: HostSpec) -> _Fixed:
 def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> list[list[int]]:
     """Items with a positive price, by price over their weight, one order per way of weighing the host's resources:
     each resource alone, all summed, each by how much of it the fleet needs, and the largest share."""
-    live = [i for i, d in enumerate(duals) if d > 1e-9]
+    import numpy as np
+
+    price = np.asarray(duals, dtype=float)
+    live = np.flatnonzero(price > 1e-9)
+    minus = -price[live]
     # Stable sorts of ``live`` (ascending): ties keep the index order, as a key of (price over weight, index) would
-    return [sorted(live, key=lambda i: -duals[i] / weight[i]) for weight in _fixed(items, host).weights]
+    return [
+        live[np.argsort(minus / weight[live], kind="stable")].tolist() for weight in _fixed(items, host).weight_arrays
+    ]
 
 
 def largest_first(items: Sequence[Item]) -> tuple[int, ...]:
@@ -285,11 +298,14 @@ def _candidates(
     """Hosts the greedy builds at these duals: in each order of ``_orders``, in the order the pricing LP's host
     prices give, and the pricing LP's own counts rounded down, then filled in that order; then, on a host of several
     GPUs, up to ``climb`` steps up from the best of them (``_climbed``)."""
+    import numpy as np
+
     live = [i for i, d in enumerate(duals) if d > 1e-9]
     fixed = _fixed(items, host)
-    use = fixed.use
-    weight = [sum(p * u for p, u in zip(prices, row, strict=True)) for row in use]
-    priced = sorted(live, key=lambda i: -duals[i] / max(weight[i], 1e-12))  # stable: ties by index
+    use, columns = fixed.use, fixed.use_columns
+    at = np.array(live, dtype=np.intp)
+    keys = -np.asarray(duals, dtype=float)[at] / np.maximum(_priced_use(fixed, prices)[at], 1e-12)
+    priced = at[np.argsort(keys, kind="stable")].tolist()  # stable: ties by index
     found = [_build(items, host, order, caps) for order in [*_orders(items, host, duals), priced]]
     b = _Builder(items, host)
     for i in sorted(live, key=lambda i: -(counts[i] - math.floor(counts[i] + 1e-9))):  # stable: ties by index
@@ -299,11 +315,12 @@ def _candidates(
     found.append(b.pattern())
     # Knapsacks: one GPU's memory (its contents then repeated on every GPU), the host's CPU, the host's memory; each
     # with the other rows at the pricing LP's prices, then repaired by the builder and filled in the priced order.
+    worth = np.asarray(duals, dtype=float)
     for row in (0, 2, 3):
         p0, p1, p2, p3, p4 = (p if r != row else 0.0 for r, p in enumerate(prices))
-        reduced = [
-            d - (p0 * u[0] + p1 * u[1] + p2 * u[2] + p3 * u[3] + p4 * u[4]) for d, u in zip(duals, use, strict=True)
-        ]
+        reduced = (
+            worth - ((((p0 * columns[0] + p1 * columns[1]) + p2 * columns[2]) + p3 * columns[3]) + p4 * columns[4])
+        ).tolist()
         if row == 0:
             chosen = [i for i in live if items[i].size and not items[i].whole and reduced[i] > 0]
             sizes, room, copies = [items[i].size for i in chosen], host.usable, host.gpus
@@ -332,6 +349,16 @@ def _candidates(
     if climb and host.gpus > 1 and found:
         found += _climbed(items, host, duals, caps, found, climb)
     return found
+
+
+def _priced_use(fixed: _Fixed, prices: Sequence[float]) -> Any:
+    """Each item's use of the host at the pricing LP's ``prices``, summed resource by resource in the rows' order, as
+    ``sum()`` over each item's row would: the same floats."""
+    columns = fixed.use_columns
+    weight = prices[0] * columns[0]
+    for r in range(1, 5):
+        weight = weight + prices[r] * columns[r]
+    return weight
 
 
 def _knapsack(
