@@ -340,14 +340,14 @@ class _Master:
             return False
         self.seen.add(p.counts)
         self.patterns.append(p)
-        rows = [i for i, a in enumerate(p.counts) if a]
+        held = p.held  # (item, tasks), in the items' order
         self.h.addCol(
             1.0,
             0.0,
             self.inf,
-            len(rows),
-            self.np.array(rows, dtype=self.np.int32),
-            self.np.array([float(p.counts[i]) for i in rows]),
+            len(held),
+            self.np.array([i for i, _ in held], dtype=self.np.int32),
+            self.np.array([float(k) for _, k in held]),
         )
         return True
 

@@ -99,7 +99,7 @@ class Pattern:
     def held(self) -> tuple[tuple[int, int], ...]:
         """(item, tasks) of each item the pattern holds, in the items' order: a host holds a few of a fleet's
         services, and a pattern's worth is summed over these alone (``patterns._worth``)."""
-        return tuple((i, k) for i, k in enumerate(self.counts) if k)
+        return tuple([(i, k) for i, k in enumerate(self.counts) if k])
 
 
 @dataclass

@@ -274,7 +274,7 @@ def _variants(
 def _restrict(p: Pattern, left: Sequence[int], items: Sequence[Item]) -> Pattern:
     """``p`` with no more of each item than ``left``: tasks dropped from the last GPUs first (a whole-GPU task with
     all its GPUs)."""
-    if all(c <= n for c, n in zip(p.counts, left, strict=True)):
+    if all(k <= left[i] for i, k in p.held):  # the items it does not hold: 0, never more than is left
         return p
     over = [max(0, c - n) * max(1, it.whole) for c, n, it in zip(p.counts, left, items, strict=True)]
     gpus = []
@@ -491,6 +491,8 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
     one priced (at the pricing LP's prices), that one kept as an exact knapsack with sizes rounded down; the least of
     these. Kept whole: one GPU's memory (MPS tasks of any group, the clients kept to only where they can bind; the best
     GPU on every GPU, or a share of a whole-GPU task), the host's CPU, the host's memory."""
+    import numpy as np
+
     caps = [per_host(it, host) for it in items]
     fixed = _fixed(items, host)
     use, clients = fixed.use, fixed.clients
@@ -500,7 +502,7 @@ def _most_worth(items: Sequence[Item], host: HostSpec, duals: Sequence[float], p
         lam = [p if r != row else 0.0 for r, p in enumerate(prices)]
         if row == 0:  # GPU memory kept per GPU: the whole-GPU row's price stays off, clients priced
             lam[0] = 0.0
-        reduced = [d - sum(a * u for a, u in zip(lam, use[i], strict=True)) for i, d in enumerate(duals)]
+        reduced = (np.asarray(duals, dtype=float) - _priced_use(fixed, lam)).tolist()  # each sum() in the rows' order
         priced = sum(a * c for a, c in zip(lam, capacity, strict=True))
         if row == 0:
             mps = [i for i, it in enumerate(items) if it.size and not it.whole]
