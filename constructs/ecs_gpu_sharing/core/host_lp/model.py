@@ -136,6 +136,16 @@ def _use(it: Item, host: HostSpec) -> tuple[float, float, float, float, float]:
     return (gpu, clients, float(it.cpu), float(it.mem), float(it.enis))
 
 
+def uses(it: Item, host: HostSpec) -> tuple[int, int, int, int, int]:
+    """What one task takes of a host, its GPU memory over all its GPUs (the one-GPU search's figures, and the test
+    whether a task fits what a pattern leaves): CPU units, memory, interfaces, GPU memory, MPS clients."""
+    if it.whole:
+        return (it.cpu, it.mem, it.enis, host.usable * it.whole, 0)
+    if it.size:
+        return (it.cpu, it.mem, it.enis, it.size, it.clients)
+    return (it.cpu, it.mem, it.enis, 0, 0)
+
+
 def interfaces(host: HostSpec) -> int:
     """The interfaces row's room: the host's awsvpc tasks, a bound too large to bind where they are not limited."""
     return min(host.enis, 1 << 30)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .model import HostSpec, Item, Pattern, interfaces, per_host
+from .model import HostSpec, Item, Pattern, interfaces, per_host, uses
 from .patterns import _Builder
 
 _INF = math.inf
@@ -46,15 +46,6 @@ class Searched:
     nodes: int
     seen: list[int] | None = None  # the best pattern found, proved best or not (None where the search declined)
     runners: tuple[list[int], ...] = ()  # the last RUNNERS patterns the best replaced as it improved, latest first
-
-
-def uses(it: Item, host: HostSpec) -> tuple[int, int, int, int, int]:
-    """What one task takes of a one-GPU host: CPU units, memory, interfaces, GPU memory, MPS clients."""
-    if it.whole:
-        return (it.cpu, it.mem, it.enis, host.usable * it.whole, 0)
-    if it.size:
-        return (it.cpu, it.mem, it.enis, it.size, it.clients)
-    return (it.cpu, it.mem, it.enis, 0, 0)
 
 
 class OneGpu:

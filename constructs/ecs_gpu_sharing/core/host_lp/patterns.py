@@ -19,6 +19,7 @@ from .model import (
     _use,
     per_host,
     shares,
+    uses,
 )
 
 
@@ -562,13 +563,10 @@ def _room_for(items: Sequence[Item], host: HostSpec, p: Pattern, wanted: Sequenc
     memory on any GPU: so the test is exact, never a host that would have taken more passed over."""
     cpu, mem, enis, gpu = host.cpu, host.mem, host.enis, host.gpus * host.usable
     for i, k in p.held:
-        it = items[i]
-        cpu -= k * it.cpu
-        mem -= k * it.mem
-        enis -= k * it.enis
-        gpu -= k * (it.whole * host.usable if it.whole else it.size)
+        c, m, e, g, _ = uses(items[i], host)
+        cpu, mem, enis, gpu = cpu - k * c, mem - k * m, enis - k * e, gpu - k * g
     for i in wanted:
-        it = items[i]
-        if it.cpu <= cpu and it.mem <= mem and it.enis <= enis and (it.whole * host.usable or it.size) <= gpu:
+        c, m, e, g, _ = uses(items[i], host)
+        if c <= cpu and m <= mem and e <= enis and g <= gpu:
             return True
     return False
