@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
+import aws_cdk.cx_api as cxapi
 import pytest
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Match, Template
@@ -20,6 +21,7 @@ from ecs_gpu_sharing import (
     TaskDefinitionError,
 )
 from ecs_gpu_sharing.cdk import task_definition as td_module
+from ecs_gpu_sharing.core.shape import no_gpu_taken
 
 from conftest import new_app
 from validators import cfn_lint_errors, ecs_register_task_definition_errors
@@ -626,3 +628,50 @@ def test_an_option_of_a_type_add_container_does_not_take_is_refused_naming_the_c
         TaskDefinitionError, match=r"Test/Td/model: a value passed on to .*type of argument port_mappings"
     ):
         td.add_container("model", image=IMAGE, memory_limit_mib=128, gpu=MpsShare(1000), port_mappings=[8080])
+
+
+# --- a shared-GPU task definition whose containers take no GPU --------------------------------------
+
+
+def _no_gpu_warnings(stack: cdk.Stack) -> list[Any]:
+    return [
+        m
+        for m in _synth(stack).messages
+        if m.level == cxapi.SynthesisMessageLevel.WARNING and "so ECS assigns the task no GPU" in str(m.entry.data)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "warned"),
+    [
+        ({"gpu": MpsShare(2048)}, False),
+        ({"gpu_count": 1}, False),
+        ({}, True),  # the model's container was given no gpu: ECS assigns the task none
+    ],
+)
+def test_a_task_whose_containers_take_no_gpu_is_warned_of(gpu: dict[str, Any], warned: bool) -> None:
+    stack = _stack()
+    td = SharedGpuTaskDefinition(stack, "Td")
+    td.add_container("model", image=IMAGE, memory_limit_mib=512, user="1000", **gpu)
+    td.add_container("sidecar", image=IMAGE, memory_limit_mib=128, user="1000")
+    found = _no_gpu_warnings(stack)
+    assert bool(found) is warned
+    if warned:
+        (message,) = found
+        text = str(message.entry.data)
+        assert message.id == "/Test/Td"
+        assert "gpu=MpsShare" in text and "Ec2TaskDefinition" in text and "agent/api/task/task.go" in text
+
+
+@pytest.mark.parametrize("acknowledged", [False, True])
+def test_no_gpu_can_be_acknowledged_with_a_reason(acknowledged: bool) -> None:
+    stack = _stack()
+    told = SharedGpuTaskDefinition(stack, "Told")
+    told.add_container("router", image=IMAGE, memory_limit_mib=512, user="1000")
+    if acknowledged:
+        FleetPlan.of(stack).acknowledge(told, "ecs-gpu-sharing:TaskTakesNoGpu", "a router beside the models")
+    assert bool(_no_gpu_warnings(stack)) is not acknowledged
+
+
+def test_a_task_without_containers_is_not_told_it_takes_no_gpu() -> None:
+    assert no_gpu_taken([]) is None

@@ -45,7 +45,7 @@ from ..core.hardening import (
 )
 from ..core.mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON, MpsShare, require_int
 from ..core.service_rules.containers import CONTAINER_NAME
-from ..core.shape import mixed_gpu_options
+from ..core.shape import TASK_TAKES_NO_GPU, mixed_gpu_options, no_gpu_taken
 from ..core.task_rules import TASK_EXCEEDS_GPU_MEMORY, gpu_memory_problem
 from ..core.tenancy import SHARED_TASK_METADATA
 from ..core.tokens import describe, is_token
@@ -189,6 +189,17 @@ class _MpsContainers:
     def whole_gpu_count(self) -> int:
         """Whole GPUs one task holds (containers with ``gpu_count``)."""
         return sum(count for _, count in self._whole_gpu)
+
+    def no_gpu_taken(self) -> str | None:
+        """Why this task runs without a GPU: containers were added, none with ``gpu=`` or ``gpu_count`` (None where
+        one has either). Read from what ``add_container`` was given: the MPS requirement is written as a property
+        override, which the rendered properties do not show."""
+        names = [
+            c.container_name
+            for c in self.node.children  # type: ignore[attr-defined]
+            if isinstance(c, ecs.ContainerDefinition)
+        ]
+        return None if self._shares or self._whole_gpu else no_gpu_taken(names)
 
     def gpu_rule_violations(self) -> list[str]:
         """Every broken GPU rule of this task definition, as messages (empty when it is sound)."""
@@ -358,6 +369,9 @@ class _SharedGpuRules:
         allowed = FleetPlan.of(task).allowed_rules(task)  # type: ignore[arg-type]
         problems.extend(line for line in guard_violations(rendered) if rule_of(line) not in allowed)
         _hardening_warnings(task, rendered)
+        no_gpu = task.no_gpu_taken()
+        if no_gpu is not None:
+            cdk.Annotations.of(task).add_warning_v2(TASK_TAKES_NO_GPU, no_gpu)  # type: ignore[arg-type]
         for line in mps_variables_in_command(rendered):
             cdk.Annotations.of(task).add_warning_v2(MPS_ENVIRONMENT_IN_COMMAND, line)  # type: ignore[arg-type]
         if isinstance(task, SharedGpuManagedInstancesTaskDefinition):

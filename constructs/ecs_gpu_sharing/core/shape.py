@@ -80,6 +80,29 @@ TASK_MIXES_GPU_OPTIONS = RULES.declare(
     "ECS takes one GPU option for all GPU containers of a task: MPS budgets or whole GPUs, not both",
 )
 
+TASK_TAKES_NO_GPU = RULES.declare(
+    "ecs-gpu-sharing:TaskTakesNoGpu",
+    Level.WARNING,
+    "task definition",
+    Source.TASK_DEFINITION,
+    "a shared-GPU task definition whose containers hold neither an MPS share nor whole GPUs gets no GPU: the ECS agent "
+    "starts a container with the NVIDIA runtime only where it assigned it a GPU (amazon-ecs-agent, "
+    "agent/api/task/task.go: shouldRequireNvidiaRuntime), so a model there finds none",
+)
+
+
+def no_gpu_taken(containers: Sequence[str]) -> str | None:
+    """Why a shared-GPU task of these ``containers`` (their names), none of which holds an MPS budget or whole GPUs,
+    runs without a GPU (None where it has no container)."""
+    if not containers:
+        return None
+    return (
+        f"no container ({', '.join(containers)}) has gpu=MpsShare(...) or "
+        "gpu_count, so ECS assigns the task no GPU, and the agent starts its containers without the NVIDIA runtime "
+        "(amazon-ecs-agent, agent/api/task/task.go): a model here finds no GPU. Give the model's container "
+        "gpu=MpsShare(gpu_budget_mib=...), or use aws_ecs.Ec2TaskDefinition for a task that needs no GPU"
+    )
+
 
 def mixed_gpu_options(shared: Sequence[tuple[str, object]], whole: Sequence[tuple[str, int]]) -> str | None:
     """Why a task's GPU containers cannot run: some hold whole GPUs and some MPS shares (None when they do not mix).
