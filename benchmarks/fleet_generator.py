@@ -135,6 +135,28 @@ def copies(fleet: Fleet, k: int) -> Fleet:
     return dataclasses.replace(fleet, services=services)
 
 
+def regrained(fleet: Fleet, step: int) -> Fleet:
+    """``fleet`` with its MPS budgets off the generator's 256 MiB grid; ``step`` 0 is the fleet as drawn. At 64, each
+    budget moved by a multiple of 64 MiB, up to 192 MiB either way (``evaluate --write`` rounds what it suggests up to
+    64 MiB); at any other step, each rounded to a multiple of it (a team's round numbers: 500). A task whose budgets
+    would then pass one GPU's usable memory keeps its own. Seeded by the fleet's seed."""
+    if not step:
+        return fleet
+    rng = random.Random(fleet.seed * 7919 + step)
+    usable = fleet.capacity.usable_gpu_memory_mib
+    services = []
+    for s in fleet.services:
+        budgets = s.shape.gpu_budgets_mib
+        if step == 64:
+            moved = tuple(max(64, b + 64 * rng.randint(-3, 3)) for b in budgets)
+        else:
+            moved = tuple(max(step, round(b / step) * step) for b in budgets)
+        if budgets and sum(moved) <= usable:
+            s = dataclasses.replace(s, shape=dataclasses.replace(s.shape, gpu_budgets_mib=moved))
+        services.append(s)
+    return dataclasses.replace(fleet, services=services)
+
+
 def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = INSTANCES_PER_CLUSTER.number) -> str:
     """``fleet`` as a fleet file for the ``plan`` command: each service split into services of at most 5,000 tasks
     (ECS's tasks per service), a whole-GPU task as an MPS budget of the GPU's usable memory (a fleet file has no

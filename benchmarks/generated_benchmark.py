@@ -3,7 +3,7 @@
 
 Usage: python benchmarks/generated_benchmark.py [--sizes 1000,10000] [--fleets 50] [--seeds held-out|tuning]
                                                  [--lp-bound] [--lp-seconds 20] [--timing] [--command]
-                                                 [--copies K] [--lp-cost [--most-services 150]]
+                                                 [--copies K] [--budgets STEP] [--lp-cost [--most-services 150]]
 
 For each size, plans ``--fleets`` fleets of the chosen seeds (tuning: 0-99, held out: 1000-1099; the planner's
 figures are reported on the held-out ones) and prints the median, 95th percentile and worst of planner / bound and
@@ -16,7 +16,9 @@ and the worst fleets. With ``--timing``, only the planner's time (no bound, no F
 the reference run too. A size of 40,000 tasks gives 400 to 2,000 services a fleet (1,000 services at the median).
 With ``--command``, the whole ``plan --json`` command's time instead, on each seed's fleet drawn on each host of eight
 GPUs and written as a fleet file (``_command``). With ``--copies K``, each service of each fleet is run as K alike
-services (``fleet_generator.copies``: one model a tenant), for the table of plans. With ``--lp-cost``, what the
+services (``fleet_generator.copies``: one model a tenant), for the table of plans; with ``--budgets 64``, each MPS
+budget moved off the generator's 256 MiB grid in 64 MiB steps (as ``evaluate --write`` rounds), with ``--budgets 500``
+rounded to 500 MiB (``fleet_generator.regrained``), for the table of plans too. With ``--lp-cost``, what the
 host-level LP adds to the plan's time (#32: at most 2 s at 10,000 tasks in 150 services): each fleet of at most
 ``--most-services`` services planned without the LP (``host_lp=False``) and with it, one after the other, and the
 difference's median, 95th percentile and worst (in seconds, and over the run's reference and over a reference run
@@ -30,7 +32,7 @@ import statistics
 import time
 
 from ffd import ffd
-from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, copies, fleet_file, generate
+from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, copies, fleet_file, generate, regrained
 
 from ecs_gpu_sharing.core.planner import Plan, plan
 
@@ -86,6 +88,12 @@ def main() -> None:
     parser.add_argument("--timing", action="store_true", help="the planner's time only (no bound, no FFD)")
     parser.add_argument("--command", action="store_true", help="the whole plan command's time on fleet files")
     parser.add_argument("--copies", type=int, default=1, help="each service run as this many alike services")
+    parser.add_argument(
+        "--budgets",
+        type=int,
+        default=0,
+        help="MPS budgets off the 256 MiB grid: 64 (moved in 64 MiB steps) or a round step",
+    )
     parser.add_argument("--lp-cost", action="store_true", help="the seconds the host-level LP adds to a plan")
     parser.add_argument("--most-services", type=int, default=150, help="with --lp-cost: fleets of this many at most")
     args = parser.parse_args()
@@ -113,7 +121,7 @@ def main() -> None:
         ratios, ffd_ratios, times, rows = [], [], [], []
         above_ffd = optimal = 0
         for seed in seeds:
-            fleet = copies(generate(seed, size), args.copies)
+            fleet = regrained(copies(generate(seed, size), args.copies), args.budgets)
             result, seconds = _planned(fleet)
             bound = result.instance_lower_bound
             if args.lp_bound and result.instances > bound:  # a plan at its own bound needs no other
