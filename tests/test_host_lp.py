@@ -1626,7 +1626,8 @@ def test_only_a_one_gpu_lp_far_above_its_bound_is_polished_and_within_what_it_ca
     assert polish_calls(one, 400, 102.3, 100.0) == 3  # a call's cost grows with its items
     assert polish_calls(one, 100, 2502.3, 2000.0) == 10_000 // 100  # hundreds of hosts at stake: the items' budget
     assert polish_calls(one, 400, 2502.3, 2000.0) == 10_000 // 400
-    assert polish_calls(one, 100, 102.0, 100.0) == polish_calls(one, 100, 101.5, 99.2) == 0  # 2% above at most
+    assert polish_calls(one, 100, 101.0, 100.0) == polish_calls(one, 100, 100.5, 99.2) == 0  # 1% above at most
+    assert polish_calls(one, 100, 101.5, 100.0) == 400 * 2 // 100  # 102 over 100: past 1%, 2 hosts at stake
     assert polish_calls(four, 100, 130.0, 100.0) == 0  # the MILP is the exact pricing on one GPU only
 
 
@@ -1829,7 +1830,7 @@ def test_where_column_generation_stops_far_above_its_bound_the_milp_polishes_it_
         assert host_lp.solve(items, host).bound == full, seed
         monkeypatch.setattr(polish, "POLISH_GAP", 100.0)
         assert host_lp.solve(items, host).bound == short, seed
-        monkeypatch.setattr(polish, "POLISH_GAP", 1.02)
+        monkeypatch.setattr(polish, "POLISH_GAP", model.POLISH_GAP)
 
 
 @given(
