@@ -355,7 +355,7 @@ def _candidates(
 
     live = [i for i, d in enumerate(duals) if d > 1e-9]
     fixed = _fixed(items, host)
-    use, columns = fixed.use, fixed.use_columns
+    use = fixed.use
     at = np.array(live, dtype=np.intp)
     keys = -np.asarray(duals, dtype=float)[at] / np.maximum(_priced_use(fixed, prices)[at], 1e-12)
     priced = at[np.argsort(keys, kind="stable")].tolist()  # stable: ties by index
@@ -370,10 +370,8 @@ def _candidates(
     # with the other rows at the pricing LP's prices, then repaired by the builder and filled in the priced order.
     worth = np.asarray(duals, dtype=float)
     for row in (0, 2, 3):
-        p0, p1, p2, p3, p4 = (p if r != row else 0.0 for r, p in enumerate(prices))
-        reduced = (
-            worth - ((((p0 * columns[0] + p1 * columns[1]) + p2 * columns[2]) + p3 * columns[3]) + p4 * columns[4])
-        ).tolist()
+        lam = [p if r != row else 0.0 for r, p in enumerate(prices)]
+        reduced = (worth - _priced_use(fixed, lam)).tolist()
         if row == 0:
             chosen = [i for i in live if items[i].size and not items[i].whole and reduced[i] > 0]
             sizes, room, copies = [items[i].size for i in chosen], host.usable, host.gpus
