@@ -475,7 +475,7 @@ def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
     place = P._Replay.place
 
     def afresh(self: P._Replay, s: ServiceInput) -> bool:
-        self.rough_need = None
+        self.rough_for = None
         return place(self, s)
 
     monkeypatch.setattr(P._Replay, "place", afresh)
