@@ -809,19 +809,25 @@ def test_a_gpu_with_one_client_left_still_takes_a_task_when_the_roomiest_has_non
     exact = svc("exact", 1, 22307 - 23 * 210 - 100)
     run = P._Replay(L4X4, [one, two, mid, big, exact], "first-fit", random.Random(0), 1 << 30)
     host = run._launch()
-    run._take(host, one, (0,), 48)  # 17,507 MiB left, no client
-    run._take(host, two, (1,), 23)
-    run._take(host, one, (1,), 1)  # 17,377 MiB and one client left
+
+    def take(s: ServiceInput, gpu: int, k: int) -> None:
+        for _ in range(k):
+            run._take(host, s.name, run.needs[s.name], (gpu,))
+            run.live[s.name].append((host, (gpu,)))
+
+    take(one, 0, 48)  # 17,507 MiB left, no client
+    take(two, 1, 23)
+    take(one, 1, 1)  # 17,377 MiB and one client left
     for g in (2, 3):
-        run._take(host, big, (g,), 1)
-        run._take(host, mid, (g,), 2)
-        run._take(host, one, (g,), 13)  # 7 MiB left
+        take(big, g, 1)
+        take(mid, g, 2)
+        take(one, g, 13)  # 7 MiB left
     assert host.clients[:2] == [0, 1] and host.room[0] == max(host.room) and max(host.room[2:]) < 100
     assert run._fits(host, run.needs["one"]) and run._fits(host, run.needs["exact"])
     assert not run._fits(host, run.needs["two"])
-    run._take(host, one, (1,), 1)  # the one client left taken
+    take(one, 1, 1)  # the one client left taken
     assert not run._fits(host, run.needs["one"]) and not run._fits(host, run.needs["mid"])
-    run._take(host, one, (0,), -1)  # a client back on the roomiest GPU
+    run.stop(one)  # the oldest task of one stops: a client back on the roomiest GPU
     assert run._fits(host, run.needs["one"]) and run._fits(host, run.needs["mid"])
 
 

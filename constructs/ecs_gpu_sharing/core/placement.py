@@ -278,7 +278,7 @@ class _Replay:
                 return False  # larger than a host: the plan's task rules report it
         gpus = self._gpus(host, need)
         assert gpus is not None
-        self._take(host, s, gpus, 1)
+        self._take(host, name, need, gpus)
         self.live[name].append((host, gpus))
         low_cpu, low_mem, low_eni, low_budget = self.smallest  # below the smallest task: closed
         if host.cpu < low_cpu or host.mem < low_mem or host.eni < low_eni or host.largest_room < low_budget:
@@ -288,45 +288,66 @@ class _Replay:
             rough.remove(host)
         return True
 
-    def _take(self, host: _Host, s: ServiceInput, gpus: tuple[int, ...], k: int) -> None:
-        name = s.name
-        need = self.needs[name]
-        host.cpu -= need.cpu * k
-        host.mem -= need.mem * k
-        host.eni -= need.eni * k
+    def _take(self, host: _Host, name: str, need: _Need, gpus: tuple[int, ...]) -> None:
+        """One task of service ``name`` taken on ``host`` and its ``gpus`` (``stop`` gives one back)."""
+        host.cpu -= need.cpu
+        host.mem -= need.mem
+        host.eni -= need.eni
         if self.counted:
-            host.count[name] = host.count.get(name, 0) + k
+            host.count[name] = host.count.get(name, 0) + 1
         if self.grouped:
-            host.groups[need.group] = host.groups.get(need.group, 0) + k
-        host.tasks += k
+            host.groups[need.group] = host.groups.get(need.group, 0) + 1
+        host.tasks += 1
         host.served_room = -1
-        self.zone_tasks[name][host.zone] += k
+        self.zone_tasks[name][host.zone] += 1
         if not gpus:
             return
-        room, usable = host.room, self.cap.usable_gpu_memory_mib
+        room = host.room
         if need.whole:
             for i in gpus:
-                host.idle[i] = k < 0
-                room[i] = usable if k < 0 else 0
+                host.idle[i] = False
+                room[i] = 0
             host.largest_room = max(room)
             return
-        # The most room on a GPU, kept without reading every GPU: a task taken changes it only where its GPU had it;
-        # a task stopped raises it at most to its GPU's room.
-        size, clients, largest, lost = need.size * k, need.clients * k, host.largest_room, False
-        for i in gpus:
-            lost = lost or room[i] == largest
-            room[i] -= size
-            host.clients[i] -= clients
-            host.idle[i] = room[i] == usable
-            if room[i] > largest:
-                largest = room[i]
-        host.largest_room = max(room) if k > 0 and lost else largest
+        # The most room on a GPU, kept without reading every GPU: a task taken lowers it only where its GPU had it.
+        (i,) = gpus  # an MPS task's one GPU
+        lost = room[i] == host.largest_room
+        room[i] -= need.size
+        host.clients[i] -= need.clients
+        host.idle[i] = room[i] == self.cap.usable_gpu_memory_mib
+        if lost:
+            host.largest_room = max(room)
 
     def stop(self, s: ServiceInput, newest: bool = False) -> None:
         """Stops the oldest task of ``s`` (a rollout replaces the oldest first), or its newest."""
-        host, gpus = self.live[s.name].pop() if newest else self.live[s.name].popleft()
+        name = s.name
+        host, gpus = self.live[name].pop() if newest else self.live[name].popleft()
         self.rough_for = None  # a host gains room: the kept rough filter no longer holds
-        self._take(host, s, gpus, -1)
+        need = self.needs[name]
+        host.cpu += need.cpu
+        host.mem += need.mem
+        host.eni += need.eni
+        if self.counted:
+            host.count[name] -= 1
+        if self.grouped:
+            host.groups[need.group] -= 1
+        host.tasks -= 1
+        host.served_room = -1
+        self.zone_tasks[name][host.zone] -= 1
+        if gpus:
+            room, usable = host.room, self.cap.usable_gpu_memory_mib
+            if need.whole:
+                for i in gpus:
+                    host.idle[i] = True
+                    room[i] = usable
+                host.largest_room = max(room)
+            else:  # a task stopped raises the most room on a GPU at most to its GPU's room
+                (i,) = gpus
+                room[i] += need.size
+                host.clients[i] += need.clients
+                host.idle[i] = room[i] == usable
+                if room[i] > host.largest_room:
+                    host.largest_room = room[i]
         if host not in self.open:
             self.open.append(host)
 
