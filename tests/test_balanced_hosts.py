@@ -313,6 +313,47 @@ def test_the_repair_a_resource_at_a_time_moves_and_swaps_as_the_rows_did(
         assert found.tolist() == expected.tolist()
 
 
+def _spread_as_written(need: Any, slots: Any, gpus: int, count: int) -> Any:
+    """The spread as first written: which hosts have a copy's slots free read afresh for each copy."""
+    import numpy as np
+
+    load = np.zeros((count, need.shape[1]))
+    used = np.zeros(count, dtype=int)
+    where = np.full(len(slots), -1)
+    for c in sorted(range(len(slots)), key=lambda c: (-float(need[c].max()), -int(slots[c]), c)):
+        free = used + slots[c] <= gpus
+        if not free.any():
+            return None
+        b = int(np.argmin(np.where(free, load @ need[c], np.inf)))
+        where[c] = b
+        load[b] += need[c]
+        used[b] += slots[c]
+    return where
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 8), st.integers(0, 40_000), st.integers(0, 400_000)), min_size=1, max_size=60),
+    st.integers(1, 12),
+    st.sampled_from([1, 4, 8]),
+)
+def test_the_spread_keeps_the_free_hosts_per_slots_and_places_as_first_written(
+    drawn: list[tuple[int, int, int]], count: int, gpus: int
+) -> None:
+    """The spread keeps, per number of slots a copy takes, which hosts have them free, and mends that at the host each
+    copy goes to: the same hosts as reading every host's slots for each copy, on drawn copies (none, some or all of a
+    host's slots, CPU and memory as shares with many digits, ties among hosts), down to a copy that finds no room."""
+    import numpy as np
+
+    slots = np.array([d[0] for d in drawn])
+    need = np.array([[d[1] / 49_152, d[2] / 373_760] for d in drawn])
+    expected = _spread_as_written(need, slots, gpus, count)
+    found = balanced._spread(need, slots, gpus, count)
+    assert (found is None) == (expected is None)
+    if found is not None:
+        assert found.tolist() == expected.tolist()
+
+
 def _many_units() -> list[Unit]:
     """The swapped units' mix times 1,001 (8,008 GPUs), and one GPU of a fourth kind: 8,009 GPUs, 2,003 hosts of four
     GPU slots; a copy of the mix (eight GPUs) takes 1.9 hosts' CPU, so two hosts hold it only as the swaps find."""

@@ -145,21 +145,33 @@ def _in_parts(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Hos
 
 def _spread(need: Any, slots: Any, gpus: int, count: int) -> Any:
     """Each copy (the largest share first) on the host with a free slot whose load overlaps its needs least: the host
-    of each copy, or None where a copy finds no free slot."""
+    of each copy, or None where a copy finds no free slot. Which hosts have a copy's slots free is kept per number of
+    slots (0 where they have, infinity where not, added to the overlaps: the same least as the overlaps of the hosts
+    that have, first among equals) and mended at the host each copy goes to, where it was read afresh for each copy."""
     import numpy as np
 
     load = np.zeros((count, need.shape[1]))
-    used = np.zeros(count, dtype=int)
+    left = [gpus] * count  # free GPU slots, per host
+    barred: dict[int, tuple[Any, list[int]]] = {}  # per slots a copy takes: 0 or infinity per host, and hosts free
     where = np.full(len(slots), -1)
-    order = sorted(range(len(slots)), key=lambda c: (-float(need[c].max()), -int(slots[c]), c))
-    for c in order:
-        free = used + slots[c] <= gpus
-        if not free.any():
+    sizes = [int(s) for s in slots.tolist()]
+    largest = need.max(axis=1).tolist()
+    for c in sorted(range(len(sizes)), key=lambda c: (-largest[c], -sizes[c], c)):
+        taken = sizes[c]
+        if taken not in barred:
+            barred[taken] = (np.array([0.0 if n >= taken else np.inf for n in left]), [sum(n >= taken for n in left)])
+        bar, free = barred[taken]
+        if not free[0]:
             return None
-        b = int(np.argmin(np.where(free, load @ need[c], np.inf)))
+        b = int((load @ need[c] + bar).argmin())
         where[c] = b
         load[b] += need[c]
-        used[b] += slots[c]
+        before = left[b]
+        left[b] -= taken
+        for t, (other, still) in barred.items():
+            if before >= t > left[b]:  # host b no longer has t slots free
+                other[b] = np.inf
+                still[0] -= 1
     return where
 
 
