@@ -284,6 +284,8 @@ def _repaired_by_rows(need: Any, slots: Any, gpus: int, where: Any, count: int) 
     st.randoms(use_true_random=False),
     st.sampled_from([(True, True, True), (True, True, False), (False, True, False), (True, False, True)]),
     st.sampled_from([balanced.BALANCE_WORK, 300]),
+    st.booleans(),
+    st.booleans(),
 )
 def test_the_repair_a_resource_at_a_time_moves_and_swaps_as_the_rows_did(
     drawn: list[tuple[int, int, int, int]],
@@ -292,18 +294,25 @@ def test_the_repair_a_resource_at_a_time_moves_and_swaps_as_the_rows_did(
     rng: Any,
     needed: tuple[bool, bool, bool],
     work: int,
+    alike: bool,
+    spread: bool,
 ) -> None:
     """The repair works out each host's excess a resource at a time, and leaves out a resource no copy needs (the
     interfaces where no task is in awsvpc): numpy's sum over a last axis of three is several times slower than the
     columns added, and a resource of no need adds zeros. The same arithmetic in the same order, so the same moves
     and swaps, to the bit: held to the repair as first written, on drawn copies (slots, CPU, memory and interfaces as
-    shares of a host, some resources needed by none) spread by a drawn start, ending placed, stuck or out of work."""
+    shares of a host, some resources needed by none) spread by a drawn start, ending placed, stuck or out of work.
+    Where every copy takes as many slots (``alike``: most fleets' GPUs, one slot each), the repair reads a move's fit
+    from the host alone and a swap's not at all: the same moves and swaps as the tables of copies by copies. The start
+    is drawn, or (``spread``) the planner's own (``_spread``), whose hosts are often full, so only swaps move there."""
     import numpy as np
 
-    slots = np.array([d[0] for d in drawn])
+    slots = np.array([drawn[0][0] if alike else d[0] for d in drawn])
     room = (49_152, 373_760, 7)  # a host's CPU units, memory (MiB) and interfaces: shares with many digits
     need = np.array([[d[r + 1] / room[r] * needed[r] for r in range(3)] for d in drawn])
     where = np.array([rng.randrange(count) for _ in drawn])
+    if spread and (start := balanced._spread(need, slots, gpus, count)) is not None:
+        where = start
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(balanced, "BALANCE_WORK", work)
         expected = _repaired_by_rows(need, slots, gpus, where.copy(), count)
@@ -311,6 +320,25 @@ def test_the_repair_a_resource_at_a_time_moves_and_swaps_as_the_rows_did(
     assert (found is None) == (expected is None)
     if found is not None:
         assert found.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("mix", [1, 3])
+def test_on_hosts_full_of_slots_the_repair_swaps_as_the_rows_did(mix: int) -> None:
+    """The swapped units (``mix`` times over): the spread fills every host's GPU slots and leaves a host over its CPU,
+    so only swaps move, onto hosts whose slots are all used. The repair must find the rows' swaps there."""
+    import numpy as np
+
+    units = [dataclasses.replace(u, count=u.count * mix) for u in _swapped_units()]
+    kind = [k for k, u in enumerate(units) for _ in range(u.count)]
+    slots = np.array([len(units[k].gpus) for k in kind])
+    need = np.array([[units[k].cpu / L40S.host_cpu_units, units[k].mem / L40S.host_memory_mib] for k in kind])
+    count = 2 * mix
+    start = balanced._spread(need, slots, L40S.gpus_per_instance, count)
+    assert start is not None and np.bincount(start, minlength=count).tolist() == [4] * count
+    expected = _repaired_by_rows(need, slots, L40S.gpus_per_instance, start.copy(), count)
+    found = balanced._repaired(need, slots, L40S.gpus_per_instance, start.copy(), count)
+    assert expected is not None and found is not None
+    assert found.tolist() == expected.tolist()
 
 
 def _spread_as_written(need: Any, slots: Any, gpus: int, count: int) -> Any:

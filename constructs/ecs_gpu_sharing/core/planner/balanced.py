@@ -175,15 +175,20 @@ def _spread(need: Any, slots: Any, gpus: int, count: int) -> Any:
     return where
 
 
-def _over(columns: Sequence[Any]) -> Any:
+def _over(columns: Sequence[Any], fresh: bool = False) -> Any:
     """The excess over each host's CPU, memory and interfaces, summed: ``columns`` are its loads of each resource, in
     shares of a host (one array a resource, all of one shape). Added a resource at a time, in order: numpy's sum over
-    a last axis of three is several times slower than the columns added, and gives the same numbers."""
+    a last axis of three is several times slower than the columns added, and gives the same numbers. ``fresh``: the
+    columns are the caller's to overwrite (worked out for this call), so each step is written into them, not into a
+    new array: the same arithmetic, without allocating a table per step."""
     import numpy as np
 
-    total = np.maximum(columns[0] - 1.0, 0.0)
+    total = np.subtract(columns[0], 1.0, out=columns[0]) if fresh else columns[0] - 1.0
+    np.maximum(total, 0.0, out=total)
     for column in columns[1:]:
-        total += np.maximum(column - 1.0, 0.0)
+        part = np.subtract(column, 1.0, out=column) if fresh else column - 1.0
+        np.maximum(part, 0.0, out=part)
+        total += part
     return total
 
 
@@ -200,6 +205,9 @@ def _repaired(need: Any, slots: Any, gpus: int, where: Any, count: int) -> Any:
     needs = [np.ascontiguousarray(need[:, r]) for r in kept]
     loads = [np.ascontiguousarray(load[:, r]) for r in kept]
     used = np.bincount(where, weights=slots, minlength=count).astype(int)
+    # Every copy of as many GPU slots (most often one): a move's fit is then a host's alone, and a swap keeps both
+    # hosts' slots, so neither asks for a table of copies by copies.
+    alike = int(slots.min()) == int(slots.max())
     work = 0
     while (excess := _over(loads)).max() > 1e-12:
         for a in np.argsort(-excess, kind="stable")[: int((excess > 1e-12).sum())].tolist():
@@ -214,19 +222,27 @@ def _repaired(need: Any, slots: Any, gpus: int, where: Any, count: int) -> Any:
             theirs = [n[rest] for n in needs]
             # moves: copy i of host a to host b
             moved = (
-                _over([lo[None, :] + o[:, None] for lo, o in zip(loads, ours, strict=True)])
-                + _over([lo[a] - o for lo, o in zip(loads, ours, strict=True)])[:, None]
+                _over([lo[None, :] + o[:, None] for lo, o in zip(loads, ours, strict=True)], fresh=True)
+                + _over([lo[a] - o for lo, o in zip(loads, ours, strict=True)], fresh=True)[:, None]
                 - gain
             )
             moved[:, a] = np.inf
-            moved[used[None, :] + slots[mine][:, None] > gpus] = np.inf
+            if alike:
+                moved[:, used + int(slots[0]) > gpus] = np.inf
+            else:
+                moved[used[None, :] + slots[mine][:, None] > gpus] = np.inf
             # swaps: copy i of host a with copy j on its host, where[j]
             here = [lo[a] - o[:, None] + t[None, :] for lo, o, t in zip(loads, ours, theirs, strict=True)]
             there = [(lo[hosts] - t)[None, :] + o[:, None] for lo, o, t in zip(loads, ours, theirs, strict=True)]
-            swapped = _over(here) + _over(there) - gain[hosts][None, :]
-            fits_here = used[a] - slots[mine][:, None] + slots[rest][None, :] <= gpus
-            fits_there = used[hosts][None, :] - slots[rest][None, :] + slots[mine][:, None] <= gpus
-            swapped[~(fits_here & fits_there)] = np.inf
+            swapped = _over(here, fresh=True) + _over(there, fresh=True) - gain[hosts][None, :]
+            if alike:  # a swap leaves each host the slots it used
+                swapped[:, used[hosts] > gpus] = np.inf
+                if used[a] > gpus:
+                    swapped[:] = np.inf
+            else:
+                fits_here = used[a] - slots[mine][:, None] + slots[rest][None, :] <= gpus
+                fits_there = used[hosts][None, :] - slots[rest][None, :] + slots[mine][:, None] <= gpus
+                swapped[~(fits_here & fits_there)] = np.inf
             m = np.unravel_index(int(np.argmin(moved)), moved.shape)
             s = np.unravel_index(int(np.argmin(swapped)), swapped.shape) if rest.size else None
             best_swap = swapped[s] if s is not None else np.inf
