@@ -64,6 +64,26 @@ def test_without_work_for_the_repair_it_finds_none(monkeypatch: pytest.MonkeyPat
     assert balanced.pack_hosts_balanced(_swapped_units(), L40S, 2) is None
 
 
+def test_below_the_hosts_a_resource_summed_fills_there_is_no_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four GPUs each taking 0.6 of a host's CPU: one host's GPU slots, 2.4 hosts' CPU (a floor of 3). Below 3 hosts
+    no packing exists and none is searched for; at 3 the search runs and finds none (each host holds one such GPU),
+    at 4 it packs them."""
+    units = [_gpus("a", 0.6, 0.05, 4)]
+    assert units_floor(units, L40S) == (1, 3)
+    spread = balanced._spread
+    searched: list[int] = []
+
+    def counted(need: Any, slots: Any, gpus: int, count: int) -> Any:
+        searched.append(count)
+        return spread(need, slots, gpus, count)
+
+    monkeypatch.setattr(balanced, "_spread", counted)
+    assert balanced.pack_hosts_balanced(units, L40S, 2) is None and searched == []
+    assert balanced.pack_hosts_balanced(units, L40S, 3) is None and searched == [3]
+    packed = balanced.pack_hosts_balanced(units, L40S, 4)
+    assert packed is not None and plan_size(packed) == (4, 4) and searched == [3, 4]
+
+
 def test_too_few_slots_or_too_much_cpu_is_none() -> None:
     assert balanced.pack_hosts_balanced(_swapped_units(), L40S, 1) is None  # eight GPUs on four slots
     assert balanced.pack_hosts_balanced([_gpus("x", 0.6, 0.1, 2)], L40S, 1) is None  # 1.2 hosts of CPU on one
