@@ -239,6 +239,26 @@ def test_a_child_yields_the_core_to_its_caller() -> None:
     assert out == f"{beside.CHILD_NICENESS} True"
 
 
+def test_an_urgent_child_keeps_the_callers_priority_until_it_steps_back() -> None:
+    """A child made urgent (the scaled packing, one piece of work the caller waits for) runs at its caller's priority
+    until its work calls step_back, then CHILD_NICENESS below; a second step back changes nothing. Where the work runs
+    here (no child), step_back leaves the caller's priority alone."""
+    out = _fresh("""
+        def work():
+            before = os.nice(0)
+            beside.step_back()
+            beside.step_back()
+            return before, os.nice(0)
+
+        with Beside(work, worth=True, urgent=True) as pending:
+            before, after = pending.result()
+        print(before - os.nice(0), after - os.nice(0), pending.forked)
+        with Beside(work, worth=False, urgent=True) as here:
+            print(here.result() == (os.nice(0), os.nice(0)), here.forked)
+    """)
+    assert out.splitlines() == [f"0 {beside.CHILD_NICENESS} True", "True False"]
+
+
 def test_a_fork_the_system_refuses_leaves_the_work_here(monkeypatch: pytest.MonkeyPatch) -> None:
     """A process limit (EAGAIN) or no file descriptor left: no child, the work runs here, nothing leaks."""
     monkeypatch.setattr(beside, "can_fork", lambda: True)
@@ -276,9 +296,9 @@ def test_assess_asks_for_a_child_only_where_its_work_is_worth_one(
     asked: list[bool] = []
 
     class Recorded(Beside):  # type: ignore[type-arg]
-        def __init__(self, work: object, *, worth: bool) -> None:
+        def __init__(self, work: object, *, worth: bool, urgent: bool = False) -> None:
             asked.append(worth)
-            super().__init__(work, worth=worth)  # type: ignore[arg-type]
+            super().__init__(work, worth=worth, urgent=urgent)  # type: ignore[arg-type]
 
     monkeypatch.setattr(beside, "can_fork", lambda: False)
     monkeypatch.setattr(rules, "Beside", Recorded)

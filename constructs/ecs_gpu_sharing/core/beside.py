@@ -5,7 +5,9 @@ ratios, and planning, and none needs another's answer (``rules.assess``). On a m
 of the replays and the scaled packing run in forked children while the plans run here, and each child's answer comes
 back through a pipe, pickled. The answer is the same either way: the work is deterministic (the replays are seeded) and
 a child runs the same function on a copy of the same memory. A child runs CHILD_NICENESS steps below its caller, so
-where they want more cores than there are, the caller's plans, which the answer waits for anyway, go first.
+where they want more cores than there are, the caller's plans, which the answer waits for anyway, go first; a child
+made ``urgent`` (one piece of work the caller will wait for, ahead of work any process may take) keeps the caller's
+priority until its work calls ``step_back``.
 
 A fork is taken only where it is safe and can pay; otherwise the work runs here, when its answer is asked for:
 
@@ -68,9 +70,10 @@ class Beside(Generic[T]):
     and ``can_fork`` allow; ``result()`` its answer, read from the child, or computed here where no child ran or its
     answer was lost. Leaving the block reaps the child, killing it first where its answer was never asked for."""
 
-    def __init__(self, work: Callable[[], T], *, worth: bool) -> None:
+    def __init__(self, work: Callable[[], T], *, worth: bool, urgent: bool = False) -> None:
         self.work = work
         self.worth = worth
+        self.urgent = urgent  # the child starts at the caller's priority and steps back when its work says so
         self.pid = 0
         self.read_end = -1
         self.forked = False  # whether the answer came from a child (for tests and benchmarks)
@@ -97,7 +100,7 @@ class Beside(Generic[T]):
             return self
         if pid == 0:  # the child
             os.close(read_end)
-            _child(self.work, write_end)
+            _child(self.work, write_end, self.urgent)
         os.close(write_end)
         self.pid, self.read_end = pid, read_end
         return self
@@ -208,14 +211,32 @@ def _closed(descriptor: int) -> int:
     return -1
 
 
-def _child(work: Callable[[], object], write_end: int) -> None:
-    """Runs in the forked child: the answer pickled to ``write_end``, then leaves at once. Where the work raises (or
-    its answer does not pickle, or an interrupt comes), it leaves with status 1 and writes nothing: the caller runs the
-    work itself, so an exception is raised there as it would have been without a fork, with its traceback."""
-    code = 0
-    try:
+_STEPS_BACK = False  # set in a child made ``urgent``: ``step_back`` lowers its priority once
+
+
+def step_back() -> None:
+    """In a child made ``urgent`` (``Beside(..., urgent=True)``), CHILD_NICENESS steps below the caller from here on:
+    the part of its work the caller waits on is done. Nothing elsewhere (in the caller, or where the work runs here)."""
+    global _STEPS_BACK
+    if _STEPS_BACK:
+        _STEPS_BACK = False
         with contextlib.suppress(OSError):
             os.nice(CHILD_NICENESS)
+
+
+def _child(work: Callable[[], object], write_end: int, urgent: bool = False) -> None:
+    """Runs in the forked child: the answer pickled to ``write_end``, then leaves at once. Where the work raises (or
+    its answer does not pickle, or an interrupt comes), it leaves with status 1 and writes nothing: the caller runs the
+    work itself, so an exception is raised there as it would have been without a fork, with its traceback. An
+    ``urgent`` child keeps the caller's priority until its work calls ``step_back``."""
+    global _STEPS_BACK
+    code = 0
+    try:
+        if urgent:
+            _STEPS_BACK = True
+        else:
+            with contextlib.suppress(OSError):
+                os.nice(CHILD_NICENESS)
         data = pickle.dumps((work(),))
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(data)

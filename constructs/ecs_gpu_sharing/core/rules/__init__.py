@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache, partial
 
 from .. import quotas
-from ..beside import Beside, Claims
+from ..beside import Beside, Claims, step_back
 from ..capacity_facts import UNVERIFIED_INSTANCE_FAMILY
 from ..markdown import table
 from ..placement import (
@@ -214,8 +214,12 @@ def scale_capacities(caps: Iterable[CapacityInput], services: Sequence[ServiceIn
 def _scaled_then_replayed(
     caps: Sequence[CapacityInput], services: Sequence[ServiceInput], jobs: Sequence[Job], claims: Claims
 ) -> tuple[dict[str, tuple[int, int]], Replays]:
-    """The scaled fleets' packings, then the replays left to take (the third process beside the plans)."""
-    return scale_capacities(caps, services), replay_claimed(caps, services, jobs, claims)
+    """The scaled fleets' packings, then the replays left to take (the third process beside the plans). The packing is
+    one piece of work the caller waits for, where the replays are many any process may take: in a child it runs at
+    the caller's priority, and the child steps back for the replays (``beside.step_back``)."""
+    scaled = scale_capacities(caps, services)
+    step_back()
+    return scaled, replay_claimed(caps, services, jobs, claims)
 
 
 BESIDE_TASKS = 50  # tasks on EC2 capacities from which ECS's placement is replayed beside the plans (docs/planning.md)
@@ -252,6 +256,7 @@ def assess(
             Beside(
                 partial(_scaled_then_replayed, ec2, svcs, jobs, claims),
                 worth=replaying and max(on_ec2, default=0) > WHOLE_TASKS,
+                urgent=True,
             ) as scaling,
         ):
             steady = plan(caps.values(), svcs)
