@@ -673,5 +673,16 @@ def test_no_gpu_can_be_acknowledged_with_a_reason(acknowledged: bool) -> None:
     assert bool(_no_gpu_warnings(stack)) is not acknowledged
 
 
+def test_a_managed_instances_task_taking_no_gpu_is_pointed_at_its_own_plain_task_definition() -> None:
+    """On Managed Instances a task that needs no GPU is an aws_ecs.TaskDefinition of that compatibility, not an
+    Ec2TaskDefinition: the warning names the one that runs there."""
+    stack = _stack()
+    td = SharedGpuManagedInstancesTaskDefinition(stack, "Mi", cpu="1024", memory_mib="2048")
+    td.add_container("model", image=IMAGE, memory_limit_mib=512, user="1000")
+    (message,) = _no_gpu_warnings(stack)
+    text = str(message.entry.data)
+    assert "Compatibility.MANAGED_INSTANCES" in text and "Ec2TaskDefinition" not in text
+
+
 def test_a_task_without_containers_is_not_told_it_takes_no_gpu() -> None:
-    assert no_gpu_taken([]) is None
+    assert no_gpu_taken([], "aws_ecs.Ec2TaskDefinition") is None

@@ -74,6 +74,8 @@ def typed_sharing_strategy() -> bool:
 class _MpsContainers:
     """What both shared-GPU task definitions add to aws-ecs's: ``add_container(gpu=MpsShare(...))`` and its rules."""
 
+    _PLAIN = ""  # the aws_ecs task definition of the same launch type for a task that needs no GPU (TaskTakesNoGpu)
+
     def _init_mps(self, owner: str, usable_gpu_memory_mib: int | None) -> None:
         self._shares: list[tuple[str, MpsShare]] = []
         self._whole_gpu: list[tuple[str, int]] = []
@@ -199,7 +201,7 @@ class _MpsContainers:
             for c in self.node.children  # type: ignore[attr-defined]
             if isinstance(c, ecs.ContainerDefinition)
         ]
-        return None if self._shares or self._whole_gpu else no_gpu_taken(names)
+        return None if self._shares or self._whole_gpu else no_gpu_taken(names, self._PLAIN)
 
     def gpu_rule_violations(self) -> list[str]:
         """Every broken GPU rule of this task definition, as messages (empty when it is sound)."""
@@ -251,6 +253,8 @@ class SharedGpuTaskDefinition(_MpsContainers, ecs.Ec2TaskDefinition):
     :param kwargs: every other option of ``aws_ecs.Ec2TaskDefinition`` (``SharedGpuTaskDefinitionOptions``), passed
         on unchanged.
     """
+
+    _PLAIN = "aws_ecs.Ec2TaskDefinition"
 
     def __init__(
         self,
@@ -316,6 +320,8 @@ class SharedGpuManagedInstancesTaskDefinition(_MpsContainers, ecs.TaskDefinition
     :param kwargs: every other option of ``aws_ecs.TaskDefinition`` except ``compatibility``
         (``SharedGpuManagedInstancesTaskDefinitionOptions``), passed on unchanged.
     """
+
+    _PLAIN = "aws_ecs.TaskDefinition with compatibility=Compatibility.MANAGED_INSTANCES"
 
     def __init__(
         self,

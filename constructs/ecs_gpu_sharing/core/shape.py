@@ -91,16 +91,17 @@ TASK_TAKES_NO_GPU = RULES.declare(
 )
 
 
-def no_gpu_taken(containers: Sequence[str]) -> str | None:
+def no_gpu_taken(containers: Sequence[str], plain: str) -> str | None:
     """Why a shared-GPU task of these ``containers`` (their names), none of which holds an MPS budget or whole GPUs,
-    runs without a GPU (None where it has no container)."""
+    runs without a GPU (None where it has no container); ``plain``: the aws_ecs task definition for a task of that
+    launch type that needs no GPU."""
     if not containers:
         return None
     return (
         f"no container ({', '.join(containers)}) has gpu=MpsShare(...) or "
         "gpu_count, so ECS assigns the task no GPU, and the agent starts its containers without the NVIDIA runtime "
         "(amazon-ecs-agent, agent/api/task/task.go): a model here finds no GPU. Give the model's container "
-        "gpu=MpsShare(gpu_budget_mib=...), or use aws_ecs.Ec2TaskDefinition for a task that needs no GPU"
+        f"gpu=MpsShare(gpu_budget_mib=...), or use {plain} for a task that needs no GPU"
     )
 
 
