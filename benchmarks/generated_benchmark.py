@@ -226,24 +226,27 @@ def _lp_cost(sizes: str, seeds: list[int], reference: float, worst: int, most_se
 
 
 def _command(sizes: str, seeds: list[int], reference: float, worst: int) -> None:
-    """The whole ``plan --json`` command (``plan_benchmark.time_command``) on each seed's fleet drawn on each host of
+    """The whole ``plan --json`` command (``plan_benchmark.command_seconds``) on each seed's fleet drawn on each host of
     eight GPUs (a fleet of 100,000 tasks on fewer GPUs a host needs more than ECS's 5,000 instances a cluster), written
-    as a fleet file (``fleet_generator.fleet_file``), its tasks halved in size until the command says it fits."""
+    as a fleet file (``fleet_generator.fleet_file``), its tasks halved in size until the command says it fits. Beside
+    the wall seconds, the median of the CPU seconds each command took (its processes together) and of their ratio to
+    its wall seconds: the cores it kept busy."""
     import subprocess
     import sys
     import tempfile
     from pathlib import Path
 
-    from plan_benchmark import time_command
+    from plan_benchmark import command_seconds
 
     print(
-        "| tasks | host | fleets | services | command s median | p95 | worst | median / reference | worst / reference |"
+        "| tasks | host | fleets | services | command s median | p95 | worst | median / reference | worst / reference "
+        "| CPU s median | CPU / wall median |"
     )
-    print("| ---: | --- " + "| ---: " * 7 + "|")
+    print("| ---: | --- " + "| ---: " * 9 + "|")
     slowest = []
     for size in (int(s) for s in sizes.split(",")):
         for host in HOSTS[8]:
-            times, counts = [], []
+            times, counts, cpus = [], [], []
             for seed in seeds:
                 fleet = generate(seed, size, host)
                 scale = 1.0
@@ -256,12 +259,15 @@ def _command(sizes: str, seeds: list[int], reference: float, worst: int) -> None
                         if subprocess.run(command, capture_output=True).returncode == 0:
                             break
                         scale /= 2
-                seconds = time_command(text)
+                seconds, cpu = command_seconds(text)
                 services = sum(line.startswith("[service.") for line in text.splitlines())
                 times.append(seconds)
                 counts.append(services)
+                cpus.append(cpu)
                 slowest.append((seconds, size, f"{fleet.label} ({services} in the file, tasks x {scale:g})"))
-            print(f"| {size:,} | {host} | {len(seeds)} | {_times_row(times, counts, reference)}", flush=True)
+            busy = statistics.median(c / t for c, t in zip(cpus, times, strict=True))
+            row = f"{_times_row(times, counts, reference)} {statistics.median(cpus):.2f} | {busy:.2f} |"
+            print(f"| {size:,} | {host} | {len(seeds)} | {row}", flush=True)
     _slowest(slowest, worst)
 
 
