@@ -13,16 +13,16 @@ LP ran, its Farley bound) or, with ``--lp-bound``, the larger of that and the be
 the planner's time per fleet (median, worst), as a ratio to a reference run of fixed work timed in the same run,
 and the worst fleets. With ``--timing``, only the planner's time (no bound, no FFD baseline: those take minutes at
 100,000 tasks): per size, the services and the seconds per fleet, median, 95th percentile and worst, as ratios to
-the reference run too. A size of 40,000 tasks gives 400 to 2,000 services a fleet (1,000 services at the median).
-With ``--command``, the whole ``plan --json`` command's time instead, on each seed's fleet drawn on each host of eight
-GPUs and written as a fleet file (``_command``). With ``--copies K``, each service of each fleet is run as K alike
-services (``fleet_generator.copies``: one model a tenant), for the table of plans; with ``--budgets 64``, each MPS
-budget moved off the generator's 256 MiB grid in 64 MiB steps (as ``evaluate --write`` rounds), with ``--budgets 500``
-rounded to 500 MiB (``fleet_generator.regrained``), for the table of plans too. With ``--lp-cost``, what the
-host-level LP adds to the plan's time (#32: at most 2 s at 10,000 tasks in 150 services): each fleet of at most
-``--most-services`` services planned without the LP (``host_lp=False``) and with it, one after the other, and the
-difference's median, 95th percentile and worst (in seconds, and over the run's reference and over a reference run
-just before each fleet), the fleets over 2 s, and the hosts the LP saved (``_lp_cost``).
+the reference run too. A size of 40,000 tasks gives 400 to 2,000 services a fleet (1,000 services at the median). With
+``--command``, the whole ``plan --json`` command's time instead, and its CPU seconds beside it, on each seed's fleet
+drawn on each host of eight GPUs and written as a fleet file (``_command``). With ``--copies K``, each service of each
+fleet is run as K alike services (``fleet_generator.copies``: one model a tenant), for the table of plans; with
+``--budgets 64``, each MPS budget moved off the generator's 256 MiB grid in 64 MiB steps (as ``evaluate --write``
+rounds), with ``--budgets 500`` rounded to 500 MiB (``fleet_generator.regrained``), for the table of plans too. With
+``--lp-cost``, what the host-level LP adds to the plan's time (#32: at most 2 s at 10,000 tasks in 150 services): each
+fleet of at most ``--most-services`` services planned without the LP (``host_lp=False``) and with it, one after the
+other, and the difference's median, 95th percentile and worst (in seconds, and over the run's reference and over a
+reference run just before each fleet), the fleets over 2 s, and the hosts the LP saved (``_lp_cost``).
 """
 
 from __future__ import annotations
