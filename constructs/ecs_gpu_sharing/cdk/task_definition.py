@@ -74,7 +74,8 @@ def typed_sharing_strategy() -> bool:
 class _MpsContainers:
     """What both shared-GPU task definitions add to aws-ecs's: ``add_container(gpu=MpsShare(...))`` and its rules."""
 
-    _PLAIN = ""  # the aws_ecs task definition of the same launch type for a task that needs no GPU (TaskTakesNoGpu)
+    # Each subclass: the aws_ecs task definition of its launch type for a task needing no GPU (TaskTakesNoGpu)
+    _PLAIN: str
 
     def _init_mps(self, owner: str, usable_gpu_memory_mib: int | None) -> None:
         self._shares: list[tuple[str, MpsShare]] = []
