@@ -193,3 +193,24 @@ def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = INSTANCES_
                 ]
             left, part = left - count, part + 1
     return "\n".join(lines) + "\n"
+
+
+def fitting_fleet_file(fleet: Fleet) -> tuple[str, float]:
+    """``fleet`` as a fleet file (``fleet_file``) that the ``plan`` command accepts, and its scale: the tasks halved in
+    size until the command says they fit (a fleet of 100,000 tasks on hosts of eight GPUs can need more than ECS's
+    5,000 instances a cluster at full size). The command runs in a subprocess, as a team runs it."""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    scale = 1.0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fleet.toml"
+        while True:
+            text = fleet_file(fleet, scale)
+            path.write_text(text)
+            command = [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", str(path)]
+            if subprocess.run(command, capture_output=True).returncode == 0:
+                return text, scale
+            scale /= 2

@@ -32,7 +32,7 @@ import statistics
 import time
 
 from ffd import ffd
-from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, copies, fleet_file, generate, regrained
+from fleet_generator import HELD_OUT, HOSTS, TUNING, Fleet, copies, fitting_fleet_file, generate, regrained
 
 from ecs_gpu_sharing.core.planner import Plan, plan
 
@@ -228,14 +228,9 @@ def _lp_cost(sizes: str, seeds: list[int], reference: float, worst: int, most_se
 def _command(sizes: str, seeds: list[int], reference: float, worst: int) -> None:
     """The whole ``plan --json`` command (``plan_benchmark.command_seconds``) on each seed's fleet drawn on each host of
     eight GPUs (a fleet of 100,000 tasks on fewer GPUs a host needs more than ECS's 5,000 instances a cluster), written
-    as a fleet file (``fleet_generator.fleet_file``), its tasks halved in size until the command says it fits. Beside
-    the wall seconds, the median of the CPU seconds each command took (its processes together) and of their ratio to
-    its wall seconds: the cores it kept busy."""
-    import subprocess
-    import sys
-    import tempfile
-    from pathlib import Path
-
+    as a fleet file, its tasks halved in size until the command says it fits (``fleet_generator.fitting_fleet_file``).
+    Beside the wall seconds, the median of the CPU seconds each command took (its processes together) and of their
+    ratio to its wall seconds: the cores it kept busy."""
     from plan_benchmark import command_seconds
 
     print(
@@ -249,16 +244,7 @@ def _command(sizes: str, seeds: list[int], reference: float, worst: int) -> None
             times, counts, cpus = [], [], []
             for seed in seeds:
                 fleet = generate(seed, size, host)
-                scale = 1.0
-                with tempfile.TemporaryDirectory() as tmp:
-                    path = Path(tmp) / "fleet.toml"
-                    while True:
-                        text = fleet_file(fleet, scale)
-                        path.write_text(text)
-                        command = [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", str(path)]
-                        if subprocess.run(command, capture_output=True).returncode == 0:
-                            break
-                        scale /= 2
+                text, scale = fitting_fleet_file(fleet)
                 seconds, cpu = command_seconds(text)
                 services = sum(line.startswith("[service.") for line in text.splitlines())
                 times.append(seconds)

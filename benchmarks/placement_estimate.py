@@ -3,36 +3,54 @@
 whole fleet: the figure that sets ``REPLAYED_TASKS`` and ``ESTIMATE_HEADROOM``.
 
 Usage: python benchmarks/placement_estimate.py [--sizes 3200,3600,5000,10000] [--seeds 7,8] [--scaled 500,1000]
-                                               [--cache FILE] [--jobs 2]
+                                               [--cache FILE] [--jobs 2] [--generated SEEDS [--hosts TYPES]]
 
 For each workload, size, seed and capacity: the instances every whole replay needs at a rollout's peak (the worst
 replay) and keeps after (the median), then the estimate of each ``--scaled`` size, before its headroom, as a ratio of
 the whole figure; and, per scaled size, the worst shortfall, how many fell short, and the seconds the estimates took.
 The whole replays take minutes (1 to 17 s a capacity at 5,000 to 10,000 tasks): ``--cache`` keeps them in a JSON
-file between runs.
+file between runs. With ``--generated``, the generated benchmark's fleets of those seeds too (``fleet_generator``; on
+each of ``--hosts``, by default those of eight GPUs), each as the fleet file ``generated_benchmark.py --command``
+times (``fitting_fleet_file``) and as ``plan`` reads it: at 100,000 tasks (``--sizes 100000 --workloads ""``) a
+whole replay takes 1 to 2 minutes, nine a fleet file.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import time
+import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+from fleet_generator import HOSTS, fitting_fleet_file, generate
 from plan_benchmark import WORKLOADS
 
-from ecs_gpu_sharing.core import placement
+from ecs_gpu_sharing.core import fleet, placement, plan_inputs
 from ecs_gpu_sharing.core.planner import CapacityInput, ServiceInput, plan
 
 Case = tuple[str, int, int, str]  # workload, tasks, seed, capacity
 
 
+GENERATED = "generated on "  # a workload of the generated benchmark: the rest of its name is the instance type
+
+
+@functools.cache
+def _inputs(name: str, size: int, seed: int) -> tuple[list[CapacityInput], list[ServiceInput]]:
+    """The workload's capacities and services; a generated fleet's as ``plan`` reads its fleet file."""
+    if not name.startswith(GENERATED):
+        return WORKLOADS[name](size, seed)
+    text, _ = fitting_fleet_file(generate(seed, size, name.removeprefix(GENERATED)))
+    return plan_inputs.from_fleet(fleet.parse(tomllib.loads(text)))
+
+
 def _fleet(case: Case) -> tuple[CapacityInput, list[ServiceInput]]:
     name, size, seed, cap_name = case
-    caps, services = WORKLOADS[name](size, seed)
+    caps, services = _inputs(name, size, seed)
     (cap,) = [c for c in caps if c.name == cap_name]
     free = replace(cap, max_instances=None, min_instances=0)
     return free, sorted((s for s in services if s.capacity == cap_name and s.tasks), key=lambda s: s.name)
@@ -73,12 +91,16 @@ def main() -> None:
     parser.add_argument("--scaled", default="500,700,1000")
     parser.add_argument("--cache", type=Path, help="a JSON file keeping the whole replays between runs")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--generated", default="", help="the generated benchmark's fleets of these seeds too")
+    parser.add_argument("--hosts", default=",".join(HOSTS[8]), help="with --generated: on these instance types")
     args = parser.parse_args()
     cases: list[Case] = []
-    for name in args.workloads.split(","):
+    workloads = [name for name in args.workloads.split(",") if name]
+    workloads += [GENERATED + host for host in args.hosts.split(",")] if args.generated else []
+    for name in workloads:
         for size in (int(s) for s in args.sizes.split(",")):
-            for seed in (int(s) for s in args.seeds.split(",")):
-                caps, services = WORKLOADS[name](size, seed)
+            for seed in (int(s) for s in (args.generated if name.startswith(GENERATED) else args.seeds).split(",")):
+                caps, services = _inputs(name, size, seed)
                 for cap in caps:  # only capacities the plan estimates: past WHOLE_TASKS
                     if sum(s.tasks for s in services if s.capacity == cap.name) > placement.WHOLE_TASKS:
                         cases.append((name, size, seed, cap.name))

@@ -313,6 +313,22 @@ def test_past_whole_tasks_the_headroom_keeps_the_estimate_at_or_above_the_whole_
     assert P.place_capacity(cap, mine).needed == 217  # the estimate alone falls short
 
 
+def test_the_estimate_benchmark_reads_a_generated_fleet_as_plan_reads_its_file() -> None:
+    """``placement_estimate.py --generated``: a fleet of the generated benchmark as the fleet file that
+    ``generated_benchmark.py --command`` times (``fitting_fleet_file``: at 1,000 tasks on eight L4s a host it fits at
+    full size) and as ``plan`` reads it, its one capacity named ``gpu``; a workload of the plan benchmark as before."""
+    with benchmarks_on_path():
+        import placement_estimate
+        from fleet_generator import fitting_fleet_file, generate
+
+        text, scale = fitting_fleet_file(generate(1003, 1000, "g6.48xlarge"))
+        caps, services = placement_estimate._inputs(placement_estimate.GENERATED + "g6.48xlarge", 1000, 1003)
+        workload = placement_estimate._inputs("embedders", 3600, 7)
+    assert scale == 1.0 and [(c.name, c.gpus_per_instance) for c in caps] == [("gpu", 8)]
+    assert sum(s.tasks for s in services) == 1000 and len(services) == text.count("\n[service.")
+    assert [c.name for c in workload[0]] == ["l4x4"] and sum(s.tasks for s in workload[1]) == 3600
+
+
 def test_a_scaled_estimate_runs_the_replays_the_whole_fleet_would(monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmark's mixed fleet of 3,200 tasks (seed 8) puts 1,706 on one-L4 hosts. Replayed whole, past LARGE_TASKS:
     the three orders of LARGE_ORDERS, the instances kept after the rollouts 1,092 at the median. Estimated from 600
