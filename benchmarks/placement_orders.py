@@ -18,7 +18,7 @@ import random
 
 from plan_benchmark import WORKLOADS
 
-from ecs_gpu_sharing.core import placement
+from ecs_gpu_sharing.core import headroom, placement
 
 
 def main() -> None:
@@ -49,7 +49,7 @@ def main() -> None:
                         for k in range(1000, 1000 + args.draws)
                     ]
                     over = sum(p > need for p in peaks)
-                    past = sum(p > placement.with_headroom(need) for p in peaks)
+                    past = sum(p > headroom.with_headroom(need) for p in peaks)
                     rows.append((max(peaks) / max(need, 1), over, past))
                     print(
                         f"| {seed} | {name} | {tasks:,} | {cap.instance_type} | {need:,} | {max(peaks):,} | "
@@ -59,7 +59,7 @@ def main() -> None:
     print()
     print(
         f"{len(rows)} capacities: a draw needed more than the need on {sum(r[1] > 0 for r in rows)} (worst "
-        f"{max(r[0] for r in rows):.3f}), more than the need with {placement.ORDER_HEADROOM_PERCENT}% headroom on "
+        f"{max(r[0] for r in rows):.3f}), more than the need with {headroom.ORDER_HEADROOM_PERCENT}% headroom on "
         f"{sum(r[2] > 0 for r in rows)}"
     )
 

@@ -16,7 +16,7 @@ from ecs_gpu_sharing.core.capacity_facts import (
     reserved_memory_in_user_data,
     reserved_ports_in_user_data,
 )
-from ecs_gpu_sharing.core.placement import with_headroom
+from ecs_gpu_sharing.core.headroom import with_headroom
 from ecs_gpu_sharing.core.plan_inputs import capacity_input
 from ecs_gpu_sharing.core.planner import CapacityInput, CapacityPlan, ServiceInput
 from ecs_gpu_sharing.core.rules import (

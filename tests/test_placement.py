@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_gpu_sharing import FleetSpecError
+from ecs_gpu_sharing.core import headroom as H
 from ecs_gpu_sharing.core import placement as P
 from ecs_gpu_sharing.core import placement_strategies as S
 from ecs_gpu_sharing.core.capacity_facts import host_facts
@@ -118,7 +119,7 @@ def test_the_order_headroom_is_a_share_rounded_up_to_ecss_instances_a_cluster() 
     derived max_instances up to ECS's 5,000 container instances a cluster and no further; a need past 5,000 is the
     error it was."""
     needs = (0, 1, 5, 50, 100, 101, 4_760, 4_800, 5_000, 5_001)
-    assert [P.with_headroom(n) for n in needs] == [0, 2, 6, 53, 105, 107, 4_998, 5_000, 5_000, 5_001]
+    assert [H.with_headroom(n) for n in needs] == [0, 2, 6, 53, 105, 107, 4_998, 5_000, 5_000, 5_001]
 
 
 def test_a_strategy_that_scatters_warns_and_keeps_more_instances() -> None:
@@ -276,8 +277,9 @@ def test_scale_in_after_a_rollout_removes_empty_hosts_down_to_the_minimum() -> N
 
 
 def test_a_large_capacity_is_replayed_scaled_down_and_says_so() -> None:
-    """Past WHOLE_TASKS tasks the replays run on the fleet in proportion; the ratios scale the full packing, with
-    ESTIMATE_HEADROOM added, and the synth's line says the figure is an estimate."""
+    """Past WHOLE_TASKS tasks the replays run on the fleet in proportion; the ratios scale the full packing, with its
+    headroom added (``estimate_headroom``: past FAR_TASKS, FAR_HEADROOM), and the synth's line says the figure is an
+    estimate and what was added."""
     from ecs_gpu_sharing.core.plan_report import sizing_line
 
     services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
@@ -287,7 +289,11 @@ def test_a_large_capacity_is_replayed_scaled_down_and_says_so() -> None:
     assert found.needed >= assessment.surge.capacity("l4x4").instance_count
     assert found.expected_after_rollout >= assessment.steady.capacity("l4x4").instance_count
     line = sizing_line(assessment, "l4x4", assessment.max_instances["l4x4"])
-    assert "estimated from replays of the fleet scaled from 12,000 tasks to 1,000, 2% headroom added" in line
+    assert "estimated from replays of the fleet scaled from 12,000 tasks to 1,000, 4% headroom added" in line
+    fewer = [replace(s, tasks=s.tasks * 3 // 4) for s in services]  # 9,000 tasks
+    assessment = assess([L4X4], fewer)
+    line = sizing_line(assessment, "l4x4", assessment.max_instances["l4x4"])
+    assert "estimated from replays of the fleet scaled from 9,000 tasks to 1,000, 2% headroom added" in line
     small = [replace(s, tasks=s.tasks // 4) for s in services]
     assert P.place_capacity(L4X4, small).scaled_from == 0  # 3,000 tasks: replayed whole
     assert P.WHOLE_TASKS == 3000
@@ -309,7 +315,7 @@ def test_past_whole_tasks_the_headroom_keeps_the_estimate_at_or_above_the_whole_
     whole = P._replayed(cap, mine, total).needed
     found = P.place_capacity(cap, mine)
     assert found.scaled_from == total and found.needed >= whole == 220
-    monkeypatch.setattr(P, "ESTIMATE_HEADROOM", 0.0)
+    monkeypatch.setattr(H, "ESTIMATE_HEADROOM", 0.0)
     assert P.place_capacity(cap, mine).needed == 217  # the estimate alone falls short
 
 
@@ -424,13 +430,19 @@ def test_at_a_max_at_or_above_the_need_the_replays_are_not_run_again(monkeypatch
 
 
 def test_a_scaled_estimate_has_its_headroom(monkeypatch: pytest.MonkeyPatch) -> None:
-    services = [svc("a", 6000, 3000), svc("b", 4000, 7000), svc("c", 2000, 15000)]
-    surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)
-    packed = (surge.capacity("l4x4"), steady.capacity("l4x4"))
-    with_headroom = P.place_capacity(L4X4, services, packed).needed
-    monkeypatch.setattr(P, "ESTIMATE_HEADROOM", 0.0)
-    without = P.place_capacity(L4X4, services, packed).needed
-    assert without < with_headroom <= math.ceil(without * 1.02) + 1
+    """The scaled estimate's need raised by ESTIMATE_HEADROOM up to FAR_TASKS tasks (it fell up to 1.4% short of the
+    whole replays at 3,200-10,000 tasks) and by FAR_HEADROOM past them (up to 3.1% short at 100,000 tasks)."""
+    assert [H.estimate_headroom(n) for n in (3_001, 10_000, 10_001, 100_000)] == [0.02, 0.02, 0.04, 0.04]
+    for tasks, headroom in ((12_000, 0.04), (9_000, 0.02)):
+        services = [svc("a", tasks // 2, 3000), svc("b", tasks // 3, 7000), svc("c", tasks // 6, 15000)]
+        surge, steady = plan([L4X4], services, surge=True), plan([L4X4], services)
+        packed = (surge.capacity("l4x4"), steady.capacity("l4x4"))
+        with_headroom = P.place_capacity(L4X4, services, packed).needed
+        with monkeypatch.context() as m:
+            m.setattr(H, "ESTIMATE_HEADROOM", 0.0)
+            m.setattr(H, "FAR_HEADROOM", 0.0)
+            without = P.place_capacity(L4X4, services, packed).needed
+        assert math.ceil(without * (1 + headroom)) - 1 <= with_headroom <= math.ceil(without * (1 + headroom)) + 1
 
 
 def test_a_scaled_down_replay_takes_its_ratio_over_the_packer_without_the_host_level_lp(

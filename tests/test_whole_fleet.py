@@ -18,7 +18,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from ecs_gpu_sharing import FleetPlan, GpuCapacity, MpsShare, SharedGpuService, SharedGpuTaskDefinition
 from ecs_gpu_sharing.cdk.fleet_plan import PLAN_FILE
 from ecs_gpu_sharing.core.errors import ServiceError, TaskDefinitionError
-from ecs_gpu_sharing.core.placement import with_headroom
+from ecs_gpu_sharing.core.headroom import with_headroom
 from ecs_gpu_sharing.core.rules import OUTSIDE_PLAN_WARNING
 from stacks.fleet_app import build_app
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from . import quotas
+from .headroom import estimate_headroom
 from .mps import MAX_CLIENTS_PER_GPU
 from .placement_strategies import ECS_DEFAULT_STRATEGY, RANDOM, SPREAD_INSTANCE, host_key, host_keys
 
@@ -44,16 +44,10 @@ LARGE_TASKS = 1_000  # past this many tasks on a capacity, the orders of LARGE_O
 LARGE_ORDERS = ("smallest-first", "host-memory-first", "interleaved")  # the shuffle of whole services never needed more
 WHOLE_TASKS = 3_000  # capacities of up to this many tasks are replayed whole; past it, on a fleet scaled down
 REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the ratios applied to the full packing
-ESTIMATE_HEADROOM = 0.02  # ... and the need so estimated raised by this share: the estimate fell up to 1.4% short
-ORDER_HEADROOM_PERCENT = 5  # a derived MaxSize over the need: orders the replays did not draw needed up to 4.5% more
+# ... and the need so estimated raised by headroom.estimate_headroom
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
 BLOCKED_TASKS = 20_000  # past WHOLE_TASKS, up to this many tasks the full fleet is placed for DeploymentCannotStart
 SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its worst permutations need the most
-
-
-def with_headroom(needed: int) -> int:
-    """The need and ORDER_HEADROOM_PERCENT of it, rounded up, up to ECS's instances a cluster."""
-    return max(needed, min(-(-needed * (100 + ORDER_HEADROOM_PERCENT) // 100), quotas.INSTANCES_PER_CLUSTER.number))
 
 
 @dataclass(eq=False, slots=True)
@@ -566,7 +560,8 @@ def _scaled(
         plan([free], list(services), surge=k).capacity(cap.name) for k in (True, False)
     )
     small_surge, small_steady = small
-    needed = math.ceil(full_surge.instances_without_lp * found.needed * (1 + ESTIMATE_HEADROOM) / max(small_surge, 1))
+    raised = 1 + estimate_headroom(total)
+    needed = math.ceil(full_surge.instances_without_lp * found.needed * raised / max(small_surge, 1))
     after = math.ceil(full_steady.instances_without_lp * found.expected_after_rollout / max(small_steady, 1))
     needed = max(needed, full_surge.instance_count, cap.min_instances)
     # Blocked only where the steady fleet fills the limit: the full fleet is placed below the need (0.3 s at 20,000).

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 from . import text
 from .errors import PlanError
+from .headroom import ORDER_HEADROOM_PERCENT
 from .markdown import table
-from .placement import ORDER_HEADROOM_PERCENT
 
 LARGEST = 10**9  # no whole number of a plan comes near it
 FIX = "give a gpu-fleet-plan.json or plan --json output as the library wrote it, unedited"

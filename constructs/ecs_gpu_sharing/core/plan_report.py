@@ -15,8 +15,9 @@ from . import text
 from .allocation import Evidence, headroom
 from .cost import Prices, add_cost
 from .files import WrittenParts, keep_texts
+from .headroom import ORDER_HEADROOM_PERCENT, estimate_headroom, with_headroom
 from .markdown import table
-from .placement import ESTIMATE_HEADROOM, ORDER_HEADROOM_PERCENT, REPLAYED_TASKS, with_headroom
+from .placement import REPLAYED_TASKS
 from .planner import MANAGED_INSTANCES, CapacityPlan, GpuLoad, Plan, ServiceInput, interfaces_used
 from .rules import Assessment, Finding, Level, finding_line
 from .shape import TaskShape
@@ -256,7 +257,7 @@ def sizing_line(assessment: Assessment, name: str, max_instances: int) -> str:
         if placed.scaled_from:
             line += (
                 f" (estimated from replays of the fleet scaled from {placed.scaled_from:,} tasks to {REPLAYED_TASKS:,},"
-                f" {ESTIMATE_HEADROOM:.0%} headroom added to the need)"
+                f" {estimate_headroom(placed.scaled_from):.0%} headroom added to the need)"
             )
     return line
 

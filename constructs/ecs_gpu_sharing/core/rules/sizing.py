@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..placement import with_headroom
+from ..headroom import with_headroom
 from .model import Context
 
 
