@@ -812,6 +812,49 @@ def test_a_large_fleet_runs_ffd_in_the_gpu_order_and_those_of_host_resources_nea
     assert ffd_orders(L40S, _big(256, 1024, 4096, tasks=100)) == ["gpu", "memory", "cpu", "dominant", "sum"]
 
 
+def test_a_large_fleet_runs_ffd_beside_the_staged_plan_only_on_hosts_of_one_gpu() -> None:
+    """Past FFD_ALWAYS_TASKS, FFD runs beside the staged plan where host CPU or memory nearly binds, on hosts of one
+    GPU only: on the tuning fleets where it ran beside a staged plan it packed fewer hosts on every one of one GPU and
+    on none of several (docs/planning.md, "First-fit decreasing past 20,000 tasks")."""
+    from ecs_gpu_sharing.core.planner.ffd import FFD_ALWAYS_TASKS, ffd_may_help
+
+    h100 = capacity_input("h100", host_facts(["p5.48xlarge"]))
+    for cap, runs in ((L4, True), (L40S, False), (h100, False)):
+        groups = _big(256, 4096, 2048)
+        memory_hosts = math.ceil(4096 * 30_000 / cap.host_memory_mib)
+        assert ffd_may_help(cap, groups, memory_hosts) is runs, cap.name  # memory binds the staged plan's hosts
+        assert not ffd_may_help(cap, groups, 2 * memory_hosts)  # memory far from binding: the staged plan alone
+        assert ffd_may_help(cap, _big(256, 4096, 2048, tasks=FFD_ALWAYS_TASKS), 2 * memory_hosts)  # small: always
+
+
+def test_past_ffd_always_tasks_on_eight_gpus_a_host_the_plan_is_the_one_ffd_beside_it_did_not_beat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tuning seed 3 at 25,000 tasks on eight L4s a host (260 services, each binding its own resource), where FFD ran
+    beside the staged plan and packed no fewer hosts, for the steady plan and the surge: the same plans without it."""
+    from ecs_gpu_sharing.core.planner import ffd, packing
+
+    with benchmarks_on_path():
+        import fleet_generator
+
+    fleet = fleet_generator.generate(3, 25_000, "g6.48xlarge")
+    free = dataclasses.replace(fleet.capacity, max_instances=None)
+    fills: list[str] = []
+    fill = ffd.ffd_fill
+
+    def counted(*args: Any) -> Any:
+        fills.append(args[2])
+        return fill(*args)
+
+    monkeypatch.setattr(packing, "ffd_fill", counted)
+    now = [plan([fleet.capacity], fleet.services), plan([free], fleet.services, surge=True, host_lp=False)]
+    assert fills == []  # FFD did not run
+    monkeypatch.setattr(packing, "ffd_may_help", lambda *args: True)
+    before = [plan([fleet.capacity], fleet.services), plan([free], fleet.services, surge=True, host_lp=False)]
+    assert len(fills) == 6  # three orders a plan: it ran, as before ...
+    assert [p.capacities for p in now] == [p.capacities for p in before]  # ... and changed nothing
+
+
 def test_a_large_memory_bound_fleet_is_planned_by_ffd_alone_and_fits() -> None:
     from ecs_gpu_sharing.core.planner.ffd import ffd_hosts
     from ecs_gpu_sharing.core.planner.hosts import plan_size
