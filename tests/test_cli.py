@@ -462,3 +462,25 @@ def test_numpy_loaded_by_a_command_runs_no_thread_of_its_own() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.split()[-2:] == ["0", "1"], done.stderr[-2000:]
+
+
+def test_plan_imports_no_rule_family_checked_outside_the_plan_and_the_table_is_whole_when_read() -> None:
+    """The families checked only on a synthesized app or a written template are imported on the rule table's first
+    read (``rules.other_rules``), not ahead of a plan: a fleet file that acknowledges nothing plans without them."""
+    import subprocess
+    import sys
+
+    outside = [f"ecs_gpu_sharing.core.{m}" for m in ("container_guards", "service_rules", "tenancy", "written_fit")]
+    script = (
+        "import contextlib, io, sys\n"
+        "from ecs_gpu_sharing import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = cli.main(['plan', {EXAMPLE!r}, '--json'])\n"
+        f"before = [m for m in {outside!r} if m in sys.modules]\n"
+        "from ecs_gpu_sharing.core import rules\n"
+        "from ecs_gpu_sharing.core.service_rules import RULES as SERVICE_RULES\n"
+        "ids = {r.rule_id for r in rules.RULES}\n"
+        "print(code, before, all(row.rule_id in ids for row in SERVICE_RULES.rows), len(rules.RULES_BY_ID) == len(ids))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "0 [] True True", done.stderr[-2000:]

@@ -220,7 +220,10 @@ def _check_across(
 
 
 def _acknowledgments(problems: _Problems, where: str, kind: str, table: Mapping[str, Any]) -> dict[str, str]:
-    """A table's acknowledgments: each a warning about this kind of subject (``service``, ``capacity``)."""
+    """A table's acknowledgments: each a warning about this kind of subject (``service``, ``capacity``). The rule
+    table is read only where there are some (its rules checked outside the plan are imported on that first read)."""
+    if not table:
+        return {}
     out = {}
     mine, other = acknowledgeable(kind), acknowledgeable("capacity" if kind == "service" else "service")
     if kind == "service":

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
+from typing import TYPE_CHECKING
 
 from .. import quotas
 from ..beside import Beside, Claims, step_back
@@ -45,7 +46,8 @@ from .model import (
     Rule,
     finding_line,
 )
-from .other_rules import OTHER_RULES, RULE_FAILED
+from .other_rules import RULE_FAILED
+from .other_rules import rows as other_rows
 from .plan_rules import (
     CONSTRAINT_NOT_PLANNED,
     DEPLOYMENT_CANNOT_START,
@@ -75,10 +77,36 @@ from .plan_rules import (
 )
 from .sizing import derived_max, derived_max_instances, roll_in_service
 
-RULES: tuple[Rule, ...] = (*PLAN_RULES, *OTHER_RULES)
-"""Every rule of the library: the one table (the docs' rules page is generated from it)."""
+if TYPE_CHECKING:
+    OTHER_RULES: tuple[Rule, ...]
+    """The rules checked outside the plan (``other_rules.rows``)."""
+    RULES: tuple[Rule, ...]
+    """Every rule of the library: the one table (the docs' rules page is generated from it)."""
+    RULES_BY_ID: dict[str, Rule]
 
-RULES_BY_ID = {rule.rule_id: rule for rule in RULES}
+
+@cache
+def rule_table() -> tuple[Rule, ...]:
+    """``RULES``: the plan's rules, then those checked outside the plan (their families imported on this first read,
+    not before a plan: ``other_rules``)."""
+    return (*PLAN_RULES, *other_rows())
+
+
+@cache
+def _rules_by_id() -> dict[str, Rule]:
+    return {rule.rule_id: rule for rule in rule_table()}
+
+
+def __getattr__(name: str) -> object:
+    """``RULES``, ``RULES_BY_ID`` and ``OTHER_RULES``, made on first read (``rule_table``)."""
+    if name == "RULES":
+        return rule_table()
+    if name == "RULES_BY_ID":
+        return _rules_by_id()
+    if name == "OTHER_RULES":
+        return other_rows()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _OWNED_BY = {"service": ("service", "container", "task definition"), "capacity": ("capacity",)}
 
@@ -86,7 +114,7 @@ _OWNED_BY = {"service": ("service", "container", "task definition"), "capacity":
 @cache  # read for each service of a fleet file; the rules are fixed
 def acknowledgeable(kind: str) -> frozenset[str]:
     """Warning ids a service (its containers and task definition included) or a capacity may acknowledge."""
-    return frozenset(r.rule_id for r in RULES if r.level is Level.WARNING and r.about in _OWNED_BY[kind])
+    return frozenset(r.rule_id for r in rule_table() if r.level is Level.WARNING and r.about in _OWNED_BY[kind])
 
 
 TASK_ALONE_RULES = frozenset({*(r.rule_id for r in TASK_RULES), BUDGET_BELOW_NEED})
@@ -395,7 +423,7 @@ def markdown() -> str:
         "",
         *table(
             ("rule id", "level", "about", "checked by", "what it holds"),
-            ((f"`{r.rule_id}`", r.level, r.about, r.source, r.explanation) for r in RULES),
+            ((f"`{r.rule_id}`", r.level, r.about, r.source, r.explanation) for r in rule_table()),
         ),
     ]
     return "\n".join(lines) + "\n"
@@ -450,6 +478,7 @@ __all__ = [
     "placement_scatters",
     "roll_in_service",
     "roll_takes_host_out",
+    "rule_table",
     "service_outside_plan",
     "surge_does_not_fit",
     "surge_factor",
