@@ -1151,10 +1151,42 @@ def test_host_packing_in_chunks_places_every_unit_where_a_scan_of_every_group_do
         ]
         return [(h.count, h.gpus, h.cpu, h.mem, h.enis) for h in stage2.pack_hosts(made, cap)]
 
+    def visited_one_by_one() -> list[object]:
+        """First-fit decreasing over the groups as the packing's docstring says, each group asked ``_copies``."""
+        made = [
+            stage2.Unit([GpuLoad(((f"u{i}", 1),), 1000, 1)] * slots, cpu, mem * 1000, count, enis=enis)
+            for i, (slots, cpu, mem, count, enis) in enumerate(units)
+        ]
+        groups: list[stage2.Host] = []
+        for unit in sorted(made, key=lambda u: (stage2.largest_share(u, cap), u.cpu + u.mem), reverse=True):
+            n = unit.count
+            for group in list(groups):
+                k = stage2._copies(group, unit, cap)
+                if n == 0 or k == 0:
+                    continue
+                full, rest = min(divmod(n, k), (group.count, 0))
+                twins = [(c, m) for c, m in ((full, k), (int(rest > 0), rest)) if c]
+                made_twins = [stage2.Host(c, list(group.gpus), group.cpu, group.mem, {}, group.enis) for c, _ in twins]
+                for twin, (_, copies) in zip(made_twins, twins, strict=True):
+                    stage2._add(twin, unit, copies)
+                group.count -= sum(c for c, _ in twins)
+                where = groups.index(group)
+                groups[where : where + (0 if group.count else 1)] = made_twins
+                n -= sum(c * m for c, m in twins)
+            if n:
+                per_host = stage2._copies(stage2.Host(1, []), unit, cap)
+                full, rest = divmod(n, per_host)
+                for count, copies in ((full, per_host), (int(rest > 0), rest)):
+                    if count:
+                        groups.append(stage2.Host(count, []))
+                        stage2._add(groups[-1], unit, copies)
+        return [(h.count, h.gpus, h.cpu, h.mem, h.enis) for h in groups]
+
     in_chunks = packed()
     for shift in (1, 60):
         with _chunks_of(stage2, shift):
             assert packed() == in_chunks, shift
+    assert visited_one_by_one() == in_chunks
 
 
 @settings(max_examples=300, deadline=None)

@@ -126,16 +126,29 @@ def pack_hosts(units: list[Unit], cap: CapacityInput) -> list[Host]:
                     continue
                 at = found
             host = hosts[at]
-            # _copies, written out: this loop runs once per unit and host group
+            # _copies, written out with comparisons, not min(): this runs once per unit and host group visited
             k = (slots - len(host.gpus)) // per_gpu if per_gpu else unit.count
-            if cpu:
-                k = min(k, (cpu_cap - host.cpu) // cpu)
-            if mem:
-                k = min(k, (mem_cap - host.mem) // mem)
-            if enis:
-                k = min(k, (eni_cap - host.enis) // enis)
+            if cpu and (room := (cpu_cap - host.cpu) // cpu) < k:
+                k = room
+            if mem and (room := (mem_cap - host.mem) // mem) < k:
+                k = room
+            if enis and (room := (eni_cap - host.enis) // enis) < k:
+                k = room
             if k <= 0:
+                # On to the next group of this chunk with room for a copy, by the test first_open makes (most groups
+                # a chunk holds after the one a unit went to have none); a chunk's first group is read by its front.
                 at += 1
+                end = min((at + CHUNK_MASK) & ~CHUNK_MASK, len(hosts))
+                while at < end:
+                    host = hosts[at]
+                    if (
+                        len(host.gpus) <= slots - per_gpu
+                        and cpu_cap - host.cpu >= cpu
+                        and mem_cap - host.mem >= mem
+                        and eni_cap - host.enis >= enis
+                    ):
+                        break
+                    at += 1
                 continue
             full = n // k
             if full >= host.count:
