@@ -107,24 +107,28 @@ class Sizes:
     reads sizes, not items. A fleet of a thousand services shares a few dozen budgets (they come in 256 MiB steps)."""
 
     def __init__(self, items: list[Item]) -> None:
-        self.order: list[int] = []  # the sizes, largest first, negated (for bisect)
         self.members: dict[int, list[int]] = {}  # size -> its items' indices, in order
         self.left: dict[int, int] = {}  # size -> its items' tasks left
         for i, it in enumerate(items):
             if it.size not in self.members:
-                self.order.append(-it.size)
                 self.members[it.size] = []
                 self.left[it.size] = 0
             self.members[it.size].append(i)
             self.left[it.size] += it.left
+        # The sizes with tasks left, largest first, negated (for bisect). A size is dropped once its last task is
+        # taken: on held-out 1004 at 40,000 tasks more than half of those a GPU's room read had none left.
+        self.order = [-size for size, left in self.left.items() if left]
 
     def fitting(self, room: int) -> list[int]:
-        """The sizes of ``room`` or less, largest first."""
+        """The sizes of ``room`` or less with tasks left, largest first."""
         return [-neg for neg in self.order[bisect_left(self.order, -room) :]]
 
     def took(self, items: list[Item], contents: dict[int, int], repeat: int) -> None:
         for i, k in contents.items():
-            self.left[items[i].size] -= k * repeat
+            size = items[i].size
+            self.left[size] -= k * repeat
+            if not self.left[size]:
+                self.order.remove(-size)
 
 
 def _exact_fill(
