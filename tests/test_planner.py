@@ -1286,12 +1286,68 @@ def test_the_sizes_a_packing_keeps_are_its_items_tasks_left(monkeypatch: pytest.
     def checked(items: list, first: int, cap: CapacityInput, sizes: gpus.Sizes | None) -> dict[int, int]:
         assert sizes is not None
         fresh = gpus.Sizes(items)
-        seen.append((sizes.left, sizes.members, sizes.order) == (fresh.left, fresh.members, fresh.order))
+        kept, counted = (
+            (sizes.left, sizes.members, sizes.order, sizes.step),
+            (fresh.left, fresh.members, fresh.order, fresh.step),
+        )
+        seen.append(kept == counted)
         return gpus._fill_exact(items, first, cap, sizes)
 
     way = gpus.pack_gpus(items, L4, checked)
     assert sum(load.used_gpu_memory_mib * n for load, _, _, n in way) == sum(it.size * it.left for it in items)
     assert len(seen) > 10 and all(seen)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 30), st.integers(0, 6), st.integers(1, 24), st.integers(0, 3), st.integers(0, 3)),
+        min_size=1,
+        max_size=10,
+    ),
+    st.sampled_from([256, 512, 100, 1]),
+    st.integers(0, 255),
+    st.booleans(),
+)
+def test_the_exact_gpu_fill_is_what_filling_in_full_and_weighing_against_the_greedy_gives(
+    rows: list[tuple[int, int, int, int, int]], grain: int, odd: int, partner: bool
+) -> None:
+    """``_fill_exact`` returns the greedy fill without the exact fill's search where the greedy holds the most memory
+    the sizes left can sum to; elsewhere, and so everywhere, its answer is what the exact fill made in full and weighed
+    against the greedy fill gives (the GPU's usable memory off the sizes' grid by ``odd`` MiB, clients, CPU and memory
+    binding at times)."""
+    from ecs_gpu_sharing.core.planner import gpus
+
+    cap = dataclasses.replace(
+        L4, usable_gpu_memory_mib=24 * 256 + odd, host_cpu_units=8, host_memory_mib=8, gpus_per_instance=1
+    )
+    items = sorted(
+        (
+            gpus.Item(f"s{i}", size * grain, clients, cpu, mem, left)
+            for i, (size, left, clients, cpu, mem) in enumerate(rows)
+        ),
+        key=lambda it: (-it.size, -it.cpu, -it.mem, it.name),
+    )
+
+    def in_full(first: int) -> dict[int, int]:
+        contents = {first: 1}
+        room = cap.usable_gpu_memory_mib - items[first].size
+        if partner:
+            for i in range(gpus._fitting(items, room, first), len(items)):
+                if items[i].left - contents.get(i, 0) > 0:
+                    contents[i] = contents.get(i, 0) + 1
+                    room -= items[i].size
+                    break
+        for i, k in gpus._exact_fill(items, room, contents).items():
+            contents[i] = contents.get(i, 0) + k
+        greedy = gpus._fill_greedy(items, first, cap)
+        used = sum(items[i].size * k for i, k in contents.items())
+        fuller = used > sum(items[i].size * k for i, k in greedy.items())
+        return contents if gpus._limits_hold(items, contents, cap) and fuller else greedy
+
+    for first, it in enumerate(items):
+        if it.left and it.size <= cap.usable_gpu_memory_mib and it.cpu <= 8 and it.mem <= 8 and it.clients <= 48:
+            assert gpus._fill_exact(items, first, cap, gpus.Sizes(items), partner) == in_full(first)
 
 
 @settings(max_examples=300, deadline=None)

@@ -118,6 +118,7 @@ class Sizes:
         # The sizes with tasks left, largest first, negated (for bisect). A size is dropped once its last task is
         # taken: on held-out 1004 at 40,000 tasks more than half of those a GPU's room read had none left.
         self.order = [-size for size, left in self.left.items() if left]
+        self.step = math.gcd(*self.order)  # every fill's memory is a multiple of it (0 where no size is left)
 
     def fitting(self, room: int) -> list[int]:
         """The sizes of ``room`` or less with tasks left, largest first."""
@@ -129,6 +130,7 @@ class Sizes:
             self.left[size] -= k * repeat
             if not self.left[size]:
                 self.order.remove(-size)
+                self.step = math.gcd(*self.order)
 
 
 def _exact_fill(
@@ -209,7 +211,15 @@ def _fill_exact(
     items: list[Item], first: int, cap: CapacityInput, sizes: Sizes | None = None, partner: bool = False
 ) -> dict[int, int]:
     """The GPU's memory filled as fully as the remaining tasks allow (after one largest partner, if asked);
-    the greedy fill when that breaks a client, CPU or memory limit, or fills less."""
+    the greedy fill when that breaks a client, CPU or memory limit, or fills less. Where the greedy fill already
+    holds the most memory the sizes left can sum to (a GPU's usable memory, down to a multiple of their greatest
+    common divisor: every fill's is one), no fill holds more, and the greedy's is the answer without the exact fill's
+    search (on held-out 1004 at 40,000 tasks, 56% of them)."""
+    greedy = _fill_greedy(items, first, cap)
+    greedy_used = sum(items[i].size * k for i, k in greedy.items())
+    sizes = sizes or Sizes(items)
+    if sizes.step and greedy_used == cap.usable_gpu_memory_mib // sizes.step * sizes.step:
+        return greedy
     contents = {first: 1}
     room = cap.usable_gpu_memory_mib - items[first].size
     if partner:
@@ -220,9 +230,8 @@ def _fill_exact(
                 break
     for i, k in (_exact_fill(items, room, contents, sizes) or {}).items():
         contents[i] = contents.get(i, 0) + k
-    greedy = _fill_greedy(items, first, cap)
     used = sum(items[i].size * k for i, k in contents.items())
-    if _limits_hold(items, contents, cap) and used > sum(items[i].size * k for i, k in greedy.items()):
+    if _limits_hold(items, contents, cap) and used > greedy_used:
         return contents
     return greedy
 
