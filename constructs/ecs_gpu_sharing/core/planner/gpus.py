@@ -402,7 +402,9 @@ def _rounded_down(
     first), and the tasks left; ``None`` when a GPU so filled would break a host's CPU or memory."""
     items = sorted((replace(it) for it in items), key=lambda it: (-it.size, -it.cpu, -it.mem, it.name))
     keys = sorted({(it.size, it.clients) for it in items})
-    by_key = {k: [i for i, it in enumerate(items) if (it.size, it.clients) == k] for k in keys}
+    by_key: dict[tuple[int, int], list[int]] = {k: [] for k in keys}  # each key's items, in order (one pass)
+    for i, it in enumerate(items):
+        by_key[it.size, it.clients].append(i)
     groups: Way = []
     for pattern, value in sorted(solution.patterns, key=lambda p: (-p[1], p[0])):
         copies = int(value + 1e-9)
