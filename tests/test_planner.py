@@ -1069,10 +1069,10 @@ def test_ffd_skips_a_chunk_whose_hosts_cannot_take_a_task_where_its_bounds_alone
     unread = []
     scan = ffd._FirstFit.first_in_chunk
 
-    def counted(self: ffd._FirstFit, at: int, s: ServiceInput, group: str | None) -> int:
+    def counted(self: ffd._FirstFit, at: int, shape: tuple[int, int, int, int, int, str | None]) -> int:
         chunk = at >> ffd.CHUNK_SHIFT
         kept, misses = chunk in self.chunk_hosts, self.chunk_misses.get(chunk, 0)
-        found = scan(self, at, s, group)
+        found = scan(self, at, shape)
         unread.append(kept and found < 0 and self.chunk_misses.get(chunk, 0) == misses)  # a read in vain counts one
         return found
 

@@ -162,7 +162,7 @@ class _FirstFit(FirstFitHosts):
                     if bound is not None and (bound[0] < size or bound[1] < need_mem or bound[2] < need_cpu):
                         at += CHUNK
                         continue
-                    found = self.first_in_chunk(at, s, group)
+                    found = self.first_in_chunk(at, shape)
                     if found < 0:
                         at += CHUNK
                         continue
@@ -285,24 +285,24 @@ class _FirstFit(FirstFitHosts):
         self.span_bounds[at >> span_shift] = (room, mem, cpu)
         return room, mem, cpu
 
-    def first_in_chunk(self, at: int, s: ServiceInput, group: str | None) -> int:
+    def first_in_chunk(self, at: int, shape: tuple[int, int, int, int, int, str | None]) -> int:
         """The first position from ``at`` in the chunk of open GPUs starting there whose GPU and host can take a task
-        of ``s``; else -1, and the chunk's bounds (the most GPU memory, host memory and host CPU left in it) are
-        kept. These figures only shrink, so bounds once kept stay true: a chunk they rule out is skipped unread. Each
-        bound is the most over the chunk, so a chunk whose GPUs with memory are on hosts whose CPU or memory is spent
-        passes them, and is read for every service that asks (many services of one or two tasks: 0.1 s of the scaled
-        packing of held-out 1004 at 40,000 tasks, 1,176 services, on eight H100s a host). Once a chunk has been read
-        in vain HOSTS_AFTER_MISSES times, its hosts' figures are kept too (per host: the most GPU memory on its GPUs
-        in the chunk, its memory and CPU), again each time: where none has all three for ``s``, the chunk is not
-        read."""
+        of ``shape`` (``place_mps``'s: a task's GPU memory, clients, CPU, memory, interfaces and isolation group, read
+        off its service once a call of ``place_mps``, not once a chunk); else -1, and the chunk's bounds (the most GPU
+        memory, host memory and host CPU left in it) are kept. These figures only shrink, so bounds once kept stay
+        true: a chunk they rule out is skipped unread. Each bound is the most over the chunk, so a chunk whose GPUs
+        with memory are on hosts whose CPU or memory is spent passes them, and is read for every service that asks
+        (many services of one or two tasks: 0.1 s of the scaled packing of held-out 1004 at 40,000 tasks, 1,176
+        services, on eight H100s a host). Once a chunk has been read in vain HOSTS_AFTER_MISSES times, its hosts'
+        figures are kept too (per host: the most GPU memory on its GPUs in the chunk, its memory and CPU), again each
+        time: where none has all three for the task, the chunk is not read."""
         gpus, open_mps = self.gpus, self.open_mps
         cpu_left, mem_left, eni_left = self.cpu_left, self.mem_left, self.eni_left
-        size, clients = s.task_gpu_budget_mib, s.clients
-        need_cpu, need_mem, need_eni = s.cpu_units, s.memory_mib, s.network_interfaces
+        size, clients, need_cpu, need_mem, need_eni, group = shape
         per = self.capacity.gpus_per_instance
         chunk = at >> CHUNK_SHIFT
         hosts = self.chunk_hosts.get(chunk)
-        if hosts is not None:  # no host has a GPU with the memory, and the host memory and CPU, for s: none takes it
+        if hosts is not None:  # no host has a GPU with the memory, and the host memory and CPU, for it: none takes it
             for room, mem, cpu in hosts:
                 if room >= size and mem >= need_mem and cpu >= need_cpu:
                     break
