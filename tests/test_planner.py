@@ -1136,29 +1136,31 @@ def test_ffd_chunks_change_no_placement_where_room_is_met_exactly(
 def test_host_packing_in_chunks_places_every_unit_where_a_scan_of_every_group_does(
     units: list[tuple[int, int, int, int, int]],
 ) -> None:
-    """The host packing skips chunks of host groups its bounds rule out. With small figures (rooms met exactly, many
-    groups split), chunks of two and of thirty-two give the plan a scan of every group gives."""
+    """The host packing skips chunks of host groups its bounds rule out, and the groups of a chunk without room.
+    With small figures (rooms met exactly, many groups split), chunks of two and of thirty-two give the plan a scan of
+    every group gives, and first fit over the groups one by one, each asked ``_copies``, gives it too."""
     import dataclasses
 
     from ecs_gpu_sharing.core.planner import hosts as stage2
 
     cap = dataclasses.replace(L40S, host_cpu_units=16, host_memory_mib=24_000)
 
-    def packed() -> list[object]:
-        made = [
+    def made() -> list[stage2.Unit]:
+        return [
             stage2.Unit([GpuLoad(((f"u{i}", 1),), 1000, 1)] * slots, cpu, mem * 1000, count, enis=enis)
             for i, (slots, cpu, mem, count, enis) in enumerate(units)
         ]
-        return [(h.count, h.gpus, h.cpu, h.mem, h.enis) for h in stage2.pack_hosts(made, cap)]
+
+    def shown(hosts: list[stage2.Host]) -> list[object]:
+        return [(h.count, h.gpus, h.cpu, h.mem, h.enis) for h in hosts]
+
+    def packed() -> list[object]:
+        return shown(stage2.pack_hosts(made(), cap))
 
     def visited_one_by_one() -> list[object]:
         """First-fit decreasing over the groups as the packing's docstring says, each group asked ``_copies``."""
-        made = [
-            stage2.Unit([GpuLoad(((f"u{i}", 1),), 1000, 1)] * slots, cpu, mem * 1000, count, enis=enis)
-            for i, (slots, cpu, mem, count, enis) in enumerate(units)
-        ]
         groups: list[stage2.Host] = []
-        for unit in sorted(made, key=lambda u: (stage2.largest_share(u, cap), u.cpu + u.mem), reverse=True):
+        for unit in sorted(made(), key=lambda u: (stage2.largest_share(u, cap), u.cpu + u.mem), reverse=True):
             n = unit.count
             for group in list(groups):
                 k = stage2._copies(group, unit, cap)
@@ -1180,7 +1182,7 @@ def test_host_packing_in_chunks_places_every_unit_where_a_scan_of_every_group_do
                     if count:
                         groups.append(stage2.Host(count, []))
                         stage2._add(groups[-1], unit, copies)
-        return [(h.count, h.gpus, h.cpu, h.mem, h.enis) for h in groups]
+        return shown(groups)
 
     in_chunks = packed()
     for shift in (1, 60):
