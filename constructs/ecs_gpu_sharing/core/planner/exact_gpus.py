@@ -135,10 +135,9 @@ def _hosts(units: list[Unit], capacity: CapacityInput, host_bound: int, repair: 
 def gpu_units(ways: list[Way], enis: dict[str, int]) -> list[Unit]:
     """The GPUs of ``ways`` (one a group) as stage 2's units, each with the network interfaces its tasks take
     (``enis``: a task's, by service)."""
-    if not any(enis.values()):  # no task takes an interface of its own (most fleets): none summed
-        return [Unit([load], cpu, mem, count) for way in ways for load, cpu, mem, count in way]
+    counted = any(enis.values())  # most fleets' tasks take no interface of their own: nothing to sum
     return [
-        Unit([load], cpu, mem, count, enis=sum(enis[name] * k for name, k in load.tasks))
+        Unit([load], cpu, mem, count, enis=sum(enis[name] * k for name, k in load.tasks) if counted else 0)
         for way in ways
         for load, cpu, mem, count in way
     ]
