@@ -484,3 +484,32 @@ def test_plan_imports_no_rule_family_checked_outside_the_plan_and_the_table_is_w
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "0 [] True True", done.stderr[-2000:]
+
+
+def test_plan_loads_the_documents_modules_after_its_plans() -> None:
+    """The plan document's modules (``plan_document``, ``plan_report``, ``cost``) are not imported before the plans
+    begin (the console script's import), but while ECS's placement is replayed beside them, and the document is
+    written whole."""
+    import subprocess
+    import sys
+
+    document = [f"ecs_gpu_sharing.core.{m}" for m in ("plan_document", "plan_report", "cost")]
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from ecs_gpu_sharing import cli\n"
+        "from ecs_gpu_sharing.core import rules\n"
+        "seen = []\n"
+        "plan = rules.plan\n"
+        "def watched(*args, **kwargs):\n"
+        f"    seen.append([m for m in {document!r} if m in sys.modules])\n"
+        "    return plan(*args, **kwargs)\n"
+        "rules.plan = watched\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    code = cli.main(['plan', {EXAMPLE!r}, '--json'])\n"
+        "doc = json.loads(out.getvalue())\n"
+        f"after = [m for m in {document!r} if m in sys.modules]\n"
+        "print(code, seen[0], len(after), bool(doc['capacities'][0]['instances']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "0 [] 3 True", done.stderr[-2000:]

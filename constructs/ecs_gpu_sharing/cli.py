@@ -13,14 +13,18 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from .core import catalog, cost, fleet, plan_document, plan_inputs, plan_report, text
-from .core.errors import GpuSharingError, PlanError
-from .core.files import check_output_path, json_text, read_json, write_atomic
+from .core import catalog, fleet, plan_inputs, text
+from .core.errors import GpuSharingError
+from .core.files import check_output_path, json_text, write_atomic
 from .core.rules import assess
 from .preflight import add_fleet_checks
 from .stacks_commands import add_stacks_commands
+
+if TYPE_CHECKING:  # the plan document's modules load where a command needs them (``_plan``)
+    from .core import plan_document
+    from .core.planner import Plan
 
 
 def _catalog_list(args: argparse.Namespace) -> int:
@@ -58,10 +62,20 @@ def _plan(args: argparse.Namespace) -> int:
         from .regions import known_regions  # botocore's endpoint data: no call, no credentials
 
         fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
-    # With --json the plan's hosts, most of the document, are made and written while ECS's placement is replayed
-    # beside the plans (``assess``'s meanwhile), and the document takes them from there (docs/planning.md).
-    ahead = plan_report.HostsAhead(JSON_INDENT)
-    result = assess(*plan_inputs.from_fleet(spec), meanwhile=ahead if args.json else None)  # as a synth plans
+    # With --json the plan's hosts, most of the document, are made and written (its modules imported) while ECS's
+    # placement is replayed beside the plans (``assess``'s meanwhile), and the document takes them (docs/planning.md).
+    made: list[Any] = []  # plan_report.HostsAhead, made there
+
+    def meanwhile(steady: Plan) -> None:
+        from .core import plan_report
+
+        made.append(plan_report.HostsAhead(JSON_INDENT))
+        made[0](steady)
+
+    result = assess(*plan_inputs.from_fleet(spec), meanwhile=meanwhile if args.json else None)  # as a synth plans
+    from .core import cost, plan_report
+
+    ahead = made[0] if made else plan_report.HostsAhead(JSON_INDENT)
     doc = plan_report.document(result, _plan_prices(args, spec), instances=ahead.hosts)
     if svg is not None:
         _write_svg(svg, doc)
@@ -79,7 +93,9 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _plan_file(args: argparse.Namespace, svg: Path | None) -> int:
     """A plan JSON already made (a construct app's cdk.out/gpu-fleet-plan.json): shown, drawn, costed again."""
-    doc = _read_plan(args.fleet)
+    from .core import cost, plan_document, plan_report
+
+    doc = plan_document.read_file(args.fleet)
     if args.prices:
         doc = cost.add_cost(doc, cost.load_prices(args.prices))
     if svg is not None:
@@ -95,19 +111,10 @@ def _write_svg(path: Path, doc: plan_document.PlanDocument) -> None:
     write_atomic(path, plan_svg.to_svg(doc))
 
 
-def _read_plan(path: str, option: str = "") -> plan_document.PlanDocument:
-    """A plan file, read by the one reader (``plan_document.load``): one line naming the file otherwise."""
-    try:
-        doc = read_json(path, what="plan", option=option)
-    except GpuSharingError as error:
-        raise PlanError(f"{error}; {plan_document.FIX}") from None
-    return plan_document.load(doc, source=f"{option} {path}" if option else path)
-
-
 def _plan_diff(args: argparse.Namespace) -> int:
-    from .core import plan_diff
+    from .core import plan_diff, plan_document
 
-    docs = [_read_plan(path) for path in (args.old, args.new)]
+    docs = [plan_document.read_file(path) for path in (args.old, args.new)]
     result = plan_diff.diff(docs[0], docs[1], old_source=args.old, new_source=args.new)
     print(
         plan_diff.to_markdown(result) if args.markdown else plan_diff.to_text(result), end="" if args.markdown else "\n"
@@ -218,15 +225,16 @@ def _prices_refresh(args: argparse.Namespace) -> int:
 
 def _plan_prices(args: argparse.Namespace, spec: fleet.FleetSpec) -> Any:
     """The prices a plan is costed with: --prices, else the fleet file's prices key, else none."""
-    path = args.prices or spec.prices_path
-    return cost.load_prices(path) if path else None
+    from .core import cost
+
+    return cost.load_prices(path) if (path := args.prices or spec.prices_path) else None
 
 
 def _evaluate_subjects(
     args: argparse.Namespace, ecs: Any, spec: fleet.FleetSpec | None
 ) -> tuple[Any, dict[str, Any], dict[str, str], str]:
     """The fleet spec (or None), what is judged, name -> ECS service name, and a word on the source."""
-    from .core import right_size
+    from .core import plan_document, right_size
     from .operations import evaluate
     from .operations.aws import client
 
@@ -235,7 +243,7 @@ def _evaluate_subjects(
         subjects = right_size.fleet_subjects(spec)
         return spec, subjects, {n: names[n] for n in subjects if n in names}, f"fleet file {args.fleet}"
     if args.plan:
-        doc = _read_plan(args.plan, option="--plan")
+        doc = plan_document.read_file(args.plan, option="--plan")
         subjects = right_size.plan_subjects(doc)
         names = evaluate.deployed_names(
             client("cloudformation", args.region), doc, evaluate.service_names(ecs, args.cluster)
@@ -246,7 +254,7 @@ def _evaluate_subjects(
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .core import fleet_edit, plan_diff, right_size
+    from .core import fleet_edit, plan_diff, plan_report, right_size
     from .operations import evaluate
     from .operations.aws import client
 

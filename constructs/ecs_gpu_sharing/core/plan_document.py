@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import text
-from .errors import PlanError
+from .errors import GpuSharingError, PlanError
+from .files import read_json
 from .headroom import ORDER_HEADROOM_PERCENT
 from .markdown import table
 
@@ -376,6 +377,16 @@ def load(doc: Any, *, source: str) -> PlanDocument:
     """The one reader of a plan file's JSON: a ``PlanDocument``, or one ``PlanError`` line naming the file, the field
     (``capacities[].usable_gpu_memory_mib``), its value and what it should be."""
     return _read(PlanDocument, doc, "", source)
+
+
+def read_file(path: str, option: str = "") -> PlanDocument:
+    """A plan file (``option``: the command's option that named it, if one did), read by ``load``; one ``PlanError``
+    line naming the file where it cannot be read as JSON."""
+    try:
+        doc = read_json(path, what="plan", option=option)
+    except GpuSharingError as error:
+        raise PlanError(f"{error}; {FIX}") from None
+    return load(doc, source=f"{option} {path}" if option else path)
 
 
 def _refuse(source: str, path: str, what: str) -> PlanError:
