@@ -319,11 +319,12 @@ def test_json_text_writes_a_part_met_again_as_it_wrote_it_at_that_indent() -> No
         assert json_text(doc, indent) == json.dumps(plain(doc), indent=indent)
 
 
-def test_texts_kept_beforehand_are_what_a_plan_documents_text_takes_for_its_hosts() -> None:
-    """The ``plan`` command writes a plan's hosts while ECS's placement is replayed (``assess``'s ``meanwhile``,
-    ``plan_report.HostsAhead``), and the document's text takes each host group's from there: marked kept
-    texts show in the document where its hosts stand, once per group, and unmarked ones give json.dumps's text. A
-    part's kept text is another object's no more once that part is gone (the part is held with it)."""
+def test_texts_kept_beforehand_are_what_a_plan_documents_text_takes_for_its_hosts_and_services() -> None:
+    """The ``plan`` command writes a plan's hosts and services while ECS's placement is replayed (``assess``'s
+    ``meanwhile``, ``plan_report.HostsAhead``), and the document's text takes each host group's and service's from
+    there: marked kept texts show in the document where its hosts and services stand, once per group and service, and
+    unmarked ones give json.dumps's text. A part's kept text is another object's no more once that part is gone (the
+    part is held with it)."""
     from ecs_gpu_sharing.core import fleet, plan_document, plan_inputs, plan_report
     from ecs_gpu_sharing.core.files import WrittenParts
     from ecs_gpu_sharing.core.planner import Plan
@@ -331,33 +332,54 @@ def test_texts_kept_beforehand_are_what_a_plan_documents_text_takes_for_its_host
 
     from conftest import REPO
 
-    seen: list[Plan] = []
+    seen: list[tuple[Plan, Plan]] = []
     ahead = plan_report.HostsAhead(2)
 
-    def meanwhile(steady: Plan) -> None:
-        seen.append(steady)
-        ahead(steady)
+    def meanwhile(steady: Plan, surge: Plan) -> None:
+        seen.append((steady, surge))
+        ahead(steady, surge)
 
     result = assess(*plan_inputs.from_fleet(fleet.load(REPO / "tests" / "fleets" / "wide.toml")), meanwhile=meanwhile)
-    assert len(seen) == 1 and seen[0] is result.steady
+    assert seen == [(result.steady, result.surge)] and ahead.stands(result)
     hosts, written = ahead.hosts, ahead.written
-    doc = plan_report.document(result, instances=hosts)
+    doc = plan_report.document(result, ahead=ahead)
     assert doc == plan_report.document(result)
+    assert doc.services is ahead.services and all(s.placement for s in doc.services)
     groups = [g for c in doc.capacities for g in c.instances]
     assert groups and all(any(g is h for h in hosts[c.name]) for c in doc.capacities for g in c.instances)
     marked = WrittenParts()  # the texts kept, host groups' marked (before the document's own are kept beside them)
     marked.texts = {
         2: {
-            key: (part, '"kept"' if isinstance(part, plan_document.InstanceGroup) else text)
+            key: (part, '"kept"' if isinstance(part, plan_document.InstanceGroup | plan_document.Service) else text)
             for key, (part, text) in written.texts[2].items()
         }
     }
     assert json_text(doc, 2, written=written) == json.dumps(doc.to_json(), indent=2)
-    assert json_text(doc, 2, written=marked).count('"kept"') == len(groups)
+    assert json_text(doc, 2, written=marked).count('"kept"') == len(groups) + len(doc.services)
     assert json_text(doc, 1, written=marked) == json.dumps(doc.to_json(), indent=1)  # another indent: its own texts
     gone = WrittenParts()
     gone.texts = {2: {(id(part), at): (object(), '"kept"') for (_, at), (part, _) in written.texts[2].items()}}
     assert '"kept"' not in json_text(doc, 2, written=gone)
+
+
+def test_services_made_ahead_are_not_taken_where_the_placement_model_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HostsAhead`` makes the services as if ECS's placement is modelled on each EC2 capacity whose tasks all fit;
+    where the model fails on one, the assessment says so and the document makes its own services, which carry no
+    placement there, not those made ahead."""
+    from ecs_gpu_sharing.core import fleet, plan_inputs, plan_report, rules
+
+    from conftest import REPO
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("model broken")
+
+    monkeypatch.setattr(rules, "place_capacity", failing)
+    ahead = plan_report.HostsAhead(2)
+    result = rules.assess(*plan_inputs.from_fleet(fleet.load(REPO / "tests" / "fleets" / "wide.toml")), meanwhile=ahead)
+    assert not result.placement and any("the model of ECS's placement failed" in f.message for f in result.findings)
+    assert ahead.services and all(s.placement for s in ahead.services) and not ahead.stands(result)
+    doc = plan_report.document(result, ahead=ahead)
+    assert doc == plan_report.document(result) and all(s.placement is None for s in doc.services)
 
 
 def test_json_text_writes_a_plan_as_json_dumps_does(capsys: pytest.CaptureFixture[str]) -> None:

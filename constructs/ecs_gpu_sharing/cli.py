@@ -62,21 +62,21 @@ def _plan(args: argparse.Namespace) -> int:
         from .regions import known_regions  # botocore's endpoint data: no call, no credentials
 
         fleet.check_region(spec, known_regions())  # what the synth refuses, plan refuses too
-    # With --json the plan's hosts, most of the document, are made and written (its modules imported) while ECS's
-    # placement is replayed beside the plans (``assess``'s meanwhile), and the document takes them (docs/planning.md).
+    # With --json the plan's hosts and services, most of the document, are made and written (its modules imported)
+    # while ECS's placement is replayed beside the plans (``assess``'s meanwhile) (docs/planning.md).
     made: list[Any] = []  # plan_report.HostsAhead, made there
 
-    def meanwhile(steady: Plan) -> None:
+    def meanwhile(steady: Plan, surge: Plan) -> None:
         from .core import plan_report
 
         made.append(plan_report.HostsAhead(JSON_INDENT))
-        made[0](steady)
+        made[0](steady, surge)
 
     result = assess(*plan_inputs.from_fleet(spec), meanwhile=meanwhile if args.json else None)  # as a synth plans
     from .core import cost, plan_report
 
     ahead = made[0] if made else plan_report.HostsAhead(JSON_INDENT)
-    doc = plan_report.document(result, _plan_prices(args, spec), instances=ahead.hosts)
+    doc = plan_report.document(result, _plan_prices(args, spec), ahead=ahead)
     if svg is not None:
         _write_svg(svg, doc)
     if args.json:

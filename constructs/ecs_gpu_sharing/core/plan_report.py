@@ -7,7 +7,7 @@ note.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from . import plan_document as pd
@@ -19,7 +19,7 @@ from .headroom import ORDER_HEADROOM_PERCENT, estimate_headroom, with_headroom
 from .markdown import table
 from .placement import REPLAYED_TASKS
 from .planner import MANAGED_INSTANCES, CapacityPlan, GpuLoad, Plan, ServiceInput, interfaces_used
-from .rules import Assessment, Finding, Level, finding_line
+from .rules import Assessment, Finding, Level, finding_line, placement_modelled
 from .shape import TaskShape
 
 
@@ -87,42 +87,22 @@ def document(
     allowances: Sequence[tuple[str, str, str]] = (),
     not_judged: Sequence[tuple[str, str]] = (),
     deployed_as: Mapping[str, pd.DeployedAs] | None = None,
-    instances: Mapping[str, tuple[pd.InstanceGroup, ...]] | None = None,
+    ahead: HostsAhead | None = None,
 ) -> pd.PlanDocument:
     """The plan document (``core.plan_document``): the same for ``ecs-gpu-sharing plan --json`` and
     ``cdk.out/gpu-fleet-plan.json``; with ``prices``, what it costs (``core.cost``), else how to get prices. A synth
     adds the allow-list's allowances (resource, rule id, reason) and what it could not judge (resource, reason).
-    ``instances``: each capacity's hosts as ``HostsAhead`` made them of this assessment's steady plan."""
+    ``ahead``: the hosts and services ``HostsAhead`` made of this assessment's plans, taken where they stand."""
     plan = assessment.steady
     deployed_as = deployed_as or {}
     shapes = {s.name: s.shape for s in plan.services}
-    made = instances or {}
+    made = ahead.hosts if ahead is not None else {}
+    services = ahead.services if ahead is not None and ahead.stands(assessment) and not deployed_as else None
     planned = pd.PlanDocument(
         capacities=tuple(
             _capacity(c, assessment, made.get(c.capacity.name) or _instance_groups(c, shapes)) for c in plan.capacities
         ),
-        services=tuple(
-            pd.Service(
-                name=s.name,
-                capacity=s.capacity,
-                tasks=plan.counts[s.name],
-                count_source=s.count_source,
-                max_percent=s.max_percent,
-                surge_tasks=assessment.surge.counts[s.name],
-                placement=tuple(s.placement) if s.capacity in assessment.placement else None,
-                placed=plan.placed[s.name],
-                task=pd.TaskFigures(
-                    cpu_units=s.cpu_units,
-                    memory_mib=s.memory_mib,
-                    gpu_budgets_mib=tuple(s.shape.gpu_budgets_mib),
-                    whole_gpus=s.whole_gpus,
-                ),
-                allocation=_allocation(s),
-                evidence=_evidence(s, s.measured),
-                deployed_as=deployed_as.get(s.name),
-            )
-            for s in plan.services
-        ),
+        services=services or _services(plan, assessment.surge, assessment.placement, deployed_as),
         outside_plan=tuple(
             pd.OutsidePlan(name=o.name, capacity=o.capacity, reason=o.reason) for o in assessment.outside
         ),
@@ -152,25 +132,74 @@ def document(
     return add_cost(planned, prices)
 
 
+def _services(
+    plan: Plan, surge: Plan, placed: Collection[str], deployed_as: Mapping[str, pd.DeployedAs]
+) -> tuple[pd.Service, ...]:
+    """The document's services: ``placed``, the capacities whose placement was modelled."""
+    return tuple(
+        pd.Service(
+            name=s.name,
+            capacity=s.capacity,
+            tasks=plan.counts[s.name],
+            count_source=s.count_source,
+            max_percent=s.max_percent,
+            surge_tasks=surge.counts[s.name],
+            placement=tuple(s.placement) if s.capacity in placed else None,
+            placed=plan.placed[s.name],
+            task=pd.TaskFigures(
+                cpu_units=s.cpu_units,
+                memory_mib=s.memory_mib,
+                gpu_budgets_mib=tuple(s.shape.gpu_budgets_mib),
+                whole_gpus=s.whole_gpus,
+            ),
+            allocation=_allocation(s),
+            evidence=_evidence(s, s.measured),
+            deployed_as=deployed_as.get(s.name),
+        )
+        for s in plan.services
+    )
+
+
 INSTANCES_DEPTH = 3  # the levels a capacity's ``instances`` are nested at in the document: it, capacities, a capacity
+SERVICES_DEPTH = 1  # ... and its ``services``: it
 
 
 class HostsAhead:
-    """A plan's hosts made as the document's parts (``hosts``, by capacity name, for ``document``'s ``instances``) and
-    their JSON text written at ``indent`` (``written``, for ``files.json_text``), called with the steady plan before the
-    document is made: the plan's bulk needs nothing but the plan, so the ``plan`` command has them made while ECS's
-    placement is still replayed beside it (``assess``'s ``meanwhile``)."""
+    """A plan's hosts and services made as the document's parts (``hosts``, by capacity name, and ``services``, for
+    ``document``'s ``ahead``) and their JSON text written at ``indent`` (``written``, for ``files.json_text``), called
+    with the steady plan and the surge's before the document is made: the plan's bulk needs nothing but the plans, so
+    the ``plan`` command has them made while ECS's placement is still replayed beside it (``assess``'s ``meanwhile``).
+    The services are made as if the placement is modelled on each capacity ``placement_modelled`` names; where it was
+    not (its model failed), the document makes its own."""
 
     def __init__(self, indent: int) -> None:
         self.indent = indent
         self.hosts: dict[str, tuple[pd.InstanceGroup, ...]] = {}
+        self.services: tuple[pd.Service, ...] = ()
         self.written = WrittenParts()
+        self._plans: tuple[Plan, Plan] | None = None
+        self._placed: set[str] = set()
 
-    def __call__(self, steady: Plan) -> None:
+    def __call__(self, steady: Plan, surge: Plan) -> None:
         shapes = {s.name: s.shape for s in steady.services}
         for c in steady.capacities:
             self.hosts[c.capacity.name] = groups = _instance_groups(c, shapes)
             keep_texts(groups, self.indent, INSTANCES_DEPTH, self.written)
+        self._plans = (steady, surge)
+        self._placed = {c.capacity.name for c in steady.capacities if placement_modelled(c.capacity, steady)}
+        self.services = _services(steady, surge, self._placed, {})
+        keep_texts(self.services, self.indent, SERVICES_DEPTH, self.written)
+
+    def stands(self, assessment: Assessment) -> bool:
+        """Whether the services made here are ``assessment``'s: made of its plans, and its placement modelled where
+        they say."""
+        plans = self._plans
+        return (
+            plans is not None
+            and plans[0] is assessment.steady
+            and plans[1] is assessment.surge
+            and self._placed == set(assessment.placement)
+        )
 
 
 def _instance_groups(c: CapacityPlan, shapes: dict[str, TaskShape]) -> tuple[pd.InstanceGroup, ...]:

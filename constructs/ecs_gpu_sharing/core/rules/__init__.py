@@ -260,12 +260,12 @@ def assess(
     outside: Iterable[OutsideService] = (),
     clashes: Iterable[NameClash] = (),
     shape_errors: Iterable[tuple[str, str]] = (),
-    meanwhile: Callable[[Plan], object] | None = None,
+    meanwhile: Callable[[Plan, Plan], object] | None = None,
 ) -> Assessment:
     """Plans ``services`` on ``capacities`` (at their largest counts, and at a deployment's surge) and runs
-    every rule of :data:`RULES`. ``meanwhile``: called with the steady plan once this process has planned and taken
-    its share of the replays, before it waits for the processes beside it: work that needs the plan alone, done while
-    they finish (the ``plan`` command writes the plan's hosts there)."""
+    every rule of :data:`RULES`. ``meanwhile``: called with the steady plan and the surge's once this process has
+    planned and taken its share of the replays, before it waits for the processes beside it: work that needs the plans
+    alone, done while they finish (the ``plan`` command writes the plan's hosts and services there)."""
     caps = {c.name: c for c in sorted(capacities, key=lambda c: c.name)}
     svcs = sorted(services, key=lambda s: s.name)
     ec2 = [c for c in caps.values() if c.kind != MANAGED_INSTANCES]
@@ -295,7 +295,7 @@ def assess(
                 surge = _steady_repeated(svcs, steady, plan(free, svcs, surge=True))
             parts = [replay_claimed(ec2, svcs, jobs, claims) if jobs else ({}, set())]
             if meanwhile is not None:
-                meanwhile(steady)
+                meanwhile(steady, surge)
             parts += [half.result() for half in (first, second) if half.started]
             scaled: dict[str, tuple[int, int]] = {}
             if scaling.started:
@@ -305,8 +305,8 @@ def assess(
     findings = []
     placement: dict[str, CapacityPlacement] = {}
     for cap in caps.values():
-        if cap.kind == MANAGED_INSTANCES or steady.capacity(cap.name).unplaced:
-            continue  # AWS places there; a capacity whose tasks do not fit already fails
+        if not placement_modelled(cap, steady):
+            continue
         try:
             packed = (surge.capacity(cap.name), steady.capacity(cap.name))
             placement[cap.name] = place_capacity(cap, svcs, packed, replays.get(cap.name), scaled.get(cap.name))
@@ -350,6 +350,12 @@ def assess(
         if cap.max_instances is not None or cap.kind != MANAGED_INSTANCES  # AWS takes no limit there
     }
     return Assessment(steady, surge, tuple(findings), max_instances, tuple(ctx.outside), placement)
+
+
+def placement_modelled(cap: CapacityInput, steady: Plan) -> bool:
+    """Whether ECS's placement on ``cap`` is modelled (``place_capacity``): not where AWS places (Managed Instances),
+    nor where the steady plan leaves tasks unplaced (that capacity already fails)."""
+    return cap.kind != MANAGED_INSTANCES and not steady.capacity(cap.name).unplaced
 
 
 def surge_factor(services: Iterable[ServiceInput]) -> int | None:
