@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from xml.etree import ElementTree
@@ -513,3 +514,31 @@ def test_plan_loads_the_documents_modules_after_its_plans() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "0 [] 3 True", done.stderr[-2000:]
+
+
+def test_a_command_is_parsed_by_its_own_parser_and_refused_in_the_whole_parsers_words(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``main`` builds the parser of the command named alone (the whole took 5-8 ms before every command), and any
+    argument it refuses is refused as the whole parser refuses it: the usage line names every command."""
+    from ecs_gpu_sharing import cli
+
+    built: list[str | None] = []
+    build = cli.build_parser
+
+    def recorded(only: str | None = None) -> argparse.ArgumentParser:
+        built.append(only)
+        return build(only)
+
+    monkeypatch.setattr(cli, "build_parser", recorded)
+    assert cli.main(["plan", EXAMPLE]) == 0
+    assert built == ["plan"]
+    capsys.readouterr()
+    for arguments in (["plan", EXAMPLE, "--bogus"], ["catalog", "show"], ["bogus"]):
+        with pytest.raises(SystemExit) as refused:
+            build().parse_args(arguments)
+        said = capsys.readouterr().err
+        with pytest.raises(SystemExit) as again:
+            cli.main(arguments)
+        assert (again.value.code, capsys.readouterr().err) == (refused.value.code, said)
+        assert arguments[-1] != "--bogus" or "{catalog,ami,cluster,evaluate,plan,prices,fleet,stacks}" in said

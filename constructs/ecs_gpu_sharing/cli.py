@@ -294,7 +294,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             "source": source,
             "since": args.since,
             "margin_percent": args.margin_percent,
-            "services": [_verdict_json(v) for v in verdicts],
+            "services": [right_size.verdict_json(v) for v in verdicts],
             "replan": None
             if replan is None or change is None
             else {
@@ -308,7 +308,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(f"judged: {source}")
-        print(text.terminal(_verdict_table(verdicts)))
+        print(text.terminal(right_size.verdict_table(verdicts)))
         print()
         if change is not None:
             print(plan_diff.to_text(change))
@@ -321,65 +321,34 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 1 if any(v.verdict in (right_size.TOO_TIGHT, right_size.LIMIT_BROKEN) for v in verdicts) else 0
 
 
-def _verdict_json(v: Any) -> dict[str, Any]:
-    m = v.measured
-    return {
-        "service": v.service,
-        "ecs_service": m.ecs_service,
-        "budget_mib": v.budget_mib,
-        "peak_mib": m.peak_mib,
-        "p99_mib": m.p99_mib,
-        "headroom_mib": v.headroom_mib,
-        "utilization_percent": m.utilization_percent,
-        "host_memory_stops": m.host_memory_stops,
-        "mps_stops": m.mps_stops,
-        "crash_stops": m.crash_stops,
-        "recent_stop_reasons": list(m.recent_stop_reasons),
-        "image": m.image,
-        "verdict": v.verdict,
-        "suggested_mib": v.suggested_mib,
-        "why": v.why,
-        "memory_advice": v.memory_advice,
-        "write_mib": v.write_mib,
-        "write_refused": v.refusal,
-    }
+class _Refused(Exception):
+    """A parse the parser of one command refused: the whole parser says why, in its words."""
 
 
-def _verdict_table(verdicts: list[Any]) -> str:
-    rows = [
-        ("service", "budget", "peak", "p99", "headroom", "host-mem/MPS/crash stops", "util %", "verdict", "suggested")
-    ]
-    for v in verdicts:
-        m = v.measured
-        rows.append(
-            (
-                v.service,
-                str(v.budget_mib),
-                "-" if m.peak_mib is None else str(m.peak_mib),
-                "-" if m.p99_mib is None else str(m.p99_mib),
-                "-" if v.headroom_mib is None else str(v.headroom_mib),
-                f"{m.host_memory_stops}/{m.mps_stops}/{m.crash_stops}",
-                "-" if m.utilization_percent is None else str(m.utilization_percent),
-                v.verdict,
-                str(v.suggested_mib),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines += [f"{v.service}: {v.why}" for v in verdicts]
-    lines += [f"{v.service}: {v.memory_advice}" for v in verdicts if v.memory_advice]
-    lines += [f"{v.service}: --write leaves it alone: {v.refusal}" for v in verdicts if v.refusal]
-    return "\n".join(lines)
+class _OneCommand(argparse.ArgumentParser):
+    """The parser of one command (``build_parser``'s ``only``), whose errors are left to the whole parser: an error's
+    usage line names every command."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Refused(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``only``: one command's (``main`` parses a command's arguments with its parser alone,
+    not the whole, which took 5-8 ms before every command; help, a command not known and any error take the whole)."""
+    parser = (_OneCommand if only else argparse.ArgumentParser)(
         prog="ecs-gpu-sharing",
         description="Plan fleets of models sharing NVIDIA GPUs on Amazon ECS without synthesizing, compare plans, and "
         "check a live account.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    for name, add in COMMANDS.items():
+        if only is None or name == only:
+            add(commands)
+    return parser
 
+
+def _add_catalog(commands: Any) -> None:
     cat = commands.add_parser("catalog", help="the GPU instance catalog").add_subparsers(
         dest="catalog_command", required=True
     )
@@ -398,6 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     refresh.set_defaults(func=_catalog_refresh)
 
+
+def _add_ami(commands: Any) -> None:
     ami = commands.add_parser("ami", help="the AL2023 GPU AMI").add_subparsers(dest="ami_command", required=True)
     verify = ami.add_parser("verify", help="prove a release's AMI exists in each region (AWS calls)")
     verify.add_argument("--release", required=True, help="YYYYMMDD, at or after the floor")
@@ -408,8 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     ami_table.add_argument("--output", help="where to write (default: the installed table)")
     ami_table.set_defaults(func=_ami_refresh)
 
-    _add_cluster_commands(commands)
 
+def _add_evaluate(commands: Any) -> None:
     judging = commands.add_parser(
         "evaluate",
         help="judge each service's GPU budget by what it used (AWS calls); --write right-sizes the fleet file",
@@ -430,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     judging.add_argument("--json", action="store_true")
     judging.set_defaults(func=_evaluate)
 
+
+def _add_plan(commands: Any) -> None:
     planning = commands.add_parser(
         "plan",
         help="plan a fleet file without synthesizing (plan diff OLD NEW: compare two plans)",
@@ -447,6 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     planning.set_defaults(func=_plan)
 
+
+def _add_prices(commands: Any) -> None:
     pricing = commands.add_parser("prices", help="instance prices for costed plans").add_subparsers(
         dest="prices_command", required=True
     )
@@ -456,10 +431,6 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.add_argument("--region", required=True, help="the region whose prices to read, such as us-east-1")
     refresh.add_argument("--output", default="prices.json", help="where to write (default: prices.json)")
     refresh.set_defaults(func=_prices_refresh)
-
-    _add_fleet_commands(commands)
-    add_stacks_commands(commands)
-    return parser
 
 
 def _add_cluster_commands(commands: Any) -> None:
@@ -497,6 +468,19 @@ def _add_fleet_commands(commands: Any) -> None:
     schema = fleet_commands.add_parser("schema", help="print the fleet file's JSON Schema (for TOML editors)")
     schema.set_defaults(func=_fleet_schema)
     add_fleet_checks(fleet_commands)
+
+
+# Each command's parser, in the order ``--help`` lists them
+COMMANDS = {
+    "catalog": _add_catalog,
+    "ami": _add_ami,
+    "cluster": _add_cluster_commands,
+    "evaluate": _add_evaluate,
+    "plan": _add_plan,
+    "prices": _add_prices,
+    "fleet": _add_fleet_commands,
+    "stacks": add_stacks_commands,
+}
 
 
 def _fleet_schema(args: argparse.Namespace) -> int:
@@ -561,7 +545,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:2] == ["plan", "diff"]:  # `plan diff OLD NEW`; plan a fleet file named diff as ./diff
         args = build_diff_parser().parse_args(arguments[2:])
     else:
-        args = build_parser().parse_args(arguments)
+        try:
+            args = build_parser(arguments[0] if arguments and arguments[0] in COMMANDS else None).parse_args(arguments)
+        except _Refused:
+            args = build_parser().parse_args(arguments)
     try:
         with _fewer_collections(), _one_blas_thread():
             code = int(args.func(args))

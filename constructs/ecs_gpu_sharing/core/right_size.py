@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from . import plan_inputs
 from .fleet import CONTAINER_NAME, FleetSpec
@@ -236,3 +237,56 @@ def replan(spec: FleetSpec, verdicts: list[Verdict]) -> tuple[Assessment, Assess
         assess(*plan_inputs.from_fleet(spec)),
         assess(*plan_inputs.from_fleet(after)),
     )
+
+
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    """A verdict as ``evaluate --json`` writes it."""
+    m = v.measured
+    return {
+        "service": v.service,
+        "ecs_service": m.ecs_service,
+        "budget_mib": v.budget_mib,
+        "peak_mib": m.peak_mib,
+        "p99_mib": m.p99_mib,
+        "headroom_mib": v.headroom_mib,
+        "utilization_percent": m.utilization_percent,
+        "host_memory_stops": m.host_memory_stops,
+        "mps_stops": m.mps_stops,
+        "crash_stops": m.crash_stops,
+        "recent_stop_reasons": list(m.recent_stop_reasons),
+        "image": m.image,
+        "verdict": v.verdict,
+        "suggested_mib": v.suggested_mib,
+        "why": v.why,
+        "memory_advice": v.memory_advice,
+        "write_mib": v.write_mib,
+        "write_refused": v.refusal,
+    }
+
+
+def verdict_table(verdicts: list[Verdict]) -> str:
+    """The verdicts as ``evaluate`` shows them: a table, then why, the memory advice and what --write leaves alone."""
+    rows = [
+        ("service", "budget", "peak", "p99", "headroom", "host-mem/MPS/crash stops", "util %", "verdict", "suggested")
+    ]
+    for v in verdicts:
+        m = v.measured
+        rows.append(
+            (
+                v.service,
+                str(v.budget_mib),
+                "-" if m.peak_mib is None else str(m.peak_mib),
+                "-" if m.p99_mib is None else str(m.p99_mib),
+                "-" if v.headroom_mib is None else str(v.headroom_mib),
+                f"{m.host_memory_stops}/{m.mps_stops}/{m.crash_stops}",
+                "-" if m.utilization_percent is None else str(m.utilization_percent),
+                v.verdict,
+                str(v.suggested_mib),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += [f"{v.service}: {v.why}" for v in verdicts]
+    lines += [f"{v.service}: {v.memory_advice}" for v in verdicts if v.memory_advice]
+    lines += [f"{v.service}: --write leaves it alone: {v.refusal}" for v in verdicts if v.refusal]
+    return "\n".join(lines)
