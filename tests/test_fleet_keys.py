@@ -80,3 +80,35 @@ def test_every_key_is_used_on_the_way_to_the_template_or_the_plan(table: tuple[f
     used = _used_attributes()
     unused = [k.name for k in table if k.attribute not in used]
     assert unused == [], f"keys of {spec.__name__} that nothing reads: {unused}"
+
+
+def test_a_spec_is_built_from_its_table_as_each_key_read_in_turn_would_build_it() -> None:
+    """``tables._build`` reads each table's layout once: the file's values (a list as a tuple), the given ones over
+    them, and each key left out at its default, a table's being a new one each spec: the spec its keys read one by one
+    make. A table where two keys fill one attribute is refused (read in the file's order, one would hide the other)."""
+    from ecs_gpu_sharing.core.fleet.tables import _build
+
+    def read_in_turn(cls: type, table: tuple[fleet.Key, ...], values: dict[str, object], **given: object) -> object:
+        out = dict(given)
+        for k in table:
+            if k.attribute not in out:
+                value = values.get(k.name, k.empty)
+                out[k.attribute] = tuple(value) if isinstance(value, list) else value
+        return cls(**out)
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Spec:
+        name: str
+        tags: dict[str, str] = key(dict, False, "tags")
+        ports: tuple[int, ...] = key(list, False, "ports", default=[80])
+        size: int = key(int, False, "size", default=4)
+
+    table = keys_of(Spec)
+    for values in ({}, {"ports": [1, 2]}, {"size": 9, "tags": {"a": "b"}, "unknown": 1}):
+        assert _build(Spec, table, values, name="x") == read_in_turn(Spec, table, values, name="x")
+    first, second = _build(Spec, table, {}, name="a"), _build(Spec, table, {}, name="b")
+    assert first.tags == {} and first.tags is not second.tags and first.ports == (80,)
+    assert _build(Spec, table, {"size": 9}, name="x", size=3).size == 3
+    twice = (*table, dataclasses.replace(table[0], name="labels", field=table[0].attribute))
+    with pytest.raises(TypeError, match="two keys fill one attribute"):
+        _build(Spec, twice, {"labels": {"c": "d"}}, name="x")

@@ -20,6 +20,7 @@ EVIDENCE = keys_of(Evidence)
 """What was measured: in an allocation table beside the note, or as a service's own [service.<name>.evidence]
 table (what evaluate --write creates where there is no note). Declared once (on ``Evidence``), used in both."""
 ALLOCATION = keys_of(AllocationNote)
+NOTE = tuple(k for k in ALLOCATION if k not in EVIDENCE)  # the note's own keys: those beside it are its evidence
 SERVICE = keys_of(ServiceSpec)
 
 _JSON_TYPES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean", datetime.date: "string"}
@@ -31,6 +32,7 @@ __all__ = [
     "EVIDENCE",
     "LOAD_BALANCER",
     "METRIC",
+    "NOTE",
     "SERVICE",
     "SIDECAR",
     "STATEMENT",

@@ -14,7 +14,7 @@ from ..planner import MANAGED_INSTANCES
 from ..shape import HEALTH_CHECK_FIRST
 from ..text import visible
 from .fleet_checks import _acknowledgments, _check_exposure, _tags
-from .keys import ALLOCATION, EVIDENCE, METRIC, SERVICE, SIDECAR, STATEMENT
+from .keys import EVIDENCE, METRIC, NOTE, SERVICE, SIDECAR, STATEMENT
 from .model import CapacitySpec, LoadBalancerSpec, scratch_volume_name
 from .service_spec import MetricTarget, ServiceSpec, SidecarSpec, Statement
 from .tables import _build, _check_table, _named_tables, _Problems
@@ -160,7 +160,7 @@ def _note(problems: _Problems, where: str, table: Mapping[str, Any] | None) -> A
     if table.get("isolate_host") and "isolation_group" not in table:
         problems.add(f"{where}isolate_host needs isolation_group (the group to keep on hosts of its own)")
         return None
-    return _build(AllocationNote, tuple(k for k in ALLOCATION if k not in EVIDENCE), table, evidence=evidence)
+    return _build(AllocationNote, NOTE, table, evidence=evidence)
 
 
 def _metric(table: Mapping[str, Any] | None) -> MetricTarget | None:
