@@ -87,7 +87,9 @@ class Statement:
     actions: tuple[str, ...] = key(
         list,
         True,
-        "IAM actions, such as s3:GetObject",
+        "IAM actions, such as s3:GetObject; the deployable app's cdk-nag check fails on a wildcard here or in "
+        "resources (AwsSolutions-IAM5), which a fleet file cannot acknowledge yet: name each action and object "
+        "(model_bucket grants a bucket of weights, acknowledged)",
         items=str,
         pattern=re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*]+$", re.ASCII),
         example="s3:GetObject",
@@ -95,10 +97,10 @@ class Statement:
     resources: tuple[str, ...] = key(
         list,
         True,
-        "resource ARNs",
+        "resource ARNs (no wildcard for the deployable app: see actions)",
         items=str,
         pattern=re.compile(r"^arn:[^*\s].*$", re.ASCII),
-        example="arn:aws:s3:::bucket/*",
+        example="arn:aws:s3:::bucket/config.json",
     )
 
 
