@@ -19,10 +19,10 @@ def _build(cls: Callable[..., _Spec], keys: tuple[Key, ...], values: Mapping[str
     """A spec from its key table: one attribute per key (``Key.attribute``), the value ``given`` where the parser
     checked and converted it, else the file's value, else the key's default. The table is read off the spec's own
     fields (``core.file_key``), so a key and its attribute cannot drift apart."""
-    left_out, attribute_of, fresh = _layout(keys)
+    left_out, attribute_of, each_spec = _layout(keys)
     out = dict(left_out)
-    for table in fresh:
-        out[table] = {}
+    for table, key in each_spec:
+        out[table] = key.empty
     for name, value in values.items():
         attribute = attribute_of.get(name)
         if attribute is not None:
@@ -34,29 +34,31 @@ def _build(cls: Callable[..., _Spec], keys: tuple[Key, ...], values: Mapping[str
         raise TypeError(f"fleet key table and {getattr(cls, '__name__', cls)} disagree: {error}") from None
 
 
-_LAYOUTS: dict[int, tuple[tuple[Key, ...], tuple[dict[str, Any], dict[str, str], tuple[str, ...]]]] = {}
+_Layout = tuple[dict[str, Any], dict[str, str], tuple[tuple[str, Key], ...]]
+_LAYOUTS: dict[int, tuple[tuple[Key, ...], _Layout]] = {}
 
 
-def _layout(keys: tuple[Key, ...]) -> tuple[dict[str, Any], dict[str, str], tuple[str, ...]]:
+def _layout(keys: tuple[Key, ...]) -> _Layout:
     """A key table as ``_build`` reads it, made once a table (``keys``' module constants; held with the table): each
-    attribute's value where its key is left out, each key's attribute by the key's name, and the attributes whose
-    value left out is a new empty table each spec. A file of a thousand services builds as many specs of forty keys;
-    reading each key's attribute and default for each took half the specs' making (docs/planning.md)."""
+    attribute's value where its key is left out, each key's attribute by the key's name, and the keys whose value
+    left out is a table (``Key.empty`` asked each spec: an empty one is a new one). A file of a thousand services
+    builds as many specs of forty keys; reading each key's attribute and default for each took half the specs' making
+    (docs/planning.md)."""
     known = _LAYOUTS.get(id(keys))
     if known is not None and known[0] is keys:
         return known[1]
     left_out: dict[str, Any] = {}
-    fresh = []
+    each_spec = []
     for key in keys:
-        if key.value_type is dict and key.default is None:
-            fresh.append(key.attribute)  # {}: one of its own each spec
+        empty = key.empty
+        if isinstance(empty, dict):
+            each_spec.append((key.attribute, key))
         else:
-            empty = key.empty
             left_out[key.attribute] = tuple(empty) if isinstance(empty, list) else empty
     attribute_of = {key.name: key.attribute for key in keys}
     if len(set(attribute_of.values())) < len(keys):  # read in the file's order, one key would hide another
         raise TypeError(f"fleet key table: two keys fill one attribute ({', '.join(attribute_of)})")
-    layout = (left_out, attribute_of, tuple(fresh))
+    layout = (left_out, attribute_of, tuple(each_spec))
     if len(_LAYOUTS) > 64:  # a table made on the fly at each call (none is) is held no longer
         _LAYOUTS.clear()
     _LAYOUTS[id(keys)] = (keys, layout)
