@@ -71,6 +71,10 @@ def _command(tree: Path, fleet: str) -> bytes:
     done = subprocess.run(
         [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", fleet, "--json"], env=env, capture_output=True
     )
+    if not done.stdout or b"Traceback" in done.stderr:  # exit 1 with a plan: the fleet does not fit, timed all the same
+        sys.exit(
+            f"{fleet}: the command of {tree} wrote no plan (exit {done.returncode}): {done.stderr.decode()[-2000:]}"
+        )
     return done.stdout
 
 
