@@ -210,6 +210,10 @@ def _combine(
     room = [host.gpus, host.cpu, host.mem, interfaces(host)]
     left = list(caps)
     counts = [0] * len(cols)
+    # Per column, read once: the host's rows it uses and the items it takes, each (index, amount), and its worth. A
+    # node reads every column from its start until the bound cuts, and most take none of what is left: on shaped `iso`
+    # 334 at 100,000 tasks, building a list for min() at each of 680,000 reads was 0.8 s of a 2.3 s plan.
+    takes = [(tuple((r, u) for r, u in enumerate(use) if u), tasks, worth) for _, tasks, use, worth in cols]
     best: list[int] = []
     best_worth = 0.0
     nodes = 0
@@ -222,18 +226,26 @@ def _combine(
         for j in range(start, len(cols)):
             if nodes > limit or worth + room[0] * rate[j] + free[j] <= best_worth + 1e-12:
                 return  # the bound only falls along the order
-            _, tasks, use, w = cols[j]
-            k = min([room[r] // use[r] for r in range(4) if use[r]] + [left[i] // a for i, a in tasks])
+            rows, tasks, w = takes[j]
+            k = -1  # the most copies that fit: the least over its rows and its items (a column uses one at least)
+            for r, u in rows:
+                q = room[r] // u
+                if k < 0 or q < k:
+                    k = q
+            for i, a in tasks:
+                q = left[i] // a
+                if k < 0 or q < k:
+                    k = q
             for take in range(k, 0, -1):
-                for r in range(4):
-                    room[r] -= take * use[r]
+                for r, u in rows:
+                    room[r] -= take * u
                 for i, a in tasks:
                     left[i] -= take * a
                 counts[j] = take
                 search(j + 1, worth + take * w)
                 counts[j] = 0
-                for r in range(4):
-                    room[r] += take * use[r]
+                for r, u in rows:
+                    room[r] += take * u
                 for i, a in tasks:
                     left[i] += take * a
 
