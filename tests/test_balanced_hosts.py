@@ -336,7 +336,7 @@ def test_the_repair_a_resource_at_a_time_moves_and_swaps_as_the_rows_did(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(balanced, "BALANCE_WORK", work)
         expected = _repaired_by_rows(need, slots, gpus, where.copy(), count)
-        found = balanced._repaired(need, slots, gpus, where.copy(), count)
+        found = balanced._repaired(need, slots, gpus, where.copy(), count, balanced.BALANCE_WORK)
     assert (found is None) == (expected is None)
     if found is not None:
         assert found.tolist() == expected.tolist()
@@ -356,7 +356,7 @@ def test_on_hosts_full_of_slots_the_repair_swaps_as_the_rows_did(mix: int) -> No
     start = balanced._spread(need, slots, L40S.gpus_per_instance, count)
     assert start is not None and np.bincount(start, minlength=count).tolist() == [4] * count
     expected = _repaired_by_rows(need, slots, L40S.gpus_per_instance, start.copy(), count)
-    found = balanced._repaired(need, slots, L40S.gpus_per_instance, start.copy(), count)
+    found = balanced._repaired(need, slots, L40S.gpus_per_instance, start.copy(), count, balanced.BALANCE_WORK)
     assert expected is not None and found is not None
     assert found.tolist() == expected.tolist()
 
@@ -421,6 +421,28 @@ def test_many_copies_a_scaled_fleet_balanced_and_its_hosts_copied() -> None:
     assert plan_size(packed) == (2003, 8009)
     assert sum(h.count for h in packed if h.count % 4 == 0) == 2000
     assert balanced.pack_hosts_scaled(units, L40S, 2002) is None
+
+
+def test_a_scaled_fleets_repairs_weigh_scaled_work_times_their_copies_squared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each repair of ``pack_hosts_scaled`` (its caller tries several host counts) may weigh SCALED_WORK times its
+    copies squared pairs of copies, the balance called alone BALANCE_WORK: the scaled fleet above packs within the
+    first, and finds none without it."""
+    repaired = balanced._repaired
+    limits: list[tuple[int, int]] = []
+
+    def recorded(need: Any, slots: Any, gpus: int, where: Any, count: int, limit: int) -> Any:
+        limits.append((len(slots), limit))
+        return repaired(need, slots, gpus, where, count, limit)
+
+    monkeypatch.setattr(balanced, "_repaired", recorded)
+    units = _many_units()
+    assert balanced.pack_hosts_scaled(units, L40S, 2003) is not None
+    assert limits and all(limit == balanced.SCALED_WORK * copies**2 < balanced.BALANCE_WORK for copies, limit in limits)
+    limits.clear()
+    assert balanced.pack_hosts_balanced(_swapped_units(), L40S, 2) is not None
+    assert limits == [(8, balanced.BALANCE_WORK)]
+    monkeypatch.setattr(balanced, "SCALED_WORK", 0)
+    assert balanced.pack_hosts_scaled(units, L40S, 2003) is None
 
 
 def test_few_copies_are_balanced_as_they_are() -> None:

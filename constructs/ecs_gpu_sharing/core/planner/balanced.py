@@ -37,17 +37,22 @@ from .hosts import (
 from .model import CapacityInput
 
 BALANCE_WORK = 30_000_000  # pairs of copies (one on the host repaired, one anywhere) the repair may weigh in all
+SCALED_WORK = 3  # each repair of pack_hosts_scaled, several a plan, at most this many times its copies squared (and
+# BALANCE_WORK): those that packed weighed 0.4-1.1 times, those that found none ran to BALANCE_WORK (docs/planning.md)
 BALANCE_COPIES = 10_000  # copies at most: the start places them one numpy pass over the hosts each
 SCALED_COPIES = 2000  # pack_hosts_scaled: copies balanced at once, about (chosen on tuning seeds: docs/planning.md)
 SCALED_REST = 0.05  # ... and the copies its quotients leave, this share of all at most
 
 
-def pack_hosts_balanced(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Host] | None:
+def pack_hosts_balanced(
+    units: Sequence[Unit], cap: CapacityInput, count: int, scaled: bool = False
+) -> list[Host] | None:
     """``units`` on ``count`` hosts, each within its GPU slots, CPU, memory and network interfaces; None where the
     search found no such packing (the module's docstring), or where the copies pass BALANCE_COPIES. None at once where
     one resource summed over the copies passes ``count`` hosts' (``units_floor``): no packing exists, and the repair
     would have searched to a local optimum to say so (the balance of a scaled fleet's leftover copies halves down to
-    counts below that floor: on fresh 27004-27008 at 50,000 tasks, 10 of 37 calls and about 0.3 of their 0.8 s)."""
+    counts below that floor: on fresh 27004-27008 at 50,000 tasks, 10 of 37 calls and about 0.3 of their 0.8 s).
+    ``scaled``: one of ``pack_hosts_scaled``'s balances, its repair within SCALED_WORK times the copies squared."""
     import numpy as np
 
     copies = sum(u.count for u in units)
@@ -62,7 +67,8 @@ def pack_hosts_balanced(units: Sequence[Unit], cap: CapacityInput, count: int) -
     start = _spread(need, slots, gpus, count)
     if start is None:
         return None
-    where = _repaired(need, slots, gpus, start, count)
+    limit = min(BALANCE_WORK, SCALED_WORK * copies * copies) if scaled else BALANCE_WORK
+    where = _repaired(need, slots, gpus, start, count, limit)
     if where is None:
         return None
     singles = [Host(1, []) for _ in range(count)]
@@ -89,29 +95,31 @@ def pack_hosts_scaled(units: Sequence[Unit], cap: CapacityInput, count: int) -> 
     weighs every copy against every other, so a ``c``-th of the copies is searched in a ``c``-squared-th of the time
     (tuning seed 1 at 100,000 tasks, eight L4s a host: 19,201 GPUs balanced onto 2,449 hosts in 0.56 s, or in 0.04 s
     as nine times 2,047 and the 778 left over apart). Where ``c`` is 1, the units are balanced in parts as they are.
-    None where a search finds no packing."""
+    Each repair within SCALED_WORK times its copies squared (a step weighs a host's copies against all, and the hosts
+    to mend grow with the copies): the caller tries several host counts, and one the search cannot pack took the whole
+    of BALANCE_WORK. None where a search finds no packing."""
     c = scale([u.count for u in units], sum(u.count for u in units) // SCALED_COPIES, SCALED_REST)
     if c == 1:
-        return _in_parts(units, cap, count)
+        return _in_parts(units, cap, count, scaled=True)
     rest = [dataclasses.replace(u, count=u.count % c) for u in units if u.count % c]
     rest_hosts = pack_hosts(rest, cap) if rest else []
     low, high = units_floor(rest, cap)[0], plan_size(rest_hosts)[0]
     fewer = low  # the floor first (most often packed), then halving up to first fit's hosts
     while low < high:
         fewer = min(fewer, (low + high) // 2)
-        balanced = pack_hosts_balanced(rest, cap, fewer)
+        balanced = pack_hosts_balanced(rest, cap, fewer, scaled=True)
         if balanced is None:
             low, fewer = fewer + 1, high
         else:
             rest_hosts, high = balanced, plan_size(balanced)[0]
-    scaled = [dataclasses.replace(u, count=u.count // c) for u in units if u.count >= c]
-    hosts = _in_parts(scaled, cap, (count - plan_size(rest_hosts)[0]) // c)
+    quotient = [dataclasses.replace(u, count=u.count // c) for u in units if u.count >= c]
+    hosts = _in_parts(quotient, cap, (count - plan_size(rest_hosts)[0]) // c, scaled=True)
     if hosts is None:
         return None
     return [dataclasses.replace(h, count=h.count * c) for h in hosts] + rest_hosts
 
 
-def _in_parts(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Host] | None:
+def _in_parts(units: Sequence[Unit], cap: CapacityInput, count: int, scaled: bool = False) -> list[Host] | None:
     """``units`` balanced onto ``count`` hosts: at once up to BALANCE_COPIES copies; past them in parts of
     SCALED_COPIES copies or more (as many as the copies over it), each onto its share of the hosts (its GPU slots'
     floor, and the hosts left shared out evenly), every copy dealt to the next part in turn, the units by the largest
@@ -120,11 +128,11 @@ def _in_parts(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Hos
     all; in parts each is balanced in about its share of the time (fresh seed 21018 at 40,000 tasks, four L40S a host:
     11,946 GPUs of 1,329 kinds onto 3,002 hosts over a bound of 2,987 in 0.2 s, where the LP in parts planned 3,140
     in 24 s). Not below BALANCE_COPIES, where the balance at once has more ways to pair the copies (docs/planning.md).
-    None where a part finds no packing."""
+    None where a part finds no packing. ``scaled``: as ``pack_hosts_balanced``'s."""
     copies = sum(u.count for u in units)
     parts = 1 if copies <= BALANCE_COPIES else copies // SCALED_COPIES
     if parts == 1:
-        return pack_hosts_balanced(units, cap, count)
+        return pack_hosts_balanced(units, cap, count, scaled)
     dealt: list[dict[int, int]] = [{} for _ in range(parts)]
     turn = 0
     for k in sorted(range(len(units)), key=lambda k: (-largest_share(units[k], cap), k)):
@@ -139,7 +147,7 @@ def _in_parts(units: Sequence[Unit], cap: CapacityInput, count: int) -> list[Hos
         return None
     hosts: list[Host] = []
     for p, fleet in enumerate(fleets):
-        packed = pack_hosts_balanced(fleet, cap, floors[p] + spare // parts + (p < spare % parts))
+        packed = pack_hosts_balanced(fleet, cap, floors[p] + spare // parts + (p < spare % parts), scaled)
         if packed is None:
             return None
         hosts += packed
@@ -195,11 +203,11 @@ def _over(columns: Sequence[Any], fresh: bool = False) -> Any:
     return total
 
 
-def _repaired(need: Any, slots: Any, gpus: int, where: Any, count: int) -> Any:
+def _repaired(need: Any, slots: Any, gpus: int, where: Any, count: int, limit: int) -> Any:
     """``where`` moved and swapped until no host is over its CPU, memory or interfaces (the module's docstring); None
-    where no move or swap lowers the excess, or past BALANCE_WORK. Each resource's loads are worked out on their own
-    (``_over``), and a resource no copy needs (the interfaces where no task is in awsvpc) is left out: its loads are
-    zeros and add nothing to the excess."""
+    where no move or swap lowers the excess, or past ``limit`` pairs of copies weighed. Each resource's loads are
+    worked out on their own (``_over``), and a resource no copy needs (the interfaces where no task is in awsvpc) is
+    left out: its loads are zeros and add nothing to the excess."""
     import numpy as np
 
     load = np.zeros((count, need.shape[1]))
@@ -217,7 +225,7 @@ def _repaired(need: Any, slots: Any, gpus: int, where: Any, count: int) -> Any:
             mine = np.flatnonzero(where == a)
             rest = np.flatnonzero(where != a)
             work += len(mine) * (len(rest) + count)
-            if work > BALANCE_WORK:
+            if work > limit:
                 return None
             gain = excess[a] + excess  # each other host's excess and this one's, before
             hosts = where[rest]
