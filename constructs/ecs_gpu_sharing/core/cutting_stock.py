@@ -382,7 +382,7 @@ def _array_pivots(rows: list[list[float]], cost: list[float], m: int, n: int) ->
         pivot = table[leaving].copy()
         factors = table[:, entering].copy()
         factors[leaving] = 0.0
-        moved = np.flatnonzero(factors)
+        moved = factors.nonzero()[0]
         table[moved] = table[moved] - factors[moved, None] * pivot
         costs = costs - costs[entering] * pivot
         basis[leaving] = entering

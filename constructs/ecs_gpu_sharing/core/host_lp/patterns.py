@@ -205,7 +205,7 @@ def _orders(items: Sequence[Item], host: HostSpec, duals: Sequence[float]) -> li
     import numpy as np
 
     price = np.asarray(duals, dtype=float)
-    live = np.flatnonzero(price > 1e-9)
+    live = (price > 1e-9).nonzero()[0]
     minus = -price[live]
     # Stable sorts of ``live`` (ascending): ties keep the index order, as a key of (price over weight, index) would
     return [

@@ -222,8 +222,8 @@ def _repaired(need: Any, slots: Any, gpus: int, where: Any, count: int, limit: i
     work = 0
     while (excess := _over(loads)).max() > 1e-12:
         for a in np.argsort(-excess, kind="stable")[: int((excess > 1e-12).sum())].tolist():
-            mine = np.flatnonzero(where == a)
-            rest = np.flatnonzero(where != a)
+            mine = (where == a).nonzero()[0]
+            rest = (where != a).nonzero()[0]
             work += len(mine) * (len(rest) + count)
             if work > limit:
                 return None

@@ -107,7 +107,7 @@ def one_by_one(items: Sequence[Item], host: HostSpec, hosts: int) -> list[Patter
         hosts_left = max(hosts - len(out), 1)
         b = _Builder(items, host)
         carried += remaining / hosts_left
-        for j in np.flatnonzero(carried >= 1.0).tolist():
+        for j in (carried >= 1.0).nonzero()[0].tolist():
             i = int(by_gpu[j])
             it = items[i]
             if it.cpu > b.cpu or it.mem > b.mem or (it.size > b.top and not it.whole):
