@@ -34,8 +34,10 @@ from ecs_gpu_sharing.core.fleet import (
     MANAGED_POLICY_ON_TASK_ROLE,
     MAX_CONTAINER_START_PERIOD,
     SERVICE_TAG,
+    TASK_ROLE_WILDCARD,
     ServiceSpec,
     ecr_image,
+    nag_wildcards,
     scratch_volume_name,
 )
 
@@ -118,6 +120,8 @@ class ServicesStack(Stack):
                 # The scope holds the service, its task definition and role: the one acknowledgment covers them
                 # in the synth output and in the plan files. An error the allow-list permits (TaskRoleEscalation)
                 # is an allowance, listed in the plan files with its reason.
+                if rule_id == TASK_ROLE_WILDCARD:
+                    continue  # the fleet file's own rule: its reason goes into cdk-nag's acknowledgment (_task_role)
                 if rule_id in FleetPlan.ALLOWABLE:
                     FleetPlan.of(scope).allow(scope, rule_id, reason)
                 else:
@@ -270,6 +274,18 @@ def _task_role(scope: Construct, spec: ServiceSpec, task: ecs.TaskDefinition) ->
         task.add_to_task_role_policy(
             iam.PolicyStatement(actions=list(statement.actions), resources=list(statement.resources))
         )
+    # A wildcard there reaches this only acknowledged (the parser refuses it otherwise): cdk-nag's finding of each
+    # carries the fleet file's reason.
+    stated = spec.acknowledge.get(TASK_ROLE_WILDCARD)
+    policy = task.task_role.node.try_find_child("DefaultPolicy")
+    if stated and policy is not None:
+        for statement in spec.task_role_statements:
+            for finding in nag_wildcards(statement.actions, statement.resources):
+                _acknowledge(
+                    policy,
+                    f"AwsSolutions-IAM5[{finding}]",
+                    f"named in the fleet file's task_role_statements; acknowledged there: {stated}",
+                )
 
 
 def _key_grants(spec: ServiceSpec, key_arn: str, task: ecs.TaskDefinition) -> None:

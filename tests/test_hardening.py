@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -210,9 +211,55 @@ def test_an_escalating_grant_is_refused_unless_acknowledged_with_a_visible_reaso
     blank = base.replace(edit, edit + '\nacknowledge = { "ecs-gpu-sharing:TaskRoleEscalation" = "\u200b" }')
     with pytest.raises(GpuSharingError, match="needs a reason"):
         fleet.parse(tomllib.loads(blank), source="f.toml")
-    stated = base.replace(edit, edit + '\nacknowledge = { "ecs-gpu-sharing:TaskRoleEscalation" = "the launcher" }')
+    stated = base.replace(  # iam:Attach* holds a wildcard too: TaskRoleWildcard's own acknowledgment (tested below)
+        edit,
+        edit + '\nacknowledge = { "ecs-gpu-sharing:TaskRoleEscalation" = "the launcher", '
+        '"ecs-gpu-sharing:TaskRoleWildcard" = "the launcher" }',
+    )
     spec = fleet.parse(tomllib.loads(stated), source="f.toml")
     assert any(s.acknowledge.get("ecs-gpu-sharing:TaskRoleEscalation") for s in spec.services.values())
+
+
+WILDCARD = 'task_role_statements = [{ actions = ["s3:Get*"], resources = ["arn:aws:s3:::team-configs/prompts/*"] }]'
+
+
+def _with_statement(extra: str = "") -> str:
+    return THREE_MODELS.read_text().replace(
+        'environment = { MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }',
+        f'environment = {{ MODEL_ID = "Qwen/Qwen2.5-3B-Instruct" }}\n{WILDCARD}{extra}',
+        1,
+    )
+
+
+def test_a_wildcard_statement_is_refused_unless_acknowledged_with_a_visible_reason() -> None:
+    """A wildcard in task_role_statements fails the deployable app's cdk-nag check (AwsSolutions-IAM5): the parser
+    names each finding and the way out; acknowledged with a reason, the file parses."""
+    with pytest.raises(GpuSharingError) as refused:
+        fleet.parse(tomllib.loads(_with_statement()), source="f.toml")
+    assert "[ecs-gpu-sharing:TaskRoleWildcard]" in str(refused.value)
+    assert "Action::s3:Get*, Resource::arn:aws:s3:::team-configs/prompts/*" in str(refused.value)
+    blank = _with_statement('\nacknowledge = { "ecs-gpu-sharing:TaskRoleWildcard" = " " }')
+    with pytest.raises(GpuSharingError, match="needs a reason"):
+        fleet.parse(tomllib.loads(blank), source="f.toml")
+    fleet.parse(
+        tomllib.loads(_with_statement('\nacknowledge = { "ecs-gpu-sharing:TaskRoleWildcard" = "r" }')), source="f"
+    )
+
+
+def test_an_acknowledged_wildcard_statement_passes_cdk_nag_with_the_fleet_files_reason() -> None:
+    """cdk-nag runs at every synth of the deployable app: each IAM5 finding of the statement is acknowledged with the
+    reason the fleet file gave (without it, the synth fails on them)."""
+    text = _with_statement('\nacknowledge = { "ecs-gpu-sharing:TaskRoleWildcard" = "the prompt templates" }')
+    app = new_app()
+    stacks = build_app(app, fleet.parse(tomllib.loads(text), source="wildcard.toml"))
+    assembly = app.synth()
+    template = assembly.get_stack_artifact(stacks.services[0].artifact_id).template
+    policies = [r for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"]
+    assert any(s.get("Action") == "s3:Get*" for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"])
+    report = (Path(assembly.directory) / "validation-report.json").read_text()
+    for finding in ("Action::s3:Get*", "Resource::arn:aws:s3:::team-configs/prompts/*"):
+        assert f'"acknowledgedId": "AwsSolutions::AwsSolutions-IAM5[{finding}]"' in report
+    assert "acknowledged there: the prompt templates" in report
 
 
 def test_a_pass_role_on_one_role_is_accepted() -> None:

@@ -46,6 +46,14 @@ TASK_ROLE_ESCALATION = RULES.declare(
     "SSM commands, tag or act as the ECS agent, or write the evidence and stopped-task log groups "
     "(core.escalation); FleetPlan.allow, or the fleet file's acknowledge, permits it with a reason",
 )
+TASK_ROLE_WILDCARD = RULES.declare(
+    "ecs-gpu-sharing:TaskRoleWildcard",
+    Level.ERROR,
+    "service",
+    Source.FLEET_FILE,
+    "a wildcard in a fleet file's task_role_statements fails the deployable app's cdk-nag check (AwsSolutions-IAM5); "
+    "the service's acknowledge permits it with a reason, which the app writes into cdk-nag's acknowledgment",
+)
 TASK_ROLE_REFUSED_POLICY = RULES.declare(
     "ecs-gpu-sharing:TaskRoleAdministratorPolicy",
     Level.ERROR,
@@ -293,6 +301,13 @@ def escalations(documents: Sequence[Any]) -> list[str]:
             f"action {passes[0]} together with {few(runners)} runs code under another role it passes; drop one of them"
         )
     return list(dict.fromkeys(out))
+
+
+def nag_wildcards(actions: Iterable[str], resources: Iterable[str]) -> list[str]:
+    """cdk-nag's AwsSolutions-IAM5 findings on an Allow statement of these literal actions and resources: each one
+    holding a ``*``, as ``Action::<action>`` and ``Resource::<resource>`` (cdk-nag 3's ``IAMNoWildcardPermissions``
+    writes them so, and its acknowledgments are named by them)."""
+    return [f"Action::{a}" for a in actions if "*" in a] + [f"Resource::{r}" for r in resources if "*" in r]
 
 
 def unread_managed_policy(name: str) -> str | None:

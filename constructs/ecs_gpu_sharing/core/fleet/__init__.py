@@ -11,6 +11,7 @@ tree. The deployable app (``stacks/``) imports this package and the public ``ecs
 
 from __future__ import annotations
 
+from ..escalation import TASK_ROLE_WILDCARD, nag_wildcards
 from ..hardening import AUTO_SCALING_SERVICE_ROLE_PATH, MANAGED_POLICY_ON_TASK_ROLE
 from ..planner import EC2, MANAGED_INSTANCES
 from ..telemetry import SERVICE_TAG
@@ -60,6 +61,7 @@ __all__ = [
     "SERVICE_TAG",
     "SIDECAR",
     "STATEMENT",
+    "TASK_ROLE_WILDCARD",
     "TOP",
     "CapacitySpec",
     "EcrImage",
@@ -74,6 +76,7 @@ __all__ = [
     "ecr_image",
     "json_schema",
     "load",
+    "nag_wildcards",
     "parse",
     "scratch_volume_name",
 ]

@@ -10,7 +10,7 @@ from .. import quotas
 from ..ami_release import check_release
 from ..capacity_facts import host_facts
 from ..errors import GpuSharingError
-from ..escalation import TASK_ROLE_ESCALATION
+from ..escalation import TASK_ROLE_ESCALATION, TASK_ROLE_WILDCARD
 from ..planner import ECS_DEFAULT_MAX_PERCENT, MANAGED_INSTANCES
 from ..rules import acknowledgeable
 from ..text import few, visible
@@ -227,7 +227,7 @@ def _acknowledgments(problems: _Problems, where: str, kind: str, table: Mapping[
     out = {}
     mine, other = acknowledgeable(kind), acknowledgeable("capacity" if kind == "service" else "service")
     if kind == "service":
-        mine = mine | {TASK_ROLE_ESCALATION}  # an error on the task role, permitted with a reason (FleetPlan.allow)
+        mine = mine | {TASK_ROLE_ESCALATION, TASK_ROLE_WILDCARD}  # errors on the task role, permitted with a reason
     for rule_id, reason in table.items():
         if rule_id in other:
             there = "[capacity.<name>] table the service runs on" if kind == "service" else "[service.<name>] tables"

@@ -8,7 +8,14 @@ from typing import Any
 
 from ..allocation import AllocationNote, Evidence
 from ..dates import latest_today
-from ..escalation import TASK_ROLE_ESCALATION, escalations, refused_managed_policy, unread_managed_policy
+from ..escalation import (
+    TASK_ROLE_ESCALATION,
+    TASK_ROLE_WILDCARD,
+    escalations,
+    nag_wildcards,
+    refused_managed_policy,
+    unread_managed_policy,
+)
 from ..mps import GPU_ENVIRONMENT, GPU_ENVIRONMENT_REASON
 from ..planner import MANAGED_INSTANCES
 from ..shape import HEALTH_CHECK_FIRST
@@ -298,7 +305,8 @@ def _bucket_problem(name: str) -> str | None:
 def _check_task_role(problems: _Problems, where: str, good: Mapping[str, Any]) -> None:
     """A model's task role may not reach the account or IAM: no administrator managed policy, no grant that lets the
     task raise its own permissions or reach other tenants (``core.escalation``) unless the service acknowledges
-    ``TaskRoleEscalation`` with a reason, no empty statement."""
+    ``TaskRoleEscalation`` with a reason, no empty statement, and no wildcard cdk-nag refuses in the deployable app
+    unless the service acknowledges ``TaskRoleWildcard`` with a reason."""
     for name in good.get("task_role_managed_policies", ()):
         why = refused_managed_policy(name)
         if why is not None:
@@ -311,6 +319,13 @@ def _check_task_role(problems: _Problems, where: str, good: Mapping[str, Any]) -
             problems.add(f"{at}: actions and resources must each name at least one; an empty list grants nothing")
             continue
         documents.append({"Effect": "Allow", "Action": list(actions), "Resource": list(resources)})
+        wildcards = nag_wildcards(actions, resources)
+        if wildcards and not visible(good.get("acknowledge", {}).get(TASK_ROLE_WILDCARD)):
+            problems.add(
+                f"{at}: a wildcard, which the deployable app's cdk-nag check refuses (AwsSolutions-IAM5 "
+                f"{', '.join(wildcards)}) [{TASK_ROLE_WILDCARD}]; name each action and resource, or acknowledge "
+                f"{TASK_ROLE_WILDCARD} with a reason, which the app writes into cdk-nag's acknowledgment"
+            )
     if visible(good.get("acknowledge", {}).get(TASK_ROLE_ESCALATION)):
         return
     unread = [w for name in good.get("task_role_managed_policies", ()) if (w := unread_managed_policy(name))]

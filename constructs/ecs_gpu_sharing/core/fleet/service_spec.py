@@ -87,9 +87,9 @@ class Statement:
     actions: tuple[str, ...] = key(
         list,
         True,
-        "IAM actions, such as s3:GetObject; the deployable app's cdk-nag check fails on a wildcard here or in "
-        "resources (AwsSolutions-IAM5), which a fleet file cannot acknowledge yet: name each action and object "
-        "(model_bucket grants a bucket of weights, acknowledged)",
+        "IAM actions, such as s3:GetObject; a wildcard here or in resources, which the deployable app's cdk-nag "
+        "check refuses (AwsSolutions-IAM5), needs the service to acknowledge ecs-gpu-sharing:TaskRoleWildcard with a "
+        "reason (model_bucket grants a bucket of weights, acknowledged)",
         items=str,
         pattern=re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*]+$", re.ASCII),
         example="s3:GetObject",
@@ -97,7 +97,7 @@ class Statement:
     resources: tuple[str, ...] = key(
         list,
         True,
-        "resource ARNs (no wildcard for the deployable app: see actions)",
+        "resource ARNs (a wildcard: see actions)",
         items=str,
         pattern=re.compile(r"^arn:[^*\s].*$", re.ASCII),
         example="arn:aws:s3:::bucket/config.json",
