@@ -157,34 +157,56 @@ def regrained(fleet: Fleet, step: int) -> Fleet:
     return dataclasses.replace(fleet, services=services)
 
 
-def fleet_file(fleet: Fleet, scale: float = 1.0, max_instances: int = INSTANCES_PER_CLUSTER.number) -> str:
+def fleet_file(
+    fleet: Fleet,
+    scale: float = 1.0,
+    max_instances: int = INSTANCES_PER_CLUSTER.number,
+    capacity: str = "gpu",
+    prefix: str = "",
+    named: bool = True,
+) -> str:
     """``fleet`` as a fleet file for the ``plan`` command: each service split into services of at most 5,000 tasks
     (ECS's tasks per service), a whole-GPU task as an MPS budget of the GPU's usable memory (a fleet file has no
     whole-GPU tasks), each task's GPU budgets, CPU and memory times ``scale`` (rounded down to 256 MiB, 128 units and
     128 MiB; a sidecar's 64 MiB of memory taken from its task's model container), and ``max_instances`` given (a
-    deployment's surge past it is a warning, not an error)."""
+    deployment's surge past it is a warning, not an error). A service's isolation group, and whether it keeps its hosts,
+    are written in its allocation table, with its note's other answers (``shaped_fleets.py iso``); its network
+    interfaces are not (the file's services run in bridge mode). ``capacity``: the capacity's name; ``prefix``: before
+    each service's name (fleets written one after another as one file of several capacities, ``named`` on the first
+    only)."""
     cap = fleet.capacity
-    lines = ['name = "generated"', "[capacity.gpu]", f'instance_types = ["{cap.instance_type}"]']
-    lines.append(f"max_instances = {max_instances}")
+    lines = ['name = "generated"'] if named else []
+    lines += [f"[capacity.{capacity}]", f'instance_types = ["{cap.instance_type}"]', f"max_instances = {max_instances}"]
     for s in fleet.services:
         shape = s.shape
         budgets = shape.gpu_budgets_mib or (cap.usable_gpu_memory_mib,)
         budgets = tuple(max(256, int(b * scale) // 256 * 256) for b in budgets)
+        note = s.allocation if s.allocation is not None and s.isolation_group else None
         left, part = s.tasks, 0
         while left > 0:
             count = min(left, TASKS_PER_SERVICE.number)
+            name = f"{prefix}{s.name}p{part}"
             lines += [
-                f"[service.{s.name}p{part}]",
-                'capacity = "gpu"',
+                f"[service.{name}]",
+                f'capacity = "{capacity}"',
                 'image = "my-registry/model:1.0"',
                 f"desired_count = {count}",
                 f"cpu_units = {max(128, int(shape.cpu_units * scale) // 128 * 128)}",
                 f"memory_mib = {max(256, int(shape.memory_mib * scale) // 128 * 128 - 64 * (len(budgets) - 1))}",
                 f"gpu_budget_mib = {budgets[0]}",
             ]
+            if note is not None:
+                lines += [
+                    f"[service.{name}.allocation]",
+                    f"residency_mib = {note.residency_mib}",
+                    f"peak_working_mib = {note.peak_working_mib}",
+                    f'shared_failure = "{note.shared_failure}"',
+                    f'isolation_group = "{note.isolation_group}"',
+                    f"isolate_host = {'true' if note.isolate_host else 'false'}",
+                ]
             for k, budget in enumerate(budgets[1:]):
                 lines += [
-                    f"[[service.{s.name}p{part}.sidecar]]",
+                    f"[[service.{name}.sidecar]]",
                     f'name = "sidecar{k}"',
                     'image = "my-registry/sidecar:1.0"',
                     "cpu_units = 0",

@@ -1,6 +1,7 @@
 """Fleets shaped unlike ``fleet_generator``'s, to try the planner on what it was not tuned on.
 
     python shaped_fleets.py FAMILIES SEEDS SIZE     (e.g. clients,iso 1,2,3 10000; OUT=file.json writes the figures)
+    python shaped_fleets.py --command MIX [MIX ...]  (a MIX: FAMILY:SEED:SIZE, or several joined by +)
 
 Families: ``triplets`` (GPU budgets around a third and a half of a GPU), ``few`` (two to eight services of thousands
 of tasks), ``clients`` (tasks of 0.4-3% of a GPU with up to three sidecars: MPS's 48 clients a GPU bind with the
@@ -10,6 +11,13 @@ GPU), ``skewed`` (one service of 60-90% of the tasks beside many small ones) and
 services of a few tasks each). Each line: the plan's instances, its lower bound, their ratio, plain FFD (which knows
 no isolation groups or interfaces, so it can be below the plan there) and the planner's time. docs/planning.md says
 what they showed.
+
+With ``--command``, each mix is written as one fleet file (``fleet_generator.fleet_file``: each fleet of the mix on a
+capacity of its own, its isolation groups in its services' allocation tables) and the whole ``plan --json`` command
+timed on it (``plan_benchmark.command_seconds``: the best of three runs, and its CPU seconds), with a reference run
+before and after. A file the command refuses is reported with the first line of its error, not timed: many of these
+fleets are more than a fleet file can say at 100,000 tasks (more than ECS's 5,000 instances a cluster, or isolation
+groups on one capacity whose placement expressions pass ECS's 2,000 characters).
 """
 
 import json
@@ -180,7 +188,46 @@ def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[Servic
     return cap, out, t
 
 
-if __name__ == "__main__":
+def command(mixes: list[str]) -> None:
+    """The ``--command`` table (the module's docstring)."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from fleet_generator import Fleet, fleet_file
+    from generated_benchmark import reference_seconds
+    from plan_benchmark import command_seconds
+
+    print(f"reference run: {reference_seconds():.3f} s")
+    print("| mix | capacities | services | command s | CPU s |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for mix in mixes:
+        parts = []
+        for n, spec in enumerate(mix.split("+")):
+            family, seed, size = spec.split(":")
+            cap, svcs, _ = fleet(family, int(seed), int(size))
+            drawn = Fleet(int(seed), int(size), cap, svcs, family, 0.0)
+            parts.append(fleet_file(drawn, capacity=f"gpu{n}", prefix=f"c{n}", named=n == 0))
+        text = "".join(parts)
+        services = sum(line.startswith("[service.") and line.count(".") == 1 for line in text.splitlines())
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "fleet.toml"
+            path.write_text(text)
+            done = subprocess.run(
+                [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", str(path)], capture_output=True, text=True
+            )
+        if done.returncode:
+            error = (done.stderr or done.stdout).strip().splitlines()[0].replace(str(path) + ": ", "")
+            print(f"| {mix} | {len(parts)} | {services} | refused: {error[:160]} | |", flush=True)
+            continue
+        seconds, cpu = command_seconds(text)
+        print(f"| {mix} | {len(parts)} | {services} | {seconds:.3f} | {cpu:.3f} |", flush=True)
+    print(f"reference run: {reference_seconds():.3f} s")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--command"]:
+    command(sys.argv[2:])
+elif __name__ == "__main__":
     res = {}
     for fam in sys.argv[1].split(","):
         for seed in [int(s) for s in sys.argv[2].split(",")]:
