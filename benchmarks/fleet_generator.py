@@ -171,7 +171,8 @@ def fleet_file(
     128 MiB; a sidecar's 64 MiB of memory taken from its task's model container), and ``max_instances`` given (a
     deployment's surge past it is a warning, not an error). A service's isolation group, and whether it keeps its hosts,
     are written in its allocation table, with its note's other answers (``shaped_fleets.py iso``); its network
-    interfaces are not (the file's services run in bridge mode). ``capacity``: the capacity's name; ``prefix``: before
+    interfaces are not (the file's services run in bridge mode); a service asking for no GPU is refused (ValueError):
+    every service of a fleet file has a GPU budget. ``capacity``: the capacity's name; ``prefix``: before
     each service's name (fleets written one after another as one file of several capacities, ``named`` on the first
     only)."""
     cap = fleet.capacity
@@ -179,6 +180,10 @@ def fleet_file(
     lines += [f"[capacity.{capacity}]", f'instance_types = ["{cap.instance_type}"]', f"max_instances = {max_instances}"]
     for s in fleet.services:
         shape = s.shape
+        if not shape.uses_gpu:
+            raise ValueError(
+                f"service {s.name} asks for no GPU, which a fleet file cannot say (gpu_budget_mib is required)"
+            )
         budgets = shape.gpu_budgets_mib or (cap.usable_gpu_memory_mib,)
         budgets = tuple(max(256, int(b * scale) // 256 * 256) for b in budgets)
         note = s.allocation if s.allocation is not None and s.isolation_group else None

@@ -7,8 +7,11 @@ Families: ``triplets`` (GPU budgets around a third and a half of a GPU), ``few``
 of tasks), ``clients`` (tasks of 0.4-3% of a GPU with up to three sidecars: MPS's 48 clients a GPU bind with the
 memory), ``eni`` (awsvpc tasks), ``whole`` (whole-GPU tasks of one to four GPUs beside MPS tasks), ``iso`` (isolation
 groups, some keeping their hosts), ``cpu4l4`` (CPU-heavy embedders on four L4s), ``pairs`` (budgets around half a
-GPU), ``skewed`` (one service of 60-90% of the tasks beside many small ones) and ``many`` (hundreds to a thousand
-services of a few tasks each). Each line: the plan's instances, its lower bound, their ratio, plain FFD (which knows
+GPU), ``skewed`` (one service of 60-90% of the tasks beside many small ones), ``many`` (hundreds to a thousand
+services of a few tasks each), ``bimodal`` (LLMs of 55-85% of a GPU beside embedders of 2-15%, CPU and memory up to
+2.5 times their GPU share) and ``gpuless`` (a fifth to a half of the services ask for no GPU: on the construct road
+they run on the GPU hosts with a ``TaskTakesNoGpu`` warning; a fleet file cannot say them, so ``--command`` refuses
+them). Each line: the plan's instances, its lower bound, their ratio, plain FFD (which knows
 no isolation groups or interfaces, so it can be below the plan there) and the planner's time. docs/planning.md says
 what they showed.
 
@@ -58,10 +61,11 @@ def mk(
     enis: int = 0,
     group: str | None = None,
     iso_host: bool = False,
+    gpu: bool = True,
 ) -> ServiceInput:
     usable = cap.usable_gpu_memory_mib
     containers: tuple[int, ...] = ()
-    if not whole:
+    if gpu and not whole:
         budget = max(256, int(usable * frac) // 256 * 256)
         side = [256 * rng.randint(1, 4) for _ in range(sidecars)]
         containers = (max(256, budget - sum(side)), *side)
@@ -185,44 +189,78 @@ def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[Servic
         for i, c in enumerate(counts(size, n, rng)):
             frac = R(0.4, 0.6) if rng.random() < 0.8 else R(0.05, 0.2)
             out.append(mk(rng, cap, i, c, frac, frac / g * R(0.2, 0.9), frac / g * R(0.2, 0.9)))
+    elif family == "bimodal":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        for i, c in enumerate(counts(size, n, rng)):
+            if rng.random() < 0.4:  # an LLM of most of a GPU, beside embedders that fill what it leaves
+                frac = R(0.55, 0.85)
+                out.append(
+                    mk(rng, cap, i, c, frac, frac / g * R(0.3, 1.2), frac / g * R(0.3, 1.2), sidecars=rng.randint(0, 1))
+                )
+            else:
+                frac = R(0.02, 0.15)
+                out.append(
+                    mk(rng, cap, i, c, frac, frac / g * R(0.3, 2.5), frac / g * R(0.3, 2.5), sidecars=rng.randint(0, 2))
+                )
+    elif family == "gpuless":
+        n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
+        share = R(0.2, 0.5)  # of the services, those that ask for no GPU (a tokenizer, a gateway) on the GPU hosts
+        for i, c in enumerate(counts(size, n, rng)):
+            if rng.random() < share:
+                out.append(mk(rng, cap, i, c, 0.0, R(0.01, 0.25), R(0.01, 0.25), gpu=False))
+            else:
+                frac = R(0.03, 0.6)
+                out.append(
+                    mk(rng, cap, i, c, frac, frac / g * R(0.2, 1.0), frac / g * R(0.2, 1.0), sidecars=rng.randint(0, 2))
+                )
     return cap, out, t
 
 
 def command(mixes: list[str]) -> None:
     """The ``--command`` table (the module's docstring)."""
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
     from fleet_generator import Fleet, fleet_file
     from generated_benchmark import reference_seconds
-    from plan_benchmark import command_seconds
 
     print(f"reference run: {reference_seconds():.3f} s")
     print("| mix | capacities | services | command s | CPU s |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for mix in mixes:
         parts = []
-        for n, spec in enumerate(mix.split("+")):
-            family, seed, size = spec.split(":")
-            cap, svcs, _ = fleet(family, int(seed), int(size))
-            drawn = Fleet(int(seed), int(size), cap, svcs, family, 0.0)
-            parts.append(fleet_file(drawn, capacity=f"gpu{n}", prefix=f"c{n}", named=n == 0))
-        text = "".join(parts)
-        services = sum(line.startswith("[service.") and line.count(".") == 1 for line in text.splitlines())
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "fleet.toml"
-            path.write_text(text)
-            done = subprocess.run(
-                [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", str(path)], capture_output=True, text=True
-            )
-        if done.returncode:
-            error = (done.stderr or done.stdout).strip().splitlines()[0].replace(str(path) + ": ", "")
-            print(f"| {mix} | {len(parts)} | {services} | refused: {error[:160]} | |", flush=True)
+        try:
+            for n, spec in enumerate(mix.split("+")):
+                family, seed, size = spec.split(":")
+                cap, svcs, _ = fleet(family, int(seed), int(size))
+                drawn = Fleet(int(seed), int(size), cap, svcs, family, 0.0)
+                parts.append(fleet_file(drawn, capacity=f"gpu{n}", prefix=f"c{n}", named=n == 0))
+        except ValueError as error:  # a shape a fleet file cannot say (a service that asks for no GPU)
+            print(f"| {mix} | | | not a fleet file: {error} | |", flush=True)
             continue
-        seconds, cpu = command_seconds(text)
-        print(f"| {mix} | {len(parts)} | {services} | {seconds:.3f} | {cpu:.3f} |", flush=True)
+        print(_timed_row(mix, parts), flush=True)
     print(f"reference run: {reference_seconds():.3f} s")
+
+
+def _timed_row(mix: str, parts: list[str]) -> str:
+    """One row of the ``--command`` table: the mix's fleets (``parts``, a capacity each) as one fleet file, timed, or
+    the first line of the command's refusal."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from plan_benchmark import command_seconds
+
+    text = "".join(parts)
+    services = sum(line.startswith("[service.") and line.count(".") == 1 for line in text.splitlines())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fleet.toml"
+        path.write_text(text)
+        done = subprocess.run(
+            [sys.executable, "-m", "ecs_gpu_sharing.cli", "plan", str(path)], capture_output=True, text=True
+        )
+    if done.returncode:
+        error = (done.stderr or done.stdout).strip().splitlines()[0].replace(str(path) + ": ", "")
+        return f"| {mix} | {len(parts)} | {services} | refused: {error[:160]} | |"
+    seconds, cpu = command_seconds(text)
+    return f"| {mix} | {len(parts)} | {services} | {seconds:.3f} | {cpu:.3f} |"
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--command"]:

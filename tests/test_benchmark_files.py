@@ -42,3 +42,26 @@ def test_shaped_fleets_written_as_one_file_of_two_capacities_keep_their_tasks_an
             assert written == {(f"gpu{n}", s.isolation_group, s.isolate_host, s.shape.gpu_budgets_mib)}, s.name
     assert any(s.isolate_host for _, services in drawn for s in services)
     assert any(len(s.shape.gpu_budgets_mib) > 1 for _, services in drawn for s in services)
+
+
+def test_a_service_that_asks_for_no_gpu_is_not_written_as_a_fleet_file() -> None:
+    """``shaped_fleets.py gpuless`` puts services that ask for no GPU on the GPU hosts, as the construct road may (with
+    a TaskTakesNoGpu warning); a fleet file gives every service a GPU budget, so ``fleet_file`` refuses the fleet, naming
+    the service, where it once wrote a whole GPU's budget for it. ``bimodal`` has none, and is written."""
+    import pytest
+
+    with benchmarks_on_path():
+        from fleet_generator import Fleet, fleet_file
+        from shaped_fleets import fleet as shaped
+
+        cap, services, _ = shaped("gpuless", 404, 1_000)
+        gpuless = [s.name for s in services if not s.shape.uses_gpu]
+        assert gpuless and len(gpuless) < len(services)
+        with pytest.raises(ValueError, match=f"service {gpuless[0]} asks for no GPU"):
+            fleet_file(Fleet(0, 0, cap, services, "", 0.0))
+        cap, services, _ = shaped("bimodal", 404, 1_000)
+        text = fleet_file(Fleet(0, 0, cap, services, "", 0.0))
+    spec = fleet.parse(tomllib.loads(text))
+    assert sum(s.desired_count for s in spec.services.values()) == 1_000
+    budgets = sorted(s.gpu_budget_mib for s in spec.services.values())
+    assert budgets[0] < cap.usable_gpu_memory_mib * 0.16 and budgets[-1] > cap.usable_gpu_memory_mib * 0.5
