@@ -182,7 +182,8 @@ def fleet_file(
         shape = s.shape
         if not shape.uses_gpu:
             raise ValueError(
-                f"service {s.name} asks for no GPU, which a fleet file cannot say (gpu_budget_mib is required)"
+                f"service {s.name} asks for no GPU, which a fleet file cannot say (every service needs a "
+                "gpu_budget_mib): plan this fleet in process (shaped_fleets.py FAMILY SEEDS SIZE), not with --command"
             )
         budgets = shape.gpu_budgets_mib or (cap.usable_gpu_memory_mib,)
         budgets = tuple(max(256, int(b * scale) // 256 * 256) for b in budgets)

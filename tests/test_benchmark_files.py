@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
+
 from ecs_gpu_sharing.core import fleet
 
 from conftest import benchmarks_on_path
@@ -48,8 +50,6 @@ def test_a_service_that_asks_for_no_gpu_is_not_written_as_a_fleet_file() -> None
     """``shaped_fleets.py gpuless`` puts services that ask for no GPU on the GPU hosts, as the construct road may (with
     a TaskTakesNoGpu warning); a fleet file gives every service a GPU budget, so ``fleet_file`` refuses the fleet, naming
     the service, where it once wrote a whole GPU's budget for it. ``bimodal`` has none, and is written."""
-    import pytest
-
     with benchmarks_on_path():
         from fleet_generator import Fleet, fleet_file
         from shaped_fleets import fleet as shaped
