@@ -84,11 +84,11 @@ def exact_gpus(
         if plan_size(best)[0] <= host_bound:
             break
     if plan_size(best)[0] > gap > 0:
-        best = _balanced_within(gpu_units(tried[0], staged.enis) + staged.others, capacity, best, host_bound, gap)
+        best = balanced_within(gpu_units(tried[0], staged.enis) + staged.others, capacity, best, host_bound, gap)
     return best, gpu_bound
 
 
-def _balanced_within(units: list[Unit], capacity: CapacityInput, best: list[Host], bound: int, gap: int) -> list[Host]:
+def balanced_within(units: list[Unit], capacity: CapacityInput, best: list[Host], bound: int, gap: int) -> list[Host]:
     """``units`` balanced (``pack_hosts_scaled``) onto SCALED_STEPS host counts from ``bound`` to ``gap``, the fewest
     first (the search packs onto as many hosts as it is given), the first packed kept where it beats ``best``."""
     if any(u.enis > eni_room(capacity) for u in units):

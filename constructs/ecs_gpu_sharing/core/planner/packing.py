@@ -13,6 +13,7 @@ from .alike import Kinds, merged, named_back
 from .dealt import dealt
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
+from .fillers import with_fillers
 from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus, way_gpus
 from .hosts import Host, Unit, eni_room, lower_bounds, may_beat, pack_hosts, pack_hosts_even, plan_size, slots_floor
 from .lp_view import as_pattern, lp_hosts, lp_problem
@@ -127,6 +128,13 @@ def _pack_partition(
     gap = 0 if host_lp_exact(tasks, services) else math.floor(HOST_LP_GAP * host_bound)  # (host_lp_runs)
     exact, gpu_bound = exact_gpus(capacity, staged, best, gpu_bound, host_bound, gap)
     stage_bound, host_bound = host_bound, max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
+    filled = with_fillers(capacity, flat, exact, host_bound)  # (exact_gpus gives back best, or fewer hosts)
+    if filled is not exact:
+        # Tasks without a GPU balanced with the plan's GPUs (``fillers``): the plan the LP starts from, and past its
+        # exact limits, within its gap, the plan that spares it
+        best = exact = filled
+        if plan_size(best)[0] <= host_bound:
+            return _searched(capacity, groups, best, host_bound), gpu_bound, host_bound, plan_size(without)[0]
     if exact is not best and plan_size(exact)[0] <= host_bound:
         return _searched(capacity, groups, exact, host_bound), gpu_bound, host_bound, plan_size(without)[0]
     if gap:
