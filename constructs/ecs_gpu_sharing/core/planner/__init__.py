@@ -13,7 +13,8 @@ number of services, not of tasks:
    (an exact subset-sum over the remaining task shapes, on a bitset; a greedy fill when the exact one breaks the
    client, CPU or memory limits). The GPU's contents are then repeated for as many GPUs as the counts allow.
 2. Hosts: GPU contents, whole-GPU tasks and tasks without a GPU are packed onto hosts first-fit decreasing, in
-   groups of identical hosts.
+   groups of identical hosts. Where that is above the bound, the costlier strategies follow (``packing``): among
+   them, on hosts of several GPUs, the tasks without a GPU balanced with the GPUs as fillers (``fillers``).
 
 Ties break on names, so the same input always gives the same plan. Lower bounds (GPUs: Martello and Toth's L2 on
 GPU memory and NVIDIA's client limit; instances: GPUs, CPU and memory; a fleet of one task shape: its count over

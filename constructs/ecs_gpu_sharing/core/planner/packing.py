@@ -1,4 +1,5 @@
-"""A capacity's plan: the strategies run and the best kept (staged, FFD, host-level LP, search); the fleet's plan."""
+"""A capacity's plan: the strategies run and the best kept (staged, FFD, tasks without a GPU balanced as fillers,
+host-level LP, search); the fleet's plan."""
 
 from __future__ import annotations
 
