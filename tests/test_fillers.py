@@ -6,10 +6,13 @@ import dataclasses
 
 import pytest
 
+from ecs_gpu_sharing.core.capacity_facts import host_facts
+from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
 from ecs_gpu_sharing.core.planner import ServiceInput, packing, plan
-from ecs_gpu_sharing.core.planner.fillers import with_fillers
-from ecs_gpu_sharing.core.planner.hosts import Host, plan_size
+from ecs_gpu_sharing.core.planner.fillers import _units, with_fillers
+from ecs_gpu_sharing.core.planner.hosts import Host, pack_hosts, plan_size
 from ecs_gpu_sharing.core.planner.model import CapacityInput
+from ecs_gpu_sharing.core.shape import TaskShape
 
 from conftest import benchmarks_on_path
 
@@ -91,6 +94,9 @@ def test_past_the_lps_exact_limits_a_balance_within_its_gap_spares_it(monkeypatc
     bound = planned.instance_lower_bound
     assert bound == 6339 and bound < planned.instances <= packing.HOST_LP_GAP * bound
     assert not called
+    from test_planner import _assert_valid
+
+    _assert_valid(planned, services)
 
 
 def test_within_the_lps_exact_limits_it_starts_from_the_balanced_plan(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,3 +114,27 @@ def test_within_the_lps_exact_limits_it_starts_from_the_balanced_plan(monkeypatc
     planned = plan([cap], services)
     assert started == [75]
     assert (planned.instances, planned.instance_lower_bound) == (74, 74)
+    from test_planner import _assert_valid
+
+    _assert_valid(planned, services)
+
+
+def test_a_plans_units_are_its_gpus_as_they_are_its_whole_gpu_tasks_and_its_tasks_without_a_gpu() -> None:
+    """The units balanced: each kind of MPS GPU the plan fills, as many as it has (its CPU and memory its tasks'), each
+    whole-GPU task as one unit of its GPUs, each task without a GPU as one of its own; packed again, every task once."""
+    cap = capacity_input("l40s", host_facts(["g6e.12xlarge"]))  # four GPUs a host
+    services = [
+        service_input("llm", cap.name, TaskShape(4096, 16384, whole_gpus=2), 3, count_source="test"),
+        service_input("embed", cap.name, TaskShape(1024, 4096, (6144,)), 10, count_source="test"),
+        service_input("tokenizer", cap.name, TaskShape(2048, 2048), 5, count_source="test"),
+    ]
+    hosts, _ = _first_fit(cap, services)
+    units = _units(hosts, [(s, s.tasks) for s in services])
+    whole = [u for u in units if u.gpus and u.gpus[0].whole]
+    assert [(len(u.gpus), u.count, u.cpu, u.mem) for u in whole] == [(2, 3, 4096, 16384)]
+    assert [(u.count, u.without_gpu) for u in units if not u.gpus] == [(5, (("tokenizer", 1),))]
+    mps = [u for u in units if u.gpus and not u.gpus[0].whole]
+    assert sum(u.count for u in mps) == plan_size(hosts)[1] - 6  # the plan's busy GPUs less the whole-GPU tasks'
+    assert sum(u.cpu * u.count for u in mps) == 10 * 1024 and sum(u.mem * u.count for u in mps) == 10 * 4096
+    packed = pack_hosts(units, cap)
+    assert _placed(packed, cap) == {"llm": 6, "embed": 10, "tokenizer": 5}  # a whole-GPU task on each of its GPUs
