@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from test_balanced_hosts import _placed
 
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.plan_inputs import capacity_input, service_input
@@ -40,20 +41,6 @@ def _first_fit(cap: CapacityInput, services: list[ServiceInput]) -> tuple[list[H
         for g in capacity.instances
     ]
     return hosts, capacity.instance_lower_bound
-
-
-def _placed(hosts: list[Host], cap: CapacityInput) -> dict[str, int]:
-    """Each service's tasks over ``hosts``, every host checked to be within ``cap``'s GPU slots, CPU and memory."""
-    placed: dict[str, int] = {}
-    for host in hosts:
-        assert host.count >= 1 and len(host.gpus) <= cap.gpus_per_instance
-        assert host.cpu <= cap.host_cpu_units and host.mem <= cap.host_memory_mib
-        for gpu in host.gpus:
-            for name, k in gpu.tasks:
-                placed[name] = placed.get(name, 0) + k * host.count
-        for name, k in host.without_gpu.items():
-            placed[name] = placed.get(name, 0) + k * host.count
-    return placed
 
 
 def test_tasks_without_a_gpu_balanced_with_the_gpus_need_fewer_hosts_than_first_fit() -> None:
