@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from test_balanced_hosts import _placed
@@ -43,6 +44,11 @@ def _first_fit(cap: CapacityInput, services: list[ServiceInput]) -> tuple[list[H
     return hosts, capacity.instance_lower_bound
 
 
+def _gap(bound: int) -> int:
+    """The most hosts the planner lets the balance try: the host-level LP's gap above ``bound``."""
+    return math.floor(packing.HOST_LP_GAP * bound)
+
+
 def test_tasks_without_a_gpu_balanced_with_the_gpus_need_fewer_hosts_than_first_fit() -> None:
     """Seed 4 at 1,000 tasks, eight H100s a host, host CPU binding: first fit needs 88 hosts over a bound of 74, and
     the same GPUs and tasks balance onto 75. Every task is placed once, each host within its room."""
@@ -50,7 +56,7 @@ def test_tasks_without_a_gpu_balanced_with_the_gpus_need_fewer_hosts_than_first_
     assert cap.gpus_per_instance == 8
     hosts, bound = _first_fit(cap, services)
     assert (plan_size(hosts)[0], bound) == (88, 74)
-    filled = with_fillers(cap, [(s, s.tasks) for s in services], hosts, bound)
+    filled = with_fillers(cap, [(s, s.tasks) for s in services], hosts, bound, _gap(bound))
     assert plan_size(filled)[0] == 75
     assert plan_size(filled)[1] == plan_size(hosts)[1]  # the same GPUs
     # whole-GPU tasks count once per task in a plan's GPUs, not once per GPU
@@ -64,10 +70,10 @@ def test_without_tasks_that_take_no_gpu_on_one_gpu_a_host_or_within_the_gap_the_
     hosts, bound = _first_fit(cap, services)
     pairs = [(s, s.tasks) for s in services]
     with_gpus = [(s, n) for s, n in pairs if s.clients or s.whole_gpus]
-    assert with_fillers(cap, with_gpus, hosts, bound) is hosts
+    assert with_fillers(cap, with_gpus, hosts, bound, _gap(bound)) is hosts
     one_gpu = dataclasses.replace(cap, gpus_per_instance=1)
-    assert with_fillers(one_gpu, pairs, hosts, bound) is hosts
-    assert with_fillers(cap, pairs, hosts, plan_size(hosts)[0] - 1) is hosts
+    assert with_fillers(one_gpu, pairs, hosts, bound, _gap(bound)) is hosts
+    assert with_fillers(cap, pairs, hosts, plan_size(hosts)[0] - 1, _gap(plan_size(hosts)[0] - 1)) is hosts
 
 
 def test_past_the_lps_exact_limits_a_balance_within_its_gap_spares_it(monkeypatch: pytest.MonkeyPatch) -> None:

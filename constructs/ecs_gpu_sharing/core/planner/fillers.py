@@ -15,26 +15,23 @@ binds (the same seeds: no balance found within 2% of the bound, after up to 1.6 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from .exact_gpus import balanced_within
 from .hosts import Host, Unit, plan_size
 from .model import CapacityInput, GpuLoad, ServiceInput
 
-FILLERS_GAP = 1.02  # the host counts tried run from the bound to this much above it (``exact_gpus.balanced_within``)
-
 
 def with_fillers(
-    capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]], best: list[Host], bound: int
+    capacity: CapacityInput, pairs: Sequence[tuple[ServiceInput, int]], best: list[Host], bound: int, gap: int
 ) -> list[Host]:
     """``best``, or the same GPUs and tasks balanced onto fewer hosts where the search finds them: on hosts of several
     GPUs, where some of ``pairs`` (a host partition's services and task counts, as ``best`` places them) take no GPU
     and ``best`` has more hosts than ``bound``. The host counts tried are ``exact_gpus.balanced_within``'s, from
-    ``bound`` to FILLERS_GAP above it, below ``best``'s."""
+    ``bound`` to ``gap`` (the planner's: the host-level LP's gap above the bound), below ``best``'s."""
     if capacity.gpus_per_instance == 1 or not any(n and not s.clients and not s.whole_gpus for s, n in pairs):
         return best
-    gap = min(math.floor(FILLERS_GAP * bound), plan_size(best)[0] - 1)
+    gap = min(gap, plan_size(best)[0] - 1)
     if gap <= bound:
         return best
     return balanced_within(_units(best, pairs), capacity, best, bound, gap)

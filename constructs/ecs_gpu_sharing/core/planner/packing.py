@@ -129,7 +129,8 @@ def _pack_partition(
     gap = 0 if host_lp_exact(tasks, services) else math.floor(HOST_LP_GAP * host_bound)  # (host_lp_runs)
     exact, gpu_bound = exact_gpus(capacity, staged, best, gpu_bound, host_bound, gap)
     stage_bound, host_bound = host_bound, max(host_bound, lower_bounds(capacity, flat, gpu_bound)[1])
-    filled = with_fillers(capacity, flat, exact, host_bound)  # (exact_gpus gives back best, or fewer hosts)
+    # (exact_gpus gives back best, or fewer hosts; the balance tries host counts up to the LP's gap)
+    filled = with_fillers(capacity, flat, exact, host_bound, math.floor(HOST_LP_GAP * host_bound))
     if filled is not exact:
         # Tasks without a GPU balanced with the plan's GPUs (``fillers``): the plan the LP starts from, and past its
         # exact limits, within its gap, the plan that spares it
