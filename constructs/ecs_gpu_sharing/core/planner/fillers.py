@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .exact_gpus import balanced_within
-from .hosts import Host, Unit, plan_size
+from .hosts import Host, Unit, other_units, plan_size
 from .model import CapacityInput, GpuLoad, ServiceInput
 
 
@@ -29,7 +29,7 @@ def with_fillers(
     GPUs, where some of ``pairs`` (a host partition's services and task counts, as ``best`` places them) take no GPU
     and ``best`` has more hosts than ``bound``. The host counts tried are ``exact_gpus.balanced_within``'s, from
     ``bound`` to ``gap`` (the planner's: the host-level LP's gap above the bound), below ``best``'s."""
-    if capacity.gpus_per_instance == 1 or not any(n and not s.clients and not s.whole_gpus for s, n in pairs):
+    if capacity.gpus_per_instance == 1 or not any(n and not s.shape.uses_gpu for s, n in pairs):
         return best
     gap = min(gap, plan_size(best)[0] - 1)
     if gap <= bound:
@@ -53,12 +53,4 @@ def _units(best: list[Host], pairs: Sequence[tuple[ServiceInput, int]]) -> list[
             s = by_name[name]
             cpu, mem, enis = cpu + s.cpu_units * k, mem + s.memory_mib * k, enis + s.network_interfaces * k
         units.append(Unit([load], cpu, mem, count, enis=enis))
-    for s, n in pairs:
-        if not n:
-            continue
-        if s.whole_gpus:
-            load = GpuLoad(tasks=((s.name, 1),), whole=True)
-            units.append(Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n, enis=s.network_interfaces))
-        elif not s.clients:
-            units.append(Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),), enis=s.network_interfaces))
-    return units
+    return units + other_units(pairs)

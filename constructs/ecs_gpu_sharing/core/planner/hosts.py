@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..mps import MAX_CLIENTS_PER_GPU
@@ -56,6 +56,19 @@ def _copies(host: Host, unit: Unit, cap: CapacityInput) -> int:
     if unit.enis:
         k = min(k, (eni_room(cap) - host.enis) // unit.enis)
     return max(k, 0)
+
+
+def other_units(pairs: Iterable[tuple[ServiceInput, int]]) -> list[Unit]:
+    """Stage 2's units of the tasks that are not MPS tasks: each whole-GPU task, as a unit of its GPUs, and each task
+    without a GPU, as a unit of its own; each as many as its count."""
+    units = []
+    for s, n in pairs:
+        if n and s.whole_gpus:
+            load = GpuLoad(tasks=((s.name, 1),), whole=True)
+            units.append(Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n, enis=s.network_interfaces))
+        elif n and not s.clients:
+            units.append(Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),), enis=s.network_interfaces))
+    return units
 
 
 def _add(host: Host, unit: Unit, k: int) -> None:

@@ -16,7 +16,18 @@ from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
 from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
 from .fillers import with_fillers
 from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus, way_gpus
-from .hosts import Host, Unit, eni_room, lower_bounds, may_beat, pack_hosts, pack_hosts_even, plan_size, slots_floor
+from .hosts import (
+    Host,
+    Unit,
+    eni_room,
+    lower_bounds,
+    may_beat,
+    other_units,
+    pack_hosts,
+    pack_hosts_even,
+    plan_size,
+    slots_floor,
+)
 from .lp_view import as_pattern, lp_hosts, lp_problem
 from .model import CapacityInput, CapacityPlan, GpuLoad, InstanceGroup, Plan, ServiceInput, Unplaced
 from .search import search_hosts
@@ -393,14 +404,7 @@ def _pack_staged(
             for s, n in group
             if s.clients and not s.whole_gpus
         ]
-        for s, n in group:
-            if s.whole_gpus:
-                load = GpuLoad(tasks=((s.name, 1),), whole=True)
-                others.append(Unit([load] * s.whole_gpus, s.cpu_units, s.memory_mib, n, enis=s.network_interfaces))
-            elif not s.clients:
-                others.append(
-                    Unit([], s.cpu_units, s.memory_mib, n, without_gpu=((s.name, 1),), enis=s.network_interfaces)
-                )
+        others.extend(other_units(group))
         if not items:
             continue
         # A caller that reads only the count (ECS's placement on a scaled-down fleet) is spared the LP where HiGHS
