@@ -537,6 +537,43 @@ def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: py
     assert _generated_outcomes() == fast
 
 
+def _columned_outcomes() -> list[object]:
+    """Replays the columns serve: the library's strategy over two zones and over three (where two may tie and not the
+    third), and a binpack on memory alone, at no limit and at a limit."""
+    with benchmarks_on_path():
+        import fleet_generator
+    out: list[object] = []
+    for seed, zones in ((7, 2), (8, 3)):
+        fleet = fleet_generator.generate(seed, 600)
+        cap = replace(fleet.capacity, zones=zones)
+        for placement in (S.LIBRARY_STRATEGY, (S.BINPACK_MEMORY,)):
+            services = [replace(s, placement=placement) for s in fleet.services]
+            for rule in P.GPU_RULES if cap.gpus_per_instance > 1 else P.GPU_RULES[:1]:
+                for order in P.ORDERS:
+                    free = P.replay(cap, services, rule, order, 1 << 30)
+                    out += [free, P.replay(cap, services, rule, order, max(1, free.peak - 2))]
+    return out
+
+
+def test_the_columns_find_the_host_the_keys_find(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a rough filter's second use, _choose finds the least key's first host in a column of the hosts' memory
+    (their zone's, or every zone's), not in a key a host. Every replay must be what the keys give, and the columns must
+    have served most of the tasks."""
+    served: list[bool] = []
+    column = P._Replay._column
+
+    def counted(self: P._Replay, strategy: tuple[str, ...], per_zone: list[int]) -> list[int] | None:
+        found = column(self, strategy, per_zone)
+        served.append(found is not None)
+        return found
+
+    monkeypatch.setattr(P._Replay, "_column", counted)
+    columned = _columned_outcomes()
+    assert sum(served) > len(served) / 2
+    monkeypatch.setattr(P._Replay, "_column", lambda self, strategy, per_zone: None)
+    assert _columned_outcomes() == columned
+
+
 def test_the_gpu_rules_and_the_fit_are_their_plain_definitions(monkeypatch: pytest.MonkeyPatch) -> None:
     """_gpus stops at the first GPU with room under first-fit, and _fits asks the roomiest GPU first. Every replay must
     be what listing every GPU with room, and checking each, gives."""

@@ -28,11 +28,19 @@ import random
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .headroom import estimate_headroom
 from .mps import MAX_CLIENTS_PER_GPU
-from .placement_strategies import ECS_DEFAULT_STRATEGY, RANDOM, SPREAD_INSTANCE, host_key, host_keys
+from .placement_strategies import (
+    BINPACK_MEMORY,
+    ECS_DEFAULT_STRATEGY,
+    LIBRARY_STRATEGY,
+    RANDOM,
+    SPREAD_INSTANCE,
+    host_key,
+    host_keys,
+)
 
 if TYPE_CHECKING:  # the planner's inputs carry this module's strategies, so it imports this module
     from .planner import CapacityInput, CapacityPlan, ServiceInput
@@ -48,6 +56,9 @@ REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the rat
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
 BLOCKED_TASKS = 20_000  # past WHOLE_TASKS, up to this many tasks the full fleet is placed for DeploymentCannotStart
 SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its worst permutations need the most
+_ELSEWHERE = 1 << 62  # a host's memory in another zone's column of ``_Replay.columns``: above any host's
+_BY_MEMORY = (BINPACK_MEMORY,)
+_COLUMNED = (LIBRARY_STRATEGY, _BY_MEMORY)  # the strategies ``_Replay._column`` finds a host for
 
 
 @dataclass(eq=False, slots=True)
@@ -64,6 +75,7 @@ class _Host:
     tasks: int = 0
     largest_room: int = 0  # the most MPS memory left on one GPU
     served_room: int = -1  # the most MPS memory left on a GPU with an MPS client left; -1: not known since a change
+    opened: bool = True  # in the replay's open hosts (a flag, where a scan of them cost most of a stop at 3,000 tasks)
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,11 @@ class _Replay:
         self.open: list[_Host] = []  # hosts that may still take the smallest task
         self.rough: list[_Host] = []  # those of them that pass place's rough filter for the figures rough_for
         self.rough_for: tuple[int, int, int, int] | None = None  # CPU, memory, interfaces, GPU budget
+        # The rough hosts' memory, kept beside them from their second use (_columns): a column a zone (other zones'
+        # hosts above any memory) and one of all, and the rough hosts in each zone. A strategy of zones and memory
+        # finds its host in a column, not in a key a host (most of a replay's time at 1,000-3,000 tasks).
+        self.columns: list[list[int]] | None = None
+        self.in_zone: list[int] = []
         self.live: dict[str, deque[tuple[_Host, tuple[int, ...]]]] = {s.name: deque() for s in services}  # host, GPUs
         self.needs = {s.name: _Need.of(s) for s in services}
         # What _take keeps only where a check reads it: tasks by service (a spread over instances), by group (apart).
@@ -224,20 +241,52 @@ class _Replay:
         if n < 2:
             return rough[0] if n and self._fits(rough[0], need) else None
         start = self.rng.randrange(n)
-        keys = host_keys(strategy, s.name, per_zone, rough)
-        low = min(keys)
+        column = self._column(strategy, per_zone) if self.columns is not None else None
+        keys: list[Any] = host_keys(strategy, s.name, per_zone, rough) if column is None else column
+        least = min(keys)
         try:  # the least key's first host from the starting point on, else from the first
-            first = rough[keys.index(low, start)]
+            first = rough[keys.index(least, start)]
         except ValueError:
-            first = rough[keys.index(low)]
+            first = rough[keys.index(least)]
         if self._fits(first, need):
             return first
+        if column is not None:  # a column orders as the keys only at its least
+            keys = host_keys(strategy, s.name, per_zone, rough)
         ranked = [(k, (i - start) % n) for i, k in enumerate(keys)]
         for _, at in sorted(ranked):
             h = rough[(at + start) % n]
             if self._fits(h, need):
                 return h
         return None
+
+    def _column(self, strategy: tuple[str, ...], per_zone: list[int]) -> list[int] | None:
+        """The column whose least value is where the strategy's least keys are, in the same places: for a binpack on
+        memory, and the library's strategy (its zone of fewest tasks, or every zone where they tie); ``None`` for
+        another strategy, or where some zones tie and not all."""
+        if strategy == _BY_MEMORY:
+            return self.columns[-1] if self.columns else None
+        if strategy != LIBRARY_STRATEGY or self.columns is None:
+            return None
+        fewest, tied, present = -1, 0, 0
+        for zone, hosts in enumerate(self.in_zone):
+            if hosts:
+                present += 1
+                if fewest < 0 or per_zone[zone] < per_zone[fewest]:
+                    fewest, tied = zone, 1
+                elif per_zone[zone] == per_zone[fewest]:
+                    tied += 1
+        if tied == present:
+            return self.columns[-1]
+        return self.columns[fewest] if tied == 1 else None
+
+    def _columns(self, rough: list[_Host]) -> None:
+        mems = [h.mem for h in rough]
+        zones = [h.zone for h in rough]
+        self.columns = [
+            [m if z == k else _ELSEWHERE for m, z in zip(mems, zones, strict=True)] for k in range(self.cap.zones)
+        ]
+        self.columns.append(mems)
+        self.in_zone = [zones.count(k) for k in range(self.cap.zones)]
 
     def place(self, s: ServiceInput) -> bool:
         """One task of ``s``, as ECS would place it; a new instance when none has room and the limit allows.
@@ -252,6 +301,8 @@ class _Replay:
         cpu, mem, eni, size = need.cpu, need.mem, need.eni, need.size
         if (cpu, mem, eni, size) == self.rough_for:  # the last task's figures: often a service of the same shape
             rough = self.rough
+            if self.columns is None and need.strategy in _COLUMNED:
+                self._columns(rough)
         else:
             # The GPU's room first: of the open hosts a task's filter reads, it rules out most (three in four on
             # held-out 1007 at 100,000 tasks on eight L40S a host, where CPU and memory rule out none)
@@ -260,7 +311,7 @@ class _Replay:
                 for h in self.open
                 if h.largest_room >= size and h.cpu >= cpu and h.mem >= mem and h.eni >= eni  # no call for most
             ]
-            self.rough, self.rough_for = rough, (cpu, mem, eni, size)
+            self.rough, self.rough_for, self.columns = rough, (cpu, mem, eni, size), None
         host = self._choose(rough, s, need)
         if host is None:
             if len(self.hosts) >= self.limit:
@@ -268,6 +319,10 @@ class _Replay:
             host = self._launch()
             if host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size:
                 rough.append(host)  # last in self.open, so last here too
+                if self.columns is not None:
+                    for zone, column in enumerate(self.columns):
+                        column.append(host.mem if zone in (host.zone, self.cap.zones) else _ELSEWHERE)
+                    self.in_zone[host.zone] += 1
             if not self._fits(host, need):
                 return False  # larger than a host: the plan's task rules report it
         gpus = self._gpus(host, need)
@@ -277,9 +332,22 @@ class _Replay:
         low_cpu, low_mem, low_eni, low_budget = self.smallest  # below the smallest task: closed
         if host.cpu < low_cpu or host.mem < low_mem or host.eni < low_eni or host.largest_room < low_budget:
             self.open.remove(host)
+            host.opened = False
         # A host closed is below the smallest task in some figure, so below this one's: the filter drops it too.
-        if not (host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size):
-            rough.remove(host)
+        dropped = not (host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size)
+        columns = self.columns
+        if columns is None:
+            if dropped:
+                rough.remove(host)
+            return True
+        at = rough.index(host)
+        if dropped:
+            del rough[at]
+            for column in columns:
+                del column[at]
+            self.in_zone[host.zone] -= 1
+        else:
+            columns[host.zone][at] = columns[-1][at] = host.mem
         return True
 
     def _take(self, host: _Host, name: str, need: _Need, gpus: tuple[int, ...]) -> None:
@@ -342,15 +410,16 @@ class _Replay:
                 host.idle[i] = room[i] == usable
                 if room[i] > host.largest_room:
                     host.largest_room = room[i]
-        if host not in self.open:
+        if not host.opened:
             self.open.append(host)
+            host.opened = True
 
     def remove_empty(self) -> None:
         """Cluster auto scaling's scale-in after a rollout: instances running no task go, down to min_instances."""
         for host in [h for h in self.hosts if not h.tasks][: max(len(self.hosts) - self.cap.min_instances, 0)]:
             self.hosts.remove(host)
             self.zone_hosts[host.zone] -= 1
-            if host in self.open:
+            if host.opened:
                 self.open.remove(host)
         self.rough_for = None
 
