@@ -22,6 +22,7 @@ from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import headroom as H
 from ecs_gpu_sharing.core import placement as P
 from ecs_gpu_sharing.core import placement_strategies as S
+from ecs_gpu_sharing.core.allocation import AllocationNote
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.constraints import zone_rebalancing
 from ecs_gpu_sharing.core.fleet import load
@@ -510,43 +511,75 @@ def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
     assert _generated_outcomes() == kept
 
 
+def _ranked(self: P._Replay, rough: list[P._Host], s: ServiceInput, need: P._Need) -> P._Host | None:
+    """_choose as the strategies define it: with a random one, a draw among every host that fits at the least key;
+    else every host ranked by (key, place from the seeded start), the first that fits."""
+    strategy = s.placement or S.ECS_DEFAULT_STRATEGY
+    cut = strategy.index(S.RANDOM) if S.RANDOM in strategy else len(strategy)
+    key = S.host_key(strategy[:cut], s.name, self.zone_tasks[s.name])
+    if cut < len(strategy):
+        fitting = [h for h in rough if self._fits(h, need)]
+        if not fitting:
+            return None
+        low = min(key(h) for h in fitting)
+        return self.rng.choice([h for h in fitting if key(h) == low])
+    n = len(rough)
+    start = self.rng.randrange(n) if n > 1 else 0
+    for _, at in sorted((key(h), (i - start) % n) for i, h in enumerate(rough)):
+        if self._fits(rough[(at + start) % n], need):
+            return rough[(at + start) % n]
+    return None
+
+
 def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """_choose finds the least key's first host from the seeded starting point with min and index, and sorts only
     when that host does not fit. Every replay must be what ranking every host by (key, place from the start) gives,
     with the general keys (tuples, one figure a strategy) where _choose reads the common strategies' ints."""
     fast = _generated_outcomes()
-
-    def ranked(self: P._Replay, rough: list[P._Host], s: ServiceInput, need: P._Need) -> P._Host | None:
-        strategy = s.placement or S.ECS_DEFAULT_STRATEGY
-        cut = strategy.index(S.RANDOM) if S.RANDOM in strategy else len(strategy)
-        key = S.host_key(strategy[:cut], s.name, self.zone_tasks[s.name])
-        if cut < len(strategy):
-            fitting = [h for h in rough if self._fits(h, need)]
-            if not fitting:
-                return None
-            low = min(key(h) for h in fitting)
-            return self.rng.choice([h for h in fitting if key(h) == low])
-        n = len(rough)
-        start = self.rng.randrange(n) if n > 1 else 0
-        for _, at in sorted((key(h), (i - start) % n) for i, h in enumerate(rough)):
-            if self._fits(rough[(at + start) % n], need):
-                return rough[(at + start) % n]
-        return None
-
-    monkeypatch.setattr(P._Replay, "_choose", ranked)
+    monkeypatch.setattr(P._Replay, "_choose", _ranked)
     assert _generated_outcomes() == fast
 
 
+def test_a_random_strategy_draws_among_the_hosts_every_fit_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a random strategy _choose draws among the hosts that fit, asking _fits only where the rough filter and
+    the roomiest GPU's clients do not already say so. Every replay, of MPS tasks that run out of clients, whole-GPU
+    tasks, tasks without a GPU and an isolation group, at random alone and after a spread over zones, must be what
+    asking _fits of every host gives."""
+
+    def outcomes() -> list[object]:
+        tiny = ServiceInput("tiny", "l4x4", TaskShape(64, 256, (100,)), 300, max_percent=150)
+        apart = AllocationNote(4000, 4000, shared_failure="fails", isolation_group="a", isolate_host=True)
+        services = [
+            tiny,
+            svc("mid", 30, 3000),
+            ServiceInput("whole", "l4x4", TaskShape(512, 2048, whole_gpus=2), 6),
+            ServiceInput("cpu", "l4x4", TaskShape(1024, 4096), 20),
+            svc("kept", 8, 5000, allocation=apart, kept_apart=True),
+        ]
+        out: list[object] = []
+        for placement in ((S.RANDOM,), (S.SPREAD_ZONE, S.RANDOM)):
+            mixed = [replace(s, placement=placement) for s in services]
+            for rule in P.GPU_RULES:
+                for order in P.ORDERS:
+                    free = P.replay(L4X4, mixed, rule, order, 1 << 30)
+                    out += [free, P.replay(L4X4, mixed, rule, order, max(1, free.peak - 1))]
+        return out
+
+    drawn = outcomes()
+    monkeypatch.setattr(P._Replay, "_choose", _ranked)
+    assert outcomes() == drawn
+
+
 def _columned_outcomes() -> list[object]:
-    """Replays the columns serve: the library's strategy over two zones and over three (where two may tie and not the
-    third), and a binpack on memory alone, at no limit and at a limit."""
+    """Replays the columns serve: each strategy of zones and a figure (memory, CPU, a service's tasks), and each figure
+    alone, over two zones and over three (where two may tie and not the third), at no limit and at a limit."""
     with benchmarks_on_path():
         import fleet_generator
     out: list[object] = []
     for seed, zones in ((7, 2), (8, 3)):
-        fleet = fleet_generator.generate(seed, 600)
+        fleet = fleet_generator.generate(seed, 400)
         cap = replace(fleet.capacity, zones=zones)
-        for placement in (S.LIBRARY_STRATEGY, (S.BINPACK_MEMORY,)):
+        for placement in P._COLUMNED:
             services = [replace(s, placement=placement) for s in fleet.services]
             for rule in P.GPU_RULES if cap.gpus_per_instance > 1 else P.GPU_RULES[:1]:
                 for order in P.ORDERS:
@@ -562,15 +595,15 @@ def test_the_columns_find_the_host_the_keys_find(monkeypatch: pytest.MonkeyPatch
     served: list[bool] = []
     column = P._Replay._column
 
-    def counted(self: P._Replay, strategy: tuple[str, ...], per_zone: list[int]) -> list[int] | None:
-        found = column(self, strategy, per_zone)
+    def counted(self: P._Replay, strategy: tuple[str, ...], *args: Any) -> list[int] | None:
+        found = column(self, strategy, *args)
         served.append(found is not None)
         return found
 
     monkeypatch.setattr(P._Replay, "_column", counted)
     columned = _columned_outcomes()
     assert sum(served) > len(served) / 2
-    monkeypatch.setattr(P._Replay, "_column", lambda self, strategy, per_zone: None)
+    monkeypatch.setattr(P._Replay, "_column", lambda self, *args: None)
     assert _columned_outcomes() == columned
 
 

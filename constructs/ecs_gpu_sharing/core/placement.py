@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 from .headroom import estimate_headroom
 from .mps import MAX_CLIENTS_PER_GPU
 from .placement_strategies import (
+    BINPACK_CPU,
     BINPACK_MEMORY,
     ECS_DEFAULT_STRATEGY,
     LIBRARY_STRATEGY,
     RANDOM,
     SPREAD_INSTANCE,
+    SPREAD_ZONE,
     host_key,
     host_keys,
 )
@@ -56,9 +58,17 @@ REPLAYED_TASKS = 1_000  # ... to this many (each service in proportion), the rat
 ROLLOUTS = 4  # fleet-wide rollouts a replay runs one after another: each starts from the hosts the last one left
 BLOCKED_TASKS = 20_000  # past WHOLE_TASKS, up to this many tasks the full fleet is placed for DeploymentCannotStart
 SHUFFLES = 8  # samples of the shuffle of whole services up to LARGE_TASKS: its worst permutations need the most
-_ELSEWHERE = 1 << 62  # a host's memory in another zone's column of ``_Replay.columns``: above any host's
-_BY_MEMORY = (BINPACK_MEMORY,)
-_COLUMNED = (LIBRARY_STRATEGY, _BY_MEMORY)  # the strategies ``_Replay._column`` finds a host for
+_ELSEWHERE = 1 << 62  # a host's figure in another zone's column of ``_Replay.columns``: above any host's
+_MEMORY, _CPU, _TASKS = 0, 1, 2  # the figures a strategy orders hosts by, after the zones: a host's, or its tasks
+# The strategies ``_Replay._column`` finds a host for: whether they spread over zones first, and the figure after.
+_COLUMNED = {
+    LIBRARY_STRATEGY: (True, _MEMORY),
+    (BINPACK_MEMORY,): (False, _MEMORY),
+    (SPREAD_ZONE, BINPACK_CPU): (True, _CPU),
+    (BINPACK_CPU,): (False, _CPU),
+    ECS_DEFAULT_STRATEGY: (True, _TASKS),
+    (SPREAD_INSTANCE,): (False, _TASKS),
+}
 
 
 @dataclass(eq=False, slots=True)
@@ -130,11 +140,13 @@ class _Replay:
         self.open: list[_Host] = []  # hosts that may still take the smallest task
         self.rough: list[_Host] = []  # those of them that pass place's rough filter for the figures rough_for
         self.rough_for: tuple[int, int, int, int] | None = None  # CPU, memory, interfaces, GPU budget
-        # The rough hosts' memory, kept beside them from their second use (_columns): a column a zone (other zones'
-        # hosts above any memory) and one of all, and the rough hosts in each zone. A strategy of zones and memory
-        # finds its host in a column, not in a key a host (most of a replay's time at 1,000-3,000 tasks).
-        self.columns: list[list[int]] | None = None
+        # The rough hosts' figures, kept beside them from their second use (_column): by the figure (their memory,
+        # their CPU, or a service's tasks on each, by its name), a column a zone (other zones' hosts above any
+        # figure) and one of all; and the rough hosts in each zone. A strategy of zones and a figure finds its host in
+        # a column, not in a key a host (most of a replay's time at 1,000-3,000 tasks).
+        self.columns: dict[int | str, list[list[int]]] = {}
         self.in_zone: list[int] = []
+        self.reused = False  # rough served a task before this one
         self.live: dict[str, deque[tuple[_Host, tuple[int, ...]]]] = {s.name: deque() for s in services}  # host, GPUs
         self.needs = {s.name: _Need.of(s) for s in services}
         # What _take keeps only where a check reads it: tasks by service (a spread over instances), by group (apart).
@@ -229,9 +241,17 @@ class _Replay:
         strategy, cut = need.strategy, need.cut
         per_zone = self.zone_tasks[s.name]
         if cut < len(strategy):  # random from here on: among every host that fits, at the least key
-            fitting = [h for h in rough if self._fits(h, need)]
+            if need.apart or need.whole:
+                fitting = [h for h in rough if self._fits(h, need)]
+            elif need.clients:  # _fits's first answer, where its roomiest GPU has the clients, without a call
+                c = need.clients
+                fitting = [h for h in rough if h.clients[h.room.index(h.largest_room)] >= c or self._fits(h, need)]
+            else:  # a task without a GPU fits every host the rough filter passed
+                fitting = list(rough)
             if not fitting:
                 return None
+            if not cut:  # every key is the same
+                return self.rng.choice(fitting)
             key = host_key(strategy[:cut], s.name, per_zone)
             low = min(key(h) for h in fitting)
             return self.rng.choice([h for h in fitting if key(h) == low])
@@ -241,7 +261,7 @@ class _Replay:
         if n < 2:
             return rough[0] if n and self._fits(rough[0], need) else None
         start = self.rng.randrange(n)
-        column = self._column(strategy, per_zone) if self.columns is not None else None
+        column = self._column(strategy, per_zone, rough, s.name) if self.reused else None
         keys: list[Any] = host_keys(strategy, s.name, per_zone, rough) if column is None else column
         least = min(keys)
         try:  # the least key's first host from the starting point on, else from the first
@@ -259,14 +279,19 @@ class _Replay:
                 return h
         return None
 
-    def _column(self, strategy: tuple[str, ...], per_zone: list[int]) -> list[int] | None:
-        """The column whose least value is where the strategy's least keys are, in the same places: for a binpack on
-        memory, and the library's strategy (its zone of fewest tasks, or every zone where they tie); ``None`` for
-        another strategy, or where some zones tie and not all."""
-        if strategy == _BY_MEMORY:
-            return self.columns[-1] if self.columns else None
-        if strategy != LIBRARY_STRATEGY or self.columns is None:
+    def _column(
+        self, strategy: tuple[str, ...], per_zone: list[int], rough: list[_Host], name: str
+    ) -> list[int] | None:
+        """The column whose least value is where the strategy's least keys are, in the same places (its zone of fewest
+        tasks, or every zone where they tie, or every zone for a strategy without them); ``None`` for a strategy
+        without columns, or where some zones tie and not all."""
+        if strategy not in _COLUMNED:
             return None
+        zoned, figure = _COLUMNED[strategy]
+        key = name if figure == _TASKS else figure
+        columns = self.columns.get(key) or self._columns(key, rough)
+        if not zoned:
+            return columns[-1]
         fewest, tied, present = -1, 0, 0
         for zone, hosts in enumerate(self.in_zone):
             if hosts:
@@ -276,17 +301,21 @@ class _Replay:
                 elif per_zone[zone] == per_zone[fewest]:
                     tied += 1
         if tied == present:
-            return self.columns[-1]
-        return self.columns[fewest] if tied == 1 else None
+            return columns[-1]
+        return columns[fewest] if tied == 1 else None
 
-    def _columns(self, rough: list[_Host]) -> None:
-        mems = [h.mem for h in rough]
+    def _columns(self, key: int | str, rough: list[_Host]) -> list[list[int]]:
+        """The columns of one figure (``_MEMORY``, ``_CPU``, or a service's name for its tasks) of the rough hosts."""
+        figures = [_figure(h, key) for h in rough]
         zones = [h.zone for h in rough]
-        self.columns = [
-            [m if z == k else _ELSEWHERE for m, z in zip(mems, zones, strict=True)] for k in range(self.cap.zones)
+        columns = [
+            [f if z == k else _ELSEWHERE for f, z in zip(figures, zones, strict=True)] for k in range(self.cap.zones)
         ]
-        self.columns.append(mems)
-        self.in_zone = [zones.count(k) for k in range(self.cap.zones)]
+        columns.append(figures)
+        if not self.columns:
+            self.in_zone = [zones.count(k) for k in range(self.cap.zones)]
+        self.columns[key] = columns
+        return columns
 
     def place(self, s: ServiceInput) -> bool:
         """One task of ``s``, as ECS would place it; a new instance when none has room and the limit allows.
@@ -301,8 +330,7 @@ class _Replay:
         cpu, mem, eni, size = need.cpu, need.mem, need.eni, need.size
         if (cpu, mem, eni, size) == self.rough_for:  # the last task's figures: often a service of the same shape
             rough = self.rough
-            if self.columns is None and need.strategy in _COLUMNED:
-                self._columns(rough)
+            self.reused = True
         else:
             # The GPU's room first: of the open hosts a task's filter reads, it rules out most (three in four on
             # held-out 1007 at 100,000 tasks on eight L40S a host, where CPU and memory rule out none)
@@ -311,7 +339,7 @@ class _Replay:
                 for h in self.open
                 if h.largest_room >= size and h.cpu >= cpu and h.mem >= mem and h.eni >= eni  # no call for most
             ]
-            self.rough, self.rough_for, self.columns = rough, (cpu, mem, eni, size), None
+            self.rough, self.rough_for, self.columns, self.reused = rough, (cpu, mem, eni, size), {}, False
         host = self._choose(rough, s, need)
         if host is None:
             if len(self.hosts) >= self.limit:
@@ -319,9 +347,11 @@ class _Replay:
             host = self._launch()
             if host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size:
                 rough.append(host)  # last in self.open, so last here too
-                if self.columns is not None:
-                    for zone, column in enumerate(self.columns):
-                        column.append(host.mem if zone in (host.zone, self.cap.zones) else _ELSEWHERE)
+                if self.columns:
+                    for key, columns in self.columns.items():
+                        figure = _figure(host, key)
+                        for zone, column in enumerate(columns):
+                            column.append(figure if zone in (host.zone, self.cap.zones) else _ELSEWHERE)
                     self.in_zone[host.zone] += 1
             if not self._fits(host, need):
                 return False  # larger than a host: the plan's task rules report it
@@ -335,19 +365,21 @@ class _Replay:
             host.opened = False
         # A host closed is below the smallest task in some figure, so below this one's: the filter drops it too.
         dropped = not (host.cpu >= cpu and host.mem >= mem and host.eni >= eni and host.largest_room >= size)
-        columns = self.columns
-        if columns is None:
+        if not self.columns:
             if dropped:
                 rough.remove(host)
             return True
         at = rough.index(host)
         if dropped:
             del rough[at]
-            for column in columns:
-                del column[at]
+            for columns in self.columns.values():
+                for column in columns:
+                    del column[at]
             self.in_zone[host.zone] -= 1
-        else:
-            columns[host.zone][at] = columns[-1][at] = host.mem
+            return True
+        for key, columns in self.columns.items():  # the host's figures, and this service's tasks on it
+            if key in (_MEMORY, _CPU, name):
+                columns[host.zone][at] = columns[-1][at] = _figure(host, key)
         return True
 
     def _take(self, host: _Host, name: str, need: _Need, gpus: tuple[int, ...]) -> None:
@@ -422,6 +454,11 @@ class _Replay:
             if host.opened:
                 self.open.remove(host)
         self.rough_for = None
+
+
+def _figure(host: _Host, key: int | str) -> int:
+    """A host's figure in ``_Replay.columns``: its memory, its CPU, or the tasks on it of the service named."""
+    return host.mem if key == _MEMORY else host.cpu if key == _CPU else host.count.get(str(key), 0)
 
 
 def _arrivals(requests: list[tuple[ServiceInput, int]], order: str, rng: random.Random) -> list[ServiceInput]:
