@@ -18,7 +18,7 @@ import random
 
 from plan_benchmark import WORKLOADS
 
-from ecs_gpu_sharing.core import headroom, placement
+from ecs_gpu_sharing.core import headroom, placement, replay
 
 
 def main() -> None:
@@ -41,9 +41,9 @@ def main() -> None:
                         continue
                     need = placement.place_capacity(cap, mine).needed
                     rng = random.Random(seed * 7919 + size)
-                    rules = placement.GPU_RULES if cap.gpus_per_instance > 1 else placement.GPU_RULES[:1]
+                    rules = replay.GPU_RULES if cap.gpus_per_instance > 1 else replay.GPU_RULES[:1]
                     peaks = [
-                        placement.replay(
+                        replay.replay(
                             cap, mine, rng.choice(rules), rng.choice(("shuffled", "interleaved")), 1 << 30, k
                         ).peak
                         for k in range(1000, 1000 + args.draws)

@@ -22,6 +22,7 @@ from ecs_gpu_sharing import FleetSpecError
 from ecs_gpu_sharing.core import headroom as H
 from ecs_gpu_sharing.core import placement as P
 from ecs_gpu_sharing.core import placement_strategies as S
+from ecs_gpu_sharing.core import replay as R
 from ecs_gpu_sharing.core.allocation import AllocationNote
 from ecs_gpu_sharing.core.capacity_facts import host_facts
 from ecs_gpu_sharing.core.constraints import zone_rebalancing
@@ -157,11 +158,11 @@ def test_spread_over_zones_balances_a_service_over_two_zones() -> None:
     """With spread over zones first, a service's tasks alternate between the zones of the hosts running (ECS spreads
     over the instances it has; it does not launch one to balance), even when one host could take them all."""
     services = [svc("s", 4, 2000, cap="l4", max_percent=100)]
-    run = P._Replay(replace(L4, min_instances=2), services, "first-fit", random.Random(0), 1 << 30)
+    run = R._Replay(replace(L4, min_instances=2), services, "first-fit", random.Random(0), 1 << 30)
     for _ in range(4):
         run.place(services[0])
     assert run.zone_tasks["s"] == [2, 2] and len(run.hosts) == 2
-    alone = P._Replay(L4, services, "first-fit", random.Random(0), 1 << 30)
+    alone = R._Replay(L4, services, "first-fit", random.Random(0), 1 << 30)
     for _ in range(4):
         alone.place(services[0])
     assert alone.zone_tasks["s"] == [4, 0] and len(alone.hosts) == 1
@@ -170,8 +171,8 @@ def test_spread_over_zones_balances_a_service_over_two_zones() -> None:
 def test_spread_over_zones_spreads_over_as_many_zones_as_the_capacity_has() -> None:
     """Three zones, a host in each: six tasks of a service go two to a zone, where two zones would take three each."""
     services = [svc("s", 6, 2000, cap="l4", max_percent=100)]
-    three = P._Replay(replace(L4, min_instances=3, zones=3), services, "first-fit", random.Random(0), 1 << 30)
-    two = P._Replay(replace(L4, min_instances=2), services, "first-fit", random.Random(0), 1 << 30)
+    three = R._Replay(replace(L4, min_instances=3, zones=3), services, "first-fit", random.Random(0), 1 << 30)
+    two = R._Replay(replace(L4, min_instances=2), services, "first-fit", random.Random(0), 1 << 30)
     for _ in range(6):
         three.place(services[0])
         two.place(services[0])
@@ -254,15 +255,15 @@ def test_later_rollouts_start_from_the_hosts_the_last_one_left_and_can_need_more
     cap = caps[0]
     mine = [s for s in services if s.capacity == cap.name]
     repeated = P.place_capacity(cap, mine)
-    assert P.ROLLOUTS > 1 and repeated.needed == 296
+    assert R.ROLLOUTS > 1 and repeated.needed == 296
     assert P.place_capacity(replace(cap, max_instances=277), mine).waiting_at_max > 0
-    monkeypatch.setattr(P, "ROLLOUTS", 1)
+    monkeypatch.setattr(R, "ROLLOUTS", 1)
     assert P.place_capacity(cap, mine).needed == 277
 
 
 def test_scale_in_after_a_rollout_removes_empty_hosts_down_to_the_minimum() -> None:
     services = [svc("s", 2, 2000, cap="l4")]
-    run = P._Replay(replace(L4, min_instances=3), services, "first-fit", random.Random(0), 1 << 30)
+    run = R._Replay(replace(L4, min_instances=3), services, "first-fit", random.Random(0), 1 << 30)
     for _ in range(2):
         run.place(services[0])
     run._launch()  # a fourth host, empty
@@ -483,7 +484,7 @@ def _generated_outcomes() -> list[object]:
             for order in P.ORDERS:
                 free = P.replay(fleet.capacity, fleet.services, rule, order, 1 << 30)
                 out += [free, P.replay(fleet.capacity, fleet.services, rule, order, max(1, free.peak - 3))]
-        out.append(P._blocked(fleet.capacity, fleet.services, max(1, free.peak - 2)))
+        out.append(R.blocked_services(fleet.capacity, fleet.services, max(1, free.peak - 2)))
     # Tiny tasks run out of MPS clients (48 a GPU) before GPU memory, CPU or memory, among larger ones.
     tiny = ServiceInput("tiny", "l4x4", TaskShape(64, 256, (100,)), 700, placement=S.LIBRARY_STRATEGY, max_percent=150)
     mixed = [tiny, svc("mid", 40, 3000), replace(svc("big", 12, 15000), placement=())]
@@ -501,17 +502,17 @@ def test_the_rough_filter_kept_between_tasks_places_as_one_read_afresh_for_each(
     launched for it); a stop drops them. Every replay, at a limit or not, and every blocked service must be what
     reading the open hosts afresh for every task gives."""
     kept = _generated_outcomes()
-    place = P._Replay.place
+    place = R._Replay.place
 
-    def afresh(self: P._Replay, s: ServiceInput) -> bool:
+    def afresh(self: R._Replay, s: ServiceInput) -> bool:
         self.rough_for = None
         return place(self, s)
 
-    monkeypatch.setattr(P._Replay, "place", afresh)
+    monkeypatch.setattr(R._Replay, "place", afresh)
     assert _generated_outcomes() == kept
 
 
-def _ranked(self: P._Replay, rough: list[P._Host], s: ServiceInput, need: P._Need) -> P._Host | None:
+def _ranked(self: R._Replay, rough: list[R._Host], s: ServiceInput, need: R._Need) -> R._Host | None:
     """_choose as the strategies define it: with a random one, a draw among every host that fits at the least key;
     else every host ranked by (key, place from the seeded start), the first that fits."""
     strategy = s.placement or S.ECS_DEFAULT_STRATEGY
@@ -536,7 +537,7 @@ def test_the_least_key_is_found_as_a_sort_of_every_host_finds_it(monkeypatch: py
     when that host does not fit. Every replay must be what ranking every host by (key, place from the start) gives,
     with the general keys (tuples, one figure a strategy) where _choose reads the common strategies' ints."""
     fast = _generated_outcomes()
-    monkeypatch.setattr(P._Replay, "_choose", _ranked)
+    monkeypatch.setattr(R._Replay, "_choose", _ranked)
     assert _generated_outcomes() == fast
 
 
@@ -566,7 +567,7 @@ def test_a_random_strategy_draws_among_the_hosts_every_fit_finds(monkeypatch: py
         return out
 
     drawn = outcomes()
-    monkeypatch.setattr(P._Replay, "_choose", _ranked)
+    monkeypatch.setattr(R._Replay, "_choose", _ranked)
     assert outcomes() == drawn
 
 
@@ -579,7 +580,7 @@ def _columned_outcomes() -> list[object]:
     for seed, zones in ((7, 2), (8, 3)):
         fleet = fleet_generator.generate(seed, 400)
         cap = replace(fleet.capacity, zones=zones)
-        for placement in P._COLUMNED:
+        for placement in R._COLUMNED:
             services = [replace(s, placement=placement) for s in fleet.services]
             for rule in P.GPU_RULES if cap.gpus_per_instance > 1 else P.GPU_RULES[:1]:
                 for order in P.ORDERS:
@@ -593,17 +594,17 @@ def test_the_columns_find_the_host_the_keys_find(monkeypatch: pytest.MonkeyPatch
     (their zone's, or every zone's), not in a key a host. Every replay must be what the keys give, and the columns must
     have served most of the tasks."""
     served: list[bool] = []
-    column = P._Replay._column
+    column = R._Replay._column
 
-    def counted(self: P._Replay, strategy: tuple[str, ...], *args: Any) -> list[int] | None:
+    def counted(self: R._Replay, strategy: tuple[str, ...], *args: Any) -> list[int] | None:
         found = column(self, strategy, *args)
         served.append(found is not None)
         return found
 
-    monkeypatch.setattr(P._Replay, "_column", counted)
+    monkeypatch.setattr(R._Replay, "_column", counted)
     columned = _columned_outcomes()
     assert sum(served) > len(served) / 2
-    monkeypatch.setattr(P._Replay, "_column", lambda self, *args: None)
+    monkeypatch.setattr(R._Replay, "_column", lambda self, *args: None)
     assert _columned_outcomes() == columned
 
 
@@ -612,7 +613,7 @@ def test_the_gpu_rules_and_the_fit_are_their_plain_definitions(monkeypatch: pyte
     be what listing every GPU with room, and checking each, gives."""
     fast = _generated_outcomes()
 
-    def gpus(self: P._Replay, host: P._Host, need: P._Need) -> tuple[int, ...] | None:
+    def gpus(self: R._Replay, host: R._Host, need: R._Need) -> tuple[int, ...] | None:
         if need.whole:
             idle = [i for i, free in enumerate(host.idle) if free]
             return tuple(idle[: need.whole]) if len(idle) >= need.whole else None
@@ -628,15 +629,15 @@ def test_the_gpu_rules_and_the_fit_are_their_plain_definitions(monkeypatch: pyte
         }
         return (min(fitting, key=rank[self.rule]),)
 
-    def fits(self: P._Replay, host: P._Host, need: P._Need) -> bool:
+    def fits(self: R._Replay, host: R._Host, need: R._Need) -> bool:
         if host.cpu < need.cpu or host.mem < need.mem or host.eni < need.eni:
             return False
         if need.apart and any(g != need.group for g, n in host.groups.items() if n):
             return False
         return gpus(self, host, need) is not None
 
-    monkeypatch.setattr(P._Replay, "_gpus", gpus)
-    monkeypatch.setattr(P._Replay, "_fits", fits)
+    monkeypatch.setattr(R._Replay, "_gpus", gpus)
+    monkeypatch.setattr(R._Replay, "_fits", fits)
     assert _generated_outcomes() == fast
 
 
@@ -653,7 +654,7 @@ def test_the_gpu_each_rule_picks_is_its_plain_definition(
 ) -> None:
     """Best-fit takes the GPU with the least room that fits, worst-fit the most, first-fit the first; ties go to the
     first GPU. _gpus reads the GPUs once: on drawn rooms (many equal), it must pick as ranking every fitting GPU does."""
-    run = P._Replay(L4X4, [svc("x", 1, size)], rule, random.Random(0), 1 << 30)
+    run = R._Replay(L4X4, [svc("x", 1, size)], rule, random.Random(0), 1 << 30)
     host = run._launch()
     host.room, host.clients, host.largest_room = list(rooms), list(left), max(rooms)  # _take keeps the most room
     need = replace(run.needs["x"], size=size, clients=clients)
@@ -672,7 +673,7 @@ def test_stopping_every_task_leaves_every_host_as_launched() -> None:
         ServiceInput("cpu", "l4x4", TaskShape(1024, 4096), 5, placement=()),
         ServiceInput("vpc", "l4x4", TaskShape(256, 1024, (2000,), network_interfaces=1), 4, placement=()),
     ]
-    run = P._Replay(L4X4, services, "best-fit", random.Random(0), 1 << 30)
+    run = R._Replay(L4X4, services, "best-fit", random.Random(0), 1 << 30)
     fresh = run._launch()
     for s in services:
         for _ in range(s.tasks):
@@ -850,7 +851,7 @@ def test_the_host_binpack_prefers_is_passed_over_when_its_gpu_has_no_client_left
     but no MPS client left (48 tasks of 100 MiB), so the next task goes to the other host, not to a new one."""
     tiny = ServiceInput("tiny", "l4", TaskShape(64, 256, (100,)), 48, placement=(S.BINPACK_MEMORY,))
     other = ServiceInput("other", "l4", TaskShape(64, 256, (1000,)), 1, placement=(S.BINPACK_MEMORY,))
-    run = P._Replay(replace(L4, min_instances=2), [tiny, other], "first-fit", random.Random(0), 1 << 30)
+    run = R._Replay(replace(L4, min_instances=2), [tiny, other], "first-fit", random.Random(0), 1 << 30)
     assert all(run.place(tiny) for _ in range(48))
     (full,) = [h for h in run.hosts if h.tasks]
     assert full.clients == [0] and full.room[0] > 1000 and full.mem < run.hosts[1 - run.hosts.index(full)].mem
@@ -870,10 +871,10 @@ def test_the_fit_is_its_plain_definition_while_tasks_come_and_go() -> None:
         svc("big", 20, 15000),
     ]
     rng = random.Random(7)
-    run = P._Replay(replace(L4X4, min_instances=2), services, "worst-fit", random.Random(0), 1 << 30)
+    run = R._Replay(replace(L4X4, min_instances=2), services, "worst-fit", random.Random(0), 1 << 30)
     needs = [run.needs[s.name] for s in services]
 
-    def plain(h: P._Host, need: P._Need) -> bool:
+    def plain(h: R._Host, need: R._Need) -> bool:
         return (
             h.cpu >= need.cpu
             and h.mem >= need.mem
@@ -905,7 +906,7 @@ def test_a_gpu_with_one_client_left_still_takes_a_task_when_the_roomiest_has_non
     one, mid, big = svc("one", 99, 100), svc("mid", 4, 3000), svc("big", 2, 15000)
     two = replace(svc("two", 30, 0), shape=TaskShape(64, 256, (150, 60)))  # two MPS clients
     exact = svc("exact", 1, 22307 - 23 * 210 - 100)
-    run = P._Replay(L4X4, [one, two, mid, big, exact], "first-fit", random.Random(0), 1 << 30)
+    run = R._Replay(L4X4, [one, two, mid, big, exact], "first-fit", random.Random(0), 1 << 30)
     host = run._launch()
 
     def take(s: ServiceInput, gpu: int, k: int) -> None:
@@ -933,7 +934,7 @@ def test_the_common_strategies_keys_order_hosts_as_the_general_ones() -> None:
     """The library's strategy and ECS's default have keys written out as one int a host; on hosts of a replay in
     progress every pair of hosts must compare as the general builder's tuples compare."""
     services = [svc("a", 9, 3000), replace(svc("b", 6, 7000), placement=()), svc("c", 4, 15000)]  # b: ECS's default
-    run = P._Replay(replace(L4X4, min_instances=3), services, "first-fit", random.Random(0), 1 << 30)
+    run = R._Replay(replace(L4X4, min_instances=3), services, "first-fit", random.Random(0), 1 << 30)
     for s in services:
         for _ in range(s.tasks):
             assert run.place(s)
@@ -971,12 +972,12 @@ def test_a_replay_keeps_its_rough_filter_across_services_of_one_shape_with_the_s
 
     def placed(read_again: bool) -> list[tuple[Any, ...]]:
         rng = random.Random(3)
-        run = P._Replay(L4X4, services, rule, rng, 1 << 30)
-        for s in P._arrivals([(s, s.tasks) for s in services], order, rng):
+        run = R._Replay(L4X4, services, rule, rng, 1 << 30)
+        for s in R._arrivals([(s, s.tasks) for s in services], order, rng):
             if read_again:
                 run.rough_for = None
             run.place(s)
-        P._rollout(run, services, order, rng)
+        R._rollout(run, services, order, rng)
         return [(h.zone, h.cpu, h.mem, tuple(h.room), tuple(h.clients), h.tasks) for h in run.hosts]
 
     assert placed(read_again=False) == placed(read_again=True)

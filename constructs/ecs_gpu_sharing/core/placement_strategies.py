@@ -70,7 +70,7 @@ def scatters(strategy: Sequence[str]) -> bool:
 
 
 class Placed(Protocol):
-    """What a strategy reads of a host in a replay (``placement._Host``)."""
+    """What a strategy reads of a host in a replay (``replay._Host``)."""
 
     zone: int
     cpu: int

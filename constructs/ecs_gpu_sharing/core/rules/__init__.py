@@ -23,12 +23,12 @@ from ..placement import (
     WHOLE_TASKS,
     CapacityPlacement,
     FreeReplays,
-    Outcome,
     free_replay_count,
     place_capacity,
     scaled_instances,
 )
 from ..planner import MANAGED_INSTANCES, CapacityInput, Plan, ServiceInput, packing, plan
+from ..replay import Outcome
 from ..rule_family import Level, Source
 from ..shape import TASK_MIXES_GPU_OPTIONS
 from ..task_rules import TASK_RULES, task_problems
