@@ -261,7 +261,12 @@ class _Replay:
             return None
         zoned, figure = _COLUMNED[strategy]
         key = name if figure == _TASKS else figure
-        columns = self.columns.get(key) or self._columns(key, rough)
+        columns = self.columns.get(key)
+        if columns is None:
+            if figure == _TASKS:  # one service's tasks kept at a time: each kept is mended at every task
+                for other in [k for k in self.columns if isinstance(k, str)]:
+                    del self.columns[other]
+            columns = self._columns(key, rough)
         if not zoned:
             return columns[-1]
         fewest, tied, present = -1, 0, 0
