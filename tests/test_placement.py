@@ -590,9 +590,9 @@ def _columned_outcomes() -> list[object]:
 
 
 def test_the_columns_find_the_host_the_keys_find(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From a rough filter's second use, _choose finds the least key's first host in a column of the hosts' memory
-    (their zone's, or every zone's), not in a key a host. Every replay must be what the keys give, and the columns must
-    have served most of the tasks."""
+    """From a rough filter's second use, _choose finds the least key's first host in a column of the hosts' figure (their
+    memory, their CPU, or the service's tasks on each; their zone's column, or every zone's), not in a key a host.
+    Every replay must be what the keys give, and the columns must have served most of the tasks."""
     served: list[bool] = []
     column = R._Replay._column
 
