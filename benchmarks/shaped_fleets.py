@@ -108,25 +108,28 @@ def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[Servic
     cap = capacity_input("gpu", host_facts([t]))
     g = cap.gpus_per_instance
     out = []
+
+    def shared(i: int, c: int, frac: float, low: float, high: float, sidecars: int | None = None) -> ServiceInput:
+        """A service of ``frac`` of a GPU, its CPU and memory each that share of a host's times a draw in [low, high),
+        and up to ``sidecars`` sidecars (drawn after, in the order the families always drew them)."""
+        cpu, memory = frac / g * R(low, high), frac / g * R(low, high)
+        return mk(rng, cap, i, c, frac, cpu, memory, sidecars=0 if sidecars is None else rng.randint(0, sidecars))
+
     if family == "triplets":
         n = rng.randint(8, 40) if size <= 1000 else rng.randint(30, 120)
         for i, c in enumerate(counts(size, n, rng)):
             frac = R(0.25, 0.36) if rng.random() < 0.7 else R(0.45, 0.6)
-            out.append(mk(rng, cap, i, c, frac, frac / g * R(0.2, 0.6), frac / g * R(0.2, 0.6)))
+            out.append(shared(i, c, frac, 0.2, 0.6))
     elif family == "few":
         n = rng.randint(2, 8)
         for i, c in enumerate(counts(size, n, rng, skew=False)):
             frac = R(0.05, 0.9)
-            out.append(
-                mk(rng, cap, i, c, frac, frac / g * R(0.3, 1.6), frac / g * R(0.3, 1.6), sidecars=rng.randint(0, 2))
-            )
+            out.append(shared(i, c, frac, 0.3, 1.6, 2))
     elif family == "clients":
         n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
         for i, c in enumerate(counts(size, n, rng)):
             frac = R(0.004, 0.03)
-            out.append(
-                mk(rng, cap, i, c, frac, frac / g * R(0.2, 0.8), frac / g * R(0.2, 0.8), sidecars=rng.randint(0, 3))
-            )
+            out.append(shared(i, c, frac, 0.2, 0.8, 3))
     elif family == "eni":
         n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
         for i, c in enumerate(counts(size, n, rng)):
@@ -151,9 +154,7 @@ def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[Servic
                 out.append(mk(rng, cap, i, c, 0, w / g * R(0.3, 1.2), w / g * R(0.3, 1.2), whole=w))
             else:
                 frac = R(0.02, 0.7)
-                out.append(
-                    mk(rng, cap, i, c, frac, frac / g * R(0.3, 1.2), frac / g * R(0.3, 1.2), sidecars=rng.randint(0, 1))
-                )
+                out.append(shared(i, c, frac, 0.3, 1.2, 1))
     elif family == "iso":
         n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
         groups = [f"g{k}" for k in range(rng.randint(3, 12))]
@@ -174,34 +175,26 @@ def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[Servic
         big = int(size * R(0.6, 0.9))
         for i, c in enumerate([big, *counts(size - big, n - 1, rng)]):
             frac = R(0.02, 0.9)
-            out.append(
-                mk(rng, cap, i, c, frac, frac / g * R(0.2, 1.2), frac / g * R(0.2, 1.2), sidecars=rng.randint(0, 2))
-            )
+            out.append(shared(i, c, frac, 0.2, 1.2, 2))
     elif family == "many":
         n = min(size // 3, rng.randint(200, 600) if size <= 1000 else rng.randint(600, 1000))
         for i, c in enumerate(counts(size, n, rng, skew=False)):
             frac = R(0.02, 0.9) ** 1.5
-            out.append(
-                mk(rng, cap, i, c, frac, frac / g * R(0.2, 1.2), frac / g * R(0.2, 1.2), sidecars=rng.randint(0, 2))
-            )
+            out.append(shared(i, c, frac, 0.2, 1.2, 2))
     elif family == "pairs":
         n = rng.randint(8, 40) if size <= 1000 else rng.randint(30, 120)
         for i, c in enumerate(counts(size, n, rng)):
             frac = R(0.4, 0.6) if rng.random() < 0.8 else R(0.05, 0.2)
-            out.append(mk(rng, cap, i, c, frac, frac / g * R(0.2, 0.9), frac / g * R(0.2, 0.9)))
+            out.append(shared(i, c, frac, 0.2, 0.9))
     elif family == "bimodal":
         n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
         for i, c in enumerate(counts(size, n, rng)):
             if rng.random() < 0.4:  # an LLM of most of a GPU, beside embedders that fill what it leaves
                 frac = R(0.55, 0.85)
-                out.append(
-                    mk(rng, cap, i, c, frac, frac / g * R(0.3, 1.2), frac / g * R(0.3, 1.2), sidecars=rng.randint(0, 1))
-                )
+                out.append(shared(i, c, frac, 0.3, 1.2, 1))
             else:
                 frac = R(0.02, 0.15)
-                out.append(
-                    mk(rng, cap, i, c, frac, frac / g * R(0.3, 2.5), frac / g * R(0.3, 2.5), sidecars=rng.randint(0, 2))
-                )
+                out.append(shared(i, c, frac, 0.3, 2.5, 2))
     elif family == "gpuless":
         n = rng.randint(10, 40) if size <= 1000 else rng.randint(40, 150)
         share = R(0.2, 0.5)  # of the services, those that ask for no GPU (a tokenizer, a gateway) on the GPU hosts
@@ -210,9 +203,7 @@ def fleet(family: str, seed: int, size: int) -> tuple[CapacityInput, list[Servic
                 out.append(mk(rng, cap, i, c, 0.0, R(0.01, 0.25), R(0.01, 0.25), gpu=False))
             else:
                 frac = R(0.03, 0.6)
-                out.append(
-                    mk(rng, cap, i, c, frac, frac / g * R(0.2, 1.0), frac / g * R(0.2, 1.0), sidecars=rng.randint(0, 2))
-                )
+                out.append(shared(i, c, frac, 0.2, 1.0, 2))
     return cap, out, t
 
 
