@@ -910,6 +910,31 @@ def _ffd_plans(copies: int = 1) -> list[object]:
     return out
 
 
+def test_ffd_stops_once_it_holds_more_hosts_than_the_plan_in_hand() -> None:
+    """A plan keeps FFD's fill only where it has fewer hosts (or as many and fewer busy GPUs) than the plan in hand,
+    and a fill only opens hosts: so it is stopped once it holds more than ``above``. On generated fleets of one, four
+    and eight GPUs a host, in every order: stopped (None) exactly where the whole fill has more hosts than ``above``,
+    else the very fill."""
+    from ecs_gpu_sharing.core.planner import ffd
+
+    with benchmarks_on_path():
+        import fleet_generator
+
+    for seed in (3, 5, 6, 13):
+        fleet = fleet_generator.generate(seed, 3000)
+        pairs = [(s, s.tasks) for s in fleet.services]
+        for order in ("gpu", "cpu", "memory", "dominant", "sum"):
+            whole = ffd.ffd_fill(fleet.capacity, [pairs], order)
+            hosts = whole.size()[0]
+            assert ffd.ffd_fill(fleet.capacity, [pairs], order, above=hosts - 1) is None
+            for above in (hosts, hosts + 1):
+                fill = ffd.ffd_fill(fleet.capacity, [pairs], order, above=above)
+                assert fill is not None and fill.size() == whole.size()
+                assert [(h.count, h.gpus, h.cpu, h.mem) for h in fill.hosts()] == [
+                    (h.count, h.gpus, h.cpu, h.mem) for h in whole.hosts()
+                ]
+
+
 def test_ffd_places_a_run_of_full_new_hosts_in_one_step_exactly_as_task_by_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import overload
 
 from .first_fit import _NEVER, FirstFitHosts
 from .hosts import CHUNK, CHUNK_MASK, CHUNK_SHIFT, Host
@@ -37,14 +38,45 @@ def ffd_hosts(
     return ffd_fill(capacity, groups, ordering).hosts()
 
 
+def ffd_best(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> list[Host]:
+    """First-fit decreasing's hosts in the order of ``ffd_orders`` that packs the fewest (the first of those), each
+    order after the first stopped once it holds more hosts than the best so far (``ffd_fill``'s ``above``)."""
+    best: FirstFitHosts | None = None
+    for order in ffd_orders(capacity, groups):
+        fill = ffd_fill(capacity, groups, order, None if best is None else best.size()[0])
+        if fill is not None and (best is None or fill.size() < best.size()):
+            best = fill
+    assert best is not None  # ffd_orders gives one order or more
+    return best.hosts()
+
+
+@overload
 def ffd_fill(
     capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], ordering: str = "gpu"
-) -> FirstFitHosts:
+) -> FirstFitHosts: ...
+
+
+@overload
+def ffd_fill(
+    capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]], ordering: str, above: int | None
+) -> FirstFitHosts | None: ...
+
+
+def ffd_fill(
+    capacity: CapacityInput,
+    groups: list[list[tuple[ServiceInput, int]]],
+    ordering: str = "gpu",
+    above: int | None = None,
+) -> FirstFitHosts | None:
     """First-fit decreasing, task by task, over GPUs and hosts together: each task (largest first: whole GPUs, GPU
     budget, CPU, memory) goes to the first GPU in opening order with its memory and clients and whose host still
     has its CPU and memory; else to an idle GPU of the first open host with room; else to a new host. Where host CPU
     or memory binds, this strands fewer hosts than filling GPUs first; the planner keeps whichever plan is smaller.
-    Identical tasks are placed together (as many on a GPU as fit), so the work grows with services, not tasks."""
+    Identical tasks are placed together (as many on a GPU as fit), so the work grows with services, not tasks.
+
+    ``above``: the hosts of a plan in hand, which the caller keeps unless this fill has fewer (or as many and fewer
+    busy GPUs). A fill only opens hosts, so once it holds more it cannot win: it stops there and gives ``None``
+    (where it loses, it has most of its hosts before half its tasks are placed, the largest going first)."""
     tasks = [(s, n, s.isolation_group) for group in groups for s, n in group if n]
     if ordering in FFD_ORDERS:
         sort_key = FFD_ORDERS[ordering]
@@ -62,6 +94,8 @@ def ffd_fill(
             fill.place_without_gpu(s, n)
         else:
             fill.place_mps(s, n, group)
+        if above is not None and len(fill.cpu_left) > above:
+            return None
     return fill
 
 

@@ -13,7 +13,7 @@ from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
 from .dealt import dealt
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
-from .ffd import ffd_fill, ffd_hosts, ffd_may_help, ffd_orders, staged_may_win
+from .ffd import ffd_best, ffd_fill, ffd_may_help, ffd_orders, staged_may_win
 from .fillers import with_fillers
 from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus, way_gpus
 from .hosts import (
@@ -296,8 +296,7 @@ def _pack_host_lp(
             rest = [group for group in rest if group]
             hosts: list[Host] = []
             if rest:
-                packed = [ffd_hosts(capacity, rest, order) for order in ffd_orders(capacity, rest)]
-                hosts = min(packed, key=plan_size)
+                hosts = ffd_best(capacity, rest)
                 while (fewer := search_hosts(capacity, rest, plan_size(hosts)[0] - 1)) is not None:
                     hosts = fewer
             finished[key] = hosts
@@ -457,8 +456,8 @@ def _pack_staged(
         for ordering in ffd_orders(capacity, groups):
             if best is not None and plan_size(best)[0] <= enough:
                 break
-            fill = ffd_fill(capacity, groups, ordering)
-            if best is None or fill.size() < plan_size(best):
+            fill = ffd_fill(capacity, groups, ordering, None if best is None else plan_size(best)[0])
+            if fill is not None and (best is None or fill.size() < plan_size(best)):
                 best = fill.hosts()
     # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
     assert best is not None
