@@ -610,16 +610,16 @@ def test_a_plan_read_only_for_its_instance_count_has_the_same_count_and_skips_wo
     these fleets fewer FFD orders run."""
     with benchmarks_on_path():
         import fleet_generator
-    from ecs_gpu_sharing.core.planner import packing
+    from ecs_gpu_sharing.core.planner import ffd
 
     runs = {"count": 0}
-    ffd_fill = packing.ffd_fill
+    ffd_fill = ffd.ffd_fill
 
     def counted(*args: object) -> object:
         runs["count"] += 1
         return ffd_fill(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(packing, "ffd_fill", counted)
+    monkeypatch.setattr(ffd, "ffd_fill", counted)
     skipped = 0
     for seed, size in itertools.product(range(6), (300, 1500)):
         fleet = fleet_generator.generate(seed, size)
@@ -846,7 +846,7 @@ def test_past_ffd_always_tasks_on_eight_gpus_a_host_the_plan_is_the_one_ffd_besi
         fills.append(args[2])
         return fill(*args)
 
-    monkeypatch.setattr(packing, "ffd_fill", counted)
+    monkeypatch.setattr(ffd, "ffd_fill", counted)
     now = [plan([fleet.capacity], fleet.services), plan([free], fleet.services, surge=True, host_lp=False)]
     assert fills == []  # FFD did not run
     monkeypatch.setattr(packing, "ffd_may_help", lambda *args: True)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import overload
 
 from .first_fit import _NEVER, FirstFitHosts
-from .hosts import CHUNK, CHUNK_MASK, CHUNK_SHIFT, Host
+from .hosts import CHUNK, CHUNK_MASK, CHUNK_SHIFT, Host, plan_size
 from .model import CapacityInput, ServiceInput
 
 FFD_ALWAYS_TASKS = 20_000  # up to this many tasks FFD always runs beside the staged plan
@@ -38,16 +38,28 @@ def ffd_hosts(
     return ffd_fill(capacity, groups, ordering).hosts()
 
 
-def ffd_best(capacity: CapacityInput, groups: list[list[tuple[ServiceInput, int]]]) -> list[Host]:
-    """First-fit decreasing's hosts in the order of ``ffd_orders`` that packs the fewest (the first of those), each
-    order after the first stopped once it holds more hosts than the best so far (``ffd_fill``'s ``above``)."""
-    best: FirstFitHosts | None = None
+def ffd_best(
+    capacity: CapacityInput,
+    groups: list[list[tuple[ServiceInput, int]]],
+    best: list[Host] | None = None,
+    enough: int = 0,
+) -> list[Host]:
+    """``best`` (a plan in hand), or first-fit decreasing's hosts in the first order of ``ffd_orders`` that packs
+    fewer (``plan_size``), each order stopped once it holds more hosts than the best so far (``ffd_fill``'s
+    ``above``); no order is begun once the best has ``enough`` hosts or fewer (a caller that reads only the count,
+    at a lower bound on the hosts)."""
+    size = None if best is None else plan_size(best)
+    kept: FirstFitHosts | None = None
     for order in ffd_orders(capacity, groups):
-        fill = ffd_fill(capacity, groups, order, None if best is None else best.size()[0])
-        if fill is not None and (best is None or fill.size() < best.size()):
-            best = fill
-    assert best is not None  # ffd_orders gives one order or more
-    return best.hosts()
+        if size is not None and size[0] <= enough:
+            break
+        fill = ffd_fill(capacity, groups, order, None if size is None else size[0])
+        if fill is not None and (size is None or fill.size() < size):
+            kept, size = fill, fill.size()
+    if kept is not None:
+        return kept.hosts()
+    assert best is not None  # without a plan in hand the first order runs whole
+    return best
 
 
 @overload

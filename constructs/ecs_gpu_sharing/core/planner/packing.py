@@ -13,7 +13,7 @@ from ..task_rules import task_problems
 from .alike import Kinds, merged, named_back
 from .dealt import dealt
 from .exact_gpus import Stage, Staged, exact_gpus, gpu_units
-from .ffd import ffd_best, ffd_fill, ffd_may_help, ffd_orders, staged_may_win
+from .ffd import ffd_best, ffd_may_help, staged_may_win
 from .fillers import with_fillers
 from .gpus import FILLS, Item, Way, gpu_floor, lp_roundings, lp_solution, pack_gpus, way_gpus
 from .hosts import (
@@ -453,12 +453,7 @@ def _pack_staged(
     # one, so past small fleets it runs only where host CPU or memory binds (the staged plan groups identical hosts
     # and answers in time where GPU memory binds, as for a million small tasks).
     if best is None or ffd_may_help(capacity, groups, plan_size(best)[0]) or _enis_may_bind(capacity, groups):
-        for ordering in ffd_orders(capacity, groups):
-            if best is not None and plan_size(best)[0] <= enough:
-                break
-            fill = ffd_fill(capacity, groups, ordering, None if best is None else plan_size(best)[0])
-            if fill is not None and (best is None or fill.size() < plan_size(best)):
-                best = fill.hosts()
+        best = ffd_best(capacity, groups, best, enough)
     # A small fleet: search for a placement on fewer hosts, one fewer at a time, within a budget of steps.
     assert best is not None
     while (fewer := search_hosts(capacity, groups, plan_size(best)[0] - 1)) is not None:
