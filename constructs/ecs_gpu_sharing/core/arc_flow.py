@@ -115,7 +115,7 @@ def _lp(arc_list: list[tuple[int, int, int]], demand: list[int], units: int) -> 
     import highspy
     import numpy as np
 
-    from .host_lp import new_highs
+    from .host_lp import new_highs, run_highs
 
     h = new_highs()  # type: ignore[no-untyped-call]
     n = len(arc_list)
@@ -132,7 +132,7 @@ def _lp(arc_list: list[tuple[int, int, int]], demand: list[int], units: int) -> 
         _add_row(h, np, rows[node], 0.0, 0.0)
     for i, d in enumerate(demand):
         _add_row(h, np, [(j, 1.0) for j, (_, _, item) in enumerate(arc_list) if item == i], float(d), float(d))
-    h.run()
+    run_highs(h)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     return h.getInfo().objective_function_value, list(h.getSolution().col_value[:n])

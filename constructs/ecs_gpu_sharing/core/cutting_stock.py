@@ -281,9 +281,9 @@ class _Cover:
     def __init__(self, columns: list[list[int]], demand: list[int]) -> None:
         import numpy as np
 
-        from .host_lp import new_highs
+        from .host_lp import new_highs, run_highs
 
-        self.np = np
+        self.np, self.run = np, run_highs
         self.h = new_highs()  # type: ignore[no-untyped-call]
         for d in demand:
             self.h.addRow(float(d), 1e30, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
@@ -302,7 +302,7 @@ class _Cover:
         )
 
     def solve(self) -> tuple[list[float], list[float]]:
-        self.h.run()
+        self.run(self.h)
         solution = self.h.getSolution()
         return list(solution.col_value), [max(0.0, y) for y in solution.row_dual]
 

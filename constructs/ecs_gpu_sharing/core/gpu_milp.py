@@ -36,7 +36,7 @@ def fill(
     import highspy
     import numpy as np
 
-    from .host_lp import new_highs
+    from .host_lp import new_highs, run_highs
 
     n = len(sizes)
     h = new_highs()  # type: ignore[no-untyped-call]
@@ -53,7 +53,7 @@ def fill(
         h.addRow(-highspy.kHighsInf, float(max_clients), n, columns, np.array(clients, dtype=float))
     for k, d in enumerate(demand):
         h.addRow(float(d), float(d), gpus, np.arange(k, gpus * n, n, dtype=np.int32), np.ones(gpus))
-    h.run()
+    run_highs(h)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None  # no packing found within the nodes (or none exists): the plan keeps what it has
     values = h.getSolution().col_value

@@ -34,7 +34,7 @@ from typing import TypeGuard
 
 from ..mps import MAX_CLIENTS_PER_GPU
 from .contents import CONTENTS_CALLS, ContentsPricing, gpu_contents
-from .highs import _built_worth, _Exact, _first_master, _Layout, _Master, _Pricing, _promising, new_highs
+from .highs import _built_worth, _Exact, _first_master, _Layout, _Master, _Pricing, _promising, new_highs, run_highs
 from .model import (
     BOUND_EVERY,
     CLIMB,
@@ -582,5 +582,6 @@ __all__ = [
     "Solution",
     "new_highs",
     "per_host",
+    "run_highs",
     "solve",
 ]

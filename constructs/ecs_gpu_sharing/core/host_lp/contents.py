@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..mps import MAX_CLIENTS_PER_GPU
-from .highs import found_solution, new_highs, small_milp
+from .highs import found_solution, new_highs, run_highs, small_milp
 from .model import HostSpec, Item, Pattern, interfaces
 from .per_gpu import Contents, laid_out
 
@@ -126,7 +126,7 @@ class ContentsPricing:
         self.h.changeColsCost(m, np.arange(m, dtype=np.int32), np.array(cost, dtype=float))
         rows = np.arange(4, 4 + n, dtype=np.int32)
         self.h.changeRowsBounds(n, rows, np.full(n, -self.inf), np.array(caps, dtype=float))
-        self.h.run()
+        run_highs(self.h)
         info = self.h.getInfo()
         bound = max(0.0, info.mip_dual_bound)
         if not found_solution(self.h):

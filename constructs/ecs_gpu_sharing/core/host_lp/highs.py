@@ -24,13 +24,19 @@ from .model import (
 from .patterns import _build, _Builder, _candidates, _variants, _worth, largest_first
 
 _BANNER_SHOWN = False
+_THREADS = 1  # the threads each model asks for: 1, or 0 (the scheduler there) where another's HiGHS made it first
 
 
 def new_highs():  # type: ignore[no-untyped-def]
-    """A silent HiGHS. HiGHS prints a banner to the process's standard output when the first model is made; that would
-    corrupt ``plan --json``, so the first is made with file descriptor 1 pointed at /dev/null. Imported here, not at the
-    top: HiGHS and numpy take 0.3 s to import, and most plans never need them."""
-    global _BANNER_SHOWN
+    """A silent HiGHS of one thread. HiGHS prints a banner to the process's standard output when the first model is
+    made; that would corrupt ``plan --json``, so the first is made with file descriptor 1 pointed at /dev/null. Imported
+    here, not at the top: HiGHS and numpy take 0.3 s to import, and most plans never need them.
+
+    One thread, so that the process forks beside the plan (``beside``) with no HiGHS threads to lose. HiGHS keeps one
+    thread scheduler a process, made by the first model run, and refuses to run a model asking for another count
+    (HighsStatus.kError, no solution: highspy 1.16). Where the caller's own HiGHS made it first, the first model here
+    finds that out on an empty model and every model takes the scheduler there (``threads`` 0)."""
+    global _BANNER_SHOWN, _THREADS
     import os
     import sys
 
@@ -49,9 +55,22 @@ def new_highs():  # type: ignore[no-untyped-def]
             os.dup2(saved, 1)
             os.close(saved)
         _BANNER_SHOWN = True
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        if h.run() == highspy.HighsStatus.kError:  # an empty model: HiGHS checks the scheduler before anything else
+            _THREADS = 0
+        h.clear()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
+    h.setOptionValue("threads", _THREADS)
     return h
+
+
+def run_highs(h) -> None:  # type: ignore[no-untyped-def]
+    """Run ``h``, raising where HiGHS refused to (its solution would be empty, read as zeros)."""
+    import highspy
+
+    if h.run() == highspy.HighsStatus.kError:
+        raise RuntimeError(f"HiGHS refused to run a model of the plan (HighsStatus.kError, {h.getModelStatus()})")
 
 
 def small_milp(h) -> None:  # type: ignore[no-untyped-def]
@@ -100,7 +119,7 @@ class _Pricing:
         index = np.arange(self.n, dtype=np.int32)
         self.h.changeColsCost(self.n, index, np.array([float(d) for d in duals]))
         self.h.changeColsBounds(self.n, index, np.zeros(self.n), np.array([float(c) for c in caps]))
-        self.h.run()
+        run_highs(self.h)
         solution = self.h.getSolution()
         value = self.h.getInfo().objective_function_value
         return value, list(solution.col_value), [abs(y) for y in solution.row_dual]
@@ -113,7 +132,7 @@ class _Pricing:
         self.h.changeColsBounds(
             self.n, np.arange(self.n, dtype=np.int32), np.zeros(self.n), np.array(caps, dtype=float)
         )
-        self.h.run()
+        run_highs(self.h)
         return [abs(y) for y in self.h.getSolution().row_dual]
 
 
@@ -265,7 +284,7 @@ class _Exact:
         self.h.changeColsBounds(self.n, index, np.zeros(self.n), np.array([float(c) for c in caps]))
         for i, d in enumerate(duals) if self.first else ():
             self.h.changeCoeff(0, i, float(d))
-        self.h.run()
+        run_highs(self.h)
         info = self.h.getInfo()
         if self.first and self.h.getModelStatus() == self.infeasible:
             return None, 1.0  # no pattern is worth more than a host
@@ -408,7 +427,7 @@ class _Master:
             self.h.changeRowBounds(r, float(d), self.inf)
 
     def solve(self) -> tuple[float, list[float], list[float]]:
-        self.h.run()
+        run_highs(self.h)
         solution = self.h.getSolution()
         self.reduced = list(solution.col_dual)
         return self.h.getInfo().objective_function_value, list(solution.row_dual), list(solution.col_value)

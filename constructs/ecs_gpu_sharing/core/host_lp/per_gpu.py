@@ -93,7 +93,7 @@ class PerGpu:
         import highspy
         import numpy as np
 
-        from .highs import new_highs
+        from .highs import new_highs, run_highs
 
         items, host = self.items, self.host
         inf = highspy.kHighsInf
@@ -134,7 +134,7 @@ class PerGpu:
         for _ in range(PER_GPU_ROUNDS):
             self.rounds += 1
             if columns:
-                h.run()
+                run_highs(h)
                 y = [abs(v) for v in h.getSolution().row_dual]
             else:
                 y = [0.0] * (4 + len(live))
