@@ -327,51 +327,72 @@ def test_highs_prints_nothing_on_standard_output() -> None:
     assert out == "only this\n"
 
 
-_LP_AFTER = """
+_LP_BESIDE_THEIRS = """
 import highspy, numpy as np
 from ecs_gpu_sharing.core import host_lp
-if {first}:  # someone else's HiGHS of two threads runs first in the process: HiGHS's thread scheduler is one a process
+
+
+def theirs():  # the app's own HiGHS, of two threads
     h = highspy.Highs(); h.setOptionValue("output_flag", False); h.setOptionValue("threads", 2)
     h.addRow(1.0, highspy.kHighsInf, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
     h.addCol(1.0, 0.0, highspy.kHighsInf, 1, np.array([0], dtype=np.int32), np.array([1.0]))
     assert h.run() == highspy.HighsStatus.kOk
-host = host_lp.HostSpec(gpus=1, usable=1000, cpu=1000, mem=1000, enis=2)
-items = [host_lp.Item(name=f"s{{i}}", group="", size=size, clients=1, whole=0, cpu=cpu, mem=0, enis=0, demand=demand)
-         for i, (size, cpu, demand) in enumerate([(600, 100, 7), (300, 500, 9), (200, 300, 11), (450, 200, 5)])]
-solved = host_lp.solve(items, host)
-print(solved.bound, round(solved.lp_value, 6), sorted((p.counts, n) for p, n in solved.hosts), solved.rest)
+
+
+def ours():
+    host = host_lp.HostSpec(gpus=1, usable=1000, cpu=1000, mem=1000, enis=2)
+    items = [
+        host_lp.Item(name=f"s{{i}}", group="", size=size, clients=1, whole=0, cpu=cpu, mem=0, enis=0, demand=demand)
+        for i, (size, cpu, demand) in enumerate([(600, 100, 7), (300, 500, 9), (200, 300, 11), (450, 200, 5)])
+    ]
+    solved = host_lp.solve(items, host)
+    return solved.bound, round(solved.lp_value, 6), sorted((p.counts, n) for p, n in solved.hosts), solved.rest
+
+
+if {order!r} == "theirs first":
+    theirs()
+solved = ours()
+if {order!r} == "theirs between":  # made again by theirs, after ours made it of one thread
+    highspy.Highs.resetThreadScheduler(True)
+    theirs()
+    solved = ours()
+print(*solved)
 """
 
 
-def test_the_lp_is_the_same_after_another_highs_of_other_threads_ran_in_the_process() -> None:
+def test_the_lp_is_the_same_beside_an_apps_own_highs_of_other_threads() -> None:
     """HiGHS runs one thread scheduler a process, made by the first model run: the library's models ask for one thread
     (forks beside the plan copy only the caller's thread), and HiGHS refuses to run them once a model of another count
-    made the scheduler, returning an error and no solution. An app that ran its own HiGHS first must get the same LP,
-    not one read from solves that never ran (a value of 0 and a bound of 0: each fresh interpreter, as the scheduler
-    lives as long as the process)."""
+    made the scheduler, returning an error and no solution. An app that ran its own HiGHS first, or made the scheduler
+    again between two plans, must get the same LP, not one read from solves that never ran (a value and bound of 0,
+    every task left to the rest: each order in a fresh interpreter, as the scheduler lives as long as the process)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    alone, after = (
+    alone, first, between = (
         subprocess.run(
-            [sys.executable, "-c", _LP_AFTER.format(first=first)], capture_output=True, text=True, check=True, env=env
-        ).stdout.splitlines()[-1]  # after HiGHS's banner, where the caller's own model printed it
-        for first in (False, True)
+            [sys.executable, "-c", _LP_BESIDE_THEIRS.format(order=order)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout.splitlines()[-1]  # after HiGHS's banner, where the app's own model printed it
+        for order in ("ours alone", "theirs first", "theirs between")
     )
     assert alone.split()[0] != "0"
-    assert after == alone
+    assert first == alone
+    assert between == alone
 
 
-def test_a_highs_run_that_fails_is_an_error_not_a_solution() -> None:
-    """A model HiGHS refuses to run (here: one of two threads once the library's own model made the scheduler of one)
-    raises, naming HiGHS's status, where its empty solution was read as the LP's before."""
-    code = (
-        "from ecs_gpu_sharing.core.host_lp import highs\n"
-        "highs.run_highs(highs.new_highs())\n"
-        "h = highs.new_highs(); h.setOptionValue('threads', 2)\n"
-        "try:\n    highs.run_highs(h)\nexcept RuntimeError as e:\n    print(e)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    assert "HiGHS" in out and "kError" in out
+def test_a_highs_run_that_fails_is_an_error_not_a_solution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model HiGHS refuses to run, even on the scheduler there, raises naming HiGHS's status, where its empty
+    solution was read as the LP's before."""
+    import highspy
+
+    from ecs_gpu_sharing.core.host_lp import highs
+
+    h = highs.new_highs()
+    monkeypatch.setattr(highspy.Highs, "run", lambda self: highspy.HighsStatus.kError)
+    with pytest.raises(RuntimeError, match=r"HiGHS refused .*kError"):
+        highs.run_highs(h)
 
 
 @settings(max_examples=200, deadline=None)

@@ -24,19 +24,15 @@ from .model import (
 from .patterns import _build, _Builder, _candidates, _variants, _worth, largest_first
 
 _BANNER_SHOWN = False
-_THREADS = 1  # the threads each model asks for: 1, or 0 (the scheduler there) where another's HiGHS made it first
+_THREADS = 1  # the threads each model asks for: 1, or 0 (the scheduler there) once HiGHS refused 1 (``run_highs``)
 
 
 def new_highs():  # type: ignore[no-untyped-def]
-    """A silent HiGHS of one thread. HiGHS prints a banner to the process's standard output when the first model is
-    made; that would corrupt ``plan --json``, so the first is made with file descriptor 1 pointed at /dev/null. Imported
-    here, not at the top: HiGHS and numpy take 0.3 s to import, and most plans never need them.
-
-    One thread, so that the process forks beside the plan (``beside``) with no HiGHS threads to lose. HiGHS keeps one
-    thread scheduler a process, made by the first model run, and refuses to run a model asking for another count
-    (HighsStatus.kError, no solution: highspy 1.16). Where the caller's own HiGHS made it first, the first model here
-    finds that out on an empty model and every model takes the scheduler there (``threads`` 0)."""
-    global _BANNER_SHOWN, _THREADS
+    """A silent HiGHS of one thread (so that the process forks beside the plan, ``beside``, with no HiGHS thread to
+    lose; ``run_highs`` where HiGHS refuses it). HiGHS prints a banner to the process's standard output when the first
+    model is made; that would corrupt ``plan --json``, so the first is made with file descriptor 1 pointed at
+    /dev/null. Imported here, not at the top: HiGHS and numpy take 0.3 s to import, and most plans never need them."""
+    global _BANNER_SHOWN
     import os
     import sys
 
@@ -55,22 +51,26 @@ def new_highs():  # type: ignore[no-untyped-def]
             os.dup2(saved, 1)
             os.close(saved)
         _BANNER_SHOWN = True
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        if h.run() == highspy.HighsStatus.kError:  # an empty model: HiGHS checks the scheduler before anything else
-            _THREADS = 0
-        h.clear()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", _THREADS)
     return h
 
 
 def run_highs(h) -> None:  # type: ignore[no-untyped-def]
-    """Run ``h``, raising where HiGHS refused to (its solution would be empty, read as zeros)."""
+    """Run ``h``, raising where HiGHS refuses to (its solution would be empty, read as zeros). HiGHS keeps one thread
+    scheduler a process, made by the first model run (or the first after ``Highs.resetThreadScheduler``), and refuses a
+    model that asks for another count (HighsStatus.kError, no solution: highspy 1.16). Where the caller's own HiGHS made
+    it, this model and every later one take the scheduler there (``threads`` 0)."""
+    global _THREADS
     import highspy
 
-    if h.run() == highspy.HighsStatus.kError:
-        raise RuntimeError(f"HiGHS refused to run a model of the plan (HighsStatus.kError, {h.getModelStatus()})")
+    if h.run() != highspy.HighsStatus.kError:
+        return
+    h.setOptionValue("threads", 0)
+    if h.run() != highspy.HighsStatus.kError:
+        _THREADS = 0
+        return
+    raise RuntimeError(f"HiGHS refused to run a model of the plan (HighsStatus.kError, {h.getModelStatus()})")
 
 
 def small_milp(h) -> None:  # type: ignore[no-untyped-def]
