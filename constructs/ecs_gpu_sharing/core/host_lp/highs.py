@@ -29,9 +29,12 @@ _THREADS = 1  # the threads each model asks for: 1, or 0 (the scheduler there) o
 
 def new_highs():  # type: ignore[no-untyped-def]
     """A silent HiGHS of one thread (so that the process forks beside the plan, ``beside``, with no HiGHS thread to
-    lose; ``run_highs`` where HiGHS refuses it). HiGHS prints a banner to the process's standard output when the first
-    model is made; that would corrupt ``plan --json``, so the first is made with file descriptor 1 pointed at
-    /dev/null. Imported here, not at the top: HiGHS and numpy take 0.3 s to import, and most plans never need them."""
+    lose; ``run_highs`` where HiGHS refuses it), and serial (``parallel`` off: on a scheduler of more threads, one an
+    app's own HiGHS made, its MILPs otherwise search in parallel and the plan differs from the same plan alone: tuning
+    26 at 1,000 tasks, 1018 and 29029 at 10,000, one host apart on the two). HiGHS prints a banner to the process's
+    standard output when the first model is made; that would corrupt ``plan --json``, so the first is made with file
+    descriptor 1 pointed at /dev/null. Imported here, not at the top: HiGHS and numpy take 0.3 s to import, and most
+    plans never need them."""
     global _BANNER_SHOWN
     import os
     import sys
@@ -53,6 +56,7 @@ def new_highs():  # type: ignore[no-untyped-def]
         _BANNER_SHOWN = True
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", _THREADS)
+    h.setOptionValue("parallel", "off")
     return h
 
 
