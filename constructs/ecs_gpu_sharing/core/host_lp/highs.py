@@ -74,7 +74,12 @@ def run_highs(h) -> None:  # type: ignore[no-untyped-def]
     if h.run() != highspy.HighsStatus.kError:
         _THREADS = 0
         return
-    raise RuntimeError(f"HiGHS refused to run a model of the plan (HighsStatus.kError, {h.getModelStatus()})")
+    raise RuntimeError(
+        f"HiGHS refused to run a model of the plan's LP (HighsStatus.kError, {h.getModelStatus()}), on one thread and "
+        "on the thread scheduler another HiGHS in this process made: plan the fleet in a process of its own "
+        "(ecs-gpu-sharing plan FLEET), or call highspy.Highs.resetThreadScheduler(True) before the synth; if it goes "
+        "on, report it with the fleet"
+    )
 
 
 def small_milp(h) -> None:  # type: ignore[no-untyped-def]
