@@ -211,10 +211,13 @@ class Kept:
 kept = Kept()  # freed as the interpreter is torn down, and only then
 if "atexit" in sys.argv:
     atexit.register(lambda: sys.stderr.write("at exit\\n"))
-if "thread" in sys.argv:
-    threading.Thread(target=lambda: (time.sleep(0.3), sys.stderr.write("thread done\\n"))).start()
-from ecs_gpu_sharing.cli import run
-run(sys.argv[1:3])
+import ecs_gpu_sharing.cli as cli
+if "thread" in sys.argv:  # still running once main has returned, however long the plan took
+    returned = threading.Event()
+    planned = cli.main
+    cli.main = lambda argv: (planned(argv), returned.set())[0]
+    threading.Thread(target=lambda: (returned.wait(), time.sleep(0.3), sys.stderr.write("thread done\\n"))).start()
+cli.run(sys.argv[1:3])
 """
 
 
