@@ -1492,14 +1492,14 @@ def test_the_rounding_fills_a_cut_down_pattern_and_takes_a_fleet_to_its_bound(mo
     """Tuning seed 57 at 1,000 tasks (one L4 a host, 15 services, host memory binding): with the cut-down patterns
     filled the plan is 226 instances, its bound; 227 where they are taken as cut. The one-GPU search's runners-up
     (``one_gpu.RUNNERS``) take it to 226 by another road, so they are left out here."""
-    from ecs_gpu_sharing.core.host_lp import one_gpu, patterns
+    from ecs_gpu_sharing.core.host_lp import integer, one_gpu, patterns
 
     fleet = fleet_generator.generate(57, 1000)
     assert plan([fleet.capacity], fleet.services).instances == 226
     monkeypatch.setattr(one_gpu, "RUNNERS", 0)
     result = plan([fleet.capacity], fleet.services)
     assert result.instances == result.capacities[0].instance_lower_bound == 226
-    monkeypatch.setattr(host_lp, "_topped", lambda items, host, p, left: p)  # the rounding's cut-down patterns
+    monkeypatch.setattr(integer, "_topped", lambda items, host, p, left: p)  # the rounding's cut-down patterns
     monkeypatch.setattr(patterns, "_topped", lambda items, host, p, left: p)  # and its hosts' room (_fill_rest)
     assert plan([fleet.capacity], fleet.services).instances == 227
 
@@ -1594,7 +1594,9 @@ def test_the_dives_stop_once_a_rounding_kept_needs_no_more_than_the_bound(monkey
     """Given the caller's packings (``finish``), the dives stop where a rounding kept, finished by them, meets the
     LP's bound: no dive can do better. Tuning seed 4 at 1,000 tasks (eight L40S a host, bound 117): with packings
     that finish any rest on no hosts at all, or on the 12 the bound leaves, the first rounding kept (105 hosts, 137
-    tasks left) ends the dives; with packings that never meet the bound, the dives run as they do without packings, to 117 hosts and nothing left."""
+    tasks left) ends the dives (the integer master's check, ``integer.with_integer_master``, asks for that rounding
+    again, and the planner's cache answers it); with packings that never meet the bound, the dives run as they do
+    without packings, to 117 hosts and nothing left."""
     monkeypatch.setattr(
         host_lp, "OTHER_ITEMS", 0
     )  # the LPs these numbers were set on: no greedy passes over other items
@@ -1611,7 +1613,7 @@ def test_the_dives_stop_once_a_rounding_kept_needs_no_more_than_the_bound(monkey
         return 0
 
     stopped = host_lp.solve(items, host, finish=free)
-    assert (stopped.bound, asked, len(stopped.others)) == (117, [(105, 137)], 1)
+    assert (stopped.bound, set(asked), len(stopped.others)) == (117, {(105, 137)}, 1)
     assert len(calls) < dives and _covers(items, stopped.hosts, stopped.rest)
     first = len(calls)
     calls.clear()

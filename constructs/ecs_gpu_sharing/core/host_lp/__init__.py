@@ -16,7 +16,9 @@ prices on (``polish``).
 
 Plan: the LP's patterns rounded down, the LP solved again over what is left (new patterns priced for it), again,
 until the rest is small; the planner places that rest with its own packings. A pattern cut down to the last tasks of
-its items is filled with more of what is left before its host is taken. Bound: any dual solution scaled by the
+its items is filled with more of what is left before its host is taken. Where the best rounding, finished, is still
+above the bound, HiGHS's MILP over every pattern the master was given looks for a cover of fewer hosts (``integer``).
+Bound: any dual solution scaled by the
 most a pattern can be worth is feasible for the full LP (weak duality; Farley's bound), and that most is bounded from
 above by a Lagrangian relaxation: the host's CPU, memory and interfaces priced, each GPU a knapsack over its memory.
 So the bound holds however far the greedy got.
@@ -35,6 +37,7 @@ from typing import TypeGuard
 from ..mps import MAX_CLIENTS_PER_GPU
 from .contents import CONTENTS_CALLS, ContentsPricing, gpu_contents
 from .highs import _built_worth, _Exact, _first_master, _Layout, _Master, _Pricing, _promising, new_highs, run_highs
+from .integer import whole_copies, with_integer_master
 from .model import (
     BOUND_EVERY,
     CLIMB,
@@ -75,7 +78,7 @@ from .model import (
     per_host,
 )
 from .one_gpu import OneGpu, Searched, split_search
-from .patterns import _candidates, _fill_rest, _most_worth, _pattern, _restrict, _topped, _worth
+from .patterns import _candidates, _fill_rest, _most_worth, _pattern, _worth
 from .per_gpu import PER_GPU_WORK, PerGpu
 from .polish import polish_calls, polished
 
@@ -494,7 +497,11 @@ def solve(
     bound = math.ceil(farley - 1e-6)
     if beat and math.ceil(value - 1e-6) >= beat:
         return Solution(bound, value, [], list(demand))
-    return _rounded(master, items, host, value, x, bound, max(bound, known, 1), beat, finish)
+    least = max(bound, known, 1)
+    solution = _rounded(master, items, host, value, x, bound, least, beat, finish)
+    if finish is not None and exact_calls:
+        with_integer_master(list(master.pool.values()), items, host, solution, least, beat, finish)
+    return solution
 
 
 def _rounded(
@@ -540,22 +547,7 @@ def _rounded(
             dives += 1
             top = set(order[: max(int(value // DIVE_SPAN), 1) if value >= DIVE_WIDE else 1])
             x = [1.0 if j in top or x[j] >= DIVE_FIX else 0.0 for j in range(len(x))]
-        taken = False
-        for j in order:
-            copies = math.floor(x[j] + 1e-9)
-            while copies > 0:
-                p = _restrict(master.patterns[j], left, items)
-                if not any(p.counts):
-                    break
-                if p is not master.patterns[j]:  # cut down to what is left: its room filled from the rest
-                    p = _topped(items, host, p, left)
-                k = min([copies, *(left[i] // a for i, a in enumerate(p.counts) if a)])
-                if k <= 0:
-                    break
-                hosts.append((p, k))
-                left = [n - a * k for n, a in zip(left, p.counts, strict=True)]
-                copies -= k
-                taken = True
+        left, taken = whole_copies(master.patterns, x, items, host, hosts, left)
         if not any(left) or not taken:
             break
         master.demand(left)

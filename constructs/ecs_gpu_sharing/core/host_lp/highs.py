@@ -360,6 +360,7 @@ class _Master:
         self.protected = 0  # the first patterns, never purged: each item alone, so any demand is met
         self.reduced: Sequence[float] = ()  # each pattern's reduced cost at the last solve
         self.seen: set[tuple[int, ...]] = set()
+        self.pool: dict[tuple[int, ...], Pattern] = {}  # every pattern ever added, purged or not (``integer``)
         for d in demand:
             self.h.addRow(float(d), self.inf, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
 
@@ -367,6 +368,7 @@ class _Master:
         if p.counts in self.seen or not any(p.counts):
             return False
         self.seen.add(p.counts)
+        self.pool.setdefault(p.counts, p)
         self.patterns.append(p)
         held = p.held  # (item, tasks), in the items' order
         self.h.addCol(
