@@ -3,13 +3,15 @@
 Column generation leaves a pool of patterns, every one a host can hold; the rounding takes the LP's solution over
 them whole and dives, and where the plan that gives is still above the bound, an integer cover may hide in the same
 pool. HiGHS's MILP over every pattern the master was given (each pattern's counts cut to the demand, its copies
-integer; the root node only, where HiGHS's own heuristics, its RINS and RENS sub-MIPs among them, find the covers)
+integer; the root node only, where HiGHS's feasibility jump and the root's own LP find the covers)
 looks for one of fewer hosts than the best plan in hand. Only patterns that can be in such a cover are its columns: at
 the pool LP's optimal duals ``y``, a cover of at most ``T`` hosts uses only patterns of reduced cost ``1 - y·a`` at most
 ``T`` less the pool LP's value (summing the reduced costs of a cover's copies gives its hosts less ``y``'s value, at
 most ``T`` less the LP's; every reduced cost is at least 0). Where those are more than POOL_IP_SIZE columns times
-rows it does not run: the MILP's root then costs seconds, and on the tuning seeds it won nothing there
-(docs/planning.md). Work is counted in nodes, never in seconds: the plan is the same on every machine."""
+rows it does not run: the MILP's root can cost seconds there (tuning 43 and 96 at 10,000 tasks, 2.4-2.7 s for no
+cover), and the cap gives up tuning 24's one host in 4,855 (docs/planning.md). HiGHS 1.16 has no deterministic work
+limit within the root, so the MILP is limited by its nodes and its size, never by seconds: the plan is the same on
+every machine."""
 
 from __future__ import annotations
 
@@ -102,10 +104,9 @@ def integer_master(
     run_highs(h)
     if not found_solution(h) or h.getInfo().objective_function_value > target + 1e-6:
         return None
-    x = [round(v) for v in h.getSolution().col_value]
-    patterns = [columns[counts[j]] for j in kept]
+    x = [float(round(v)) for v in h.getSolution().col_value]
     hosts: list[tuple[Pattern, int]] = []
-    left, _ = whole_copies(patterns, [float(v) for v in x], items, host, hosts, list(demand))
+    left, _ = whole_copies([columns[counts[j]] for j in kept], x, items, host, hosts, list(demand))
     return hosts, left
 
 
