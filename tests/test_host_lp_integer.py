@@ -27,7 +27,7 @@ def _items(*sizes_and_demands: tuple[int, int]) -> list[host_lp.Item]:
 
 
 def test_the_integer_master_finds_a_cover_of_fewer_hosts_from_the_pool() -> None:
-    """Tasks of 6 and of 4 GiB, two of each, on one GPU of 10: a plan of each service alone takes 3 hosts (6, 6, 4+4);
+    """Tasks of budgets 6 and 4, two of each, on one GPU of 10: a plan of each service alone takes 3 hosts (6, 6, 4+4);
     the pool holds the pattern of one of each, and the integer master covers the demand with two of it, every task
     once. Below 2 hosts there is no cover: none is given, and none where the pool lacks the pattern that pairs them."""
     items = _items((6, 2), (4, 2))
@@ -55,7 +55,7 @@ def test_a_copy_past_what_is_left_is_cut_down_to_it() -> None:
     assert sum(p.counts[0] * k for p, k in hosts) == 5
 
 
-def _optimum(counts: list[tuple[int, ...]], demand: list[int]) -> float:
+def _optimum(counts: list[integer.Column], demand: list[int]) -> float:
     """The fewest copies of ``counts`` covering ``demand``, HiGHS's MILP searched to the end."""
     h = integer._model(counts, demand, integer=True)
     run_highs(h)
@@ -63,16 +63,16 @@ def _optimum(counts: list[tuple[int, ...]], demand: list[int]) -> float:
 
 
 def test_the_reduced_cost_cut_never_drops_a_column_a_better_cover_needs() -> None:
-    """On drawn pools (6 items, 12-30 random columns beside each item alone): for every ``target`` from the optimum
+    """On drawn pools (6 items, 12-30 random columns beside each item alone, each column its (item, tasks)): for every ``target`` from the optimum
     up, the columns kept cover the demand in the optimum's copies, and they are fewer than all where the target is
     the optimum on at least some draws."""
     rng = random.Random(7)
     cut = 0
     for _ in range(40):
         demand = [rng.randint(1, 12) for _ in range(6)]
-        counts = [tuple(d if i == j else 0 for j, d in enumerate(demand)) for i, d in enumerate(demand)]
-        counts += [tuple(rng.choice((0, 0, 1, 2, 3)) for _ in demand) for _ in range(rng.randint(12, 30))]
-        counts = [c for c in dict.fromkeys(counts) if any(c)]
+        dense = [tuple(d if i == j else 0 for j, d in enumerate(demand)) for i, d in enumerate(demand)]
+        dense += [tuple(rng.choice((0, 0, 1, 2, 3)) for _ in demand) for _ in range(rng.randint(12, 30))]
+        counts = [tuple([(i, a) for i, a in enumerate(c) if a]) for c in dict.fromkeys(dense) if any(c)]
         best = round(_optimum(counts, demand))
         for target in (best, best + 1, best + 3):
             kept = integer.cover_columns(counts, demand, target)

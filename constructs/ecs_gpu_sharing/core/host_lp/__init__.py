@@ -481,7 +481,8 @@ def solve(
     ``start``: patterns the master begins with (a plan's hosts). ``known``: a lower bound the caller has, which spares
     a search for a bound that cannot pass it. ``finish``: the hosts the caller's packings need for a rounding's rest;
     with it, the dives stop once a rounding kept meets the bound, or the hosts taken and the LP's value over what is
-    left reach the best rounding kept (``_rounded``)."""
+    left reach the best rounding kept (``_rounded``); and, where HiGHS's MILP pricings run, the integer master looks
+    for a cover of fewer hosts than the best rounding finished (``integer``)."""
     if exact_calls is None:
         exact_calls = EXACT_WORK // max(len(items), 1)
     demand = [it.demand for it in items]

@@ -24,6 +24,8 @@ from .patterns import _restrict, _topped
 
 POOL_IP_SIZE = 10_000  # the MILP's columns times its rows at most (its columns those the reduced costs leave)
 
+Column = tuple[tuple[int, int], ...]  # (item, tasks) of each item a pattern holds, no more than the item's demand
+
 
 def whole_copies(
     patterns: Sequence[Pattern],
@@ -88,9 +90,9 @@ def integer_master(
     where HiGHS's root node finds no such cover, where the pool LP says there is none, or where the MILP is over
     POOL_IP_SIZE."""
     demand = [it.demand for it in items]
-    columns: dict[tuple[int, ...], Pattern] = {}
-    for p in pool:
-        columns.setdefault(tuple(min(a, d) for a, d in zip(p.counts, demand, strict=True)), p)
+    columns: dict[Column, Pattern] = {}
+    for p in pool:  # over the items each holds (``Pattern.held``): a host holds a few of a fleet's services
+        columns.setdefault(tuple([(i, min(a, demand[i])) for i, a in p.held]), p)
     counts = list(columns)
     if not counts:
         return None
@@ -110,10 +112,10 @@ def integer_master(
     return hosts, left
 
 
-def cover_columns(counts: Sequence[tuple[int, ...]], demand: Sequence[int], target: int) -> list[int] | None:
-    """The indexes of the columns ``counts`` that a cover of ``demand`` by at most ``target`` copies can use: those
-    of reduced cost at most ``target`` less the LP's value, at the optimal duals of the LP over all of them. None
-    where that LP's value says no such cover exists."""
+def cover_columns(counts: Sequence[Column], demand: Sequence[int], target: int) -> list[int] | None:
+    """The indexes of the columns ``counts`` ((item, tasks) of each item a column holds) that a cover of ``demand``
+    by at most ``target`` copies can use: those of reduced cost at most ``target`` less the LP's value, at the optimal
+    duals of the LP over all of them. None where that LP's value says no such cover exists."""
     duals = _pool_duals(counts, demand)
     if duals is None:
         return None
@@ -121,10 +123,10 @@ def cover_columns(counts: Sequence[tuple[int, ...]], demand: Sequence[int], targ
     if math.ceil(value - 1e-6) > target:
         return None
     room = target - value + 1e-7
-    return [j for j, c in enumerate(counts) if 1 - sum(y * a for y, a in zip(duals, c, strict=True)) <= room]
+    return [j for j, c in enumerate(counts) if 1 - sum(duals[i] * a for i, a in c) <= room]
 
 
-def _model(counts: Sequence[tuple[int, ...]], demand: Sequence[int], integer: bool):  # type: ignore[no-untyped-def]
+def _model(counts: Sequence[Column], demand: Sequence[int], integer: bool):  # type: ignore[no-untyped-def]
     """HiGHS's model of the fewest copies of ``counts`` covering ``demand`` (a row an item, a column a pattern)."""
     import highspy
     import numpy as np
@@ -134,15 +136,7 @@ def _model(counts: Sequence[tuple[int, ...]], demand: Sequence[int], integer: bo
     for d in demand:
         h.addRow(float(d), inf, 0, np.array([], dtype=np.int32), np.array([], dtype=float))
     for c in counts:
-        held = [(i, a) for i, a in enumerate(c) if a]
-        h.addCol(
-            1.0,
-            0.0,
-            inf,
-            len(held),
-            np.array([i for i, _ in held], dtype=np.int32),
-            np.array([float(a) for _, a in held]),
-        )
+        h.addCol(1.0, 0.0, inf, len(c), np.array([i for i, _ in c], dtype=np.int32), np.array([float(a) for _, a in c]))
     if integer:
         h.changeColsIntegrality(
             len(counts), np.arange(len(counts), dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * len(counts))
@@ -150,7 +144,7 @@ def _model(counts: Sequence[tuple[int, ...]], demand: Sequence[int], integer: bo
     return h
 
 
-def _pool_duals(counts: Sequence[tuple[int, ...]], demand: Sequence[int]) -> list[float] | None:
+def _pool_duals(counts: Sequence[Column], demand: Sequence[int]) -> list[float] | None:
     """The optimal duals of the LP over the pool's columns, a row an item (None where HiGHS finds no optimum)."""
     import highspy
 
